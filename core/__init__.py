@@ -1,0 +1,3 @@
+"""Headless swarm engine: no Textual imports allowed in this package."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,190 @@
+"""Settings: the one place for defaults (DESIGN rule 5).
+
+Precedence, lowest to highest: the defaults below, the TOML config file (platformdirs user config dir,
+or ``--config FILE``), environment variables, command-line flags.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+APP_NAME = "swarm-tui"
+DEFAULT_BASE_URL = "http://localhost:1234/v1"  # LM Studio, the reference deployment's endpoint
+
+DOMAINS = ("code", "math", "general")
+PROTOCOLS = ("phased", "single-pass")
+
+
+class ConfigError(ValueError):
+    """A setting has a bad value; the message is one line fit to show a user."""
+
+
+@dataclass(frozen=True)
+class CallLimits:
+    temperature: float
+    max_tokens: int
+
+
+@dataclass(frozen=True)
+class Settings:
+    domain: str = "code"
+    tau: float = 0.3
+    k_in: int = 3
+    max_rounds: int = 5
+    protocol: str = "phased"
+    # Endpoint. base_url None means "not set here": resolved by resolve_base_url().
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    max_concurrency: int = 4
+    call_timeout: float = 120.0  # seconds; also the longest silence tolerated inside a stream
+    max_retries: int = 2  # the openai SDK's own retries (408/409/429/5xx)
+    # Per-call sampling, from the reference deployment.
+    descriptor_call: CallLimits = CallLimits(0.1, 256)
+    work_call: CallLimits = CallLimits(0.3, 4096)
+    manager_call: CallLimits = CallLimits(0.1, 2000)
+    top_p: float | None = None
+    top_k: int | None = None
+    min_p: float | None = None
+    no_think: bool = False  # append /no_think to descriptor calls (Qwen3)
+    # Memory and termination.
+    context_budget_tokens: int = 12000
+    convergence_threshold: float = 0.95
+    # Embeddings: a local sentence-transformers folder tried before the bundled package.
+    embedding_model_path: str | None = None
+    # Sessions and UI.
+    sessions_dir: str = "sessions"
+    theme: str = "textual-dark"
+    keymap: dict[str, str] = field(default_factory=dict)
+    execute_code: bool = False
+
+    def with_overrides(self, **changes: Any) -> Settings:
+        """A copy with the given non-None values applied, validated."""
+        clean = {k: v for k, v in changes.items() if v is not None}
+        updated = replace(self, **clean)
+        updated.validate()
+        return updated
+
+    def validate(self, n_workers: int | None = None) -> None:
+        if self.domain not in DOMAINS:
+            raise ConfigError(f"unknown domain {self.domain!r}: choose one of {', '.join(DOMAINS)}")
+        if self.protocol not in PROTOCOLS:
+            raise ConfigError(f"unknown protocol {self.protocol!r}: choose one of {', '.join(PROTOCOLS)}")
+        if not 0.0 <= self.tau <= 1.0:
+            raise ConfigError(f"tau must be between 0 and 1, got {self.tau}")
+        if not 1 <= self.max_rounds <= 10:
+            raise ConfigError(f"max_rounds must be between 1 and 10, got {self.max_rounds}")
+        upper = n_workers - 1 if n_workers else None
+        if self.k_in < 1 or (upper is not None and self.k_in > upper):
+            bound = f"1 and {upper}" if upper else "at least 1"
+            raise ConfigError(f"k_in must be between {bound}, got {self.k_in}")
+        if self.max_concurrency < 1:
+            raise ConfigError(f"max_concurrency must be at least 1, got {self.max_concurrency}")
+        if self.call_timeout <= 0:
+            raise ConfigError(f"call_timeout must be positive, got {self.call_timeout}")
+        if self.context_budget_tokens < 500:
+            raise ConfigError(f"context_budget_tokens must be at least 500, got {self.context_budget_tokens}")
+
+
+def default_config_path() -> Path:
+    return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
+
+
+_CALL_KEYS = {"descriptor_call", "work_call", "manager_call"}
+
+
+def _settings_from_mapping(data: dict[str, Any], source: str) -> dict[str, Any]:
+    known = {f.name: f for f in fields(Settings)}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = key.replace("-", "_")
+        if name not in known:
+            raise ConfigError(f"{source}: unknown setting {key!r}")
+        if name in _CALL_KEYS:
+            if not isinstance(value, dict) or set(value) - {"temperature", "max_tokens"}:
+                raise ConfigError(f"{source}: {key} must be a table with temperature and max_tokens")
+            base: CallLimits = getattr(Settings(), name)
+            value = CallLimits(
+                float(value.get("temperature", base.temperature)),
+                int(value.get("max_tokens", base.max_tokens)),
+            )
+        elif name == "keymap" and not (isinstance(value, dict) and all(isinstance(v, str) for v in value.values())):
+            raise ConfigError(f"{source}: keymap must map binding ids to key strings")
+        out[name] = value
+    return out
+
+
+def load_config_file(path: Path | None) -> dict[str, Any]:
+    """Read a config file. A missing default file is fine; a missing explicit file is an error."""
+    explicit = path is not None
+    path = path or default_config_path()
+    if not path.exists():
+        if explicit:
+            raise ConfigError(f"config file not found: {path}")
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    section = data.get("swarm", data)  # settings may sit at top level or under [swarm]
+    return _settings_from_mapping(section, str(path))
+
+
+_ENV_VARS: dict[str, tuple[str, type]] = {
+    "SWARM_TUI_DOMAIN": ("domain", str),
+    "SWARM_TUI_TAU": ("tau", float),
+    "SWARM_TUI_K_IN": ("k_in", int),
+    "SWARM_TUI_MAX_ROUNDS": ("max_rounds", int),
+    "SWARM_TUI_PROTOCOL": ("protocol", str),
+    "SWARM_TUI_MODEL": ("model", str),
+    "SWARM_TUI_SESSIONS_DIR": ("sessions_dir", str),
+    "SWARM_TUI_EMBEDDING_MODEL_PATH": ("embedding_model_path", str),
+}
+
+
+def env_overrides(environ: dict[str, str] | None = None) -> dict[str, Any]:
+    env = os.environ if environ is None else environ
+    out: dict[str, Any] = {}
+    for var, (name, kind) in _ENV_VARS.items():
+        if var in env and env[var] != "":
+            try:
+                out[name] = kind(env[var])
+            except ValueError:
+                raise ConfigError(f"environment variable {var}={env[var]!r} is not a valid {name}") from None
+    return out
+
+
+def load_settings(
+    config_path: Path | None = None,
+    cli: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+) -> Settings:
+    """Defaults < config file < environment < CLI flags; validated."""
+    merged: dict[str, Any] = {}
+    merged.update(load_config_file(config_path))
+    merged.update(env_overrides(environ))
+    merged.update({k: v for k, v in (cli or {}).items() if v is not None})
+    try:
+        settings = replace(Settings(), **merged)
+    except TypeError as exc:  # a value of the wrong shape from a file
+        raise ConfigError(str(exc)) from None
+    settings.validate()
+    return settings
+
+
+def resolve_base_url(settings: Settings, environ: dict[str, str] | None = None) -> str:
+    """--base-url or config file, else OPENAI_BASE_URL, else the LM Studio default."""
+    env = os.environ if environ is None else environ
+    return settings.base_url or env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+
+
+def resolve_api_key(settings: Settings, environ: dict[str, str] | None = None) -> str:
+    """The key is only ever read from the environment; local servers accept any placeholder."""
+    env = os.environ if environ is None else environ
+    return env.get(settings.api_key_env) or "not-needed"

@@ -1,0 +1,146 @@
+"""Runtime control of a running swarm: pause/resume, step by phase or round, cancel, live parameters.
+
+The engine calls ``checkpoint()`` at every phase boundary. In auto mode it passes straight through; in
+step mode it waits until the user grants a step. All methods are called from the engine's event loop
+(the TUI runs the engine in its own loop), so plain asyncio primitives suffice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+
+MODE_AUTO = "auto"
+MODE_STEP = "step"
+
+STATUS_RUNNING = "running"
+STATUS_PAUSED = "paused"
+STATUS_STEPPING = "stepping"
+
+BOUNDARY_PHASE = "phase"
+BOUNDARY_ROUND = "round"
+
+
+@dataclass(frozen=True)
+class Params:
+    tau: float
+    k_in: int
+    max_rounds: int
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"tau": self.tau, "k_in": self.k_in, "max_rounds": self.max_rounds}
+
+
+class RunControl:
+    def __init__(self, params: Params, n_workers: int, *, mode: str = MODE_AUTO) -> None:
+        self._params = params
+        self._n_workers = n_workers
+        self.mode = mode
+        self._wake = asyncio.Event()
+        self._pass_current = False  # let the engine past the checkpoint it is waiting at
+        self._stop_at = BOUNDARY_PHASE  # in step mode: stop at the next phase, or only at a round start
+        self.waiting = False  # True while the engine sits at a checkpoint
+        self.cancelled = False
+        self.cancel_hook: Callable[[], None] | None = None
+        self.reroute_hook: Callable[[], bool] | None = None  # set by the engine; False if too late
+        self.on_change: Callable[[str], None] | None = None  # engine emits a ControlChanged event
+        self.on_params: Callable[[Params, list[str]], None] | None = None  # engine emits ParamsChanged
+
+    # --- status -------------------------------------------------------------------------------
+    @property
+    def params(self) -> Params:
+        return self._params
+
+    @property
+    def status(self) -> str:
+        if self.mode == MODE_AUTO:
+            return STATUS_RUNNING
+        return STATUS_PAUSED if self.waiting and not self._pass_current else STATUS_STEPPING
+
+    def _changed(self) -> None:
+        self._wake.set()
+        if self.on_change:
+            self.on_change(self.status)
+
+    # --- user commands ------------------------------------------------------------------------
+    def pause(self) -> None:
+        """Stop at the next phase boundary."""
+        self.mode = MODE_STEP
+        self._stop_at = BOUNDARY_PHASE
+        self._changed()
+
+    def resume(self) -> None:
+        """Back to auto-run."""
+        self.mode = MODE_AUTO
+        self._pass_current = self.waiting
+        self._changed()
+
+    def toggle_pause(self) -> None:
+        if self.mode == MODE_AUTO:
+            self.pause()
+        else:
+            self.resume()
+
+    def step_phase(self) -> None:
+        """Run one phase, then wait at the next boundary. While running freely: stop at the next one."""
+        self.mode = MODE_STEP
+        self._stop_at = BOUNDARY_PHASE
+        self._pass_current = self.waiting
+        self._changed()
+
+    def step_round(self) -> None:
+        """Run until the start of the next round, then wait."""
+        self.mode = MODE_STEP
+        self._stop_at = BOUNDARY_ROUND
+        self._pass_current = self.waiting
+        self._changed()
+
+    def cancel(self) -> None:
+        if self.cancelled:
+            return
+        self.cancelled = True
+        self._wake.set()
+        if self.cancel_hook:
+            self.cancel_hook()
+
+    def set_params(self, *, tau: float | None = None, k_in: int | None = None, max_rounds: int | None = None) -> Params:
+        """Clamp to the valid ranges; applies at the next routing (or now, with reroute_now)."""
+        old = self._params
+        new = Params(
+            tau=round(min(1.0, max(0.0, old.tau if tau is None else tau)), 4),
+            k_in=min(max(1, self._n_workers - 1), max(1, old.k_in if k_in is None else k_in)),
+            max_rounds=min(10, max(1, old.max_rounds if max_rounds is None else max_rounds)),
+        )
+        changed = [name for name in ("tau", "k_in", "max_rounds") if getattr(old, name) != getattr(new, name)]
+        if changed:
+            self._params = new
+            if self.on_params:
+                self.on_params(new, changed)
+        return new
+
+    def reroute_now(self) -> bool:
+        """Recompute the current round's graph with the current parameters, if its work has not begun."""
+        return bool(self.reroute_hook and self.reroute_hook())
+
+    # --- engine side --------------------------------------------------------------------------
+    async def checkpoint(self, boundary: str) -> None:
+        """Called by the engine between phases; returns when the engine may go on."""
+        while True:
+            if self.cancelled:
+                raise asyncio.CancelledError
+            if self._pass_current:
+                self._pass_current = False
+                return
+            if self.mode == MODE_AUTO:
+                return
+            if self._stop_at == BOUNDARY_ROUND and boundary != BOUNDARY_ROUND:
+                return
+            self.waiting = True
+            self._wake.clear()
+            if self.on_change:
+                self.on_change(self.status)
+            try:
+                await self._wake.wait()
+            finally:
+                self.waiting = False

@@ -1,0 +1,287 @@
+"""The one event stream (DESIGN rule 2).
+
+The engine emits these; the TUI, the headless printer and the session recorder consume them, and a
+replay feeds recorded events back through the same consumers. Every event is a plain dataclass of
+JSON-friendly values, so ``to_dict``/``event_from_dict`` round-trip exactly.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, ClassVar
+
+# Call kinds: which prompt an agent answered.
+CALL_PLAN = "plan"  # Manager's first goal
+CALL_WORK = "work"  # worker's main work (phased phase C, and round 1)
+CALL_DESCRIPTORS = "descriptors"  # phased phase A
+CALL_SINGLE_PASS = "single-pass"  # work + descriptors in one call (paper protocol)
+CALL_MANAGER = "manager"  # Manager's end-of-round decision
+
+# Phases, in the order a round goes through them.
+PHASE_PLAN = "plan"
+PHASE_WORK = "work"  # round 1 broadcast work, single-pass work, phased phase C
+PHASE_DESCRIPTORS = "descriptors"  # phased phase A
+PHASE_ROUTING = "routing"  # phase B
+PHASE_MANAGER = "manager"
+
+
+@dataclass(kw_only=True)
+class Event:
+    type: ClassVar[str] = "event"
+    ts: float = field(default_factory=time.time)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["type"] = self.type
+        return data
+
+
+_REGISTRY: dict[str, type[Event]] = {}
+
+
+def _register(cls: type[Event]) -> type[Event]:
+    _REGISTRY[cls.type] = cls
+    return cls
+
+
+class EventFormatError(ValueError):
+    pass
+
+
+def event_from_dict(data: dict[str, Any]) -> Event:
+    """Rebuild an event from its dict; unknown types or fields raise EventFormatError."""
+    if not isinstance(data, dict):
+        raise EventFormatError("an event must be an object")
+    kind = data.get("type")
+    cls = _REGISTRY.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise EventFormatError(f"unknown event type {kind!r}")
+    names = {f.name for f in fields(cls)}
+    payload = {k: v for k, v in data.items() if k != "type"}
+    extra = set(payload) - names
+    if extra:
+        raise EventFormatError(f"event {kind!r} has unknown fields: {', '.join(sorted(extra))}")
+    try:
+        return cls(**payload)
+    except TypeError as exc:
+        raise EventFormatError(f"event {kind!r}: {exc}") from None
+
+
+@_register
+@dataclass(kw_only=True)
+class RunStarted(Event):
+    type: ClassVar[str] = "run_started"
+    run_id: str
+    problem: str
+    domain: str
+    manager: str
+    workers: list[str]
+    roles: dict[str, str]  # agent name -> role description
+    protocol: str
+    strategy: str
+    model: str
+    base_url: str
+    demo: bool
+    params: dict[str, Any]  # tau, k_in, max_rounds
+    parent: dict[str, Any] | None = None  # {"session": path-or-id, "round": n} when forked
+
+
+@_register
+@dataclass(kw_only=True)
+class RoundStarted(Event):
+    type: ClassVar[str] = "round_started"
+    round: int
+    params: dict[str, Any]  # tau, k_in, max_rounds in force for this round
+
+
+@_register
+@dataclass(kw_only=True)
+class PhaseStarted(Event):
+    type: ClassVar[str] = "phase_started"
+    round: int
+    phase: str
+    detail: str = ""
+
+
+@_register
+@dataclass(kw_only=True)
+class AgentStarted(Event):
+    type: ClassVar[str] = "agent_started"
+    round: int
+    agent: str
+    call: str
+    tier: int | None = None
+
+
+@_register
+@dataclass(kw_only=True)
+class AgentDelta(Event):
+    """A piece of streamed text. High-frequency: consumers should batch."""
+
+    type: ClassVar[str] = "agent_delta"
+    round: int
+    agent: str
+    call: str
+    text: str
+
+
+@_register
+@dataclass(kw_only=True)
+class AgentFinished(Event):
+    type: ClassVar[str] = "agent_finished"
+    round: int
+    agent: str
+    call: str
+    # status: "done" | "unparsed" | "failed"
+    status: str
+    public: str = ""
+    private: dict[str, str] = field(default_factory=dict)
+    query: str = ""
+    key: str = ""
+    answer: str = ""  # math Solver's answer field, when given
+    raw: str = ""
+    error: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    usage_estimated: bool = False
+    latency_s: float = 0.0
+    attempts: int = 1
+
+
+@_register
+@dataclass(kw_only=True)
+class DescriptorsReady(Event):
+    type: ClassVar[str] = "descriptors_ready"
+    round: int
+    descriptors: dict[str, dict[str, str]]  # agent -> {"query": ..., "key": ...}
+
+
+@_register
+@dataclass(kw_only=True)
+class TopologyBuilt(Event):
+    """One routing result (see core.routing.RoutingResult.to_dict) plus the embeddings it came from."""
+
+    type: ClassVar[str] = "topology_built"
+    round: int
+    routing: dict[str, Any]
+    query_embeddings: list[list[float]]
+    key_embeddings: list[list[float]]
+    strategy: str = "dytopo"
+    # True when the user re-routed this round before its work phase; replaces the earlier graph.
+    rerouted: bool = False
+
+
+@_register
+@dataclass(kw_only=True)
+class MessagesRouted(Event):
+    type: ClassVar[str] = "messages_routed"
+    round: int
+    # [{"src", "dst", "score", "content"}] in delivery order
+    deliveries: list[dict[str, Any]]
+    broadcast: bool = False
+
+
+@_register
+@dataclass(kw_only=True)
+class ManagerDecided(Event):
+    type: ClassVar[str] = "manager_decided"
+    round: int
+    terminate: bool
+    next_goal: str
+    reasoning: str
+    final_answer: str = ""
+    status: str = "done"  # "done" | "unparsed" | "failed"
+    # True when this is the Manager's opening plan (the first goal) rather than an end-of-round call.
+    plan: bool = False
+
+
+@_register
+@dataclass(kw_only=True)
+class MemoryTrimmed(Event):
+    type: ClassVar[str] = "memory_trimmed"
+    round: int
+    agent: str
+    dropped: int
+    dropped_tokens: int
+
+
+@_register
+@dataclass(kw_only=True)
+class RoundFinished(Event):
+    type: ClassVar[str] = "round_finished"
+    round: int
+    prompt_tokens: int
+    completion_tokens: int
+    convergence: float | None = None  # mean similarity of worker outputs to the previous round
+
+
+@_register
+@dataclass(kw_only=True)
+class RunFinished(Event):
+    type: ClassVar[str] = "run_finished"
+    # reason: "manager" | "max_rounds" | "converged" | "cancelled" | "error"
+    reason: str
+    detail: str
+    final_answer: str
+    answer_source: str  # "manager" or "extracted:<Agent>" or ""
+    rounds: int
+    prompt_tokens: int
+    completion_tokens: int
+    solved: bool | None = None
+
+
+@_register
+@dataclass(kw_only=True)
+class ParamsChanged(Event):
+    type: ClassVar[str] = "params_changed"
+    round: int
+    params: dict[str, Any]  # the full new set: tau, k_in, max_rounds
+    changed: list[str]
+
+
+@_register
+@dataclass(kw_only=True)
+class ControlChanged(Event):
+    """Run-control state: "running", "paused", "stepping"."""
+
+    type: ClassVar[str] = "control_changed"
+    round: int
+    status: str
+    mode: str  # "auto" | "step"
+
+
+@_register
+@dataclass(kw_only=True)
+class Notice(Event):
+    """Something the user should hear about: a retry, an unparsed reply, an endpoint error."""
+
+    type: ClassVar[str] = "notice"
+    round: int
+    severity: str  # "info" | "warning" | "error"
+    message: str
+    agent: str = ""
+
+
+@_register
+@dataclass(kw_only=True)
+class TestRun(Event):
+    """A sandboxed execution of candidate code against tests (code domain, when enabled)."""
+
+    type: ClassVar[str] = "test_run"
+    round: int
+    outcome: str  # PASSED, WRONG_ANSWER, TIME_LIMIT_EXCEEDED, ...
+    passed: bool
+    detail: str = ""
+    failing_test: str = ""
+    source_agent: str = ""
+    tests_agent: str = ""
+    duration_s: float = 0.0
+
+
+EventSink = Callable[[Event], None]
+
+
+def event_types() -> dict[str, type[Event]]:
+    return dict(_REGISTRY)

@@ -1,0 +1,201 @@
+"""The LLM layer: the real ``openai.AsyncOpenAI`` client, streaming, against any OpenAI-compatible URL.
+
+The SDK retries 408/409/429/5xx itself (``max_retries``) before a stream starts. A stream that stalls
+(longer than the call timeout between bytes) or drops mid-way is retried once here, because the SDK
+cannot retry a response it has already begun to hand us.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+
+try:  # the openai SDK moved to the httpx2 fork; older releases use httpx
+    import httpx2 as httpx
+except ImportError:  # pragma: no cover - depends on the installed SDK
+    import httpx  # type: ignore[no-redef]
+
+DeltaCallback = Callable[[str], None]
+
+
+class EndpointError(RuntimeError):
+    """The endpoint cannot be used; the message is one line fit to show a user."""
+
+
+@dataclass
+class ChatResult:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    usage_estimated: bool
+    latency_s: float
+    attempts: int
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough token count (about 4 characters a token) for servers that report no usage."""
+    return max(1, len(text) // 4) if text else 0
+
+
+def _prompt_chars(messages: list[dict[str, str]]) -> int:
+    return sum(len(m.get("content") or "") for m in messages)
+
+
+def describe_api_error(exc: BaseException, base_url: str) -> str:
+    """One line for a user, naming the URL; never includes request headers (they hold the key)."""
+    if isinstance(exc, openai.APITimeoutError):
+        return f"the model endpoint {base_url} timed out"
+    if isinstance(exc, openai.APIConnectionError):
+        return (
+            f"cannot reach the model endpoint at {base_url}: start your server there, point elsewhere with "
+            "--base-url URL (or OPENAI_BASE_URL), or try --demo"
+        )
+    if isinstance(exc, openai.AuthenticationError):
+        return f"the endpoint {base_url} rejected the API key (status 401): check the variable named by --api-key-env"
+    if isinstance(exc, openai.NotFoundError):
+        return f"the endpoint {base_url} answered 404: check --base-url (it usually ends in /v1) and --model"
+    if isinstance(exc, openai.APIStatusError):
+        message = str(getattr(exc, "message", "") or exc).splitlines()[0][:200]
+        return f"the endpoint {base_url} answered status {exc.status_code}: {message}"
+    return f"model call failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+
+
+class LLMClient:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        model: str | None = None,
+        *,
+        timeout: float = 120.0,
+        max_retries: int = 2,
+        max_concurrency: int = 4,
+        sampling_extras: dict[str, Any] | None = None,
+    ) -> None:
+        self.base_url = base_url
+        self.model = model or ""
+        self._timeout = timeout
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url,
+            api_key=api_key,
+            max_retries=max_retries,
+            # read= is the longest silence tolerated inside a stream: a stalled stream times out.
+            timeout=openai.Timeout(timeout, connect=min(10.0, timeout)),
+        )
+        self._limit = asyncio.Semaphore(max_concurrency)
+        self._extras = {k: v for k, v in (sampling_extras or {}).items() if v is not None}
+        self.json_mode_supported: bool | None = None  # learned on first call
+        self.calls = 0
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def list_models(self) -> list[str]:
+        try:
+            page = await self._client.models.list()
+        except openai.OpenAIError as exc:
+            raise EndpointError(describe_api_error(exc, self.base_url)) from None
+        return [m.id for m in page.data]
+
+    async def ensure_model(self) -> str:
+        """Use the configured model, else the first one the endpoint lists."""
+        if self.model:
+            return self.model
+        models = await self.list_models()
+        if not models:
+            raise EndpointError(f"the endpoint {self.base_url} lists no models: pass --model NAME")
+        self.model = models[0]
+        return self.model
+
+    def _request(self, messages: list[dict[str, str]], temperature: float, max_tokens: int, json_mode: bool) -> dict:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        extra_body: dict[str, Any] = {}
+        if "top_p" in self._extras:
+            body["top_p"] = self._extras["top_p"]
+        for name in ("top_k", "min_p"):  # not OpenAI parameters: local servers read them from the body
+            if name in self._extras:
+                extra_body[name] = self._extras[name]
+        if extra_body:
+            body["extra_body"] = extra_body
+        if json_mode and self.json_mode_supported is not False:
+            body["response_format"] = {"type": "json_object"}
+        return body
+
+    async def chat(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        temperature: float,
+        max_tokens: int,
+        json_mode: bool = True,
+        on_delta: DeltaCallback | None = None,
+        on_retry: Callable[[str], None] | None = None,
+    ) -> ChatResult:
+        """One streamed completion. Raises openai.OpenAIError subclasses when it finally fails."""
+        async with self._limit:
+            self.calls += 1
+            start = time.perf_counter()
+            attempts = 0
+            while True:
+                attempts += 1
+                request = self._request(messages, temperature, max_tokens, json_mode)
+                try:
+                    text, usage = await self._stream(request, on_delta)
+                except openai.BadRequestError as exc:
+                    if "response_format" in request and self.json_mode_supported is None:
+                        # Some servers reject JSON mode; ask again without it and remember.
+                        self.json_mode_supported = False
+                        if on_retry:
+                            on_retry(f"endpoint rejected JSON mode ({exc.status_code}); continuing without it")
+                        continue
+                    raise
+                except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+                    if attempts >= 2:
+                        raise
+                    if on_retry:
+                        on_retry(f"{describe_api_error(exc, self.base_url)}; retrying once")
+                    continue
+                if "response_format" in request:
+                    self.json_mode_supported = True
+                break
+            latency = time.perf_counter() - start
+            if usage is not None:
+                return ChatResult(text, usage[0], usage[1], False, latency, attempts)
+            return ChatResult(
+                text, estimate_tokens("x" * _prompt_chars(messages)), estimate_tokens(text), True, latency, attempts
+            )
+
+    async def _stream(
+        self, request: dict[str, Any], on_delta: DeltaCallback | None
+    ) -> tuple[str, tuple[int, int] | None]:
+        parts: list[str] = []
+        usage: tuple[int, int] | None = None
+        stream = await self._client.chat.completions.create(**request)
+        try:
+            async for chunk in stream:
+                if chunk.usage is not None:
+                    usage = (chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
+                for choice in chunk.choices:
+                    piece = choice.delta.content if choice.delta else None
+                    if piece:
+                        parts.append(piece)
+                        if on_delta:
+                            on_delta(piece)
+        except httpx.HTTPError as exc:  # a connection dropped mid-stream surfaces as a raw httpx error
+            request = exc._request or httpx.Request("POST", self.base_url)  # not every httpx error has one
+            raise openai.APIConnectionError(message=str(exc) or type(exc).__name__, request=request) from exc
+        finally:
+            await stream.close()
+        return "".join(parts), usage

@@ -1,0 +1,58 @@
+"""Per-agent memory H_i (paper eq. 1 and 3), bounded by a token budget.
+
+Items are appended in order; when rendering for a prompt the oldest items go first until the rest fits
+the budget, and the caller is told how much was dropped so it can be recorded as an event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .llm import estimate_tokens
+
+
+@dataclass(frozen=True)
+class MemoryItem:
+    round: int
+    kind: str  # "goal" | "own" | "broadcast" | "routed" | "feedback"
+    source: str  # who it came from
+    text: str
+    score: float | None = None  # routing relevance, for routed items
+
+    def render(self) -> str:
+        label = {
+            "goal": "Manager goal",
+            "own": "your output",
+            "broadcast": f"from {self.source}",
+            "routed": f"from {self.source}" + (f" (relevance {self.score:.2f})" if self.score is not None else ""),
+            "feedback": f"{self.source}",
+        }.get(self.kind, self.source)
+        return f"[round {self.round}, {label}]\n{self.text}"
+
+
+@dataclass
+class AgentMemory:
+    items: list[MemoryItem] = field(default_factory=list)
+    dropped_items: int = 0  # total dropped so far, for the record
+
+    def add(self, item: MemoryItem) -> None:
+        if item.text.strip():
+            self.items.append(item)
+
+    def render(self, budget_tokens: int) -> tuple[str, int, int]:
+        """(text within budget, items dropped now, tokens dropped now). Drops the oldest first, and drops
+        them for good: memory only ever shrinks from the old end, so later prompts stay consistent."""
+        rendered = [item.render() for item in self.items]
+        costs = [estimate_tokens(r) + 1 for r in rendered]
+        total = sum(costs)
+        drop = 0
+        dropped_tokens = 0
+        while total > budget_tokens and drop < len(rendered):
+            total -= costs[drop]
+            dropped_tokens += costs[drop]
+            drop += 1
+        if drop:
+            self.items = self.items[drop:]
+            rendered = rendered[drop:]
+            self.dropped_items += drop
+        return "\n\n".join(rendered), drop, dropped_tokens

@@ -1,0 +1,337 @@
+"""Parsing model replies into the worker / descriptor / manager contracts (core.prompts).
+
+Models wrap JSON in reasoning tags, Markdown fences and prose, and break it in small ways (trailing
+commas, single quotes, a truncated end). We strip the wrapping, try strict JSON, then repair with
+json_repair. Field names are matched loosely: ours (core.prompts) and the paper's Appendix B
+spellings ("public content", "q vector", "is complete", ...), in any case, with spaces, underscores,
+hyphens or camelCase. The public functions raise nothing but ParseError, whose message is one short
+line naming what is wrong: the engine feeds it back to the model in a re-ask.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import json_repair
+
+
+class ParseError(ValueError):
+    """A reply cannot be used; str(e) is one short line saying why."""
+
+
+@dataclass
+class WorkerOutput:
+    public: str
+    private: dict[str, str]
+    query: str
+    key: str
+    answer: str = ""
+
+
+@dataclass
+class DescriptorOutput:
+    query: str
+    key: str
+
+
+@dataclass
+class ManagerOutput:
+    goal: str
+    terminate: bool
+    reasoning: str
+    final_answer: str
+
+
+# --- field name aliases (normalised form -> our field) ---------------------------------------------
+
+_WORKER_ALIASES: dict[str, tuple[str, ...]] = {
+    "public": ("public", "public content"),
+    "private": ("private", "private content"),
+    "query": ("query", "q desc", "q vector", "query descriptor", "query desc"),
+    "key": ("key", "k desc", "k vector", "key descriptor", "key desc"),
+    "answer": ("answer", "final answer"),
+}
+_MANAGER_ALIASES: dict[str, tuple[str, ...]] = {
+    "goal": ("goal", "next goal"),
+    "terminate": ("terminate", "is complete"),
+    "reasoning": ("reasoning", "public content", "public"),
+    "final_answer": ("final answer", "answer"),
+}
+_FIELD_HINTS = {
+    "public": "your contribution this round",
+    "query": "what you need next",
+    "key": "what you can provide",
+    "goal": "the next round's goal",
+    "terminate": "true or false",
+}
+
+_TRUE_WORDS = {"true", "yes", "y", "1", "complete", "done"}
+_FALSE_WORDS = {"false", "no", "n", "0", "incomplete", "not complete"}
+
+
+def _normalise_key(name: str) -> str:
+    """'Public_Content', 'publicContent', 'q-vector ' -> 'public content', 'q vector'."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
+    return " ".join(re.split(r"[\s_\-]+", spaced.strip().lower())).strip()
+
+
+def _lookup(data: dict[str, Any], aliases: dict[str, tuple[str, ...]]) -> dict[str, Any]:
+    """Our field -> value, taking the first alias present (ours come first so they win)."""
+    normalised: dict[str, Any] = {}
+    for raw_key, value in data.items():
+        normalised.setdefault(_normalise_key(str(raw_key)), value)
+    found: dict[str, Any] = {}
+    for name, spellings in aliases.items():
+        for spelling in spellings:
+            if spelling in normalised and normalised[spelling] is not None:
+                found[name] = normalised[spelling]
+                break
+    return found
+
+
+# --- text clean-up ---------------------------------------------------------------------------------
+
+_THINK_BLOCK_RE = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.S | re.I)
+_THINK_OPEN_RE = re.compile(r"<think(?:ing)?>", re.I)
+_THINK_CLOSE_RE = re.compile(r"</think(?:ing)?>", re.I)
+_FENCE_RE = re.compile(r"```[\w+-]*[ \t]*\n?(.*?)```", re.S)
+
+
+def strip_reasoning(text: str) -> str:
+    """Remove <think>...</think> blocks. Also: text before an orphan </think> (templates that put the
+    opening tag in the prompt), and an unclosed leading <think> block, which runs to the end of the
+    reply (the model ran out of tokens while thinking)."""
+    out = _THINK_BLOCK_RE.sub("", text)
+    closes = list(_THINK_CLOSE_RE.finditer(out))
+    if closes:
+        out = out[closes[-1].end():]
+    opened = _THINK_OPEN_RE.search(out)
+    if opened and not out[: opened.start()].strip():
+        out = ""
+    return out.strip()
+
+
+def _object_spans(text: str) -> list[str]:
+    """Top-level {...} spans, scanning strings so braces inside them do not count. An object still
+    open at the end of the text (truncated reply) is returned up to the end for the repair pass."""
+    spans: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        start = text.find("{", i)
+        if start < 0:
+            break
+        depth, in_string, escaped, j = 0, False, False, start
+        while j < n:
+            ch = text[j]
+            if in_string:
+                if escaped:
+                    escaped = False
+                elif ch == "\\":
+                    escaped = True
+                elif ch == '"':
+                    in_string = False
+            elif ch == '"':
+                in_string = True
+            elif ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            j += 1
+        spans.append(text[start : j + 1])
+        i = j + 1
+    return spans
+
+
+def _strict(candidate: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(candidate, strict=False)  # strict=False: raw newlines inside strings
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _repaired(candidate: str) -> dict[str, Any] | None:
+    try:
+        value = json_repair.repair_json(candidate, return_objects=True)
+    except Exception:  # the repair library's failure modes are not part of our contract
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _find_object(text: str) -> dict[str, Any] | None:
+    # Spans of the whole text first: fences outside the JSON are just prose to the scanner, while a
+    # JSON string may itself hold ``` fences (code) that a fence pattern would cut in the middle.
+    spans = _object_spans(text)
+    valid = [value for span in spans if (value := _strict(span)) is not None]
+    if valid:
+        # Several objects (an example in the prose, then the reply): the reply is the biggest.
+        return max(valid, key=lambda v: len(json.dumps(v)))
+    fenced = [m.group(1) for m in _FENCE_RE.finditer(text) if "{" in m.group(1)]
+    for source_spans in (spans, *(_object_spans(block) for block in fenced)):
+        # Longest first: the outermost object, not a stray "{x}" in the prose before it. An empty
+        # object is kept as a last resort so the error names the missing fields.
+        empty: dict[str, Any] | None = None
+        for span in sorted(source_spans, key=len, reverse=True):
+            value = _repaired(span.rstrip().removesuffix("```"))  # a truncated object runs into the fence
+            if value:
+                return value
+            if value is not None:
+                empty = value
+        if empty is not None:
+            return empty
+    return None
+
+
+def _extract(text: str) -> dict[str, Any]:
+    if not isinstance(text, str):
+        raise ParseError(f"expected the reply as text, got {type(text).__name__}")
+    if not text.strip():
+        raise ParseError("the reply is empty")
+    cleaned = strip_reasoning(text)
+    value = _find_object(cleaned) if cleaned else None
+    if value is None and cleaned != text.strip():
+        # A model that forgot to close <think> may still have put the JSON inside it.
+        value = _find_object(_THINK_CLOSE_RE.sub("", _THINK_OPEN_RE.sub("", text)))
+        if value is None and not cleaned:
+            raise ParseError("the reply ended inside a <think> block, with no JSON object after it")
+    if value is None:
+        raise ParseError("no JSON object found in the reply")
+    return value
+
+
+T = TypeVar("T")
+
+
+def _guarded(parse: Callable[[str], T], text: str) -> T:
+    """Run a parser so that only ParseError ever escapes (json can hit RecursionError, etc.)."""
+    try:
+        return parse(text)
+    except ParseError:
+        raise
+    except Exception as exc:
+        raise ParseError(f"unreadable reply ({type(exc).__name__})") from None
+
+
+def extract_json_object(text: str) -> dict[str, Any]:
+    """The one JSON object in a reply: think tags, fences and surrounding prose removed, repaired if
+    needed. ParseError if there is none."""
+    return _guarded(_extract, text)
+
+
+# --- value coercion --------------------------------------------------------------------------------
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value.strip()
+    return json.dumps(value, ensure_ascii=False)  # a list/object/number stays readable and lossless
+
+
+def _required_text(found: dict[str, Any], name: str) -> str:
+    label = name.replace("_", " ")
+    if name not in found:
+        hint = _FIELD_HINTS.get(name)
+        raise ParseError(f"missing field {label!r}" + (f" ({hint})" if hint else ""))
+    text = _as_text(found[name])
+    if not text:
+        raise ParseError(f"field {label!r} is empty")
+    return text
+
+
+def _private(value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        out: dict[str, str] = {}
+        for target, note in value.items():
+            if note is None:
+                continue
+            text = _as_text(note)
+            if text:
+                out[str(target).strip()] = text
+        return out
+    text = _as_text(value)
+    return {"all": text} if text else {}
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        word = value.strip().strip(".").lower()
+        if word in _TRUE_WORDS:
+            return True
+        if word in _FALSE_WORDS:
+            return False
+    shown = value if isinstance(value, str) else json.dumps(value)
+    raise ParseError(f"field 'terminate' must be true or false, got {str(shown)[:40]!r}")
+
+
+# --- contracts -------------------------------------------------------------------------------------
+
+
+def _parse_worker(text: str) -> WorkerOutput:
+    found = _lookup(_extract(text), _WORKER_ALIASES)
+    public = _required_text(found, "public")
+    query = _required_text(found, "query")
+    key = _required_text(found, "key")
+    answer = _as_text(found["answer"]) if "answer" in found else ""
+    private = _private(found.get("private"))
+    return WorkerOutput(public=public, private=private, query=query, key=key, answer=answer)
+
+
+def _parse_descriptors(text: str) -> DescriptorOutput:
+    found = _lookup(_extract(text), _WORKER_ALIASES)
+    return DescriptorOutput(query=_required_text(found, "query"), key=_required_text(found, "key"))
+
+
+def _parse_manager(text: str) -> ManagerOutput:
+    found = _lookup(_extract(text), _MANAGER_ALIASES)
+    if "terminate" not in found:
+        raise ParseError("missing field 'terminate' (true or false)")
+    terminate = _bool(found["terminate"])
+    goal = _as_text(found["goal"]) if "goal" in found else ""
+    if not terminate and not goal:
+        raise ParseError("missing field 'goal' (the next round's goal, required when not terminating)")
+    return ManagerOutput(
+        goal=goal,
+        terminate=terminate,
+        reasoning=_as_text(found["reasoning"]) if "reasoning" in found else "",
+        final_answer=_as_text(found["final_answer"]) if "final_answer" in found else "",
+    )
+
+
+def parse_worker(text: str) -> WorkerOutput:
+    """A full work reply: public, query and key required; private and answer optional."""
+    return _guarded(_parse_worker, text)
+
+
+def parse_descriptors(text: str) -> DescriptorOutput:
+    """A descriptor-only reply: query and key required (a full work reply also qualifies)."""
+    return _guarded(_parse_descriptors, text)
+
+
+def parse_manager(text: str) -> ManagerOutput:
+    """A Manager reply: terminate required; goal required unless terminating."""
+    return _guarded(_parse_manager, text)
+
+
+__all__ = [
+    "DescriptorOutput",
+    "ManagerOutput",
+    "ParseError",
+    "WorkerOutput",
+    "extract_json_object",
+    "parse_descriptors",
+    "parse_manager",
+    "parse_worker",
+    "strip_reasoning",
+]

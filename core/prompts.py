@@ -1,0 +1,127 @@
+"""Prompts: strict-JSON contracts for workers and the Manager (paper Appendix B, in our own words).
+
+Every user message starts with a call header line, ``### swarm-tui call: role=<Agent> call=<kind>
+round=<n>``. It tells a real model where it is, and lets the scripted server (core.scripted_server)
+pick its reply without guessing. Keep CALL_HEADER_RE in step with call_header().
+"""
+
+from __future__ import annotations
+
+import re
+
+from .domains import Domain, Role
+from .events import CALL_DESCRIPTORS, CALL_MANAGER, CALL_PLAN, CALL_SINGLE_PASS, CALL_WORK
+
+CALL_HEADER_RE = re.compile(r"^### swarm-tui call: role=(?P<role>\w+) call=(?P<call>[\w-]+) round=(?P<round>\d+)", re.M)
+
+
+def call_header(role: str, call: str, round_no: int) -> str:
+    return f"### swarm-tui call: role={role} call={call} round={round_no}"
+
+
+# JSON field names of the contracts. The parser accepts the paper's spellings too (see core.parsing).
+WORKER_FIELDS = ("public", "private", "query", "key")
+DESCRIPTOR_FIELDS = ("query", "key")
+MANAGER_FIELDS = ("goal", "terminate", "reasoning", "final_answer")
+
+_WORKER_SCHEMA = """{
+  "public": "your contribution this round, visible to the Manager and to agents routed to you",
+  "private": {"<TargetRole>": "a note only for that teammate (optional, may be {})"},
+  "query": "one sentence: what you need next from teammates",
+  "key": "one sentence: what you can provide to teammates"%s
+}"""
+
+_DESCRIPTOR_SCHEMA = """{
+  "query": "one sentence: what you need next from teammates",
+  "key": "one sentence: what you can provide to teammates"
+}"""
+
+_MANAGER_SCHEMA = """{
+  "goal": "the concrete goal for the next round (empty when terminating)",
+  "terminate": false,
+  "reasoning": "why you continue or stop, citing the team's results",
+  "final_answer": "when terminating: the complete final answer (for code, the full code)"
+}"""
+
+_STRICT = (
+    "Reply with ONLY one valid JSON object and nothing else: no prose before or after it, "
+    "no Markdown fences. Strings must be valid JSON strings (escape newlines as \\n)."
+)
+
+
+def worker_system_prompt(domain: Domain, role: Role) -> str:
+    teammates = ", ".join(w.name for w in domain.workers if w.name != role.name)
+    answer_field = ',\n  "answer": "your final answer, as short as possible (e.g. a number or expression)"'
+    schema = _WORKER_SCHEMA % (answer_field if domain.name == "math" and role.name == domain.answer_role else "")
+    return (
+        f"You are {role.name}, the {role.title}, in a team solving one {domain.name} problem over "
+        f"several rounds. Teammates: {teammates}. A Manager sets each round's goal.\n"
+        f"Your role: {role.description}\n\n"
+        f"{_STRICT}\nFor a full work reply use exactly this shape:\n{schema}\n"
+        f"For a descriptor-only request use exactly this shape:\n{_DESCRIPTOR_SCHEMA}\n"
+        "Descriptors are matched by meaning to route messages: be specific (name functions, steps, "
+        "quantities)."
+    )
+
+
+def manager_system_prompt(domain: Domain) -> str:
+    workers = ", ".join(w.name for w in domain.workers)
+    return (
+        f"You are Manager, the Workflow Orchestrator of a team ({workers}) solving one {domain.name} "
+        "problem over several rounds. Each round you read the team's public outputs, then either set "
+        "the next round's goal or end the run with the final answer.\n"
+        f"{domain.completion_rule}\n\n{_STRICT}\nUse exactly this shape:\n{_MANAGER_SCHEMA}"
+    )
+
+
+def plan_request(problem: str, max_rounds: int) -> str:
+    return (
+        f"{call_header('Manager', CALL_PLAN, 1)}\n"
+        f"PROBLEM:\n{problem}\n\n"
+        f"The team has at most {max_rounds} rounds. Set the goal for round 1 (terminate must be false)."
+    )
+
+
+def _context_block(memory: str, inbox: str) -> str:
+    parts = []
+    if memory:
+        parts.append(f"YOUR MEMORY (earlier rounds):\n{memory}")
+    if inbox:
+        parts.append(f"MESSAGES ROUTED TO YOU THIS ROUND:\n{inbox}")
+    return "\n\n".join(parts)
+
+
+def worker_request(call: str, role: str, round_no: int, problem: str, goal: str, memory: str, inbox: str) -> str:
+    ask = {
+        CALL_WORK: "Do your part of this round's goal. Reply with the full work JSON.",
+        CALL_SINGLE_PASS: "Do your part of this round's goal. Reply with the full work JSON, including query "
+        "and key for the next routing.",
+        CALL_DESCRIPTORS: "Do not solve anything yet. State only what you need (query) and what you can "
+        "provide (key) for this round's goal. Reply with the descriptor JSON.",
+    }[call]
+    context = _context_block(memory, inbox)
+    return (
+        f"{call_header(role, call, round_no)}\n"
+        f"PROBLEM:\n{problem}\n\nROUND {round_no} GOAL:\n{goal}\n\n" + (f"{context}\n\n" if context else "") + ask
+    )
+
+
+def manager_request(round_no: int, max_rounds: int, problem: str, goal: str, outputs: str, extra: str = "") -> str:
+    last = round_no >= max_rounds
+    return (
+        f"{call_header('Manager', CALL_MANAGER, round_no)}\n"
+        f"PROBLEM:\n{problem}\n\nROUND {round_no} GOAL:\n{goal}\n\n"
+        f"TEAM OUTPUTS THIS ROUND:\n{outputs}\n\n"
+        + (f"{extra}\n\n" if extra else "")
+        + (
+            "This was the last round: terminate and give the best final answer."
+            if last
+            else f"Round {round_no} of at most {max_rounds}. Continue with a new goal or terminate."
+        )
+    )
+
+
+def repair_request(error: str) -> str:
+    return (
+        f"Your previous reply could not be used: {error}. Reply again with ONLY the JSON object in the required shape."
+    )

@@ -1,0 +1,221 @@
+"""Routing: descriptor embeddings in, a sparse ordered graph out. A pure function (DESIGN rule 3).
+
+S[i][j] = cos(query_i, key_j). An edge j -> i (j provides for i) exists when S[i][j] >= tau and i != j.
+
+Why ``>=`` and not the paper's ``>`` (eq. 6): the reference deployment builds ``A = (S >= tau)``, the
+matrix view highlights cells "at or above tau", and an inclusive threshold means tau = 0 connects every
+pair with non-negative similarity. With float scores the two differ only on exact ties.
+
+Then: keep the k_in strongest inbound edges per agent (ties: lower source name first); break cycles by
+repeatedly removing the lowest-weight edge of a cycle found (ties: the alphabetically last edge goes);
+order with Kahn's algorithm taking the alphabetically first ready node; tiers are the topological
+generations. The paper's order for a cyclic graph (greedy minimum restricted in-degree, eq. 10–11) is
+computed on the graph before cycle breaking, for the single-pass protocol.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+REASON_K_IN = "k_in"
+REASON_CYCLE = "cycle"
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: str  # provider
+    dst: str  # consumer
+    score: float
+
+
+@dataclass(frozen=True)
+class RemovedEdge:
+    src: str
+    dst: str
+    score: float
+    reason: str  # REASON_K_IN or REASON_CYCLE
+
+
+@dataclass(frozen=True)
+class RoutingResult:
+    names: list[str]
+    tau: float
+    k_in: int
+    similarity: list[list[float]]  # similarity[i][j] = cos(query_i, key_j), names order
+    edges: list[Edge]  # kept edges, sorted by (dst, -score, src)
+    removed: list[RemovedEdge] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)  # execution order
+    tiers: list[list[str]] = field(default_factory=list)  # topological generations
+    paper_order: list[str] = field(default_factory=list)  # eq. 10–11 on the pre-cycle-breaking graph
+    acyclic: bool = True  # False when cycles were kept (single-pass protocol)
+
+    @property
+    def possible_edges(self) -> int:
+        n = len(self.names)
+        return n * (n - 1)
+
+    def in_edges(self, agent: str) -> list[Edge]:
+        """Edges into agent, strongest first (the paper's recipient order, §3.4)."""
+        return sorted((e for e in self.edges if e.dst == agent), key=lambda e: (-e.score, e.src))
+
+    def tier_of(self, agent: str) -> int:
+        for index, tier in enumerate(self.tiers):
+            if agent in tier:
+                return index
+        return -1
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RoutingResult:
+        return cls(
+            names=list(data["names"]),
+            tau=float(data["tau"]),
+            k_in=int(data["k_in"]),
+            similarity=[[float(x) for x in row] for row in data["similarity"]],
+            edges=[Edge(e["src"], e["dst"], float(e["score"])) for e in data["edges"]],
+            removed=[RemovedEdge(e["src"], e["dst"], float(e["score"]), e["reason"]) for e in data["removed"]],
+            order=list(data["order"]),
+            tiers=[list(t) for t in data["tiers"]],
+            paper_order=list(data["paper_order"]),
+            acyclic=bool(data.get("acyclic", True)),
+        )
+
+
+def similarity_matrix(query: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """Cosine similarities of L2-normalised rows: out[i][j] = cos(query_i, key_j)."""
+    q = np.asarray(query, dtype=np.float64)
+    k = np.asarray(key, dtype=np.float64)
+    q = q / np.clip(np.linalg.norm(q, axis=1, keepdims=True), 1e-12, None)
+    k = k / np.clip(np.linalg.norm(k, axis=1, keepdims=True), 1e-12, None)
+    return np.clip(q @ k.T, -1.0, 1.0)
+
+
+def paper_cyclic_order(names: list[str], edges: list[Edge]) -> list[str]:
+    """Greedy order of eq. 10–11: repeatedly place the unplaced agent with the fewest in-edges from
+    unplaced agents; ties alphabetical. Well defined even when the graph has cycles."""
+    unplaced = set(names)
+    order: list[str] = []
+    while unplaced:
+
+        def restricted_in_degree(agent: str) -> int:
+            return sum(1 for e in edges if e.dst == agent and e.src in unplaced)
+
+        chosen = min(sorted(unplaced), key=restricted_in_degree)
+        order.append(chosen)
+        unplaced.remove(chosen)
+    return order
+
+
+def _select_edges(names: list[str], sim: np.ndarray, tau: float, k_in: int) -> tuple[list[Edge], list[RemovedEdge]]:
+    kept: list[Edge] = []
+    removed: list[RemovedEdge] = []
+    for i, dst in enumerate(names):
+        candidates = [Edge(src, dst, float(sim[i][j])) for j, src in enumerate(names) if j != i and sim[i][j] >= tau]
+        candidates.sort(key=lambda e: (-e.score, e.src))
+        kept.extend(candidates[:k_in])
+        removed.extend(RemovedEdge(e.src, e.dst, e.score, REASON_K_IN) for e in candidates[k_in:])
+    return kept, removed
+
+
+def _break_cycles(names: list[str], edges: list[Edge]) -> tuple[list[Edge], list[RemovedEdge]]:
+    graph = nx.DiGraph()
+    graph.add_nodes_from(sorted(names))
+    for e in sorted(edges, key=lambda e: (e.src, e.dst)):
+        graph.add_edge(e.src, e.dst, score=e.score)
+    removed: list[RemovedEdge] = []
+    while True:
+        try:
+            cycle = nx.find_cycle(graph)
+        except nx.NetworkXNoCycle:
+            break
+        # Lowest weight goes; among equal weights the alphabetically last (src, dst) goes, so the
+        # choice never depends on where the search happened to enter the cycle.
+        lowest = min(graph.edges[u, v]["score"] for u, v in cycle)
+        src, dst = max((u, v) for u, v in cycle if graph.edges[u, v]["score"] == lowest)
+        removed.append(RemovedEdge(src, dst, graph.edges[src, dst]["score"], REASON_CYCLE))
+        graph.remove_edge(src, dst)
+    remaining = [e for e in edges if graph.has_edge(e.src, e.dst)]
+    return remaining, removed
+
+
+def _sorted_edges(edges: list[Edge]) -> list[Edge]:
+    return sorted(edges, key=lambda e: (e.dst, -e.score, e.src))
+
+
+def route(
+    names: list[str],
+    query_embeddings: np.ndarray | list[list[float]],
+    key_embeddings: np.ndarray | list[list[float]],
+    tau: float,
+    k_in: int,
+    *,
+    break_cycles: bool = True,
+) -> RoutingResult:
+    """Build one round's graph. With break_cycles=False (paper's single-pass protocol, where a barrier
+    makes cycles harmless) cycles are kept and the order is the paper's greedy order."""
+    if len(set(names)) != len(names):
+        raise ValueError("agent names must be unique")
+    sim = similarity_matrix(np.asarray(query_embeddings), np.asarray(key_embeddings))
+    if sim.shape != (len(names), len(names)):
+        raise ValueError(f"expected {len(names)} query and key embeddings, got matrix {sim.shape}")
+    return route_from_similarity(names, sim, tau, k_in, break_cycles=break_cycles)
+
+
+def route_from_similarity(
+    names: list[str],
+    sim: np.ndarray | list[list[float]],
+    tau: float,
+    k_in: int,
+    *,
+    break_cycles: bool = True,
+) -> RoutingResult:
+    """The same as route(), from a similarity matrix already computed (what-if re-routing)."""
+    sim = np.asarray(sim, dtype=np.float64)
+    if k_in < 1:
+        raise ValueError("k_in must be at least 1")
+    selected, removed = _select_edges(names, sim, tau, k_in)
+    paper_order = paper_cyclic_order(names, selected)
+    if break_cycles:
+        kept, cycle_removed = _break_cycles(names, selected)
+        removed = removed + cycle_removed
+        graph = nx.DiGraph()
+        graph.add_nodes_from(names)
+        graph.add_edges_from((e.src, e.dst) for e in kept)
+        order = list(nx.lexicographical_topological_sort(graph))
+        tiers = [sorted(gen) for gen in nx.topological_generations(graph)]
+        acyclic = True
+    else:
+        kept = selected
+        order = paper_order
+        tiers = [[name] for name in order]
+        graph = nx.DiGraph()
+        graph.add_nodes_from(names)
+        graph.add_edges_from((e.src, e.dst) for e in kept)
+        acyclic = nx.is_directed_acyclic_graph(graph)
+    return RoutingResult(
+        names=list(names),
+        tau=float(tau),
+        k_in=int(k_in),
+        similarity=[[float(x) for x in row] for row in sim],
+        edges=_sorted_edges(kept),
+        removed=sorted(removed, key=lambda e: (e.reason, e.dst, -e.score, e.src)),
+        order=order,
+        tiers=tiers,
+        paper_order=paper_order,
+        acyclic=acyclic,
+    )
+
+
+def edge_diff(before: RoutingResult, after: RoutingResult) -> tuple[list[Edge], list[Edge]]:
+    """(added, removed) kept edges going from one routing to another, by (src, dst)."""
+    old = {(e.src, e.dst): e for e in before.edges}
+    new = {(e.src, e.dst): e for e in after.edges}
+    added = [new[k] for k in sorted(new.keys() - old.keys())]
+    dropped = [old[k] for k in sorted(old.keys() - new.keys())]
+    return added, dropped

@@ -1,0 +1,111 @@
+"""Wiring for a run: the endpoint (or the in-process demo server), the LLM client and the engine.
+
+Shared by the headless CLI, the TUI and the benchmark runner so they start runs the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .config import Settings, resolve_api_key, resolve_base_url
+from .control import Params, RunControl
+from .domains import get_domain
+from .embeddings import Embedder, shared_embedder
+from .engine import RoundEvaluator, RunSpec, SwarmEngine
+from .events import EventSink
+from .llm import LLMClient
+from .scripted_server import ScriptedServer
+from .strategies import TopologyStrategy
+
+
+@dataclass
+class Backend:
+    llm: LLMClient
+    base_url: str
+    model: str
+    demo: bool
+    server: ScriptedServer | None = None
+
+    async def close(self) -> None:
+        await self.llm.close()
+        if self.server is not None:
+            self.server.stop()
+
+
+def sampling_extras(settings: Settings) -> dict[str, float | int | None]:
+    return {"top_p": settings.top_p, "top_k": settings.top_k, "min_p": settings.min_p}
+
+
+async def open_backend(
+    settings: Settings,
+    *,
+    demo: bool = False,
+    demo_chunk_delay: float = 0.0,
+    server: ScriptedServer | None = None,
+) -> Backend:
+    """Connect to the configured endpoint, or start the scripted demo server, and settle the model.
+    Raises llm.EndpointError with a one-line message when the endpoint is unusable."""
+    if demo and server is None:
+        from .demo_script import demo_script
+
+        server = ScriptedServer(demo_script, chunk_delay=demo_chunk_delay).start()
+    if server is not None:
+        base_url, api_key = server.base_url, "demo"
+    else:
+        base_url, api_key = resolve_base_url(settings), resolve_api_key(settings)
+    llm = LLMClient(
+        base_url,
+        api_key,
+        settings.model,
+        timeout=settings.call_timeout,
+        max_retries=settings.max_retries,
+        max_concurrency=settings.max_concurrency,
+        sampling_extras=sampling_extras(settings),
+    )
+    try:
+        model = await llm.ensure_model()
+    except BaseException:
+        await llm.close()
+        if server is not None:
+            server.stop()
+        raise
+    return Backend(llm=llm, base_url=base_url, model=model, demo=demo, server=server)
+
+
+def build_engine(
+    problem: str,
+    settings: Settings,
+    backend: Backend,
+    sinks: list[EventSink],
+    *,
+    embedder: Embedder | None = None,
+    control: RunControl | None = None,
+    strategy: TopologyStrategy | None = None,
+    evaluator: RoundEvaluator | None = None,
+    parent: dict | None = None,
+    step_mode: bool = False,
+) -> SwarmEngine:
+    spec = RunSpec(
+        problem=problem,
+        domain=settings.domain,
+        protocol=settings.protocol,
+        model=backend.model,
+        base_url=backend.base_url,
+        demo=backend.demo,
+        parent=parent,
+    )
+    n_workers = len(get_domain(settings.domain).workers)
+    if control is None:
+        control = RunControl(
+            Params(settings.tau, settings.k_in, settings.max_rounds), n_workers, mode="step" if step_mode else "auto"
+        )
+    return SwarmEngine(
+        spec,
+        settings,
+        backend.llm,
+        embedder or shared_embedder(settings.embedding_model_path),
+        sinks,
+        control=control,
+        strategy=strategy,
+        evaluator=evaluator,
+    )

@@ -1,0 +1,526 @@
+"""A scripted OpenAI-compatible HTTP server on 127.0.0.1, for tests and ``--demo``.
+
+It speaks just enough of the OpenAI API for the real ``openai`` client: ``GET /v1/models`` and
+``POST /v1/chat/completions`` (plain JSON or SSE streaming, with usage). Replies come from a *script*,
+a function of the parsed request (who is calling, which call kind, which round; see core.prompts'
+call header). Faults can be injected per role/call/round to exercise the engine's error paths.
+
+It runs a stdlib ThreadingHTTPServer in a daemon thread, so it works while an asyncio loop (e.g. a
+Textual app) owns the main thread. It never writes to stdout/stderr: that would corrupt a TUI.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from .events import CALL_MANAGER, CALL_PLAN
+from .prompts import CALL_HEADER_RE
+
+FAULT_KINDS = (
+    "malformed",  # prose with no JSON at all: no repair can fix it
+    "repairable",  # broken JSON (unquoted keys, single quotes, trailing comma, cut-off end) json-repair fixes
+    "fenced",  # valid JSON inside ```json fences, with a line of prose before it
+    "think",  # <think>…</think> (with braces inside) and prose, then valid JSON
+    "missing_fields",  # valid JSON without query/key (workers) or goal (Manager)
+    "http_429",
+    "http_500",
+    "stall",  # headers and one chunk, then silence for stall_seconds, then the rest
+    "drop",  # part of the reply, then the connection is closed mid-body
+    "reject_response_format",  # 400 when the request asks for response_format (no JSON mode)
+)
+
+_DOMAIN_RE = re.compile(r"solving one (code|math|general) problem")
+_GENERIC_REPLY = json.dumps({"reply": "Hello from the swarm-tui scripted server."})
+
+
+@dataclass
+class RequestInfo:
+    role: str  # "" when the request has no call header
+    call: str
+    round: int
+    domain: str
+    is_repair: bool  # more than one user message: the engine is re-asking after a bad reply
+    messages: list[dict[str, Any]]
+    body: dict[str, Any]  # the full request body (temperature, max_tokens, response_format, …)
+
+    @property
+    def has_header(self) -> bool:
+        return bool(self.role)
+
+
+Script = Callable[[RequestInfo], str]  # returns the assistant message content
+
+
+@dataclass
+class FaultRule:
+    kind: str  # one of FAULT_KINDS
+    role: str | None = None  # None = any
+    call: str | None = None
+    round: int | None = None
+    times: int = 1  # matching requests it applies to before it is used up; <= 0 means never used up
+
+    def __post_init__(self) -> None:
+        if self.kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind {self.kind!r}: choose one of {', '.join(FAULT_KINDS)}")
+
+    def matches(self, info: RequestInfo) -> bool:
+        if self.kind == "reject_response_format" and "response_format" not in info.body:
+            return False
+        return (
+            (self.role is None or self.role == info.role)
+            and (self.call is None or self.call == info.call)
+            and (self.round is None or self.round == info.round)
+        )
+
+
+def _text_of(content: Any) -> str:
+    """Message content as text: a string, or the text parts of a content list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def parse_request(body: dict[str, Any]) -> RequestInfo:
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        messages = []
+    messages = [m for m in messages if isinstance(m, dict)]
+    users = [_text_of(m.get("content")) for m in messages if m.get("role") == "user"]
+    system = "\n".join(_text_of(m.get("content")) for m in messages if m.get("role") == "system")
+    domain_match = _DOMAIN_RE.search(system)
+    header = CALL_HEADER_RE.search(users[0]) if users else None
+    return RequestInfo(
+        role=header["role"] if header else "",
+        call=header["call"] if header else "",
+        round=int(header["round"]) if header else 0,
+        domain=domain_match[1] if domain_match else "code",
+        is_repair=len(users) > 1,
+        messages=messages,
+        body=body,
+    )
+
+
+def estimate_tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+# --- fault payloads -------------------------------------------------------------------------------
+
+
+def _malformed(_: str) -> str:
+    return (
+        "I'm sorry, but I need to think about this problem a bit more before I can give a structured "
+        "answer. The approach looks reasonable overall; let me come back to it in the next message."
+    )
+
+
+def _repairable(reply: str) -> str:
+    """Break valid JSON the way small local models do; json-repair still recovers the object."""
+    try:
+        data = json.loads(reply)
+    except ValueError:
+        return reply[: max(1, len(reply) - 1)]
+    if not isinstance(data, dict):
+        return reply
+    parts = [f"{k}: {json.dumps(v)}" for k, v in data.items()]  # unquoted keys
+    return "{" + ", ".join(parts) + ","  # trailing comma, missing closing brace
+
+
+def _fenced(reply: str) -> str:
+    return f"Here is my reply:\n```json\n{reply}\n```\n"
+
+
+def _think(reply: str) -> str:
+    return (
+        "<think>\nThe contract wants {public, private, query, key}. Let me draft it {carefully}.\n</think>\n"
+        f"Sure! Here is the JSON you asked for:\n{reply}\nLet me know if you need anything else."
+    )
+
+
+def _missing_fields(reply: str, info: RequestInfo) -> str:
+    try:
+        data = json.loads(reply)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        return json.dumps({"public": reply})
+    drop = ("goal",) if info.call in (CALL_MANAGER, CALL_PLAN) or info.role == "Manager" else ("query", "key")
+    for name in drop:
+        data.pop(name, None)
+    return json.dumps(data)
+
+
+def _error_body(message: str, kind: str, code: str | None) -> bytes:
+    return json.dumps({"error": {"message": message, "type": kind, "param": None, "code": code}}).encode()
+
+
+# --- the server ----------------------------------------------------------------------------------
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False  # stop() closes client sockets itself; never wait on a stalled handler
+    owner: ScriptedServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients vanish mid-stream on purpose (timeouts, cancel); never print tracebacks.
+        pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, and chunked streaming so a drop is detectable
+    server: _HTTPServer
+
+    # -- plumbing --
+    def setup(self) -> None:
+        super().setup()
+        # Small SSE writes must leave at once, not wait for Nagle's algorithm.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.server.owner._track(self.connection, True)
+
+    def finish(self) -> None:
+        self.server.owner._track(self.connection, False)
+        with contextlib.suppress(OSError):
+            super().finish()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # silent: stderr belongs to the app
+
+    def _send_json(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _write_chunk(self, data: bytes) -> None:
+        # One write per chunk (size line, data, CRLF): one TCP segment, flushed immediately.
+        self.wfile.write(b"%x\r\n%b\r\n" % (len(data), data))
+
+    def _abort(self) -> None:
+        """Close the connection abruptly, mid-body."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+    def _path(self) -> str:
+        return self.path.split("?", 1)[0].rstrip("/")
+
+    # -- routes --
+    def do_GET(self) -> None:
+        owner = self.server.owner
+        if self._path().endswith("/models"):
+            data = {
+                "object": "list",
+                "data": [{"id": owner.model, "object": "model", "owned_by": "swarm-tui"}],
+            }
+            self._send_json(200, json.dumps(data).encode())
+        else:
+            self._send_json(
+                404, _error_body(f"no route GET {self.path}", "invalid_request_error", "not_found")
+            )
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not self._path().endswith("/chat/completions"):
+            self._send_json(
+                404, _error_body(f"no route POST {self.path}", "invalid_request_error", "not_found")
+            )
+            return
+        try:
+            body = json.loads(raw or b"{}")
+            if not isinstance(body, dict):
+                raise ValueError("body is not an object")
+        except ValueError as exc:
+            self._send_json(400, _error_body(f"invalid JSON body: {exc}", "invalid_request_error", None))
+            return
+        try:
+            self.server.owner._serve_completion(self, body)
+        except (ConnectionError, OSError):
+            self.close_connection = True  # the client went away; nothing to answer
+
+
+class ScriptedServer:
+    """Scripted OpenAI-compatible server. Use as a context manager or call start()/stop()."""
+
+    def __init__(
+        self,
+        script: Script | None = None,
+        *,
+        model: str = "scripted-demo",
+        chunk_chars: int = 16,
+        chunk_delay: float = 0.0,
+        latency: float = 0.0,
+        usage: bool = True,
+        stall_seconds: float = 30.0,
+    ) -> None:
+        if script is None:
+            from .demo_script import demo_script  # lazy: demo_script imports RequestInfo from here
+
+            script = demo_script
+        self.script = script
+        self.model = model
+        self.chunk_chars = max(1, chunk_chars)
+        self.chunk_delay = chunk_delay
+        self.latency = latency
+        self.usage = usage
+        self.stall_seconds = stall_seconds
+        self.requests: list[RequestInfo] = []
+        self._faults: list[FaultRule] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._connections: set[socket.socket] = set()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._counter = 0
+
+    # -- lifecycle --
+    def start(self) -> ScriptedServer:
+        if self._httpd is not None:
+            return self
+        self._stopping.clear()
+        httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
+        httpd.owner = self
+        self._httpd = httpd
+        # A short poll interval keeps stop() prompt.
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="scripted-server", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        self._stopping.set()  # wakes stalled / paced handlers
+        httpd.shutdown()
+        with self._lock:
+            conns = list(self._connections)
+        for conn in conns:  # unblock handlers stuck in writes or keep-alive reads
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("the scripted server is not running")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- faults --
+    def add_fault(self, rule: FaultRule) -> None:
+        with self._lock:
+            self._faults.append(rule)
+
+    def clear_faults(self) -> None:
+        with self._lock:
+            self._faults.clear()
+
+    def _take_fault(self, info: RequestInfo) -> FaultRule | None:
+        """The first matching rule, consuming one of its uses."""
+        with self._lock:
+            for rule in self._faults:
+                if rule.matches(info):
+                    if rule.times > 0:
+                        rule.times -= 1
+                        if rule.times == 0:
+                            self._faults.remove(rule)
+                    return rule
+        return None
+
+    def _track(self, conn: socket.socket, add: bool) -> None:
+        with self._lock:
+            if add:
+                self._connections.add(conn)
+            else:
+                self._connections.discard(conn)
+
+    # -- serving (runs on a handler thread) --
+    def _serve_completion(self, handler: _Handler, body: dict[str, Any]) -> None:
+        info = parse_request(body)
+        with self._lock:
+            self.requests.append(info)
+            self._counter += 1
+            completion_id = f"chatcmpl-scripted-{self._counter}"
+        fault = self._take_fault(info)
+        kind = fault.kind if fault else ""
+
+        if kind == "http_429":
+            # retry-after-ms wins in the openai SDK: retry almost at once instead of backing off.
+            headers = {"retry-after": "0", "retry-after-ms": "10"}
+            handler._send_json(
+                429,
+                _error_body("Rate limit reached (scripted)", "rate_limit_error", "rate_limit_exceeded"),
+                headers,
+            )
+            return
+        if kind == "http_500":
+            handler._send_json(500, _error_body("Internal server error (scripted)", "server_error", None))
+            return
+        if kind == "reject_response_format":
+            handler._send_json(
+                400,
+                _error_body(
+                    "response_format is not supported by this server (scripted)",
+                    "invalid_request_error",
+                    None,
+                ),
+            )
+            return
+
+        if not info.has_header:
+            content = _GENERIC_REPLY
+        else:
+            try:
+                content = self.script(info)
+            except Exception as exc:  # a broken script must show up as a server error, not a hang
+                handler._send_json(500, _error_body(f"script error: {exc!r}", "server_error", None))
+                return
+        content = self._shape(kind, content, info)
+
+        if self.latency > 0 and self._stopping.wait(self.latency):
+            handler._abort()
+            return
+        prompt_tokens = estimate_tokens("".join(_text_of(m.get("content")) for m in info.messages))
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": estimate_tokens(content),
+            "total_tokens": prompt_tokens + estimate_tokens(content),
+        }
+        if body.get("stream"):
+            stream_options = body.get("stream_options") or {}
+            want_usage = (
+                self.usage and isinstance(stream_options, dict) and bool(stream_options.get("include_usage"))
+            )
+            self._stream(handler, completion_id, content, usage if want_usage else None, kind)
+        else:
+            self._respond(handler, completion_id, content, usage if self.usage else None, kind)
+
+    @staticmethod
+    def _shape(kind: str, content: str, info: RequestInfo) -> str:
+        if kind == "malformed":
+            return _malformed(content)
+        if kind == "repairable":
+            return _repairable(content)
+        if kind == "fenced":
+            return _fenced(content)
+        if kind == "think":
+            return _think(content)
+        if kind == "missing_fields":
+            return _missing_fields(content, info)
+        return content
+
+    def _respond(
+        self, handler: _Handler, completion_id: str, content: str, usage: dict[str, int] | None, kind: str
+    ) -> None:
+        data: dict[str, Any] = {
+            "id": completion_id,
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": self.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+        }
+        if usage is not None:
+            data["usage"] = usage
+        payload = json.dumps(data).encode()
+        if kind not in ("stall", "drop"):
+            handler._send_json(200, payload)
+            return
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(payload)))
+        handler.end_headers()
+        half = len(payload) // 2
+        handler.wfile.write(payload[:half])
+        if kind == "drop" or self._stopping.wait(self.stall_seconds):
+            handler._abort()
+            return
+        handler.wfile.write(payload[half:])
+
+    def _stream(
+        self, handler: _Handler, completion_id: str, content: str, usage: dict[str, int] | None, kind: str
+    ) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Cache-Control", "no-cache")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+
+        head = json.dumps(
+            {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": self.model,
+            }
+        )[:-1]  # reused prefix without the closing brace: per-chunk work stays tiny
+
+        def event(rest: str) -> bytes:
+            return f"data: {head}, {rest}}}\n\n".encode()
+
+        def choice(delta: str, finish: str = "null") -> bytes:
+            return event(f'"choices": [{{"index": 0, "delta": {delta}, "finish_reason": {finish}}}]')
+
+        write = handler._write_chunk
+        write(choice('{"role": "assistant", "content": ""}'))
+        pieces = [content[i : i + self.chunk_chars] for i in range(0, len(content), self.chunk_chars)]
+        if kind == "stall":
+            # One content chunk, then silence (stop() cuts it short).
+            if pieces:
+                write(choice(json.dumps({"content": pieces.pop(0)})))
+            if self._stopping.wait(self.stall_seconds):
+                handler._abort()
+                return
+        if kind == "drop":
+            pieces = pieces[: max(1, len(pieces) // 2)]
+        start = time.monotonic()
+        for i, piece in enumerate(pieces):
+            if i and self.chunk_delay > 0:
+                # Pace against an absolute schedule so the rate holds under load.
+                wait = start + i * self.chunk_delay - time.monotonic()
+                if wait > 0 and self._stopping.wait(wait):
+                    handler._abort()
+                    return
+            write(choice(json.dumps({"content": piece})))
+        if kind == "drop":
+            handler._abort()
+            return
+        write(choice("{}", '"stop"'))
+        if usage is not None:
+            write(event(f'"choices": [], "usage": {json.dumps(usage)}'))
+        write(b"data: [DONE]\n\n")
+        write(b"")  # the terminating zero-size chunk

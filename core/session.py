@@ -1,0 +1,581 @@
+"""A session: the complete record of one run, built from the engine's event stream (DESIGN rule 2).
+
+The recorded events are the source of truth; everything else here (metadata, the per-round view,
+the outcome) is derived from them, so a replay that feeds ``replay_events()`` to the live consumers
+shows exactly what was shown live. Loading validates everything and never evaluates anything: a
+file is plain data, checked for types, sizes and structure before any of it is used.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
+from typing import Any
+
+from . import __version__
+from . import events as ev
+from .routing import RoutingResult
+
+SCHEMA_VERSION = 1
+
+# Sanity bounds: far above any real run, low enough that a hostile file cannot exhaust memory or time.
+MAX_EVENTS = 200_000
+MAX_STRING = 8 * 1024 * 1024
+MAX_LIST = 100_000
+MAX_DEPTH = 24
+MAX_INT = 2**53  # exact in every JSON reader
+MAX_AGENTS = 64
+MAX_EMBEDDING_DIM = 16_384
+MAX_TS = 253_402_300_799.0  # 9999-12-31, the last second datetime can show
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_TOP_KEYS = {"schema_version", "app_version", "created", "finished", "metadata", "outcome", "events"}
+
+
+class SessionFormatError(ValueError):
+    """A session that cannot be used. ``str()`` is one line: which file (when known), what is wrong."""
+
+    def __init__(self, problem: str, source: str | None = None) -> None:
+        self.problem = _one_line(problem)
+        self.source = source
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.problem}" if self.source else self.problem
+
+    def with_source(self, source: str) -> SessionFormatError:
+        return SessionFormatError(self.problem, source)
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _short(value: Any) -> str:
+    """A value quoted for an error message: short, one line, never the whole hostile payload."""
+    return _one_line(repr(value), 60)
+
+
+# --- the per-round view -------------------------------------------------------------------------
+
+
+@dataclass
+class RoundRecord:
+    """Everything that happened in one round, from its events."""
+
+    round: int
+    params: dict[str, Any]  # tau, k_in, max_rounds in force when the round started
+    goal: str = ""
+    param_changes: list[ev.ParamsChanged] = field(default_factory=list)
+    descriptors: dict[str, dict[str, str]] = field(default_factory=dict)
+    query_embeddings: list[list[float]] = field(default_factory=list)
+    key_embeddings: list[list[float]] = field(default_factory=list)
+    routing: RoutingResult | None = None  # the graph the work used (a re-route replaces the first)
+    rerouted: bool = False
+    outputs: list[ev.AgentFinished] = field(default_factory=list)  # every call, in finishing order
+    deliveries: list[dict[str, Any]] = field(default_factory=list)  # messages in delivery order
+    broadcast: bool = False
+    plan: ev.ManagerDecided | None = None  # round 1: the Manager's opening plan
+    decision: ev.ManagerDecided | None = None  # the end-of-round decision
+    test_runs: list[ev.TestRun] = field(default_factory=list)
+    notices: list[ev.Notice] = field(default_factory=list)
+    trims: list[ev.MemoryTrimmed] = field(default_factory=list)
+    prompt_tokens: int = 0  # used in this round
+    completion_tokens: int = 0
+    convergence: float | None = None
+    finished: bool = False
+
+    @property
+    def similarity(self) -> list[list[float]]:
+        return self.routing.similarity if self.routing else []
+
+    @property
+    def edges(self) -> list[Any]:
+        return self.routing.edges if self.routing else []
+
+    @property
+    def removed(self) -> list[Any]:
+        return self.routing.removed if self.routing else []
+
+    @property
+    def order(self) -> list[str]:
+        return self.routing.order if self.routing else []
+
+    @property
+    def tiers(self) -> list[list[str]]:
+        return self.routing.tiers if self.routing else []
+
+    def output(self, agent: str, call: str | None = None) -> ev.AgentFinished | None:
+        """The agent's last output of this round (of the given call kind, if given)."""
+        for out in reversed(self.outputs):
+            if out.agent == agent and (call is None or out.call == call):
+                return out
+        return None
+
+
+# --- the session --------------------------------------------------------------------------------
+
+
+@dataclass
+class Session:
+    """One run. Build with session_from_events() or Session.from_dict(); the derived fields follow
+    the events and are recomputed, never trusted from a file."""
+
+    events: list[dict[str, Any]]  # the recorded stream without AgentDelta, as event dicts
+    app_version: str = __version__
+    schema_version: int = SCHEMA_VERSION
+    metadata: ev.RunStarted = field(init=False)
+    rounds: list[RoundRecord] = field(init=False)
+    outcome: ev.RunFinished | None = field(init=False)
+    created: str = field(init=False)  # ISO 8601, UTC
+    finished: str | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        metadata, rounds, outcome = _derive(self.events)
+        self.metadata, self.rounds, self.outcome = metadata, rounds, outcome
+        self.created = _iso(metadata.ts)
+        self.finished = _iso(outcome.ts) if outcome is not None else None
+
+    # Handy views of the metadata.
+    @property
+    def problem(self) -> str:
+        return self.metadata.problem
+
+    @property
+    def domain(self) -> str:
+        return self.metadata.domain
+
+    @property
+    def demo(self) -> bool:
+        return self.metadata.demo
+
+    @property
+    def parent(self) -> dict[str, Any] | None:
+        return self.metadata.parent
+
+    @property
+    def completed_rounds(self) -> int:
+        return sum(1 for r in self.rounds if r.finished)
+
+    @property
+    def tokens(self) -> int:
+        """Tokens used so far (prompt + completion)."""
+        if self.outcome is not None:
+            return self.outcome.prompt_tokens + self.outcome.completion_tokens
+        return sum(r.prompt_tokens + r.completion_tokens for r in self.rounds)
+
+    def replay_events(self) -> list[ev.Event]:
+        """The recorded events, rebuilt as the typed events the live consumers take."""
+        return [ev.event_from_dict(dict(e)) for e in self.events]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The file layout (schema version 1). metadata and outcome are readable copies; loading
+        checks they agree with the events."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "app_version": self.app_version,
+            "created": self.created,
+            "finished": self.finished,
+            "metadata": _public_dict(self.metadata),
+            "outcome": _public_dict(self.outcome) if self.outcome is not None else None,
+            "events": [dict(e) for e in self.events],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str | None = None) -> Session:
+        """Validate and build. Older schema versions are upgraded first; anything wrong raises
+        SessionFormatError naming ``source``."""
+        try:
+            return _from_dict(data)
+        except SessionFormatError as exc:
+            raise exc.with_source(source) if source else exc from None
+        except RecursionError:
+            raise SessionFormatError("the data is nested too deeply", source) from None
+
+
+def session_from_events(events: Iterable[ev.Event | Mapping[str, Any]], *, app_version: str = __version__) -> Session:
+    """A session from an event stream (typed events or their dicts). AgentDelta events are dropped:
+    the final text of every call is in its AgentFinished."""
+    out: list[dict[str, Any]] = []
+    for e in events:
+        data = e.to_dict() if isinstance(e, ev.Event) else dict(e)
+        if data.get("type") != ev.AgentDelta.type:
+            out.append(data)
+    return Session(out, app_version=app_version)
+
+
+def _public_dict(event: ev.Event) -> dict[str, Any]:
+    data = event.to_dict()
+    data.pop("type", None)
+    data.pop("ts", None)
+    return data
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+# --- upgrades -----------------------------------------------------------------------------------
+
+
+def _upgrade_v0(data: dict[str, Any]) -> dict[str, Any]:
+    """v0 (before the first release): the events were under "log", AgentDelta events were kept,
+    run_started had no "strategy" (it was always DyTopo) and there were no metadata/outcome copies."""
+    log = data.get("log")
+    if not isinstance(log, list):
+        raise SessionFormatError("schema version 0 file has no \"log\" list of events")
+    events: list[Any] = []
+    for item in log:
+        if isinstance(item, dict) and item.get("type") == ev.AgentDelta.type:
+            continue
+        if isinstance(item, dict) and item.get("type") == ev.RunStarted.type and "strategy" not in item:
+            item = {**item, "strategy": "dytopo"}
+        events.append(item)
+    out = {k: v for k, v in data.items() if k not in {"log", "metadata", "outcome"}}
+    out["events"] = events
+    out["schema_version"] = 1
+    return out
+
+
+_UPGRADES = {0: _upgrade_v0}
+
+
+def upgrade(data: dict[str, Any]) -> dict[str, Any]:
+    """Bring an older layout to the current schema version, one step at a time."""
+    version = data.get("schema_version")
+    while isinstance(version, int) and not isinstance(version, bool) and version < SCHEMA_VERSION:
+        step = _UPGRADES.get(version)
+        if step is None:
+            raise SessionFormatError(f"schema version {version} is too old to load")
+        data = step(data)
+        version = data["schema_version"]
+    return data
+
+
+# --- validation ---------------------------------------------------------------------------------
+
+
+def _check_plain(value: Any, where: str, depth: int = 0) -> None:
+    """Only JSON-like plain data, finite numbers, bounded sizes and depth."""
+    if depth > MAX_DEPTH:
+        raise SessionFormatError(f"{where}: nested too deeply")
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, str):
+        if len(value) > MAX_STRING:
+            raise SessionFormatError(f"{where}: text longer than {MAX_STRING} characters")
+        if _SURROGATE.search(value):
+            raise SessionFormatError(f"{where}: text holds invalid unicode (a lone surrogate)")
+        return
+    if isinstance(value, int):
+        if abs(value) > MAX_INT:
+            raise SessionFormatError(f"{where}: number {_short(value)} is too large")
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise SessionFormatError(f"{where}: number {_short(value)} is not finite")
+        return
+    if isinstance(value, list):
+        if len(value) > MAX_LIST and where != "events":
+            raise SessionFormatError(f"{where}: list longer than {MAX_LIST} items")
+        for i, item in enumerate(value):
+            _check_plain(item, f"{where}[{i}]", depth + 1)
+        return
+    if isinstance(value, dict):
+        if len(value) > MAX_LIST:
+            raise SessionFormatError(f"{where}: object with more than {MAX_LIST} keys")
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise SessionFormatError(f"{where}: key {_short(key)} is not text")
+            _check_plain(item, f"{where}.{key}", depth + 1)
+        return
+    raise SessionFormatError(f"{where}: unsupported value of type {type(value).__name__}")
+
+
+_KIND_NAMES = {str: "text", int: "a whole number", float: "a number", bool: "true/false", type(None): "null"}
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return _KIND_NAMES.get(type(value), type(value).__name__)
+
+
+def _matches(value: Any, hint: Any) -> str | None:
+    """None when value fits the type hint, else what is wrong."""
+    if hint is Any:
+        return None
+    origin = typing.get_origin(hint)
+    if origin in (types.UnionType, typing.Union):
+        problems = [_matches(value, option) for option in typing.get_args(hint)]
+        return None if any(p is None for p in problems) else next(p for p in problems if p)
+    if hint is type(None):
+        return None if value is None else f"must be null, got {_describe(value)}"
+    if hint is bool:
+        return None if isinstance(value, bool) else f"must be true/false, got {_describe(value)}"
+    if hint is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        return None if ok else f"must be a whole number, got {_describe(value)}"
+    if hint is float:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        return None if ok else f"must be a number, got {_describe(value)}"
+    if hint is str:
+        return None if isinstance(value, str) else f"must be text, got {_describe(value)}"
+    if origin is list:
+        if not isinstance(value, list):
+            return f"must be a list, got {_describe(value)}"
+        (item_hint,) = typing.get_args(hint)
+        for i, item in enumerate(value):
+            problem = _matches(item, item_hint)
+            if problem:
+                return f"item {i} {problem}"
+        return None
+    if origin is dict:
+        if not isinstance(value, dict):
+            return f"must be an object, got {_describe(value)}"
+        _, value_hint = typing.get_args(hint)
+        for key, item in value.items():
+            problem = _matches(item, value_hint)
+            if problem:
+                return f"key {_short(key)} {problem}"
+        return None
+    return f"has an unsupported type {hint!r}"  # pragma: no cover - events only use the forms above
+
+
+_HINTS: dict[str, dict[str, Any]] = {}
+
+
+def _hints(cls: type[ev.Event]) -> dict[str, Any]:
+    cached = _HINTS.get(cls.type)
+    if cached is None:
+        resolved = typing.get_type_hints(cls)  # the events module's own annotations, not file data
+        cached = {f.name: resolved[f.name] for f in fields(cls)}
+        _HINTS[cls.type] = cached
+    return cached
+
+
+def _rebuild_event(data: Any, index: int) -> ev.Event:
+    """One event dict -> its typed event, with every field's type checked."""
+    where = f"event {index}"
+    if not isinstance(data, dict):
+        raise SessionFormatError(f"{where} must be an object, got {_describe(data)}")
+    kind = data.get("type")
+    cls = ev.event_types().get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise SessionFormatError(f"{where} has unknown event type {_short(kind)}")
+    where = f"event {index} ({kind})"
+    hints = _hints(cls)
+    for name, value in data.items():
+        if name == "type":
+            continue
+        if name not in hints:
+            raise SessionFormatError(f"{where} has an unknown field {_short(name)}")
+        problem = _matches(value, hints[name])
+        if problem:
+            raise SessionFormatError(f"{where}: field {name!r} {problem}")
+    try:
+        event = ev.event_from_dict(data)
+    except ev.EventFormatError as exc:
+        raise SessionFormatError(f"{where}: {exc}") from None
+    if not 0.0 <= event.ts <= MAX_TS:
+        raise SessionFormatError(f"{where}: timestamp {_short(event.ts)} is out of range")
+    round_no = getattr(event, "round", 0)
+    if round_no < 0:
+        raise SessionFormatError(f"{where}: round number {round_no} is negative")
+    return event
+
+
+def _check_params(params: dict[str, Any], where: str) -> None:
+    tau, k_in, max_rounds = params.get("tau"), params.get("k_in"), params.get("max_rounds")
+    if not isinstance(tau, int | float) or isinstance(tau, bool) or not 0.0 <= tau <= 1.0:
+        raise SessionFormatError(f"{where}: tau must be a number between 0 and 1, got {_short(tau)}")
+    for name, value in (("k_in", k_in), ("max_rounds", max_rounds)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise SessionFormatError(f"{where}: {name} must be a whole number of at least 1, got {_short(value)}")
+
+
+def _check_started(e: ev.RunStarted) -> None:
+    where = "run_started"
+    if not 1 <= len(e.workers) <= MAX_AGENTS or len(set(e.workers)) != len(e.workers):
+        raise SessionFormatError(f"{where}: workers must be 1..{MAX_AGENTS} distinct names")
+    if any(not w for w in e.workers):
+        raise SessionFormatError(f"{where}: a worker name is empty")
+    _check_params(e.params, where)
+    if e.parent is not None:
+        session, round_no = e.parent.get("session"), e.parent.get("round")
+        if not isinstance(session, str) or not isinstance(round_no, int) or isinstance(round_no, bool) or round_no < 0:
+            raise SessionFormatError(f"{where}: parent must be {{session: text, round: whole number >= 0}}")
+
+
+def _check_topology(e: ev.TopologyBuilt, workers: list[str], where: str) -> RoutingResult:
+    try:
+        routing = RoutingResult.from_dict(e.routing)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise SessionFormatError(f"{where}: routing is malformed ({type(exc).__name__}: {_short(exc)})") from None
+    n = len(workers)
+    if routing.names != workers:
+        raise SessionFormatError(f"{where}: routing names {_short(routing.names)} are not the workers")
+    if len(routing.similarity) != n or any(len(row) != n for row in routing.similarity):
+        raise SessionFormatError(f"{where}: similarity must be a {n}x{n} matrix")
+    if any(not math.isfinite(x) for row in routing.similarity for x in row):
+        raise SessionFormatError(f"{where}: similarity holds a number that is not finite")
+    if routing.k_in < 1 or not 0.0 <= routing.tau <= 1.0:
+        raise SessionFormatError(f"{where}: routing tau/k_in out of range")
+    known = set(workers)
+    for edge in [*routing.edges, *routing.removed]:
+        if edge.src not in known or edge.dst not in known:
+            raise SessionFormatError(f"{where}: an edge names an unknown agent")
+    if set(routing.order) - known or any(set(t) - known for t in routing.tiers):
+        raise SessionFormatError(f"{where}: order or tiers name an unknown agent")
+    for label, rows in (("query", e.query_embeddings), ("key", e.key_embeddings)):
+        if not rows:
+            continue
+        if len(rows) != n:
+            raise SessionFormatError(f"{where}: {label} embeddings must have {n} rows, got {len(rows)}")
+        dim = len(rows[0])
+        if not 1 <= dim <= MAX_EMBEDDING_DIM or any(len(row) != dim for row in rows):
+            raise SessionFormatError(f"{where}: {label} embeddings have uneven or bad dimensions")
+    return routing
+
+
+def _derive(events: list[dict[str, Any]]) -> tuple[ev.RunStarted, list[RoundRecord], ev.RunFinished | None]:
+    """Validate the stream's order and build the per-round view."""
+    if not isinstance(events, list):
+        raise SessionFormatError(f"events must be a list, got {_describe(events)}")
+    if not events:
+        raise SessionFormatError("the session has no events")
+    if len(events) > MAX_EVENTS:
+        raise SessionFormatError(f"too many events ({len(events)} > {MAX_EVENTS})")
+    typed = [_rebuild_event(e, i) for i, e in enumerate(events)]
+    first = typed[0]
+    if not isinstance(first, ev.RunStarted):
+        raise SessionFormatError(f"the first event must be run_started, got {first.type}")
+    _check_started(first)
+    workers = list(first.workers)
+    rounds: list[RoundRecord] = []
+    outcome: ev.RunFinished | None = None
+    pending_goal = ""
+    tokens = (0, 0)
+    for index, e in enumerate(typed[1:], start=1):
+        where = f"event {index} ({e.type})"
+        if outcome is not None:
+            raise SessionFormatError(f"{where} comes after run_finished")
+        if isinstance(e, ev.RunStarted):
+            raise SessionFormatError(f"{where}: a session holds one run")
+        if isinstance(e, ev.RunFinished):
+            if e.rounds != len(rounds):
+                raise SessionFormatError(f"{where}: says {e.rounds} rounds but {len(rounds)} were recorded")
+            outcome = e
+            continue
+        round_no = getattr(e, "round", 0)
+        if isinstance(e, ev.RoundStarted):
+            if round_no != len(rounds) + 1:
+                raise SessionFormatError(f"{where}: round {round_no} follows round {len(rounds)}")
+            _check_params(e.params, where)
+            rounds.append(RoundRecord(round=round_no, params=dict(e.params), goal=pending_goal))
+            continue
+        if round_no > len(rounds):
+            raise SessionFormatError(f"{where}: round {round_no} has not started")
+        if round_no == 0:
+            if isinstance(e, ev.ParamsChanged):
+                _check_params(e.params, where)
+            continue  # run-level events before round 1 (control state, notices)
+        record = rounds[round_no - 1]
+        if isinstance(e, ev.AgentFinished):
+            record.outputs.append(e)
+        elif isinstance(e, ev.DescriptorsReady):
+            record.descriptors = {k: dict(v) for k, v in e.descriptors.items()}
+        elif isinstance(e, ev.TopologyBuilt):
+            record.routing = _check_topology(e, workers, where)
+            record.query_embeddings, record.key_embeddings = e.query_embeddings, e.key_embeddings
+            record.rerouted = record.rerouted or e.rerouted
+        elif isinstance(e, ev.MessagesRouted):
+            _check_deliveries(e.deliveries, workers, where)
+            record.deliveries.extend(e.deliveries)
+            record.broadcast = record.broadcast or e.broadcast
+        elif isinstance(e, ev.ManagerDecided):
+            if e.plan:
+                record.plan, record.goal = e, e.next_goal
+                pending_goal = e.next_goal
+            else:
+                record.decision = e
+                pending_goal = e.next_goal or record.goal
+        elif isinstance(e, ev.ParamsChanged):
+            _check_params(e.params, where)
+            record.param_changes.append(e)
+        elif isinstance(e, ev.TestRun):
+            record.test_runs.append(e)
+        elif isinstance(e, ev.Notice):
+            record.notices.append(e)
+        elif isinstance(e, ev.MemoryTrimmed):
+            record.trims.append(e)
+        elif isinstance(e, ev.RoundFinished):
+            if record.finished:
+                raise SessionFormatError(f"{where}: round {round_no} finished twice")
+            record.finished = True
+            record.prompt_tokens = max(0, e.prompt_tokens - tokens[0])
+            record.completion_tokens = max(0, e.completion_tokens - tokens[1])
+            record.convergence = e.convergence
+            tokens = (e.prompt_tokens, e.completion_tokens)
+    return first, rounds, outcome
+
+
+def _check_deliveries(deliveries: list[dict[str, Any]], workers: list[str], where: str) -> None:
+    known = set(workers)
+    for i, d in enumerate(deliveries):
+        src, dst, score, content = d.get("src"), d.get("dst"), d.get("score"), d.get("content")
+        if src not in known or dst not in known:
+            raise SessionFormatError(f"{where}: delivery {i} names an unknown agent")
+        if not isinstance(content, str):
+            raise SessionFormatError(f"{where}: delivery {i} content must be text")
+        if score is not None and (not isinstance(score, int | float) or isinstance(score, bool)):
+            raise SessionFormatError(f"{where}: delivery {i} score must be a number or null")
+
+
+def _from_dict(data: Any) -> Session:
+    if not isinstance(data, dict):
+        raise SessionFormatError(f"not a swarm-tui session: the top level is {_describe(data)}, not an object")
+    version = data.get("schema_version")
+    if version is None:
+        raise SessionFormatError("not a swarm-tui session: no schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise SessionFormatError(f"schema_version must be a whole number, got {_short(version)}")
+    if version > SCHEMA_VERSION:
+        raise SessionFormatError(
+            f"schema version {version} is newer than this swarm-tui understands ({SCHEMA_VERSION}): "
+            "upgrade swarm-tui to open it"
+        )
+    if version < 0:
+        raise SessionFormatError(f"schema version {version} is not valid")
+    _check_plain(data, "session")
+    data = upgrade(data)
+    unknown = set(data) - _TOP_KEYS
+    if unknown:
+        raise SessionFormatError(f"unknown top-level field {_short(sorted(unknown)[0])}")
+    app_version = data.get("app_version", "unknown")
+    if not isinstance(app_version, str):
+        raise SessionFormatError(f"app_version must be text, got {_describe(app_version)}")
+    for key in ("created", "finished"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise SessionFormatError(f"{key} must be text, got {_describe(data[key])}")
+    if "events" not in data:
+        raise SessionFormatError("the session has no events list")
+    session = Session(data["events"], app_version=app_version)
+    # The readable copies must say what the events say (a hand edit that disagrees is an error).
+    if "metadata" in data and data["metadata"] != _public_dict(session.metadata):
+        raise SessionFormatError("metadata does not match the recorded run_started event")
+    if "outcome" in data:
+        expected = _public_dict(session.outcome) if session.outcome is not None else None
+        if data["outcome"] != expected:
+            raise SessionFormatError("outcome does not match the recorded run_finished event")
+    return session

@@ -1,0 +1,183 @@
+"""Export a session: a Markdown transcript, JSON/TOML, or every round's graph as Graphviz DOT or
+Mermaid (one subgraph per round, edge labels = scores)."""
+
+from __future__ import annotations
+
+import re
+
+from .session import RoundRecord, Session
+from .session_store import session_to_json, session_to_toml
+
+FORMATS = ("md", "json", "toml", "dot", "mermaid")
+
+
+def export_session(session: Session, fmt: str) -> str:
+    try:
+        render = _RENDERERS[fmt]
+    except KeyError:
+        raise ValueError(f"unknown export format {fmt!r}: choose one of {', '.join(FORMATS)}") from None
+    return render(session)
+
+
+def _round_label(record: RoundRecord) -> str:
+    routing = record.routing
+    if routing is None:
+        return f"round {record.round} · broadcast"
+    return f"round {record.round} · tau {routing.tau:.2f} · k_in {routing.k_in}"
+
+
+# --- Markdown ----------------------------------------------------------------------------------
+
+
+def _fence(text: str, lang: str = "") -> str:
+    """A code fence longer than any backtick run inside the text, so the text cannot close it."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{lang}\n{text}\n{ticks}"
+
+
+def _markdown(session: Session) -> str:
+    m = session.metadata
+    out: list[str] = []
+    title = session.problem.strip().splitlines()[0] if session.problem.strip() else "(no problem)"
+    out.append(f"# Session: {title}")
+    out.append("")
+    if m.demo:
+        out.append("> DEMO session: a scripted model server answered, not a real model.")
+        out.append("")
+    out.append(f"- created: {session.created}" + (f", finished: {session.finished}" if session.finished else ""))
+    out.append(f"- domain: {m.domain}; protocol: {m.protocol}; strategy: {m.strategy}")
+    out.append(f"- model: {m.model} at {m.base_url}")
+    out.append(f"- team: {m.manager} (manager), {', '.join(m.workers)}")
+    if m.parent:
+        out.append(f"- forked from {m.parent.get('session')} at round {m.parent.get('round')}")
+    out.append(f"- app version: {session.app_version}")
+    out += ["", "## Problem", "", _fence(session.problem, "text"), ""]
+    for record in session.rounds:
+        out += _markdown_round(record)
+    out.append("## Outcome")
+    out.append("")
+    if session.outcome is None:
+        out.append(f"The run did not finish (recorded {session.completed_rounds} completed rounds).")
+    else:
+        o = session.outcome
+        out.append(f"- ended: {o.reason} — {o.detail}")
+        out.append(f"- rounds: {o.rounds}; tokens: {o.prompt_tokens} prompt + {o.completion_tokens} completion")
+        if o.solved is not None:
+            out.append(f"- tests passed: {'yes' if o.solved else 'no'}")
+        source = f" (from {o.answer_source})" if o.answer_source else ""
+        out += ["", f"### Final answer{source}", "", o.final_answer or "(none)"]
+    out.append("")
+    return "\n".join(out)
+
+
+def _markdown_round(record: RoundRecord) -> list[str]:
+    p = record.params
+    out = [f"## Round {record.round}", ""]
+    out.append(f"Parameters: tau {p['tau']}, k_in {p['k_in']}, max_rounds {p['max_rounds']}")
+    for change in record.param_changes:
+        out.append(f"Changed during the round: {', '.join(f'{k}={change.params[k]}' for k in change.changed)}")
+    out += ["", f"**Goal:** {record.goal or '(none)'}", ""]
+    if record.descriptors:
+        out.append("### Descriptors")
+        out.append("")
+        for agent, d in record.descriptors.items():
+            out.append(f"- **{agent}** needs: {d.get('query', '')} / offers: {d.get('key', '')}")
+        out.append("")
+    out.append("### Graph" + (" (re-routed during the round)" if record.rerouted else ""))
+    out.append("")
+    if record.routing is None:
+        out.append("Broadcast: every worker's output went to every other worker.")
+    else:
+        routing = record.routing
+        out.append(f"{len(routing.edges)}/{routing.possible_edges} edges (tau {routing.tau:.2f}, k_in {routing.k_in}):")
+        out.append("")
+        out += [f"- {e.src} → {e.dst} ({e.score:.2f})" for e in routing.edges] or ["- (no edges)"]
+        if routing.removed:
+            out += ["", "Removed:", ""]
+            out += [f"- {e.src} → {e.dst} ({e.score:.2f}, by {e.reason})" for e in routing.removed]
+        out += ["", f"Order: {' → '.join(routing.order)}"]
+    out += ["", "### Outputs", ""]
+    for o in record.outputs:
+        usage = f"{o.prompt_tokens}+{o.completion_tokens} tokens, {o.latency_s:.1f} s"
+        out.append(f"#### {o.agent} ({o.call}, {o.status}, {usage})")
+        out.append("")
+        if o.call == "descriptors":
+            out.append(f"needs: {o.query} / offers: {o.key}")
+        else:
+            out.append(o.public or (_fence(o.raw, "text") if o.raw else "(no output)"))
+            for to, note in o.private.items():
+                out.append(f"\n*Private note for {to}:* {note}")
+            if o.answer:
+                out.append(f"\n**Answer:** {o.answer}")
+        if o.error:
+            out.append(f"\n*Error:* {o.error}")
+        out.append("")
+    for t in record.test_runs:
+        out.append(f"**Tests:** {t.outcome}" + (f" — {t.failing_test}" if t.failing_test else ""))
+        out.append("")
+    if record.decision is not None:
+        d = record.decision
+        verdict = "terminate" if d.terminate else f"continue — next goal: {d.next_goal}"
+        out += ["### Manager decision", "", f"{verdict}", "", d.reasoning, ""]
+    if record.finished:
+        out.append(f"*Round tokens: {record.prompt_tokens} prompt + {record.completion_tokens} completion.*")
+    else:
+        out.append("*This round did not finish.*")
+    out.append("")
+    return out
+
+
+# --- graphs ------------------------------------------------------------------------------------
+
+
+def _dot_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _dot(session: Session) -> str:
+    out = ["digraph swarm {", "  rankdir=LR;", "  compound=true;"]
+    out.append(f"  label={_dot_string(session.problem.strip().splitlines()[0] if session.problem.strip() else '')};")
+    workers = session.metadata.workers
+    for record in session.rounds:
+        r = record.round
+        out.append(f"  subgraph cluster_r{r} {{")
+        out.append(f"    label={_dot_string(_round_label(record))};")
+        for name in workers:
+            out.append(f"    {_dot_string(f'r{r}_{name}')} [label={_dot_string(name)}];")
+        for e in record.edges:
+            src, dst = _dot_string(f"r{r}_{e.src}"), _dot_string(f"r{r}_{e.dst}")
+            out.append(f"    {src} -> {dst} [label=\"{e.score:.2f}\"];")
+        out.append("  }")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def _mermaid_label(text: str) -> str:
+    # Mermaid labels in ["..."]: quotes and line breaks as entities, nothing that ends the label.
+    return '"' + text.replace('"', "#quot;").replace("\n", " ") + '"'
+
+
+def _mermaid(session: Session) -> str:
+    out = ["flowchart LR"]
+    workers = session.metadata.workers
+    for record in session.rounds:
+        r = record.round
+        # Ids by position, unique per round whatever the names contain.
+        ids = {name: f"r{r}_a{i}" for i, name in enumerate(workers)}
+        out.append(f"  subgraph r{r}[{_mermaid_label(_round_label(record))}]")
+        for name in workers:
+            out.append(f"    {ids[name]}[{_mermaid_label(name)}]")
+        for e in record.edges:
+            out.append(f"    {ids[e.src]} -->|{e.score:.2f}| {ids[e.dst]}")
+        out.append("  end")
+    return "\n".join(out) + "\n"
+
+
+_RENDERERS = {
+    "md": _markdown,
+    "json": session_to_json,
+    "toml": session_to_toml,
+    "dot": _dot,
+    "mermaid": _mermaid,
+}

@@ -1,0 +1,336 @@
+"""Sessions on disk: atomic save as .json (canonical) or .toml, validated load, listing, and the
+recorder that autosaves a live run from its event stream."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+import tomllib
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from . import events as ev
+from .session import Session, SessionFormatError, session_from_events
+
+SUFFIXES = (".json", ".toml")
+MAX_FILE_BYTES = 256 * 1024 * 1024
+
+# TOML has no null. A dict's None-valued keys are listed under NULL_KEY; a None list item becomes the
+# table {NULL_KEY = true}. Real keys that could be mistaken for the marker are escaped with a "~".
+NULL_KEY = "__null__"
+_ESCAPE = "~"
+
+
+# --- TOML null encoding ------------------------------------------------------------------------
+
+
+def _escape_key(key: str) -> str:
+    return _ESCAPE + key if key == NULL_KEY or key.startswith(_ESCAPE) else key
+
+
+def _unescape_key(key: str) -> str:
+    return key[1:] if key.startswith(_ESCAPE) else key
+
+
+def encode_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        nulls: list[str] = []
+        for key, item in value.items():
+            if item is None:
+                nulls.append(_escape_key(key))
+            else:
+                out[_escape_key(key)] = encode_nulls(item)
+        if nulls:
+            out[NULL_KEY] = nulls
+        return out
+    if isinstance(value, list):
+        return [{NULL_KEY: True} if item is None else encode_nulls(item) for item in value]
+    return value
+
+
+def decode_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {NULL_KEY} and value[NULL_KEY] is True:
+            return None
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if key == NULL_KEY:
+                if not isinstance(item, list) or not all(isinstance(k, str) for k in item):
+                    raise SessionFormatError(f"{NULL_KEY} must be a list of key names")
+                out.update({_unescape_key(k): None for k in item})
+            else:
+                out[_unescape_key(key)] = decode_nulls(item)
+        return out
+    if isinstance(value, list):
+        return [decode_nulls(item) for item in value]
+    return value
+
+
+# --- text forms --------------------------------------------------------------------------------
+
+
+def _sorted_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _sorted_keys(value[k]) for k in sorted(value)}
+    if isinstance(value, list) and any(isinstance(item, dict | list) for item in value):
+        return [_sorted_keys(item) for item in value]
+    return value
+
+
+def session_to_json(session: Session) -> str:
+    """Canonical JSON: the top level in schema order, every object inside with sorted keys, so the
+    same session always gives the same text whichever file it was loaded from."""
+    data = {key: _sorted_keys(value) for key, value in session.to_dict().items()}
+    return json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def session_to_toml(session: Session) -> str:
+    header = "# swarm-tui session. TOML has no null: keys listed under __null__ are null.\n"
+    return header + tomli_w.dumps(encode_nulls(session.to_dict()))
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a valid number here")
+
+
+def session_from_text(text: str, fmt: str, source: str) -> Session:
+    """Parse and validate a session from the text of a .json or .toml file."""
+    if not text.strip():
+        raise SessionFormatError("the file is empty", source)
+    try:
+        if fmt == "toml":
+            data = decode_nulls(tomllib.loads(text))
+        else:
+            data = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        what = "truncated" if exc.pos >= len(text.rstrip()) else "not valid JSON"
+        raise SessionFormatError(f"{what} (line {exc.lineno}, column {exc.colno}: {exc.msg})", source) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SessionFormatError(f"not valid TOML ({exc})", source) from None
+    except RecursionError:
+        raise SessionFormatError("the data is nested too deeply", source) from None
+    except SessionFormatError as exc:
+        raise exc.with_source(source) from None
+    except ValueError as exc:  # NaN/Infinity, integers with thousands of digits
+        raise SessionFormatError(f"not valid session data ({exc})", source) from None
+    return Session.from_dict(data, source)
+
+
+def _format_of(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise SessionFormatError(f"unsupported file type {suffix or '(none)'!r}: use .json or .toml", str(path))
+    return suffix[1:]
+
+
+# --- save and load -----------------------------------------------------------------------------
+
+
+def _file_mode(path: Path) -> int:
+    """The mode the file should get: the existing file's, else what open() would give (mkstemp
+    creates 0600, which would hide shared session folders from other users)."""
+    try:
+        return path.stat().st_mode & 0o777
+    except OSError:
+        umask = os.umask(0o022)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def save_session(session: Session, path: Path) -> Path:
+    """Write atomically: a temp file in the same directory, flushed, then renamed over the target,
+    so a reader (or a crash) only ever sees the old file or the new one."""
+    path = Path(path)
+    text = session_to_toml(session) if _format_of(path) == "toml" else session_to_json(session)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, _file_mode(path))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def load_session(path: Path) -> Session:
+    """Read and validate a session file. Every failure is a SessionFormatError with one line."""
+    path = Path(path)
+    source = str(path)
+    fmt = _format_of(path)
+    try:
+        if path.is_dir():
+            raise SessionFormatError("is a directory, not a session file", source)
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise SessionFormatError(f"file too large ({size} bytes)", source)
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise SessionFormatError("no such file", source) from None
+    except PermissionError:
+        raise SessionFormatError("permission denied", source) from None
+    except OSError as exc:
+        raise SessionFormatError(f"cannot read the file ({exc.strerror or exc})", source) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SessionFormatError("not a text file (invalid UTF-8): corrupt or not a session", source) from None
+    if "\x00" in text:
+        raise SessionFormatError("holds binary data (NUL bytes): corrupt or not a session", source)
+    return session_from_text(text, fmt, source)
+
+
+# --- names and listing -------------------------------------------------------------------------
+
+
+def slugify(text: str, max_len: int = 40) -> str:
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    slug = ""
+    for word in words:
+        candidate = f"{slug}-{word}" if slug else word
+        if len(candidate) > max_len:
+            break
+        slug = candidate
+    return slug or (words[0][:max_len] if words else "session")
+
+
+def readable_filename(session: Session, directory: Path | None = None, suffix: str = ".json") -> str:
+    """e.g. 2026-11-21_1032_code_make-palindrome.json (local time). With a directory, a name already
+    taken there gets -2, -3, ..."""
+    when = datetime.fromtimestamp(session.metadata.ts).strftime("%Y-%m-%d_%H%M")
+    stem = f"{when}_{session.domain}_{slugify(session.problem)}"
+    name = stem + suffix
+    if directory is not None:
+        n = 2
+        while (Path(directory) / name).exists():
+            name = f"{stem}-{n}{suffix}"
+            n += 1
+    return name
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    path: Path
+    created: str  # local time, "YYYY-MM-DD HH:MM"
+    problem: str  # first line
+    domain: str
+    rounds: int  # completed rounds
+    outcome: str  # the end reason, or "incomplete" for a run that did not finish
+    tokens: int
+    demo: bool
+    parent: dict[str, Any] | None
+
+
+def summarize(session: Session, path: Path) -> SessionSummary:
+    lines = session.problem.strip().splitlines()
+    return SessionSummary(
+        path=path,
+        created=datetime.fromtimestamp(session.metadata.ts).strftime("%Y-%m-%d %H:%M"),
+        problem=lines[0] if lines else "",
+        domain=session.domain,
+        rounds=session.completed_rounds,
+        outcome=session.outcome.reason if session.outcome is not None else "incomplete",
+        tokens=session.tokens,
+        demo=session.demo,
+        parent=session.parent,
+    )
+
+
+class SessionListing(list[SessionSummary]):
+    """The sessions found, newest first; ``errors`` holds one error per file that was skipped."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.errors: list[SessionFormatError] = []
+
+
+def list_sessions(directory: Path) -> SessionListing:
+    """Every readable session in a directory, newest first; unreadable files are skipped and
+    reported in ``.errors``. A missing directory is an empty listing."""
+    directory = Path(directory)
+    found = SessionListing()
+    if not directory.is_dir():
+        return found
+    for path in sorted(directory.iterdir()):
+        if path.name.startswith(".") or path.suffix.lower() not in SUFFIXES or not path.is_file():
+            continue
+        try:
+            found.append(summarize(load_session(path), path))
+        except SessionFormatError as exc:
+            found.errors.append(exc)
+    found.sort(key=lambda s: (s.created, s.path.name), reverse=True)
+    return found
+
+
+# --- the recorder ------------------------------------------------------------------------------
+
+
+class SessionRecorder:
+    """An event sink that records a run and autosaves it atomically: when the run starts, after the
+    Manager's plan, after every round and at the end. A failing write never stops the run: the
+    error is kept in ``error`` and the next save tries again."""
+
+    def __init__(self, directory: Path, *, path: Path | None = None) -> None:
+        self.directory = Path(directory)
+        self.requested = Path(path) if path is not None else None
+        self.path: Path | None = None
+        self.error: str | None = None
+        self.saves = 0
+        self._events: list[dict[str, Any]] = []
+
+    @property
+    def session(self) -> Session | None:
+        if not self._events:
+            return None
+        return Session(list(self._events))
+
+    def __call__(self, event: ev.Event) -> None:
+        if isinstance(event, ev.AgentDelta):
+            return
+        if isinstance(event, ev.RunStarted):
+            self._events = []
+        self._events.append(event.to_dict())
+        if isinstance(event, ev.RunStarted):
+            self._choose_path()
+            self.save()
+        elif isinstance(event, ev.RoundFinished | ev.RunFinished) or (
+            isinstance(event, ev.ManagerDecided) and event.plan
+        ):
+            self.save()
+
+    def _choose_path(self) -> None:
+        if self.requested is not None:
+            self.path = self.requested
+            return
+        try:
+            session = session_from_events(self._events)
+            self.path = self.directory / readable_filename(session, self.directory)
+        except (OSError, SessionFormatError) as exc:
+            self.error = f"cannot name the session file: {exc}"
+
+    def save(self) -> bool:
+        """Save now; False (and ``error`` set) when it failed."""
+        if self.path is None:
+            return False
+        try:
+            save_session(Session(list(self._events)), self.path)
+        except (OSError, SessionFormatError, ValueError, TypeError) as exc:
+            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self.error = f"cannot save the session to {self.path}: {detail}"
+            return False
+        self.error = None
+        self.saves += 1
+        return True

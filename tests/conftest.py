@@ -1,0 +1,30 @@
+"""Shared fixtures: one scripted server and one MiniLM model per test session."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+# Tests never reach the network: MiniLM comes from the bundled package.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def embedder():  # type: ignore[no-untyped-def]
+    from core.embeddings import shared_embedder
+
+    model = shared_embedder()
+    model.load()
+    return model
+
+
+@pytest.fixture()
+def demo_server() -> Iterator[object]:
+    from core.demo_script import demo_script
+    from core.scripted_server import ScriptedServer
+
+    with ScriptedServer(demo_script) as server:
+        yield server

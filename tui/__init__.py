@@ -1,0 +1,1 @@
+"""Textual front end and the command-line entry point."""

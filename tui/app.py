@@ -1,0 +1,173 @@
+"""The Textual app: launch form or run screen, replay, themes, keymap, and the event forwarding.
+
+``run_app`` (live) and ``run_replay`` (a saved session) are the entry points tui/cli.py calls. The
+engine's events arrive as EngineEvent messages and are handed to the screen that shows the run; a
+replay hands recorded events to the same handler.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from textual.app import App
+from textual.worker import Worker, WorkerState
+
+from core import events as ev
+from core.config import Settings
+
+from .bridge import BackendFailed, EngineEvent
+from .commands import SwarmCommands
+from .state import default_state_path, read_state, write_state
+
+_UNSET: Any = object()
+
+
+class SwarmApp(App[int]):
+    CSS_PATH = "app.tcss"
+    TITLE = "swarm-tui"
+    COMMANDS = App.COMMANDS | {SwarmCommands}
+    ENABLE_COMMAND_PALETTE = True
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        problem: str | None = None,
+        demo: bool = False,
+        save: Path | None = None,
+        step: bool = False,
+        replay: list[ev.Event] | None = None,
+        replay_source: str = "",
+        state_path: Path | None = _UNSET,
+        clock: Callable[[], float] = time.time,
+        demo_chunk_delay: float = 0.02,
+        server: Any = None,
+        load_embedder: bool = True,
+        start_engine: bool = True,
+    ) -> None:
+        super().__init__()
+        self.settings = settings or Settings()
+        self.problem = problem
+        self.demo = demo
+        self.save_path = save
+        self.step = step
+        self.replay_events = replay
+        self.replay_source = replay_source
+        self.state_path = default_state_path() if state_path is _UNSET else state_path
+        self.clock = clock
+        self.demo_chunk_delay = demo_chunk_delay
+        self.server = server
+        self.load_embedder = load_embedder
+        self.start_engine = start_engine
+        self.embeddings_ready = not load_embedder
+        self.swarm_screen: Any = None  # the screen showing the run (live or replay)
+        self._themes_ready = False
+
+    # --- start-up -----------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        self._register_themes()
+        if self.settings.keymap:
+            self.set_keymap(dict(self.settings.keymap))
+        if self.load_embedder:
+            self.run_worker(self._load_embedder, thread=True, name="embedder", exit_on_error=False)
+        if self.replay_events is not None:
+            from .screens.replay import ReplayScreen
+
+            self.swarm_screen = ReplayScreen(self.replay_events, source=self.replay_source)
+            self.push_screen(self.swarm_screen)
+        elif self.problem is not None:
+            self.start_run(self.problem, self.settings, demo=self.demo)
+        else:
+            from .screens.launch import LaunchScreen
+
+            self.push_screen(LaunchScreen(self.settings, demo=self.demo))
+
+    def _register_themes(self) -> None:
+        from themes import load_themes
+
+        themes, errors = load_themes()
+        for theme in themes:
+            self.register_theme(theme)
+        for error in errors:
+            self.notify(error, severity="warning")
+        wanted = read_state(self.state_path).get("theme") or self.settings.theme
+        if wanted in self.available_themes:
+            self.theme = wanted
+        self._themes_ready = True
+
+    def watch_theme(self, theme: str) -> None:
+        if self._themes_ready:
+            error = write_state(self.state_path, theme=theme)
+            if error:
+                self.notify(error, severity="warning")
+
+    def _load_embedder(self) -> None:
+        """Thread worker: load MiniLM so the first routing does not wait; touches no widget."""
+        from core.embeddings import shared_embedder
+
+        shared_embedder(self.settings.embedding_model_path).load()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.name != "embedder":
+            return
+        if event.state == WorkerState.SUCCESS:
+            self.embeddings_ready = True
+        elif event.state == WorkerState.ERROR:
+            self.notify(str(event.worker.error), severity="error", timeout=30)
+        else:
+            return
+        if self.swarm_screen is not None:
+            self.swarm_screen.model.embeddings_ready = self.embeddings_ready
+            self.swarm_screen.refresh_all()
+
+    def start_run(self, problem: str, settings: Settings, *, demo: bool) -> None:
+        from .screens.run import RunScreen
+
+        self.settings = settings
+        screen = RunScreen(
+            problem, settings, demo=demo, save=self.save_path, step=self.step,
+            demo_chunk_delay=self.demo_chunk_delay, server=self.server, clock=self.clock,
+            start=self.start_engine,
+        )
+        self.swarm_screen = screen
+        if len(self.screen_stack) > 1:
+            self.switch_screen(screen)
+        else:
+            self.push_screen(screen)
+
+    # --- the event stream ---------------------------------------------------------------------
+    def on_engine_event(self, message: EngineEvent) -> None:
+        if self.swarm_screen is not None:
+            self.swarm_screen.apply_event(message.event)
+
+    def on_backend_failed(self, message: BackendFailed) -> None:
+        if self.swarm_screen is not None and hasattr(self.swarm_screen, "backend_failed"):
+            self.swarm_screen.backend_failed(message.message)
+        else:
+            self.notify(message.message, severity="error", timeout=20)
+
+    async def action_quit(self) -> None:
+        screen = self.swarm_screen
+        if screen is not None and screen.model.running and hasattr(screen, "action_request_quit"):
+            screen.action_request_quit()
+            return
+        self.exit(0)
+
+
+def run_app(problem: str | None, settings: Settings, *, demo: bool = False, save: Path | None = None,
+            step: bool = False) -> int:
+    """The TUI for a live run (or the launch form when problem is None). Returns the exit code."""
+    app = SwarmApp(settings, problem=problem, demo=demo, save=save, step=step)
+    result = app.run()
+    return int(result or 0)
+
+
+def run_replay(session: Any, path: Path | str) -> int:
+    """Replay a loaded core.session.Session through the same screen and handlers as a live run."""
+    events = list(session.replay_events())
+    app = SwarmApp(replay=events, replay_source=str(path), load_embedder=False)
+    result = app.run()
+    return int(result or 0)

@@ -1,0 +1,169 @@
+"""``swarm-tui sessions | export | replay``: saved sessions from the command line.
+
+Every user error (a missing, corrupt or hostile file, a bad flag) is one line on stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from core.config import ConfigError, load_settings
+from core.session import Session, SessionFormatError
+from core.session_export import FORMATS, export_session
+from core.session_store import SUFFIXES, SessionSummary, list_sessions, load_session
+from sessions import EXAMPLES_DIR
+
+from .cli import EXIT_USAGE, OneLineParser
+
+
+class _UserError(Exception):
+    pass
+
+
+def _sessions_dir() -> Path:
+    try:
+        return Path(load_settings().sessions_dir)
+    except ConfigError as exc:
+        raise _UserError(str(exc)) from None
+
+
+def resolve_session_path(name: str) -> Path:
+    """FILE as given if it exists; else, for a bare name, the sessions directory or the shipped
+    examples (so ``swarm-tui replay example-code`` works on a fresh install)."""
+    path = Path(name)
+    if path.exists() or path.parent != Path("."):
+        return path
+    candidates = [name] if path.suffix.lower() in SUFFIXES else [name + s for s in SUFFIXES]
+    for directory in (_sessions_dir(), EXAMPLES_DIR):
+        for candidate in candidates:
+            if (directory / candidate).is_file():
+                return directory / candidate
+    return path
+
+
+def _load(name: str) -> tuple[Session, Path]:
+    path = resolve_session_path(name)
+    try:
+        return load_session(path), path
+    except SessionFormatError as exc:
+        raise _UserError(str(exc)) from None
+
+
+# --- sessions ----------------------------------------------------------------------------------
+
+
+def _cell(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def format_table(rows: Sequence[SessionSummary]) -> str:
+    headers = ("date", "problem", "domain", "rounds", "outcome", "tokens", "file")
+    cells = [
+        (
+            s.created,
+            _cell(("[demo] " if s.demo else "") + s.problem, 48),
+            s.domain,
+            str(s.rounds),
+            s.outcome,
+            str(s.tokens),
+            s.path.name,
+        )
+        for s in rows
+    ]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    numeric = {3, 5}
+
+    def line(values: Sequence[str]) -> str:
+        parts = [v.rjust(w) if i in numeric else v.ljust(w) for i, (v, w) in enumerate(zip(values, widths, strict=True))]
+        return "  ".join(parts).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(c) for c in cells)])
+
+
+def _sessions(argv: list[str]) -> int:
+    parser = OneLineParser(prog="swarm-tui sessions", description="List saved sessions.")
+    parser.add_argument("--dir", type=Path, help="sessions directory (default: the configured one, ./sessions)")
+    args = parser.parse_args(argv)
+    directories = [args.dir] if args.dir is not None else [_sessions_dir()]
+    if args.dir is None and EXAMPLES_DIR.resolve() != directories[0].resolve():
+        directories.append(EXAMPLES_DIR)
+    if args.dir is not None and args.dir.exists() and not args.dir.is_dir():
+        raise _UserError(f"{args.dir}: not a directory")
+    for index, directory in enumerate(directories):
+        listing = list_sessions(directory)
+        title = "shipped examples" if directory == EXAMPLES_DIR and index else "sessions"
+        if index:
+            print()
+        if not listing:
+            print(f"no {title} in {directory}")
+        else:
+            print(f"{title} in {directory}:")
+            print(format_table(listing))
+        for error in listing.errors:
+            print(f"swarm-tui: skipped {error}", file=sys.stderr)
+    return 0
+
+
+# --- export ------------------------------------------------------------------------------------
+
+
+def _export(argv: list[str]) -> int:
+    parser = OneLineParser(prog="swarm-tui export", description="Export a session.")
+    parser.add_argument("file", help="a session file (.json or .toml)")
+    parser.add_argument("--format", required=True, choices=FORMATS, help="output format")
+    parser.add_argument("-o", "--output", type=Path, help="write here instead of stdout")
+    args = parser.parse_args(argv)
+    session, _ = _load(args.file)
+    text = export_session(session, args.format)
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        args.output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise _UserError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+# --- replay ------------------------------------------------------------------------------------
+
+
+def _replay(argv: list[str]) -> int:
+    parser = OneLineParser(prog="swarm-tui replay", description="Replay a saved session.")
+    parser.add_argument("file", help="a session file (.json or .toml), or the name of a shipped example")
+    parser.add_argument("--headless", action="store_true", help="print the round-by-round summary instead")
+    args = parser.parse_args(argv)
+    session, path = _load(args.file)
+    if not args.headless:
+        from .app import run_replay
+
+        return run_replay(session, path)
+    # The very consumer a live headless run uses, fed the recorded events.
+    from .headless import ProgressPrinter
+
+    print(f"replay of {path} (recorded {session.created}, app {session.app_version})")
+    printer = ProgressPrinter(sys.stdout)
+    for event in session.replay_events():
+        printer(event)
+    if session.outcome is None:
+        print(f"\nthe run did not finish: {session.completed_rounds} completed rounds recorded")
+    else:
+        print(f"\nfinal answer ({session.outcome.answer_source or 'none'}):\n{session.outcome.final_answer}")
+    return 0
+
+
+_COMMANDS = {"sessions": _sessions, "export": _export, "replay": _replay}
+
+
+def main(name: str, argv: list[str]) -> int:
+    try:
+        return _COMMANDS[name](argv)
+    except _UserError as exc:
+        print(f"swarm-tui: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:  # e.g. piped into head
+        return 0

@@ -1,0 +1,150 @@
+"""``swarm-tui --headless``: the same engine and event stream, printed instead of drawn.
+
+Progress goes to stderr, the final answer to stdout (or, with --json, every event as a JSON line on
+stdout). No Textual import here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from core import events as ev
+from core.config import Settings
+from core.embeddings import EmbeddingError, shared_embedder
+from core.llm import EndpointError
+from core.routing import RoutingResult
+from core.runner import Backend, build_engine, open_backend
+from core.session_store import SessionRecorder
+
+EXIT_FAILED = 1
+
+
+class ProgressPrinter:
+    """Round-by-round progress lines: goal, edges with scores, who ran, tokens."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self._ran: list[str] = []
+        self._round_tokens = (0, 0)
+        self._max_rounds = 0
+
+    def _line(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    def __call__(self, event: ev.Event) -> None:
+        handler = getattr(self, f"on_{event.type}", None)
+        if handler is not None:
+            handler(event)
+
+    def on_run_started(self, e: ev.RunStarted) -> None:
+        if e.demo:
+            self._line("DEMO — scripted model server, no real model is answering")
+        self._max_rounds = int(e.params["max_rounds"])
+        self._line(
+            f"problem ({e.domain}, {e.protocol}): {e.problem.splitlines()[0][:100]}\n"
+            f"model {e.model} at {e.base_url}; team: {', '.join(e.workers)}"
+        )
+
+    def on_round_started(self, e: ev.RoundStarted) -> None:
+        self._ran = []
+        self._max_rounds = int(e.params["max_rounds"])
+        self._line(f"\n── round {e.round}/{self._max_rounds}  (tau {e.params['tau']:.2f}, k_in {e.params['k_in']})")
+
+    def on_manager_decided(self, e: ev.ManagerDecided) -> None:
+        if e.plan:
+            self._line(f"goal: {e.next_goal}")
+        elif e.terminate:
+            self._line(f"manager: terminate — {e.reasoning}")
+        else:
+            self._line(f"manager: continue — next goal: {e.next_goal}")
+
+    def on_topology_built(self, e: ev.TopologyBuilt) -> None:
+        routing = RoutingResult.from_dict(e.routing)
+        edges = ", ".join(f"{x.src}→{x.dst} {x.score:.2f}" for x in routing.edges) or "none"
+        removed = {reason: sum(1 for r in routing.removed if r.reason == reason) for reason in ("k_in", "cycle")}
+        tag = " (re-routed)" if e.rerouted else ""
+        self._line(
+            f"graph{tag}: {edges}  [{len(routing.edges)}/{routing.possible_edges} edges; "
+            f"removed {removed['k_in']} by k_in, {removed['cycle']} by cycle]"
+        )
+        self._line(f"order: {' → '.join(routing.order)}")
+
+    def on_agent_finished(self, e: ev.AgentFinished) -> None:
+        mark = "" if e.status == "done" else f" [{e.status}]"
+        self._ran.append(f"{e.agent}({e.call}){mark}")
+
+    def on_notice(self, e: ev.Notice) -> None:
+        self._line(f"  ! {e.message}")
+
+    def on_params_changed(self, e: ev.ParamsChanged) -> None:
+        self._line(f"  parameters now: {', '.join(f'{k}={e.params[k]}' for k in e.changed)}")
+
+    def on_round_finished(self, e: ev.RoundFinished) -> None:
+        used = (e.prompt_tokens - self._round_tokens[0], e.completion_tokens - self._round_tokens[1])
+        self._round_tokens = (e.prompt_tokens, e.completion_tokens)
+        self._line(f"ran: {', '.join(self._ran)}")
+        self._line(
+            f"tokens: {used[0]} prompt + {used[1]} completion this round; "
+            f"{e.prompt_tokens + e.completion_tokens} in all"
+        )
+
+    def on_test_run(self, e: ev.TestRun) -> None:
+        self._line(f"tests: {e.outcome}" + (f" — {e.failing_test}" if e.failing_test else ""))
+
+    def on_run_finished(self, e: ev.RunFinished) -> None:
+        self._line(
+            f"\nfinished: {e.reason} — {e.detail}; {e.rounds} rounds, "
+            f"{e.prompt_tokens} prompt + {e.completion_tokens} completion tokens"
+        )
+
+
+class JsonLinesWriter:
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def __call__(self, event: ev.Event) -> None:
+        self.out.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
+        self.out.flush()
+
+
+async def _run(problem: str, settings: Settings, demo: bool, json_lines: bool, save: Path | None) -> int:
+    embedder = shared_embedder(settings.embedding_model_path)
+    try:
+        backend: Backend = await open_backend(settings, demo=demo)
+    except EndpointError as exc:
+        print(f"swarm-tui: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    recorder = SessionRecorder(Path(settings.sessions_dir), path=save)
+    sinks = [JsonLinesWriter(sys.stdout) if json_lines else ProgressPrinter(sys.stderr), recorder]
+    engine = build_engine(problem, settings, backend, sinks, embedder=embedder)
+    loop = asyncio.get_running_loop()
+    try:
+        loop.add_signal_handler(signal.SIGINT, engine.control.cancel)
+        loop.add_signal_handler(signal.SIGTERM, engine.control.cancel)
+    except (NotImplementedError, RuntimeError):  # not on the main thread, or not supported
+        pass
+    try:
+        await asyncio.to_thread(embedder.load)  # fail early, with one line, if MiniLM is missing
+        finished = await engine.run()
+    except EmbeddingError as exc:
+        print(f"swarm-tui: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    finally:
+        await backend.close()
+    if recorder.path is not None:
+        print(f"session saved: {recorder.path}", file=sys.stderr)
+    if not json_lines:
+        print(finished.final_answer)
+    if finished.reason == "error":
+        print(f"swarm-tui: {finished.detail}", file=sys.stderr)
+        return EXIT_FAILED
+    return 0
+
+
+def run_headless(problem: str, settings: Settings, *, demo: bool, json_lines: bool, save: Path | None) -> int:
+    return asyncio.run(_run(problem, settings, demo, json_lines, save))

@@ -1,0 +1,290 @@
+"""What the run screen knows, built only from the event stream (DESIGN rule 2).
+
+RunModel is plain Python (no Textual): ``apply(event)`` folds one core event into per-round records.
+The live run, a replay and the tests all feed it the same events; widgets only read it. ``rev`` grows
+with every change that is not a token delta, so widgets can skip redraws when nothing moved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from core import events as ev
+from core.routing import RoutingResult
+
+from .streamtext import JsonUnescaper
+
+BADGE_WAITING = "waiting"
+BADGE_DESCRIPTORS = "writing descriptors"
+BADGE_WORKING = "working"
+
+
+@dataclass
+class AgentView:
+    name: str
+    status: str = BADGE_WAITING  # waiting | writing descriptors | working | done | unparsed | failed
+    call: str = ""
+    text: str = ""  # streamed text of the current call, unescaped for display
+    attempt: int = 0  # grows when a call (re)starts: panes reset their stream view
+    public: str = ""
+    query: str = ""
+    key: str = ""
+    answer: str = ""
+    error: str = ""
+    tier: int | None = None
+    tokens: int = 0  # this round, every call
+    latency_s: float = 0.0
+    _unescape: JsonUnescaper = field(default_factory=JsonUnescaper, repr=False)
+
+    @property
+    def streaming(self) -> bool:
+        return self.status in (BADGE_DESCRIPTORS, BADGE_WORKING)
+
+
+@dataclass
+class Decision:
+    terminate: bool
+    next_goal: str
+    reasoning: str
+    status: str
+    final_answer: str = ""
+
+
+@dataclass
+class RoundView:
+    number: int
+    params: dict[str, Any]
+    goal: str = ""
+    agents: dict[str, AgentView] = field(default_factory=dict)
+    routing: RoutingResult | None = None
+    rerouted: bool = False
+    broadcast: bool = False
+    decision: Decision | None = None
+    finished: bool = False
+    convergence: float | None = None
+    tests: list[str] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> int:
+        return sum(a.tokens for a in self.agents.values())
+
+    def edge_count(self, n_workers: int) -> int:
+        if self.routing is not None:
+            return len(self.routing.edges)
+        return n_workers * (n_workers - 1) if self.broadcast else 0
+
+
+class RunModel:
+    def __init__(self) -> None:
+        self.run: ev.RunStarted | None = None
+        self.problem = ""
+        self.domain = ""
+        self.model_name = ""
+        self.demo = False
+        self.protocol = ""
+        self.manager = "Manager"
+        self.workers: list[str] = []
+        self.params: dict[str, Any] = {}
+        self.rounds: dict[int, RoundView] = {}
+        self.current = 0
+        self.phase = ""
+        self.phase_detail = ""
+        self.control_status = "starting"
+        self.mode = "auto"
+        self.finished: ev.RunFinished | None = None
+        self.error = ""  # the run could not start (endpoint down, ...)
+        self.tokens = 0
+        self.started_ts: float | None = None
+        self.last_ts: float | None = None
+        self.next_goal = ""
+        self.notices: list[ev.Notice] = []
+        self.preview: RoutingResult | None = None  # current round's graph at the live tau / k_in
+        self.embeddings_ready = False
+        self.rev = 0
+        self.delta_rev = 0
+
+    # --- queries ------------------------------------------------------------------------------
+    @property
+    def agents(self) -> list[str]:
+        return [self.manager, *self.workers]
+
+    def round_view(self, number: int | None = None) -> RoundView | None:
+        return self.rounds.get(self.current if number is None else number)
+
+    @property
+    def status_text(self) -> str:
+        if self.error:
+            return f"error: {self.error}"
+        if self.finished is not None:
+            return f"finished ({self.finished.reason})"
+        return self.control_status
+
+    @property
+    def running(self) -> bool:
+        return self.run is not None and self.finished is None and not self.error
+
+    def elapsed(self, now: float | None) -> float:
+        """Seconds since the run started: to ``now`` while live, to the last event when finished or
+        replayed (now=None)."""
+        if self.started_ts is None:
+            return 0.0
+        end = self.last_ts if (now is None or self.finished is not None) else now
+        return max(0.0, (end or self.started_ts) - self.started_ts)
+
+    def edges_per_round(self) -> list[int]:
+        return [self.rounds[r].edge_count(len(self.workers)) for r in sorted(self.rounds)]
+
+    def tokens_per_round(self) -> list[int]:
+        return [self.rounds[r].tokens for r in sorted(self.rounds)]
+
+    # --- folding events -----------------------------------------------------------------------
+    def apply(self, event: ev.Event) -> None:
+        self.last_ts = event.ts
+        if isinstance(event, ev.AgentDelta):
+            self._delta(event)
+            return
+        handler = getattr(self, f"_on_{event.type}", None)
+        if handler is not None:
+            handler(event)
+        self.rev += 1
+
+    def _agent(self, round_no: int, name: str) -> AgentView:
+        rv = self._round(round_no)
+        if name not in rv.agents:
+            rv.agents[name] = AgentView(name)
+        return rv.agents[name]
+
+    def _round(self, number: int) -> RoundView:
+        if number not in self.rounds:
+            self.rounds[number] = RoundView(number, dict(self.params))
+            for name in self.agents:
+                self.rounds[number].agents[name] = AgentView(name)
+        return self.rounds[number]
+
+    def _delta(self, e: ev.AgentDelta) -> None:
+        agent = self._agent(e.round, e.agent)
+        agent.text += agent._unescape.feed(e.text)
+        self.delta_rev += 1
+
+    def _on_run_started(self, e: ev.RunStarted) -> None:
+        self.run = e
+        self.problem, self.domain, self.protocol = e.problem, e.domain, e.protocol
+        self.model_name, self.demo = e.model, e.demo
+        self.manager, self.workers = e.manager, list(e.workers)
+        self.params = dict(e.params)
+        self.started_ts = e.ts
+        self.control_status = "running"
+
+    def _on_round_started(self, e: ev.RoundStarted) -> None:
+        self.current = e.round
+        self.params = dict(e.params)
+        rv = self._round(e.round)
+        rv.params = dict(e.params)
+        rv.goal = self.next_goal
+        self.preview = None
+        self.phase, self.phase_detail = "", ""
+
+    def _on_phase_started(self, e: ev.PhaseStarted) -> None:
+        self.phase, self.phase_detail = e.phase, e.detail
+
+    def _on_agent_started(self, e: ev.AgentStarted) -> None:
+        agent = self._agent(e.round, e.agent)
+        agent.call = e.call
+        agent.status = BADGE_DESCRIPTORS if e.call == ev.CALL_DESCRIPTORS else BADGE_WORKING
+        agent.text = ""
+        agent._unescape = JsonUnescaper()
+        agent.attempt += 1
+        if e.tier is not None:
+            agent.tier = e.tier
+
+    def _on_agent_finished(self, e: ev.AgentFinished) -> None:
+        agent = self._agent(e.round, e.agent)
+        agent.status = e.status
+        agent.call = e.call
+        agent.error = e.error
+        used = e.prompt_tokens + e.completion_tokens
+        agent.tokens += used
+        agent.latency_s += e.latency_s
+        self.tokens += used
+        if e.call == ev.CALL_DESCRIPTORS:
+            agent.query, agent.key = e.query, e.key
+            if e.status == "done":  # its work call is still to come
+                agent.status = BADGE_WAITING
+            return
+        if e.query or e.key:
+            agent.query, agent.key = e.query, e.key
+        agent.public = e.public or (e.raw if e.status != "done" else "")
+        agent.answer = e.answer
+
+    def _on_descriptors_ready(self, e: ev.DescriptorsReady) -> None:
+        for name, desc in e.descriptors.items():
+            agent = self._agent(e.round, name)
+            agent.query, agent.key = desc.get("query", ""), desc.get("key", "")
+
+    def _on_topology_built(self, e: ev.TopologyBuilt) -> None:
+        rv = self._round(e.round)
+        rv.routing = RoutingResult.from_dict(e.routing)
+        rv.rerouted = rv.rerouted or e.rerouted
+        self.embeddings_ready = True
+        for name in rv.routing.names:
+            tier = rv.routing.tier_of(name)
+            self._agent(e.round, name).tier = tier if tier >= 0 else None
+        self.preview = None
+        self.refresh_preview()
+
+    def _on_messages_routed(self, e: ev.MessagesRouted) -> None:
+        if e.broadcast:
+            self._round(e.round).broadcast = True
+
+    def _on_manager_decided(self, e: ev.ManagerDecided) -> None:
+        rv = self._round(e.round)
+        if e.plan:
+            rv.goal = e.next_goal
+        else:
+            rv.decision = Decision(e.terminate, e.next_goal, e.reasoning, e.status, e.final_answer)
+        self.next_goal = e.next_goal
+
+    def _on_round_finished(self, e: ev.RoundFinished) -> None:
+        rv = self._round(e.round)
+        rv.finished = True
+        rv.convergence = e.convergence
+
+    def _on_run_finished(self, e: ev.RunFinished) -> None:
+        self.finished = e
+        self.phase = ""
+
+    def _on_params_changed(self, e: ev.ParamsChanged) -> None:
+        self.params = dict(e.params)
+        self.refresh_preview()
+
+    def _on_control_changed(self, e: ev.ControlChanged) -> None:
+        self.control_status, self.mode = e.status, e.mode
+
+    def _on_notice(self, e: ev.Notice) -> None:
+        self.notices.append(e)
+
+    def _on_test_run(self, e: ev.TestRun) -> None:
+        self._round(e.round).tests.append(f"{e.outcome}" + (f": {e.failing_test}" if e.failing_test else ""))
+
+    # --- previews -----------------------------------------------------------------------------
+    def refresh_preview(self) -> None:
+        """Redraw the current round's graph at the live tau / k_in from the stored similarities."""
+        rv = self.round_view()
+        self.preview = None
+        if rv is None or rv.routing is None or not self.params:
+            return
+        tau, k_in = float(self.params["tau"]), int(self.params["k_in"])
+        if (tau, k_in) == (rv.routing.tau, rv.routing.k_in):
+            return
+        self.preview = reroute(rv.routing, tau, k_in, self.protocol)
+        self.rev += 1
+
+
+def reroute(routing: RoutingResult, tau: float, k_in: int, protocol: str) -> RoutingResult:
+    """The graph the same similarities give at another tau / k_in (pure; core.routing does the work)."""
+    from core.routing import route_from_similarity
+
+    return route_from_similarity(
+        routing.names, routing.similarity, tau, k_in, break_cycles=protocol != "single-pass"
+    )

@@ -1,0 +1,164 @@
+"""The live run: the engine runs in a Textual worker in the app's loop; keys call its RunControl.
+
+The worker never touches a widget: the engine's sinks are the EventBridge (events -> messages) and
+the session recorder. The screen owns the RunControl, so keys work from the first frame.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from textual.worker import Worker
+
+from core.config import Settings
+from core.control import MODE_STEP, Params, RunControl
+from core.domains import get_domain
+from core.scripted_server import ScriptedServer
+from core.session_store import SessionRecorder
+
+from ..bindings import RUN_BINDINGS
+from ..bridge import BackendFailed, EventBridge
+from .swarm_view import SwarmScreen
+
+TAU_STEP = 0.05
+
+
+class RunScreen(SwarmScreen):
+    BINDINGS = RUN_BINDINGS
+
+    def __init__(
+        self,
+        problem: str,
+        settings: Settings,
+        *,
+        demo: bool = False,
+        save: Path | None = None,
+        step: bool = False,
+        demo_chunk_delay: float = 0.02,
+        server: ScriptedServer | None = None,
+        clock: Callable[[], float] = time.time,
+        start: bool = True,
+    ) -> None:
+        super().__init__()
+        self.problem = problem
+        self.settings = settings
+        self.demo = demo
+        self.demo_chunk_delay = demo_chunk_delay
+        self.server = server
+        self.clock = clock
+        self.start = start
+        n_workers = len(get_domain(settings.domain).workers)
+        params = Params(settings.tau, settings.k_in, settings.max_rounds)
+        self.control = RunControl(params, n_workers, mode=MODE_STEP if step else "auto")
+        self.recorder = SessionRecorder(Path(settings.sessions_dir), path=save)
+        self.worker: Worker[None] | None = None
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.model.embeddings_ready = getattr(self.app, "embeddings_ready", False)
+        if self.start:
+            self.worker = self.run_worker(self._run_engine(), name="engine", group="engine", exclusive=True,
+                                          exit_on_error=False)
+
+    def now(self) -> float | None:
+        return self.clock()
+
+    async def _run_engine(self) -> None:
+        """Open the endpoint (or the demo server), then run the engine to its end."""
+        from core.embeddings import EmbeddingError, shared_embedder
+        from core.llm import EndpointError
+        from core.runner import build_engine, open_backend
+
+        try:
+            backend = await open_backend(
+                self.settings, demo=self.demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server
+            )
+        except EndpointError as exc:
+            self.app.post_message(BackendFailed(str(exc)))
+            return
+        embedder = shared_embedder(self.settings.embedding_model_path)
+        engine = build_engine(
+            self.problem, self.settings, backend, [EventBridge(self.app), self.recorder],
+            embedder=embedder, control=self.control,
+        )
+        try:
+            await engine.run()
+        except EmbeddingError as exc:
+            self.app.post_message(BackendFailed(str(exc)))
+        except Exception as exc:  # never a traceback on screen: one line for the user
+            self.app.post_message(BackendFailed(f"the run stopped: {type(exc).__name__}: {exc}"))
+        finally:
+            await backend.close()
+
+    def backend_failed(self, message: str) -> None:
+        self.model.error = message
+        self.model.rev += 1
+        self.notify(message, severity="error", timeout=20)
+        self.refresh_all()
+
+    # --- control keys -------------------------------------------------------------------------
+    def action_step_phase(self) -> None:
+        self.control.step_phase()
+
+    def action_step_round(self) -> None:
+        self.control.step_round()
+
+    def action_toggle_pause(self) -> None:
+        self.control.toggle_pause()
+
+    def action_auto_run(self) -> None:
+        self.control.resume()
+
+    def _set_params(self, **changes: float | int) -> None:
+        before = self.control.params
+        after = self.control.set_params(**changes)  # type: ignore[arg-type]
+        if after == before:
+            self.notify("already at the limit", severity="warning", timeout=2)
+        elif self.model.run is None:
+            # No engine yet to announce it: keep the bar honest anyway.
+            self.model.params = after.as_dict()
+            self.refresh_all()
+
+    def action_tau(self, delta: float) -> None:
+        self._set_params(tau=round(self.control.params.tau + delta, 2))
+
+    def action_k_in(self, delta: int) -> None:
+        self._set_params(k_in=self.control.params.k_in + delta)
+
+    def action_reroute(self) -> None:
+        if not self.control.reroute_now() and self.control.reroute_hook is None:
+            self.notify("no graph to re-route yet", severity="warning")
+
+    def action_cancel_run(self) -> None:
+        if not self.model.running:
+            self.notify("no run in progress", severity="warning")
+            return
+        self.control.cancel()
+
+    def action_save(self) -> None:
+        recorder = self.recorder
+        if recorder.path is None:
+            self.notify("nothing to save yet", severity="warning")
+        elif recorder.save():
+            self.notify(f"session saved: {recorder.path}")
+        else:
+            self.notify(recorder.error or "saving failed", severity="error")
+
+    def action_request_quit(self) -> None:
+        if not self.model.running:
+            self.app.exit(0)
+            return
+        from .confirm import ConfirmScreen
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                self.control.cancel()
+                self.app.exit(0)
+
+        self.app.push_screen(ConfirmScreen("A swarm is still running. Quit and drop it?"), answer)
+
+    def on_unmount(self) -> None:
+        self.control.cancel()
+

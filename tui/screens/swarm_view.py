@@ -1,0 +1,192 @@
+"""The screen that shows a run, live or replayed: header, agent panes, graph, manager, results.
+
+Every event goes through ``apply_event`` (the same path for the engine's stream and a replay). Token
+deltas only touch the model; a 25 fps timer copies new text into the panes. Other events redraw at
+once. Subclasses (live run, replay) say what the control keys do.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Footer
+
+from core import events as ev
+from core.routing import RoutingResult
+
+from ..model import RunModel
+from ..widgets.agent_pane import AgentPane
+from ..widgets.graph_pane import GraphPane
+from ..widgets.header import ParamsBar, RunHeader
+from ..widgets.manager_pane import ManagerPane
+from ..widgets.results_pane import ResultsPane, RoundSparks
+
+FRAME_INTERVAL = 1 / 25  # how often streamed text reaches the panes
+NARROW_WIDTH, SHORT_HEIGHT = 100, 30
+
+
+class SwarmScreen(Screen[None]):
+    live = True  # False in a replay: elapsed time comes from the events, not the clock
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model = RunModel()
+        self.view_round: int | None = None  # None: follow the current round
+        self._shown_delta_rev = -1
+        self._panes: dict[str, AgentPane] = {}
+
+    # --- layout -------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield RunHeader(id="header")
+        yield ParamsBar("", id="params")
+        with VerticalScroll(id="body", can_focus=False):
+            yield Grid(id="agents")
+            with Horizontal(id="lower"):
+                yield GraphPane(id="graph")
+                yield ManagerPane(id="manager")
+                with Vertical(id="side"):
+                    yield ResultsPane(id="results")
+                    yield RoundSparks(id="sparks")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.set_interval(FRAME_INTERVAL, self._frame)
+        self._relayout()
+        self.refresh_all()
+
+    def on_resize(self) -> None:
+        self._relayout()
+        self.call_after_refresh(self.refresh_all)
+
+    def _relayout(self) -> None:
+        narrow = self.size.width < NARROW_WIDTH or self.size.height < SHORT_HEIGHT
+        self.set_class(narrow, "-narrow")
+        n = max(1, len(self._panes))
+        columns = 1 if narrow else (2 if n <= 4 else 3 if n <= 6 else 4)
+        self.query_one("#agents", Grid).styles.grid_size_columns = columns
+
+    def _ensure_panes(self) -> None:
+        names = self.model.agents if self.model.run is not None else []
+        if list(self._panes) == names:
+            return
+        grid = self.query_one("#agents", Grid)
+        grid.remove_children()
+        self._panes = {name: AgentPane(name, id=f"agent-{name}") for name in names}
+        grid.mount(*self._panes.values())
+        self._relayout()
+
+    # --- events -------------------------------------------------------------------------------
+    def apply_event(self, event: ev.Event, *, render: bool = True) -> None:
+        self.model.apply(event)
+        if isinstance(event, ev.AgentDelta):
+            return
+        if isinstance(event, ev.RunStarted):
+            self._ensure_panes()
+        if isinstance(event, ev.Notice):
+            self.on_notice(event)
+        if render:
+            self.refresh_all()
+
+    def on_notice(self, event: ev.Notice) -> None:
+        severity = {"error": "error", "warning": "warning"}.get(event.severity, "information")
+        self.notify(event.message, severity=severity, timeout=6 if severity != "error" else 12)  # type: ignore[arg-type]
+
+    # --- rendering ----------------------------------------------------------------------------
+    @property
+    def shown_round(self) -> int:
+        return self.view_round if self.view_round is not None else self.model.current
+
+    def now(self) -> float | None:
+        """The clock for a live run's elapsed time; None means "time of the last event"."""
+        return None
+
+    def _frame(self) -> None:
+        if self.model.delta_rev != self._shown_delta_rev:
+            self._sync_panes()
+        if self.live and self.model.running:
+            self.query_one(RunHeader).sync(self.model, self.model.elapsed(self.now()))
+
+    def _sync_panes(self) -> None:
+        self._shown_delta_rev = self.model.delta_rev
+        rv = self.model.round_view(self.shown_round)
+        for name, pane in self._panes.items():
+            pane.sync(self.shown_round, rv.agents.get(name) if rv else None)
+
+    def params_extra(self) -> str:
+        return ""
+
+    def graph_override(self) -> tuple[RoutingResult | None, str]:
+        """A graph to draw instead of the viewed round's own: the live preview at new tau / k_in."""
+        if self.shown_round == self.model.current and self.model.preview is not None:
+            return self.model.preview, "PREVIEW"
+        return None, ""
+
+    def refresh_all(self) -> None:
+        if not self.is_mounted:
+            return
+        self._ensure_panes()
+        model = self.model
+        self.query_one(RunHeader).sync(model, model.elapsed(self.now()))
+        self.query_one(ParamsBar).sync(model, self.view_round, self.params_extra())
+        rv = model.round_view(self.shown_round)
+        active = frozenset(n for n, a in rv.agents.items() if a.streaming) if rv else frozenset()
+        override, tag = self.graph_override()
+        self.query_one(GraphPane).sync(model, self.shown_round, override=override, tag=tag, active=active)
+        self.query_one(ManagerPane).sync(model, self.shown_round)
+        self.query_one(ResultsPane).sync(model)
+        self.query_one(RoundSparks).sync(model)
+        self._sync_panes()
+
+    # --- view actions (shared) ----------------------------------------------------------------
+    def action_browse(self, step: int) -> None:
+        current = self.model.current
+        if current == 0:
+            return
+        target = max(1, min(current, (self.view_round or current) + step))
+        self.view_round = None if (step > 0 and target >= current) else target
+        self.refresh_all()
+
+    def action_toggle_matrix(self) -> None:
+        graph = self.query_one(GraphPane)
+        graph.matrix = not graph.matrix
+        self.refresh_all()
+
+    def action_toggle_removed(self) -> None:
+        graph = self.query_one(GraphPane)
+        graph.show_removed = not graph.show_removed
+        self.refresh_all()
+
+    def action_toggle_problem(self) -> None:
+        header = self.query_one(RunHeader)
+        header.show_full = not header.show_full
+        self.refresh_all()
+
+    def focused_pane(self) -> Widget | None:
+        node = self.focused
+        while node is not None and not hasattr(node, "copy_text"):
+            node = node.parent if isinstance(node.parent, Widget) else None
+        return node
+
+    def action_toggle_maximize(self) -> None:
+        if self.maximized is not None:
+            self.minimize()
+            return
+        pane = self.focused_pane() or next(iter(self._panes.values()), None)
+        if pane is not None:
+            self.maximize(pane, container=False)
+
+    def action_copy(self) -> None:
+        pane = self.focused_pane() or self.query_one(ResultsPane)
+        text = pane.copy_text()  # type: ignore[attr-defined]
+        if not text:
+            self.notify("nothing to copy in this pane yet", severity="warning")
+            return
+        self.app.copy_to_clipboard(text)
+        self.notify(f"copied {len(text)} characters")
+
+    def action_help(self) -> None:
+        from .help import HelpScreen
+
+        self.app.push_screen(HelpScreen(self))

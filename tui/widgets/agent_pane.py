@@ -1,0 +1,105 @@
+"""One agent's pane: status badge, latest query/key, tokens and latency, streamed then final text.
+
+While a call streams, the text goes into a StreamView (cheap appends); once the agent has finished,
+its public output is shown once as Markdown, so code blocks are highlighted.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
+from textual.widgets import ContentSwitcher, Markdown, Static
+
+from ..model import BADGE_DESCRIPTORS, BADGE_WAITING, BADGE_WORKING, AgentView
+from .stream_view import StreamView
+
+BADGE_STYLE = {
+    BADGE_WAITING: "$text-muted",
+    BADGE_DESCRIPTORS: "$accent",
+    BADGE_WORKING: "$warning",
+    "done": "$success",
+    "unparsed": "$error",
+    "failed": "$error",
+}
+
+
+class AgentPane(Vertical):
+    ALLOW_MAXIMIZE = True
+
+    def __init__(self, agent: str, *, id: str | None = None) -> None:
+        super().__init__(id=id, classes="pane agent-pane")
+        self.agent = agent
+        self._stream_key: tuple[int, int] | None = None  # (round, attempt) shown in the stream view
+        self._shown = 0
+        self._final = ""
+        self._meta_key: tuple[object, ...] | None = None
+        self.border_title = agent
+
+    def compose(self) -> ComposeResult:
+        yield Static("", classes="descriptors", markup=False)
+        with ContentSwitcher(initial="stream", classes="body"):
+            yield StreamView(id="stream")
+            with VerticalScroll(id="final", can_focus=True):
+                yield Markdown("", id="md")
+
+    def copy_text(self) -> str:
+        if self.query_one(ContentSwitcher).current == "final":
+            return self._final
+        return self.query_one(StreamView).text
+
+    def sync(self, round_no: int, view: AgentView | None) -> None:
+        """Show ``view`` (this agent in round ``round_no``); cheap when nothing changed."""
+        view = view or AgentView(self.agent)
+        meta = (round_no, view.status, view.call, view.query, view.key, view.tokens, view.tier, view.error)
+        if meta != self._meta_key:
+            self._meta_key = meta
+            self._sync_meta(view)
+        if view.public and not view.streaming:
+            self._show_final(view.public)
+        else:
+            self._show_stream(round_no, view)
+
+    def _sync_meta(self, view: AgentView) -> None:
+        badge = view.status
+        self.border_title = Content.assemble(
+            (self.agent, "bold"), " ", Content.from_markup(f"[{BADGE_STYLE.get(badge, '')}]\\[{badge}][/]")
+        )
+        sub = []
+        if view.tier is not None:
+            sub.append(f"tier {view.tier}")
+        if view.tokens:
+            sub.append(f"{view.tokens} tok")
+        if view.latency_s:
+            sub.append(f"{view.latency_s:.1f}s")
+        self.border_subtitle = " · ".join(sub)
+        lines = []
+        if view.query or view.key:
+            lines.append(f"Q: {view.query}")
+            lines.append(f"K: {view.key}")
+        elif view.error:
+            lines.append(f"! {view.error}")
+        self.query_one(".descriptors", Static).update("\n".join(lines))
+        self.set_class(bool(lines), "-has-descriptors")
+
+    def _show_stream(self, round_no: int, view: AgentView) -> None:
+        switcher = self.query_one(ContentSwitcher)
+        if switcher.current != "stream":
+            switcher.current = "stream"
+        stream = self.query_one(StreamView)
+        key = (round_no, view.attempt)
+        if key != self._stream_key or len(view.text) < self._shown:
+            self._stream_key = key
+            stream.clear()
+            self._shown = 0
+        if len(view.text) > self._shown:
+            stream.append(view.text[self._shown :])
+            self._shown = len(view.text)
+
+    def _show_final(self, text: str) -> None:
+        switcher = self.query_one(ContentSwitcher)
+        if text != self._final:
+            self._final = text
+            self.query_one("#md", Markdown).update(text)
+        if switcher.current != "final":
+            switcher.current = "final"

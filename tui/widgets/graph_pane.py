@@ -1,0 +1,114 @@
+"""The graph pane: the viewed round's graph (or similarity matrix) drawn by graph_render."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.color import Color, ColorParseError
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from core.routing import RoutingResult, edge_diff
+
+from ..model import RunModel
+from .graph_render import (
+    GraphOptions,
+    GraphStyles,
+    plain,
+    render_broadcast,
+    render_graph,
+    render_matrix,
+)
+
+
+class GraphPane(VerticalScroll):
+    ALLOW_MAXIMIZE = True
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, classes="pane", can_focus=True)
+        self.matrix = False
+        self.show_removed = False
+        self._key: tuple[object, ...] | None = None
+        self._lines: list[Text] = []
+        self.border_title = "graph"
+
+    def compose(self):  # type: ignore[no-untyped-def]
+        yield Static("", id="graph-body")
+
+    def copy_text(self) -> str:
+        return plain(self._lines)
+
+    @property
+    def text(self) -> str:
+        return self.copy_text()
+
+    def _color(self, name: str, fallback: str) -> str:
+        """A theme variable as a Rich colour (the drawing recolours with the theme)."""
+        try:
+            return Color.parse(self.app.theme_variables[name]).hex6
+        except (KeyError, ColorParseError):
+            return fallback
+
+    def _styles(self) -> GraphStyles:
+        fg = self._color("foreground", "white")
+        return GraphStyles(
+            node=f"bold {fg}",
+            tier="dim",
+            edge=self._color("primary", "blue"),
+            score=f"bold {self._color('accent', 'yellow')}",
+            removed="dim",
+            legend="italic",
+            tag=f"bold {self._color('background', 'black')} on {self._color('warning', 'yellow')}",
+            hit=f"bold {self._color('background', 'black')} on {self._color('success', 'green')}",
+            active=f"underline {self._color('warning', 'yellow')}",
+        )
+
+    def sync(
+        self,
+        model: RunModel,
+        round_no: int,
+        *,
+        override: RoutingResult | None = None,
+        tag: str = "",
+        active: frozenset[str] = frozenset(),
+    ) -> None:
+        """Draw round ``round_no``; ``override`` (a preview or a what-if graph) replaces its routing."""
+        width = max(20, self.scrollable_content_region.width)
+        height = self.scrollable_content_region.height
+        rv = model.round_view(round_no)
+        routing = rv.routing if rv is not None else None
+        if routing is not None and override is not None:
+            routing = override
+        else:
+            tag = ""
+        key = (model.rev, round_no, routing, model.embeddings_ready, self.matrix, self.show_removed, tag,
+               width, height, active, self.app.theme)
+        if key == self._key:
+            return
+        self._key = key
+        view = "similarity" if self.matrix else "graph"
+        self.border_title = f"{view} · round {round_no}" if round_no else view
+        options = GraphOptions(show_removed=self.show_removed, height=height, tag=tag, active=active,
+                               styles=self._styles())
+        if routing is not None:
+            lines = render_matrix(routing, width, options) if self.matrix else render_graph(routing, width, options)
+            if tag == "PREVIEW":
+                lines.append(Text("r re-routes now (before phase C); otherwise it applies at the next routing",
+                                  "italic"))
+            elif tag == "HYPOTHETICAL" and rv is not None and rv.routing is not None:
+                added, dropped = edge_diff(rv.routing, routing)
+                lines.append(Text(f"vs recorded: +{len(added)} −{len(dropped)} edges "
+                                  f"(recorded tau {rv.routing.tau:.2f}, k_in {rv.routing.k_in})", "italic"))
+        elif rv is not None and round_no == 1:
+            lines = render_broadcast(model.workers, width, 1, options.styles)
+            if not model.embeddings_ready:
+                lines.append(Text("loading embeddings…", "italic"))
+        elif not model.embeddings_ready:
+            lines = [Text("loading embeddings…", "italic")]
+        elif rv is None:
+            lines = [Text("waiting for the run to start", "italic")]
+        else:
+            lines = [Text(f"round {round_no}: waiting for descriptors (phase A), then routing", "italic")]
+        if rv is not None and routing is None and model.params:
+            lines.append(Text(f"tau {float(model.params['tau']):.2f} · k_in {model.params['k_in']}", "italic"))
+        self._lines = lines
+        self.query_one("#graph-body", Static).update(Text("\n").join(lines))

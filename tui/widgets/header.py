@@ -1,0 +1,77 @@
+"""The run header (problem, domain, model, round, phase, status, tokens, elapsed) and the params bar."""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.widgets import Static
+
+from ..model import RunModel
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
+
+
+def status_line(model: RunModel, elapsed: float) -> Content:
+    max_rounds = model.params.get("max_rounds", "?")
+    who = "DEMO (scripted server)" if model.demo else (model.model_name or "model ?")
+    phase = model.phase or "-"
+    if model.phase_detail:
+        phase = f"{phase} ({model.phase_detail})"
+    status = model.status_text
+    if model.finished is not None:
+        status = f"finished: {model.finished.reason} — {model.finished.detail}"
+    style = "$error" if model.error else "$success" if model.finished else "$warning" if model.mode == "step" else ""
+    return Content.assemble(
+        (model.domain or "-", "bold"),
+        " · ",
+        (who, "bold $accent" if model.demo else "bold"),
+        " · ",
+        (f"round {model.current}/{max_rounds}", "bold"),
+        " · phase ",
+        phase,
+        " · ",
+        (status, f"bold {style}".strip()),
+        f" · {model.tokens:,} tok · {_clock(elapsed)}",
+    )
+
+
+class RunHeader(Static):
+    """Two lines: the problem's first line, then the run's state."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id)
+        self.show_full = False
+
+    def sync(self, model: RunModel, elapsed: float) -> None:
+        problem = model.problem.strip()
+        first = problem.splitlines()[0] if problem else "starting…"
+        body = problem if self.show_full else first
+        self.set_class(self.show_full, "-full")
+        self.update(Content.assemble(("▍", "$accent"), (body, "bold"), "\n", status_line(model, elapsed)))
+
+
+class ParamsBar(Static):
+    def sync(self, model: RunModel, view_round: int | None, extra: str = "") -> None:
+        p = model.params
+        if not p:
+            self.update("")
+            return
+        viewing = (
+            f"viewing round {view_round} of {model.current} (, . to browse)"
+            if view_round is not None
+            else f"live round {model.current}"
+        )
+        parts = [
+            f"tau [b]{float(p['tau']):.2f}[/]",
+            f"k_in [b]{p['k_in']}[/]",
+            f"max_rounds [b]{p['max_rounds']}[/]",
+            f"protocol [b]{model.protocol or '-'}[/]",
+            f"mode [b]{model.mode}[/]",
+            viewing,
+        ]
+        if extra:
+            parts.append(extra)
+        self.update(Content.from_markup("  ".join(parts)))

@@ -1,0 +1,115 @@
+"""A wrapped, append-only text view for streaming tokens (Line API, like toolong's log view).
+
+Appending re-wraps only the last logical line, so six agents streaming at once cost O(chunk) per
+append, not O(text). The view follows new text only while the user is at the bottom.
+"""
+
+from __future__ import annotations
+
+from rich.segment import Segment
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+_CONTROL = dict.fromkeys(range(0x20), None) | {ord("\t"): "    ", ord("\n"): None}
+
+
+def wrap_line(line: str, width: int) -> list[str]:
+    """Word-wrap one line to ``width`` cells (character cells; long words are split)."""
+    if width <= 0 or len(line) <= width:
+        return [line]
+    rows: list[str] = []
+    while len(line) > width:
+        cut = line.rfind(" ", 0, width + 1)
+        if cut <= 0:
+            rows.append(line[:width])
+            line = line[width:]
+        else:
+            rows.append(line[:cut])
+            line = line[cut + 1 :]
+    rows.append(line)
+    return rows
+
+
+class StreamView(ScrollView, can_focus=True):
+    DEFAULT_CSS = """
+    StreamView {
+        background: $surface;
+        color: $foreground;
+        overflow-x: hidden;
+        overflow-y: auto;
+        &:focus { background-tint: $foreground 5%; }
+    }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._lines: list[str] = [""]
+        self._rows: list[str] = []
+        self._row_start: list[int] = []  # first wrapped row of each logical line
+        self._wrap_width = 0
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self._lines)
+
+    @property
+    def row_count(self) -> int:
+        return len(self._rows)
+
+    def _width(self) -> int:
+        return max(1, self.scrollable_content_region.width) if self.is_mounted else 0
+
+    def _wrap_from(self, index: int) -> None:
+        """Re-wrap logical lines from ``index`` to the end."""
+        width = self._wrap_width
+        if index < len(self._row_start):
+            del self._rows[self._row_start[index] :]
+            del self._row_start[index:]
+        for line in self._lines[index:]:
+            self._row_start.append(len(self._rows))
+            self._rows.extend(wrap_line(line, width) if width else [line])
+
+    def _rewrap_all(self) -> None:
+        self._rows, self._row_start = [], []
+        self._wrap_from(0)
+        self.virtual_size = Size(self._wrap_width, len(self._rows))
+
+    def clear(self) -> None:
+        self._lines = [""]
+        self._rewrap_all()
+        self.scroll_to(0, 0, animate=False)
+        self.refresh()
+
+    def set_text(self, text: str) -> None:
+        self._lines = [""]
+        self._rewrap_all()
+        self.append(text)
+
+    def append(self, text: str) -> None:
+        if not text:
+            return
+        at_bottom = self.scroll_y >= self.max_scroll_y - 1
+        parts = text.split("\n")
+        first = len(self._lines) - 1
+        self._lines[-1] += parts[0].translate(_CONTROL)
+        self._lines.extend(part.translate(_CONTROL) for part in parts[1:])
+        self._wrap_from(first)
+        self.virtual_size = Size(self._wrap_width, len(self._rows))
+        if at_bottom:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.refresh()
+
+    def on_resize(self) -> None:
+        width = self._width()
+        if width != self._wrap_width:
+            self._wrap_width = width
+            self._rewrap_all()
+
+    def render_line(self, y: int) -> Strip:
+        index = self.scroll_offset.y + y
+        width = self.scrollable_content_region.width
+        style = self.rich_style
+        if index >= len(self._rows):
+            return Strip.blank(width, style)
+        return Strip([Segment(self._rows[index], style)]).crop_extend(0, width, style)
