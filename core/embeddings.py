@@ -134,13 +134,15 @@ class Embedder:
                 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             try:
                 from sentence_transformers import SentenceTransformer
-            except ImportError as exc:
-                missing = f"sentence-transformers is not installed: {exc}"
+            except Exception as exc:  # ImportError, or a broken torch install (OSError, ...)
+                missing = f"sentence-transformers cannot be imported: {_first_line(exc)}"
                 raise EmbeddingError(f"{HOW_TO_PROVIDE} ({missing})") from None
             failures: list[str] = []
-            if bundled_model_path() is None:
-                failures.append(f"{BUNDLED_PACKAGE}: not installed (or has no model files)")
+            bundled_missing = bundled_model_path() is None
             for cand in self.candidates():
+                if bundled_missing and cand.label.startswith("Hugging Face"):
+                    failures.append(f"{BUNDLED_PACKAGE}: not installed (or has no model files)")
+                    bundled_missing = False
                 is_path = cand.label.startswith(("configured", "bundled"))
                 if is_path and not Path(cand.location).is_dir():
                     failures.append(f"{cand.label} {cand.location}: no such folder")
@@ -154,7 +156,8 @@ class Embedder:
                             cand.location, device="cpu", local_files_only=cand.local_only
                         )
                 except Exception as exc:  # any loader failure means "try the next place"
-                    failures.append(f"{cand.label}: {_first_line(exc)}")
+                    where = f"{cand.label} {cand.location}" if is_path else cand.label
+                    failures.append(f"{where}: {_first_line(exc)}")
                     continue
                 self._model = model
                 self._source = f"{cand.label} ({cand.location})"

@@ -368,10 +368,22 @@ class SwarmEngine:
             for name, result in tier_results.items():
                 # A work reply may carry fresh descriptors; the phase-A ones stay the round's record.
                 results[name] = result
+        # Edges whose provider did not run in an earlier tier (a strategy that keeps cycles, e.g.
+        # broadcast) deliver at the barrier, into next round's memory, as in the single-pass protocol.
+        delivered = {(d["src"], d["dst"]) for deliveries in received.values() for d in deliveries}
+        late = [
+            {"src": e.src, "dst": e.dst, "score": e.score, "content": message_for(results[e.src], e.dst)}
+            for e in routing.edges
+            if (e.src, e.dst) not in delivered and results[e.src].public
+        ]
+        if late:
+            self.emit(ev.MessagesRouted(round=self.round, deliveries=late))
         for name in self.workers:
             self.memory[name].add(MemoryItem(self.round, "own", name, results[name].public))
             for d in received[name]:
                 self.memory[name].add(MemoryItem(self.round, "routed", d["src"], d["content"], d["score"]))
+        for d in sorted(late, key=lambda d: (d["dst"], -d["score"], d["src"])):
+            self.memory[d["dst"]].add(MemoryItem(self.round, "routed", d["src"], d["content"], d["score"]))
         return results
 
     async def _single_pass_round(self, goal: str) -> dict[str, AgentResult]:

@@ -261,41 +261,51 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
 # --- validation ---------------------------------------------------------------------------------
 
 
+def _at(where: str) -> str:
+    """A data path for an error message: short, and never empty."""
+    if not where:
+        return "top level"
+    return where if len(where) <= 60 else where[:59] + "…"
+
+
 def _check_plain(value: Any, where: str, depth: int = 0) -> None:
     """Only JSON-like plain data, finite numbers, bounded sizes and depth."""
     if depth > MAX_DEPTH:
-        raise SessionFormatError(f"{where}: nested too deeply")
+        raise SessionFormatError(f"{_at(where)}: nested too deeply (more than {MAX_DEPTH} levels)")
     if value is None or isinstance(value, bool):
         return
     if isinstance(value, str):
         if len(value) > MAX_STRING:
-            raise SessionFormatError(f"{where}: text longer than {MAX_STRING} characters")
+            raise SessionFormatError(f"{_at(where)}: text longer than {MAX_STRING} characters")
         if _SURROGATE.search(value):
-            raise SessionFormatError(f"{where}: text holds invalid unicode (a lone surrogate)")
+            raise SessionFormatError(f"{_at(where)}: text holds invalid unicode (a lone surrogate)")
         return
     if isinstance(value, int):
         if abs(value) > MAX_INT:
-            raise SessionFormatError(f"{where}: number {_short(value)} is too large")
+            raise SessionFormatError(f"{_at(where)}: number {_short(value)} is too large")
         return
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise SessionFormatError(f"{where}: number {_short(value)} is not finite")
+            raise SessionFormatError(f"{_at(where)}: number {_short(value)} is not finite")
         return
     if isinstance(value, list):
         if len(value) > MAX_LIST and where != "events":
-            raise SessionFormatError(f"{where}: list longer than {MAX_LIST} items")
+            raise SessionFormatError(f"{_at(where)}: list longer than {MAX_LIST} items")
+        if value and set(map(type, value)) == {float}:  # fast path: embedding rows
+            if all(map(math.isfinite, value)):
+                return
         for i, item in enumerate(value):
             _check_plain(item, f"{where}[{i}]", depth + 1)
         return
     if isinstance(value, dict):
         if len(value) > MAX_LIST:
-            raise SessionFormatError(f"{where}: object with more than {MAX_LIST} keys")
+            raise SessionFormatError(f"{_at(where)}: object with more than {MAX_LIST} keys")
         for key, item in value.items():
             if not isinstance(key, str):
-                raise SessionFormatError(f"{where}: key {_short(key)} is not text")
-            _check_plain(item, f"{where}.{key}", depth + 1)
+                raise SessionFormatError(f"{_at(where)}: key {_short(key)} is not text")
+            _check_plain(item, f"{where}.{key}" if where else key, depth + 1)
         return
-    raise SessionFormatError(f"{where}: unsupported value of type {type(value).__name__}")
+    raise SessionFormatError(f"{_at(where)}: unsupported value of type {type(value).__name__}")
 
 
 _KIND_NAMES = {str: "text", int: "a whole number", float: "a number", bool: "true/false", type(None): "null"}
@@ -311,13 +321,23 @@ def _describe(value: Any) -> str:
     return _KIND_NAMES.get(type(value), type(value).__name__)
 
 
+_SHAPES: dict[Any, tuple[Any, tuple[Any, ...]]] = {}
+
+
+def _shape(hint: Any) -> tuple[Any, tuple[Any, ...]]:
+    shape = _SHAPES.get(hint)
+    if shape is None:
+        shape = _SHAPES[hint] = (typing.get_origin(hint), typing.get_args(hint))
+    return shape
+
+
 def _matches(value: Any, hint: Any) -> str | None:
     """None when value fits the type hint, else what is wrong."""
     if hint is Any:
         return None
-    origin = typing.get_origin(hint)
+    origin, args = _shape(hint)
     if origin in (types.UnionType, typing.Union):
-        problems = [_matches(value, option) for option in typing.get_args(hint)]
+        problems = [_matches(value, option) for option in args]
         return None if any(p is None for p in problems) else next(p for p in problems if p)
     if hint is type(None):
         return None if value is None else f"must be null, got {_describe(value)}"
@@ -334,7 +354,9 @@ def _matches(value: Any, hint: Any) -> str | None:
     if origin is list:
         if not isinstance(value, list):
             return f"must be a list, got {_describe(value)}"
-        (item_hint,) = typing.get_args(hint)
+        (item_hint,) = args
+        if item_hint is float and set(map(type, value)) <= {float, int}:  # fast path: embedding rows
+            return None
         for i, item in enumerate(value):
             problem = _matches(item, item_hint)
             if problem:
@@ -343,7 +365,7 @@ def _matches(value: Any, hint: Any) -> str | None:
     if origin is dict:
         if not isinstance(value, dict):
             return f"must be an object, got {_describe(value)}"
-        _, value_hint = typing.get_args(hint)
+        _, value_hint = args
         for key, item in value.items():
             problem = _matches(item, value_hint)
             if problem:
@@ -420,8 +442,10 @@ def _check_started(e: ev.RunStarted) -> None:
 def _check_topology(e: ev.TopologyBuilt, workers: list[str], where: str) -> RoutingResult:
     try:
         routing = RoutingResult.from_dict(e.routing)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise SessionFormatError(f"{where}: routing is malformed ({type(exc).__name__}: {_short(exc)})") from None
+    except KeyError as exc:
+        raise SessionFormatError(f"{where}: routing is malformed (missing {_short(exc.args[0])})") from None
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise SessionFormatError(f"{where}: routing is malformed ({_short(str(exc))})") from None
     n = len(workers)
     if routing.names != workers:
         raise SessionFormatError(f"{where}: routing names {_short(routing.names)} are not the workers")
@@ -557,7 +581,7 @@ def _from_dict(data: Any) -> Session:
         )
     if version < 0:
         raise SessionFormatError(f"schema version {version} is not valid")
-    _check_plain(data, "session")
+    _check_plain(data, "")
     data = upgrade(data)
     unknown = set(data) - _TOP_KEYS
     if unknown:

@@ -77,19 +77,19 @@ def decode_nulls(value: Any) -> Any:
 # --- text forms --------------------------------------------------------------------------------
 
 
-def _sorted_keys(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _sorted_keys(value[k]) for k in sorted(value)}
-    if isinstance(value, list) and any(isinstance(item, dict | list) for item in value):
-        return [_sorted_keys(item) for item in value]
-    return value
+def _dumps(value: Any, indent: int | None = None) -> str:
+    return json.dumps(value, indent=indent, sort_keys=True, ensure_ascii=False, allow_nan=False)
 
 
 def session_to_json(session: Session) -> str:
-    """Canonical JSON: the top level in schema order, every object inside with sorted keys, so the
-    same session always gives the same text whichever file it was loaded from."""
-    data = {key: _sorted_keys(value) for key, value in session.to_dict().items()}
-    return json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    """Canonical JSON: the top level in schema order, every object inside with sorted keys, one
+    event per line, so the same session always gives the same text whichever file it came from.
+    (One line per event also keeps saving fast: json's C encoder only runs without indent.)"""
+    data = session.to_dict()
+    events = data.pop("events")
+    head = [f" {json.dumps(key)}: {_dumps(value, 1).replace(chr(10), chr(10) + ' ')}" for key, value in data.items()]
+    body = ",\n".join(f"  {_dumps(e)}" for e in events)
+    return "{\n" + ",\n".join(head) + ',\n "events": [\n' + body + "\n ]\n}\n"
 
 
 def session_to_toml(session: Session) -> str:
@@ -106,10 +106,7 @@ def session_from_text(text: str, fmt: str, source: str) -> Session:
     if not text.strip():
         raise SessionFormatError("the file is empty", source)
     try:
-        if fmt == "toml":
-            data = decode_nulls(tomllib.loads(text))
-        else:
-            data = json.loads(text, parse_constant=_reject_constant)
+        data = decode_nulls(tomllib.loads(text)) if fmt == "toml" else json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         what = "truncated" if exc.pos >= len(text.rstrip()) else "not valid JSON"
         raise SessionFormatError(f"{what} (line {exc.lineno}, column {exc.colno}: {exc.msg})", source) from None
@@ -120,7 +117,8 @@ def session_from_text(text: str, fmt: str, source: str) -> Session:
     except SessionFormatError as exc:
         raise exc.with_source(source) from None
     except ValueError as exc:  # NaN/Infinity, integers with thousands of digits
-        raise SessionFormatError(f"not valid session data ({exc})", source) from None
+        what = "a number has too many digits" if "digits" in str(exc) else str(exc)
+        raise SessionFormatError(f"not valid session data ({what})", source) from None
     return Session.from_dict(data, source)
 
 
@@ -170,10 +168,12 @@ def load_session(path: Path) -> Session:
     """Read and validate a session file. Every failure is a SessionFormatError with one line."""
     path = Path(path)
     source = str(path)
-    fmt = _format_of(path)
     try:
         if path.is_dir():
             raise SessionFormatError("is a directory, not a session file", source)
+        if not path.exists():
+            raise SessionFormatError("no such file", source)
+        fmt = _format_of(path)
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
             raise SessionFormatError(f"file too large ({size} bytes)", source)

@@ -1,13 +1,21 @@
-"""Topology strategies: where a round's graph comes from. DyTopo is the default; benchmark baselines
-(random, broadcast, chain, star) and later topology methods plug in here with the same signature."""
+"""Topology strategies: where a round's graph comes from.
+
+DyTopo (semantic matching) is the product; the others are the paper's comparison baselines (§4,
+Appendix D) and share one signature so later topology methods slot in the same way. Every strategy
+returns a RoutingResult built from the same similarity matrix, so the graph pane, sessions and what-if
+treat them alike. A graph that keeps cycles (acyclic=False, e.g. broadcast) runs with barrier
+semantics: all workers in one tier, messages delivered into the next round's memory.
+"""
 
 from __future__ import annotations
 
+import itertools
+import random
 from typing import Protocol
 
 import numpy as np
 
-from .routing import RoutingResult, route_from_similarity
+from .routing import Edge, RoutingResult, route_from_similarity
 
 
 class TopologyStrategy(Protocol):
@@ -16,6 +24,34 @@ class TopologyStrategy(Protocol):
     def build(
         self, round_no: int, names: list[str], similarity: np.ndarray, tau: float, k_in: int, *, break_cycles: bool
     ) -> RoutingResult: ...
+
+
+def _fixed_graph(
+    names: list[str], similarity: np.ndarray, tau: float, k_in: int, pairs: list[tuple[str, str]], *, acyclic: bool
+) -> RoutingResult:
+    """A RoutingResult for a graph chosen without looking at the scores (the scores are still shown)."""
+    index = {name: i for i, name in enumerate(names)}
+    edges = [Edge(src, dst, float(similarity[index[dst]][index[src]])) for src, dst in pairs]
+    if acyclic:
+        # Reuse routing's ordering on exactly these edges: a threshold below every score keeps them all.
+        mask = np.full((len(names), len(names)), -2.0)
+        for e in edges:
+            mask[index[e.dst]][index[e.src]] = 1.0
+        shape = route_from_similarity(names, mask, -1.5, max(1, len(names) - 1))
+        order, tiers = shape.order, shape.tiers
+    else:
+        order, tiers = sorted(names), [sorted(names)]
+    return RoutingResult(
+        names=list(names),
+        tau=float(tau),
+        k_in=int(k_in),
+        similarity=[[float(x) for x in row] for row in np.asarray(similarity)],
+        edges=sorted(edges, key=lambda e: (e.dst, -e.score, e.src)),
+        order=order,
+        tiers=tiers,
+        paper_order=order,
+        acyclic=acyclic,
+    )
 
 
 class DyTopoStrategy:
@@ -29,11 +65,77 @@ class DyTopoStrategy:
         return route_from_similarity(names, similarity, tau, k_in, break_cycles=break_cycles)
 
 
-STRATEGIES: dict[str, type] = {"dytopo": DyTopoStrategy}
+class RandomStrategy:
+    """Each round a random acyclic graph with as many edges as DyTopo chose for that round, so the
+    comparison isolates *which* agents talk from *how many* messages flow."""
+
+    name = "random"
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def build(
+        self, round_no: int, names: list[str], similarity: np.ndarray, tau: float, k_in: int, *, break_cycles: bool
+    ) -> RoutingResult:
+        count = len(route_from_similarity(names, similarity, tau, k_in, break_cycles=True).edges)
+        rng = random.Random(f"{self.seed}:{round_no}")
+        ranking = rng.sample(names, len(names))  # edges only go forward in a random order: no cycles
+        candidates = [(ranking[i], ranking[j]) for i in range(len(ranking)) for j in range(i + 1, len(ranking))]
+        return _fixed_graph(names, similarity, tau, k_in, rng.sample(candidates, count), acyclic=True)
 
 
-def get_strategy(name: str) -> TopologyStrategy:
-    try:
-        return STRATEGIES[name]()
-    except KeyError:
-        raise ValueError(f"unknown strategy {name!r}: choose one of {', '.join(STRATEGIES)}") from None
+class BroadcastStrategy:
+    """Every worker receives every other worker's message (a complete graph, barrier semantics)."""
+
+    name = "broadcast"
+
+    def build(
+        self, round_no: int, names: list[str], similarity: np.ndarray, tau: float, k_in: int, *, break_cycles: bool
+    ) -> RoutingResult:
+        pairs = [(src, dst) for dst in names for src in names if src != dst]
+        return _fixed_graph(names, similarity, tau, k_in, pairs, acyclic=False)
+
+
+class ChainStrategy:
+    """A fixed pipeline in roster order: each worker hands on to the next (AgentScope-style)."""
+
+    name = "chain"
+
+    def build(
+        self, round_no: int, names: list[str], similarity: np.ndarray, tau: float, k_in: int, *, break_cycles: bool
+    ) -> RoutingResult:
+        pairs = list(itertools.pairwise(names))
+        return _fixed_graph(names, similarity, tau, k_in, pairs, acyclic=True)
+
+
+class StarStrategy:
+    """Every other worker sends to one hub (the domain's answer role), which works last."""
+
+    name = "star"
+
+    def __init__(self, hub: str | None = None) -> None:
+        self.hub = hub
+
+    def build(
+        self, round_no: int, names: list[str], similarity: np.ndarray, tau: float, k_in: int, *, break_cycles: bool
+    ) -> RoutingResult:
+        hub = self.hub if self.hub in names else names[0]
+        pairs = [(src, hub) for src in names if src != hub]
+        return _fixed_graph(names, similarity, tau, k_in, pairs, acyclic=True)
+
+
+GRAPH_STRATEGIES = ("dytopo", "random", "broadcast", "chain", "star")
+
+
+def get_strategy(name: str, *, hub: str | None = None, seed: int = 0) -> TopologyStrategy:
+    if name == "dytopo":
+        return DyTopoStrategy()
+    if name == "random":
+        return RandomStrategy(seed)
+    if name == "broadcast":
+        return BroadcastStrategy()
+    if name == "chain":
+        return ChainStrategy()
+    if name == "star":
+        return StarStrategy(hub)
+    raise ValueError(f"unknown topology strategy {name!r}: choose one of {', '.join(GRAPH_STRATEGIES)}")

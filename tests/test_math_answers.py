@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from core.evaluation import math_answers
 from core.evaluation.math_answers import answers_equivalent, extract_answer
 
 MATH500 = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "math500.jsonl"
@@ -141,3 +142,18 @@ def test_extracted_answers_of_math500_solutions_match_the_reference() -> None:
     for answer, value in sample:
         assert answers_equivalent(extract_answer(f"The answer is ${value:.10f}$."), answer), answer
         assert not answers_equivalent(f"{value + 0.01:.10f}", answer), answer
+
+
+def test_a_runaway_comparison_gives_up_and_the_checker_keeps_working() -> None:
+    # sympy would grind on this power tower inside C code, where no signal can stop it.
+    assert answers_equivalent("2^{2^{2^{2^{2^{100}}}}}", "1", timeout_s=1) is False
+    assert answers_equivalent("0.5", "\\dfrac12")
+
+
+def test_the_checker_recovers_when_its_worker_dies() -> None:
+    assert answers_equivalent("\\sqrt{8}", "2\\sqrt{2}")
+    worker = math_answers._VERIFIER._proc
+    assert worker is not None
+    worker.kill()
+    worker.wait()
+    assert answers_equivalent("\\sqrt{8}", "2\\sqrt{2}")

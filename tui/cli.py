@@ -95,6 +95,13 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--demo", action="store_true", help="run against the built-in scripted model server (no model needed)"
     )
+    parser.add_argument(
+        "--execute",
+        dest="execute_code",
+        action="store_true",
+        default=None,
+        help="code domain: run the latest code against the tests in a sandbox after every round",
+    )
 
 
 def build_parser() -> OneLineParser:
@@ -115,6 +122,7 @@ def build_parser() -> OneLineParser:
     parser.add_argument(
         "--step", action="store_true", help="TUI: start in step mode (wait for a key before each phase)"
     )
+    parser.add_argument("--expect", metavar="ANSWER", help="with --headless: check the final answer against this one")
     add_run_options(parser)
     return parser
 
@@ -132,6 +140,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             "model",
             "api_key_env",
             "max_concurrency",
+            "execute_code",
         )
     }
     try:
@@ -173,6 +182,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         problem = read_problem(args)
         if args.json and not args.headless:
             fail("--json goes with --headless")
+        if args.expect is not None and not args.headless:
+            fail("--expect goes with --headless")
         if args.headless:
             from .headless import run_headless
 
@@ -182,7 +193,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if not args.demo:
                     fail('--headless needs a problem: swarm-tui --headless "PROBLEM" (or -f FILE, or - for stdin)')
                 problem = DEMO_PROBLEMS[settings.domain]
-            return run_headless(problem, settings, demo=args.demo, json_lines=args.json, save=args.save)
+            return run_headless(
+                problem, settings, demo=args.demo, json_lines=args.json, save=args.save, expect=args.expect
+            )
         from .app import run_app
 
         return run_app(problem, settings, demo=args.demo, save=args.save, step=args.step)

@@ -77,7 +77,8 @@ def format_table(rows: Sequence[SessionSummary]) -> str:
     numeric = {3, 5}
 
     def line(values: Sequence[str]) -> str:
-        parts = [v.rjust(w) if i in numeric else v.ljust(w) for i, (v, w) in enumerate(zip(values, widths, strict=True))]
+        pairs = enumerate(zip(values, widths, strict=True))
+        parts = [v.rjust(w) if i in numeric else v.ljust(w) for i, (v, w) in pairs]
         return "  ".join(parts).rstrip()
 
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(c) for c in cells)])

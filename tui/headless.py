@@ -16,12 +16,15 @@ from typing import TextIO
 from core import events as ev
 from core.config import Settings
 from core.embeddings import EmbeddingError, shared_embedder
+from core.evaluation.math_answers import answers_equivalent, extract_answer
+from core.evaluation.round_check import CodeExecutionEvaluator
 from core.llm import EndpointError
 from core.routing import RoutingResult
 from core.runner import Backend, build_engine, open_backend
 from core.session_store import SessionRecorder
 
 EXIT_FAILED = 1
+EXIT_CANCELLED = 130
 
 
 class ProgressPrinter:
@@ -112,7 +115,20 @@ class JsonLinesWriter:
         self.out.flush()
 
 
-async def _run(problem: str, settings: Settings, demo: bool, json_lines: bool, save: Path | None) -> int:
+def make_evaluator(settings: Settings) -> CodeExecutionEvaluator | None:
+    """Code execution after each round, when enabled and the task is code."""
+    return CodeExecutionEvaluator() if settings.execute_code and settings.domain == "code" else None
+
+
+def check_expected(final_answer: str, expected: str) -> bool:
+    """Does the run's answer match the expected one (math equivalence, not string equality)?"""
+    candidate = extract_answer(final_answer) or final_answer
+    return answers_equivalent(candidate, expected)
+
+
+async def _run(
+    problem: str, settings: Settings, demo: bool, json_lines: bool, save: Path | None, expect: str | None
+) -> int:
     embedder = shared_embedder(settings.embedding_model_path)
     try:
         backend: Backend = await open_backend(settings, demo=demo)
@@ -121,7 +137,7 @@ async def _run(problem: str, settings: Settings, demo: bool, json_lines: bool, s
         return EXIT_FAILED
     recorder = SessionRecorder(Path(settings.sessions_dir), path=save)
     sinks = [JsonLinesWriter(sys.stdout) if json_lines else ProgressPrinter(sys.stderr), recorder]
-    engine = build_engine(problem, settings, backend, sinks, embedder=embedder)
+    engine = build_engine(problem, settings, backend, sinks, embedder=embedder, evaluator=make_evaluator(settings))
     loop = asyncio.get_running_loop()
     try:
         loop.add_signal_handler(signal.SIGINT, engine.control.cancel)
@@ -143,8 +159,16 @@ async def _run(problem: str, settings: Settings, demo: bool, json_lines: bool, s
     if finished.reason == "error":
         print(f"swarm-tui: {finished.detail}", file=sys.stderr)
         return EXIT_FAILED
+    if finished.reason == "cancelled":
+        return EXIT_CANCELLED
+    if expect is not None:
+        matches = check_expected(finished.final_answer, expect)
+        print(f"expected answer {expect!r}: {'matches' if matches else 'does NOT match'}", file=sys.stderr)
+        return 0 if matches else EXIT_FAILED
     return 0
 
 
-def run_headless(problem: str, settings: Settings, *, demo: bool, json_lines: bool, save: Path | None) -> int:
-    return asyncio.run(_run(problem, settings, demo, json_lines, save))
+def run_headless(
+    problem: str, settings: Settings, *, demo: bool, json_lines: bool, save: Path | None, expect: str | None = None
+) -> int:
+    return asyncio.run(_run(problem, settings, demo, json_lines, save, expect))

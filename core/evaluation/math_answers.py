@@ -3,26 +3,27 @@
 Equivalence uses math-verify (LaTeX -> sympy, then numeric/symbolic/set comparison), never string
 equality: ``\\frac{1}{2}``, ``0.5`` and ``\\dfrac12`` are the same answer.
 
-math-verify bounds its own work with ``signal.alarm``, which only works on the main thread. On the main
-thread we use it; elsewhere (Textual workers, thread pools) its timeouts are switched off and the call
-runs in a daemon helper thread that the caller waits on with a deadline instead, so a pathological
-expression can never hang the caller.
+math-verify bounds its own work with ``signal.alarm``, which only works on a process's main thread,
+and cannot interrupt sympy inside C code (a huge power). So comparisons run in one long-lived worker
+process, on its main thread with math-verify's timeouts on, and the caller (any thread) waits with a
+deadline; a worker that overruns is killed and replaced. Nothing math-verify logs reaches our stderr.
 """
 
 from __future__ import annotations
 
-import logging
+import atexit
+import contextlib
+import json
+import os
 import re
+import select
+import subprocess
+import sys
 import threading
-
-from math_verify import parse, verify
+import time
 
 TIMEOUT_S = 5
 MAX_ANSWER_CHARS = 1000  # longer "answers" are prose; comparing them symbolically only costs time
-
-# math-verify logs a warning when timeouts are off and debug tracebacks on unparsable input; with no
-# logging configured those would land on stderr, i.e. across the TUI.
-logging.getLogger("math_verify").addHandler(logging.NullHandler())
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*")
 _ANSWER_IS = re.compile(
@@ -66,10 +67,9 @@ def _last_boxed(text: str) -> str | None:
 def _clean(answer: str) -> str:
     answer = answer.strip().strip("*").strip()
     span = _MATH_SPAN.match(answer)
-    if span:
-        answer = next(g for g in span.groups() if g is not None)
-    else:
-        answer = re.split(r"\.\s|\.$", answer, maxsplit=1)[0]
+    if span:  # "$x=2$ because ..." -> the math span
+        return next(g for g in span.groups() if g is not None).strip()
+    answer = re.split(r"\.\s|\.$", answer, maxsplit=1)[0]  # "3.5. Let me check" -> "3.5"
     return answer.strip().strip("$").strip().rstrip(".").strip()
 
 
@@ -102,19 +102,12 @@ def _as_latex(answer: str) -> str:
     return f"${answer.strip().strip('$')}$"
 
 
-def _compare(candidate: str, reference: str, timeout: int | None) -> bool:
-    gold = parse(_as_latex(reference), parsing_timeout=timeout)
-    target = parse(_as_latex(candidate), parsing_timeout=timeout)
-    if not gold or not target:
-        return False
-    return bool(verify(gold, target, timeout_seconds=timeout))
-
-
 def answers_equivalent(candidate: str, reference: str, timeout_s: int = TIMEOUT_S) -> bool:
     """True when ``candidate`` and ``reference`` are the same mathematical answer. Never raises.
 
-    Both are answer strings (LaTeX or plain); a ``\\boxed{}`` inside either is unwrapped first. Gives
-    up (False) after about ``timeout_s`` seconds.
+    Both are answer strings (LaTeX or plain); a ``\\boxed{}`` inside either is unwrapped first.
+    Gives up (False) after about ``3 * timeout_s`` seconds. Blocking and thread-safe; from an event
+    loop call it through ``asyncio.to_thread``.
     """
     try:
         if not candidate or not reference or not candidate.strip() or not reference.strip():
@@ -123,24 +116,121 @@ def answers_equivalent(candidate: str, reference: str, timeout_s: int = TIMEOUT_
             return True
         if len(candidate) > MAX_ANSWER_CHARS or len(reference) > MAX_ANSWER_CHARS:
             return False
-        if threading.current_thread() is threading.main_thread():
-            return _compare(candidate, reference, timeout_s)
-        return _compare_in_helper(candidate, reference, timeout_s)
-    except Exception:  # math-verify or sympy failing on odd input means "not shown equal"
+        return _VERIFIER.compare(_as_latex(candidate), _as_latex(reference), timeout_s)
+    except Exception:  # a broken checker means "not shown equal", never a crash
         return False
 
 
-def _compare_in_helper(candidate: str, reference: str, timeout_s: int) -> bool:
-    """Off the main thread: no signals; wait on a daemon thread with a deadline instead."""
-    outcome: list[bool] = []
+# The worker runs math-verify on its own main thread (so its signal.alarm timeouts work) in its own
+# process (so sympy stuck inside C code, e.g. a huge power, can be killed, and can't eat our memory).
+_WORKER = r"""
+import json, logging, os, resource, sys
+out = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)  # stray prints from libraries must not corrupt the protocol
+resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
+logging.disable(logging.CRITICAL)
+from math_verify import parse, verify
 
-    def work() -> None:
-        try:
-            outcome.append(_compare(candidate, reference, None))
-        except Exception:
-            outcome.append(False)
+def compare(candidate, reference, timeout):
+    gold = parse(reference, parsing_timeout=timeout)
+    target = parse(candidate, parsing_timeout=timeout)
+    return bool(gold and target and verify(gold, target, timeout_seconds=timeout))
 
-    helper = threading.Thread(target=work, name="math-verify", daemon=True)
-    helper.start()
-    helper.join(timeout_s * 3)  # parse + parse + verify, each of which has timeout_s on the main thread
-    return bool(outcome and outcome[0])
+out.write('{"ready": true}\n')
+out.flush()
+for line in sys.stdin:
+    try:
+        req = json.loads(line)
+        ok = compare(req["c"], req["r"], req["t"])
+    except BaseException:
+        ok = False
+    out.write(json.dumps({"ok": ok}) + "\n")
+    out.flush()
+"""
+
+_STARTUP_S = 120.0  # importing sympy on a loaded machine
+
+
+class _Verifier:
+    """One long-lived math-verify worker process, restarted when it dies or overruns."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._buffer = b""
+
+    def compare(self, candidate: str, reference: str, timeout_s: int) -> bool:
+        request = json.dumps({"c": candidate, "r": reference, "t": max(1, int(timeout_s))}) + "\n"
+        with self._lock:
+            for _attempt in range(2):  # a dead worker is restarted once
+                try:
+                    proc = self._ensure()
+                    assert proc.stdin is not None
+                    proc.stdin.write(request.encode())
+                    proc.stdin.flush()
+                    reply = self._read_line(proc, time.monotonic() + 3 * max(1, timeout_s) + 1)
+                except TimeoutError:
+                    self._stop()
+                    return False
+                except (OSError, ValueError, EOFError):
+                    self._stop()
+                    continue
+                return bool(reply.get("ok"))
+        return False
+
+    def _ensure(self) -> subprocess.Popen[bytes]:
+        if self._proc is not None and self._proc.poll() is None:
+            return self._proc
+        self._stop()
+        env = {"PATH": os.environ.get("PATH", os.defpath), "LANG": os.environ.get("LANG", "C.UTF-8")}
+        self._proc = subprocess.Popen(
+            [sys.executable, "-I", "-c", _WORKER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,  # a Ctrl-C in the terminal is for the app, not for this worker
+        )
+        if not self._read_line(self._proc, time.monotonic() + _STARTUP_S).get("ready"):
+            raise OSError("math-verify worker did not start")
+        return self._proc
+
+    def _read_line(self, proc: subprocess.Popen[bytes], deadline: float) -> dict[str, object]:
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    raise EOFError("math-verify worker exited")
+                self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        reply = json.loads(line)
+        if not isinstance(reply, dict):
+            raise ValueError("bad reply")
+        return reply
+
+    def _stop(self) -> None:
+        proc, self._proc, self._buffer = self._proc, None, b""
+        if proc is None:
+            return
+        with contextlib.suppress(OSError):
+            proc.kill()
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()
+
+
+_VERIFIER = _Verifier()
+atexit.register(_VERIFIER.close)

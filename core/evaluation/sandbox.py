@@ -1,11 +1,11 @@
 """Run candidate code plus tests in a separate, resource-limited Python subprocess.
 
 Every run gets a fresh temporary directory (deleted afterwards), a minimal environment (PATH and LANG
-only, so API keys never reach candidate code), ``python -I`` (no user site, no PYTHON* variables, no
-script/cwd on sys.path), CPU/memory/file-size rlimits, a wall-clock limit that kills the whole process
-group, and capped output. A small runner script inside the child compiles and executes the code, then
-the tests, and writes its verdict as JSON lines to an inherited, unlinked temporary file, so nothing
-the candidate prints can spoof the result.
+only, so API keys never reach candidate code), ``python -I -S`` (no PYTHON* variables, no user site,
+no .pth hooks, no script/cwd on sys.path; site-packages stay importable), CPU/memory/file-size
+rlimits, a wall-clock limit that kills the whole process group, and capped output. A small runner
+script inside the child compiles and executes the code, then the tests, and writes its verdict as
+records to an inherited, unlinked temporary file, so nothing the candidate prints can spoof it.
 
 This contains mistakes (infinite loops, memory bombs, crashes, leaked secrets); it is not a security
 boundary against deliberately hostile code (there is no network or filesystem jail).
@@ -13,13 +13,16 @@ boundary against deliberately hostile code (there is no network or filesystem ja
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
-import json
+import functools
+import marshal
 import math
 import os
 import shutil
 import signal
+import site
 import subprocess
 import sys
 import tempfile
@@ -93,14 +96,19 @@ _GRACE_S = 0.5  # the runner stops itself at wall_seconds; the parent's SIGKILL 
 _FILE_BYTES = 64 * 2**20  # per-file write limit: output spam or disk bombs cannot fill the disk
 _OUTPUT_MARK = "\n... [output truncated]"
 
-# The runner executes inside the child. It must only use the standard library and stay small: its
-# startup time is most of the per-run overhead.
+# The runner executes inside the child, started with -S: `site` (and the .pth files it runs) costs more
+# than everything else together, so the runner puts site-packages on sys.path itself. Its startup is
+# most of the per-run overhead, so it imports only modules that are built in or already loaded
+# (`_signal`, not `signal`, which pulls in enum; marshal, not json, which pulls in re); traceback and
+# friends are imported only when something failed.
 _RUNNER = r'''
-import builtins, gc, io, json, linecache, os, resource, signal, sys, textwrap, time, traceback
+import builtins, gc, io, marshal, os, sys, time
+import _signal, resource
 
 _START = time.monotonic()
 RESULT_FD = int(sys.argv[1])
 _RESERVE = bytearray(2 * 2**20)  # freed on MemoryError so the verdict can still be written
+SOURCES = {}
 
 
 class TimeLimitExceeded(BaseException):
@@ -108,7 +116,7 @@ class TimeLimitExceeded(BaseException):
 
 
 def _on_timer(signum, frame):
-    kind = "wall-clock" if signum == signal.SIGALRM else "CPU time"
+    kind = "wall-clock" if signum == _signal.SIGALRM else "CPU time"
     raise TimeLimitExceeded(f"{kind} limit reached")
 
 
@@ -157,20 +165,21 @@ class Capped(io.TextIOBase):
 
 
 def emit(record):
-    data = (json.dumps(record) + "\n").encode()
+    # One repr() per line (repr escapes newlines); the parent reads it back with ast.literal_eval.
+    data = (repr(record) + "\n").encode("utf-8", "backslashreplace")
     while data:
         data = data[os.write(RESULT_FD, data):]
 
 
 def statement(filename, lineno):
     """The innermost simple statement on that line, whole even when it spans several lines."""
-    lines = linecache.getlines(filename)
+    import ast, textwrap
+
+    lines = SOURCES.get(filename, "").splitlines(True)
     if not lines or not lineno:
         return ""
     start, end = lineno, lineno
     try:
-        import ast
-
         spans = [
             (node.end_lineno - node.lineno, node.lineno, node.end_lineno)
             for node in ast.walk(ast.parse("".join(lines)))
@@ -184,7 +193,17 @@ def statement(filename, lineno):
     return textwrap.dedent("".join(lines[start - 1 : end])).strip()[:1000]
 
 
+def register_sources():
+    import linecache
+
+    for name, src in SOURCES.items():
+        linecache.cache[name] = (len(src), None, src.splitlines(True), name)
+
+
 def format_tb(exc):
+    import traceback
+
+    register_sources()
     te = traceback.TracebackException.from_exception(exc)
     # Keep candidate/test frames (and library frames they called), never the runner's own.
     te.stack = traceback.StackSummary.from_list([f for f in te.stack if f.filename != __file__])
@@ -210,6 +229,8 @@ def classify(exc, unit_name, unit_src, ns):
         global _RESERVE
         _RESERVE = None
         ns.clear()
+        import traceback
+
         traceback.clear_frames(exc.__traceback__)
         gc.collect()
         outcome = "MEMORY_LIMIT_EXCEEDED"
@@ -222,6 +243,8 @@ def classify(exc, unit_name, unit_src, ns):
     failing = unit_src.strip() if unit_src is not None else ""
     # In the solution itself only a failed assert is a "failing test"; other errors are in the traceback.
     if not failing and (unit_name != "<solution>" or outcome == "WRONG_ANSWER"):
+        import traceback
+
         # The deepest frame in this unit names the failing statement (e.g. the assert inside check()).
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == unit_name]
         if frames:
@@ -232,10 +255,6 @@ def classify(exc, unit_name, unit_src, ns):
 def run(payload):
     code, tests = payload["code"], payload["tests"]
     ns = {"__name__": "__solution__", "__builtins__": builtins}
-
-    def register(name, src):
-        linecache.cache[name] = (len(src), None, src.splitlines(True), name)
-
     if isinstance(tests, str):
         # One block of tests: the failing line is found from the traceback.
         units = [("<tests>", tests, None)] if tests.strip() else []
@@ -245,10 +264,12 @@ def run(payload):
     base = {"tests_total": total, "tests_passed": 0}
     compiled = []
     for name, src, label in [("<solution>", code, "")] + units:
-        register(name, src)
+        SOURCES[name] = src
         try:
             compiled.append(compile(src, name, "exec", dont_inherit=True))
         except (SyntaxError, ValueError) as exc:  # ValueError: source with NUL bytes
+            import traceback
+
             where = "" if name == "<solution>" else (label or "tests")
             text = "".join(traceback.format_exception_only(exc))
             return {**base, "outcome": "SYNTAX_ERROR", "failing_test": where, "traceback": text}
@@ -267,27 +288,32 @@ def run(payload):
 
 def main():
     global TB_CHARS
-    with open(sys.argv[2], encoding="utf-8") as fh:
-        payload = json.load(fh)
+    with open(sys.argv[2], "rb") as fh:
+        payload = marshal.load(fh)
+    sys.path.extend(payload["site_packages"])  # third-party imports work; no .pth files run
+    import _sitebuiltins  # exit()/quit() as `site` would define them
+
+    builtins.exit = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")
+    builtins.quit = _sitebuiltins.Quitter("quit", "Ctrl-D (i.e. EOF)")
     limits = payload["limits"]
     TB_CHARS = payload["traceback_chars"]
     _limit(resource.RLIMIT_AS, limits["memory_bytes"])
     _limit(resource.RLIMIT_CPU, limits["cpu_seconds"], limits["cpu_seconds"] + 1)
     _limit(resource.RLIMIT_CORE, 0)
     _limit(resource.RLIMIT_FSIZE, limits["file_bytes"])
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over-size writes fail with OSError instead
-    signal.signal(signal.SIGXCPU, _on_timer)
-    signal.signal(signal.SIGALRM, _on_timer)
+    _signal.signal(_signal.SIGXFSZ, _signal.SIG_IGN)  # over-size writes fail with OSError instead
+    _signal.signal(_signal.SIGXCPU, _on_timer)
+    _signal.signal(_signal.SIGALRM, _on_timer)
     sys.stdout = Capped(sys.stdout, limits["output_chars"] + 1)
     sys.stderr = Capped(sys.stderr, limits["output_chars"] + 1)
     remaining = max(0.01, limits["wall_seconds"] - (time.monotonic() - _START))
-    signal.setitimer(signal.ITIMER_REAL, remaining)
+    _signal.setitimer(_signal.ITIMER_REAL, remaining)
     try:
         try:
             result = run(payload)
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGXCPU, signal.SIG_IGN)
+            _signal.setitimer(_signal.ITIMER_REAL, 0)
+            _signal.signal(_signal.SIGXCPU, _signal.SIG_IGN)
     except TimeLimitExceeded as exc:  # fired between the runner's own statements
         result = {"outcome": "TIME_LIMIT_EXCEEDED", "failing_test": "", "traceback": str(exc)}
     emit({"result": result})
@@ -327,6 +353,7 @@ class _Job:
                 "code": code,
                 "tests": test_value,
                 "traceback_chars": TRACEBACK_CHARS,
+                "site_packages": _site_packages(),
                 "limits": {
                     "wall_seconds": float(limits.wall_seconds),
                     "cpu_seconds": max(1, math.ceil(limits.cpu_seconds)),
@@ -335,7 +362,7 @@ class _Job:
                     "output_chars": int(limits.output_chars),
                 },
             }
-            (root / "payload.json").write_text(json.dumps(payload), encoding="utf-8")
+            (root / "payload.bin").write_bytes(marshal.dumps(payload))
             (root / "runner.py").write_text(_RUNNER, encoding="utf-8")
             # Unlinked files: the candidate can't reach the verdict file by path.
             result = tempfile.TemporaryFile(dir=root)  # noqa: SIM115 - closed by close()
@@ -344,8 +371,8 @@ class _Job:
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)
             raise
-        runner, payload_path = str(root / "runner.py"), str(root / "payload.json")
-        argv = [sys.executable, "-I", "-B", runner, str(result.fileno()), payload_path]
+        runner, payload_path = str(root / "runner.py"), str(root / "payload.bin")
+        argv = [sys.executable, "-I", "-S", "-B", runner, str(result.fileno()), payload_path]
         env = {"PATH": os.environ.get("PATH", os.defpath), "LANG": os.environ.get("LANG", "C.UTF-8")}
         return cls(root, argv, env, cwd, result, stdout, stderr, test_value, limits)
 
@@ -439,8 +466,8 @@ def _read_records(fh: IO[bytes]) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
     for line in fh.read(4 * 2**20).decode("utf-8", "replace").splitlines():
         try:
-            record = json.loads(line)
-        except ValueError:
+            record = ast.literal_eval(line)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
             continue
         if isinstance(record, dict):
             records.append(record)
@@ -457,6 +484,12 @@ def _read_capped(fh: IO[bytes], chars: int) -> str:
 
 def _trim(text: str) -> str:
     return text if len(text) <= TRACEBACK_CHARS else "...\n" + text[-TRACEBACK_CHARS:]
+
+
+@functools.cache
+def _site_packages() -> list[str]:
+    """This interpreter's site-packages, for the child that starts without `site`."""
+    return [path for path in site.getsitepackages() if os.path.isdir(path)]
 
 
 def _kill_group(pid: int) -> None:

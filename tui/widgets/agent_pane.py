@@ -35,6 +35,7 @@ class AgentPane(Vertical):
         self._final = ""
         self._meta_key: tuple[object, ...] | None = None
         self.border_title = agent
+        self._pending: tuple[int, AgentView | None] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="descriptors", markup=False)
@@ -48,8 +49,15 @@ class AgentPane(Vertical):
             return self._final
         return self.query_one(StreamView).text
 
+    def on_mount(self) -> None:
+        if self._pending is not None:
+            self.sync(*self._pending)
+
     def sync(self, round_no: int, view: AgentView | None) -> None:
         """Show ``view`` (this agent in round ``round_no``); cheap when nothing changed."""
+        if not self.is_mounted:
+            self._pending = (round_no, view)  # children not composed yet: on_mount shows it
+            return
         view = view or AgentView(self.agent)
         meta = (round_no, view.status, view.call, view.query, view.key, view.tokens, view.tier, view.error)
         if meta != self._meta_key:

@@ -1,0 +1,104 @@
+"""Sandbox throughput and per-run overhead.
+
+* runs/second for a trivial program (``print(1)``), sequential and with 2 worker threads, and with
+  ``arun_code`` at 2 concurrent tasks;
+* mean and p95 wall time of one test run (a small function plus two asserts), i.e. the cost the engine
+  pays per round, plus one HumanEval-sized check for scale.
+
+Target (issue 5): <= 100 ms per run, judged on the mean of the single test run (p95 printed too).
+
+    .venv/bin/python bench/sandbox.py [--runs 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from core.evaluation.sandbox import arun_code, run_code
+
+TARGET_MS = 100.0
+TRIVIAL = "print(1)\n"
+SOLUTION = "def inc(x):\n    return x + 1\n"
+TESTS = ["assert inc(1) == 2", "assert inc(-1) == 0"]
+HUMANEVAL = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "humaneval.jsonl"
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def timed(code: str, tests: str | list[str] = "") -> float:
+    start = time.perf_counter()
+    result = run_code(code, tests)
+    elapsed = time.perf_counter() - start
+    if not result.passed:
+        raise SystemExit(f"bench program failed: {result.summary()}")
+    return elapsed
+
+
+def throughput_sequential(runs: int) -> float:
+    start = time.perf_counter()
+    for _ in range(runs):
+        timed(TRIVIAL)
+    return runs / (time.perf_counter() - start)
+
+
+def throughput_threads(runs: int, workers: int) -> float:
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(lambda _: timed(TRIVIAL), range(runs)))
+    return runs / (time.perf_counter() - start)
+
+
+async def throughput_async(runs: int, concurrency: int) -> float:
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one() -> None:
+        async with gate:
+            result = await arun_code(TRIVIAL)
+            if not result.passed:
+                raise SystemExit(f"bench program failed: {result.summary()}")
+
+    start = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(runs)))
+    return runs / (time.perf_counter() - start)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=60, help="runs per measurement (default 60)")
+    args = parser.parse_args()
+    runs = max(5, args.runs)
+
+    timed(TRIVIAL)  # warm the page cache for the interpreter
+    print(f"trivial program, sequential      : {throughput_sequential(runs):6.1f} runs/s")
+    print(f"trivial program, 2 threads       : {throughput_threads(runs, 2):6.1f} runs/s")
+    print(f"trivial program, arun_code x2    : {asyncio.run(throughput_async(runs, 2)):6.1f} runs/s")
+
+    samples = [timed(SOLUTION, TESTS) * 1000 for _ in range(runs)]
+    mean, tail = statistics.fmean(samples), p95(samples)
+    print(f"one test run (code + 2 asserts)  : mean {mean:6.1f} ms   p95 {tail:6.1f} ms   (n={runs})")
+
+    if HUMANEVAL.exists():
+        row = json.loads(HUMANEVAL.read_text(encoding="utf-8").splitlines()[0])
+        program = row["prompt"] + row["canonical_solution"] + row["test"] + f"\ncheck({row['entry_point']})\n"
+        he = [timed(program) * 1000 for _ in range(min(runs, 20))]
+        print(f"HumanEval/0 check                : mean {statistics.fmean(he):6.1f} ms   p95 {p95(he):6.1f} ms")
+
+    verdict = "PASS" if mean <= TARGET_MS else "FAIL"
+    print(f"{verdict}: mean test-run overhead {mean:.1f} ms (target <= {TARGET_MS:.0f} ms)")
+    return 0 if verdict == "PASS" else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
