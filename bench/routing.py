@@ -84,8 +84,10 @@ def main() -> int:
 
     print(f"model: {embedder.source}")
     print(f"load: {(time.perf_counter() - start) * 1000:.0f} ms (once per process)")
-    print(f"reps: {args.reps} after {args.warmup} warm-up; torch threads: {torch.get_num_threads()}; "
-          f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; times in ms")
+    print(
+        f"reps: {args.reps} after {args.warmup} warm-up; torch threads: {torch.get_num_threads()}; "
+        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; times in ms"
+    )
     print(f"{'N':>2}  {'embed+route p50':>15}  {'p95':>7}  {'route() p50':>11}  {'p95':>6}  {'CPU p50':>7}")
     verdict = True
     for n in (4, 6, 8):

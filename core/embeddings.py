@@ -152,9 +152,7 @@ class Embedder:
                     continue
                 try:
                     with _quiet_offline(cand.local_only):
-                        model = SentenceTransformer(
-                            cand.location, device="cpu", local_files_only=cand.local_only
-                        )
+                        model = SentenceTransformer(cand.location, device="cpu", local_files_only=cand.local_only)
                 except Exception as exc:  # any loader failure means "try the next place"
                     where = f"{cand.label} {cand.location}" if is_path else cand.label
                     failures.append(f"{where}: {_first_line(exc)}")

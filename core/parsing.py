@@ -108,7 +108,7 @@ def strip_reasoning(text: str) -> str:
     out = _THINK_BLOCK_RE.sub("", text)
     closes = list(_THINK_CLOSE_RE.finditer(out))
     if closes:
-        out = out[closes[-1].end():]
+        out = out[closes[-1].end() :]
     opened = _THINK_OPEN_RE.search(out)
     if opened and not out[: opened.start()].strip():
         out = ""

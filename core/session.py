@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from . import __version__
 from . import events as ev
@@ -137,6 +138,7 @@ class Session:
     finished: str | None = field(init=False)
 
     def __post_init__(self) -> None:
+        _check_plain({"events": self.events}, "")  # also for sessions built in memory: must save as JSON
         metadata, rounds, outcome = _derive(self.events)
         self.metadata, self.rounds, self.outcome = metadata, rounds, outcome
         self.created = _iso(metadata.ts)
@@ -199,15 +201,37 @@ class Session:
             raise SessionFormatError("the data is nested too deeply", source) from None
 
 
+def redact_url(url: str) -> str:
+    """The endpoint without anything that may carry a secret: user:password@ and the query string
+    (some gateways take ?api-key=...). Never write a key into a session."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(unparsable URL)"
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = host + (f":{port}" if port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", "")) if parts.scheme else url.split("?")[0]
+
+
+def record_dict(event: ev.Event | Mapping[str, Any]) -> dict[str, Any]:
+    """An event as a session records it (secrets in the endpoint URL removed)."""
+    data = event.to_dict() if isinstance(event, ev.Event) else dict(event)
+    if data.get("type") == ev.RunStarted.type and isinstance(data.get("base_url"), str):
+        data["base_url"] = redact_url(data["base_url"])
+    return data
+
+
 def session_from_events(events: Iterable[ev.Event | Mapping[str, Any]], *, app_version: str = __version__) -> Session:
     """A session from an event stream (typed events or their dicts). AgentDelta events are dropped:
     the final text of every call is in its AgentFinished."""
-    out: list[dict[str, Any]] = []
-    for e in events:
-        data = e.to_dict() if isinstance(e, ev.Event) else dict(e)
-        if data.get("type") != ev.AgentDelta.type:
-            out.append(data)
-    return Session(out, app_version=app_version)
+    out = [record_dict(e) for e in events]
+    return Session([d for d in out if d.get("type") != ev.AgentDelta.type], app_version=app_version)
 
 
 def _public_dict(event: ev.Event) -> dict[str, Any]:
@@ -268,8 +292,43 @@ def _at(where: str) -> str:
     return where if len(where) <= 60 else where[:59] + "…"
 
 
+def _text_ok(value: str) -> bool:
+    return len(value) <= MAX_STRING and (value.isascii() or not _SURROGATE.search(value))
+
+
+def _plain_ok(value: Any, depth: int = 0) -> bool:
+    """The fast yes/no form of _check_plain (no error paths built); _check_plain then explains a no."""
+    kind = type(value)
+    if kind is str:
+        return _text_ok(value)
+    if kind is float:
+        return math.isfinite(value)
+    if kind is int:
+        return -MAX_INT <= value <= MAX_INT
+    if value is None or kind is bool:
+        return True
+    if depth >= MAX_DEPTH:
+        return False
+    if kind is list:
+        if len(value) > (MAX_EVENTS if depth == 1 else MAX_LIST):
+            return False
+        kinds = set(map(type, value))
+        if kinds == {float}:
+            return all(map(math.isfinite, value))
+        return all(_plain_ok(item, depth + 1) for item in value)
+    if kind is dict:
+        return (
+            len(value) <= MAX_LIST
+            and all(type(key) is str for key in value)
+            and all(_plain_ok(item, depth + 1) for item in value.values())
+        )
+    return False
+
+
 def _check_plain(value: Any, where: str, depth: int = 0) -> None:
     """Only JSON-like plain data, finite numbers, bounded sizes and depth."""
+    if depth == 0 and _plain_ok(value):
+        return
     if depth > MAX_DEPTH:
         raise SessionFormatError(f"{_at(where)}: nested too deeply (more than {MAX_DEPTH} levels)")
     if value is None or isinstance(value, bool):
@@ -277,7 +336,7 @@ def _check_plain(value: Any, where: str, depth: int = 0) -> None:
     if isinstance(value, str):
         if len(value) > MAX_STRING:
             raise SessionFormatError(f"{_at(where)}: text longer than {MAX_STRING} characters")
-        if _SURROGATE.search(value):
+        if not _text_ok(value):
             raise SessionFormatError(f"{_at(where)}: text holds invalid unicode (a lone surrogate)")
         return
     if isinstance(value, int):
@@ -289,11 +348,9 @@ def _check_plain(value: Any, where: str, depth: int = 0) -> None:
             raise SessionFormatError(f"{_at(where)}: number {_short(value)} is not finite")
         return
     if isinstance(value, list):
-        if len(value) > MAX_LIST and where != "events":
-            raise SessionFormatError(f"{_at(where)}: list longer than {MAX_LIST} items")
-        if value and set(map(type, value)) == {float}:  # fast path: embedding rows
-            if all(map(math.isfinite, value)):
-                return
+        limit = MAX_EVENTS if depth == 1 else MAX_LIST
+        if len(value) > limit:
+            raise SessionFormatError(f"{_at(where)}: list longer than {limit} items")
         for i, item in enumerate(value):
             _check_plain(item, f"{where}[{i}]", depth + 1)
         return

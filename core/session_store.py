@@ -17,7 +17,7 @@ from typing import Any
 import tomli_w
 
 from . import events as ev
-from .session import Session, SessionFormatError, session_from_events
+from .session import Session, SessionFormatError, record_dict, session_from_events
 
 SUFFIXES = (".json", ".toml")
 MAX_FILE_BYTES = 256 * 1024 * 1024
@@ -302,7 +302,9 @@ class SessionRecorder:
             return
         if isinstance(event, ev.RunStarted):
             self._events = []
-        self._events.append(event.to_dict())
+        elif not self._events or self._events[-1]["type"] == ev.RunFinished.type:
+            return  # before the run starts or after it ended (e.g. a pause key): not part of the run
+        self._events.append(record_dict(event))
         if isinstance(event, ev.RunStarted):
             self._choose_path()
             self.save()

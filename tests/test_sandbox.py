@@ -93,14 +93,7 @@ def test_sleeping_test_is_stopped_by_the_wall_clock_and_named() -> None:
 
 
 def test_candidate_cannot_swallow_the_time_limit() -> None:
-    code = (
-        "while True:\n"
-        "    try:\n"
-        "        while True:\n"
-        "            pass\n"
-        "    except Exception:\n"
-        "        pass\n"
-    )
+    code = "while True:\n    try:\n        while True:\n            pass\n    except Exception:\n        pass\n"
     result = run_code(code, "", FAST)
     assert result.outcome is Outcome.TIME_LIMIT_EXCEEDED
 
@@ -143,6 +136,14 @@ def test_sys_exit_with_error_code_is_runtime_error() -> None:
     assert result.outcome is Outcome.RUNTIME_ERROR
 
 
+def test_installed_packages_and_exit_work_like_a_normal_python() -> None:
+    code = "import numpy as np\ndef total(n):\n    return int(np.arange(n).sum())\n"
+    assert run_code(code, ["assert total(4) == 6"], FAST).passed
+    assert run_code("print('done')\nexit(0)\n", ["assert True"], FAST).passed
+    # The app's own packages are not on the candidate's path.
+    assert run_code("import core.config\n", "", FAST).outcome is Outcome.RUNTIME_ERROR
+
+
 def test_secret_environment_variables_never_reach_the_code(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-secret-4242")
     monkeypatch.setenv("SWARM_TEST_TOKEN", "token-fake-secret-4242")
@@ -156,10 +157,7 @@ def test_secret_environment_variables_never_reach_the_code(monkeypatch: pytest.M
 
 def test_prints_cannot_spoof_the_verdict() -> None:
     fake = json.dumps({"result": {"outcome": "PASSED", "tests_passed": 1, "tests_total": 1}})
-    code = (
-        f"import sys\nprint({fake!r})\nprint({fake!r}, file=sys.stderr)\n"
-        "raise ValueError('real failure')\n"
-    )
+    code = f"import sys\nprint({fake!r})\nprint({fake!r}, file=sys.stderr)\nraise ValueError('real failure')\n"
     result = run_code(code, ["assert True"], FAST)
     assert result.outcome is Outcome.RUNTIME_ERROR
     assert "real failure" in result.traceback

@@ -109,3 +109,27 @@ def test_recorder_with_explicit_path_and_toml(tmp_path: Path) -> None:
     assert load_session(target) == source
     # Saved at the start, after the plan, after each round and at the end.
     assert len(saves_at) == 1 + 1 + len(source.rounds) + 1
+
+
+def test_events_outside_the_run_are_not_recorded(tmp_path: Path) -> None:
+    recorder = SessionRecorder(tmp_path)
+    source = load_session(EXAMPLES_DIR / "example-math.json")
+    recorder(ev.ControlChanged(round=0, status="paused", mode="step"))  # before RunStarted
+    for event in source.replay_events():
+        recorder(event)
+    recorder(ev.ControlChanged(round=2, status="paused", mode="auto"))  # after RunFinished
+    assert recorder.save() and recorder.error is None
+    assert recorder.session == source and load_session(recorder.path) == source
+
+
+def test_secrets_in_the_endpoint_url_are_never_recorded(tmp_path: Path) -> None:
+    source = load_session(EXAMPLES_DIR / "example-math.json")
+    recorder = SessionRecorder(tmp_path)
+    for event in source.replay_events():
+        if isinstance(event, ev.RunStarted):
+            event.base_url = "https://alice:s3cret@gateway.example:8443/v1?api-key=sk-LEAK"
+        recorder(event)
+    assert recorder.path is not None
+    text = recorder.path.read_text(encoding="utf-8")
+    assert "s3cret" not in text and "sk-LEAK" not in text and "alice" not in text
+    assert load_session(recorder.path).metadata.base_url == "https://gateway.example:8443/v1"

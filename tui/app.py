@@ -41,6 +41,7 @@ class SwarmApp(App[int]):
         step: bool = False,
         replay: list[ev.Event] | None = None,
         replay_source: str = "",
+        replay_session: Any = None,
         state_path: Path | None = _UNSET,
         clock: Callable[[], float] = time.time,
         demo_chunk_delay: float = 0.02,
@@ -56,6 +57,7 @@ class SwarmApp(App[int]):
         self.step = step
         self.replay_events = replay
         self.replay_source = replay_source
+        self.replay_session = replay_session
         self.state_path = default_state_path() if state_path is _UNSET else state_path
         self.clock = clock
         self.demo_chunk_delay = demo_chunk_delay
@@ -76,7 +78,9 @@ class SwarmApp(App[int]):
         if self.replay_events is not None:
             from .screens.replay import ReplayScreen
 
-            self.swarm_screen = ReplayScreen(self.replay_events, source=self.replay_source)
+            self.swarm_screen = ReplayScreen(
+                self.replay_events, source=self.replay_source, session=self.replay_session
+            )
             self.push_screen(self.swarm_screen)
         elif self.problem is not None:
             self.start_run(self.problem, self.settings, demo=self.demo)
@@ -168,6 +172,6 @@ def run_app(problem: str | None, settings: Settings, *, demo: bool = False, save
 def run_replay(session: Any, path: Path | str) -> int:
     """Replay a loaded core.session.Session through the same screen and handlers as a live run."""
     events = list(session.replay_events())
-    app = SwarmApp(replay=events, replay_source=str(path), load_embedder=False)
+    app = SwarmApp(replay=events, replay_source=str(path), replay_session=session, load_embedder=False)
     result = app.run()
     return int(result or 0)

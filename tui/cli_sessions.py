@@ -140,8 +140,12 @@ def _replay(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     session, path = _load(args.file)
     if not args.headless:
-        from .app import run_replay
-
+        try:
+            from .app import run_replay
+        except ImportError as exc:
+            if exc.name != "tui.app":
+                raise
+            raise _UserError("the replay screen is not available in this build: use --headless") from None
         return run_replay(session, path)
     # The very consumer a live headless run uses, fed the recorded events.
     from .headless import ProgressPrinter

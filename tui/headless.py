@@ -162,7 +162,7 @@ async def _run(
     if finished.reason == "cancelled":
         return EXIT_CANCELLED
     if expect is not None:
-        matches = check_expected(finished.final_answer, expect)
+        matches = await asyncio.to_thread(check_expected, finished.final_answer, expect)
         print(f"expected answer {expect!r}: {'matches' if matches else 'does NOT match'}", file=sys.stderr)
         return 0 if matches else EXIT_FAILED
     return 0

@@ -117,7 +117,7 @@ class RunModel:
         if self.error:
             return f"error: {self.error}"
         if self.finished is not None:
-            return f"finished ({self.finished.reason})"
+            return f"finished: {self.finished.reason}"
         return self.control_status
 
     @property
@@ -252,7 +252,7 @@ class RunModel:
 
     def _on_run_finished(self, e: ev.RunFinished) -> None:
         self.finished = e
-        self.phase = ""
+        self.phase, self.phase_detail = "", ""
 
     def _on_params_changed(self, e: ev.ParamsChanged) -> None:
         self.params = dict(e.params)

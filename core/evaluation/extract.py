@@ -20,7 +20,7 @@ _FENCE = re.compile(
     r"(?P<body>.*?)(?:^[ \t]*(?P=fence)[ \t]*$|\Z)",
     re.DOTALL | re.MULTILINE,
 )
-_PYTHON_TAGS = {"python", "py", "python3", "py3", "pycon", "ipython"}
+_PYTHON_TAGS = {"python", "py", "python3", "py3", "ipython"}
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
@@ -37,10 +37,7 @@ def _looks_like_code(tree: ast.Module) -> bool:
 
 
 def _fenced(text: str) -> list[tuple[str, str]]:
-    return [
-        (m.group("lang").lower(), textwrap.dedent(m.group("body")).strip("\n"))
-        for m in _FENCE.finditer(text)
-    ]
+    return [(m.group("lang").lower(), textwrap.dedent(m.group("body")).strip("\n")) for m in _FENCE.finditer(text)]
 
 
 def extract_code_blocks(text: str) -> list[str]:

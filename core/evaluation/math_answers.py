@@ -90,8 +90,18 @@ def extract_answer(text: str) -> str:
 def _normalized(answer: str) -> str:
     """Cheap spelling normalisation, so identical answers never reach sympy."""
     text = answer.strip().strip("$")
-    for old, new in (("\\dfrac", "\\frac"), ("\\tfrac", "\\frac"), ("\\left", ""), ("\\right", ""),
-                     ("\\!", ""), ("\\,", ""), ("\\;", ""), ("\\ ", ""), ("^\\circ", ""), ("^{\\circ}", "")):
+    for old, new in (
+        ("\\dfrac", "\\frac"),
+        ("\\tfrac", "\\frac"),
+        ("\\left", ""),
+        ("\\right", ""),
+        ("\\!", ""),
+        ("\\,", ""),
+        ("\\;", ""),
+        ("\\ ", ""),
+        ("^\\circ", ""),
+        ("^{\\circ}", ""),
+    ):
         text = text.replace(old, new)
     return re.sub(r"\s+", "", text).rstrip(".")
 

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from enum import StrEnum
@@ -98,11 +99,19 @@ _OUTPUT_MARK = "\n... [output truncated]"
 
 # The runner executes inside the child, started with -S: `site` (and the .pth files it runs) costs more
 # than everything else together, so the runner puts site-packages on sys.path itself. Its startup is
-# most of the per-run overhead, so it imports only modules that are built in or already loaded
-# (`_signal`, not `signal`, which pulls in enum; marshal, not json, which pulls in re); traceback and
-# friends are imported only when something failed.
+# most of the per-run overhead, so it imports only built-in modules (`posix`, not `os`; `_signal`, not
+# `signal`, which pulls in enum; marshal, not json, which pulls in re), traceback and friends only when
+# something failed, and it arrives compiled: the bootstrap script written into the temp dir execs the
+# code object marshalled into the payload (compiling it in every child would cost more than the rest).
+RUNNER_NAME = "<sandbox-runner>"
+_BOOTSTRAP = """import marshal, sys
+with open(sys.argv[2], "rb") as fh:
+    PAYLOAD = marshal.load(fh)
+RUNNER_NAME = PAYLOAD.pop("runner_name")
+exec(PAYLOAD.pop("runner"))
+"""
 _RUNNER = r'''
-import builtins, gc, io, marshal, os, sys, time
+import builtins, gc, io, posix, sys, time
 import _signal, resource
 
 _START = time.monotonic()
@@ -168,7 +177,7 @@ def emit(record):
     # One repr() per line (repr escapes newlines); the parent reads it back with ast.literal_eval.
     data = (repr(record) + "\n").encode("utf-8", "backslashreplace")
     while data:
-        data = data[os.write(RESULT_FD, data):]
+        data = data[posix.write(RESULT_FD, data):]
 
 
 def statement(filename, lineno):
@@ -206,7 +215,8 @@ def format_tb(exc):
     register_sources()
     te = traceback.TracebackException.from_exception(exc)
     # Keep candidate/test frames (and library frames they called), never the runner's own.
-    te.stack = traceback.StackSummary.from_list([f for f in te.stack if f.filename != __file__])
+    ours = (__file__, RUNNER_NAME)
+    te.stack = traceback.StackSummary.from_list([f for f in te.stack if f.filename not in ours])
     text = "".join(te.format())
     if len(text) > TB_CHARS:
         text = "...\n" + text[-TB_CHARS:]
@@ -288,8 +298,7 @@ def run(payload):
 
 def main():
     global TB_CHARS
-    with open(sys.argv[2], "rb") as fh:
-        payload = marshal.load(fh)
+    payload = PAYLOAD  # loaded by the bootstrap script
     sys.path.extend(payload["site_packages"])  # third-party imports work; no .pth files run
     import _sitebuiltins  # exit()/quit() as `site` would define them
 
@@ -321,7 +330,7 @@ def main():
         sys.stdout.flush()
         sys.stderr.flush()
     finally:
-        os._exit(0)  # skip candidate atexit hooks and non-daemon threads
+        posix._exit(0)  # skip candidate atexit hooks and non-daemon threads
 
 
 main()
@@ -354,6 +363,8 @@ class _Job:
                 "tests": test_value,
                 "traceback_chars": TRACEBACK_CHARS,
                 "site_packages": _site_packages(),
+                "runner": _runner_code(),
+                "runner_name": RUNNER_NAME,
                 "limits": {
                     "wall_seconds": float(limits.wall_seconds),
                     "cpu_seconds": max(1, math.ceil(limits.cpu_seconds)),
@@ -363,7 +374,7 @@ class _Job:
                 },
             }
             (root / "payload.bin").write_bytes(marshal.dumps(payload))
-            (root / "runner.py").write_text(_RUNNER, encoding="utf-8")
+            (root / "runner.py").write_text(_BOOTSTRAP, encoding="utf-8")
             # Unlinked files: the candidate can't reach the verdict file by path.
             result = tempfile.TemporaryFile(dir=root)  # noqa: SIM115 - closed by close()
             stdout = tempfile.TemporaryFile(dir=root)  # noqa: SIM115
@@ -487,6 +498,11 @@ def _trim(text: str) -> str:
 
 
 @functools.cache
+def _runner_code() -> types.CodeType:
+    return compile(_RUNNER, RUNNER_NAME, "exec", dont_inherit=True)
+
+
+@functools.cache
 def _site_packages() -> list[str]:
     """This interpreter's site-packages, for the child that starts without `site`."""
     return [path for path in site.getsitepackages() if os.path.isdir(path)]
@@ -510,14 +526,14 @@ def _remove_tree(root: Path) -> None:
     shutil.rmtree(root, onerror=retry)
 
 
-def run_code(
-    code: str, tests: str | Sequence[str] = "", limits: SandboxLimits | None = None
-) -> SandboxResult:
+def run_code(code: str, tests: str | Sequence[str] = "", limits: SandboxLimits | None = None) -> SandboxResult:
     """Run ``code`` then ``tests`` in a sandboxed subprocess and classify the result.
 
     ``tests`` is one block of test code, or a list of test snippets (e.g. assert statements) that run
     one after another in the code's namespace, stopping at the first failure, which is then named.
-    Blocking; safe to call from several threads at once.
+    The code runs with ``__name__ == "__solution__"``, so its ``if __name__ == "__main__":`` demo
+    block (which may read stdin) is skipped. Blocking; safe to call from several threads at once.
+    Raises OSError only when no subprocess can be started at all.
     """
     limits = limits or SandboxLimits()
     job = _Job.create(code, tests, limits)
@@ -540,9 +556,7 @@ def run_code(
         job.close()
 
 
-async def arun_code(
-    code: str, tests: str | Sequence[str] = "", limits: SandboxLimits | None = None
-) -> SandboxResult:
+async def arun_code(code: str, tests: str | Sequence[str] = "", limits: SandboxLimits | None = None) -> SandboxResult:
     """``run_code`` for the engine's event loop: the child is awaited, never blocking the loop.
 
     Cancelling the task kills the child's process group and removes the temporary directory.

@@ -47,5 +47,5 @@ class HelpScreen(ModalScreen[None]):
         for label, binding in active_bindings(self.target):
             if binding.system:
                 continue
-            table.add_row(label, binding.description or binding.action, binding.id or "", binding.tooltip)
+            table.add_row(label, binding.description or binding.action, binding.id or "", binding.tooltip or binding.description)
         table.focus()

@@ -11,13 +11,13 @@ from textual.app import ComposeResult
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer
 
 from core import events as ev
 from core.routing import RoutingResult
 
 from ..model import RunModel
 from ..widgets.agent_pane import AgentPane
+from ..widgets.footer import WrapFooter
 from ..widgets.graph_pane import GraphPane
 from ..widgets.header import ParamsBar, RunHeader
 from ..widgets.manager_pane import ManagerPane
@@ -49,7 +49,7 @@ class SwarmScreen(Screen[None]):
                 with Vertical(id="side"):
                     yield ResultsPane(id="results")
                     yield RoundSparks(id="sparks")
-        yield Footer()
+        yield WrapFooter()
 
     def on_mount(self) -> None:
         self.set_interval(FRAME_INTERVAL, self._frame)
@@ -112,7 +112,21 @@ class SwarmScreen(Screen[None]):
         self._shown_delta_rev = self.model.delta_rev
         rv = self.model.round_view(self.shown_round)
         for name, pane in self._panes.items():
-            pane.sync(self.shown_round, rv.agents.get(name) if rv else None)
+            view = rv.agents.get(name) if rv else None
+            earlier = None
+            idle = view is not None and not view.streaming and not view.public
+            if idle and (not view.text or view.call == ev.CALL_DESCRIPTORS):
+                earlier = self._earlier_output(name, self.shown_round)
+            pane.sync(self.shown_round, view, earlier)
+
+    def _earlier_output(self, name: str, before: int) -> tuple[int, str] | None:
+        """An idle agent's latest output from an earlier round, shown until it speaks again."""
+        for number in range(before - 1, 0, -1):
+            rv = self.model.rounds.get(number)
+            view = rv.agents.get(name) if rv else None
+            if view is not None and view.public:
+                return number, view.public
+        return None
 
     def params_extra(self) -> str:
         return ""
@@ -124,7 +138,7 @@ class SwarmScreen(Screen[None]):
         return None, ""
 
     def refresh_all(self) -> None:
-        if not self.is_mounted:
+        if not self.is_mounted or self.app._exit_renderables or not self.is_attached:
             return
         self._ensure_panes()
         model = self.model

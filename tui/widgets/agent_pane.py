@@ -35,7 +35,8 @@ class AgentPane(Vertical):
         self._final = ""
         self._meta_key: tuple[object, ...] | None = None
         self.border_title = agent
-        self._pending: tuple[int, AgentView | None] | None = None
+        self._pending: tuple[int, AgentView | None, tuple[int, str] | None] | None = None
+        self._ready = False  # children composed (on_mount ran)
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="descriptors", markup=False)
@@ -50,25 +51,30 @@ class AgentPane(Vertical):
         return self.query_one(StreamView).text
 
     def on_mount(self) -> None:
+        self._ready = True
         if self._pending is not None:
             self.sync(*self._pending)
 
-    def sync(self, round_no: int, view: AgentView | None) -> None:
-        """Show ``view`` (this agent in round ``round_no``); cheap when nothing changed."""
-        if not self.is_mounted:
-            self._pending = (round_no, view)  # children not composed yet: on_mount shows it
+    def sync(self, round_no: int, view: AgentView | None, earlier: tuple[int, str] | None = None) -> None:
+        """Show ``view`` (this agent in round ``round_no``); cheap when nothing changed. ``earlier`` is
+        (round, output) of its last word before this round, shown while it is idle."""
+        if not self._ready:
+            self._pending = (round_no, view, earlier)  # children not composed yet: on_mount shows it
             return
         view = view or AgentView(self.agent)
-        meta = (round_no, view.status, view.call, view.query, view.key, view.tokens, view.tier, view.error)
+        meta = (round_no, view.status, view.call, view.query, view.key, view.tokens, view.tier, view.error,
+                earlier and earlier[0])
         if meta != self._meta_key:
             self._meta_key = meta
-            self._sync_meta(view)
+            self._sync_meta(view, earlier[0] if earlier else None)
         if view.public and not view.streaming:
             self._show_final(view.public)
+        elif earlier is not None and not view.streaming:
+            self._show_final(earlier[1])
         else:
             self._show_stream(round_no, view)
 
-    def _sync_meta(self, view: AgentView) -> None:
+    def _sync_meta(self, view: AgentView, earlier_round: int | None) -> None:
         badge = view.status
         self.border_title = Content.assemble(
             (self.agent, "bold"), " ", Content.from_markup(f"[{BADGE_STYLE.get(badge, '')}]\\[{badge}][/]")
@@ -80,6 +86,8 @@ class AgentPane(Vertical):
             sub.append(f"{view.tokens} tok")
         if view.latency_s:
             sub.append(f"{view.latency_s:.1f}s")
+        if earlier_round is not None:
+            sub.append(f"showing round {earlier_round}")
         self.border_subtitle = " · ".join(sub)
         lines = []
         if view.query or view.key:

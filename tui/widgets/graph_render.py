@@ -38,28 +38,35 @@ class GraphOptions:
 
 
 def legend(routing: RoutingResult, tag: str = "") -> str:
-    removed_k = sum(1 for r in routing.removed if r.reason == "k_in")
-    removed_c = sum(1 for r in routing.removed if r.reason == "cycle")
+    """One line: tau, k_in, edges kept of possible, and what was removed."""
+    removed = {reason: sum(1 for r in routing.removed if r.reason == reason) for reason in ("k_in", "cycle")}
     parts = [
         f"tau {routing.tau:.2f}",
         f"k_in {routing.k_in}",
-        f"edges {len(routing.edges)}/{routing.possible_edges} kept",
+        f"{len(routing.edges)}/{routing.possible_edges} edges kept",
     ]
-    if removed_k or removed_c:
-        parts.append(f"removed {removed_k} by k_in, {removed_c} by cycle")
+    cut = [f"{count} by {reason}" for reason, count in removed.items() if count]
+    if cut:
+        parts.append("removed " + ", ".join(cut))
     if not routing.acyclic:
         parts.append("cycles kept")
     text = " · ".join(parts)
     return f"{tag} · {text}" if tag else text
 
 
-def _legend_line(routing: RoutingResult, options: GraphOptions) -> Text:
-    line = Text()
+def _legend_lines(routing: RoutingResult, width: int, options: GraphOptions) -> list[Text]:
+    """The legend, wrapped at its " · " separators when the pane is narrow."""
+    lines = [Text()]
     if options.tag:
-        line.append(f" {options.tag} ", options.styles.tag)
-        line.append(" ")
-    line.append(legend(routing), options.styles.legend)
-    return line
+        lines[0].append(f" {options.tag} ", options.styles.tag)
+        lines[0].append(" ")
+    for i, part in enumerate(legend(routing).split(" · ")):
+        sep = " · " if i and lines[-1].cell_len else ""
+        if lines[-1].cell_len and lines[-1].cell_len + len(sep) + len(part) > width:
+            lines.append(Text())
+            sep = ""
+        lines[-1].append(sep + part, options.styles.legend)
+    return lines
 
 
 def _tier_rows(routing: RoutingResult, width: int, options: GraphOptions) -> list[Text]:
@@ -132,7 +139,7 @@ def _flow(lines: list[Text], width: int, rows: int) -> list[Text]:
 def render_graph(routing: RoutingResult, width: int, options: GraphOptions | None = None) -> list[Text]:
     """The layered drawing: legend, tiers with numbered nodes, then the edges with their scores."""
     options = options or GraphOptions()
-    lines = [_legend_line(routing, options)]
+    lines = _legend_lines(routing, width, options)
     lines += _tier_rows(routing, width, options)
     edges = _edge_lines(routing, options)
     if not routing.edges:
@@ -179,7 +186,7 @@ def render_matrix(routing: RoutingResult, width: int, options: GraphOptions | No
     name_width = max(4, min(longest, width - n * 6 - 1, 12))
     cell = max(6, min(longest + 1, (width - name_width) // max(1, n)))
     kept = {(e.src, e.dst) for e in routing.edges}
-    lines = [_legend_line(routing, options)]
+    lines = _legend_lines(routing, width, options)
     lines.append(Text(f"rows: query (needs) · columns: key (offers) · ≥ {routing.tau:.2f} highlighted · * kept",
                       st.legend))
     header = Text("q \\ k".ljust(name_width), st.tier)

@@ -18,33 +18,44 @@ class ResultsPane(VerticalScroll):
         self.border_title = "result"
         self._answer: str | None = None
         self._reason = ""
+        self._raw = ""  # the final answer as the engine gave it (what "copy" copies)
 
     def compose(self) -> ComposeResult:
-        yield Static("no result yet", id="reason")
         yield Markdown("", id="answer")
+        yield Static("no result yet", id="reason")
 
     def copy_text(self) -> str:
-        return self._answer or ""
+        return self._raw
 
     def sync(self, model: RunModel) -> None:
         f = model.finished
         if f is None:
             reason = Content.styled(f"error: {model.error}", "$error") if model.error else Content("no result yet")
             answer = ""
+            self.border_title = "result"
         else:
-            source = f" (from {f.answer_source})" if f.answer_source else ""
+            source = f" (answer from {f.answer_source})" if f.answer_source else ""
             solved = "" if f.solved is None else (" · tests pass" if f.solved else " · tests FAIL")
-            reason = Content.assemble(
-                ("ended: ", "bold"), (f.reason, "bold $success" if f.reason != "error" else "bold $error"),
-                f" — {f.detail}{source}{solved}",
+            reason = Content(f"{f.detail}{source}{solved}")
+            self.border_title = Content.assemble(
+                "result · ended: ", (f.reason, "bold $success" if f.reason != "error" else "bold $error")
             )
-            answer = f.final_answer or "*(no answer)*"
+            answer = as_markdown(f.final_answer, model.domain) or "*(no answer)*"
+            self._raw = f.final_answer
         if str(reason) != self._reason:
             self._reason = str(reason)
             self.query_one("#reason", Static).update(reason)
         if answer != self._answer:
             self._answer = answer
             self.query_one("#answer", Markdown).update(answer)
+
+
+def as_markdown(answer: str, domain: str) -> str:
+    """Code answers without a fence get one, so they are highlighted."""
+    text = answer.strip()
+    if domain == "code" and text and "```" not in text:
+        return f"```python\n{text}\n```"
+    return text
 
 
 class RoundSparks(Vertical):

@@ -1,0 +1,691 @@
+"""The benchmark runner: a dataset's problems through several topology strategies, scored, tabulated.
+
+* Datasets: HumanEval-format JSONL (task_id, prompt, canonical_solution, test, entry_point) and
+  MATH-format JSONL (problem, answer, ...), told apart by their fields. Each problem becomes a swarm
+  task in its domain (code / math).
+* Strategies (paper §4, Appendix D): ``dytopo``, ``single`` (one agent, one call), ``single-turn``
+  (every worker once, no communication, the Manager picks), and the graph baselines ``random``,
+  ``broadcast``, ``chain``, ``star``. Code tasks run with code execution on, against the problem's
+  visible examples only; the dataset's hidden tests are used for scoring and never shown to the run.
+* Scoring: HumanEval by running ``check(entry_point)`` on the final code in the sandbox; MATH by
+  answer equivalence (math-verify).
+* Output: one session per (problem, strategy), every finished row appended to ``results.jsonl`` at
+  once (so a killed run loses nothing and ``resume`` skips it), and at the end ``results.csv`` (rows),
+  ``summary.csv`` (per strategy) and ``results.json`` (both).
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import csv
+import json
+import re
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import openai
+
+from . import events as ev
+from .config import Settings
+from .domains import get_domain
+from .embeddings import Embedder
+from .engine import SwarmEngine
+from .evaluation.extract import latest_code
+from .evaluation.math_answers import answers_equivalent, extract_answer
+from .evaluation.round_check import CodeExecutionEvaluator
+from .evaluation.sandbox import SandboxLimits, arun_code
+from .llm import describe_api_error
+from .parsing import ParseError, extract_json_object
+from .prompts import call_header
+from .routing import RoutingResult
+from .runner import Backend, build_engine
+from .session_store import SessionRecorder
+from .strategies import DyTopoStrategy, TopologyStrategy, get_strategy
+
+STRATEGIES = ("dytopo", "single", "single-turn", "random", "broadcast", "chain", "star")
+KIND_HUMANEVAL = "humaneval"
+KIND_MATH = "math"
+_HUMANEVAL_FIELDS = ("task_id", "prompt", "test", "entry_point")
+_MATH_FIELDS = ("problem", "answer")
+ANSWER_CHARS = 4000  # how much of a final answer the JSON results keep
+
+
+class DatasetError(ValueError):
+    """The dataset cannot be used; the message is one line fit to show a user."""
+
+
+# --- datasets ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Problem:
+    task_id: str
+    domain: str  # "code" | "math"
+    task: str  # the text the swarm is given
+    reference: str = ""  # MATH: the reference answer
+    prompt: str = ""  # HumanEval: the function stub with its docstring
+    entry_point: str = ""
+    test: str = ""  # HumanEval: the hidden tests, `def check(candidate): ...`
+    canonical_solution: str = ""
+
+
+@dataclass(frozen=True)
+class Dataset:
+    path: Path
+    kind: str  # KIND_HUMANEVAL | KIND_MATH
+    problems: list[Problem]
+
+    @property
+    def name(self) -> str:
+        return "HumanEval" if self.kind == KIND_HUMANEVAL else "MATH"
+
+    def select(self, offset: int = 0, limit: int | None = None) -> list[Problem]:
+        end = None if limit is None else offset + limit
+        return self.problems[offset:end]
+
+
+def humaneval_task(prompt: str, entry_point: str) -> str:
+    """The task text for a HumanEval problem: the stub verbatim, so its docstring examples (the
+    visible tests code execution uses) stay intact."""
+    return (
+        f"Complete the Python function `{entry_point}` below. Keep its signature; give the full function "
+        f"definition with the imports and helpers it needs.\n\n```python\n{prompt.rstrip()}\n\n```"
+    )
+
+
+def _kind_of(record: dict[str, Any]) -> str | None:
+    if all(name in record for name in _HUMANEVAL_FIELDS):
+        return KIND_HUMANEVAL
+    if all(name in record for name in _MATH_FIELDS):
+        return KIND_MATH
+    return None
+
+
+def _problem(record: dict[str, Any], kind: str, index: int, where: str) -> Problem:
+    fields = _HUMANEVAL_FIELDS if kind == KIND_HUMANEVAL else _MATH_FIELDS
+    for name in fields:
+        if not isinstance(record.get(name), str) or not record[name].strip():
+            raise DatasetError(f"{where}: field {name!r} must be non-empty text")
+    if kind == KIND_HUMANEVAL:
+        entry = record["entry_point"].strip()
+        if not entry.isidentifier():
+            raise DatasetError(f"{where}: entry_point {entry!r} is not a Python name")
+        canonical = record.get("canonical_solution")
+        return Problem(
+            task_id=record["task_id"].strip(),
+            domain="code",
+            task=humaneval_task(record["prompt"], entry),
+            prompt=record["prompt"],
+            entry_point=entry,
+            test=record["test"],
+            canonical_solution=canonical if isinstance(canonical, str) else "",
+        )
+    task_id = record.get("unique_id") or record.get("task_id") or record.get("id") or f"MATH/{index}"
+    return Problem(
+        task_id=str(task_id),
+        domain="math",
+        task=record["problem"].strip(),
+        reference=record["answer"].strip(),
+    )
+
+
+def load_dataset(path: Path) -> Dataset:
+    """Read a HumanEval- or MATH-format JSONL file. Raises DatasetError with one line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DatasetError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise DatasetError(f"{path}: is a directory, not a dataset file") from None
+    except UnicodeDecodeError:
+        raise DatasetError(f"{path}: not a text file (invalid UTF-8)") from None
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
+    kind: str | None = None
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise DatasetError(f"{where}: not a JSON line ({exc})") from None
+        if not isinstance(record, dict):
+            raise DatasetError(f"{where}: each line must be a JSON object")
+        this = _kind_of(record)
+        if this is None:
+            raise DatasetError(
+                f"{where}: unknown dataset format (fields {', '.join(sorted(record)[:8]) or 'none'}): expected "
+                "HumanEval (task_id, prompt, test, entry_point) or MATH (problem, answer) JSON lines"
+            )
+        if kind is not None and this != kind:
+            raise DatasetError(f"{where}: a {this} record in a {kind} dataset")
+        kind = this
+        problem = _problem(record, kind, len(problems), where)
+        if problem.task_id in seen:
+            raise DatasetError(f"{where}: duplicate task id {problem.task_id!r}")
+        seen.add(problem.task_id)
+        problems.append(problem)
+    if kind is None:
+        raise DatasetError(f"{path}: the dataset is empty")
+    return Dataset(path=path, kind=kind, problems=problems)
+
+
+# --- scoring ----------------------------------------------------------------------------------
+
+
+def _defines(code: str, name: str) -> bool:
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    return any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == name for n in tree.body)
+
+
+def humaneval_program(problem: Problem, code: str) -> str:
+    """The program the hidden tests run against. A full definition of the entry point goes after the
+    prompt (whose imports and helpers it may rely on) and overrides the stub; anything else is a
+    completion of the stub's body, as in HumanEval."""
+    if _defines(code, problem.entry_point):
+        return f"{problem.prompt}\n\n{code}\n"
+    lines = code.splitlines()
+    first = next((line for line in lines if line.strip()), "")
+    if first and not first[0].isspace():  # a body that lost its indentation in a fenced block
+        code = "\n".join(f"    {line}" if line.strip() else line for line in lines)
+    return f"{problem.prompt}{code}\n"
+
+
+@dataclass
+class Score:
+    correct: bool
+    detail: str
+
+
+async def score_code(problem: Problem, final_answer: str, limits: SandboxLimits | None = None) -> Score:
+    code = latest_code([final_answer])
+    if not code:
+        return Score(False, "no code in the final answer")
+    tests = f"{problem.test}\n\ncheck({problem.entry_point})\n"
+    result = await arun_code(humaneval_program(problem, code), tests, limits or SandboxLimits())
+    return Score(result.passed, result.summary())
+
+
+async def score_math(problem: Problem, final_answer: str) -> Score:
+    candidate = extract_answer(final_answer) or final_answer.strip()
+    if not candidate:
+        return Score(False, "no final answer")
+    same = await asyncio.to_thread(answers_equivalent, candidate, problem.reference)
+    verdict = "equivalent to" if same else "not equivalent to"
+    return Score(same, f"{candidate[:200]} is {verdict} {problem.reference[:200]}")
+
+
+async def score(problem: Problem, final_answer: str, limits: SandboxLimits | None = None) -> Score:
+    if problem.domain == "code":
+        return await score_code(problem, final_answer, limits)
+    return await score_math(problem, final_answer)
+
+
+# --- results ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    task_id: str
+    strategy: str
+    domain: str
+    correct: bool
+    rounds: int
+    prompt_tokens: int
+    completion_tokens: int
+    wall_s: float
+    end_reason: str
+    detail: str = ""  # what scoring found
+    session: str = ""  # the session file, relative to the output folder
+    answer: str = ""  # the final answer (trimmed); only in the JSON files
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Row:
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+CSV_FIELDS = [f for f in Row.__dataclass_fields__ if f != "answer"]
+SUMMARY_FIELDS = [
+    "strategy",
+    "problems",
+    "correct",
+    "accuracy",
+    "mean_rounds",
+    "mean_prompt_tokens",
+    "mean_completion_tokens",
+    "mean_wall_s",
+    "total_wall_s",
+]
+
+
+def summarize(rows: Sequence[Row], strategies: Sequence[str]) -> list[dict[str, Any]]:
+    """One line per strategy, in the order given: accuracy, and means per problem (paper Tables 2, 8)."""
+    table = []
+    for name in strategies:
+        mine = [r for r in rows if r.strategy == name]
+        if not mine:
+            continue
+        n = len(mine)
+        solved = sum(r.correct for r in mine)
+        table.append(
+            {
+                "strategy": name,
+                "problems": n,
+                "correct": solved,
+                "accuracy": round(solved / n, 4),
+                "mean_rounds": round(sum(r.rounds for r in mine) / n, 2),
+                "mean_prompt_tokens": round(sum(r.prompt_tokens for r in mine) / n, 1),
+                "mean_completion_tokens": round(sum(r.completion_tokens for r in mine) / n, 1),
+                "mean_wall_s": round(sum(r.wall_s for r in mine) / n, 3),
+                "total_wall_s": round(sum(r.wall_s for r in mine), 3),
+            }
+        )
+    return table
+
+
+def format_table(summary: Sequence[dict[str, Any]]) -> str:
+    header = ["strategy", "solved", "accuracy", "rounds", "prompt tok", "compl tok", "wall s"]
+    lines = [header]
+    for s in summary:
+        lines.append(
+            [
+                s["strategy"],
+                f"{s['correct']}/{s['problems']}",
+                f"{100 * s['accuracy']:.1f}%",
+                f"{s['mean_rounds']:.2f}",
+                f"{s['mean_prompt_tokens']:.0f}",
+                f"{s['mean_completion_tokens']:.0f}",
+                f"{s['mean_wall_s']:.2f}",
+            ]
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+
+    def render(line: list[str]) -> str:
+        cells = zip(line, widths, strict=True)
+        return "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(cells))
+
+    return "\n".join(render(line) for line in lines)
+
+
+class ResultsLog:
+    """results.jsonl: one line per finished (problem, strategy), appended and flushed at once."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def read(self) -> list[Row]:
+        """The rows recorded so far; a line cut off by a kill (the last one) is ignored."""
+        if not self.path.exists():
+            return []
+        rows: list[Row] = []
+        for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                data = json.loads(line)
+                rows.append(Row.from_dict(data))
+            except (ValueError, TypeError):
+                continue
+        return rows
+
+    def append(self, row: Row) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row.to_dict(), ensure_ascii=False) + "\n")
+            handle.flush()
+
+
+def write_results(out: Path, rows: Sequence[Row], strategies: Sequence[str], meta: dict[str, Any]) -> list[Path]:
+    """results.csv (rows), summary.csv (per strategy) and results.json (both, plus the run's setup)."""
+    out.mkdir(parents=True, exist_ok=True)
+    summary = summarize(rows, strategies)
+    written = []
+    with (out / "results.csv").open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, CSV_FIELDS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(r.to_dict() for r in rows)
+    written.append(out / "results.csv")
+    with (out / "summary.csv").open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, SUMMARY_FIELDS)
+        writer.writeheader()
+        writer.writerows(summary)
+    written.append(out / "summary.csv")
+    data = {**meta, "summary": summary, "rows": [r.to_dict() for r in rows]}
+    (out / "results.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    written.append(out / "results.json")
+    return written
+
+
+# --- strategies -------------------------------------------------------------------------------
+
+
+class _Renamed:
+    """A strategy under another name, so sessions say e.g. ``single-turn``."""
+
+    def __init__(self, inner: TopologyStrategy, name: str) -> None:
+        self.inner = inner
+        self.name = name
+
+    def build(
+        self, round_no: int, names: list[str], similarity: np.ndarray, tau: float, k_in: int, *, break_cycles: bool
+    ) -> RoutingResult:
+        return self.inner.build(round_no, names, similarity, tau, k_in, break_cycles=break_cycles)
+
+
+def engine_strategy(name: str, domain: str) -> TopologyStrategy:
+    if name == "single-turn":
+        return _Renamed(DyTopoStrategy(), "single-turn")
+    if name == "star":
+        return get_strategy("star", hub=get_domain(domain).answer_role)
+    return get_strategy(name)
+
+
+def parse_strategies(text: str) -> list[str]:
+    """``dytopo,single`` -> ["dytopo", "single"]; ``all`` -> every strategy. ValueError with one line."""
+    names = [n.strip().lower() for n in text.split(",") if n.strip()]
+    if names == ["all"]:
+        return list(STRATEGIES)
+    unknown = [n for n in names if n not in STRATEGIES]
+    if unknown or not names:
+        what = ", ".join(unknown) or "(none)"
+        raise ValueError(f"unknown strategy {what}: choose from {', '.join(STRATEGIES)} or all")
+    return list(dict.fromkeys(names))
+
+
+SOLO_SYSTEM = {
+    "code": "You are an expert Python programmer solving one code problem on your own, in a single reply. "
+    "Reply with the complete solution (the full function definition with the imports it needs) in one "
+    "```python fenced block.",
+    "math": "You are an expert mathematician solving one math problem on your own, in a single reply. "
+    'Reply with ONLY one JSON object: {"reasoning": "a short derivation", "answer": "the final answer only, '
+    'as short as possible (LaTeX allowed)"}.',
+}
+
+
+def solo_messages(problem: Problem) -> list[dict[str, str]]:
+    ask = "Solve it." if problem.domain == "code" else "Solve it and give the final answer."
+    return [
+        {"role": "system", "content": SOLO_SYSTEM[problem.domain]},
+        {"role": "user", "content": f"{call_header('Solo', 'single', 1)}\nPROBLEM:\n{problem.task}\n\n{ask}"},
+    ]
+
+
+def solo_answer(problem: Problem, text: str) -> str:
+    if problem.domain == "code":
+        return text
+    try:
+        found = extract_json_object(text)
+    except ParseError:
+        found = {}
+    value = found.get("answer") if isinstance(found, dict) else None
+    if isinstance(value, str | int | float) and str(value).strip():
+        return str(value).strip()
+    return extract_answer(text) or text.strip()
+
+
+# --- the runner -------------------------------------------------------------------------------
+
+
+class EndpointFailure(Exception):
+    """The endpoint stopped answering: the benchmark cannot go on (one line for the user)."""
+
+
+@dataclass
+class _Run:
+    final_answer: str
+    rounds: int
+    prompt_tokens: int
+    completion_tokens: int
+    end_reason: str
+    detail: str
+
+
+def session_name(task_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", task_id).strip("._") or "problem"
+
+
+ProgressCallback = Callable[[Row, int, int], None]
+
+
+@dataclass
+class BenchRunner:
+    """Runs (problem, strategy) pairs with at most ``concurrency`` problems at a time."""
+
+    settings: Settings
+    backend: Backend
+    embedder: Embedder
+    out: Path
+    concurrency: int = 1
+    on_row: ProgressCallback | None = None
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    fatal: str | None = None
+    stopped: bool = False
+    rows: list[Row] = field(default_factory=list)
+    _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+
+    @property
+    def log(self) -> ResultsLog:
+        return ResultsLog(self.out / "results.jsonl")
+
+    def settings_for(self, problem: Problem, strategy: str) -> Settings:
+        n_workers = len(get_domain(problem.domain).workers)
+        settings = replace(
+            self.settings, domain=problem.domain, execute_code=True, k_in=min(self.settings.k_in, n_workers - 1)
+        )
+        if strategy == "single-turn":
+            settings = replace(settings, max_rounds=1)
+        return settings
+
+    def stop(self) -> None:
+        """Stop cleanly: unfinished pairs are cancelled and not recorded; finished rows stay."""
+        self.stopped = True
+        for task in list(self._tasks):
+            task.cancel()
+
+    async def run(self, jobs: Sequence[tuple[Problem, str]], done_before: int = 0) -> list[Row]:
+        limit = asyncio.Semaphore(self.concurrency)
+        total = done_before + len(jobs)
+
+        async def one(problem: Problem, strategy: str) -> None:
+            async with limit:
+                if self.stopped:
+                    return
+                row = await self.run_one(problem, strategy)
+            self.log.append(row)
+            self.rows.append(row)
+            if self.on_row is not None:
+                self.on_row(row, done_before + len(self.rows), total)
+
+        for problem, strategy in jobs:
+            task = asyncio.create_task(one(problem, strategy))
+            self._tasks.add(task)
+        try:
+            results = await asyncio.gather(*self._tasks, return_exceptions=True)
+        finally:
+            self._tasks.clear()
+        for result in results:
+            if isinstance(result, EndpointFailure) and self.fatal is None:
+                self.fatal = str(result)
+            elif isinstance(result, Exception) and not isinstance(result, EndpointFailure):
+                raise result
+        return self.rows
+
+    def _fail(self, message: str) -> EndpointFailure:
+        if self.fatal is None:
+            self.fatal = message
+        self.stop()
+        return EndpointFailure(message)
+
+    async def run_one(self, problem: Problem, strategy: str) -> Row:
+        settings = self.settings_for(problem, strategy)
+        folder = self.out / "sessions" / strategy
+        recorder = SessionRecorder(folder, path=folder / f"{session_name(problem.task_id)}.json")
+        start = time.perf_counter()
+        if strategy == "single":
+            run = await self._run_single(problem, settings, recorder)
+        else:
+            run = await self._run_engine(problem, strategy, settings, recorder)
+        wall = time.perf_counter() - start
+        if run.end_reason == "error":
+            raise self._fail(run.detail)
+        verdict = await score(problem, run.final_answer, self.limits)
+        return Row(
+            task_id=problem.task_id,
+            strategy=strategy,
+            domain=problem.domain,
+            correct=verdict.correct,
+            rounds=run.rounds,
+            prompt_tokens=run.prompt_tokens,
+            completion_tokens=run.completion_tokens,
+            wall_s=round(wall, 3),
+            end_reason=run.end_reason,
+            detail=verdict.detail,
+            session=str(recorder.path.relative_to(self.out)) if recorder.path and recorder.saves else "",
+            answer=run.final_answer[:ANSWER_CHARS],
+        )
+
+    async def _run_engine(self, problem: Problem, strategy: str, settings: Settings, recorder: SessionRecorder) -> _Run:
+        evaluator = CodeExecutionEvaluator(limits=self.limits) if problem.domain == "code" else None
+        engine: SwarmEngine = build_engine(
+            problem.task,
+            settings,
+            self.backend,
+            [recorder],
+            embedder=self.embedder,
+            strategy=engine_strategy(strategy, problem.domain),
+            evaluator=evaluator,
+        )
+        finished = await engine.run()
+        return _Run(
+            finished.final_answer,
+            finished.rounds,
+            finished.prompt_tokens,
+            finished.completion_tokens,
+            finished.reason,
+            finished.detail,
+        )
+
+    async def _run_single(self, problem: Problem, settings: Settings, recorder: SessionRecorder) -> _Run:
+        """One agent, one call. Recorded as a one-round session with a single worker, Solo."""
+        params = {"tau": settings.tau, "k_in": 1, "max_rounds": 1}
+        emit = recorder
+        emit(
+            ev.RunStarted(
+                run_id=uuid.uuid4().hex[:12],
+                problem=problem.task,
+                domain=problem.domain,
+                manager="",
+                workers=["Solo"],
+                roles={"Solo": SOLO_SYSTEM[problem.domain]},
+                protocol="single",
+                strategy="single",
+                model=self.backend.model,
+                base_url=self.backend.base_url,
+                demo=self.backend.demo,
+                params=params,
+            )
+        )
+        emit(ev.RoundStarted(round=1, params=params))
+        emit(ev.AgentStarted(round=1, agent="Solo", call="single"))
+        limits = settings.work_call
+        try:
+            chat = await self.backend.llm.chat(
+                solo_messages(problem),
+                temperature=limits.temperature,
+                max_tokens=limits.max_tokens,
+                json_mode=problem.domain == "math",
+            )
+        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+            message = describe_api_error(exc, self.backend.llm.base_url)
+            emit(
+                ev.RunFinished(
+                    reason="error",
+                    detail=message,
+                    final_answer="",
+                    answer_source="",
+                    rounds=1,
+                    prompt_tokens=0,
+                    completion_tokens=0,
+                )
+            )
+            return _Run("", 0, 0, 0, "error", message)
+        except openai.OpenAIError as exc:  # e.g. a prompt too long for the model: this problem fails
+            message = describe_api_error(exc, self.backend.llm.base_url)
+            emit(ev.AgentFinished(round=1, agent="Solo", call="single", status="failed", error=message))
+            emit(ev.RoundFinished(round=1, prompt_tokens=0, completion_tokens=0))
+            emit(
+                ev.RunFinished(
+                    reason="failed",
+                    detail=message,
+                    final_answer="",
+                    answer_source="",
+                    rounds=1,
+                    prompt_tokens=0,
+                    completion_tokens=0,
+                )
+            )
+            return _Run("", 1, 0, 0, "failed", message)
+        answer = solo_answer(problem, chat.text)
+        emit(
+            ev.AgentFinished(
+                round=1,
+                agent="Solo",
+                call="single",
+                status="done",
+                public=chat.text,
+                answer=answer if problem.domain == "math" else "",
+                raw=chat.text,
+                prompt_tokens=chat.prompt_tokens,
+                completion_tokens=chat.completion_tokens,
+                usage_estimated=chat.usage_estimated,
+                latency_s=round(chat.latency_s, 4),
+                attempts=chat.attempts,
+            )
+        )
+        emit(ev.RoundFinished(round=1, prompt_tokens=chat.prompt_tokens, completion_tokens=chat.completion_tokens))
+        emit(
+            ev.RunFinished(
+                reason="single",
+                detail="one agent, one call",
+                final_answer=answer,
+                answer_source="extracted:Solo",
+                rounds=1,
+                prompt_tokens=chat.prompt_tokens,
+                completion_tokens=chat.completion_tokens,
+            )
+        )
+        return _Run(answer, 1, chat.prompt_tokens, chat.completion_tokens, "single", "one agent, one call")
+
+
+def plan_jobs(
+    problems: Sequence[Problem], strategies: Sequence[str], finished: Sequence[Row]
+) -> tuple[list[tuple[Problem, str]], list[Row]]:
+    """The pairs still to run (problem-major), and the finished rows that belong to this selection."""
+    wanted = {(p.task_id, s) for p in problems for s in strategies}
+    kept: dict[tuple[str, str], Row] = {}
+    for row in finished:
+        if (row.task_id, row.strategy) in wanted:
+            kept[(row.task_id, row.strategy)] = row  # a pair recorded twice: the later row wins
+    jobs = [(p, s) for p in problems for s in strategies if (p.task_id, s) not in kept]
+    return jobs, list(kept.values())
+
+
+def order_rows(rows: Sequence[Row], problems: Sequence[Problem], strategies: Sequence[str]) -> list[Row]:
+    position = {p.task_id: i for i, p in enumerate(problems)}
+    rank = {s: i for i, s in enumerate(strategies)}
+    return sorted(rows, key=lambda r: (rank.get(r.strategy, len(rank)), position.get(r.task_id, len(position))))

@@ -1,0 +1,185 @@
+"""Scripted replies for benchmark problems, served by core.scripted_server (``swarm-tui bench --demo``).
+
+The script finds which dataset problem a request is about (the text after ``PROBLEM:`` in the first
+user message is the problem's task text), then answers like a competent team: for HumanEval the
+Developer writes the dataset's canonical solution, for MATH the Solver gives the reference answer, and
+the Manager ends the run in round 2 with that answer (or at the last round). ``correct=False`` gives
+the same conversation with a wrong function / a wrong number, so scoring can be checked both ways.
+Replies depend only on (problem, role, call, round), never on routed messages, so the descriptors, and
+with them the similarity matrices, are the same whichever topology strategy runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .events import CALL_DESCRIPTORS, CALL_MANAGER, CALL_PLAN
+from .scripted_server import RequestInfo, Script
+
+if TYPE_CHECKING:  # benchmark imports this module; the import is only for type hints
+    from .benchmark import Problem
+
+SOLO_ROLE = "Solo"
+SOLO_CALL = "single"
+WRONG_MATH_ANSWER = "-1234567"
+_PROBLEM_MARK = "PROBLEM:\n"
+
+
+def wrong_code(entry_point: str) -> str:
+    return f"def {entry_point}(*args, **kwargs):\n    return None\n"
+
+
+def _fenced(code: str) -> str:
+    return f"```python\n{code.rstrip()}\n```"
+
+
+class _Index:
+    """Task text -> problem, matched exactly at the PROBLEM: mark of a request."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.by_task = {p.task: p for p in problems}
+        # Longest first, so a task that happens to start with a shorter task's text still wins.
+        self.tasks = sorted(self.by_task, key=len, reverse=True)
+
+    def find(self, info: RequestInfo) -> Problem | None:
+        users = [m for m in info.messages if m.get("role") == "user"]
+        text = str(users[0].get("content", "")) if users else ""
+        at = text.find(_PROBLEM_MARK)
+        if at < 0:
+            return None
+        rest = text[at + len(_PROBLEM_MARK) :]
+        for task in self.tasks:
+            if rest.startswith(task) and (len(rest) == len(task) or rest[len(task) :].startswith("\n")):
+                return self.by_task[task]
+        return None
+
+
+def _descriptors(problem: Problem, role: str, round_no: int) -> tuple[str, str]:
+    fn = problem.entry_point or "the function"
+    late = round_no >= 3
+    table: dict[str, tuple[str, str]] = {
+        "Developer": (
+            f"I need the Tester's failing inputs for {fn} to fix the code."
+            if late
+            else f"I need the Tester's report on failing test cases of {fn}.",
+            f"I provide the complete Python implementation of {fn}.",
+        ),
+        "Researcher": (
+            f"I need the Developer's {fn} implementation to analyse its time complexity.",
+            f"I provide the algorithm choice and the complexity analysis for {fn}.",
+        ),
+        "Tester": (
+            f"I need the Developer's implementation of {fn} to verify against test cases.",
+            f"I provide test cases for {fn} with expected results and a report of failures.",
+        ),
+        "Designer": (
+            f"I need the final implementation of {fn} to check its signature."
+            if late
+            else f"I need the algorithm choice to shape the signature of {fn}.",
+            f"I provide the API design: the signature and type hints of {fn}.",
+        ),
+        "ProblemParser": (
+            "I need objections to my solving plan, if any.",
+            "I provide the problem analysis: the conditions, the target and a solving plan.",
+        ),
+        "Solver": (
+            "I need the verifier's corrections to my derivation.",
+            "I provide a step-by-step solution and the final answer.",
+        ),
+        "Verifier": (
+            "I need the Solver's detailed solution to verify each step.",
+            "I provide a step-by-step verification of the solution with any errors found.",
+        ),
+    }
+    return table.get(role, ("I need the team's current results.", f"I provide the {role}'s contribution."))
+
+
+_NOTES = (
+    "the interface and the constraints are settled; nothing blocks the solution.",
+    "reviewed the latest draft against the requirements; no open questions from my side.",
+    "edge cases (empty input, single element, large values) are covered by the current plan.",
+)
+
+
+def _answer(problem: Problem, correct: bool) -> str:
+    """The solution this script stands behind: code for HumanEval, an answer for MATH."""
+    if problem.domain == "code":
+        return problem.prompt + problem.canonical_solution if correct else wrong_code(problem.entry_point)
+    return problem.reference if correct else WRONG_MATH_ANSWER
+
+
+def _work(problem: Problem, role: str, round_no: int, correct: bool) -> dict[str, Any]:
+    answer = _answer(problem, correct)
+    fn = problem.entry_point
+    reply: dict[str, Any] = {"private": {}}
+    if role == "Developer":
+        reply["public"] = f"Implementation of {fn} (round {round_no}):\n{_fenced(answer)}"
+    elif role == "Tester":
+        # A smoke test on top of the docstring examples the evaluator adds by itself: problems
+        # without examples still get a test run, so the Manager may end the run.
+        smoke = _fenced(f"assert callable({fn})")
+        reply["public"] = f"Smoke test; the docstring examples are the decisive cases.\n{smoke}"
+    elif role == "Solver":
+        reply["public"] = f"Working step by step through the problem, the final answer is $\\boxed{{{answer}}}$."
+        reply["answer"] = answer
+    elif role == "Verifier":
+        reply["public"] = f"Checked the Solver's derivation line by line: the answer {answer} holds."
+    else:
+        # Different words each round: a team repeating itself verbatim would end the run as converged.
+        reply["public"] = f"{role}, round {round_no}: {_NOTES[round_no % len(_NOTES)]}"
+    # The descriptors a work reply carries are those for the next routing (single-pass protocol).
+    reply["query"], reply["key"] = _descriptors(problem, role, round_no + 1)
+    return reply
+
+
+def _manager(problem: Problem, info: RequestInfo, correct: bool) -> dict[str, Any]:
+    if info.call == CALL_PLAN:
+        return {
+            "goal": "Round 1: every role drafts its part of a complete solution.",
+            "terminate": False,
+            "reasoning": "Start with every role contributing in parallel.",
+            "final_answer": "",
+        }
+    text = "\n".join(str(m.get("content", "")) for m in info.messages if m.get("role") == "user")
+    if info.round >= 2 or "This was the last round" in text:
+        answer = _answer(problem, correct)
+        final = _fenced(answer) if problem.domain == "code" else answer
+        return {"goal": "", "terminate": True, "reasoning": "The solution is ready.", "final_answer": final}
+    return {
+        "goal": f"Round {info.round + 1}: verify the draft and fix anything that fails.",
+        "terminate": False,
+        "reasoning": "A draft exists but is not verified yet.",
+        "final_answer": "",
+    }
+
+
+def _solo(problem: Problem, correct: bool) -> str:
+    answer = _answer(problem, correct)
+    if problem.domain == "code":
+        return f"Here is the solution.\n{_fenced(answer)}"
+    return json.dumps({"answer": answer})
+
+
+def benchmark_script(problems: Sequence[Problem], *, correct: bool = True) -> Script:
+    """A Script answering requests about ``problems``; requests about anything else get the demo's
+    replies (so a stray problem still gets a well-formed answer)."""
+    index = _Index(problems)
+
+    def script(info: RequestInfo) -> str:
+        problem = index.find(info)
+        if problem is None:
+            from .demo_script import demo_script
+
+            return demo_script(info)
+        if info.role == SOLO_ROLE:
+            return _solo(problem, correct)
+        if info.role == "Manager" or info.call in (CALL_PLAN, CALL_MANAGER):
+            return json.dumps(_manager(problem, info, correct))
+        if info.call == CALL_DESCRIPTORS:
+            query, key = _descriptors(problem, info.role, info.round)
+            return json.dumps({"query": query, "key": key})
+        return json.dumps(_work(problem, info.role, info.round, correct))
+
+    return script

@@ -1,0 +1,124 @@
+"""Shared helpers for the TUI tests (no tests here).
+
+``pinned_demo_events`` runs the real engine once per test session against the scripted demo server
+(real openai client over HTTP, real MiniLM) and pins everything that varies between runs
+(timestamps, latencies, run id, port), so apps fed from it draw the same frame every time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from core import events as ev
+from core.config import Settings
+from core.demo_script import DEMO_PROBLEMS, demo_script
+from core.scripted_server import ScriptedServer
+
+T0 = 1_763_712_000.0  # a fixed wall clock for the pinned events
+PINNED_URL = "http://127.0.0.1:8000/v1"
+
+
+async def _collect(domain: str) -> list[ev.Event]:
+    from core.embeddings import shared_embedder
+    from core.runner import build_engine, open_backend
+
+    settings = Settings(domain=domain, sessions_dir="/nonexistent")
+    events: list[ev.Event] = []
+    with ScriptedServer(demo_script) as server:
+        backend = await open_backend(settings, server=server, demo=True)
+        engine = build_engine(DEMO_PROBLEMS[domain], settings, backend, [events.append], embedder=shared_embedder())
+        try:
+            await engine.run()
+        finally:
+            await backend.close()
+    return events
+
+
+def pin(events: list[ev.Event]) -> list[ev.Event]:
+    out: list[ev.Event] = []
+    for i, event in enumerate(events):
+        changes: dict[str, Any] = {"ts": T0 + i * 0.01}
+        if isinstance(event, ev.AgentFinished):
+            changes["latency_s"] = 1.25
+        if isinstance(event, ev.RunStarted):
+            changes.update(run_id="pinned", base_url=PINNED_URL)
+        out.append(dataclasses.replace(event, **changes))
+    return out
+
+
+@functools.cache
+def pinned_demo_events(domain: str = "code") -> tuple[ev.Event, ...]:
+    """The demo run's events, pinned. Runs in a thread: the caller may already be inside a loop."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        events = pool.submit(asyncio.run, _collect(domain)).result(timeout=300)
+    return tuple(pin(events))
+
+
+def index_of(events: tuple[ev.Event, ...], predicate: Callable[[ev.Event], bool], start: int = 0) -> int:
+    return next(i for i in range(start, len(events)) if predicate(events[i]))
+
+
+def mid_round_cut(events: tuple[ev.Event, ...]) -> int:
+    """A position in round 2's work phase: the Developer is done, the Researcher mid-stream."""
+    round2 = index_of(events, lambda e: isinstance(e, ev.RoundStarted) and e.round == 2)
+    work = index_of(events, lambda e: isinstance(e, ev.PhaseStarted) and e.phase == ev.PHASE_WORK, round2)
+    researcher = index_of(
+        events, lambda e: isinstance(e, ev.AgentDelta) and e.agent == "Researcher" and e.call == "work", work
+    )
+    return researcher + 12
+
+
+def frozen_clock() -> float:
+    return T0 + 42.0
+
+
+def feed_app(domain: str = "code", *, size_hint: str = "", **kwargs: Any) -> Any:
+    """An app showing a run screen that no engine drives: tests post the pinned events to it."""
+    from tui.app import SwarmApp
+
+    settings = Settings(domain=domain, sessions_dir=str(kwargs.pop("sessions_dir", "/nonexistent")),
+                        keymap=kwargs.pop("keymap", {}))
+    return SwarmApp(
+        settings, problem=DEMO_PROBLEMS[domain], demo=True, state_path=kwargs.pop("state_path", None),
+        clock=frozen_clock, load_embedder=False, start_engine=False, **kwargs,
+    )
+
+
+async def post_events(app: Any, pilot: Any, events: Any) -> None:
+    """Send events through the same bridge the engine uses, then let the handlers and a frame run."""
+    from tui.bridge import EventBridge
+
+    bridge = EventBridge(app)
+    for event in events:
+        bridge(event)
+    await pilot.pause()
+    await pilot.pause(0.1)  # one delta frame (25 fps) at least
+
+
+def live_app(tmp: Path, **kwargs: Any) -> Any:
+    """An app running the real engine against the in-process demo server, as fast as it goes."""
+    from tui.app import SwarmApp
+
+    domain = kwargs.pop("domain", "code")
+    settings = Settings(domain=domain, sessions_dir=str(tmp), max_rounds=kwargs.pop("max_rounds", 5),
+                        keymap=kwargs.pop("keymap", {}))
+    return SwarmApp(
+        settings, problem=DEMO_PROBLEMS[domain], demo=True, state_path=None, demo_chunk_delay=0.0,
+        load_embedder=False, **kwargs,
+    )
+
+
+async def wait_for(pilot: Any, condition: Callable[[], bool], *, timeout: float = 60.0) -> None:
+    """Pause the pilot until the condition holds (a hang guard, not a speed check)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not condition():
+        if loop.time() > end:
+            raise AssertionError("condition never became true")
+        await pilot.pause(0.05)

@@ -1,0 +1,146 @@
+"""Pilot tests of the keys that change what is shown, on a run screen fed the pinned demo events
+through the same bridge the engine uses."""
+
+from __future__ import annotations
+
+import pytest
+
+from core import events as ev
+from tests.test_tui_support import feed_app, mid_round_cut, pinned_demo_events, post_events
+from tui.bindings import RUN_BINDINGS
+from tui.widgets.agent_pane import AgentPane
+from tui.widgets.graph_pane import GraphPane
+from tui.widgets.header import RunHeader
+from tui.widgets.manager_pane import ManagerPane
+from tui.widgets.results_pane import ResultsPane
+
+
+@pytest.fixture(scope="module")
+def events(embedder: object) -> tuple[ev.Event, ...]:
+    return pinned_demo_events()
+
+
+def graph_text(app) -> str:  # type: ignore[no-untyped-def]
+    return app.screen.query_one(GraphPane).text
+
+
+async def test_stream_reaches_panes_and_run_finishes(events: tuple[ev.Event, ...]) -> None:
+    app = feed_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        cut = mid_round_cut(events)
+        await post_events(app, pilot, events[:cut])
+        screen = app.swarm_screen
+        researcher = screen.query_one("#agent-Researcher", AgentPane)
+        streamed = "".join(e.text for e in events[:cut] if isinstance(e, ev.AgentDelta)
+                           and e.agent == "Researcher" and e.round == 2 and e.call == "work")
+        assert researcher.copy_text() == streamed.replace("\\n", "\n")
+        assert "working" in str(researcher.border_title)
+        await post_events(app, pilot, events[cut:])
+        assert "finished: manager" in str(screen.query_one(RunHeader).render())
+        final = next(e for e in events if isinstance(e, ev.RunFinished))
+        assert screen.query_one(ResultsPane).copy_text() == final.final_answer
+
+
+async def test_browse_rounds_shows_earlier_graph_goal_and_outputs(events: tuple[ev.Event, ...]) -> None:
+    app = feed_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await post_events(app, pilot, events)
+        screen = app.swarm_screen
+        assert "graph · round 3" in str(screen.query_one(GraphPane).border_title)
+        await pilot.press("comma")
+        assert screen.view_round == 2
+        r2 = next(e for e in events if isinstance(e, ev.TopologyBuilt) and e.round == 2)
+        assert "graph · round 2" in str(screen.query_one(GraphPane).border_title)
+        for edge in r2.routing["edges"]:
+            assert f"{edge['src']} ─{edge['score']:.2f}─▶ {edge['dst']}" in graph_text(app)
+        tester_r2 = next(e for e in events if isinstance(e, ev.AgentFinished) and e.round == 2
+                         and e.agent == "Tester" and e.call == "work")
+        assert screen.query_one("#agent-Tester", AgentPane).copy_text() == tester_r2.public
+        await pilot.press("comma")
+        assert screen.view_round == 1 and "broadcast" in graph_text(app)
+        await pilot.press("comma")  # no round 0
+        assert screen.view_round == 1
+        await pilot.press("full_stop", "full_stop")
+        assert screen.view_round is None and "round 3" in str(screen.query_one(GraphPane).border_title)
+
+
+async def test_matrix_and_removed_edges_toggles(events: tuple[ev.Event, ...]) -> None:
+    app = feed_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await post_events(app, pilot, events)
+        assert "q \\ k" not in graph_text(app)
+        await pilot.press("g")
+        assert "q \\ k" in graph_text(app) and "similarity" in str(app.screen.query_one(GraphPane).border_title)
+        await pilot.press("g", "d")
+        r3 = next(e for e in reversed(events) if isinstance(e, ev.TopologyBuilt))
+        for removed in r3.routing["removed"]:
+            assert f"┄{removed['score']:.2f}┄▷ {removed['dst']}  ({removed['reason']})" in graph_text(app)
+        await pilot.press("d")
+        assert "removed edge(s) hidden" in graph_text(app)
+
+
+async def test_problem_maximise_and_copy(events: tuple[ev.Event, ...]) -> None:
+    app = feed_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await post_events(app, pilot, events)
+        screen = app.swarm_screen
+        header = screen.query_one(RunHeader)
+        assert "def make_palindrome" not in str(header.render())
+        await pilot.press("i")
+        assert "def make_palindrome" in str(header.render())
+        screen.query_one(ManagerPane).focus()
+        await pilot.press("m")
+        assert screen.maximized is screen.query_one(ManagerPane)
+        await pilot.press("c")
+        assert app.clipboard == screen.query_one(ManagerPane).copy_text()
+        assert "R3 goal" in app.clipboard
+        await pilot.press("m")
+        assert screen.maximized is None
+        screen.query_one(ResultsPane).focus()
+        await pilot.press("c")
+        assert app.clipboard == next(e for e in events if isinstance(e, ev.RunFinished)).final_answer
+
+
+async def test_help_lists_every_key_and_keymap_rebinds(events: tuple[ev.Event, ...]) -> None:
+    app = feed_app(keymap={"tau_up": "u", "toggle_matrix": "v"})
+    async with app.run_test(size=(120, 40)) as pilot:
+        await post_events(app, pilot, events[:5])
+        await pilot.press("question_mark")
+        from textual.widgets import DataTable
+
+        table = app.screen.query_one(DataTable)
+        rows = [table.get_row_at(i) for i in range(table.row_count)]
+        ids = {row[2] for row in rows}
+        assert {b.id for b in RUN_BINDINGS} <= ids
+        keys = {row[2]: row[0] for row in rows}
+        assert keys["tau_up"] == "u" and keys["toggle_matrix"] == "v"
+        assert all(row[3] for row in rows if row[2] in {b.id for b in RUN_BINDINGS})
+        await pilot.press("escape")
+        await post_events(app, pilot, events[5:])
+        await pilot.press("v")
+        assert app.swarm_screen.query_one(GraphPane).matrix
+
+
+async def test_notice_becomes_a_notification(events: tuple[ev.Event, ...]) -> None:
+    app = feed_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await post_events(app, pilot, events[:3])
+        notice = ev.Notice(round=1, severity="warning", message="Tester: reply unparsed (no JSON)", agent="Tester")
+        await post_events(app, pilot, [notice])
+        assert any("reply unparsed" in n.message for n in app._notifications)
+
+
+async def test_small_terminal_collapses_to_one_scrollable_column(events: tuple[ev.Event, ...]) -> None:
+    app = feed_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await post_events(app, pilot, events)
+        screen = app.swarm_screen
+        assert screen.has_class("-narrow")
+        panes = list(screen.query(AgentPane))
+        assert len({p.region.x for p in panes}) == 1  # one column
+        assert all(p.region.width >= 70 and p.region.height >= 8 for p in panes)  # not clipped to nothing
+        body = screen.query_one("#body")
+        assert body.max_scroll_y > 0  # the rest is reachable by scrolling
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        assert not screen.has_class("-narrow")

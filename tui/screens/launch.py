@@ -1,0 +1,183 @@
+"""The launch form: problem, domain, routing parameters, endpoint and model, demo switch, Start."""
+
+from __future__ import annotations
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid, Horizontal, VerticalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Button, Input, Label, Select, Static, Switch, TextArea
+
+from core.config import DOMAINS, PROTOCOLS, ConfigError, Settings, resolve_base_url
+from core.demo_script import DEMO_PROBLEMS
+from core.domains import get_domain
+
+from ..widgets.footer import WrapFooter
+
+
+def _fields_to_settings(base: Settings, values: dict[str, str]) -> Settings:
+    """Form text -> validated Settings; ConfigError with one line on bad input."""
+    def number(name: str, kind: type) -> float | int:
+        text = values[name].strip()
+        try:
+            return kind(text)
+        except ValueError:
+            what = "a number" if kind is float else "a whole number"
+            raise ConfigError(f"{name} must be {what}, got {text!r}") from None
+
+    settings = base.with_overrides(
+        domain=values["domain"],
+        protocol=values["protocol"],
+        tau=number("tau", float),
+        k_in=number("k_in", int),
+        max_rounds=number("max_rounds", int),
+        base_url=values["base_url"].strip() or None,
+        model=values["model"].strip() or None,
+    )
+    settings.validate(n_workers=len(get_domain(settings.domain).workers))
+    return settings
+
+
+class LaunchScreen(Screen[None]):
+    BINDINGS = [
+        Binding("ctrl+r", "start", "start", id="launch_start", tooltip="Start the swarm with these settings"),
+        Binding("ctrl+t", "test_connection", "test", id="launch_test",
+                tooltip="Ask the endpoint which models it serves"),
+        Binding("ctrl+d", "toggle_demo", "demo", id="launch_demo",
+                tooltip="Demo: the built-in scripted model server, no model needed"),
+        Binding("ctrl+q", "app.quit", "quit", id="launch_quit", tooltip="Quit"),
+    ]
+
+    def __init__(self, settings: Settings, *, demo: bool = False) -> None:
+        super().__init__()
+        self.settings = settings
+        self.demo = demo
+
+    def compose(self) -> ComposeResult:
+        s = self.settings
+        with VerticalScroll(id="launch"):
+            yield Static("[b]swarm-tui[/b] — a Manager and role agents work on one problem; every round their "
+                         "graph is rebuilt from what each needs and offers.", id="launch-intro")
+            yield Label("Problem")
+            yield TextArea(DEMO_PROBLEMS[s.domain] if self.demo else "", id="problem", soft_wrap=True)
+            with Grid(id="launch-grid"):
+                yield Label("domain")
+                yield Select([(d, d) for d in DOMAINS], value=s.domain, allow_blank=False, id="domain")
+                yield Label("protocol")
+                yield Select([(p, p) for p in PROTOCOLS], value=s.protocol, allow_blank=False, id="protocol")
+                yield Label("tau (0..1)")
+                yield Input(f"{s.tau}", id="tau", type="number")
+                yield Label("k_in")
+                yield Input(f"{s.k_in}", id="k_in", type="integer")
+                yield Label("max_rounds (1..10)")
+                yield Input(f"{s.max_rounds}", id="max_rounds", type="integer")
+                yield Label("demo (scripted)")
+                yield Switch(self.demo, id="demo")
+                yield Label("endpoint URL")
+                yield Input(s.base_url or resolve_base_url(s), id="base_url")
+                yield Label("model")
+                yield Input(s.model or "", placeholder="first model the endpoint lists", id="model")
+            with Horizontal(id="launch-buttons"):
+                yield Button("Test connection", id="test")
+                yield Button("Start", variant="primary", id="start")
+            yield Static("", id="launch-status")
+        yield WrapFooter()
+
+    def on_mount(self) -> None:
+        self.query_one("#problem", TextArea).focus()
+        self._demo_changed(self.demo)
+
+    # --- demo --------------------------------------------------------------------------------
+    def _demo_changed(self, on: bool) -> None:
+        for name in ("#base_url", "#model", "#test"):
+            self.query_one(name).disabled = on
+        if on:
+            self._fill_demo_problem()
+
+    def _fill_demo_problem(self) -> None:
+        area = self.query_one("#problem", TextArea)
+        if not area.text.strip() or area.text in DEMO_PROBLEMS.values():
+            area.text = DEMO_PROBLEMS[str(self.query_one("#domain", Select).value)]
+
+    @on(Switch.Changed, "#demo")
+    def demo_switched(self, event: Switch.Changed) -> None:
+        self._demo_changed(event.value)
+
+    @on(Select.Changed, "#domain")
+    def domain_changed(self) -> None:
+        if self.query_one("#demo", Switch).value:
+            self._fill_demo_problem()
+
+    def action_toggle_demo(self) -> None:
+        switch = self.query_one("#demo", Switch)
+        switch.value = not switch.value
+
+    # --- test connection ---------------------------------------------------------------------
+    def _status(self, text: str, severity: str = "") -> None:
+        status = self.query_one("#launch-status", Static)
+        status.update(text)
+        status.set_classes(f"-{severity}" if severity else "")
+
+    @on(Button.Pressed, "#test")
+    def action_test_connection(self) -> None:
+        url = self.query_one("#base_url", Input).value.strip() or resolve_base_url(self.settings)
+        self._status(f"asking {url} for its models…")
+        self._probe(url)
+
+    class ProbeDone(Message):
+        def __init__(self, text: str, ok: bool, first_model: str = "") -> None:
+            super().__init__()
+            self.text, self.ok, self.first_model = text, ok, first_model
+
+    @work(exclusive=True, group="probe", exit_on_error=False)
+    async def _probe(self, url: str) -> None:
+        """Worker: asks the endpoint, then posts ProbeDone (no widget is touched here)."""
+        from core.config import resolve_api_key
+        from core.llm import EndpointError, LLMClient
+
+        client = LLMClient(url, resolve_api_key(self.settings), timeout=10.0, max_retries=0)
+        try:
+            models = await client.list_models()
+        except EndpointError as exc:
+            self.post_message(self.ProbeDone(f"✗ {exc}", False))
+            return
+        finally:
+            await client.close()
+        if models:
+            shown = ", ".join(models[:6]) + (f" (+{len(models) - 6} more)" if len(models) > 6 else "")
+            self.post_message(self.ProbeDone(f"✓ {url} serves {len(models)} model(s): {shown}", True, models[0]))
+        else:
+            self.post_message(self.ProbeDone(f"✗ {url} answered but lists no models: type a model name", False))
+
+    def on_launch_screen_probe_done(self, message: ProbeDone) -> None:
+        self._status(message.text, "ok" if message.ok else "error")
+        model_input = self.query_one("#model", Input)
+        if message.first_model and not model_input.value.strip():
+            model_input.value = message.first_model
+
+    # --- start -------------------------------------------------------------------------------
+    def _values(self) -> dict[str, str]:
+        return {
+            "domain": str(self.query_one("#domain", Select).value),
+            "protocol": str(self.query_one("#protocol", Select).value),
+            **{name: self.query_one(f"#{name}", Input).value for name in ("tau", "k_in", "max_rounds", "base_url",
+                                                                          "model")},
+        }
+
+    @on(Button.Pressed, "#start")
+    def action_start(self) -> None:
+        problem = self.query_one("#problem", TextArea).text.strip()
+        demo = self.query_one("#demo", Switch).value
+        if not problem:
+            self._status("✗ type a problem first (or switch demo on for an example)", "error")
+            self.notify("the problem is empty", severity="error")
+            return
+        try:
+            settings = _fields_to_settings(self.settings, self._values())
+        except ConfigError as exc:
+            self._status(f"✗ {exc}", "error")
+            self.notify(str(exc), severity="error")
+            return
+        self.app.start_run(problem, settings, demo=demo)  # type: ignore[attr-defined]

@@ -1,0 +1,204 @@
+"""Replay a recorded session through the same screen and handlers as a live run.
+
+A cursor says how many recorded events have been applied. Forward steps apply more events through
+``apply_event``; backward steps rebuild the model from the start up to the new cursor (folding a few
+hundred events takes milliseconds). Changing tau or k_in shows what the recorded similarities would
+have given: a HYPOTHETICAL graph, never mixed up with what happened.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.timer import Timer
+from textual.widgets import Input, Label
+
+from core import events as ev
+from core.routing import RoutingResult
+
+from ..bindings import REPLAY_BINDINGS
+from ..model import RunModel, reroute
+from .swarm_view import SwarmScreen
+
+BASE_STEP_S = 0.4  # one event every 0.4 s at speed 1
+MAX_SPEED, MIN_SPEED = 64.0, 0.25
+
+
+class ReplayScreen(SwarmScreen):
+    BINDINGS = REPLAY_BINDINGS
+    live = False
+
+    def __init__(self, events: list[ev.Event], *, source: str = "", session: Any = None) -> None:
+        super().__init__()
+        self.events = events
+        self.session = session  # core.session.Session, for core.whatif
+        self.source = source
+        self.cursor = 0
+        self.speed = 1.0
+        self.playing = False
+        self._timer: Timer | None = None
+        self.whatif: tuple[float, int] | None = None  # (tau, k_in) of the what-if, or None
+        self.model.embeddings_ready = True
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.seek(self._phase_stops()[0] if self._phase_stops() else len(self.events))
+
+    # --- positions ----------------------------------------------------------------------------
+    def _phase_stops(self) -> list[int]:
+        """Cursor positions that end a phase: just before each phase starts, and the end."""
+        stops = [i for i, e in enumerate(self.events) if isinstance(e, ev.PhaseStarted) and i > 0]
+        return [*stops, len(self.events)]
+
+    def _round_stops(self) -> list[int]:
+        """Cursor positions that end a round: just before each next round starts, and the end."""
+        stops = [i for i, e in enumerate(self.events) if isinstance(e, ev.RoundStarted) and i > 0]
+        return [*stops, len(self.events)]
+
+    def seek(self, position: int) -> None:
+        """Show the run as it was after ``position`` events."""
+        position = max(0, min(len(self.events), position))
+        if position < self.cursor:
+            self.model = RunModel()
+            self.model.embeddings_ready = True
+            self.cursor = 0
+        for event in self.events[self.cursor : position]:
+            self.apply_event(event, render=False)
+        self.cursor = position
+        if self.view_round is not None and self.view_round > self.model.current:
+            self.view_round = None
+        self.refresh_all()
+
+    def on_notice(self, event: ev.Notice) -> None:
+        pass  # recorded notices are in the session; replaying them as toasts would only be noise
+
+    # --- replay keys --------------------------------------------------------------------------
+    def action_step_phase(self) -> None:
+        self.seek(next((s for s in self._phase_stops() if s > self.cursor), len(self.events)))
+
+    def action_back_phase(self) -> None:
+        self.seek(max((s for s in self._phase_stops() if s < self.cursor), default=0))
+
+    def action_step_round(self) -> None:
+        self.seek(next((s for s in self._round_stops() if s > self.cursor), len(self.events)))
+
+    def action_back_round(self) -> None:
+        self.seek(max((s for s in self._round_stops() if s < self.cursor), default=0))
+
+    def jump_to_round(self, number: int) -> None:
+        """Show round ``number`` complete (everything before the next round starts)."""
+        starts = [i for i, e in enumerate(self.events) if isinstance(e, ev.RoundStarted)]
+        if not 1 <= number <= len(starts):
+            self.notify(f"no round {number}: this session has {len(starts)}", severity="warning")
+            return
+        self.seek(starts[number] if number < len(starts) else len(self.events))
+
+    def action_jump(self) -> None:
+        def answer(value: int | None) -> None:
+            if value is not None:
+                self.jump_to_round(value)
+
+        self.app.push_screen(JumpScreen(), answer)
+
+    def action_toggle_pause(self) -> None:
+        self.playing = not self.playing
+        if self.playing and self.cursor >= len(self.events):
+            self.seek(0)
+        self._schedule()
+        self.refresh_all()
+
+    def action_speed(self, factor: float) -> None:
+        self.speed = max(MIN_SPEED, min(MAX_SPEED, self.speed * factor))
+        self._schedule()
+        self.refresh_all()
+
+    def _schedule(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        if self.playing:
+            self._timer = self.set_interval(BASE_STEP_S / self.speed, self._play_tick)
+
+    def _play_tick(self) -> None:
+        if self.cursor >= len(self.events):
+            self.playing = False
+            self._schedule()
+            self.refresh_all()
+            return
+        self.seek(self.cursor + 1)
+
+    # --- what-if ------------------------------------------------------------------------------
+    def _recorded(self) -> RoutingResult | None:
+        rv = self.model.round_view(self.shown_round)
+        return rv.routing if rv is not None else None
+
+    def action_tau(self, delta: float) -> None:
+        self._whatif(tau=delta)
+
+    def action_k_in(self, delta: int) -> None:
+        self._whatif(k_in=delta)
+
+    def _whatif(self, tau: float = 0.0, k_in: int = 0) -> None:
+        base = self._recorded()
+        if base is None:
+            self.notify("this round has no graph to re-route (round 1 is a broadcast)", severity="warning")
+            return
+        cur_tau, cur_k = self.whatif or (base.tau, base.k_in)
+        n = len(base.names)
+        new = (round(min(1.0, max(0.0, cur_tau + tau)), 2), min(max(1, n - 1), max(1, cur_k + k_in)))
+        self.whatif = None if new == (base.tau, base.k_in) else new
+        self.refresh_all()
+
+    def graph_override(self) -> tuple[RoutingResult | None, str]:
+        base = self._recorded()
+        if self.whatif is None or base is None:
+            return None, ""
+        tau, k_in = self.whatif
+        if self.session is not None:
+            from core.whatif import reroute_round
+
+            record = next((r for r in self.session.rounds if r.round == self.shown_round), None)
+            diff = reroute_round(self.session, record, tau, k_in) if record is not None else None
+            if diff is not None:
+                return diff.rerouted, "HYPOTHETICAL"
+        return reroute(base, tau, k_in, self.model.protocol), "HYPOTHETICAL"
+
+    def _whatif_summary(self) -> str:
+        """Across the whole session: how many messages would have flowed differently."""
+        if self.session is None or self.whatif is None:
+            return ""
+        from core.whatif import reroute_session
+
+        diffs = reroute_session(self.session, *self.whatif)
+        added = sum(len(d.added) for d in diffs)
+        removed = sum(len(d.removed) for d in diffs)
+        return f" (all rounds: +{added} −{removed} edges)"
+
+    def params_extra(self) -> str:
+        state = "▶ playing" if self.playing else "paused"
+        extra = f"REPLAY {self.cursor}/{len(self.events)} · {state} · speed {self.speed:g}x"
+        if self.whatif is not None:
+            extra += f" · [b]HYPOTHETICAL tau {self.whatif[0]:.2f} k_in {self.whatif[1]}[/b]{self._whatif_summary()}"
+        return extra
+
+    def action_request_quit(self) -> None:
+        self.app.exit(0)
+
+
+class JumpScreen(ModalScreen[int | None]):
+    BINDINGS = [Binding("escape", "dismiss(None)", "cancel", id="jump_cancel", tooltip="Close")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label("Jump to round:")
+            yield Input(placeholder="round number", type="integer", id="jump-input")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        try:
+            self.dismiss(int(event.value))
+        except ValueError:
+            self.dismiss(None)
