@@ -80,16 +80,16 @@ async def test_tau_and_k_in_redraw_the_graph_then_reroute(tmp_path: Path) -> Non
         graph = screen.query_one(GraphPane)
         assert edges_in(graph.text) == {(e.src, e.dst, f"{e.score:.2f}") for e in recorded.edges}
 
-        await pilot.press("T", "T", "T", "T")  # tau 0.30 -> 0.10: more edges pass
-        await wait_for(pilot, lambda: model.params["tau"] == pytest.approx(0.1))
+        await pilot.press("t", "t", "t")  # tau 0.30 -> 0.45: weaker edges drop out
+        await wait_for(pilot, lambda: model.params["tau"] == pytest.approx(0.45))
         await pilot.press("K")  # k_in 3 -> 2
         await wait_for(pilot, lambda: model.params["k_in"] == 2)
-        expected = route_from_similarity(recorded.names, recorded.similarity, 0.1, 2)
+        expected = route_from_similarity(recorded.names, recorded.similarity, 0.45, 2)
         await wait_for(pilot, lambda: "PREVIEW" in graph.text)
-        assert "tau 0.10" in graph.text and "k_in 2" in graph.text
+        assert "tau 0.45" in graph.text and "k_in 2" in graph.text
         assert edges_in(graph.text) == {(e.src, e.dst, f"{e.score:.2f}") for e in expected.edges}
         assert edges_in(graph.text) != {(e.src, e.dst, f"{e.score:.2f}") for e in recorded.edges}
-        assert "tau 0.10" in str(screen.query_one(ParamsBar).render())
+        assert "tau 0.45" in str(screen.query_one(ParamsBar).render())
 
         await pilot.press("r")  # the engine re-routes this round now, before its work phase
         await wait_for(pilot, lambda: model.rounds[2].rerouted)

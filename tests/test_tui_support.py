@@ -74,6 +74,25 @@ def mid_round_cut(events: tuple[ev.Event, ...]) -> int:
     return researcher + 12
 
 
+def mid_round_events(events: tuple[ev.Event, ...]) -> list[ev.Event]:
+    """Round 2, phase C, frozen in a state that does not depend on how the parallel streams happened
+    to interleave: the Developer done, the Researcher 12 chunks in, the Tester 4 chunks in."""
+    round2 = index_of(events, lambda e: isinstance(e, ev.RoundStarted) and e.round == 2)
+    work = index_of(events, lambda e: isinstance(e, ev.PhaseStarted) and e.phase == ev.PHASE_WORK, round2)
+    out = list(events[: work + 1])
+    later = events[work + 1 :]
+
+    def calls(agent: str) -> list[ev.Event]:
+        return [e for e in later if getattr(e, "agent", None) == agent and getattr(e, "round", 0) == 2]
+
+    developer = calls("Developer")
+    out += developer[: 1 + next(i for i, e in enumerate(developer) if isinstance(e, ev.AgentFinished))]
+    for agent, chunks in (("Researcher", 12), ("Tester", 4)):
+        mine = calls(agent)
+        out += [mine[0]] + [e for e in mine if isinstance(e, ev.AgentDelta)][:chunks]
+    return out
+
+
 def frozen_clock() -> float:
     return T0 + 42.0
 

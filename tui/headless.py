@@ -152,7 +152,9 @@ async def _run(
         return EXIT_FAILED
     finally:
         await backend.close()
-    if recorder.path is not None:
+    if recorder.error:
+        print(f"swarm-tui: the session could not be saved: {recorder.error}", file=sys.stderr)
+    elif recorder.path is not None:
         print(f"session saved: {recorder.path}", file=sys.stderr)
     if not json_lines:
         print(finished.final_answer)

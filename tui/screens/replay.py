@@ -50,8 +50,8 @@ class ReplayScreen(SwarmScreen):
 
     # --- positions ----------------------------------------------------------------------------
     def _phase_stops(self) -> list[int]:
-        """Cursor positions that end a phase: just before each phase starts, and the end."""
-        stops = [i for i, e in enumerate(self.events) if isinstance(e, ev.PhaseStarted) and i > 0]
+        """Cursor positions that end a phase: just before each phase or round starts, and the end."""
+        stops = [i for i, e in enumerate(self.events) if isinstance(e, ev.PhaseStarted | ev.RoundStarted) and i > 1]
         return [*stops, len(self.events)]
 
     def _round_stops(self) -> list[int]:

@@ -1,0 +1,145 @@
+"""The launch form, themes (ours load, the choice is remembered) and the command palette."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input, Select, Static, Switch, TextArea
+
+from core.config import Settings
+from core.demo_script import DEMO_PROBLEMS
+from core.scripted_server import ScriptedServer
+from themes import THEMES_DIR, ThemeFileError, load_theme_file, load_themes
+from tui.app import SwarmApp
+from tui.commands import SwarmCommands
+from tui.screens.launch import LaunchScreen
+from tui.screens.run import RunScreen
+
+
+def launch_app(tmp_path: Path, **settings: object) -> SwarmApp:
+    return SwarmApp(Settings(sessions_dir=str(tmp_path), **settings), state_path=None, load_embedder=False,
+                    start_engine=False)
+
+
+async def test_demo_switch_prefills_problem_and_follows_domain(tmp_path: Path) -> None:
+    app = launch_app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert isinstance(app.screen, LaunchScreen)
+        area = app.screen.query_one("#problem", TextArea)
+        assert area.text == ""
+        await pilot.click("#demo")
+        await pilot.pause()
+        assert area.text == DEMO_PROBLEMS["code"]
+        assert app.screen.query_one("#base_url", Input).disabled
+        app.screen.query_one("#domain", Select).value = "math"
+        await pilot.pause()
+        assert area.text == DEMO_PROBLEMS["math"]
+
+
+async def test_start_with_bad_values_explains_in_one_line(tmp_path: Path) -> None:
+    app = launch_app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.click("#start")
+        await pilot.pause()
+        status = app.screen.query_one("#launch-status", Static)
+        assert "type a problem first" in str(status.render())
+        app.screen.query_one("#problem", TextArea).text = "Add two numbers."
+        app.screen.query_one("#k_in", Input).value = "9"
+        await pilot.press("ctrl+r")  # the Start key
+        await pilot.pause()
+        assert "k_in must be between 1 and 3" in str(status.render())
+        assert isinstance(app.screen, LaunchScreen)
+
+
+async def test_start_opens_the_run_screen_with_the_form_values(tmp_path: Path) -> None:
+    app = launch_app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.screen.query_one("#demo", Switch).value = True
+        app.screen.query_one("#tau", Input).value = "0.45"
+        app.screen.query_one("#max_rounds", Input).value = "2"
+        await pilot.pause()
+        await pilot.click("#start")
+        await pilot.pause()
+        assert isinstance(app.screen, RunScreen)
+        assert app.screen.settings.tau == 0.45 and app.screen.settings.max_rounds == 2
+        assert app.screen.demo and app.screen.problem == DEMO_PROBLEMS["code"]
+
+
+async def test_test_connection_reports_what_it_found(tmp_path: Path) -> None:
+    app = launch_app(tmp_path)
+    with ScriptedServer() as server:
+        async with app.run_test(size=(120, 40)) as pilot:
+            app.screen.query_one("#base_url", Input).value = server.base_url
+            await pilot.click("#test")
+            status = app.screen.query_one("#launch-status", Static)
+            for _ in range(100):
+                await pilot.pause(0.05)
+                if "serves" in str(status.render()):
+                    break
+            assert "serves 1 model(s): scripted-demo" in str(status.render())
+            assert app.screen.query_one("#model", Input).value == "scripted-demo"
+            app.screen.query_one("#base_url", Input).value = "http://127.0.0.1:9/v1"
+            await pilot.press("ctrl+t")  # the test-connection key
+            for _ in range(100):
+                await pilot.pause(0.05)
+                if "✗" in str(status.render()):
+                    break
+            assert "cannot reach the model endpoint at http://127.0.0.1:9/v1" in str(status.render())
+
+
+def test_our_theme_files_load_and_bad_ones_are_reported(tmp_path: Path) -> None:
+    themes, errors = load_themes([THEMES_DIR])
+    names = {t.name: t for t in themes}
+    assert not errors
+    assert names["swarm-dusk"].dark and not names["swarm-paper"].dark
+    (tmp_path / "bad.toml").write_text('name = "bad"\nprimary = "not-a-colour"\n')
+    with pytest.raises(ThemeFileError, match="not a colour"):
+        load_theme_file(tmp_path / "bad.toml")
+    assert load_themes([tmp_path])[1] == ["theme bad.toml: primary = 'not-a-colour' is not a colour"]
+
+
+def test_tcss_uses_only_theme_variables() -> None:
+    import re
+
+    css = (Path(__file__).parents[1] / "tui" / "app.tcss").read_text()
+    assert not re.search(r"#[0-9a-fA-F]{3,8}\b(?![-\w])(?=[;\s])", css.split("/*")[0] + css)
+    for line in css.splitlines():
+        if re.match(r"\s*(color|background|border[\w-]*)\s*:", line):
+            assert "$" in line or "none" in line, line
+
+
+async def test_chosen_theme_is_remembered_in_the_state_file(tmp_path: Path) -> None:
+    state = tmp_path / "state" / "state.json"
+    app = SwarmApp(Settings(sessions_dir=str(tmp_path)), state_path=state, load_embedder=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert "swarm-dusk" in app.available_themes and "swarm-paper" in app.available_themes
+        app.theme = "swarm-paper"
+        await pilot.pause()
+    assert json.loads(state.read_text())["theme"] == "swarm-paper"
+    again = SwarmApp(Settings(sessions_dir=str(tmp_path)), state_path=state, load_embedder=False)
+    async with again.run_test(size=(120, 40)):
+        assert again.theme == "swarm-paper"
+
+
+async def test_command_palette_offers_every_run_key(tmp_path: Path) -> None:
+    from tests.test_tui_support import feed_app
+
+    app = feed_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        provider = SwarmCommands(app.screen)
+        hits = [hit async for hit in provider.search("tau")]
+        assert any("Raise tau" in str(hit.match_display) for hit in hits)
+        found = [hit async for hit in provider.discover()]
+        assert len(found) >= 20
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"matrix")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        from tui.widgets.graph_pane import GraphPane
+
+        assert app.swarm_screen.query_one(GraphPane).matrix
