@@ -177,6 +177,8 @@ def route_from_similarity(
 ) -> RoutingResult:
     """The same as route(), from a similarity matrix already computed (what-if re-routing)."""
     sim = np.asarray(sim, dtype=np.float64)
+    if sim.shape != (len(names), len(names)):
+        raise ValueError(f"similarity matrix is {sim.shape}, expected {len(names)}x{len(names)}")
     if k_in < 1:
         raise ValueError("k_in must be at least 1")
     selected, removed = _select_edges(names, sim, tau, k_in)

@@ -26,11 +26,7 @@ TESTER_QUERY = "I need the Developer's implementation of make_palindrome to veri
 DEVELOPER_KEY = "I provide the complete Python implementation of make_palindrome and is_palindrome."
 
 
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    model = Embedder()
-    model.load()
-    return model
+# The `embedder` fixture (tests/conftest.py) is the session-wide shared_embedder(), loaded once.
 
 
 def test_paper_table9_pair_scores_about_077(embedder: Embedder) -> None:

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 
 def active_bindings(screen: Screen[object]) -> list[tuple[str, Binding]]:
-    """(keys as displayed, binding) for every binding active on ``screen``, after the keymap; a binding
-    with several keys (e.g. ? and f1) is one row."""
+    """(keys as displayed, binding) for the keys of ``screen`` and the app, after the keymap (not the
+    focused widget's scrolling keys); a binding with several keys (e.g. ? and f1) is one row."""
     app = screen.app
     rows: dict[str, tuple[list[str], Binding]] = {}
     for key, active in screen.active_bindings.items():
+        if active.node is not screen and active.node is not app:
+            continue
         binding = active.binding
         ident = binding.id or f"{binding.action}"
         shown = app.get_key_display(replace(binding, key=key))
@@ -25,7 +28,8 @@ def active_bindings(screen: Screen[object]) -> list[tuple[str, Binding]]:
             rows[ident][0].append(shown)
         else:
             rows[ident] = ([shown], binding)
-    return [(", ".join(keys), binding) for keys, binding in rows.values()]
+    ordered = sorted(rows.values(), key=lambda row: row[1].id is None)  # the screen's own keys first
+    return [(", ".join(keys), binding) for keys, binding in ordered]
 
 
 class HelpScreen(ModalScreen[None]):
@@ -34,18 +38,26 @@ class HelpScreen(ModalScreen[None]):
     def __init__(self, target: Screen[object]) -> None:
         super().__init__()
         self.target = target
+        self.rows: list[tuple[str, str, str, str]] = []  # key, action, id, what it does
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="help-dialog"):
-            yield Static(Content.from_markup("[b]Keys[/b]  (rebind any of them by id under [b]keymap[/b] in the "
-                                             "config file; ctrl+p opens the command palette)"), id="help-title")
-            yield DataTable(id="help-table", cursor_type="row", zebra_stripes=True)
+        self.rows = [
+            (keys, b.description or b.action, b.id or "", b.tooltip or b.description)
+            for keys, b in active_bindings(self.target)
+            if not b.system
+        ]
+        table = Table(box=None, expand=True, header_style="bold", pad_edge=False)
+        table.add_column("key", no_wrap=True)
+        table.add_column("action", no_wrap=True)
+        table.add_column("id", no_wrap=True, style="dim")
+        table.add_column("what it does", ratio=1)
+        for row in self.rows:
+            table.add_row(*row)
+        with VerticalScroll(id="help-dialog", can_focus=True):
+            yield Static(Content.from_markup("[b]Keys[/b] — rebind any of them by id under [b]keymap[/b] in the "
+                                             "config file; ctrl+p opens the command palette; esc closes"),
+                         id="help-title")
+            yield Static(table, id="help-table")
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        table.add_columns("key", "action", "id", "what it does")
-        for label, binding in active_bindings(self.target):
-            if binding.system:
-                continue
-            table.add_row(label, binding.description or binding.action, binding.id or "", binding.tooltip or binding.description)
-        table.focus()
+        self.query_one("#help-dialog").focus()

@@ -45,9 +45,8 @@ class LaunchScreen(Screen[None]):
         Binding("ctrl+r", "start", "start", id="launch_start", tooltip="Start the swarm with these settings"),
         Binding("ctrl+t", "test_connection", "test", id="launch_test",
                 tooltip="Ask the endpoint which models it serves"),
-        Binding("ctrl+d", "toggle_demo", "demo", id="launch_demo",
+        Binding("ctrl+o", "toggle_demo", "demo", id="launch_demo",
                 tooltip="Demo: the built-in scripted model server, no model needed"),
-        Binding("ctrl+q", "app.quit", "quit", id="launch_quit", tooltip="Quit"),
     ]
 
     def __init__(self, settings: Settings, *, demo: bool = False) -> None:

@@ -84,6 +84,7 @@ class SwarmScreen(Screen[None]):
             return
         if isinstance(event, ev.RunStarted):
             self._ensure_panes()
+        self.set_class(self.model.finished is not None, "-finished")
         if isinstance(event, ev.Notice):
             self.on_notice(event)
         if render:

@@ -87,7 +87,7 @@ class AgentPane(Vertical):
         if view.latency_s:
             sub.append(f"{view.latency_s:.1f}s")
         if earlier_round is not None:
-            sub.append(f"showing round {earlier_round}")
+            sub.append(f"R{earlier_round} output")
         self.border_subtitle = " · ".join(sub)
         lines = []
         if view.query or view.key:

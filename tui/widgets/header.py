@@ -17,7 +17,7 @@ def _clock(seconds: float) -> str:
 def status_line(model: RunModel, elapsed: float) -> Content:
     max_rounds = model.params.get("max_rounds", "?")
     who = "DEMO (scripted server)" if model.demo else (model.model_name or "model ?")
-    phase = model.phase or "-"
+    phase = f" · phase {model.phase}" if model.phase else ""
     if model.phase_detail:
         phase = f"{phase} ({model.phase_detail})"
     status = model.status_text
@@ -30,7 +30,6 @@ def status_line(model: RunModel, elapsed: float) -> Content:
         (who, "bold $accent" if model.demo else "bold"),
         " · ",
         (f"round {model.current}/{max_rounds}", "bold"),
-        " · phase ",
         phase,
         " · ",
         (status, f"bold {style}".strip()),

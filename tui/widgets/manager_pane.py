@@ -1,4 +1,5 @@
-"""The manager pane: every round's goal and the Manager's decision; the viewed round highlighted."""
+"""The manager pane: every round's goal and the Manager's decision; the viewed round highlighted and
+scrolled into view."""
 
 from __future__ import annotations
 
@@ -6,52 +7,75 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
-from ..model import RunModel
+from ..model import RoundView, RunModel
+
+
+def round_entry(rv: RoundView) -> tuple[Content, str]:
+    """(what the pane shows, plain text for copying) for one round."""
+    parts = [Content.assemble((f"R{rv.number} goal", "bold"), " ", rv.goal or "…")]
+    plain = [f"R{rv.number} goal: {rv.goal}"]
+    if rv.tests:
+        parts.append(Content.styled(f"   tests: {rv.tests[-1]}", "$text-muted"))
+        plain.append(f"   tests: {rv.tests[-1]}")
+    d = rv.decision
+    if d is not None:
+        if d.terminate:
+            line = Content.assemble(("   ✓ terminate", "bold $success"), f": {d.reasoning}")
+        else:
+            line = Content.assemble(("   → continue", "bold $primary"), f": {d.reasoning}")
+        if d.status != "done":
+            line = line + Content.styled(f" [{d.status}]", "$error")
+        parts.append(line)
+        plain.append(f"   {'terminate' if d.terminate else 'continue'}: {d.reasoning}")
+    return Content("\n").join(parts), "\n".join(plain)
 
 
 class ManagerPane(VerticalScroll):
     ALLOW_MAXIMIZE = True
+    DEFAULT_CSS = """
+    ManagerPane > .round { padding: 0 0 0 0; }
+    ManagerPane > .round.-viewed { background: $accent 20%; }
+    """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, classes="pane", can_focus=True)
         self.border_title = "manager"
         self._key: tuple[int, int] | None = None
-        self._text = ""
+        self._entries: dict[int, Static] = {}
+        self._plain: dict[int, str] = {}
+
+    def on_mount(self) -> None:
+        self.anchor()  # keep the latest decision in view while following the live round
 
     def compose(self):  # type: ignore[no-untyped-def]
-        yield Static("", id="manager-body")
+        yield Static("the Manager has not set a goal yet", id="manager-empty")
 
     def copy_text(self) -> str:
-        return self._text
+        return "\n".join(self._plain[n] for n in sorted(self._plain))
 
     def sync(self, model: RunModel, round_no: int) -> None:
         key = (model.rev, round_no)
         if key == self._key:
             return
         self._key = key
-        parts: list[Content] = []
-        plain: list[str] = []
         for number in sorted(model.rounds):
-            rv = model.rounds[number]
-            current = number == round_no
-            goal_style = "bold reverse $accent" if current else "bold"
-            parts.append(Content.assemble((f"R{number} goal", goal_style), " ", rv.goal or "…"))
-            plain.append(f"R{number} goal: {rv.goal}")
-            if rv.tests:
-                parts.append(Content.styled(f"   tests: {rv.tests[-1]}", "$text-muted"))
-            d = rv.decision
-            if d is not None:
-                if d.terminate:
-                    line = Content.assemble(("   ✓ terminate", "bold $success"), f": {d.reasoning}")
-                else:
-                    line = Content.assemble(("   → continue", "bold $primary"), f": {d.reasoning}")
-                if d.status != "done":
-                    line = line + Content.styled(f" [{d.status}]", "$error")
-                parts.append(line)
-                plain.append(f"   {'terminate' if d.terminate else 'continue'}: {d.reasoning}")
-        if not parts:
-            parts.append(Content.styled("the Manager has not set a goal yet", "italic"))
-        self._text = "\n".join(plain)
-        self.query_one("#manager-body", Static).update(Content("\n").join(parts))
+            content, plain = round_entry(model.rounds[number])
+            entry = self._entries.get(number)
+            if entry is None:
+                entry = Static(content, classes="round")
+                self._entries[number] = entry
+                self.mount(entry)
+            elif self._plain.get(number) != plain:
+                entry.update(content)
+            self._plain[number] = plain
+            entry.set_class(number == round_no, "-viewed")
+        for number in [n for n in self._entries if n not in model.rounds]:  # a replay stepped back
+            self._entries.pop(number).remove()
+            self._plain.pop(number, None)
+        self.query_one("#manager-empty").display = not self._entries
+        viewed = self._entries.get(round_no)
         if round_no == model.current:
-            self.scroll_end(animate=False)
+            self.anchor()
+        elif viewed is not None:
+            self.anchor(False)
+            self.call_after_refresh(self.scroll_to_widget, viewed, animate=False, top=True)
