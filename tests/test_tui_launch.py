@@ -67,6 +67,22 @@ async def test_start_opens_the_run_screen_with_the_form_values(tmp_path: Path) -
         assert app.screen.demo and app.screen.problem == DEMO_PROBLEMS["code"]
 
 
+async def test_failed_start_returns_to_the_form_with_the_error(tmp_path: Path) -> None:
+    app = SwarmApp(Settings(sessions_dir=str(tmp_path)), state_path=None, load_embedder=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.screen.query_one("#problem", TextArea).text = "Add two numbers."
+        app.screen.query_one("#base_url", Input).value = "http://127.0.0.1:9/v1"
+        await pilot.press("ctrl+r")
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, LaunchScreen) and app.screen.error:
+                break
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, LaunchScreen) and app.screen.error
+        assert "cannot reach the model endpoint" in str(app.screen.query_one("#launch-status", Static).render())
+        assert app.screen.query_one("#problem", TextArea).text == "Add two numbers."
+
+
 async def test_test_connection_reports_what_it_found(tmp_path: Path) -> None:
     app = launch_app(tmp_path)
     with ScriptedServer() as server:

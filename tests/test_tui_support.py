@@ -89,7 +89,7 @@ def mid_round_events(events: tuple[ev.Event, ...]) -> list[ev.Event]:
     out += developer[: 1 + next(i for i, e in enumerate(developer) if isinstance(e, ev.AgentFinished))]
     for agent, chunks in (("Researcher", 12), ("Tester", 4)):
         mine = calls(agent)
-        out += [mine[0]] + [e for e in mine if isinstance(e, ev.AgentDelta)][:chunks]
+        out += [mine[0], *[e for e in mine if isinstance(e, ev.AgentDelta)][:chunks]]
     return out
 
 

@@ -67,6 +67,7 @@ class SwarmApp(App[int]):
         self.embeddings_ready = not load_embedder
         self.swarm_screen: Any = None  # the screen showing the run (live or replay)
         self._themes_ready = False
+        self._from_launch: tuple[str, bool] | None = None  # (problem, demo) of a run started from the form
 
     # --- start-up -----------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -137,6 +138,7 @@ class SwarmApp(App[int]):
             start=self.start_engine,
         )
         self.swarm_screen = screen
+        self._from_launch = (problem, demo) if len(self.screen_stack) > 1 else None
         if len(self.screen_stack) > 1:
             self.switch_screen(screen)
         else:
@@ -148,6 +150,15 @@ class SwarmApp(App[int]):
             self.swarm_screen.apply_event(message.event)
 
     def on_backend_failed(self, message: BackendFailed) -> None:
+        if self._from_launch is not None and self.swarm_screen is not None and self.swarm_screen.model.run is None:
+            # Started from the form and never got going: back to the form, values kept, error shown.
+            from .screens.launch import LaunchScreen
+
+            problem, demo = self._from_launch
+            self.swarm_screen = None
+            self.switch_screen(LaunchScreen(self.settings, demo=demo, problem=problem, error=message.message))
+            self.notify(message.message, severity="error", timeout=20)
+            return
         if self.swarm_screen is not None and hasattr(self.swarm_screen, "backend_failed"):
             self.swarm_screen.backend_failed(message.message)
         else:

@@ -49,10 +49,12 @@ class LaunchScreen(Screen[None]):
                 tooltip="Demo: the built-in scripted model server, no model needed"),
     ]
 
-    def __init__(self, settings: Settings, *, demo: bool = False) -> None:
+    def __init__(self, settings: Settings, *, demo: bool = False, problem: str = "", error: str = "") -> None:
         super().__init__()
         self.settings = settings
         self.demo = demo
+        self.problem = problem  # kept when the form comes back after a failed start
+        self.error = error
 
     def compose(self) -> ComposeResult:
         s = self.settings
@@ -60,7 +62,8 @@ class LaunchScreen(Screen[None]):
             yield Static("[b]swarm-tui[/b] — a Manager and role agents work on one problem; every round their "
                          "graph is rebuilt from what each needs and offers.", id="launch-intro")
             yield Label("Problem")
-            yield TextArea(DEMO_PROBLEMS[s.domain] if self.demo else "", id="problem", soft_wrap=True)
+            yield TextArea(self.problem or (DEMO_PROBLEMS[s.domain] if self.demo else ""), id="problem",
+                           soft_wrap=True)
             with Grid(id="launch-grid"):
                 yield Label("domain")
                 yield Select([(d, d) for d in DOMAINS], value=s.domain, allow_blank=False, id="domain")
@@ -87,6 +90,8 @@ class LaunchScreen(Screen[None]):
     def on_mount(self) -> None:
         self.query_one("#problem", TextArea).focus()
         self._demo_changed(self.demo)
+        if self.error:
+            self._status(f"✗ {self.error}", "error")
 
     # --- demo --------------------------------------------------------------------------------
     def _demo_changed(self, on: bool) -> None:

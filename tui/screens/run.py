@@ -128,6 +128,9 @@ class RunScreen(SwarmScreen):
         self._set_params(k_in=self.control.params.k_in + delta)
 
     def action_reroute(self) -> None:
+        if not self.model.running:
+            self.notify("no run in progress to re-route", severity="warning")
+            return
         if not self.control.reroute_now() and self.control.reroute_hook is None:
             self.notify("no graph to re-route yet", severity="warning")
 

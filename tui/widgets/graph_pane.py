@@ -91,7 +91,9 @@ class GraphPane(VerticalScroll):
                                styles=self._styles())
         if routing is not None:
             lines = render_matrix(routing, width, options) if self.matrix else render_graph(routing, width, options)
-            if tag == "PREVIEW":
+            if tag == "PREVIEW" and model.finished is not None:
+                lines.append(Text("the run has ended: this is what these values would have built", "italic"))
+            elif tag == "PREVIEW":
                 lines.append(Text("r re-routes now (before phase C); otherwise it applies at the next routing",
                                   "italic"))
             elif tag == "HYPOTHETICAL" and rv is not None and rv.routing is not None:

@@ -21,6 +21,9 @@ def status_line(model: RunModel, elapsed: float) -> Content:
     if model.phase_detail:
         phase = f"{phase} ({model.phase_detail})"
     status = model.status_text
+    rv = model.round_view()
+    if status == "paused" and (rv is None or rv.finished):
+        status = f"paused before round {model.current + 1}"
     if model.finished is not None:
         status = f"finished: {model.finished.reason} — {model.finished.detail}"
     style = "$error" if model.error else "$success" if model.finished else "$warning" if model.mode == "step" else ""
@@ -49,7 +52,11 @@ class RunHeader(Static):
         first = problem.splitlines()[0] if problem else "starting…"
         body = problem if self.show_full else first
         self.set_class(self.show_full, "-full")
-        self.update(Content.assemble(("▍", "$accent"), (body, "bold"), "\n", status_line(model, elapsed)))
+        problem_line = Content.assemble(("▍", "$accent"), (body, "bold"))
+        status = status_line(model, elapsed)
+        # The full problem goes below the status line, so the state stays in view.
+        lines = (status, problem_line) if self.show_full else (problem_line, status)
+        self.update(Content("\n").join(lines))
 
 
 class ParamsBar(Static):

@@ -1,5 +1,5 @@
-"""The manager pane: every round's goal and the Manager's decision; the viewed round highlighted and
-scrolled into view."""
+"""The manager pane: every round's goal and the Manager's decision, newest first (so the live goal is
+always in view without chasing the bottom); the viewed round highlighted and scrolled into view."""
 
 from __future__ import annotations
 
@@ -44,9 +44,6 @@ class ManagerPane(VerticalScroll):
         self._entries: dict[int, Static] = {}
         self._plain: dict[int, str] = {}
 
-    def on_mount(self) -> None:
-        self.anchor()  # keep the latest decision in view while following the live round
-
     def compose(self):  # type: ignore[no-untyped-def]
         yield Static("the Manager has not set a goal yet", id="manager-empty")
 
@@ -64,7 +61,7 @@ class ManagerPane(VerticalScroll):
             if entry is None:
                 entry = Static(content, classes="round")
                 self._entries[number] = entry
-                self.mount(entry)
+                self.mount(entry, after=self.query_one("#manager-empty"))  # newest first
             elif self._plain.get(number) != plain:
                 entry.update(content)
             self._plain[number] = plain
@@ -75,7 +72,6 @@ class ManagerPane(VerticalScroll):
         self.query_one("#manager-empty").display = not self._entries
         viewed = self._entries.get(round_no)
         if round_no == model.current:
-            self.anchor()
+            self.scroll_home(animate=False)
         elif viewed is not None:
-            self.anchor(False)
             self.call_after_refresh(self.scroll_to_widget, viewed, animate=False, top=True)

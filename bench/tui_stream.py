@@ -1,0 +1,154 @@
+"""TUI streaming: six agents each streaming 100 chunks/s for 20 s into the headless app.
+
+The text comes from the scripted server (run in a child process, so the CPU figure is the app's own)
+through the real openai client, as AgentDelta events through the EventBridge into the run screen,
+exactly the path a live run takes. Reported: whether every agent's whole text ended up in its pane,
+the event loop's lag (p50/p95/max of a 10 ms ticker), and CPU use of the app process in cores.
+
+Targets: all text in the panes, lag p95 <= 50 ms, CPU < 1 core.
+
+    .venv/bin/python bench/tui_stream.py [--agents 6] [--rate 100] [--seconds 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from core import events as ev
+from core.config import Settings
+
+CHUNK = 16
+
+
+def content_for(agent: str, chunks: int) -> str:
+    """A JSON reply of about ``chunks`` chunks, with newlines and quotes like a real one."""
+    lines, size, i = [], 0, 0
+    while size < chunks * CHUNK - 40:
+        line = f'{agent} line {i}: "quoted" text, code `x = {i}` and more words to wrap'
+        lines.append(line)
+        size += len(json.dumps(line)) - 2 + 2
+        i += 1
+    return json.dumps({"public": "\n".join(lines), "query": "q", "key": "k"})
+
+
+def serve(agents: int, rate: float, seconds: float) -> None:
+    """Child process: the scripted server, each reply the agent's long content, paced at ``rate``."""
+    from core.scripted_server import ScriptedServer
+
+    chunks = int(rate * seconds)
+
+    def script(info) -> str:  # type: ignore[no-untyped-def]
+        return content_for(info.role, chunks)
+
+    server = ScriptedServer(script, chunk_chars=CHUNK, chunk_delay=1.0 / rate).start()
+    print(server.base_url, flush=True)
+    sys.stdin.read()  # until the parent closes our stdin
+    server.stop()
+
+
+async def bench(base_url: str, agents: int, rate: float, seconds: float) -> dict[str, float | bool]:
+    from core.llm import LLMClient
+    from core.prompts import call_header
+    from tui.app import SwarmApp
+    from tui.bridge import EventBridge
+    from tui.streamtext import JsonUnescaper
+    from tui.widgets.agent_pane import AgentPane
+
+    names = [f"Agent{i}" for i in range(agents)]
+    app = SwarmApp(Settings(sessions_dir="/nonexistent"), problem="streaming bench", state_path=None,
+                   load_embedder=False, start_engine=False)
+    lags: list[float] = []
+    async with app.run_test(size=(200, 60), headless=True) as pilot:
+        bridge = EventBridge(app)
+        bridge(ev.RunStarted(run_id="bench", problem="streaming bench", domain="code", manager=names[0],
+                             workers=names[1:], roles={}, protocol="phased", strategy="dytopo", model="bench",
+                             base_url=base_url, demo=True, params={"tau": 0.3, "k_in": 3, "max_rounds": 5}))
+        bridge(ev.RoundStarted(round=1, params={"tau": 0.3, "k_in": 3, "max_rounds": 5}))
+        await pilot.pause(0.3)
+        client = LLMClient(base_url, "bench", "bench", max_concurrency=agents, timeout=60)
+        stop = asyncio.Event()
+
+        async def ticker() -> None:
+            while not stop.is_set():
+                t0 = time.perf_counter()
+                await asyncio.sleep(0.01)
+                lags.append(time.perf_counter() - t0 - 0.01)
+
+        async def stream(name: str) -> str:
+            bridge(ev.AgentStarted(round=1, agent=name, call="work"))
+            result = await client.chat(
+                [{"role": "user", "content": call_header(name, "work", 1)}], temperature=0, max_tokens=10,
+                on_delta=lambda text: bridge(ev.AgentDelta(round=1, agent=name, call="work", text=text)),
+            )
+            return result.text
+
+        tick = asyncio.create_task(ticker())
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        texts = await asyncio.gather(*(stream(n) for n in names))
+        await pilot.pause(0.3)  # the last frame
+        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        stop.set()
+        await tick
+        await client.close()
+        ok = True
+        for name, raw in zip(names, texts, strict=True):
+            expected = JsonUnescaper().feed(raw)
+            shown = app.swarm_screen.query_one(f"#agent-{name}", AgentPane).copy_text()
+            ok = ok and shown == expected and len(raw) >= rate * seconds * CHUNK * 0.9
+        lags.sort()
+        return {
+            "all_text_in_panes": ok,
+            "chunks_per_agent": round(len(texts[0]) / CHUNK),
+            "wall_s": wall,
+            "lag_p50_ms": 1000 * statistics.median(lags),
+            "lag_p95_ms": 1000 * lags[int(0.95 * (len(lags) - 1))],
+            "lag_max_ms": 1000 * lags[-1],
+            "cpu_cores": cpu / wall,
+        }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--agents", type=int, default=6)
+    parser.add_argument("--rate", type=float, default=100.0, help="chunks per second per agent")
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve(args.agents, args.rate, args.seconds)
+        return 0
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--serve", "--agents", str(args.agents), "--rate", str(args.rate),
+         "--seconds", str(args.seconds)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={**os.environ},
+    )
+    try:
+        assert child.stdout is not None
+        base_url = child.stdout.readline().strip()
+        result = asyncio.run(bench(base_url, args.agents, args.rate, args.seconds))
+    finally:
+        if child.stdin:
+            child.stdin.close()
+        child.wait(timeout=10)
+    print(f"{args.agents} agents x {args.rate:g} chunks/s x {args.seconds:g} s "
+          f"({result['chunks_per_agent']} chunks each) in {result['wall_s']:.1f} s")
+    print(f"all text in the panes: {'yes' if result['all_text_in_panes'] else 'NO'}")
+    print(f"event-loop lag: p50 {result['lag_p50_ms']:.1f} ms, p95 {result['lag_p95_ms']:.1f} ms "
+          f"(target <= 50), max {result['lag_max_ms']:.1f} ms")
+    print(f"CPU: {result['cpu_cores']:.2f} cores (target < 1)")
+    good = result["all_text_in_panes"] and result["lag_p95_ms"] <= 50 and result["cpu_cores"] < 1
+    return 0 if good else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
