@@ -29,6 +29,7 @@ from .domains import Domain, get_domain
 from .embeddings import Embedder
 from .evaluation.extract import latest_code
 from .evaluation.math_answers import extract_answer
+from .fork import ForkPoint
 from .llm import ChatResult, LLMClient, describe_api_error
 from .memory import AgentMemory, MemoryItem
 from .parsing import ParseError, parse_descriptors, parse_manager, parse_worker
@@ -115,8 +116,10 @@ class SwarmEngine:
         control: RunControl | None = None,
         strategy: TopologyStrategy | None = None,
         evaluator: RoundEvaluator | None = None,
+        fork: ForkPoint | None = None,
     ) -> None:
         self.spec = spec
+        self.fork = fork
         self.settings = settings
         self.domain: Domain = get_domain(spec.domain)
         self.workers = self.domain.worker_names
@@ -177,12 +180,16 @@ class SwarmEngine:
                 base_url=self.spec.base_url or self.llm.base_url,
                 demo=self.spec.demo,
                 params=self.control.params.as_dict(),
-                parent=self.spec.parent,
+                parent=self.fork.parent if self.fork is not None else self.spec.parent,
             )
         )
         self._task = asyncio.current_task()
+        start_round, goal = 0, ""
+        if self.fork is not None:
+            self._replay_history(self.fork.history)
+            start_round, goal = self.fork.round, self.fork.goal
         try:
-            reason, detail, answer, source = await self._run_rounds()
+            reason, detail, answer, source = await self._run_rounds(start_round, goal)
         except asyncio.CancelledError:
             if not self.control.cancelled:
                 raise
@@ -220,9 +227,8 @@ class SwarmEngine:
         await self.control.checkpoint(boundary)
 
     # --- rounds -------------------------------------------------------------------------------
-    async def _run_rounds(self) -> tuple[str, str, str, str]:
-        goal = ""
-        round_no = 0
+    async def _run_rounds(self, round_no: int, goal: str) -> tuple[str, str, str, str]:
+        """Run rounds after round_no (0 for a fresh run, the fork round for a fork)."""
         while True:
             round_no += 1
             await self._checkpoint(BOUNDARY_ROUND)
@@ -272,6 +278,50 @@ class SwarmEngine:
                 )
             if decision is not None and decision.goal:
                 goal = decision.goal
+
+    def _replay_history(self, history: list[ev.Event]) -> None:
+        """A fork: re-emit the parent's rounds and rebuild memory from them as the live run did."""
+        outputs: dict[str, AgentResult] = {}
+        deliveries: list[ev.MessagesRouted] = []
+        feedback: list[str] = []
+        for event in history:
+            self.emit(event)
+            if isinstance(event, ev.AgentFinished) and event.call in (ev.CALL_WORK, ev.CALL_SINGLE_PASS):
+                result = AgentResult(
+                    agent=event.agent,
+                    status=event.status,
+                    public=event.public,
+                    private=dict(event.private),
+                    query=event.query,
+                    key=event.key,
+                    answer=event.answer,
+                    raw=event.raw,
+                )
+                outputs[event.agent] = self._latest[event.agent] = result
+            elif isinstance(event, ev.MessagesRouted):
+                deliveries.append(event)
+            elif isinstance(event, ev.TopologyBuilt):
+                self._routing = RoutingResult.from_dict(event.routing)
+            elif isinstance(event, ev.TestRun):
+                text = f"Test results: {event.outcome} — {event.detail}"
+                feedback.append(text)
+                self._last_evaluation = Evaluation(passed=event.passed, feedback=text)
+            elif isinstance(event, ev.RoundFinished):
+                self.round = event.round
+                self.prompt_tokens, self.completion_tokens = event.prompt_tokens, event.completion_tokens
+                for name in self.workers:
+                    if name in outputs:
+                        self.memory[name].add(MemoryItem(event.round, "own", name, outputs[name].public))
+                for routed in deliveries:
+                    kind = "broadcast" if routed.broadcast else "routed"
+                    for d in routed.deliveries:
+                        item = MemoryItem(event.round, kind, d["src"], d["content"], d.get("score"))
+                        self.memory[d["dst"]].add(item)
+                for text in feedback:
+                    for name in self.workers:
+                        self.memory[name].add(MemoryItem(event.round, "feedback", "test results", text))
+                self._previous_public = {name: r.public for name, r in outputs.items()}
+                outputs, deliveries, feedback = {}, [], []
 
     def _start_phase(self, phase: str, detail: str = "") -> None:
         self.phase = phase

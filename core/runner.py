@@ -13,6 +13,7 @@ from .domains import get_domain
 from .embeddings import Embedder, shared_embedder
 from .engine import RoundEvaluator, RunSpec, SwarmEngine
 from .events import EventSink
+from .fork import ForkPoint
 from .llm import LLMClient
 from .scripted_server import ScriptedServer
 from .strategies import TopologyStrategy
@@ -84,6 +85,7 @@ def build_engine(
     evaluator: RoundEvaluator | None = None,
     parent: dict | None = None,
     step_mode: bool = False,
+    fork: ForkPoint | None = None,
 ) -> SwarmEngine:
     spec = RunSpec(
         problem=problem,
@@ -108,4 +110,5 @@ def build_engine(
         control=control,
         strategy=strategy,
         evaluator=evaluator,
+        fork=fork,
     )

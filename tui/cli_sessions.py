@@ -5,6 +5,7 @@ Every user error (a missing, corrupt or hostile file, a bad flag) is one line on
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,7 +16,7 @@ from core.session_export import FORMATS, export_session
 from core.session_store import SUFFIXES, SessionSummary, list_sessions, load_session
 from sessions import EXAMPLES_DIR
 
-from .cli import EXIT_USAGE, OneLineParser
+from .cli import EXIT_USAGE, OneLineParser, add_run_options
 
 
 class _UserError(Exception):
@@ -137,8 +138,19 @@ def _replay(argv: list[str]) -> int:
     parser = OneLineParser(prog="swarm-tui replay", description="Replay a saved session.")
     parser.add_argument("file", help="a session file (.json or .toml), or the name of a shipped example")
     parser.add_argument("--headless", action="store_true", help="print the round-by-round summary instead")
+    parser.add_argument(
+        "--fork",
+        type=int,
+        metavar="ROUND",
+        help="with --headless: continue the run live from this completed round (needs an endpoint or --demo)",
+    )
+    parser.add_argument("--json", action="store_true", help="with --fork: the event stream as JSON lines on stdout")
+    parser.add_argument("--save", type=Path, metavar="PATH", help="with --fork: save the new session here")
+    add_run_options(parser)
     args = parser.parse_args(argv)
     session, path = _load(args.file)
+    if args.fork is not None:
+        return _fork_headless(args, session, path)
     if not args.headless:
         try:
             from .app import run_replay
@@ -159,6 +171,24 @@ def _replay(argv: list[str]) -> int:
     else:
         print(f"\nfinal answer ({session.outcome.answer_source or 'none'}):\n{session.outcome.final_answer}")
     return 0
+
+
+def _fork_headless(args: argparse.Namespace, session: Session, path: Path) -> int:
+    from core.fork import fork_point
+
+    from .cli import settings_from_args
+    from .headless import run_headless
+
+    if not args.headless:
+        raise _UserError("--fork runs headless for now: add --headless (in the TUI, fork from the replay screen)")
+    try:
+        point = fork_point(session, args.fork, str(path))
+    except ValueError as exc:
+        raise _UserError(str(exc)) from None
+    args.domain = session.domain
+    args.protocol = args.protocol or session.metadata.protocol
+    settings = settings_from_args(args)
+    return run_headless(session.problem, settings, demo=args.demo, json_lines=args.json, save=args.save, fork=point)
 
 
 _COMMANDS = {"sessions": _sessions, "export": _export, "replay": _replay}

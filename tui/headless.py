@@ -18,6 +18,7 @@ from core.config import Settings
 from core.embeddings import EmbeddingError, shared_embedder
 from core.evaluation.math_answers import answers_equivalent, extract_answer
 from core.evaluation.round_check import CodeExecutionEvaluator
+from core.fork import ForkPoint
 from core.llm import EndpointError
 from core.routing import RoutingResult
 from core.runner import Backend, build_engine, open_backend
@@ -127,7 +128,13 @@ def check_expected(final_answer: str, expected: str) -> bool:
 
 
 async def _run(
-    problem: str, settings: Settings, demo: bool, json_lines: bool, save: Path | None, expect: str | None
+    problem: str,
+    settings: Settings,
+    demo: bool,
+    json_lines: bool,
+    save: Path | None,
+    expect: str | None,
+    fork: ForkPoint | None,
 ) -> int:
     embedder = shared_embedder(settings.embedding_model_path)
     try:
@@ -137,7 +144,9 @@ async def _run(
         return EXIT_FAILED
     recorder = SessionRecorder(Path(settings.sessions_dir), path=save)
     sinks = [JsonLinesWriter(sys.stdout) if json_lines else ProgressPrinter(sys.stderr), recorder]
-    engine = build_engine(problem, settings, backend, sinks, embedder=embedder, evaluator=make_evaluator(settings))
+    engine = build_engine(
+        problem, settings, backend, sinks, embedder=embedder, evaluator=make_evaluator(settings), fork=fork
+    )
     loop = asyncio.get_running_loop()
     try:
         loop.add_signal_handler(signal.SIGINT, engine.control.cancel)
@@ -171,6 +180,13 @@ async def _run(
 
 
 def run_headless(
-    problem: str, settings: Settings, *, demo: bool, json_lines: bool, save: Path | None, expect: str | None = None
+    problem: str,
+    settings: Settings,
+    *,
+    demo: bool,
+    json_lines: bool,
+    save: Path | None,
+    expect: str | None = None,
+    fork: ForkPoint | None = None,
 ) -> int:
-    return asyncio.run(_run(problem, settings, demo, json_lines, save, expect))
+    return asyncio.run(_run(problem, settings, demo, json_lines, save, expect, fork))

@@ -1,0 +1,45 @@
+"""Fork: continue a recorded run live from one of its completed rounds.
+
+The fork carries the parent's recorded events up to that round. The engine re-emits them (so the new
+session is self-contained and the screen shows the history) and rebuilds the agents' memory from them
+exactly as it did live, then runs the next round with the goal the Manager set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import events as ev
+from .session import Session
+
+# Events that belong to the parent run as a whole, not to its rounds: the fork emits its own.
+_RUN_LEVEL = (ev.RunStarted, ev.RunFinished, ev.ControlChanged)
+
+FALLBACK_GOAL = "Continue from the previous round: check the team's answer, fix what is wrong and finish it."
+
+
+@dataclass(frozen=True)
+class ForkPoint:
+    parent: dict[str, Any]  # {"session": str, "round": int}
+    round: int  # the last recorded round kept; the fork runs round + 1 next
+    history: list[ev.Event]  # the parent's events of rounds 1..round
+    goal: str  # the goal for round + 1
+
+
+def fork_point(session: Session, round_no: int, session_ref: str) -> ForkPoint:
+    """Where to continue from. ValueError (one line) if round_no is not a completed round."""
+    completed = session.completed_rounds
+    if not 1 <= round_no <= completed:
+        raise ValueError(f"cannot fork from round {round_no}: the session has {completed} completed round(s)")
+    history = [
+        e for e in session.replay_events() if not isinstance(e, _RUN_LEVEL) and getattr(e, "round", 0) <= round_no
+    ]
+    decisions = [e for e in history if isinstance(e, ev.ManagerDecided) and e.round == round_no and not e.plan]
+    goal = decisions[-1].next_goal if decisions and decisions[-1].next_goal and not decisions[-1].terminate else ""
+    return ForkPoint(
+        parent={"session": str(session_ref), "round": round_no},
+        round=round_no,
+        history=history,
+        goal=goal or FALLBACK_GOAL,
+    )

@@ -1,0 +1,93 @@
+"""Fork: continue a recorded run live from one of its rounds, with the memory it had."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core import events as ev
+from core.config import Settings
+from core.demo_script import DEMO_PROBLEMS
+from core.fork import fork_point
+from core.runner import build_engine, open_backend
+from core.scripted_server import ScriptedServer
+from core.session import session_from_events
+from core.session_store import load_session
+from tests.test_engine import of
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+async def _run(server: ScriptedServer, settings: Settings, **kwargs: Any) -> list[ev.Event]:
+    backend = await open_backend(settings, server=server)
+    events: list[ev.Event] = []
+    engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [events.append], **kwargs)
+    await engine.run()
+    await backend.close()
+    return events
+
+
+def _prompt(server: ScriptedServer, role: str, round_no: int, call: str) -> str:
+    (request,) = [r for r in server.requests if r.role == role and r.round == round_no and r.call == call]
+    return request.messages[-1]["content"]
+
+
+@pytest.mark.parametrize("protocol", ["phased", "single-pass"])
+async def test_fork_rebuilds_memory_exactly_as_the_live_run_had_it(embedder: Any, protocol: str) -> None:
+    settings = Settings(protocol=protocol)
+    with ScriptedServer() as original_server:
+        original = await _run(original_server, settings)
+    parent = session_from_events(original)
+    point = fork_point(parent, 2, "parent.json")
+    with ScriptedServer() as fork_server:
+        forked = await _run(fork_server, settings, fork=point)
+
+    started = forked[0]
+    assert isinstance(started, ev.RunStarted) and started.parent == {"session": "parent.json", "round": 2}
+    # The parent's rounds are re-emitted, then round 3 runs live: no model call for rounds 1 and 2.
+    assert {r.round for r in fork_server.requests} == {3}
+    assert [e.round for e in of(forked, ev.RoundFinished)] == [1, 2, 3]
+    # Same memory, same prompt: the forked round 3 asks exactly what the original round 3 asked.
+    call = ev.CALL_DESCRIPTORS if protocol == "phased" else ev.CALL_SINGLE_PASS
+    for role in ("Developer", "Tester"):
+        assert _prompt(fork_server, role, 3, call) == _prompt(original_server, role, 3, call)
+    assert forked[-1].reason == "manager" and "def make_palindrome" in forked[-1].final_answer
+
+
+def test_fork_from_a_round_that_did_not_happen_is_a_clear_error(tmp_path: Path) -> None:
+    session = load_session(ROOT / "sessions" / "example-code.json")
+    with pytest.raises(ValueError, match="cannot fork from round 9"):
+        fork_point(session, 9, "x")
+
+
+def test_cli_fork_saves_a_session_that_names_its_parent(tmp_path: Path) -> None:
+    out = tmp_path / "fork.json"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tui.cli",
+            "replay",
+            "example-code",
+            "--fork",
+            "1",
+            "--headless",
+            "--demo",
+            "--save",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "SWARM_TUI_SESSIONS_DIR": str(tmp_path)},
+    )
+    assert result.returncode == 0, result.stderr
+    session = load_session(out)
+    assert session.parent is not None and session.parent["round"] == 1
+    assert session.parent["session"].endswith("example-code.json")
+    assert session.completed_rounds >= 2
