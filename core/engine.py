@@ -141,6 +141,7 @@ class SwarmEngine:
         self.completion_tokens = 0
         self._task: asyncio.Task[Any] | None = None
         self._similarity: np.ndarray | None = None  # current round's, for re-routing
+        self._descriptor_vectors: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # embedded on arrival
         self._embeddings: tuple[list[list[float]], list[list[float]]] | None = None
         self._routing: RoutingResult | None = None
         self._can_reroute = False
@@ -373,7 +374,7 @@ class SwarmEngine:
     async def _phased_round(self, goal: str) -> dict[str, AgentResult]:
         self._start_phase(ev.PHASE_DESCRIPTORS, "phase A: every worker states its need and offer")
         descriptors = await self._gather(
-            {name: self._worker_call(name, ev.CALL_DESCRIPTORS, goal, inbox="") for name in self.workers}
+            {name: self._described_call(name, ev.CALL_DESCRIPTORS, goal) for name in self.workers}
         )
         self._abort_if_unreachable(descriptors)
         self.emit(
@@ -439,7 +440,7 @@ class SwarmEngine:
     async def _single_pass_round(self, goal: str) -> dict[str, AgentResult]:
         self._start_phase(ev.PHASE_WORK, "single pass: work and descriptors together")
         results = await self._gather(
-            {name: self._worker_call(name, ev.CALL_SINGLE_PASS, goal, inbox="") for name in self.workers}
+            {name: self._described_call(name, ev.CALL_SINGLE_PASS, goal) for name in self.workers}
         )
         self._abort_if_unreachable(results)
         self.emit(
@@ -467,12 +468,26 @@ class SwarmEngine:
         return results
 
     # --- routing ------------------------------------------------------------------------------
+    async def _described_call(self, name: str, call: str, goal: str) -> AgentResult:
+        """A call whose reply carries descriptors. They are embedded as soon as the reply is in, while
+        the other agents are still answering, so routing after the barrier has no model work left."""
+        result = await self._worker_call(name, call, goal, inbox="")
+        vectors = await self.embedder.aembed([result.query, result.key])
+        self._descriptor_vectors[name] = (vectors[0], vectors[1])
+        return result
+
     async def _route(self, described: dict[str, AgentResult], *, break_cycles: bool) -> None:
-        self._start_phase(ev.PHASE_ROUTING, "phase B: embed descriptors and build the graph")
-        queries = [described[n].query for n in self.workers]
-        keys = [described[n].key for n in self.workers]
-        vectors = await self.embedder.aembed(queries + keys)
-        q, k = vectors[: len(queries)], vectors[len(queries) :]
+        self._start_phase(ev.PHASE_ROUTING, "phase B: build the graph from the embedded descriptors")
+        vectors = self._descriptor_vectors
+        if set(vectors) != set(self.workers):  # not embedded on arrival: do it now
+            embedded = await self.embedder.aembed(
+                [described[n].query for n in self.workers] + [described[n].key for n in self.workers]
+            )
+            n = len(self.workers)
+            vectors = {name: (embedded[i], embedded[n + i]) for i, name in enumerate(self.workers)}
+        self._descriptor_vectors = {}
+        q = np.asarray([vectors[name][0] for name in self.workers])
+        k = np.asarray([vectors[name][1] for name in self.workers])
         self._similarity = np.asarray(q, dtype=np.float64) @ np.asarray(k, dtype=np.float64).T
         self._embeddings = (np.asarray(q).tolist(), np.asarray(k).tolist())
         self._break_cycles = break_cycles
