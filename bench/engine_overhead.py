@@ -24,12 +24,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core import events as ev  # noqa: E402
-from core.config import Settings  # noqa: E402
-from core.demo_script import DEMO_PROBLEMS, demo_script  # noqa: E402
-from core.embeddings import shared_embedder  # noqa: E402
-from core.runner import build_engine, open_backend  # noqa: E402
-from core.scripted_server import ScriptedServer  # noqa: E402
+from core import events as ev
+from core.config import Settings
+from core.demo_script import DEMO_PROBLEMS, demo_script
+from core.embeddings import shared_embedder
+from core.runner import build_engine, open_backend
+from core.scripted_server import ScriptedServer
 
 TARGET = 1.05
 

@@ -61,7 +61,7 @@ async def bench(base_url: str, agents: int, rate: float, seconds: float) -> dict
     from core.prompts import call_header
     from tui.app import SwarmApp
     from tui.bridge import EventBridge
-    from tui.streamtext import JsonUnescaper
+    from tui.streamtext import display_text
     from tui.widgets.agent_pane import AgentPane
 
     names = [f"Agent{i}" for i in range(agents)]
@@ -102,7 +102,7 @@ async def bench(base_url: str, agents: int, rate: float, seconds: float) -> dict
         await client.close()
         ok = True
         for name, raw in zip(names, texts, strict=True):
-            expected = JsonUnescaper().feed(raw)
+            expected = display_text(raw)
             shown = app.swarm_screen.query_one(f"#agent-{name}", AgentPane).copy_text()
             ok = ok and shown == expected and len(raw) >= rate * seconds * CHUNK * 0.9
         lags.sort()

@@ -361,9 +361,9 @@ async def test_memory_stays_within_budget_and_drops_are_recorded(demo_server: Sc
 async def test_sampling_extras_and_no_think_reach_the_server(demo_server: ScriptedServer, embedder: Any) -> None:
     settings = Settings(top_p=0.85, top_k=20, min_p=0.05, no_think=True, max_rounds=2)
     await run_swarm(demo_server, embedder, settings=settings)
-    assert all(
-        (r.body["top_p"], r.body["top_k"], r.body["min_p"]) == (0.85, 20, 0.05) for r in demo_server.requests
-    )
+    assert all((r.body["top_p"], r.body["top_k"], r.body["min_p"]) == (0.85, 20, 0.05) for r in demo_server.requests)
     descriptor_calls = [r for r in demo_server.requests if r.call == ev.CALL_DESCRIPTORS]
     assert descriptor_calls and all(r.messages[-1]["content"].endswith("/no_think") for r in descriptor_calls)
-    assert not any(r.messages[-1]["content"].endswith("/no_think") for r in demo_server.requests if r.call == ev.CALL_WORK)
+    assert not any(
+        r.messages[-1]["content"].endswith("/no_think") for r in demo_server.requests if r.call == ev.CALL_WORK
+    )

@@ -111,7 +111,7 @@ def test_model_tracks_goals_badges_tokens_and_preview() -> None:
     model.apply(ev.ManagerDecided(round=1, terminate=False, next_goal="draft it", reasoning="", plan=True))
     model.apply(ev.AgentStarted(round=1, agent="Tester", call="work"))
     model.apply(ev.AgentDelta(round=1, agent="Tester", call="work", text='{"public": "a\\nb'))
-    assert model.rounds[1].agents["Tester"].text == '{"public": "a\nb'
+    assert model.rounds[1].agents["Tester"].text == "a\nb"  # the public field's text, not the JSON around it
     assert model.rounds[1].agents["Tester"].status == "working"
     model.apply(ev.AgentFinished(round=1, agent="Tester", call="work", status="done", public="ok",
                                  prompt_tokens=10, completion_tokens=5))

@@ -56,3 +56,31 @@ def test_help_screen(snap_compare: Any, events: tuple[ev.Event, ...]) -> None:
         await pilot.pause()
 
     assert snap_compare(feed_app(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_session_picker(snap_compare: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The picker over a sessions folder holding one copy of the code example (dates pinned: the
+    example's own timestamps, shown in UTC; the folder is the relative default "sessions")."""
+    import shutil
+    import time
+
+    from sessions import EXAMPLES_DIR
+    from tests.test_tui_support import wait_for
+
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sessions").mkdir()
+    shutil.copy(EXAMPLES_DIR / "example-code.json", tmp_path / "sessions" / "2026-11-21_0751_code_palindrome.json")
+    app = SwarmApp(Settings(sessions_dir="sessions"), state_path=None, load_embedder=False, start_engine=False)
+
+    async def run_before(pilot: Any) -> None:
+        await pilot.press("ctrl+l")
+        await wait_for(pilot, lambda: getattr(pilot.app.screen, "listing", None) is not None)
+        await pilot.pause()
+
+    try:
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    finally:
+        monkeypatch.undo()
+        time.tzset()

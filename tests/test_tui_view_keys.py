@@ -3,11 +3,14 @@ through the same bridge the engine uses."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from core import events as ev
 from tests.test_tui_support import feed_app, mid_round_cut, pinned_demo_events, post_events
 from tui.bindings import RUN_BINDINGS
+from tui.streamtext import display_text
 from tui.widgets.agent_pane import AgentPane
 from tui.widgets.graph_pane import GraphPane
 from tui.widgets.header import RunHeader
@@ -33,7 +36,8 @@ async def test_stream_reaches_panes_and_run_finishes(events: tuple[ev.Event, ...
         researcher = screen.query_one("#agent-Researcher", AgentPane)
         streamed = "".join(e.text for e in events[:cut] if isinstance(e, ev.AgentDelta)
                            and e.agent == "Researcher" and e.round == 2 and e.call == "work")
-        assert researcher.copy_text() == streamed.replace("\\n", "\n")
+        assert streamed.startswith('{"public": "')
+        assert researcher.copy_text() == display_text(streamed) == json.loads(streamed + '"}')["public"]
         assert "working" in str(researcher.border_title)
         await post_events(app, pilot, events[cut:])
         assert "finished: manager" in str(screen.query_one(RunHeader).render())

@@ -68,6 +68,7 @@ class SwarmApp(App[int]):
         self.swarm_screen: Any = None  # the screen showing the run (live or replay)
         self._themes_ready = False
         self._from_launch: tuple[str, bool] | None = None  # (problem, demo) of a run started from the form
+        self._fork_origin: Any = None  # the replay screen a fork started from, until the fork gets going
 
     # --- start-up -----------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -138,11 +139,52 @@ class SwarmApp(App[int]):
             start=self.start_engine,
         )
         self.swarm_screen = screen
+        self._fork_origin = None
         self._from_launch = (problem, demo) if len(self.screen_stack) > 1 else None
         if len(self.screen_stack) > 1:
             self.switch_screen(screen)
         else:
             self.push_screen(screen)
+
+    def start_fork(self, fork: Any, problem: str, settings: Settings) -> None:
+        """Continue a replayed run live from a core.fork.ForkPoint, on top of the replay screen (which
+        comes back if the endpoint is down)."""
+        from .screens.run import RunScreen
+
+        origin = self.swarm_screen
+        screen = RunScreen(
+            problem, settings, demo=self.demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server,
+            clock=self.clock, start=self.start_engine, fork=fork,
+        )
+        self._fork_origin = origin
+        self._from_launch = None
+        if not self.load_embedder:  # a replay needed no model; the fork's next rounds route live
+            self.load_embedder, self.embeddings_ready = True, False
+            self.run_worker(self._load_embedder, thread=True, name="embedder", exit_on_error=False)
+        self.swarm_screen = screen
+        self.push_screen(screen)
+        self.notify(f"forking from round {fork.round}: continuing live with tau {settings.tau:.2f}, "
+                    f"k_in {settings.k_in}" + (" (DEMO server)" if self.demo else ""))
+
+    # --- saved sessions -----------------------------------------------------------------------
+    def open_session_picker(self) -> None:
+        screen = self.swarm_screen
+        if screen is not None and screen.live and screen.model.running:
+            self.notify("a swarm is running: cancel it (x) or let it finish before opening a session",
+                        severity="warning")
+            return
+        from .screens.sessions import SessionPickerScreen
+
+        self.push_screen(SessionPickerScreen(self.settings))
+
+    def open_replay(self, session: Any, path: Path | str) -> None:
+        """Show a loaded core.session.Session in the replay screen (on top of the current screen)."""
+        from .screens.replay import ReplayScreen
+
+        self.replay_session, self.replay_source = session, str(path)
+        self.swarm_screen = ReplayScreen(session.replay_events(), source=str(path), session=session)
+        self._fork_origin = None
+        self.push_screen(self.swarm_screen)
 
     # --- the event stream ---------------------------------------------------------------------
     def on_engine_event(self, message: EngineEvent) -> None:
@@ -150,6 +192,14 @@ class SwarmApp(App[int]):
             self.swarm_screen.apply_event(message.event)
 
     def on_backend_failed(self, message: BackendFailed) -> None:
+        fork_screen = self.swarm_screen
+        if self._fork_origin is not None and fork_screen is not None and fork_screen.model.run is None:
+            # A fork that never got going (endpoint down): back to the replay it came from.
+            self.swarm_screen, self._fork_origin = self._fork_origin, None
+            if self.screen is fork_screen:
+                self.pop_screen()
+            self.notify(f"cannot fork: {message.message}", severity="error", timeout=20)
+            return
         if self._from_launch is not None and self.swarm_screen is not None and self.swarm_screen.model.run is None:
             # Started from the form and never got going: back to the form, values kept, error shown.
             from .screens.launch import LaunchScreen
@@ -180,9 +230,19 @@ def run_app(problem: str | None, settings: Settings, *, demo: bool = False, save
     return int(result or 0)
 
 
-def run_replay(session: Any, path: Path | str) -> int:
-    """Replay a loaded core.session.Session through the same screen and handlers as a live run."""
+def run_replay(session: Any, path: Path | str, *, settings: Settings | None = None, demo: bool = False) -> int:
+    """Replay a loaded core.session.Session through the same screen and handlers as a live run.
+    ``settings`` and ``demo`` say where a fork from the replay continues (default: the config file's
+    endpoint)."""
+    if settings is None:
+        from core.config import ConfigError, load_settings
+
+        try:
+            settings = load_settings()
+        except ConfigError:
+            settings = Settings()  # the replay itself needs no config; a fork would say what is wrong
     events = list(session.replay_events())
-    app = SwarmApp(replay=events, replay_source=str(path), replay_session=session, load_embedder=False)
+    app = SwarmApp(settings, replay=events, replay_source=str(path), replay_session=session, demo=demo,
+                   load_embedder=False)
     result = app.run()
     return int(result or 0)

@@ -32,6 +32,8 @@ RUN_BINDINGS: list[Binding] = [
     Binding("c", "copy", "copy", id="copy", tooltip="Copy the focused pane's text (output, answer, graph)"),
     Binding("ctrl+s", "save", "save", id="save", tooltip="Save the session file now"),
     Binding("x", "cancel_run", "cancel", id="cancel", tooltip="Cancel the run; the session so far is kept"),
+    Binding("o", "open_sessions", "open", id="open_session",
+            tooltip="Open a saved session or a shipped example in the replay screen (the session picker)"),
     Binding("question_mark,f1", "help", "help", id="help", tooltip="List every key and what it does"),
     Binding("q", "request_quit", "quit", id="quit", tooltip="Quit (asks first while a swarm is running)"),
 ]
@@ -56,6 +58,10 @@ REPLAY_BINDINGS: list[Binding] = [
     Binding("i", "toggle_problem", "problem", id="toggle_problem", tooltip="Show the full problem text"),
     Binding("m", "toggle_maximize", "max", id="maximize", tooltip="Maximise the focused pane"),
     Binding("c", "copy", "copy", id="copy", tooltip="Copy the focused pane's text"),
+    Binding("f", "fork", "fork", id="replay_fork",
+            tooltip="Fork from this round: continue live from the round being viewed with the current tau/k_in"),
+    Binding("o", "open_sessions", "open", id="open_session",
+            tooltip="Open another saved session or a shipped example (the session picker)"),
     Binding("question_mark,f1", "help", "help", id="help", tooltip="List every key and what it does"),
     Binding("q", "request_quit", "quit", id="quit", tooltip="Quit"),
 ]

@@ -1,4 +1,5 @@
-"""Command palette: every key of the current screen as a command, searchable by name and tooltip."""
+"""Command palette: every key of the current screen as a command, searchable by name and tooltip, plus
+the screen's commands that have no key (``palette_commands()``, e.g. export in every format)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ class SwarmCommands(Provider):
                 return screen.run_action(action)
 
             out.append((title, f"key: {keys} · id: {binding.id}", run))
+        extra = getattr(screen, "palette_commands", None)
+        if extra is not None:
+            out.extend(extra())
         return out
 
     async def discover(self) -> AsyncIterator[DiscoveryHit]:

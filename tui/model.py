@@ -13,7 +13,7 @@ from typing import Any
 from core import events as ev
 from core.routing import RoutingResult
 
-from .streamtext import JsonUnescaper
+from .streamtext import ReplyStream
 
 BADGE_WAITING = "waiting"
 BADGE_DESCRIPTORS = "writing descriptors"
@@ -25,7 +25,7 @@ class AgentView:
     name: str
     status: str = BADGE_WAITING  # waiting | writing descriptors | working | done | unparsed | failed
     call: str = ""
-    text: str = ""  # streamed text of the current call, unescaped for display
+    text: str = ""  # streamed text of the current call, as shown: the public field's text, unescaped
     attempt: int = 0  # grows when a call (re)starts: panes reset their stream view
     public: str = ""
     query: str = ""
@@ -35,7 +35,7 @@ class AgentView:
     tier: int | None = None
     tokens: int = 0  # this round, every call
     latency_s: float = 0.0
-    _unescape: JsonUnescaper = field(default_factory=JsonUnescaper, repr=False)
+    _stream: ReplyStream = field(default_factory=ReplyStream, repr=False)
 
     @property
     def streaming(self) -> bool:
@@ -99,6 +99,7 @@ class RunModel:
         self.last_ts: float | None = None
         self.next_goal = ""
         self.notices: list[ev.Notice] = []
+        self.test_runs: list[ev.TestRun] = []  # every sandboxed test run, in order
         self.preview: RoutingResult | None = None  # current round's graph at the live tau / k_in
         self.embeddings_ready = False
         self.rev = 0
@@ -164,7 +165,12 @@ class RunModel:
 
     def _delta(self, e: ev.AgentDelta) -> None:
         agent = self._agent(e.round, e.agent)
-        agent.text += agent._unescape.feed(e.text)
+        added = agent._stream.feed(e.text)
+        if added is None:  # not the JSON shape after all: the pane starts over with the whole reply
+            agent.text = agent._stream.text
+            agent.attempt += 1
+        else:
+            agent.text += added
         self.delta_rev += 1
 
     def _on_run_started(self, e: ev.RunStarted) -> None:
@@ -193,7 +199,7 @@ class RunModel:
         agent.call = e.call
         agent.status = BADGE_DESCRIPTORS if e.call == ev.CALL_DESCRIPTORS else BADGE_WORKING
         agent.text = ""
-        agent._unescape = JsonUnescaper()
+        agent._stream = ReplyStream()
         agent.attempt += 1
         if e.tier is not None:
             agent.tier = e.tier
@@ -265,6 +271,7 @@ class RunModel:
         self.notices.append(e)
 
     def _on_test_run(self, e: ev.TestRun) -> None:
+        self.test_runs.append(e)
         self._round(e.round).tests.append(f"{e.outcome}" + (f": {e.failing_test}" if e.failing_test else ""))
 
     # --- previews -----------------------------------------------------------------------------

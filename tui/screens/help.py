@@ -51,6 +51,9 @@ class HelpScreen(ModalScreen[None]):
         table.add_column("action", no_wrap=True)
         table.add_column("id", no_wrap=True, style="dim")
         table.add_column("what it does", ratio=1)
+        palette = getattr(self.target, "palette_commands", None)
+        for title, help_text, _run in palette() if palette is not None else []:
+            self.rows.append(("^p", "palette", "", f"{title} ({help_text})"))  # commands without a key
         for row in self.rows:
             table.add_row(*row)
         with VerticalScroll(id="help-dialog", can_focus=True):

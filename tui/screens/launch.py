@@ -33,6 +33,7 @@ def _fields_to_settings(base: Settings, values: dict[str, str]) -> Settings:
         tau=number("tau", float),
         k_in=number("k_in", int),
         max_rounds=number("max_rounds", int),
+        execute_code=values.get("execute_code", "on" if base.execute_code else "off") == "on",
         base_url=values["base_url"].strip() or None,
         model=values["model"].strip() or None,
     )
@@ -47,6 +48,10 @@ class LaunchScreen(Screen[None]):
                 tooltip="Ask the endpoint which models it serves"),
         Binding("ctrl+o", "toggle_demo", "demo", id="launch_demo",
                 tooltip="Demo: the built-in scripted model server, no model needed"),
+        Binding("ctrl+g", "toggle_execute", "tests", id="launch_execute",
+                tooltip="Run the code and its tests in a sandbox after each round (code domain; off by default)"),
+        Binding("ctrl+l", "open_sessions", "open", id="launch_sessions",
+                tooltip="Open a saved session or a shipped example in the replay screen"),
     ]
 
     def __init__(self, settings: Settings, *, demo: bool = False, problem: str = "", error: str = "") -> None:
@@ -81,6 +86,9 @@ class LaunchScreen(Screen[None]):
                 yield Input(s.base_url or resolve_base_url(s), id="base_url")
                 yield Label("model")
                 yield Input(s.model or "", placeholder="first model the endpoint lists", id="model")
+            with Horizontal(id="launch-execute"):
+                yield Switch(s.execute_code, id="execute_code")
+                yield Label("run code tests after each round (sandbox)", id="execute-label")
             with Horizontal(id="launch-buttons"):
                 yield Button("Test connection", id="test")
                 yield Button("Start", variant="primary", id="start")
@@ -90,6 +98,7 @@ class LaunchScreen(Screen[None]):
     def on_mount(self) -> None:
         self.query_one("#problem", TextArea).focus()
         self._demo_changed(self.demo)
+        self._execute_applies()
         if self.error:
             self._status(f"✗ {self.error}", "error")
 
@@ -113,10 +122,28 @@ class LaunchScreen(Screen[None]):
     def domain_changed(self) -> None:
         if self.query_one("#demo", Switch).value:
             self._fill_demo_problem()
+        self._execute_applies()
+
+    def _execute_applies(self) -> None:
+        """Code tests only exist for code tasks: the switch is greyed out for the other domains."""
+        code = self.query_one("#domain", Select).value == "code"
+        self.query_one("#execute_code", Switch).disabled = not code
+        label = "run code tests after each round (sandbox)" + ("" if code else " — code domain only")
+        self.query_one("#execute-label", Label).update(label)
 
     def action_toggle_demo(self) -> None:
         switch = self.query_one("#demo", Switch)
         switch.value = not switch.value
+
+    def action_toggle_execute(self) -> None:
+        switch = self.query_one("#execute_code", Switch)
+        if switch.disabled:
+            self.notify("code tests only run for the code domain", severity="warning")
+            return
+        switch.value = not switch.value
+
+    def action_open_sessions(self) -> None:
+        self.app.open_session_picker()  # type: ignore[attr-defined]
 
     # --- test connection ---------------------------------------------------------------------
     def _status(self, text: str, severity: str = "") -> None:
@@ -168,6 +195,7 @@ class LaunchScreen(Screen[None]):
             "protocol": str(self.query_one("#protocol", Select).value),
             **{name: self.query_one(f"#{name}", Input).value for name in ("tau", "k_in", "max_rounds", "base_url",
                                                                           "model")},
+            "execute_code": "on" if self.query_one("#execute_code", Switch).value else "off",
         }
 
     @on(Button.Pressed, "#start")

@@ -8,6 +8,7 @@ have given: a HYPOTHETICAL graph, never mixed up with what happened.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from textual.app import ComposeResult
@@ -18,7 +19,9 @@ from textual.timer import Timer
 from textual.widgets import Input, Label
 
 from core import events as ev
+from core.config import ConfigError
 from core.routing import RoutingResult
+from core.session import Session, SessionFormatError, session_from_events
 
 from ..bindings import REPLAY_BINDINGS
 from ..model import RunModel, reroute
@@ -43,6 +46,7 @@ class ReplayScreen(SwarmScreen):
         self._timer: Timer | None = None
         self.whatif: tuple[float, int] | None = None  # (tau, k_in) of the what-if, or None
         self.model.embeddings_ready = True
+        self.tests_recorded = any(isinstance(e, ev.TestRun) for e in events)
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -144,13 +148,22 @@ class ReplayScreen(SwarmScreen):
 
     def _whatif(self, tau: float = 0.0, k_in: int = 0) -> None:
         base = self._recorded()
-        if base is None:
-            self.notify("this round has no graph to re-route (round 1 is a broadcast)", severity="warning")
+        rv = self.model.round_view(self.shown_round)
+        if base is not None:
+            recorded, n = (base.tau, base.k_in), len(base.names)
+        elif rv is not None and rv.params:
+            # A broadcast round (round 1) has no graph of its own; the values still apply to the
+            # later rounds' what-if and to a fork from here.
+            recorded, n = (float(rv.params["tau"]), int(rv.params["k_in"])), len(self.model.workers)
+        else:
+            self.notify("no round to re-route yet", severity="warning")
             return
-        cur_tau, cur_k = self.whatif or (base.tau, base.k_in)
-        n = len(base.names)
+        cur_tau, cur_k = self.whatif or recorded
         new = (round(min(1.0, max(0.0, cur_tau + tau)), 2), min(max(1, n - 1), max(1, cur_k + k_in)))
-        self.whatif = None if new == (base.tau, base.k_in) else new
+        self.whatif = None if new == recorded else new
+        if base is None and self.whatif is not None:
+            self.notify(f"round {self.shown_round} was a broadcast (no graph): the what-if shows in later rounds "
+                        "and a fork from here uses it", timeout=4)
         self.refresh_all()
 
     def graph_override(self) -> tuple[RoutingResult | None, str]:
@@ -184,6 +197,68 @@ class ReplayScreen(SwarmScreen):
         if self.whatif is not None:
             extra += f" · [b]HYPOTHETICAL tau {self.whatif[0]:.2f} k_in {self.whatif[1]}[/b]{self._whatif_summary()}"
         return extra
+
+    def tests_state(self) -> str:
+        return "on" if self.tests_recorded else ""  # a replay without test runs: nothing to say
+
+    # --- export and fork ----------------------------------------------------------------------
+    def _session(self) -> Session | None:
+        if self.session is None:
+            try:
+                self.session = session_from_events([e for e in self.events if not isinstance(e, ev.AgentDelta)])
+            except SessionFormatError:
+                return None
+        return self.session
+
+    def export_source(self) -> tuple[Session | None, Path | None, str]:
+        session = self._session()
+        if session is None or not self.source:
+            return None, None, "this replay has no session file to export"
+        return session, Path(self.source), ""
+
+    def fork_params(self) -> tuple[float, int, int]:
+        """tau, k_in and max_rounds for a fork: the what-if values when set, else what the viewed
+        round ran with."""
+        rv = self.model.round_view(self.shown_round)
+        params = rv.params if rv is not None and rv.params else self.model.params
+        tau, k_in = float(params.get("tau", 0.3)), int(params.get("k_in", 3))
+        if rv is not None and rv.routing is not None:
+            tau, k_in = rv.routing.tau, rv.routing.k_in  # a mid-round change re-routed with these
+        if self.whatif is not None:
+            tau, k_in = self.whatif
+        return tau, k_in, int(params.get("max_rounds", 5))
+
+    def action_fork(self) -> None:
+        """Continue live from the viewed round (an endpoint, or the demo server with --demo)."""
+        from core.fork import fork_point
+
+        session = self._session()
+        if session is None:
+            self.notify("this replay has no session to fork from", severity="warning")
+            return
+        round_no = self.shown_round
+        try:
+            point = fork_point(session, round_no, self.source or session.metadata.run_id)
+        except ValueError as exc:
+            self.notify(str(exc), severity="warning")
+            return
+        tau, k_in, max_rounds = self.fork_params()
+        app: Any = self.app
+        try:
+            settings = app.settings.with_overrides(
+                domain=session.domain, protocol=session.metadata.protocol, tau=tau, k_in=k_in,
+                max_rounds=min(10, max(max_rounds, round_no + 1)),
+            )
+        except ConfigError as exc:
+            self.notify(f"cannot fork: {exc}", severity="error")
+            return
+        if round_no >= settings.max_rounds:
+            self.notify(f"cannot fork from round {round_no}: no round left (max_rounds is {settings.max_rounds})",
+                        severity="warning")
+            return
+        self.playing = False
+        self._schedule()
+        app.start_fork(point, session.problem, settings)
 
     def action_request_quit(self) -> None:
         self.app.exit(0)

@@ -15,7 +15,9 @@ from textual.worker import Worker
 from core.config import Settings
 from core.control import MODE_STEP, Params, RunControl
 from core.domains import get_domain
+from core.fork import ForkPoint
 from core.scripted_server import ScriptedServer
+from core.session import Session, SessionFormatError
 from core.session_store import SessionRecorder
 
 from ..bindings import RUN_BINDINGS
@@ -40,9 +42,13 @@ class RunScreen(SwarmScreen):
         server: ScriptedServer | None = None,
         clock: Callable[[], float] = time.time,
         start: bool = True,
+        fork: ForkPoint | None = None,
     ) -> None:
+        """``fork``: a core.fork.ForkPoint to continue a recorded run from (its history is re-emitted
+        first), or None for a new run."""
         super().__init__()
         self.problem = problem
+        self.fork = fork
         self.settings = settings
         self.demo = demo
         self.demo_chunk_delay = demo_chunk_delay
@@ -52,7 +58,12 @@ class RunScreen(SwarmScreen):
         n_workers = len(get_domain(settings.domain).workers)
         params = Params(settings.tau, settings.k_in, settings.max_rounds)
         self.control = RunControl(params, n_workers, mode=MODE_STEP if step else "auto")
+        self.model.params = params.as_dict()  # the bar shows the run's settings before the engine starts
+        self.model.mode = self.control.mode
         self.recorder = SessionRecorder(Path(settings.sessions_dir), path=save)
+        # Code tests in the sandbox after each round: the rule of tui.headless.make_evaluator (not imported
+        # here: it pulls in the engine and openai, which would slow the first frame).
+        self.tests_on = settings.execute_code and settings.domain == "code"
         self.worker: Worker[None] | None = None
 
     def on_mount(self) -> None:
@@ -78,10 +89,12 @@ class RunScreen(SwarmScreen):
         except EndpointError as exc:
             self.app.post_message(BackendFailed(str(exc)))
             return
+        from ..headless import make_evaluator
+
         embedder = shared_embedder(self.settings.embedding_model_path)
         engine = build_engine(
             self.problem, self.settings, backend, [EventBridge(self.app), self.recorder],
-            embedder=embedder, control=self.control,
+            embedder=embedder, control=self.control, evaluator=make_evaluator(self.settings), fork=self.fork,
         )
         try:
             await engine.run()
@@ -91,6 +104,19 @@ class RunScreen(SwarmScreen):
             self.app.post_message(BackendFailed(f"the run stopped: {type(exc).__name__}: {exc}"))
         finally:
             await backend.close()
+
+    def tests_state(self) -> str:
+        return "on" if self.tests_on else "off"
+
+    def export_source(self) -> tuple[Session | None, Path | None, str]:
+        recorder = self.recorder
+        if recorder.path is None:
+            return None, None, "nothing to export yet: the run has not been saved"
+        try:
+            session = recorder.session
+        except SessionFormatError as exc:
+            return None, None, f"cannot export this run: {exc}"
+        return session, recorder.path, "nothing to export yet"
 
     def backend_failed(self, message: str) -> None:
         self.model.error = message

@@ -7,6 +7,10 @@ once. Subclasses (live run, replay) say what the control keys do.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
 from textual.app import ComposeResult
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
@@ -14,7 +18,10 @@ from textual.widget import Widget
 
 from core import events as ev
 from core.routing import RoutingResult
+from core.session import Session
+from core.session_export import FORMATS
 
+from ..export import EXPORT_NAMES, ExportError, export_suffix, export_to_file
 from ..model import RunModel
 from ..widgets.agent_pane import AgentPane
 from ..widgets.footer import WrapFooter
@@ -132,6 +139,10 @@ class SwarmScreen(Screen[None]):
     def params_extra(self) -> str:
         return ""
 
+    def tests_state(self) -> str:
+        """Whether code tests run after each round: "on", "off" (or "" when it does not apply)."""
+        return ""
+
     def graph_override(self) -> tuple[RoutingResult | None, str]:
         """A graph to draw instead of the viewed round's own: the live preview at new tau / k_in."""
         if self.shown_round == self.model.current and self.model.preview is not None:
@@ -144,13 +155,14 @@ class SwarmScreen(Screen[None]):
         self._ensure_panes()
         model = self.model
         self.query_one(RunHeader).sync(model, model.elapsed(self.now()))
-        self.query_one(ParamsBar).sync(model, self.view_round, self.params_extra())
+        tests = self.tests_state()
+        self.query_one(ParamsBar).sync(model, self.view_round, self.params_extra(), tests)
         rv = model.round_view(self.shown_round)
         active = frozenset(n for n, a in rv.agents.items() if a.streaming) if rv else frozenset()
         override, tag = self.graph_override()
         self.query_one(GraphPane).sync(model, self.shown_round, override=override, tag=tag, active=active)
         self.query_one(ManagerPane).sync(model, self.shown_round)
-        self.query_one(ResultsPane).sync(model)
+        self.query_one(ResultsPane).sync(model, tests)
         self.query_one(RoundSparks).sync(model)
         self._sync_panes()
 
@@ -205,3 +217,34 @@ class SwarmScreen(Screen[None]):
         from .help import HelpScreen
 
         self.app.push_screen(HelpScreen(self))
+
+    def action_open_sessions(self) -> None:
+        self.app.open_session_picker()  # type: ignore[attr-defined]
+
+    # --- export (command palette) -------------------------------------------------------------
+    def export_source(self) -> tuple[Session | None, Path | None, str]:
+        """(the session so far, the file it is saved in, why there is none)."""
+        return None, None, "nothing to export"
+
+    def palette_commands(self) -> list[tuple[str, str, Callable[[], object]]]:
+        """Commands for the palette that have no key: export in every format."""
+        commands: list[tuple[str, str, Callable[[], object]]] = []
+        for fmt in FORMATS:
+            name = EXPORT_NAMES[fmt]
+            commands.append((f"Export session as {name}", f"write {export_suffix(fmt)} next to the session file",
+                             partial(self.export_as, fmt)))
+        return commands
+
+    def export_as(self, fmt: str) -> Path | None:
+        session, base, why = self.export_source()
+        if session is None or base is None:
+            self.notify(why, severity="warning")
+            return None
+        sessions_dir = Path(getattr(self.app.settings, "sessions_dir", "sessions"))
+        try:
+            path = export_to_file(session, base, fmt, sessions_dir)
+        except ExportError as exc:
+            self.notify(str(exc), severity="error", timeout=12)
+            return None
+        self.notify(f"exported {EXPORT_NAMES[fmt]}: {path}", timeout=10)
+        return path

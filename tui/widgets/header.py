@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from textual.content import Content
 from textual.widgets import Static
 
@@ -27,9 +29,12 @@ def status_line(model: RunModel, elapsed: float) -> Content:
     if model.finished is not None:
         status = f"finished: {model.finished.reason} — {model.finished.detail}"
     style = "$error" if model.error else "$success" if model.finished else "$warning" if model.mode == "step" else ""
+    parent = model.run.parent if model.run is not None else None
+    fork = f"fork of {Path(str(parent.get('session', '?'))).name} @ round {parent.get('round', '?')}" if parent else ""
     return Content.assemble(
         (model.domain or "-", "bold"),
         " · ",
+        *([(fork, "bold $accent"), " · "] if fork else []),
         (who, "bold $accent" if model.demo else "bold"),
         " · ",
         (f"round {model.current}/{max_rounds}", "bold"),
@@ -60,7 +65,8 @@ class RunHeader(Static):
 
 
 class ParamsBar(Static):
-    def sync(self, model: RunModel, view_round: int | None, extra: str = "") -> None:
+    def sync(self, model: RunModel, view_round: int | None, extra: str = "", tests: str = "") -> None:
+        """``tests`` says whether code tests run after each round ("on" / "off"; "" to leave it out)."""
         p = model.params
         if not p:
             self.update("")
@@ -76,6 +82,7 @@ class ParamsBar(Static):
             f"max_rounds [b]{p['max_rounds']}[/]",
             f"protocol [b]{model.protocol or '-'}[/]",
             f"mode [b]{model.mode}[/]",
+            *([f"tests: [b]{tests}[/]"] if tests else []),
             viewing,
         ]
         if extra:

@@ -7,7 +7,30 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Label, Markdown, Sparkline, Static
 
+from core import events as ev
+
 from ..model import RunModel
+
+
+def test_runs_content(runs: list[ev.TestRun], tests: str, finished: ev.RunFinished | None) -> Content:
+    """Every sandboxed test run (round, outcome, failing test, duration), then the run's solved flag."""
+    if not runs:
+        return Content("tests: on — the first run comes after round 1" if tests == "on" else "")
+    lines = [Content.styled("test runs (sandbox)", "bold")]
+    for run in runs:
+        mark, style = ("✓", "$success") if run.passed else ("✗", "$error")
+        failing = " ".join(run.failing_test.split())
+        if len(failing) > 60:
+            failing = failing[:59] + "…"
+        lines.append(Content.assemble(
+            f"R{run.round} ", (f"{mark} {run.outcome}", f"bold {style}"),
+            f"  {failing}" if failing else "", (f"  {run.duration_s:.2f}s", "$text-muted"),
+        ))
+    if finished is not None and finished.solved is not None:
+        verdict = ("solved: yes — the last test run passed", "bold $success") if finished.solved else (
+            "solved: NO — the tests did not pass", "bold $error")
+        lines.append(Content.assemble(verdict))
+    return Content("\n").join(lines)
 
 
 class ResultsPane(VerticalScroll):
@@ -19,16 +42,25 @@ class ResultsPane(VerticalScroll):
         self._answer: str | None = None
         self._reason = ""
         self._raw = ""  # the final answer as the engine gave it (what "copy" copies)
+        self._tests: str | None = None
 
     def compose(self) -> ComposeResult:
+        yield Static("", id="tests")
         yield Markdown("", id="answer")
         yield Static("no result yet", id="reason")
 
     def copy_text(self) -> str:
         return self._raw
 
-    def sync(self, model: RunModel) -> None:
+    def sync(self, model: RunModel, tests: str = "") -> None:
+        """``tests``: "on" / "off" when the screen knows whether code tests run after each round."""
         f = model.finished
+        runs = test_runs_content(model.test_runs, tests, f)
+        if str(runs) != self._tests:
+            self._tests = str(runs)
+            widget = self.query_one("#tests", Static)
+            widget.update(runs)
+            widget.display = bool(str(runs))
         if f is None:
             reason = Content.styled(f"error: {model.error}", "$error") if model.error else Content("no result yet")
             answer = ""

@@ -1,0 +1,257 @@
+"""Saved sessions in the TUI: the open-session picker, export from the command palette (replay and
+live), and fork from a replay round against the demo server (real openai client, real MiniLM)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import DataTable, Static
+
+from core import events as ev
+from core.config import Settings
+from core.session import session_from_events
+from core.session_export import FORMATS, export_session
+from core.session_store import list_sessions, load_session, save_session
+from sessions import EXAMPLES_DIR
+from tests.test_tui_support import live_app, pinned_demo_events, wait_for
+from tui.app import SwarmApp
+from tui.cli_sessions import format_table
+from tui.commands import SwarmCommands
+from tui.export import EXPORT_NAMES, export_path
+from tui.screens.launch import LaunchScreen
+from tui.screens.replay import ReplayScreen
+from tui.screens.run import RunScreen
+from tui.screens.sessions import SessionPickerScreen
+from tui.widgets.header import ParamsBar, RunHeader
+
+EXAMPLE = EXAMPLES_DIR / "example-code.json"
+
+
+def launch_app(sessions_dir: Path, **kwargs: Any) -> SwarmApp:
+    return SwarmApp(Settings(sessions_dir=str(sessions_dir)), state_path=None, load_embedder=False,
+                    start_engine=False, **kwargs)
+
+
+def replay_app(path: Path, sessions_dir: Path, **kwargs: Any) -> SwarmApp:
+    session = load_session(path)
+    settings = Settings(sessions_dir=str(sessions_dir), **kwargs.pop("settings", {}))
+    return SwarmApp(settings, replay=session.replay_events(), replay_source=str(path), replay_session=session,
+                    state_path=None, load_embedder=False, **kwargs)
+
+
+def messages(app: SwarmApp) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+async def picker_rows(app: SwarmApp, pilot: Any) -> list[tuple[str, ...]]:
+    await wait_for(pilot, lambda: isinstance(app.screen, SessionPickerScreen) and app.screen.listing is not None)
+    await pilot.pause()
+    table = app.screen.query_one(DataTable)
+    return [tuple(str(c) for c in table.get_row_at(i)) for i in range(table.row_count)]
+
+
+# --- the picker ---------------------------------------------------------------------------------
+
+
+async def test_picker_lists_saved_sessions_and_examples_and_opens_one(tmp_path: Path) -> None:
+    shutil.copy(EXAMPLE, tmp_path / "saved-run.json")
+    (tmp_path / "broken.json").write_text('{"schema_version": 1, "events": [', encoding="utf-8")
+    app = launch_app(tmp_path)
+    async with app.run_test(size=(160, 40)) as pilot:  # wide enough for the CLI's 48-cell problem column
+        assert isinstance(app.screen, LaunchScreen)
+        await pilot.press("ctrl+l")
+        rows = await picker_rows(app, pilot)
+        examples = list_sessions(EXAMPLES_DIR)
+        assert len(rows) == 1 + len(examples)
+        saved = list_sessions(tmp_path)[0]
+        assert rows[0] == (saved.created, "[demo] " + saved.problem[:40] + "…", "code", "3", "manager",
+                           str(saved.tokens), "saved-run.json")
+        cli_line = format_table([saved]).splitlines()[2]  # what `swarm-tui sessions` prints for it
+        assert all(cell in cli_line for cell in rows[0])
+        for row, summary in zip(rows[1:], examples, strict=True):
+            assert row[0] == summary.created and row[2:6] == (summary.domain, str(summary.rounds),
+                                                              summary.outcome, str(summary.tokens))
+            assert row[6] == f"example: {summary.path.name}"
+        # The unreadable file: one notification line naming it, and the count under the table.
+        assert any(m.startswith("skipped ") and "broken.json" in m and "\n" not in m for m in messages(app))
+        assert "1 unreadable file(s) skipped" in str(app.screen.query_one("#picker-status", Static).render())
+
+        math_row = next(i for i, r in enumerate(rows) if r[6] == "example: example-math.json")
+        app.screen.query_one(DataTable).move_cursor(row=math_row)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ReplayScreen))
+        screen = app.screen
+        assert screen.source == str(EXAMPLES_DIR / "example-math.json")
+        assert screen.model.domain == "math" and screen.model.problem == load_session(
+            EXAMPLES_DIR / "example-math.json").problem
+        assert "REPLAY" in str(screen.query_one(ParamsBar).render())
+        # From the replay, "o" opens the picker again; esc goes back.
+        await pilot.press("o")
+        await picker_rows(app, pilot)
+        await pilot.press("escape")
+        assert app.screen is screen
+
+
+async def test_picker_is_in_the_command_palette(tmp_path: Path) -> None:
+    app = launch_app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"open a saved session")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        rows = await picker_rows(app, pilot)
+        assert any(r[6] == "example: example-code.json" for r in rows)
+
+
+async def test_picker_refuses_while_a_swarm_runs(tmp_path: Path) -> None:
+    app = live_app(tmp_path, step=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.swarm_screen.model.control_status == "paused")
+        await pilot.press("o")
+        assert isinstance(app.screen, RunScreen)
+        assert any("a swarm is running" in m for m in messages(app))
+
+
+# --- export -------------------------------------------------------------------------------------
+
+
+async def run_palette_command(app: SwarmApp, title: str) -> None:
+    provider = SwarmCommands(app.screen)
+    hits = [hit async for hit in provider.search(title)]
+    hit = next(h for h in hits if str(h.text or h.match_display) == title)
+    hit.command()
+
+
+async def test_export_every_format_from_a_replay_writes_next_to_the_session(tmp_path: Path) -> None:
+    source = tmp_path / "run.json"
+    shutil.copy(EXAMPLE, source)
+    session = load_session(source)
+    app = replay_app(source, tmp_path / "elsewhere")
+    async with app.run_test(size=(120, 40)) as pilot:
+        for fmt in FORMATS:
+            await run_palette_command(app, f"Export session as {EXPORT_NAMES[fmt]}")
+            await pilot.pause()
+        written = {p.name for p in tmp_path.iterdir()}
+        assert written == {"run.json", "run.md", "run.export.json", "run.toml", "run.dot", "run.mmd"}
+        for fmt in FORMATS:
+            target = export_path(source, fmt, tmp_path / "elsewhere")
+            assert target.read_text(encoding="utf-8") == export_session(session, fmt)
+            assert any(m == f"exported {EXPORT_NAMES[fmt]}: {target}" for m in messages(app))
+        assert source.read_bytes() == EXAMPLE.read_bytes()  # the session file itself is untouched
+        assert load_session(tmp_path / "run.toml").events == session.events
+        # Through the palette's own keys, too.
+        (tmp_path / "run.md").unlink()
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"export session as markdown")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: (tmp_path / "run.md").exists())
+
+
+async def test_export_of_a_shipped_example_goes_to_the_sessions_dir(tmp_path: Path) -> None:
+    app = replay_app(EXAMPLE, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await run_palette_command(app, "Export session as Mermaid")
+        await pilot.pause()
+    assert (tmp_path / "example-code.mmd").read_text() == export_session(load_session(EXAMPLE), "mermaid")
+    assert not (EXAMPLES_DIR / "example-code.mmd").exists()
+
+
+async def test_export_from_a_live_run_uses_the_recorded_session(tmp_path: Path) -> None:
+    app = live_app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.swarm_screen.model.finished is not None)
+        await pilot.pause(0.1)
+        recorder = app.swarm_screen.recorder
+        await run_palette_command(app, "Export session as Markdown")
+        await run_palette_command(app, "Export session as DOT")
+        await pilot.pause()
+        md = recorder.path.with_suffix(".md")
+        assert md.read_text() == export_session(recorder.session, "md")
+        assert "## Round 3" in md.read_text() and "Final answer" in md.read_text()
+        assert recorder.path.with_suffix(".dot").read_text().startswith("digraph swarm {")
+
+
+async def test_export_before_anything_is_saved_says_so(tmp_path: Path) -> None:
+    from tests.test_tui_support import feed_app
+
+    app = feed_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await run_palette_command(app, "Export session as JSON")
+        await pilot.pause()
+        assert any("nothing to export yet" in m for m in messages(app))
+
+
+# --- fork ---------------------------------------------------------------------------------------
+
+
+async def test_fork_continues_live_from_the_viewed_round_and_records_its_parent(tmp_path: Path,
+                                                                                embedder: object) -> None:
+    source = tmp_path / "parent.json"
+    shutil.copy(EXAMPLE, source)
+    forks = tmp_path / "forks"
+    app = replay_app(source, forks, demo=True, demo_chunk_delay=0.0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        replay = app.screen
+        assert isinstance(replay, ReplayScreen)
+        replay.jump_to_round(1)
+        await pilot.pause()
+        assert replay.shown_round == 1
+        await pilot.press("t")  # what-if tau 0.35: the fork continues with it
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        run = app.screen
+        assert run.fork is not None and run.fork.round == 1
+        await wait_for(pilot, lambda: run.model.finished is not None)
+        model = run.model
+        assert model.finished.reason == "manager"
+        assert model.run.parent == {"session": str(source), "round": 1}
+        assert model.rounds[2].params["tau"] == pytest.approx(0.35)  # the first live round
+        assert "tau 0.35" in str(run.query_one(ParamsBar).render()).replace("\xa0", " ")
+        assert model.rounds[1].goal  # the parent's round 1 is shown as history
+        assert "fork of parent.json @ round 1" in str(run.query_one(RunHeader).render())
+        await pilot.pause(0.1)
+        saved = load_session(run.recorder.path)
+    assert run.recorder.path.parent == forks
+    assert saved.parent == {"session": str(source), "round": 1}
+    parent = load_session(source)
+    history = [e for e in saved.events if e.get("round", 0) == 1 and e["type"] != "control_changed"]
+    recorded = [e for e in parent.events if e.get("round", 0) == 1 and e["type"] != "control_changed"]
+    assert [(e["type"], e.get("agent")) for e in history] == [(e["type"], e.get("agent")) for e in recorded]
+    assert saved.rounds[1].params["tau"] == pytest.approx(0.35) and saved.completed_rounds >= 2
+
+
+async def test_fork_from_an_unfinished_round_explains_and_stays_in_replay(tmp_path: Path,
+                                                                          embedder: object) -> None:
+    events = [e for e in pinned_demo_events() if not isinstance(e, ev.AgentDelta)]
+    cut = next(i for i, e in enumerate(events) if isinstance(e, ev.RoundStarted) and e.round == 2) + 3
+    path = tmp_path / "partial.json"
+    save_session(session_from_events(events[:cut]), path)
+    app = replay_app(path, tmp_path, demo=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("N", "N")  # into round 2, which never finished
+        assert app.screen.shown_round == 2
+        await pilot.press("f")
+        await pilot.pause()
+        assert isinstance(app.screen, ReplayScreen)
+        assert any("cannot fork from round 2: the session has 1 completed round(s)" in m for m in messages(app))
+
+
+async def test_fork_with_the_endpoint_down_notifies_and_stays_in_replay(tmp_path: Path) -> None:
+    source = tmp_path / "parent.json"
+    shutil.copy(EXAMPLE, source)
+    app = replay_app(source, tmp_path, settings={"base_url": "http://127.0.0.1:9/v1", "max_retries": 0})
+    async with app.run_test(size=(120, 40)) as pilot:
+        replay = app.screen
+        replay.jump_to_round(2)
+        await pilot.pause()
+        await pilot.press("f")
+        await wait_for(pilot, lambda: any(m.startswith("cannot fork:") for m in messages(app)))
+        await pilot.pause()
+        assert app.screen is replay and app.swarm_screen is replay
+        assert any("cannot reach the model endpoint" in m for m in messages(app))
