@@ -54,7 +54,7 @@ def _markdown(session: Session) -> str:
     out.append(f"- app version: {session.app_version}")
     out += ["", "## Problem", "", _fence(session.problem, "text"), ""]
     for record in session.rounds:
-        out += _markdown_round(record)
+        out += _markdown_round(record, session.metadata.workers)
     out.append("## Outcome")
     out.append("")
     if session.outcome is None:
@@ -71,7 +71,7 @@ def _markdown(session: Session) -> str:
     return "\n".join(out)
 
 
-def _markdown_round(record: RoundRecord) -> list[str]:
+def _markdown_round(record: RoundRecord, roster: list[str]) -> list[str]:
     p = record.params
     out = [f"## Round {record.round}", ""]
     out.append(f"Parameters: tau {p['tau']}, k_in {p['k_in']}, max_rounds {p['max_rounds']}")
@@ -81,7 +81,9 @@ def _markdown_round(record: RoundRecord) -> list[str]:
     if record.descriptors:
         out.append("### Descriptors")
         out.append("")
-        for agent, d in record.descriptors.items():
+        # Roster order, whatever order the dict came in (a file's JSON has its keys sorted).
+        for agent in sorted(record.descriptors, key=lambda a: roster.index(a) if a in roster else len(roster)):
+            d = record.descriptors[agent]
             out.append(f"- **{agent}** needs: {d.get('query', '')} / offers: {d.get('key', '')}")
         out.append("")
     out.append("### Graph" + (" (re-routed during the round)" if record.rerouted else ""))

@@ -152,13 +152,17 @@ def _replay(argv: list[str]) -> int:
     if args.fork is not None:
         return _fork_headless(args, session, path)
     if not args.headless:
+        from .cli import settings_from_args
+
         try:
             from .app import run_replay
         except ImportError as exc:
             if exc.name != "tui.app":
                 raise
             raise _UserError("the replay screen is not available in this build: use --headless") from None
-        return run_replay(session, path)
+        # Run options say where a fork from the replay screen continues (--demo, --base-url, ...).
+        args.domain = session.domain
+        return run_replay(session, path, settings=settings_from_args(args), demo=args.demo)
     # The very consumer a live headless run uses, fed the recorded events.
     from .headless import ProgressPrinter
 

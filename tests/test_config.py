@@ -1,0 +1,78 @@
+"""Settings precedence: defaults < config file < environment < command-line flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.config import (
+    DEFAULT_BASE_URL,
+    CallLimits,
+    ConfigError,
+    Settings,
+    load_settings,
+    resolve_api_key,
+    resolve_base_url,
+)
+
+
+def _config(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_are_the_reference_values() -> None:
+    s = Settings()
+    assert (s.tau, s.k_in, s.max_rounds, s.protocol, s.domain) == (0.3, 3, 5, "phased", "code")
+    assert s.descriptor_call == CallLimits(0.1, 256)
+    assert s.work_call == CallLimits(0.3, 4096)
+    assert s.manager_call == CallLimits(0.1, 2000)
+
+
+def test_file_then_environment_then_flags(tmp_path: Path) -> None:
+    path = _config(tmp_path, 'tau = 0.4\nk_in = 2\nmodel = "from-file"\n[work_call]\nmax_tokens = 1000\n')
+    from_file = load_settings(path, environ={})
+    assert (from_file.tau, from_file.k_in, from_file.model) == (0.4, 2, "from-file")
+    assert from_file.work_call == CallLimits(0.3, 1000)
+    from_env = load_settings(path, environ={"SWARM_TUI_TAU": "0.5", "SWARM_TUI_MODEL": "from-env"})
+    assert (from_env.tau, from_env.k_in, from_env.model) == (0.5, 2, "from-env")
+    from_flags = load_settings(path, cli={"tau": 0.6, "model": None}, environ={"SWARM_TUI_TAU": "0.5"})
+    assert (from_flags.tau, from_flags.model) == (0.6, "from-file")
+
+
+def test_settings_may_sit_under_a_swarm_table_with_a_keymap(tmp_path: Path) -> None:
+    path = _config(tmp_path, '[swarm]\nmax_rounds = 7\n[swarm.keymap]\nstep_phase = "j"\n')
+    settings = load_settings(path, environ={})
+    assert settings.max_rounds == 7 and settings.keymap == {"step_phase": "j"}
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("tau = 2.0\n", "tau must be between 0 and 1"),
+        ("colour = 'red'\n", "unknown setting 'colour'"),
+        ("tau = \n", "cannot read config file"),
+        ("[work_call]\nspeed = 3\n", "work_call must be a table"),
+        ("keymap = 3\n", "keymap must map"),
+        ("max_rounds = 0\n", "max_rounds must be between 1 and 10"),
+    ],
+)
+def test_a_bad_file_is_one_clear_line(tmp_path: Path, text: str, fragment: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings(_config(tmp_path, text), environ={})
+    assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_bad_environment_value_is_named() -> None:
+    with pytest.raises(ConfigError, match="SWARM_TUI_K_IN"):
+        load_settings(None, environ={"SWARM_TUI_K_IN": "many"}, cli={})
+
+
+def test_endpoint_and_key_resolution() -> None:
+    assert resolve_base_url(Settings(), environ={}) == DEFAULT_BASE_URL
+    assert resolve_base_url(Settings(), environ={"OPENAI_BASE_URL": "http://env/v1"}) == "http://env/v1"
+    assert resolve_base_url(Settings(base_url="http://flag/v1"), environ={"OPENAI_BASE_URL": "x"}) == "http://flag/v1"
+    assert resolve_api_key(Settings(api_key_env="MY_KEY"), environ={"MY_KEY": "k-123"}) == "k-123"
+    assert resolve_api_key(Settings(), environ={}) == "not-needed"  # local servers take any key
