@@ -612,33 +612,13 @@ class BenchRunner:
             )
         except (openai.APIConnectionError, openai.APITimeoutError) as exc:
             message = describe_api_error(exc, self.backend.llm.base_url)
-            emit(
-                ev.RunFinished(
-                    reason="error",
-                    detail=message,
-                    final_answer="",
-                    answer_source="",
-                    rounds=1,
-                    prompt_tokens=0,
-                    completion_tokens=0,
-                )
-            )
+            emit(_unanswered("error", message))
             return _Run("", 0, 0, 0, "error", message)
         except openai.OpenAIError as exc:  # e.g. a prompt too long for the model: this problem fails
             message = describe_api_error(exc, self.backend.llm.base_url)
             emit(ev.AgentFinished(round=1, agent="Solo", call="single", status="failed", error=message))
             emit(ev.RoundFinished(round=1, prompt_tokens=0, completion_tokens=0))
-            emit(
-                ev.RunFinished(
-                    reason="failed",
-                    detail=message,
-                    final_answer="",
-                    answer_source="",
-                    rounds=1,
-                    prompt_tokens=0,
-                    completion_tokens=0,
-                )
-            )
+            emit(_unanswered("failed", message))
             return _Run("", 1, 0, 0, "failed", message)
         answer = solo_answer(problem, chat.text)
         emit(
@@ -689,3 +669,16 @@ def order_rows(rows: Sequence[Row], problems: Sequence[Problem], strategies: Seq
     position = {p.task_id: i for i, p in enumerate(problems)}
     rank = {s: i for i, s in enumerate(strategies)}
     return sorted(rows, key=lambda r: (rank.get(r.strategy, len(rank)), position.get(r.task_id, len(position))))
+
+
+def _unanswered(reason: str, detail: str) -> ev.RunFinished:
+    """The end of a one-call run whose call failed: no answer, no tokens."""
+    return ev.RunFinished(
+        reason=reason,
+        detail=detail,
+        final_answer="",
+        answer_source="",
+        rounds=1,
+        prompt_tokens=0,
+        completion_tokens=0,
+    )
