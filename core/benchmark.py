@@ -40,7 +40,6 @@ from .evaluation.extract import latest_code
 from .evaluation.math_answers import answers_equivalent, extract_answer
 from .evaluation.round_check import CodeExecutionEvaluator
 from .evaluation.sandbox import SandboxLimits, arun_code
-from .llm import describe_api_error
 from .parsing import ParseError, extract_json_object
 from .prompts import call_header
 from .routing import RoutingResult
@@ -611,11 +610,11 @@ class BenchRunner:
                 json_mode=problem.domain == "math",
             )
         except (openai.APIConnectionError, openai.APITimeoutError) as exc:
-            message = describe_api_error(exc, self.backend.llm.base_url)
+            message = self.backend.llm.describe_error(exc)
             emit(_unanswered("error", message))
             return _Run("", 0, 0, 0, "error", message)
         except openai.OpenAIError as exc:  # e.g. a prompt too long for the model: this problem fails
-            message = describe_api_error(exc, self.backend.llm.base_url)
+            message = self.backend.llm.describe_error(exc)
             emit(ev.AgentFinished(round=1, agent="Solo", call="single", status="failed", error=message))
             emit(ev.RoundFinished(round=1, prompt_tokens=0, completion_tokens=0))
             emit(_unanswered("failed", message))

@@ -82,12 +82,17 @@ class Settings:
             raise ConfigError(f"max_rounds must be between 1 and 10, got {self.max_rounds}")
         upper = n_workers - 1 if n_workers else None
         if self.k_in < 1 or (upper is not None and self.k_in > upper):
-            bound = f"1 and {upper}" if upper else "at least 1"
-            raise ConfigError(f"k_in must be between {bound}, got {self.k_in}")
+            bound = f"be between 1 and {upper}" if upper else "be at least 1"
+            raise ConfigError(f"k_in must {bound}, got {self.k_in}")
         if self.max_concurrency < 1:
             raise ConfigError(f"max_concurrency must be at least 1, got {self.max_concurrency}")
         if self.call_timeout <= 0:
             raise ConfigError(f"call_timeout must be positive, got {self.call_timeout}")
+        for name in ("descriptor_call", "work_call", "manager_call"):
+            if getattr(self, name).max_tokens < 1:
+                raise ConfigError(f"{name}.max_tokens must be at least 1, got {getattr(self, name).max_tokens}")
+        if self.max_retries < 0:
+            raise ConfigError(f"max_retries must be 0 or more, got {self.max_retries}")
         if self.context_budget_tokens < 500:
             raise ConfigError(f"context_budget_tokens must be at least 500, got {self.context_budget_tokens}")
 
@@ -99,23 +104,44 @@ def default_config_path() -> Path:
 _CALL_KEYS = {"descriptor_call", "work_call", "manager_call"}
 
 
-def _settings_from_mapping(data: dict[str, Any], source: str) -> dict[str, Any]:
+# What a scalar setting must hold in a file (the dataclass annotations are strings here). TOML gives
+# typed values, so a wrong type is the user's mistake to name, not something to coerce or crash on.
+_KINDS: dict[str, tuple[type, ...]] = {"float": (int, float), "int": (int,), "str": (str,), "bool": (bool,)}
+_KIND_NAMES = {"float": "a number", "int": "a whole number", "str": "a quoted string", "bool": "true or false"}
+
+
+def _check_kind(name: str, value: Any, annotation: str, source: str) -> Any:
+    kind = annotation.removesuffix(" | None")
+    allowed = _KINDS.get(kind)
+    if allowed is None:
+        return value
+    if not isinstance(value, allowed) or (kind != "bool" and isinstance(value, bool)):
+        raise ConfigError(f"{source}: {name} must be {_KIND_NAMES[kind]}, got {value!r}")
+    return float(value) if kind == "float" else value
+
+
+def _settings_from_mapping(data: Any, source: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: [swarm] must be a table of settings")
     known = {f.name: f for f in fields(Settings)}
+    for key in data:  # a misspelt name first: it usually explains a wrong value too
+        if key.replace("-", "_") not in known:
+            raise ConfigError(f"{source}: unknown setting {key!r}")
     out: dict[str, Any] = {}
     for key, value in data.items():
         name = key.replace("-", "_")
-        if name not in known:
-            raise ConfigError(f"{source}: unknown setting {key!r}")
         if name in _CALL_KEYS:
             if not isinstance(value, dict) or set(value) - {"temperature", "max_tokens"}:
                 raise ConfigError(f"{source}: {key} must be a table with temperature and max_tokens")
             base: CallLimits = getattr(Settings(), name)
             value = CallLimits(
-                float(value.get("temperature", base.temperature)),
-                int(value.get("max_tokens", base.max_tokens)),
+                _check_kind(f"{key}.temperature", value.get("temperature", base.temperature), "float", source),
+                _check_kind(f"{key}.max_tokens", value.get("max_tokens", base.max_tokens), "int", source),
             )
         elif name == "keymap" and not (isinstance(value, dict) and all(isinstance(v, str) for v in value.values())):
             raise ConfigError(f"{source}: keymap must map binding ids to key strings")
+        else:
+            value = _check_kind(key, value, str(known[name].type), source)
         out[name] = value
     return out
 

@@ -30,7 +30,7 @@ from .embeddings import Embedder
 from .evaluation.extract import latest_code
 from .evaluation.math_answers import extract_answer
 from .fork import ForkPoint
-from .llm import ChatResult, LLMClient, describe_api_error
+from .llm import ChatResult, LLMClient
 from .memory import AgentMemory, MemoryItem
 from .parsing import ParseError, parse_descriptors, parse_manager, parse_worker
 from .prompts import (
@@ -42,6 +42,7 @@ from .prompts import (
     worker_system_prompt,
 )
 from .routing import RoutingResult
+from .session import redact_url
 from .strategies import DyTopoStrategy, TopologyStrategy
 
 STATUS_DONE = "done"
@@ -88,6 +89,14 @@ class Evaluation:
 
 class RoundEvaluator(Protocol):
     async def evaluate(self, round_no: int, problem: str, outputs: dict[str, AgentResult]) -> Evaluation | None: ...
+
+
+_FATAL_API_ERRORS = (
+    openai.APIConnectionError,
+    openai.AuthenticationError,
+    openai.PermissionDeniedError,
+    openai.NotFoundError,
+)
 
 
 class RunAborted(Exception):
@@ -178,7 +187,7 @@ class SwarmEngine:
                 protocol=self.spec.protocol,
                 strategy=self.strategy.name,
                 model=self.spec.model or self.llm.model,
-                base_url=self.spec.base_url or self.llm.base_url,
+                base_url=redact_url(self.spec.base_url or self.llm.base_url),
                 demo=self.spec.demo,
                 params=self.control.params.as_dict(),
                 parent=self.fork.parent if self.fork is not None else self.spec.parent,
@@ -203,6 +212,8 @@ class SwarmEngine:
         except RunAborted as exc:
             answer, source = self._extract_answer()
             reason, detail = "error", str(exc)
+        finally:
+            self._task = None  # a cancel from now on must not hit the caller's task (it awaited run())
         return self._finish(reason, detail, answer, source)
 
     def _cancel_now(self) -> None:
@@ -233,6 +244,10 @@ class SwarmEngine:
         while True:
             round_no += 1
             await self._checkpoint(BOUNDARY_ROUND)
+            if round_no > self.control.params.max_rounds:
+                # A fork from the last allowed round, or max_rounds lowered while waiting to start this one.
+                answer, source = self._extract_answer()
+                return "max_rounds", f"reached max_rounds ({round_no - 1})", answer, source
             self.round = round_no
             self._can_reroute = False
             self.emit(ev.RoundStarted(round=round_no, params=self.control.params.as_dict()))
@@ -512,7 +527,13 @@ class SwarmEngine:
 
     def _reroute_now(self) -> bool:
         if not self._can_reroute or self._similarity is None:
-            self._notice("the current round's work has already started: new values apply at the next routing", "info")
+            if self.round <= 1 and self.phase != ev.PHASE_MANAGER:
+                why = "round 1 is a broadcast: the new values apply at round 2's routing"
+            elif self.phase in (ev.PHASE_PLAN, ev.PHASE_DESCRIPTORS):
+                why = "this round's graph is not built yet: the new values apply when it is"
+            else:
+                why = "this round's work has already started: the new values apply at the next routing"
+            self._notice(why, "info")
             return False
         self._build_graph(rerouted=True)
         return True
@@ -526,7 +547,9 @@ class SwarmEngine:
         return {name: task.result() for name, task in tasks.items()}
 
     def _abort_if_unreachable(self, results: dict[str, AgentResult]) -> None:
-        if results and all(r.connection_failed for r in results.values()):
+        """End the run when no call of a phase got any reply (the endpoint is unreachable, refuses us,
+        or fails every call even after the SDK's retries): going on would only repeat the failure."""
+        if results and all(r.status == STATUS_FAILED for r in results.values()):
             raise RunAborted(next(iter(results.values())).error)
 
     def _worker_messages(self, name: str, call: str, goal: str, inbox: str) -> list[dict[str, str]]:
@@ -632,8 +655,10 @@ class SwarmEngine:
                     on_retry=lambda message: self._retrying(agent, call, message),
                 )
             except openai.OpenAIError as exc:
-                unreachable = isinstance(exc, openai.APIConnectionError)
-                return None, usage, describe_api_error(exc, self.llm.base_url), unreachable
+                # No later call can succeed either: the server is gone, refuses the key, or has no such
+                # model (a model name it does not serve answers 404).
+                unreachable = isinstance(exc, _FATAL_API_ERRORS)
+                return None, usage, self.llm.describe_error(exc), unreachable
             usage = _Usage.add(usage, chat)
             self.prompt_tokens += chat.prompt_tokens
             self.completion_tokens += chat.completion_tokens

@@ -15,6 +15,8 @@ from typing import Any
 
 import openai
 
+from .session import redact_url
+
 try:  # the openai SDK moved to the httpx2 fork; older releases use httpx
     import httpx2 as httpx
 except ImportError:  # pragma: no cover - depends on the installed SDK
@@ -65,6 +67,16 @@ def describe_api_error(exc: BaseException, base_url: str) -> str:
     return f"model call failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
 
 
+# Placeholders sent when no key is set: not secrets, and too common to scrub from messages.
+_PLACEHOLDER_KEYS = {"", "not-needed", "demo"}
+
+
+def redact_secret(text: str, secret: str | None) -> str:
+    if not secret or secret in _PLACEHOLDER_KEYS:
+        return text
+    return text.replace(secret, "***")
+
+
 class LLMClient:
     def __init__(
         self,
@@ -95,11 +107,17 @@ class LLMClient:
     async def close(self) -> None:
         await self._client.close()
 
+    def describe_error(self, exc: BaseException) -> str:
+        """describe_api_error, with the API key cut out (a server's error text may echo the key it got,
+        as some proxies do) and the URL without user:password@ or a ?api-key= query: these messages
+        reach notices, sessions and JSON lines."""
+        return redact_secret(describe_api_error(exc, redact_url(self.base_url)), self._client.api_key)
+
     async def list_models(self) -> list[str]:
         try:
             page = await self._client.models.list()
         except openai.OpenAIError as exc:
-            raise EndpointError(describe_api_error(exc, self.base_url)) from None
+            raise EndpointError(self.describe_error(exc)) from None
         return [m.id for m in page.data]
 
     async def ensure_model(self) -> str:
@@ -108,7 +126,7 @@ class LLMClient:
             return self.model
         models = await self.list_models()
         if not models:
-            raise EndpointError(f"the endpoint {self.base_url} lists no models: pass --model NAME")
+            raise EndpointError(f"the endpoint {redact_url(self.base_url)} lists no models: pass --model NAME")
         self.model = models[0]
         return self.model
 
@@ -165,7 +183,7 @@ class LLMClient:
                     if attempts >= 2:
                         raise
                     if on_retry:
-                        on_retry(f"{describe_api_error(exc, self.base_url)}; retrying once")
+                        on_retry(f"{self.describe_error(exc)}; retrying once")
                     continue
                 if "response_format" in request:
                     self.json_mode_supported = True

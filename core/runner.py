@@ -16,6 +16,7 @@ from .events import EventSink
 from .fork import ForkPoint
 from .llm import LLMClient
 from .scripted_server import ScriptedServer
+from .session import redact_url
 from .strategies import TopologyStrategy
 
 
@@ -70,7 +71,8 @@ async def open_backend(
         if server is not None:
             server.stop()
         raise
-    return Backend(llm=llm, base_url=base_url, model=model, demo=demo, server=server)
+    # Backend.base_url is what runs show and record: never the secrets a URL may carry.
+    return Backend(llm=llm, base_url=redact_url(base_url), model=model, demo=demo, server=server)
 
 
 def build_engine(

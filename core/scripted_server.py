@@ -33,6 +33,9 @@ FAULT_KINDS = (
     "missing_fields",  # valid JSON without query/key (workers) or goal (Manager)
     "http_429",
     "http_500",
+    "http_401",  # the key is refused
+    "http_403",  # forbidden, with a message that echoes the bearer key back (as some proxies do)
+    "http_404",  # no such model
     "stall",  # headers and one chunk, then silence for stall_seconds, then the rest
     "drop",  # part of the reply, then the connection is closed mid-body
     "reject_response_format",  # 400 when the request asks for response_format (no JSON mode)
@@ -384,6 +387,19 @@ class ScriptedServer:
             return
         if kind == "http_500":
             handler._send_json(500, _error_body("Internal server error (scripted)", "server_error", None))
+            return
+        if kind == "http_401":
+            body_401 = _error_body("Invalid API key (scripted)", "invalid_request_error", "invalid_api_key")
+            handler._send_json(401, body_401)
+            return
+        if kind == "http_403":
+            key = handler.headers.get("Authorization", "").removeprefix("Bearer ")
+            message = f"key {key} may not use this model (scripted)"
+            handler._send_json(403, _error_body(message, "permission_error", None))
+            return
+        if kind == "http_404":
+            message = f"The model {body.get('model')!r} does not exist (scripted)"
+            handler._send_json(404, _error_body(message, "invalid_request_error", "model_not_found"))
             return
         if kind == "reject_response_format":
             handler._send_json(

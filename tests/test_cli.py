@@ -43,6 +43,9 @@ def swarm(
         (["--headless"], "needs a problem"),
         (["--json", "x"], "--json goes with --headless"),
         (["--headless", "--config", "/no/such/config.toml", "x"], "config file not found"),
+        (["--headless", "--demo", "--save", "run.txt", "x"], "must end in .json or .toml"),
+        (["--headless", "--demo", "--save", "/tmp", "x"], "must end in .json or .toml"),
+        (["--headless", "--config", "/tmp", "x"], "cannot read config file"),
     ],
 )
 def test_bad_input_gives_one_line_and_exit_2(args: list[str], fragment: str) -> None:
@@ -51,6 +54,29 @@ def test_bad_input_gives_one_line_and_exit_2(args: list[str], fragment: str) -> 
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and fragment in lines[0], result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("stdin_errors", ["surrogateescape", "strict"])  # C.UTF-8 vs other UTF-8 locales
+def test_a_problem_that_is_not_utf8_is_one_line(stdin_errors: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "--headless", "--demo", "-"],
+        input=b"bad \xff bytes",
+        capture_output=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONIOENCODING": f"utf-8:{stdin_errors}"},
+    )
+    stderr = result.stderr.decode()
+    assert result.returncode == 2 and "not valid UTF-8" in stderr, stderr
+    assert len(stderr.strip().splitlines()) == 1
+
+
+def test_a_problem_too_long_to_save_is_refused_before_the_run() -> None:
+    from core.session import MAX_STRING
+
+    result = swarm("--headless", "--demo", "-", stdin="x" * (MAX_STRING + 1))
+    assert result.returncode == 2 and "the problem is too long" in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_a_bad_config_file_is_one_line(tmp_path: Path) -> None:
@@ -96,6 +122,39 @@ def test_headless_json_writes_the_event_stream(tmp_path: Path) -> None:
     assert events[0]["type"] == "run_started" and events[0]["problem"] == "What is 1+1?"
     assert events[-1]["type"] == "run_finished"
     assert {"agent_delta", "topology_built", "manager_decided", "round_finished"} <= {e["type"] for e in events}
+
+
+def test_json_lines_into_a_reader_that_goes_away_stop_the_run_cleanly(tmp_path: Path) -> None:
+    from core.session_store import load_session
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tui.cli", "--headless", "--demo", "--json", "x"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "SWARM_TUI_SESSIONS_DIR": str(tmp_path)},
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert json.loads(proc.stdout.readline())["type"] == "run_started"
+    proc.stdout.close()  # like `swarm-tui --json ... | head -1`
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=300) == 130
+    assert "Traceback" not in stderr and "session saved" in stderr
+    (saved,) = tmp_path.glob("*.json")
+    session = load_session(saved)
+    assert session.outcome is not None and session.outcome.reason == "cancelled"
+
+
+def test_a_session_that_cannot_be_saved_is_reported_before_the_rounds_run(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    result = swarm("--headless", "--demo", "--max-rounds", "1", "--save", str(blocker / "run.json"), "x")
+    assert result.returncode == 0, result.stderr
+    warning = result.stderr.index("swarm-tui: warning: cannot save the session")
+    assert warning < result.stderr.index("── round 1")
+    assert result.stderr.count("swarm-tui: warning:") == 1  # once, not after every round
+    assert "Traceback" not in result.stderr
 
 
 def test_the_api_key_is_never_written(tmp_path: Path) -> None:

@@ -98,6 +98,8 @@ def test_replay_headless_by_example_name_prints_what_the_live_printer_printed(
         (["replay"], "file"),
         (["replay", "no-such-session", "--headless"], "no-such-session: no such file"),
         (["sessions", "--dir", str(CODE)], "not a directory"),
+        (["replay", str(CODE), "--fork", "1", "--headless", "--demo", "--max-rounds", "1"], "pass --max-rounds 2"),
+        (["replay", str(CODE), "--fork", "1", "--headless", "--demo", "--save", "fork.txt"], ".json or .toml"),
         (["sessions", "--bogus"], "unrecognized arguments"),
     ],
 )

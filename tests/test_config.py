@@ -57,6 +57,16 @@ def test_settings_may_sit_under_a_swarm_table_with_a_keymap(tmp_path: Path) -> N
         ("[work_call]\nspeed = 3\n", "work_call must be a table"),
         ("keymap = 3\n", "keymap must map"),
         ("max_rounds = 0\n", "max_rounds must be between 1 and 10"),
+        ("tau = 'abc'\n", "tau must be a number"),
+        ("call_timeout = 'x'\n", "call_timeout must be a number"),
+        ("max_rounds = 2.5\n", "max_rounds must be a whole number"),
+        ("k_in = true\n", "k_in must be a whole number"),
+        ("sessions_dir = 5\n", "sessions_dir must be a quoted string"),
+        ("no_think = 'yes'\n", "no_think must be true or false"),
+        ("swarm = 1\n", "[swarm] must be a table"),
+        ("[work_call]\ntemperature = 'hot'\n", "work_call.temperature must be a number"),
+        ("[work_call]\nmax_tokens = 0\n", "work_call.max_tokens must be at least 1"),
+        ("max_retries = -1\n", "max_retries must be 0 or more"),
     ],
 )
 def test_a_bad_file_is_one_clear_line(tmp_path: Path, text: str, fragment: str) -> None:

@@ -223,6 +223,67 @@ async def test_unreachable_endpoint_fails_with_one_line_naming_the_url() -> None
     assert url in message and "--demo" in message and "\n" not in message
 
 
+async def test_a_model_the_server_does_not_serve_ends_the_run_with_one_line(
+    demo_server: ScriptedServer, embedder: Any
+) -> None:
+    demo_server.add_fault(FaultRule("http_404", times=0))
+    finished, _, _ = await run_swarm(demo_server, embedder, settings=Settings(model="no-such-model"))
+    assert finished.reason == "error"
+    assert "404" in finished.detail and "--model" in finished.detail and "\n" not in finished.detail
+    assert len(demo_server.requests) == 1  # the plan call: nothing after an error no call can get past
+
+
+async def test_every_worker_failing_a_phase_ends_the_run_instead_of_faking_convergence(
+    demo_server: ScriptedServer, embedder: Any
+) -> None:
+    demo_server.add_fault(FaultRule("http_500", call=ev.CALL_WORK, round=1, times=0))
+    finished, events, _ = await run_swarm(demo_server, embedder, settings=Settings(max_retries=0))
+    assert finished.reason == "error" and "500" in finished.detail
+    assert not of(events, ev.RoundFinished)
+
+
+async def test_an_api_key_echoed_by_the_server_is_never_recorded(
+    demo_server: ScriptedServer, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    secret = "sk-test-SECRET-0123456789"
+    monkeypatch.setenv("SWARM_TEST_KEY", secret)
+    demo_server.add_fault(FaultRule("http_403", role="Tester", call=ev.CALL_WORK, round=1))
+    settings = Settings(base_url=demo_server.base_url, api_key_env="SWARM_TEST_KEY", max_rounds=1)
+    backend = await open_backend(settings)  # the real key path, not the demo placeholder
+    events: list[ev.Event] = []
+    try:
+        engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [events.append], embedder=embedder)
+        await asyncio.wait_for(engine.run(), timeout=60)
+    finally:
+        await backend.close()
+    (tester,) = of(events, ev.AgentFinished, round=1, agent="Tester")
+    assert tester.status == "failed" and "***" in tester.error
+    assert secret not in json.dumps([e.to_dict() for e in events])
+
+
+async def test_secrets_in_the_endpoint_url_never_reach_the_event_stream(
+    demo_server: ScriptedServer, embedder: Any
+) -> None:
+    import json
+
+    url = demo_server.base_url.replace("http://", "http://user:URLPASSWORD@")
+    demo_server.add_fault(FaultRule("http_404", role="Tester", call=ev.CALL_WORK, round=1))
+    settings = Settings(base_url=url, max_rounds=1)
+    backend = await open_backend(settings)
+    events: list[ev.Event] = []
+    try:
+        engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [events.append], embedder=embedder)
+        await asyncio.wait_for(engine.run(), timeout=60)
+    finally:
+        await backend.close()
+    assert of(events, ev.AgentFinished, agent="Tester")[0].status == "failed"  # its error names the URL
+    text = json.dumps([e.to_dict() for e in events])
+    assert "URLPASSWORD" not in text
+    assert events[0].base_url == demo_server.base_url
+
+
 # --- control --------------------------------------------------------------------------------------
 
 
@@ -244,6 +305,24 @@ async def test_step_mode_waits_at_each_phase_and_cancel_ends_cleanly(
     assert finished.reason == "cancelled"
     assert not of(events, ev.PhaseStarted, phase=ev.PHASE_MANAGER)
     assert {t for t in asyncio.all_tasks() if not t.done()} == {asyncio.current_task()}
+
+
+async def test_a_cancel_after_the_run_ended_leaves_the_caller_alone(
+    demo_server: ScriptedServer, embedder: Any
+) -> None:
+    # Headless awaits engine.run() in its own task and then closes the backend, saves, checks --expect:
+    # a Ctrl-C in that window must not cancel the caller (a CancelledError traceback).
+    settings = Settings(max_rounds=1)
+    backend = await open_backend(settings, server=demo_server)
+    try:
+        engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [], embedder=embedder)
+        finished = await engine.run()
+        engine.control.cancel()
+        await asyncio.sleep(0)
+    finally:
+        await backend.close()
+    assert finished.reason != "cancelled"
+    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
 
 
 async def test_step_round_runs_to_the_next_round_start(demo_server: ScriptedServer, embedder: Any) -> None:
@@ -367,3 +446,20 @@ async def test_sampling_extras_and_no_think_reach_the_server(demo_server: Script
     assert not any(
         r.messages[-1]["content"].endswith("/no_think") for r in demo_server.requests if r.call == ev.CALL_WORK
     )
+
+
+async def test_reroute_now_explains_why_it_cannot_apply_yet(demo_server: ScriptedServer, embedder: Any) -> None:
+    async def drive(engine: SwarmEngine, events: list[ev.Event]) -> None:
+        await wait_until(lambda: engine.control.waiting)
+        assert not engine.control.reroute_now()  # before round 1: a broadcast round, no graph
+        engine.control.step_round()
+        await wait_until(lambda: engine.control.waiting and bool(of(events, ev.RoundFinished)))
+        engine.control.step_phase()  # into round 2, stops after phase A: no graph yet
+        await wait_until(lambda: engine.control.waiting and bool(of(events, ev.DescriptorsReady)))
+        assert not engine.control.reroute_now()
+        engine.control.resume()
+
+    _, events, _ = await run_swarm(demo_server, embedder, step=True, drive=drive)
+    messages = [n.message for n in of(events, ev.Notice, severity="info")]
+    assert any("round 1 is a broadcast" in m for m in messages)
+    assert any("graph is not built yet" in m for m in messages)

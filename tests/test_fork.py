@@ -58,6 +58,18 @@ async def test_fork_rebuilds_memory_exactly_as_the_live_run_had_it(embedder: Any
     assert forked[-1].reason == "manager" and "def make_palindrome" in forked[-1].final_answer
 
 
+async def test_fork_from_the_last_allowed_round_runs_no_further_round(embedder: Any) -> None:
+    with ScriptedServer() as original_server:
+        original = await _run(original_server, Settings())
+    point = fork_point(session_from_events(original), 2, "parent.json")
+    with ScriptedServer() as fork_server:
+        forked = await _run(fork_server, Settings(max_rounds=2), fork=point)
+    assert fork_server.requests == []  # max_rounds is a limit, even for a fork
+    finished = forked[-1]
+    assert isinstance(finished, ev.RunFinished) and finished.reason == "max_rounds" and finished.rounds == 2
+    assert not of(forked, ev.RoundStarted, round=3)
+
+
 def test_fork_from_a_round_that_did_not_happen_is_a_clear_error(tmp_path: Path) -> None:
     session = load_session(ROOT / "sessions" / "example-code.json")
     with pytest.raises(ValueError, match="cannot fork from round 9"):

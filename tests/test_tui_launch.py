@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input, Select, Static, Switch, TextArea
+from textual.widgets import Input, Label, Select, Static, Switch, TextArea
 
 from core.config import Settings
 from core.demo_script import DEMO_PROBLEMS
@@ -51,6 +51,45 @@ async def test_start_with_bad_values_explains_in_one_line(tmp_path: Path) -> Non
         await pilot.pause()
         assert "k_in must be between 1 and 3" in str(status.render())
         assert isinstance(app.screen, LaunchScreen)
+
+
+async def test_out_of_range_values_name_the_real_range(tmp_path: Path) -> None:
+    app = launch_app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.screen.query_one("#problem", TextArea).text = "Add two numbers."
+        status = app.screen.query_one("#launch-status", Static)
+        for field, value, expected in (("tau", "7", "tau must be between 0 and 1, got 7.0"),
+                                       ("k_in", "0", "k_in must be between 1 and 3, got 0"),
+                                       ("max_rounds", "", "max_rounds is empty: type a whole number")):
+            app.screen.query_one(f"#{field}", Input).value = value
+            await pilot.press("ctrl+r")
+            await pilot.pause()
+            assert str(status.render()) == f"✗ {expected}"
+            assert isinstance(app.screen, LaunchScreen)
+            app.screen.query_one(f"#{field}", Input).value = {"tau": "0.3", "k_in": "3", "max_rounds": "5"}[field]
+
+
+async def test_domain_switch_moves_the_k_in_range(tmp_path: Path) -> None:
+    """Math and general teams have three workers: k_in 3 would be refused, so the form lowers it and
+    says the range; back on the code team the value typed comes back."""
+    app = launch_app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        label = app.screen.query_one("#k_in-label", Label)
+        k_in = app.screen.query_one("#k_in", Input)
+        assert str(label.render()) == "k_in (1..3)" and k_in.value == "3"
+        app.screen.query_one("#domain", Select).value = "math"
+        await pilot.pause()
+        assert str(label.render()) == "k_in (1..2)" and k_in.value == "2"
+        app.screen.query_one("#domain", Select).value = "code"
+        await pilot.pause()
+        assert str(label.render()) == "k_in (1..3)" and k_in.value == "3"
+        app.screen.query_one("#domain", Select).value = "general"
+        app.screen.query_one("#demo", Switch).value = True
+        await pilot.pause()
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert isinstance(app.screen, RunScreen)
+        assert app.screen.settings.domain == "general" and app.screen.settings.k_in == 2
 
 
 async def test_start_opens_the_run_screen_with_the_form_values(tmp_path: Path) -> None:

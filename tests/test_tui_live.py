@@ -140,3 +140,7 @@ async def test_endpoint_down_is_a_notification_not_a_traceback(tmp_path: Path) -
         assert "cannot reach the model endpoint" in app.swarm_screen.model.error
         assert any("cannot reach" in n.message for n in app._notifications)
         assert app.is_running
+        await pilot.pause()
+        header = str(app.swarm_screen.query_one("#header").render())
+        assert header.startswith("▍anything") and "code ·" in header  # the user's problem, not "starting…"
+        assert "the run stopped before round 1" in app.swarm_screen.query_one(GraphPane).text

@@ -95,3 +95,38 @@ async def test_tau_change_in_replay_is_a_hypothetical_graph(session_path: Path) 
         assert screen.model.rounds[2].routing == recorded  # what happened is untouched
         await pilot.press("T", "T", "T", "k")  # back to the recorded values
         assert "HYPOTHETICAL" not in graph.text
+
+
+async def test_header_says_the_replay_is_paused_or_playing_not_the_recorded_running(session_path: Path) -> None:
+    from tui.widgets.header import RunHeader
+
+    app = replay_app(session_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        header = lambda: str(screen.query_one(RunHeader).render())  # noqa: E731
+        params = lambda: str(screen.query_one(ParamsBar).render())  # noqa: E731
+        await pilot.press("N")
+        assert screen.model.control_status == "running"  # what the recording says
+        assert "replay paused" in header() and "running" not in header()
+        assert "live round" not in params() and "round 1" in params()
+        await pilot.press("space")
+        assert "replay playing (1x)" in header()
+        await pilot.press("space", "j", "3", "enter")
+        assert "finished: manager" in header() and "replay" not in header()  # the recorded outcome
+
+
+async def test_stepping_back_stops_at_the_first_frame_not_an_empty_screen(session_path: Path) -> None:
+    app = replay_app(session_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        await pilot.press("B", "B", "b", "b")
+        assert screen.cursor >= 1 and screen.model.run is not None  # the run's header, not "starting…"
+        assert screen.model.problem and "model ?" not in str(screen.query_one("#header").render())
+
+
+async def test_jump_dialog_says_which_rounds_exist(session_path: Path) -> None:
+    app = replay_app(session_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("j")
+        assert isinstance(app.screen, JumpScreen)
+        assert "(1..3)" in str(app.screen.query_one("#jump-label").render())

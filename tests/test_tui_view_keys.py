@@ -148,3 +148,63 @@ async def test_small_terminal_collapses_to_one_scrollable_column(events: tuple[e
         await pilot.resize_terminal(120, 40)
         await pilot.pause()
         assert not screen.has_class("-narrow")
+
+
+async def test_footer_rewraps_when_the_terminal_shrinks(events: tuple[ev.Event, ...]) -> None:
+    """Every key stays on screen after a resize (it used to keep the old row width and cut keys off)."""
+    from textual.widgets._footer import FooterKey
+
+    from tui.widgets.footer import WrapFooter
+
+    app = feed_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await post_events(app, pilot, events[:3])
+        for width, height in ((80, 24), (120, 40), (200, 60)):
+            await pilot.resize_terminal(width, height)
+            await pilot.pause()
+            await pilot.pause()
+            footer = app.screen.query_one(WrapFooter)
+            keys = list(footer.query(FooterKey))
+            shown = [k for k in keys if footer.region.contains_region(k.region) and k.region.width > 0]
+            assert len(shown) == len(keys) == len(RUN_BINDINGS) + 1, (width, len(shown))  # + the palette key
+
+
+async def test_graph_and_sparklines_before_the_first_round_and_after_a_cancel(events: tuple[ev.Event, ...]) -> None:
+    """No stale or misleading drawing: a run paused before round 1 says so, a round that ended before
+    routing says it will get no graph, and rounds with no edges or tokens draw no bars."""
+    from textual.widgets import Sparkline
+
+    app = feed_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        started = next(e for e in events if isinstance(e, ev.RunStarted))
+        await post_events(app, pilot, [started, ev.ControlChanged(ts=started.ts, round=0, status="paused",
+                                                                  mode="step")])
+        assert "waiting for round 1 (step mode" in graph_text(app)
+        round2 = next(i for i, e in enumerate(events) if isinstance(e, ev.RoundStarted) and e.round == 2)
+        await post_events(app, pilot, events[1 : round2 + 1])
+        assert "waiting for descriptors" in graph_text(app)
+        cancelled = ev.RunFinished(ts=events[round2].ts, reason="cancelled", detail="cancelled by the user",
+                                   final_answer="", answer_source="", rounds=1, prompt_tokens=0, completion_tokens=0)
+        await post_events(app, pilot, [cancelled])
+        assert "round 2: no graph, the run ended before routing" in graph_text(app)
+        assert "waiting for descriptors" not in graph_text(app)
+        assert list(app.screen.query_one("#edges-spark", Sparkline).data or []) == [12, 0]  # round 2: none
+
+    app = feed_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        round1 = next(i for i, e in enumerate(events) if isinstance(e, ev.RoundStarted))
+        await post_events(app, pilot, events[: round1 + 1])  # round 1 started: no edges, no tokens yet
+        assert "edges/round  0" in str(app.screen.query_one("#edges-label").render())
+        assert not list(app.screen.query_one("#edges-spark", Sparkline).data or [])  # not a full bar
+        assert not list(app.screen.query_one("#tokens-spark", Sparkline).data or [])
+
+
+async def test_header_keeps_tokens_and_time_in_view_when_the_reason_is_long(events: tuple[ev.Event, ...]) -> None:
+    app = feed_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await post_events(app, pilot, events)
+        header = app.screen.query_one(RunHeader)
+        status = str(header.render()).splitlines()[1]
+        assert "finished: manager" in status and len(status) > header.content_region.width  # it is cut...
+        tail = f"{app.screen.model.tokens:,} tok · 00:"
+        assert status.index(tail) + len(tail) + 2 <= header.content_region.width  # ...after tokens and time

@@ -155,6 +155,16 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     return settings
 
 
+def check_save_path(path: Path | None) -> None:
+    """--save must name a .json or .toml file: found out now, not after every round failed to save."""
+    if path is None:
+        return
+    if path.suffix.lower() not in (".json", ".toml"):
+        fail(f"--save {path}: the session file must end in .json or .toml")
+    if path.is_dir():
+        fail(f"--save {path}: is a directory, not a file")
+
+
 def read_problem(args: argparse.Namespace) -> str | None:
     if args.file is not None and args.problem is not None:
         fail("give the problem as text or with -f FILE, not both")
@@ -164,11 +174,23 @@ def read_problem(args: argparse.Namespace) -> str | None:
         except (OSError, UnicodeDecodeError) as exc:
             fail(f"cannot read problem file {args.file}: {exc.strerror if isinstance(exc, OSError) else exc}")
     elif args.problem == "-":
-        text = sys.stdin.read()
+        try:
+            text = sys.stdin.read()
+        except UnicodeDecodeError:  # a strict stdin (a UTF-8 locale other than C.UTF-8)
+            fail("the problem is not valid UTF-8 text")
     else:
         text = args.problem
     if text is not None and not text.strip():
         fail("the problem is empty")
+    if text is not None:
+        try:  # bytes that are not UTF-8 reach us as lone surrogates (argv, stdin): no request can carry them
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            fail("the problem is not valid UTF-8 text")
+        from core.session import MAX_STRING
+
+        if len(text) > MAX_STRING:  # the run could never be saved
+            fail(f"the problem is too long ({len(text)} characters; a session holds at most {MAX_STRING})")
     return text.strip() if text is not None else None
 
 
@@ -180,6 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         settings = settings_from_args(args)
         problem = read_problem(args)
+        check_save_path(args.save)
         if args.json and not args.headless:
             fail("--json goes with --headless")
         if args.expect is not None and not args.headless:

@@ -180,7 +180,7 @@ def _replay(argv: list[str]) -> int:
 def _fork_headless(args: argparse.Namespace, session: Session, path: Path) -> int:
     from core.fork import fork_point
 
-    from .cli import settings_from_args
+    from .cli import check_save_path, settings_from_args
     from .headless import run_headless
 
     if not args.headless:
@@ -189,9 +189,17 @@ def _fork_headless(args: argparse.Namespace, session: Session, path: Path) -> in
         point = fork_point(session, args.fork, str(path))
     except ValueError as exc:
         raise _UserError(str(exc)) from None
+    check_save_path(args.save)
     args.domain = session.domain
     args.protocol = args.protocol or session.metadata.protocol
     settings = settings_from_args(args)
+    if settings.max_rounds <= point.round:
+        raise _UserError(
+            f"--fork {point.round} leaves no round to run with max_rounds {settings.max_rounds}: "
+            f"pass --max-rounds {min(10, point.round + 1)} or more"
+            if point.round < 10
+            else f"cannot fork from round {point.round}: 10 rounds is the most a run may have"
+        )
     return run_headless(session.problem, settings, demo=args.demo, json_lines=args.json, save=args.save, fork=point)
 
 

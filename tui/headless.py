@@ -7,9 +7,12 @@ stdout). No Textual import here.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -28,6 +31,21 @@ EXIT_FAILED = 1
 EXIT_CANCELLED = 130
 
 
+def write_or_silence(out: TextIO, text: str) -> bool:
+    """Write and flush; False when the reader has gone (e.g. piped into ``head``). The stream is then
+    pointed at /dev/null, so neither later writes nor the interpreter's last flush raise again."""
+    try:
+        out.write(text)
+        out.flush()
+        return True
+    except BrokenPipeError:
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, out.fileno())
+            os.close(devnull)
+        return False
+
+
 class ProgressPrinter:
     """Round-by-round progress lines: goal, edges with scores, who ran, tokens."""
 
@@ -38,7 +56,7 @@ class ProgressPrinter:
         self._max_rounds = 0
 
     def _line(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
+        write_or_silence(self.out, text + "\n")  # progress is a side channel: the run goes on without it
 
     def __call__(self, event: ev.Event) -> None:
         handler = getattr(self, f"on_{event.type}", None)
@@ -108,12 +126,34 @@ class ProgressPrinter:
 
 
 class JsonLinesWriter:
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: TextIO, on_closed: Callable[[], None] | None = None) -> None:
         self.out = out
+        self.on_closed = on_closed  # called once if the reader goes away: the run's output has nowhere to go
+        self.closed = False
 
     def __call__(self, event: ev.Event) -> None:
-        self.out.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
-        self.out.flush()
+        if self.closed:
+            return
+        if not write_or_silence(self.out, json.dumps(event.to_dict(), ensure_ascii=False) + "\n"):
+            self.closed = True
+            if self.on_closed is not None:
+                self.on_closed()
+
+
+class SaveWarning:
+    """Says at once, not only at the end, when the autosave fails: the user can stop and fix it before
+    more rounds are spent without a record."""
+
+    def __init__(self, recorder: SessionRecorder, out: TextIO) -> None:
+        self.recorder = recorder
+        self.out = out
+        self._told: str | None = None
+
+    def __call__(self, event: ev.Event) -> None:
+        error = self.recorder.error
+        if error and error != self._told:
+            write_or_silence(self.out, f"swarm-tui: warning: {error}\n")
+        self._told = error
 
 
 def make_evaluator(settings: Settings) -> CodeExecutionEvaluator | None:
@@ -143,10 +183,13 @@ async def _run(
         print(f"swarm-tui: {exc}", file=sys.stderr)
         return EXIT_FAILED
     recorder = SessionRecorder(Path(settings.sessions_dir), path=save)
-    sinks = [JsonLinesWriter(sys.stdout) if json_lines else ProgressPrinter(sys.stderr), recorder]
+    writer = JsonLinesWriter(sys.stdout) if json_lines else ProgressPrinter(sys.stderr)
+    sinks = [writer, recorder, SaveWarning(recorder, sys.stderr)]
     engine = build_engine(
         problem, settings, backend, sinks, embedder=embedder, evaluator=make_evaluator(settings), fork=fork
     )
+    if isinstance(writer, JsonLinesWriter):
+        writer.on_closed = engine.control.cancel
     loop = asyncio.get_running_loop()
     try:
         loop.add_signal_handler(signal.SIGINT, engine.control.cancel)
@@ -166,7 +209,7 @@ async def _run(
     elif recorder.path is not None:
         print(f"session saved: {recorder.path}", file=sys.stderr)
     if not json_lines:
-        print(finished.final_answer)
+        write_or_silence(sys.stdout, finished.final_answer + "\n")
     if finished.reason == "error":
         print(f"swarm-tui: {finished.detail}", file=sys.stderr)
         return EXIT_FAILED

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -17,17 +19,24 @@ from core.domains import get_domain
 from ..widgets.footer import WrapFooter
 
 
+def _workers(domain: str) -> int:
+    return len(get_domain(domain).workers)
+
+
 def _fields_to_settings(base: Settings, values: dict[str, str]) -> Settings:
     """Form text -> validated Settings; ConfigError with one line on bad input."""
     def number(name: str, kind: type) -> float | int:
         text = values[name].strip()
+        what = "a number" if kind is float else "a whole number"
+        if not text:
+            raise ConfigError(f"{name} is empty: type {what}")
         try:
             return kind(text)
         except ValueError:
-            what = "a number" if kind is float else "a whole number"
             raise ConfigError(f"{name} must be {what}, got {text!r}") from None
 
-    settings = base.with_overrides(
+    # replace, not with_overrides: validating without the team size would word the k_in range wrongly.
+    changes = dict(
         domain=values["domain"],
         protocol=values["protocol"],
         tau=number("tau", float),
@@ -37,7 +46,8 @@ def _fields_to_settings(base: Settings, values: dict[str, str]) -> Settings:
         base_url=values["base_url"].strip() or None,
         model=values["model"].strip() or None,
     )
-    settings.validate(n_workers=len(get_domain(settings.domain).workers))
+    settings = replace(base, **{k: v for k, v in changes.items() if v is not None})
+    settings.validate(n_workers=_workers(settings.domain))
     return settings
 
 
@@ -60,6 +70,7 @@ class LaunchScreen(Screen[None]):
         self.demo = demo
         self.problem = problem  # kept when the form comes back after a failed start
         self.error = error
+        self._k_in_lowered: tuple[int, int] | None = None  # (k_in typed, value shown) for a smaller team
 
     def compose(self) -> ComposeResult:
         s = self.settings
@@ -76,7 +87,7 @@ class LaunchScreen(Screen[None]):
                 yield Select([(p, p) for p in PROTOCOLS], value=s.protocol, allow_blank=False, id="protocol")
                 yield Label("tau (0..1)")
                 yield Input(f"{s.tau}", id="tau", type="number")
-                yield Label("k_in")
+                yield Label(f"k_in (1..{_workers(s.domain) - 1})", id="k_in-label")
                 yield Input(f"{s.k_in}", id="k_in", type="integer")
                 yield Label("max_rounds (1..10)")
                 yield Input(f"{s.max_rounds}", id="max_rounds", type="integer")
@@ -99,6 +110,7 @@ class LaunchScreen(Screen[None]):
         self.query_one("#problem", TextArea).focus()
         self._demo_changed(self.demo)
         self._execute_applies()
+        self._k_in_follows_domain()
         if self.error:
             self._status(f"✗ {self.error}", "error")
 
@@ -123,6 +135,25 @@ class LaunchScreen(Screen[None]):
         if self.query_one("#demo", Switch).value:
             self._fill_demo_problem()
         self._execute_applies()
+        self._k_in_follows_domain()
+
+    def _k_in_follows_domain(self) -> None:
+        """k_in is 1..N-1 for the chosen team: the label says so, a value above it is lowered (and comes
+        back when a larger team is chosen again), so switching domain never leaves an invalid form."""
+        upper = _workers(str(self.query_one("#domain", Select).value)) - 1
+        self.query_one("#k_in-label", Label).update(f"k_in (1..{upper})")
+        box = self.query_one("#k_in", Input)
+        try:
+            current = int(box.value.strip())
+        except ValueError:
+            return
+        if current > upper:
+            self._k_in_lowered = (current, upper)
+            box.value = str(upper)
+        elif self._k_in_lowered is not None and current == self._k_in_lowered[1]:
+            wanted = self._k_in_lowered[0]
+            box.value = str(min(wanted, upper))
+            self._k_in_lowered = None if wanted <= upper else (wanted, upper)
 
     def _execute_applies(self) -> None:
         """Code tests only exist for code tasks: the switch is greyed out for the other domains."""

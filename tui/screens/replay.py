@@ -84,14 +84,18 @@ class ReplayScreen(SwarmScreen):
     def action_step_phase(self) -> None:
         self.seek(next((s for s in self._phase_stops() if s > self.cursor), len(self.events)))
 
+    def _first_frame(self) -> int:
+        """Stepping back stops once the run has started (before that the screen would be empty)."""
+        return min(1, len(self.events))
+
     def action_back_phase(self) -> None:
-        self.seek(max((s for s in self._phase_stops() if s < self.cursor), default=0))
+        self.seek(max((s for s in self._phase_stops() if s < self.cursor), default=self._first_frame()))
 
     def action_step_round(self) -> None:
         self.seek(next((s for s in self._round_stops() if s > self.cursor), len(self.events)))
 
     def action_back_round(self) -> None:
-        self.seek(max((s for s in self._round_stops() if s < self.cursor), default=0))
+        self.seek(max((s for s in self._round_stops() if s < self.cursor), default=self._first_frame()))
 
     def jump_to_round(self, number: int) -> None:
         """Show round ``number`` complete (everything before the next round starts)."""
@@ -106,7 +110,8 @@ class ReplayScreen(SwarmScreen):
             if value is not None:
                 self.jump_to_round(value)
 
-        self.app.push_screen(JumpScreen(), answer)
+        rounds = sum(isinstance(e, ev.RoundStarted) for e in self.events)
+        self.app.push_screen(JumpScreen(rounds), answer)
 
     def action_toggle_pause(self) -> None:
         self.playing = not self.playing
@@ -198,6 +203,11 @@ class ReplayScreen(SwarmScreen):
             extra += f" · [b]HYPOTHETICAL tau {self.whatif[0]:.2f} k_in {self.whatif[1]}[/b]{self._whatif_summary()}"
         return extra
 
+    def replay_status(self) -> str:
+        if self.playing:
+            return f"replay playing ({self.speed:g}x)"
+        return "replay paused"
+
     def tests_state(self) -> str:
         return "on" if self.tests_recorded else ""  # a replay without test runs: nothing to say
 
@@ -267,9 +277,13 @@ class ReplayScreen(SwarmScreen):
 class JumpScreen(ModalScreen[int | None]):
     BINDINGS = [Binding("escape", "dismiss(None)", "cancel", id="jump_cancel", tooltip="Close")]
 
+    def __init__(self, rounds: int) -> None:
+        super().__init__()
+        self.rounds = rounds
+
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label("Jump to round:")
+            yield Label(f"Jump to round (1..{self.rounds}), enter to go, esc to cancel:", id="jump-label")
             yield Input(placeholder="round number", type="integer", id="jump-input")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

@@ -59,6 +59,8 @@ class RunScreen(SwarmScreen):
         params = Params(settings.tau, settings.k_in, settings.max_rounds)
         self.control = RunControl(params, n_workers, mode=MODE_STEP if step else "auto")
         self.model.params = params.as_dict()  # the bar shows the run's settings before the engine starts
+        # ... and the header the problem, even if the endpoint never answers (RunStarted fills the rest).
+        self.model.problem, self.model.domain, self.model.demo = problem, settings.domain, demo
         self.model.mode = self.control.mode
         self.recorder = SessionRecorder(Path(settings.sessions_dir), path=save)
         # Code tests in the sandbox after each round: the rule of tui.headless.make_evaluator (not imported

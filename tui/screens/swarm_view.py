@@ -139,6 +139,10 @@ class SwarmScreen(Screen[None]):
     def params_extra(self) -> str:
         return ""
 
+    def replay_status(self) -> str:
+        """A replay's own state for the header ("" in a live run: the engine's status is the truth)."""
+        return ""
+
     def tests_state(self) -> str:
         """Whether code tests run after each round: "on", "off" (or "" when it does not apply)."""
         return ""
@@ -154,9 +158,9 @@ class SwarmScreen(Screen[None]):
             return
         self._ensure_panes()
         model = self.model
-        self.query_one(RunHeader).sync(model, model.elapsed(self.now()))
+        self.query_one(RunHeader).sync(model, model.elapsed(self.now()), self.replay_status())
         tests = self.tests_state()
-        self.query_one(ParamsBar).sync(model, self.view_round, self.params_extra(), tests)
+        self.query_one(ParamsBar).sync(model, self.view_round, self.params_extra(), tests, self.live)
         rv = model.round_view(self.shown_round)
         active = frozenset(n for n, a in rv.agents.items() if a.streaming) if rv else frozenset()
         override, tag = self.graph_override()

@@ -26,8 +26,14 @@ class WrapFooter(Footer):
 
     def compose(self) -> ComposeResult:
         children = list(super().compose())
-        width = self.app.size.width or 80
+        self._fit(self.app.size.width or 80, len(children))
+        yield from children
+
+    def _fit(self, width: int, keys: int) -> None:
         per_row = max(1, width // KEY_CELL)
         self.styles.grid_size_columns = per_row
-        self.styles.height = max(1, -(-len(children) // per_row))
-        yield from children
+        self.styles.height = max(1, -(-keys // per_row))
+
+    def on_resize(self) -> None:
+        # The terminal changed size: re-wrap, or keys past the old row width would be cut off.
+        self._fit(self.app.size.width or 80, len(self.children))

@@ -106,8 +106,15 @@ class GraphPane(VerticalScroll):
                 lines.append(Text("loading embeddings…", "italic"))
         elif not model.embeddings_ready:
             lines = [Text("loading embeddings…", "italic")]
+        elif rv is None and model.error:
+            lines = [Text("no graph: the run stopped before round 1", "italic")]
+        elif rv is None and model.run is not None:
+            step = " (step mode: n runs one phase, a auto-runs)" if model.mode == "step" else ""
+            lines = [Text(f"waiting for round 1{step}", "italic")]
         elif rv is None:
             lines = [Text("waiting for the run to start", "italic")]
+        elif model.finished is not None and round_no == model.current:
+            lines = [Text(f"round {round_no}: no graph, the run ended before routing", "italic")]
         else:
             lines = [Text(f"round {round_no}: waiting for descriptors (phase A), then routing", "italic")]
         if rv is not None and routing is None and model.params:

@@ -16,7 +16,9 @@ def _clock(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
 
 
-def status_line(model: RunModel, elapsed: float) -> Content:
+def status_line(model: RunModel, elapsed: float, replay: str = "") -> Content:
+    """``replay``: the replay's own state ("replay paused", ...), shown instead of the recorded status
+    until the recorded run ends (a paused replay must not read "running")."""
     max_rounds = model.params.get("max_rounds", "?")
     who = "DEMO (scripted server)" if model.demo else (model.model_name or "model ?")
     phase = f" · phase {model.phase}" if model.phase else ""
@@ -28,7 +30,10 @@ def status_line(model: RunModel, elapsed: float) -> Content:
         status = f"paused before round {model.current + 1}"
     if model.finished is not None:
         status = f"finished: {model.finished.reason} — {model.finished.detail}"
-    style = "$error" if model.error else "$success" if model.finished else "$warning" if model.mode == "step" else ""
+    elif replay:
+        status = replay
+    style = "$error" if model.error else "$success" if model.finished else "$accent" if replay else (
+        "$warning" if model.mode == "step" else "")
     parent = model.run.parent if model.run is not None else None
     fork = f"fork of {Path(str(parent.get('session', '?'))).name} @ round {parent.get('round', '?')}" if parent else ""
     return Content.assemble(
@@ -38,10 +43,10 @@ def status_line(model: RunModel, elapsed: float) -> Content:
         (who, "bold $accent" if model.demo else "bold"),
         " · ",
         (f"round {model.current}/{max_rounds}", "bold"),
-        phase,
-        " · ",
+        # Tokens and time before the status: a finished run's reason is long and would push them out.
+        f" · {model.tokens:,} tok · {_clock(elapsed)} · ",
         (status, f"bold {style}".strip()),
-        f" · {model.tokens:,} tok · {_clock(elapsed)}",
+        phase,
     )
 
 
@@ -52,21 +57,23 @@ class RunHeader(Static):
         super().__init__("", id=id)
         self.show_full = False
 
-    def sync(self, model: RunModel, elapsed: float) -> None:
+    def sync(self, model: RunModel, elapsed: float, replay: str = "") -> None:
         problem = model.problem.strip()
         first = problem.splitlines()[0] if problem else "starting…"
         body = problem if self.show_full else first
         self.set_class(self.show_full, "-full")
         problem_line = Content.assemble(("▍", "$accent"), (body, "bold"))
-        status = status_line(model, elapsed)
+        status = status_line(model, elapsed, replay)
         # The full problem goes below the status line, so the state stays in view.
         lines = (status, problem_line) if self.show_full else (problem_line, status)
         self.update(Content("\n").join(lines))
 
 
 class ParamsBar(Static):
-    def sync(self, model: RunModel, view_round: int | None, extra: str = "", tests: str = "") -> None:
-        """``tests`` says whether code tests run after each round ("on" / "off"; "" to leave it out)."""
+    def sync(self, model: RunModel, view_round: int | None, extra: str = "", tests: str = "",
+             live: bool = True) -> None:
+        """``tests`` says whether code tests run after each round ("on" / "off"; "" to leave it out);
+        ``live`` False (a replay): the latest round shown is not "live"."""
         p = model.params
         if not p:
             self.update("")
@@ -74,7 +81,7 @@ class ParamsBar(Static):
         viewing = (
             f"viewing round {view_round} of {model.current} (, . to browse)"
             if view_round is not None
-            else f"live round {model.current}"
+            else f"{'live ' if live else ''}round {model.current}"
         )
         parts = [
             f"tau [b]{float(p['tau']):.2f}[/]",

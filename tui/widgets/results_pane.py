@@ -104,6 +104,8 @@ class RoundSparks(Vertical):
         self.query_one("#edges-label", Label).update(f"edges/round  {' '.join(map(str, edges)) or '-'}")
         self.query_one("#tokens-label", Label).update(f"tokens/round {' '.join(map(str, tokens)) or '-'}")
         spark_e, spark_t = self.query_one("#edges-spark", Sparkline), self.query_one("#tokens-spark", Sparkline)
+        # All zeros would draw as full bars (the sparkline scales to its own maximum): draw nothing yet.
+        edges, tokens = (edges if any(edges) else []), (tokens if any(tokens) else [])
         if list(spark_e.data or []) != edges:
             spark_e.data = edges
         if list(spark_t.data or []) != tokens:
