@@ -259,7 +259,8 @@ class SessionListing(list[SessionSummary]):
 
 def list_sessions(directory: Path) -> SessionListing:
     """Every readable session in a directory, newest first; unreadable files are skipped and
-    reported in ``.errors``. A missing directory is an empty listing."""
+    reported in ``.errors``. A missing directory is an empty listing. A .toml file next to a .json of
+    the same name is taken for the same session and listed once, as the .json."""
     directory = Path(directory)
     found = SessionListing()
     if not directory.is_dir():
@@ -267,6 +268,8 @@ def list_sessions(directory: Path) -> SessionListing:
     for path in sorted(directory.iterdir()):
         if path.name.startswith(".") or path.suffix.lower() not in SUFFIXES or not path.is_file():
             continue
+        if path.suffix.lower() == ".toml" and path.with_suffix(".json").is_file():
+            continue  # the same session twice (a TOML twin or export): list the canonical JSON once
         try:
             found.append(summarize(load_session(path), path))
         except SessionFormatError as exc:
