@@ -144,6 +144,17 @@ def _break_cycles(names: list[str], edges: list[Edge]) -> tuple[list[Edge], list
     return remaining, removed
 
 
+def order_and_tiers(names: list[str], edges: list[Edge]) -> tuple[list[str], list[list[str]]]:
+    """Execution order of an acyclic graph (Kahn, alphabetically first ready node) and its tiers
+    (topological generations, each sorted)."""
+    graph = nx.DiGraph()
+    graph.add_nodes_from(names)
+    graph.add_edges_from((e.src, e.dst) for e in edges)
+    order = list(nx.lexicographical_topological_sort(graph))
+    tiers = [sorted(gen) for gen in nx.topological_generations(graph)]
+    return order, tiers
+
+
 def _sorted_edges(edges: list[Edge]) -> list[Edge]:
     return sorted(edges, key=lambda e: (e.dst, -e.score, e.src))
 
@@ -186,11 +197,7 @@ def route_from_similarity(
     if break_cycles:
         kept, cycle_removed = _break_cycles(names, selected)
         removed = removed + cycle_removed
-        graph = nx.DiGraph()
-        graph.add_nodes_from(names)
-        graph.add_edges_from((e.src, e.dst) for e in kept)
-        order = list(nx.lexicographical_topological_sort(graph))
-        tiers = [sorted(gen) for gen in nx.topological_generations(graph)]
+        order, tiers = order_and_tiers(names, kept)
         acyclic = True
     else:
         kept = selected

@@ -15,7 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .routing import Edge, RoutingResult, route_from_similarity
+from .routing import Edge, RoutingResult, order_and_tiers, route_from_similarity
 
 
 class TopologyStrategy(Protocol):
@@ -33,12 +33,7 @@ def _fixed_graph(
     index = {name: i for i, name in enumerate(names)}
     edges = [Edge(src, dst, float(similarity[index[dst]][index[src]])) for src, dst in pairs]
     if acyclic:
-        # Reuse routing's ordering on exactly these edges: a threshold below every score keeps them all.
-        mask = np.full((len(names), len(names)), -2.0)
-        for e in edges:
-            mask[index[e.dst]][index[e.src]] = 1.0
-        shape = route_from_similarity(names, mask, -1.5, max(1, len(names) - 1))
-        order, tiers = shape.order, shape.tiers
+        order, tiers = order_and_tiers(names, edges)
     else:
         order, tiers = sorted(names), [sorted(names)]
     return RoutingResult(
