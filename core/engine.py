@@ -41,7 +41,7 @@ from .prompts import (
     worker_request,
     worker_system_prompt,
 )
-from .routing import RoutingResult
+from .routing import RoutingResult, similarity_matrix
 from .session import redact_url
 from .strategies import DyTopoStrategy, TopologyStrategy
 
@@ -399,7 +399,7 @@ class SwarmEngine:
             )
         )
         await self._checkpoint(BOUNDARY_PHASE)
-        await self._route(descriptors, break_cycles=True)
+        self._route()
         self._can_reroute = True
         await self._checkpoint(BOUNDARY_PHASE)
         self._can_reroute = False
@@ -465,7 +465,7 @@ class SwarmEngine:
             )
         )
         await self._checkpoint(BOUNDARY_PHASE)
-        await self._route(results, break_cycles=False)
+        self._route()
         routing = self._routing
         assert routing is not None
         # Barrier semantics (paper eq. 3): messages enter next round's memory, strongest first.
@@ -491,28 +491,21 @@ class SwarmEngine:
         self._descriptor_vectors[name] = (vectors[0], vectors[1])
         return result
 
-    async def _route(self, described: dict[str, AgentResult], *, break_cycles: bool) -> None:
+    def _route(self) -> None:
+        """Phase B, from the descriptors _described_call embedded as each reply arrived."""
         self._start_phase(ev.PHASE_ROUTING, "phase B: build the graph from the embedded descriptors")
-        vectors = self._descriptor_vectors
-        if set(vectors) != set(self.workers):  # not embedded on arrival: do it now
-            embedded = await self.embedder.aembed(
-                [described[n].query for n in self.workers] + [described[n].key for n in self.workers]
-            )
-            n = len(self.workers)
-            vectors = {name: (embedded[i], embedded[n + i]) for i, name in enumerate(self.workers)}
+        q = np.asarray([self._descriptor_vectors[name][0] for name in self.workers])
+        k = np.asarray([self._descriptor_vectors[name][1] for name in self.workers])
         self._descriptor_vectors = {}
-        q = np.asarray([vectors[name][0] for name in self.workers])
-        k = np.asarray([vectors[name][1] for name in self.workers])
-        self._similarity = np.asarray(q, dtype=np.float64) @ np.asarray(k, dtype=np.float64).T
-        self._embeddings = (np.asarray(q).tolist(), np.asarray(k).tolist())
-        self._break_cycles = break_cycles
+        self._similarity = similarity_matrix(q, k)
+        self._embeddings = (q.tolist(), k.tolist())
         self._build_graph(rerouted=False)
 
     def _build_graph(self, *, rerouted: bool) -> None:
         assert self._similarity is not None and self._embeddings is not None
         params = self.control.params
         self._routing = self.strategy.build(
-            self.round, list(self.workers), self._similarity, params.tau, params.k_in, break_cycles=self._break_cycles
+            self.round, list(self.workers), self._similarity, params.tau, params.k_in, break_cycles=self._breaks_cycles
         )
         self.emit(
             ev.TopologyBuilt(
@@ -524,6 +517,11 @@ class SwarmEngine:
                 rerouted=rerouted,
             )
         )
+
+    @property
+    def _breaks_cycles(self) -> bool:
+        """Phased work runs in tiers, so its graph must be acyclic; single-pass delivers at a barrier."""
+        return self.spec.protocol != "single-pass"
 
     def _reroute_now(self) -> bool:
         if not self._can_reroute or self._similarity is None:
