@@ -37,7 +37,7 @@ from .domains import get_domain
 from .embeddings import Embedder
 from .engine import SwarmEngine
 from .evaluation.extract import latest_code
-from .evaluation.math_answers import answers_equivalent, extract_answer
+from .evaluation.math_answers import answer_or_text, answers_equivalent
 from .evaluation.round_check import CodeExecutionEvaluator
 from .evaluation.sandbox import SandboxLimits, arun_code
 from .parsing import ParseError, extract_json_object
@@ -219,7 +219,7 @@ async def score_code(problem: Problem, final_answer: str, limits: SandboxLimits 
 
 
 async def score_math(problem: Problem, final_answer: str) -> Score:
-    candidate = extract_answer(final_answer) or final_answer.strip()
+    candidate = answer_or_text(final_answer)
     if not candidate:
         return Score(False, "no final answer")
     same = await asyncio.to_thread(answers_equivalent, candidate, problem.reference)
@@ -434,7 +434,7 @@ def solo_answer(problem: Problem, text: str) -> str:
     value = found.get("answer") if isinstance(found, dict) else None
     if isinstance(value, str | int | float) and str(value).strip():
         return str(value).strip()
-    return extract_answer(text) or text.strip()
+    return answer_or_text(text)
 
 
 # --- the runner -------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import TextIO
 from core import events as ev
 from core.config import Settings
 from core.embeddings import EmbeddingError, shared_embedder
-from core.evaluation.math_answers import answers_equivalent, extract_answer
+from core.evaluation.math_answers import answer_or_text, answers_equivalent
 from core.evaluation.round_check import CodeExecutionEvaluator
 from core.fork import ForkPoint
 from core.llm import EndpointError
@@ -163,8 +163,7 @@ def make_evaluator(settings: Settings) -> CodeExecutionEvaluator | None:
 
 def check_expected(final_answer: str, expected: str) -> bool:
     """Does the run's answer match the expected one (math equivalence, not string equality)?"""
-    candidate = extract_answer(final_answer) or final_answer
-    return answers_equivalent(candidate, expected)
+    return answers_equivalent(answer_or_text(final_answer), expected)
 
 
 async def _run(

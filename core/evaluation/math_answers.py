@@ -87,6 +87,11 @@ def extract_answer(text: str) -> str:
     return ""
 
 
+def answer_or_text(text: str) -> str:
+    """The answer to check: the one the text names, else the whole text (a bare "14/3")."""
+    return extract_answer(text) or text.strip()
+
+
 def _normalized(answer: str) -> str:
     """Cheap spelling normalisation, so identical answers never reach sympy."""
     text = answer.strip().strip("$")
