@@ -24,11 +24,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core import events as ev
-from core.routing import route
-from core.session import Session, session_from_events
-from core.session_store import load_session, save_session
-from core.whatif import reroute_session
+from core.routing.dytopo import route
+from core.runtime import events as ev
+from core.sessions.model import Session, session_from_events
+from core.sessions.store import load_session, save_session
+from core.sessions.whatif import reroute_session
 
 ROUNDS, DIM = 10, 384
 WORKERS = ["Developer", "Researcher", "Tester", "Designer", "Reviewer", "Planner"]

@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere as a script
 
-from core.embeddings import Embedder
-from core.routing import route
+from core.llm.embeddings import Embedder
+from core.routing.dytopo import route
 
 TARGET_MS = 60.0
 TARGET_N = 6

@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core import events as ev
-from core.config import Settings
+from core.runtime import events as ev
+from core.runtime.config import Settings
 
 CHUNK = 16
 
@@ -43,7 +43,7 @@ def content_for(agent: str, chunks: int) -> str:
 
 def serve(agents: int, rate: float, seconds: float) -> None:
     """Child process: the scripted server, each reply the agent's long content, paced at ``rate``."""
-    from core.scripted_server import ScriptedServer
+    from core.demo.server import ScriptedServer
 
     chunks = int(rate * seconds)
 
@@ -57,8 +57,8 @@ def serve(agents: int, rate: float, seconds: float) -> None:
 
 
 async def bench(base_url: str, agents: int, rate: float, seconds: float) -> dict[str, float | bool]:
-    from core.llm import LLMClient
-    from core.prompts import call_header
+    from core.llm.client import LLMClient
+    from core.runtime.prompts import call_header
     from tui.app import SwarmApp
     from tui.bridge import EventBridge
     from tui.streamtext import display_text

@@ -14,7 +14,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 @pytest.fixture(scope="session")
 def embedder():  # type: ignore[no-untyped-def]
-    from core.embeddings import shared_embedder
+    from core.llm.embeddings import shared_embedder
 
     model = shared_embedder()
     model.load()
@@ -23,8 +23,8 @@ def embedder():  # type: ignore[no-untyped-def]
 
 @pytest.fixture()
 def demo_server() -> Iterator[object]:
-    from core.demo_script import demo_script
-    from core.scripted_server import ScriptedServer
+    from core.demo.scripts import demo_script
+    from core.demo.server import ScriptedServer
 
     with ScriptedServer(demo_script) as server:
         yield server

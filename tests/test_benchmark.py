@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from core import events as ev
-from core.benchmark import (
+from core.bench.runner import (
     CSV_FIELDS,
     DatasetError,
     Problem,
@@ -25,11 +24,12 @@ from core.benchmark import (
     score_code,
     solo_answer,
 )
-from core.benchmark_script import benchmark_script
+from core.demo.bench_script import benchmark_script
+from core.demo.server import RequestInfo, ScriptedServer
 from core.evaluation.extract import docstring_examples
-from core.routing import RoutingResult
-from core.scripted_server import RequestInfo, ScriptedServer
-from core.session_store import load_session
+from core.routing.dytopo import RoutingResult
+from core.runtime import events as ev
+from core.sessions.store import load_session
 from tui.cli import main
 
 DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"

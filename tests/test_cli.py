@@ -72,7 +72,7 @@ def test_a_problem_that_is_not_utf8_is_one_line(stdin_errors: str) -> None:
 
 
 def test_a_problem_too_long_to_save_is_refused_before_the_run() -> None:
-    from core.session import MAX_STRING
+    from core.sessions.model import MAX_STRING
 
     result = swarm("--headless", "--demo", "-", stdin="x" * (MAX_STRING + 1))
     assert result.returncode == 2 and "the problem is too long" in result.stderr, result.stderr
@@ -125,7 +125,7 @@ def test_headless_json_writes_the_event_stream(tmp_path: Path) -> None:
 
 
 def test_json_lines_into_a_reader_that_goes_away_stop_the_run_cleanly(tmp_path: Path) -> None:
-    from core.session_store import load_session
+    from core.sessions.store import load_session
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "tui.cli", "--headless", "--demo", "--json", "x"],

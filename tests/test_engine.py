@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from core import events as ev
-from core.config import Settings
-from core.control import MODE_STEP, Params, RunControl
-from core.demo_script import DEMO_PROBLEMS, demo_script
-from core.domains import get_domain
-from core.engine import SwarmEngine
-from core.routing import RoutingResult, route_from_similarity
-from core.runner import Backend, build_engine, open_backend
-from core.scripted_server import FaultRule, RequestInfo, ScriptedServer
+from core.demo.scripts import DEMO_PROBLEMS, demo_script
+from core.demo.server import FaultRule, RequestInfo, ScriptedServer
+from core.routing.dytopo import RoutingResult, route_from_similarity
+from core.runtime import events as ev
+from core.runtime.config import Settings
+from core.runtime.control import MODE_STEP, Params, RunControl
+from core.runtime.domains import get_domain
+from core.runtime.engine import SwarmEngine
+from core.runtime.runner import Backend, build_engine, open_backend
 
 
 async def run_swarm(
@@ -211,7 +211,7 @@ async def test_usage_is_estimated_and_marked_when_the_server_sends_none(embedder
 async def test_unreachable_endpoint_fails_with_one_line_naming_the_url() -> None:
     import socket
 
-    from core.llm import EndpointError
+    from core.llm.client import EndpointError
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

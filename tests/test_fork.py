@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from core import events as ev
-from core.config import Settings
-from core.demo_script import DEMO_PROBLEMS
-from core.fork import fork_point
-from core.runner import build_engine, open_backend
-from core.scripted_server import ScriptedServer
-from core.session import session_from_events
-from core.session_store import load_session
+from core.demo.scripts import DEMO_PROBLEMS
+from core.demo.server import ScriptedServer
+from core.runtime import events as ev
+from core.runtime.config import Settings
+from core.runtime.runner import build_engine, open_backend
+from core.sessions.fork import fork_point
+from core.sessions.model import session_from_events
+from core.sessions.store import load_session
 from tests.test_engine import of
 
 ROOT = Path(__file__).resolve().parent.parent

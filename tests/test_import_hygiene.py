@@ -15,7 +15,7 @@ def test_every_core_module_imports_without_textual() -> None:
         for path in CORE.rglob("*.py")
         if path.name != "__init__.py" or path.parent != CORE
     )
-    assert "core.engine" in modules and "core.routing" in modules
+    assert "core.runtime.engine" in modules and "core.routing.dytopo" in modules
     script = (
         "import importlib, sys\n"
         f"for name in {modules!r}:\n"

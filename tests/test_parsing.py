@@ -9,7 +9,7 @@ import string
 
 import pytest
 
-from core.parsing import (
+from core.runtime.parsing import (
     DescriptorOutput,
     ManagerOutput,
     ParseError,

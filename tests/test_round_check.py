@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from core import events as ev
-from core.config import Settings
-from core.demo_script import DEMO_PROBLEMS
+from core.demo.scripts import DEMO_PROBLEMS
+from core.demo.server import RequestInfo, ScriptedServer
 from core.evaluation.round_check import CodeExecutionEvaluator
-from core.runner import build_engine, open_backend
-from core.scripted_server import RequestInfo, ScriptedServer
+from core.runtime import events as ev
+from core.runtime.config import Settings
+from core.runtime.runner import build_engine, open_backend
 from tests.test_engine import of
 
 BROKEN = "```python\ndef make_palindrome(string: str) -> str:\n    return string\n```"

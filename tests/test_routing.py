@@ -1,6 +1,6 @@
-"""Routing on hand-made similarity matrices and vectors: every rule of core.routing, checked by hand.
+"""Routing on hand-made similarity matrices and vectors: every rule of core.routing.dytopo, checked by hand.
 
-Convention (core.routing): sim[i][j] = cos(query_i, key_j); an edge src -> dst means dst receives
+Convention (core.routing.dytopo): sim[i][j] = cos(query_i, key_j); an edge src -> dst means dst receives
 from src, so edge j -> i exists when sim[i][j] >= tau. The helper ``matrix`` builds sim from a dict of
 "src->dst": score, so each test reads as the graph it describes.
 """
@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pytest
 
-from core.routing import (
+from core.routing.dytopo import (
     REASON_CYCLE,
     REASON_K_IN,
     Edge,
@@ -51,7 +51,7 @@ def unit(dim: int, axis: int) -> list[float]:
 
 
 def test_threshold_is_inclusive_on_an_exact_tie() -> None:
-    # Exact tie: a score equal to tau makes an edge (>=, see the core.routing docstring); the paper's
+    # Exact tie: a score equal to tau makes an edge (>=, see the core.routing.dytopo docstring); the paper's
     # strict ">" would drop it. Just below tau makes none.
     names = ["A", "B", "C"]
     sim = matrix(names, {"A->B": 0.3, "A->C": 0.2999999})

@@ -141,7 +141,7 @@ def test_installed_packages_and_exit_work_like_a_normal_python() -> None:
     assert run_code(code, ["assert total(4) == 6"], FAST).passed
     assert run_code("print('done')\nexit(0)\n", ["assert True"], FAST).passed
     # The app's own packages are not on the candidate's path.
-    assert run_code("import core.config\n", "", FAST).outcome is Outcome.RUNTIME_ERROR
+    assert run_code("import core.runtime.config\n", "", FAST).outcome is Outcome.RUNTIME_ERROR
 
 
 def test_secret_environment_variables_never_reach_the_code(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,10 +15,11 @@ import openai
 import pytest
 from math_verify import parse, verify
 
-from core.demo_script import DEMO_MODEL, DEMO_PROBLEMS, FINAL_CODE, demo_script
-from core.domains import DOMAIN_BY_NAME, get_domain
-from core.events import CALL_DESCRIPTORS, CALL_MANAGER, CALL_PLAN, CALL_SINGLE_PASS, CALL_WORK
-from core.prompts import (
+from core.demo.scripts import DEMO_MODEL, DEMO_PROBLEMS, FINAL_CODE, demo_script
+from core.demo.server import FaultRule, RequestInfo, ScriptedServer
+from core.runtime.domains import DOMAIN_BY_NAME, get_domain
+from core.runtime.events import CALL_DESCRIPTORS, CALL_MANAGER, CALL_PLAN, CALL_SINGLE_PASS, CALL_WORK
+from core.runtime.prompts import (
     manager_request,
     manager_system_prompt,
     plan_request,
@@ -26,7 +27,6 @@ from core.prompts import (
     worker_request,
     worker_system_prompt,
 )
-from core.scripted_server import FaultRule, RequestInfo, ScriptedServer
 
 # --- helpers --------------------------------------------------------------------------------------------
 
@@ -99,7 +99,7 @@ def stream_text(c: openai.OpenAI, messages: list[dict[str, Any]], **kw: Any) -> 
 
 
 def expected_reply(messages: list[dict[str, Any]]) -> str:
-    from core.scripted_server import parse_request
+    from core.demo.server import parse_request
 
     return demo_script(parse_request({"messages": messages}))
 
@@ -413,7 +413,7 @@ def _demo_info(domain: str, role: str, call: str, round_no: int, max_rounds: int
     else:
         system = worker_system_prompt(dom, dom.role(role))
         user = worker_request(call, role, round_no, DEMO_PROBLEMS[domain], "goal", "", "")
-    from core.scripted_server import parse_request
+    from core.demo.server import parse_request
 
     return parse_request(
         {"messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
@@ -498,7 +498,7 @@ def minilm() -> Any:
 
 
 def _demo_routing(minilm: Any, domain: str, round_no: int) -> Any:
-    from core.routing import route
+    from core.routing.dytopo import route
 
     names = get_domain(domain).worker_names
     replies = [json.loads(demo_script(_demo_info(domain, n, CALL_DESCRIPTORS, round_no))) for n in names]

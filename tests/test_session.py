@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from core import events as ev
-from core.config import Settings
-from core.demo_script import DEMO_PROBLEMS
-from core.routing import RoutingResult
-from core.runner import build_engine, open_backend
-from core.scripted_server import ScriptedServer
-from core.session import SCHEMA_VERSION, Session, SessionFormatError, session_from_events, upgrade
-from core.session_export import export_session
-from core.session_store import (
+from core.demo.scripts import DEMO_PROBLEMS
+from core.demo.server import ScriptedServer
+from core.routing.dytopo import RoutingResult
+from core.runtime import events as ev
+from core.runtime.config import Settings
+from core.runtime.runner import build_engine, open_backend
+from core.sessions.export import export_session
+from core.sessions.model import SCHEMA_VERSION, Session, SessionFormatError, session_from_events, upgrade
+from core.sessions.store import (
     SessionRecorder,
     decode_nulls,
     encode_nulls,

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from core import events as ev
-from core.demo_script import DEMO_PROBLEMS, demo_script
-from core.scripted_server import ScriptedServer
-from core.session import SessionFormatError
-from core.session_store import SessionRecorder, list_sessions, load_session
+from core.demo.scripts import DEMO_PROBLEMS, demo_script
+from core.demo.server import ScriptedServer
+from core.runtime import events as ev
+from core.sessions.model import SessionFormatError
+from core.sessions.store import SessionRecorder, list_sessions, load_session
 from sessions import EXAMPLES_DIR
 
 ROOT = Path(__file__).resolve().parent.parent

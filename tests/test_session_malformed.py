@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from core.session import SessionFormatError
-from core.session_store import load_session
+from core.sessions.model import SessionFormatError
+from core.sessions.store import load_session
 from sessions import EXAMPLES_DIR
 from tui.cli import main as cli_main
 
@@ -182,7 +182,7 @@ def test_import_strings_in_a_file_are_plain_data(tmp_path: Path) -> None:
     session = load_session(path)
     assert session.problem == hostile
     assert session.rounds[0].outputs[0].public == "eval(compile('1','x','exec'))"
-    from core.session_export import export_session
+    from core.sessions.export import export_session
 
     for fmt in ("md", "json", "toml", "dot", "mermaid"):
         export_session(session, fmt)

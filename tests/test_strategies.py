@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from core import events as ev
-from core.config import Settings
-from core.routing import route_from_similarity
-from core.scripted_server import ScriptedServer
-from core.strategies import GRAPH_STRATEGIES, get_strategy
+from core.demo.server import ScriptedServer
+from core.routing.dytopo import route_from_similarity
+from core.routing.strategies import GRAPH_STRATEGIES, get_strategy
+from core.runtime import events as ev
+from core.runtime.config import Settings
 from tests.test_engine import of
 
 NAMES = ["Designer", "Developer", "Researcher", "Tester"]
@@ -71,8 +71,8 @@ def test_unknown_strategy_is_a_clear_error() -> None:
 async def test_broadcast_strategy_delivers_every_message_at_the_barrier(
     demo_server: ScriptedServer, embedder: Any
 ) -> None:
-    from core.demo_script import DEMO_PROBLEMS
-    from core.runner import build_engine, open_backend
+    from core.demo.scripts import DEMO_PROBLEMS
+    from core.runtime.runner import build_engine, open_backend
 
     settings = Settings(max_rounds=2)
     backend = await open_backend(settings, server=demo_server)

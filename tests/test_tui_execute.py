@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from textual.widgets import Select, Static, Switch
 
-from core.config import Settings
-from core.demo_script import DEMO_PROBLEMS
-from core.session_store import load_session
+from core.demo.scripts import DEMO_PROBLEMS
+from core.runtime.config import Settings
+from core.sessions.store import load_session
 from tests.test_tui_support import wait_for
 from tui.app import SwarmApp
 from tui.headless import make_evaluator
@@ -88,7 +88,7 @@ async def test_demo_run_with_execution_lists_every_test_run_and_the_solved_flag(
 
 @pytest.mark.parametrize("solved", [True, False])
 def test_solved_flag_line_follows_the_run(solved: bool) -> None:
-    from core import events as ev
+    from core.runtime import events as ev
     from tui.widgets.results_pane import test_runs_content
 
     runs = [ev.TestRun(round=1, outcome="PASSED" if solved else "RUNTIME_ERROR", passed=solved,

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input, Label, Select, Static, Switch, TextArea
 
-from core.config import Settings
-from core.demo_script import DEMO_PROBLEMS
-from core.scripted_server import ScriptedServer
+from core.demo.scripts import DEMO_PROBLEMS
+from core.demo.server import ScriptedServer
+from core.runtime.config import Settings
 from themes import THEMES_DIR, ThemeFileError, load_theme_file, load_themes
 from tui.app import SwarmApp
 from tui.commands import SwarmCommands

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from core import events as ev
-from core.config import Settings
-from core.routing import RoutingResult, route_from_similarity
+from core.routing.dytopo import RoutingResult, route_from_similarity
+from core.runtime import events as ev
+from core.runtime.config import Settings
 from tests.test_tui_support import live_app, wait_for
 from tui.app import SwarmApp
 from tui.screens.confirm import ConfirmScreen

@@ -7,8 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from core import events as ev
-from core.routing import route_from_similarity
+from core.routing.dytopo import route_from_similarity
+from core.runtime import events as ev
 from tui.model import RunModel
 from tui.streamtext import JsonUnescaper
 from tui.widgets.graph_render import GraphOptions, GraphStyles, plain, render_graph, render_matrix

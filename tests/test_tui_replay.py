@@ -1,5 +1,5 @@
 """Replay: the recorded events go through the same screen handlers; stepping both ways, playing,
-jumping, and the HYPOTHETICAL what-if graph (core.whatif)."""
+jumping, and the HYPOTHETICAL what-if graph (core.sessions.whatif)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from core import events as ev
-from core.session import session_from_events
-from core.session_store import load_session, save_session
-from core.whatif import reroute_session
+from core.runtime import events as ev
+from core.sessions.model import session_from_events
+from core.sessions.store import load_session, save_session
+from core.sessions.whatif import reroute_session
 from tests.test_tui_render import drawn_edges
 from tests.test_tui_support import pinned_demo_events, wait_for
 from tui.app import SwarmApp

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from textual.widgets import DataTable, Static
 
-from core import events as ev
-from core.config import Settings
-from core.session import session_from_events
-from core.session_export import FORMATS, export_session
-from core.session_store import list_sessions, load_session, save_session
+from core.runtime import events as ev
+from core.runtime.config import Settings
+from core.sessions.export import FORMATS, export_session
+from core.sessions.model import session_from_events
+from core.sessions.store import list_sessions, load_session, save_session
 from sessions import EXAMPLES_DIR
 from tests.test_tui_support import live_app, pinned_demo_events, wait_for
 from tui.app import SwarmApp

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from core import events as ev
-from core.config import Settings
+from core.runtime import events as ev
+from core.runtime.config import Settings
 from tests.test_tui_support import feed_app, mid_round_events, pinned_demo_events, post_events
 from tui.app import SwarmApp
 

@@ -11,7 +11,7 @@ import pytest
 from textual.binding import Binding
 from textual.widgets import Footer
 
-from core import events as ev
+from core.runtime import events as ev
 from tui.bindings import REPLAY_BINDINGS, RUN_BINDINGS
 from tui.model import RunModel
 from tui.screens.launch import LaunchScreen

@@ -15,18 +15,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core import events as ev
-from core.config import Settings
-from core.demo_script import DEMO_PROBLEMS, demo_script
-from core.scripted_server import ScriptedServer
+from core.demo.scripts import DEMO_PROBLEMS, demo_script
+from core.demo.server import ScriptedServer
+from core.runtime import events as ev
+from core.runtime.config import Settings
 
 T0 = 1_763_712_000.0  # a fixed wall clock for the pinned events
 PINNED_URL = "http://127.0.0.1:8000/v1"
 
 
 async def _collect(domain: str) -> list[ev.Event]:
-    from core.embeddings import shared_embedder
-    from core.runner import build_engine, open_backend
+    from core.llm.embeddings import shared_embedder
+    from core.runtime.runner import build_engine, open_backend
 
     settings = Settings(domain=domain, sessions_dir="/nonexistent")
     events: list[ev.Event] = []

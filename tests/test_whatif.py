@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from core.routing import route, route_from_similarity
-from core.session import Session
-from core.session_store import load_session
-from core.whatif import reroute_session
+from core.routing.dytopo import route, route_from_similarity
+from core.sessions.model import Session
+from core.sessions.store import load_session
+from core.sessions.whatif import reroute_session
 from sessions import EXAMPLES_DIR
 
 EXAMPLES = sorted(EXAMPLES_DIR.glob("example-*.json"))

@@ -15,8 +15,8 @@ from typing import Any
 from textual.app import App
 from textual.worker import Worker, WorkerState
 
-from core import events as ev
-from core.config import Settings
+from core.runtime import events as ev
+from core.runtime.config import Settings
 
 from .bridge import BackendFailed, EngineEvent
 from .commands import SwarmCommands
@@ -112,7 +112,7 @@ class SwarmApp(App[int]):
 
     def _load_embedder(self) -> None:
         """Thread worker: load MiniLM so the first routing does not wait; touches no widget."""
-        from core.embeddings import shared_embedder
+        from core.llm.embeddings import shared_embedder
 
         shared_embedder(self.settings.embedding_model_path).load()
 
@@ -147,7 +147,7 @@ class SwarmApp(App[int]):
             self.push_screen(screen)
 
     def start_fork(self, fork: Any, problem: str, settings: Settings) -> None:
-        """Continue a replayed run live from a core.fork.ForkPoint, on top of the replay screen (which
+        """Continue a replayed run live from a core.sessions.fork.ForkPoint, on top of the replay screen (which
         comes back if the endpoint is down)."""
         from .screens.run import RunScreen
 
@@ -178,7 +178,7 @@ class SwarmApp(App[int]):
         self.push_screen(SessionPickerScreen(self.settings))
 
     def open_replay(self, session: Any, path: Path | str) -> None:
-        """Show a loaded core.session.Session in the replay screen (on top of the current screen)."""
+        """Show a loaded core.sessions.model.Session in the replay screen (on top of the current screen)."""
         from .screens.replay import ReplayScreen
 
         self.replay_session, self.replay_source = session, str(path)
@@ -231,11 +231,11 @@ def run_app(problem: str | None, settings: Settings, *, demo: bool = False, save
 
 
 def run_replay(session: Any, path: Path | str, *, settings: Settings | None = None, demo: bool = False) -> int:
-    """Replay a loaded core.session.Session through the same screen and handlers as a live run.
+    """Replay a loaded core.sessions.model.Session through the same screen and handlers as a live run.
     ``settings`` and ``demo`` say where a fork from the replay continues (default: the config file's
     endpoint)."""
     if settings is None:
-        from core.config import ConfigError, load_settings
+        from core.runtime.config import ConfigError, load_settings
 
         try:
             settings = load_settings()

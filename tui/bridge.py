@@ -9,7 +9,7 @@ from __future__ import annotations
 from textual.app import App
 from textual.message import Message
 
-from core import events as ev
+from core.runtime import events as ev
 
 
 class EngineEvent(Message):

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from core.benchmark import (
+from core.bench.runner import (
     STRATEGIES,
     BenchRunner,
     Dataset,
@@ -29,9 +29,9 @@ from core.benchmark import (
     summarize,
     write_results,
 )
-from core.config import Settings
+from core.runtime.config import Settings
 
-from .cli import EXIT_USAGE, OneLineParser, _int_range, add_run_options, settings_from_args
+from .cli_options import EXIT_USAGE, OneLineParser, add_run_options, int_range, settings_from_args
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -49,8 +49,8 @@ def build_parser() -> OneLineParser:
         "compare accuracy, rounds, tokens and wall time.",
     )
     parser.add_argument("dataset", type=Path, help="HumanEval or MATH JSONL file (detected by its fields)")
-    parser.add_argument("--limit", type=_int_range(1, None), help="run at most N problems")
-    parser.add_argument("--offset", type=_int_range(0, None), default=0, help="skip the first K problems")
+    parser.add_argument("--limit", type=int_range(1, None), help="run at most N problems")
+    parser.add_argument("--offset", type=int_range(0, None), default=0, help="skip the first K problems")
     parser.add_argument(
         "--strategy",
         default="dytopo",
@@ -58,7 +58,7 @@ def build_parser() -> OneLineParser:
         help=f"comma-separated, from {', '.join(STRATEGIES)}, or all (default dytopo)",
     )
     parser.add_argument(
-        "--concurrency", type=_int_range(1, 64), default=1, help="problems run at the same time (default 1)"
+        "--concurrency", type=int_range(1, 64), default=1, help="problems run at the same time (default 1)"
     )
     parser.add_argument("--out", type=Path, help=f"output folder (default {DEFAULT_OUT}/<dataset name>)")
     parser.add_argument(
@@ -160,11 +160,11 @@ async def _bench(
     out: Path,
 ) -> int:
     # Heavy imports (torch via the embedder, the openai client) only once the input is known good.
-    from core.benchmark_script import benchmark_script
-    from core.embeddings import EmbeddingError, shared_embedder
-    from core.llm import EndpointError
-    from core.runner import open_backend
-    from core.scripted_server import ScriptedServer
+    from core.demo.bench_script import benchmark_script
+    from core.demo.server import ScriptedServer
+    from core.llm.client import EndpointError
+    from core.llm.embeddings import EmbeddingError, shared_embedder
+    from core.runtime.runner import open_backend
 
     progress = Progress(sys.stderr)
     log = ResultsLog(out / "results.jsonl")

@@ -10,13 +10,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.config import ConfigError, load_settings
-from core.session import Session, SessionFormatError
-from core.session_export import FORMATS, export_session
-from core.session_store import SUFFIXES, SessionSummary, list_sessions, load_session
+from core.runtime.config import ConfigError, load_settings
+from core.sessions.export import FORMATS, export_session
+from core.sessions.model import Session, SessionFormatError
+from core.sessions.store import SUFFIXES, SessionSummary, list_sessions, load_session
 from sessions import EXAMPLES_DIR
 
-from .cli import EXIT_USAGE, OneLineParser, add_run_options
+from .cli_options import EXIT_USAGE, OneLineParser, add_run_options
 
 
 class _UserError(Exception):
@@ -152,7 +152,7 @@ def _replay(argv: list[str]) -> int:
     if args.fork is not None:
         return _fork_headless(args, session, path)
     if not args.headless:
-        from .cli import settings_from_args
+        from .cli_options import settings_from_args
 
         try:
             from .app import run_replay
@@ -178,9 +178,9 @@ def _replay(argv: list[str]) -> int:
 
 
 def _fork_headless(args: argparse.Namespace, session: Session, path: Path) -> int:
-    from core.fork import fork_point
+    from core.sessions.fork import fork_point
 
-    from .cli import check_save_path, settings_from_args
+    from .cli_options import check_save_path, settings_from_args
     from .headless import run_headless
 
     if not args.headless:

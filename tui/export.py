@@ -1,4 +1,4 @@
-"""Export from the TUI: core.session_export's text, written next to the session file.
+"""Export from the TUI: core.sessions.export's text, written next to the session file.
 
 A shipped example lives inside the installed package, so its exports go to the sessions directory
 instead. An export never overwrites the session file it came from.
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.session import Session, SessionFormatError
-from core.session_export import export_session
+from core.sessions.export import export_session
+from core.sessions.model import Session, SessionFormatError
 from sessions import EXAMPLES_DIR
 
 EXPORT_NAMES = {"md": "Markdown", "json": "JSON", "toml": "TOML", "dot": "DOT", "mermaid": "Mermaid"}

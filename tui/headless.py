@@ -16,16 +16,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from core import events as ev
-from core.config import Settings
-from core.embeddings import EmbeddingError, shared_embedder
 from core.evaluation.math_answers import answer_or_text, answers_equivalent
 from core.evaluation.round_check import CodeExecutionEvaluator
-from core.fork import ForkPoint
-from core.llm import EndpointError
-from core.routing import RoutingResult
-from core.runner import Backend, build_engine, open_backend
-from core.session_store import SessionRecorder
+from core.llm.client import EndpointError
+from core.llm.embeddings import EmbeddingError, shared_embedder
+from core.routing.dytopo import RoutingResult
+from core.runtime import events as ev
+from core.runtime.config import Settings
+from core.runtime.runner import Backend, build_engine, open_backend
+from core.sessions.fork import ForkPoint
+from core.sessions.store import SessionRecorder
 
 EXIT_FAILED = 1
 EXIT_CANCELLED = 130

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from core import events as ev
-from core.routing import RoutingResult
+from core.routing.dytopo import RoutingResult
+from core.runtime import events as ev
 
 from .streamtext import ReplyStream
 
@@ -289,8 +289,8 @@ class RunModel:
 
 
 def reroute(routing: RoutingResult, tau: float, k_in: int, protocol: str) -> RoutingResult:
-    """The graph the same similarities give at another tau / k_in (pure; core.routing does the work)."""
-    from core.routing import route_from_similarity
+    """The graph the same similarities give at another tau / k_in (pure; core.routing.dytopo does the work)."""
+    from core.routing.dytopo import route_from_similarity
 
     return route_from_similarity(
         routing.names, routing.similarity, tau, k_in, break_cycles=protocol != "single-pass"

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .. import events as ev
-from ..engine import AgentResult, Evaluation
-from .extract import docstring_examples, extract_tests, latest_code
-from .sandbox import SandboxLimits, arun_code
+from core.evaluation.extract import docstring_examples, extract_tests, latest_code
+from core.evaluation.sandbox import SandboxLimits, arun_code
+from core.runtime import events as ev
+from core.runtime.engine import AgentResult, Evaluation
 
 NO_CODE = "NO_CODE"
 

@@ -12,9 +12,9 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Button, Input, Label, Select, Static, Switch, TextArea
 
-from core.config import DOMAINS, PROTOCOLS, ConfigError, Settings, resolve_base_url
-from core.demo_script import DEMO_PROBLEMS
-from core.domains import get_domain
+from core.demo.scripts import DEMO_PROBLEMS
+from core.runtime.config import DOMAINS, PROTOCOLS, ConfigError, Settings, resolve_base_url
+from core.runtime.domains import get_domain
 
 from ..widgets.footer import WrapFooter
 
@@ -196,8 +196,8 @@ class LaunchScreen(Screen[None]):
     @work(exclusive=True, group="probe", exit_on_error=False)
     async def _probe(self, url: str) -> None:
         """Worker: asks the endpoint, then posts ProbeDone (no widget is touched here)."""
-        from core.config import resolve_api_key
-        from core.llm import EndpointError, LLMClient
+        from core.llm.client import EndpointError, LLMClient
+        from core.runtime.config import resolve_api_key
 
         client = LLMClient(url, resolve_api_key(self.settings), timeout=10.0, max_retries=0)
         try:

@@ -18,10 +18,10 @@ from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Input, Label
 
-from core import events as ev
-from core.config import ConfigError
-from core.routing import RoutingResult
-from core.session import Session, SessionFormatError, session_from_events
+from core.routing.dytopo import RoutingResult
+from core.runtime import events as ev
+from core.runtime.config import ConfigError
+from core.sessions.model import Session, SessionFormatError, session_from_events
 
 from ..bindings import REPLAY_BINDINGS
 from ..model import RunModel, reroute
@@ -38,7 +38,7 @@ class ReplayScreen(SwarmScreen):
     def __init__(self, events: list[ev.Event], *, source: str = "", session: Any = None) -> None:
         super().__init__()
         self.events = events
-        self.session = session  # core.session.Session, for core.whatif
+        self.session = session  # core.sessions.model.Session, for core.sessions.whatif
         self.source = source
         self.cursor = 0
         self.speed = 1.0
@@ -177,7 +177,7 @@ class ReplayScreen(SwarmScreen):
             return None, ""
         tau, k_in = self.whatif
         if self.session is not None:
-            from core.whatif import reroute_round
+            from core.sessions.whatif import reroute_round
 
             record = next((r for r in self.session.rounds if r.round == self.shown_round), None)
             diff = reroute_round(self.session, record, tau, k_in) if record is not None else None
@@ -189,7 +189,7 @@ class ReplayScreen(SwarmScreen):
         """Across the whole session: how many messages would have flowed differently."""
         if self.session is None or self.whatif is None:
             return ""
-        from core.whatif import reroute_session
+        from core.sessions.whatif import reroute_session
 
         diffs = reroute_session(self.session, *self.whatif)
         added = sum(len(d.added) for d in diffs)
@@ -240,7 +240,7 @@ class ReplayScreen(SwarmScreen):
 
     def action_fork(self) -> None:
         """Continue live from the viewed round (an endpoint, or the demo server with --demo)."""
-        from core.fork import fork_point
+        from core.sessions.fork import fork_point
 
         session = self._session()
         if session is None:

@@ -12,13 +12,13 @@ from pathlib import Path
 
 from textual.worker import Worker
 
-from core.config import Settings
-from core.control import MODE_STEP, Params, RunControl
-from core.domains import get_domain
-from core.fork import ForkPoint
-from core.scripted_server import ScriptedServer
-from core.session import Session, SessionFormatError
-from core.session_store import SessionRecorder
+from core.demo.server import ScriptedServer
+from core.runtime.config import Settings
+from core.runtime.control import MODE_STEP, Params, RunControl
+from core.runtime.domains import get_domain
+from core.sessions.fork import ForkPoint
+from core.sessions.model import Session, SessionFormatError
+from core.sessions.store import SessionRecorder
 
 from ..bindings import RUN_BINDINGS
 from ..bridge import BackendFailed, EventBridge
@@ -44,7 +44,7 @@ class RunScreen(SwarmScreen):
         start: bool = True,
         fork: ForkPoint | None = None,
     ) -> None:
-        """``fork``: a core.fork.ForkPoint to continue a recorded run from (its history is re-emitted
+        """``fork``: a core.sessions.fork.ForkPoint to continue a recorded run from (its history is re-emitted
         first), or None for a new run."""
         super().__init__()
         self.problem = problem
@@ -80,9 +80,9 @@ class RunScreen(SwarmScreen):
 
     async def _run_engine(self) -> None:
         """Open the endpoint (or the demo server), then run the engine to its end."""
-        from core.embeddings import EmbeddingError, shared_embedder
-        from core.llm import EndpointError
-        from core.runner import build_engine, open_backend
+        from core.llm.client import EndpointError
+        from core.llm.embeddings import EmbeddingError, shared_embedder
+        from core.runtime.runner import build_engine, open_backend
 
         try:
             backend = await open_backend(

@@ -20,9 +20,9 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from core.config import Settings
-from core.session import SessionFormatError
-from core.session_store import SessionSummary, list_sessions, load_session
+from core.runtime.config import Settings
+from core.sessions.model import SessionFormatError
+from core.sessions.store import SessionSummary, list_sessions, load_session
 from sessions import EXAMPLES_DIR
 
 from ..widgets.footer import WrapFooter

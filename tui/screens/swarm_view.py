@@ -16,10 +16,10 @@ from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widget import Widget
 
-from core import events as ev
-from core.routing import RoutingResult
-from core.session import Session
-from core.session_export import FORMATS
+from core.routing.dytopo import RoutingResult
+from core.runtime import events as ev
+from core.sessions.export import FORMATS
+from core.sessions.model import Session
 
 from ..export import EXPORT_NAMES, ExportError, export_suffix, export_to_file
 from ..model import RunModel

@@ -7,7 +7,7 @@ from textual.color import Color, ColorParseError
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from core.routing import RoutingResult, edge_diff
+from core.routing.dytopo import RoutingResult, edge_diff
 
 from ..model import RunModel
 from .graph_render import (

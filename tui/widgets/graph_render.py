@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from rich.text import Text
 
-from core.routing import RoutingResult
+from core.routing.dytopo import RoutingResult
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Label, Markdown, Sparkline, Static
 
-from core import events as ev
+from core.runtime import events as ev
 
 from ..model import RunModel
 

@@ -1,4 +1,4 @@
-"""The ``--demo`` scenario: a scripted team per domain, served by core.scripted_server.
+"""The ``--demo`` scenario: a scripted team per domain, served by core.demo.server.
 
 Code follows the DyTopo paper's case study (HumanEval make_palindrome): round 1 everyone drafts in
 parallel (the Developer's draft has an off-by-one), round 2 the Tester's query meets the Developer's
@@ -14,8 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .events import CALL_DESCRIPTORS, CALL_MANAGER, CALL_PLAN
-from .scripted_server import RequestInfo
+from core.demo.requests import RequestInfo
+from core.runtime.events import CALL_DESCRIPTORS, CALL_MANAGER, CALL_PLAN
 
 DEMO_MODEL = "scripted-demo"
 
@@ -441,7 +441,7 @@ def _worker_reply(scn: _Scenario, info: RequestInfo) -> dict[str, Any]:
 
 
 def demo_script(info: RequestInfo) -> str:
-    """The scripted reply (a JSON string in core.prompts' contracts) for one request."""
+    """The scripted reply (a JSON string in core.runtime.prompts' contracts) for one request."""
     scn = _SCENARIOS.get(info.domain, _CODE)
     if info.role == "Manager" or info.call in (CALL_PLAN, CALL_MANAGER):
         reply = _manager_reply(scn, info)

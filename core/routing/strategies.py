@@ -15,7 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .routing import Edge, RoutingResult, order_and_tiers, route_from_similarity
+from core.routing.dytopo import Edge, RoutingResult, order_and_tiers, route_from_similarity
 
 
 class TopologyStrategy(Protocol):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .routing import Edge, RoutingResult, edge_diff, route_from_similarity
-from .session import RoundRecord, Session
+from core.routing.dytopo import Edge, RoutingResult, edge_diff, route_from_similarity
+from core.sessions.model import RoundRecord, Session
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
-"""Parsing model replies into the worker / descriptor / manager contracts (core.prompts).
+"""Parsing model replies into the worker / descriptor / manager contracts (core.runtime.prompts).
 
 Models wrap JSON in reasoning tags, Markdown fences and prose, and break it in small ways (trailing
 commas, single quotes, a truncated end). We strip the wrapping, try strict JSON, then repair with
-json_repair. Field names are matched loosely: ours (core.prompts) and the paper's Appendix B
+json_repair. Field names are matched loosely: ours (core.runtime.prompts) and the paper's Appendix B
 spellings ("public content", "q vector", "is complete", ...), in any case, with spaces, underscores,
 hyphens or camelCase. The public functions raise nothing but ParseError, whose message is one short
 line naming what is wrong: the engine feeds it back to the model in a re-ask.

@@ -1,4 +1,4 @@
-"""Scripted replies for benchmark problems, served by core.scripted_server (``swarm-tui bench --demo``).
+"""Scripted replies for benchmark problems, served by core.demo.server (``swarm-tui bench --demo``).
 
 The script finds which dataset problem a request is about (the text after ``PROBLEM:`` in the first
 user message is the problem's task text), then answers like a competent team: for HumanEval the
@@ -15,11 +15,11 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .events import CALL_DESCRIPTORS, CALL_MANAGER, CALL_PLAN
-from .scripted_server import RequestInfo, Script
+from core.demo.requests import RequestInfo, Script
+from core.runtime.events import CALL_DESCRIPTORS, CALL_MANAGER, CALL_PLAN
 
 if TYPE_CHECKING:  # benchmark imports this module; the import is only for type hints
-    from .benchmark import Problem
+    from core.bench.runner import Problem
 
 SOLO_ROLE = "Solo"
 SOLO_CALL = "single"
@@ -170,7 +170,7 @@ def benchmark_script(problems: Sequence[Problem], *, correct: bool = True) -> Sc
     def script(info: RequestInfo) -> str:
         problem = index.find(info)
         if problem is None:
-            from .demo_script import demo_script
+            from core.demo.scripts import demo_script
 
             return demo_script(info)
         if info.role == SOLO_ROLE:

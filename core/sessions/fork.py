@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from . import events as ev
-from .session import Session
+from core.runtime import events as ev
+from core.sessions.model import Session
 
 # Events that belong to the parent run as a whole, not to its rounds: the fork emits its own.
 _RUN_LEVEL = (ev.RunStarted, ev.RunFinished, ev.ControlChanged)

@@ -16,8 +16,8 @@ from typing import Any
 
 import tomli_w
 
-from . import events as ev
-from .session import Session, SessionFormatError, record_dict, session_from_events
+from core.runtime import events as ev
+from core.sessions.model import Session, SessionFormatError, record_dict, session_from_events
 
 SUFFIXES = (".json", ".toml")
 MAX_FILE_BYTES = 256 * 1024 * 1024

@@ -31,21 +31,21 @@ from typing import Any
 import numpy as np
 import openai
 
-from . import events as ev
-from .config import Settings
-from .domains import get_domain
-from .embeddings import Embedder
-from .engine import SwarmEngine
-from .evaluation.extract import latest_code
-from .evaluation.math_answers import answer_or_text, answers_equivalent
-from .evaluation.round_check import CodeExecutionEvaluator
-from .evaluation.sandbox import SandboxLimits, arun_code
-from .parsing import ParseError, extract_json_object
-from .prompts import call_header
-from .routing import RoutingResult
-from .runner import Backend, build_engine
-from .session_store import SessionRecorder
-from .strategies import DyTopoStrategy, TopologyStrategy, get_strategy
+from core.evaluation.extract import latest_code
+from core.evaluation.math_answers import answer_or_text, answers_equivalent
+from core.evaluation.round_check import CodeExecutionEvaluator
+from core.evaluation.sandbox import SandboxLimits, arun_code
+from core.llm.embeddings import Embedder
+from core.routing.dytopo import RoutingResult
+from core.routing.strategies import DyTopoStrategy, TopologyStrategy, get_strategy
+from core.runtime import events as ev
+from core.runtime.config import Settings
+from core.runtime.domains import get_domain
+from core.runtime.engine import SwarmEngine
+from core.runtime.parsing import ParseError, extract_json_object
+from core.runtime.prompts import call_header
+from core.runtime.runner import Backend, build_engine
+from core.sessions.store import SessionRecorder
 
 STRATEGIES = ("dytopo", "single", "single-turn", "random", "broadcast", "chain", "star")
 KIND_HUMANEVAL = "humaneval"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from .session import RoundRecord, Session
-from .session_store import session_to_json, session_to_toml
+from core.sessions.model import RoundRecord, Session
+from core.sessions.store import session_to_json, session_to_toml
 
 FORMATS = ("md", "json", "toml", "dot", "mermaid")
 

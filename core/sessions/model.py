@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from . import __version__
-from . import events as ev
-from .routing import RoutingResult
+from core import __version__
+from core.routing.dytopo import RoutingResult
+from core.runtime import events as ev
 
 SCHEMA_VERSION = 1
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import openai
 
-from .session import redact_url
+from core.sessions.model import redact_url
 
 try:  # the openai SDK moved to the httpx2 fork; older releases use httpx
     import httpx2 as httpx

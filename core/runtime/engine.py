@@ -1,6 +1,6 @@
 """The round engine: Manager goals, worker calls, routing, message flow and termination.
 
-Everything the engine does is announced as a typed event (core.events) to its sinks; it never knows
+Everything the engine does is announced as a typed event (core.runtime.events) to its sinks; it never knows
 who listens. Two protocols:
 
 * phased (reference, default): round 1 broadcast; rounds >= 2 run A) descriptors in parallel,
@@ -21,19 +21,20 @@ from typing import Any, Protocol
 import numpy as np
 import openai
 
-from . import events as ev
-from .config import CallLimits, Settings
-from .control import BOUNDARY_PHASE, BOUNDARY_ROUND, Params, RunControl
-from .convergence import text_similarity
-from .domains import Domain, get_domain
-from .embeddings import Embedder
-from .evaluation.extract import latest_code
-from .evaluation.math_answers import extract_answer
-from .fork import ForkPoint
-from .llm import ChatResult, LLMClient
-from .memory import AgentMemory, MemoryItem
-from .parsing import ParseError, parse_descriptors, parse_manager, parse_worker
-from .prompts import (
+from core.evaluation.extract import latest_code
+from core.evaluation.math_answers import extract_answer
+from core.llm.client import ChatResult, LLMClient
+from core.llm.embeddings import Embedder
+from core.routing.dytopo import RoutingResult, similarity_matrix
+from core.routing.strategies import DyTopoStrategy, TopologyStrategy
+from core.runtime import events as ev
+from core.runtime.config import CallLimits, Settings
+from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND, Params, RunControl
+from core.runtime.convergence import text_similarity
+from core.runtime.domains import Domain, get_domain
+from core.runtime.memory import AgentMemory, MemoryItem
+from core.runtime.parsing import ParseError, parse_descriptors, parse_manager, parse_worker
+from core.runtime.prompts import (
     manager_request,
     manager_system_prompt,
     plan_request,
@@ -41,9 +42,8 @@ from .prompts import (
     worker_request,
     worker_system_prompt,
 )
-from .routing import RoutingResult, similarity_matrix
-from .session import redact_url
-from .strategies import DyTopoStrategy, TopologyStrategy
+from core.sessions.fork import ForkPoint
+from core.sessions.model import redact_url
 
 STATUS_DONE = "done"
 STATUS_UNPARSED = "unparsed"

@@ -2,7 +2,7 @@
 
 It speaks just enough of the OpenAI API for the real ``openai`` client: ``GET /v1/models`` and
 ``POST /v1/chat/completions`` (plain JSON or SSE streaming, with usage). Replies come from a *script*,
-a function of the parsed request (who is calling, which call kind, which round; see core.prompts'
+a function of the parsed request (who is calling, which call kind, which round; see core.runtime.prompts'
 call header). Faults can be injected per role/call/round to exercise the engine's error paths.
 
 It runs a stdlib ThreadingHTTPServer in a daemon thread, so it works while an asyncio loop (e.g. a
@@ -13,17 +13,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import socket
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .events import CALL_MANAGER, CALL_PLAN
-from .prompts import CALL_HEADER_RE
+from core.demo.requests import RequestInfo, Script, estimate_tokens, parse_request, text_of
+from core.runtime.events import CALL_MANAGER, CALL_PLAN
 
 FAULT_KINDS = (
     "malformed",  # prose with no JSON at all: no repair can fix it
@@ -41,26 +39,7 @@ FAULT_KINDS = (
     "reject_response_format",  # 400 when the request asks for response_format (no JSON mode)
 )
 
-_DOMAIN_RE = re.compile(r"solving one (code|math|general) problem")
 _GENERIC_REPLY = json.dumps({"reply": "Hello from the swarm-tui scripted server."})
-
-
-@dataclass
-class RequestInfo:
-    role: str  # "" when the request has no call header
-    call: str
-    round: int
-    domain: str
-    is_repair: bool  # more than one user message: the engine is re-asking after a bad reply
-    messages: list[dict[str, Any]]
-    body: dict[str, Any]  # the full request body (temperature, max_tokens, response_format, …)
-
-    @property
-    def has_header(self) -> bool:
-        return bool(self.role)
-
-
-Script = Callable[[RequestInfo], str]  # returns the assistant message content
 
 
 @dataclass
@@ -83,39 +62,6 @@ class FaultRule:
             and (self.call is None or self.call == info.call)
             and (self.round is None or self.round == info.round)
         )
-
-
-def _text_of(content: Any) -> str:
-    """Message content as text: a string, or the text parts of a content list."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
-
-
-def parse_request(body: dict[str, Any]) -> RequestInfo:
-    messages = body.get("messages")
-    if not isinstance(messages, list):
-        messages = []
-    messages = [m for m in messages if isinstance(m, dict)]
-    users = [_text_of(m.get("content")) for m in messages if m.get("role") == "user"]
-    system = "\n".join(_text_of(m.get("content")) for m in messages if m.get("role") == "system")
-    domain_match = _DOMAIN_RE.search(system)
-    header = CALL_HEADER_RE.search(users[0]) if users else None
-    return RequestInfo(
-        role=header["role"] if header else "",
-        call=header["call"] if header else "",
-        round=int(header["round"]) if header else 0,
-        domain=domain_match[1] if domain_match else "code",
-        is_repair=len(users) > 1,
-        messages=messages,
-        body=body,
-    )
-
-
-def estimate_tokens(text: str) -> int:
-    return max(1, len(text) // 4)
 
 
 # --- fault payloads -------------------------------------------------------------------------------
@@ -272,7 +218,7 @@ class ScriptedServer:
         stall_seconds: float = 30.0,
     ) -> None:
         if script is None:
-            from .demo_script import demo_script  # lazy: demo_script imports RequestInfo from here
+            from core.demo.scripts import demo_script  # lazy: only when no script is given
 
             script = demo_script
         self.script = script
@@ -425,7 +371,7 @@ class ScriptedServer:
         if self.latency > 0 and self._stopping.wait(self.latency):
             handler._abort()
             return
-        prompt_tokens = estimate_tokens("".join(_text_of(m.get("content")) for m in info.messages))
+        prompt_tokens = estimate_tokens("".join(text_of(m.get("content")) for m in info.messages))
         usage = {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": estimate_tokens(content),

@@ -161,7 +161,7 @@ class DescriptorsReady(Event):
 @_register
 @dataclass(kw_only=True)
 class TopologyBuilt(Event):
-    """One routing result (see core.routing.RoutingResult.to_dict) plus the embeddings it came from."""
+    """One routing result (see core.routing.dytopo.RoutingResult.to_dict) plus the embeddings it came from."""
 
     type: ClassVar[str] = "topology_built"
     round: int

@@ -7,17 +7,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import Settings, resolve_api_key, resolve_base_url
-from .control import Params, RunControl
-from .domains import get_domain
-from .embeddings import Embedder, shared_embedder
-from .engine import RoundEvaluator, RunSpec, SwarmEngine
-from .events import EventSink
-from .fork import ForkPoint
-from .llm import LLMClient
-from .scripted_server import ScriptedServer
-from .session import redact_url
-from .strategies import TopologyStrategy
+from core.demo.server import ScriptedServer
+from core.llm.client import LLMClient
+from core.llm.embeddings import Embedder, shared_embedder
+from core.routing.strategies import TopologyStrategy
+from core.runtime.config import Settings, resolve_api_key, resolve_base_url
+from core.runtime.control import Params, RunControl
+from core.runtime.domains import get_domain
+from core.runtime.engine import RoundEvaluator, RunSpec, SwarmEngine
+from core.runtime.events import EventSink
+from core.sessions.fork import ForkPoint
+from core.sessions.model import redact_url
 
 
 @dataclass
@@ -48,7 +48,7 @@ async def open_backend(
     """Connect to the configured endpoint, or start the scripted demo server, and settle the model.
     Raises llm.EndpointError with a one-line message when the endpoint is unusable."""
     if demo and server is None:
-        from .demo_script import demo_script
+        from core.demo.scripts import demo_script
 
         server = ScriptedServer(demo_script, chunk_delay=demo_chunk_delay).start()
     if server is not None:

@@ -1,7 +1,7 @@
 """Prompts: strict-JSON contracts for workers and the Manager (paper Appendix B, in our own words).
 
 Every user message starts with a call header line, ``### swarm-tui call: role=<Agent> call=<kind>
-round=<n>``. It tells a real model where it is, and lets the scripted server (core.scripted_server)
+round=<n>``. It tells a real model where it is, and lets the scripted server (core.demo.server)
 pick its reply without guessing. Keep CALL_HEADER_RE in step with call_header().
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from .domains import Domain, Role
-from .events import CALL_DESCRIPTORS, CALL_MANAGER, CALL_PLAN, CALL_SINGLE_PASS, CALL_WORK
+from core.runtime.domains import Domain, Role
+from core.runtime.events import CALL_DESCRIPTORS, CALL_MANAGER, CALL_PLAN, CALL_SINGLE_PASS, CALL_WORK
 
 CALL_HEADER_RE = re.compile(r"^### swarm-tui call: role=(?P<role>\w+) call=(?P<call>[\w-]+) round=(?P<round>\d+)", re.M)
 
@@ -19,7 +19,7 @@ def call_header(role: str, call: str, round_no: int) -> str:
     return f"### swarm-tui call: role={role} call={call} round={round_no}"
 
 
-# JSON field names of the contracts. The parser accepts the paper's spellings too (see core.parsing).
+# JSON field names of the contracts. The parser accepts the paper's spellings too (see core.runtime.parsing).
 WORKER_FIELDS = ("public", "private", "query", "key")
 DESCRIPTOR_FIELDS = ("query", "key")
 MANAGER_FIELDS = ("goal", "terminate", "reasoning", "final_answer")

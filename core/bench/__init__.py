@@ -1,0 +1,1 @@
+"""The benchmark runner (HumanEval, MATH-500) over every method."""

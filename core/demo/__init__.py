@@ -1,0 +1,1 @@
+"""The scripted OpenAI-compatible server and its per-method scripts (tests and --demo)."""

@@ -1,0 +1,68 @@
+"""What the scripted server hears: a chat request parsed into who is calling, which call and round.
+
+Scripts (core.demo.scripts and the per-method scripts) are functions of a RequestInfo, so they depend on
+this module only, never on the server that calls them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from core.runtime.prompts import CALL_HEADER_RE
+
+_DOMAIN_RE = re.compile(r"solving one (code|math|general) problem")
+
+
+@dataclass
+class RequestInfo:
+    role: str  # "" when the request has no call header
+    call: str
+    round: int
+    domain: str
+    is_repair: bool  # more than one user message: the engine is re-asking after a bad reply
+    messages: list[dict[str, Any]]
+    body: dict[str, Any]  # the full request body (temperature, max_tokens, response_format, …)
+
+    @property
+    def has_header(self) -> bool:
+        return bool(self.role)
+
+
+Script = Callable[[RequestInfo], str]  # returns the assistant message content
+
+
+
+def text_of(content: Any) -> str:
+    """Message content as text: a string, or the text parts of a content list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def parse_request(body: dict[str, Any]) -> RequestInfo:
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        messages = []
+    messages = [m for m in messages if isinstance(m, dict)]
+    users = [text_of(m.get("content")) for m in messages if m.get("role") == "user"]
+    system = "\n".join(text_of(m.get("content")) for m in messages if m.get("role") == "system")
+    domain_match = _DOMAIN_RE.search(system)
+    header = CALL_HEADER_RE.search(users[0]) if users else None
+    return RequestInfo(
+        role=header["role"] if header else "",
+        call=header["call"] if header else "",
+        round=int(header["round"]) if header else 0,
+        domain=domain_match[1] if domain_match else "code",
+        is_repair=len(users) > 1,
+        messages=messages,
+        body=body,
+    )
+
+
+def estimate_tokens(text: str) -> int:
+    return max(1, len(text) // 4)

@@ -1,0 +1,1 @@
+"""The OpenAI-compatible client wrapper and the MiniLM embedder."""

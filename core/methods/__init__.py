@@ -1,0 +1,1 @@
+"""One module per method: DyTopo and the baselines, TopoDIM, DMoA, TopoWeaver-R1."""

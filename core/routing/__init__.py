@@ -1,0 +1,1 @@
+"""Pure graph functions: DyTopo routing, orders and tiers, the baselines' fixed graphs."""

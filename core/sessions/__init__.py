@@ -1,0 +1,1 @@
+"""Sessions: the model, storage, export, fork and what-if re-routing."""

@@ -1,0 +1,168 @@
+"""Command-line pieces every subcommand shares: the one-line parser, run options, settings, the problem.
+
+Kept apart from ``tui.cli`` so the subcommand modules import these without importing the entry point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from core.runtime.config import DOMAINS, PROTOCOLS, ConfigError, Settings, load_settings
+from core.runtime.domains import get_domain
+
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """A user error: printed as one line, exit code 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad flag gives one clear line instead of the usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def fail(message: str) -> NoReturn:
+    print(f"swarm-tui: error: {message}", file=sys.stderr)
+    raise SystemExit(EXIT_USAGE)
+
+
+def unit_interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return value
+
+
+def int_range(low: int, high: int | None) -> type:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low or (high is not None and value > high):
+            bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+            raise argparse.ArgumentTypeError(f"must be {bound}, got {text}")
+        return value
+
+    return parse  # type: ignore[return-value]
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """Options shared by a live run, a fork and the benchmark runner."""
+    d = Settings()
+    parser.add_argument("--domain", choices=DOMAINS, help=f"problem domain (default {d.domain})")
+    parser.add_argument("--tau", type=unit_interval, help=f"routing threshold, 0..1 (default {d.tau})")
+    parser.add_argument(
+        "--k-in", dest="k_in", type=int_range(1, None), help=f"max inbound edges per agent, 1..N-1 (default {d.k_in})"
+    )
+    parser.add_argument(
+        "--max-rounds", dest="max_rounds", type=int_range(1, 10), help=f"1..10 (default {d.max_rounds})"
+    )
+    parser.add_argument("--protocol", choices=PROTOCOLS, help=f"round protocol (default {d.protocol})")
+    parser.add_argument(
+        "--base-url",
+        dest="base_url",
+        help="OpenAI-compatible endpoint (default: config, $OPENAI_BASE_URL, http://localhost:1234/v1)",
+    )
+    parser.add_argument("--model", help="model name (default: the first model the endpoint lists)")
+    parser.add_argument(
+        "--api-key-env",
+        dest="api_key_env",
+        metavar="NAME",
+        help="environment variable holding the API key (default OPENAI_API_KEY)",
+    )
+    parser.add_argument(
+        "--max-concurrency",
+        dest="max_concurrency",
+        type=int_range(1, 64),
+        help=f"parallel model calls (default {d.max_concurrency})",
+    )
+    parser.add_argument(
+        "--config", type=Path, help="config file (default: the user config dir's swarm-tui/config.toml)"
+    )
+    parser.add_argument(
+        "--demo", action="store_true", help="run against the built-in scripted model server (no model needed)"
+    )
+    parser.add_argument(
+        "--execute",
+        dest="execute_code",
+        action="store_true",
+        default=None,
+        help="code domain: run the latest code against the tests in a sandbox after every round",
+    )
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    cli = {
+        name: getattr(args, name, None)
+        for name in (
+            "domain",
+            "tau",
+            "k_in",
+            "max_rounds",
+            "protocol",
+            "base_url",
+            "model",
+            "api_key_env",
+            "max_concurrency",
+            "execute_code",
+        )
+    }
+    try:
+        settings = load_settings(getattr(args, "config", None), cli)
+        n_workers = len(get_domain(settings.domain).workers)
+        if cli["k_in"] is None and settings.k_in > n_workers - 1:
+            # The default (3) suits the code team; smaller teams get the largest k_in they allow.
+            settings = settings.with_overrides(k_in=n_workers - 1)
+        settings.validate(n_workers=n_workers)
+    except ConfigError as exc:
+        fail(str(exc))
+    return settings
+
+
+def check_save_path(path: Path | None) -> None:
+    """--save must name a .json or .toml file: found out now, not after every round failed to save."""
+    if path is None:
+        return
+    if path.suffix.lower() not in (".json", ".toml"):
+        fail(f"--save {path}: the session file must end in .json or .toml")
+    if path.is_dir():
+        fail(f"--save {path}: is a directory, not a file")
+
+
+def read_problem(args: argparse.Namespace) -> str | None:
+    if args.file is not None and args.problem is not None:
+        fail("give the problem as text or with -f FILE, not both")
+    if args.file is not None:
+        try:
+            text = args.file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            fail(f"cannot read problem file {args.file}: {exc.strerror if isinstance(exc, OSError) else exc}")
+    elif args.problem == "-":
+        try:
+            text = sys.stdin.read()
+        except UnicodeDecodeError:  # a strict stdin (a UTF-8 locale other than C.UTF-8)
+            fail("the problem is not valid UTF-8 text")
+    else:
+        text = args.problem
+    if text is not None and not text.strip():
+        fail("the problem is empty")
+    if text is not None:
+        try:  # bytes that are not UTF-8 reach us as lone surrogates (argv, stdin): no request can carry them
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            fail("the problem is not valid UTF-8 text")
+        from core.sessions.model import MAX_STRING
+
+        if len(text) > MAX_STRING:  # the run could never be saved
+            fail(f"the problem is too long ({len(text)} characters; a session holds at most {MAX_STRING})")
+    return text.strip() if text is not None else None
