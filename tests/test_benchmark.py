@@ -18,15 +18,15 @@ from core.bench.runner import (
     CSV_FIELDS,
     DatasetError,
     Problem,
-    engine_strategy,
+    bench_method,
     humaneval_program,
     load_dataset,
     score_code,
-    solo_answer,
 )
 from core.demo.bench_script import benchmark_script
 from core.demo.server import RequestInfo, ScriptedServer
 from core.evaluation.extract import docstring_examples
+from core.methods.baselines import solo_answer
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 from core.sessions.store import load_session
@@ -224,9 +224,9 @@ def test_random_strategy_matches_dytopos_edge_counts_round_by_round(
 
 
 def test_star_hub_is_the_domains_answer_role() -> None:
-    assert engine_strategy("star", "code").hub == "Developer"  # type: ignore[attr-defined]
-    assert engine_strategy("star", "math").hub == "Solver"  # type: ignore[attr-defined]
-    assert engine_strategy("single-turn", "code").name == "single-turn"
+    assert bench_method("star", "code").graph.hub == "Developer"  # type: ignore[attr-defined]
+    assert bench_method("star", "math").graph.hub == "Solver"  # type: ignore[attr-defined]
+    assert bench_method("single-turn", "code").name == "single-turn"
 
 
 # --- resume and interruption -------------------------------------------------------------------
@@ -357,5 +357,5 @@ async def test_a_body_only_completion_is_scored_like_humaneval() -> None:
 
 def test_the_solo_math_answer_is_read_from_json_or_text() -> None:
     problem = load_dataset(MATH).problems[0]
-    assert solo_answer(problem, '{"reasoning": "r", "answer": "\\\\frac{1}{2}"}') == "\\frac{1}{2}"
-    assert solo_answer(problem, "so the answer is $\\boxed{7}$") == "7"
+    assert solo_answer(problem.domain, '{"reasoning": "r", "answer": "\\\\frac{1}{2}"}') == "\\frac{1}{2}"
+    assert solo_answer(problem.domain, "so the answer is $\\boxed{7}$") == "7"

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core.bench.runner import (
-    STRATEGIES,
     BenchRunner,
     Dataset,
     DatasetError,
@@ -55,7 +54,7 @@ def build_parser() -> OneLineParser:
         "--strategy",
         default="dytopo",
         metavar="S1,S2,...",
-        help=f"comma-separated, from {', '.join(STRATEGIES)}, or all (default dytopo)",
+        help="comma-separated method names (swarm-tui strategies lists them), or all (default dytopo)",
     )
     parser.add_argument(
         "--concurrency", type=int_range(1, 64), default=1, help="problems run at the same time (default 1)"
@@ -64,7 +63,7 @@ def build_parser() -> OneLineParser:
     parser.add_argument(
         "--resume", action="store_true", help="skip (problem, strategy) pairs already in OUT/results.jsonl"
     )
-    add_run_options(parser)
+    add_run_options(parser, method=False)
     return parser
 
 

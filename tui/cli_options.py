@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
 
+from core.methods import MethodError, build_method, get_method_info, parse_option_flags
 from core.runtime.config import DOMAINS, PROTOCOLS, ConfigError, Settings, load_settings
 from core.runtime.domains import get_domain
 
@@ -56,8 +58,8 @@ def int_range(low: int, high: int | None) -> type:
     return parse  # type: ignore[return-value]
 
 
-def add_run_options(parser: argparse.ArgumentParser) -> None:
-    """Options shared by a live run, a fork and the benchmark runner."""
+def add_run_options(parser: argparse.ArgumentParser, *, method: bool = True) -> None:
+    """Options shared by a live run, a fork and the benchmark runner (which names its own strategies)."""
     d = Settings()
     parser.add_argument("--domain", choices=DOMAINS, help=f"problem domain (default {d.domain})")
     parser.add_argument("--tau", type=unit_interval, help=f"routing threshold, 0..1 (default {d.tau})")
@@ -67,7 +69,9 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-rounds", dest="max_rounds", type=int_range(1, 10), help=f"1..10 (default {d.max_rounds})"
     )
-    parser.add_argument("--protocol", choices=PROTOCOLS, help=f"round protocol (default {d.protocol})")
+    parser.add_argument("--protocol", choices=PROTOCOLS, help=f"DyTopo round protocol (default {d.protocol})")
+    if method:
+        add_method_options(parser)
     parser.add_argument(
         "--base-url",
         dest="base_url",
@@ -117,6 +121,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             "execute_code",
         )
     }
+    if hasattr(args, "method_options"):  # a live run's --strategy (the benchmark's names a list)
+        cli["strategy"] = getattr(args, "strategy", None)
     try:
         settings = load_settings(getattr(args, "config", None), cli)
         n_workers = len(get_domain(settings.domain).workers)
@@ -124,9 +130,21 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             # The default (3) suits the code team; smaller teams get the largest k_in they allow.
             settings = settings.with_overrides(k_in=n_workers - 1)
         settings.validate(n_workers=n_workers)
-    except ConfigError as exc:
+        if hasattr(args, "method_options"):
+            settings = with_method_options(settings, args.method_options)
+    except (ConfigError, MethodError) as exc:
         fail(str(exc))
     return settings
+
+
+def with_method_options(settings: Settings, flags: list[str] | None) -> Settings:
+    """Settings whose chosen method exists and whose options (config table, then -o flags) are valid."""
+    info = get_method_info(settings.strategy)
+    given = {**settings.strategy_options.get(info.name, {}), **parse_option_flags(flags)}
+    build_method(info.name, given, get_domain(settings.domain))  # every value checked now, not mid-run
+    if not given:
+        return settings
+    return replace(settings, strategy_options={**settings.strategy_options, info.name: given})
 
 
 def check_save_path(path: Path | None) -> None:
@@ -166,3 +184,21 @@ def read_problem(args: argparse.Namespace) -> str | None:
         if len(text) > MAX_STRING:  # the run could never be saved
             fail(f"the problem is too long ({len(text)} characters; a session holds at most {MAX_STRING})")
     return text.strip() if text is not None else None
+
+
+def add_method_options(parser: argparse.ArgumentParser) -> None:
+    """--strategy NAME and its -o KEY=VALUE options (a live run; the benchmark names a list instead)."""
+    d = Settings()
+    parser.add_argument(
+        "--strategy",
+        metavar="NAME",
+        help=f"the method that wires the team (default {d.strategy}; swarm-tui strategies lists them)",
+    )
+    parser.add_argument(
+        "-o",
+        "--option",
+        dest="method_options",
+        action="append",
+        metavar="KEY=VALUE",
+        help="an option of the chosen method, e.g. -o alpha=0.5 (repeatable; see swarm-tui strategies)",
+    )

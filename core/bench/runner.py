@@ -3,10 +3,10 @@
 * Datasets: HumanEval-format JSONL (task_id, prompt, canonical_solution, test, entry_point) and
   MATH-format JSONL (problem, answer, ...), told apart by their fields. Each problem becomes a swarm
   task in its domain (code / math).
-* Strategies (paper §4, Appendix D): ``dytopo``, ``single`` (one agent, one call), ``single-turn``
-  (every worker once, no communication, the Manager picks), and the graph baselines ``random``,
-  ``broadcast``, ``chain``, ``star``. Code tasks run with code execution on, against the problem's
-  visible examples only; the dataset's hidden tests are used for scoring and never shown to the run.
+* Strategies: every registered method (core.methods): ``dytopo``, the baselines (``single``,
+  ``single-turn``, ``random``, ``broadcast``, ``chain``, ``star``) and the other seed methods. Code
+  tasks run with code execution on, against the problem's visible examples only; the dataset's
+  hidden tests are used for scoring and never shown to the run.
 * Scoring: HumanEval by running ``check(entry_point)`` on the final code in the sandbox; MATH by
   answer equivalence (math-verify).
 * Output: one session per (problem, strategy), every finished row appended to ``results.jsonl`` at
@@ -22,32 +22,23 @@ import csv
 import json
 import re
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
-
-import numpy as np
-import openai
 
 from core.evaluation.extract import latest_code
 from core.evaluation.math_answers import answer_or_text, answers_equivalent
 from core.evaluation.round_check import CodeExecutionEvaluator
 from core.evaluation.sandbox import SandboxLimits, arun_code
 from core.llm.embeddings import Embedder
-from core.routing.dytopo import RoutingResult
-from core.routing.strategies import DyTopoStrategy, TopologyStrategy, get_strategy
-from core.runtime import events as ev
+from core.methods import build_method, method_names
 from core.runtime.config import Settings
 from core.runtime.domains import get_domain
-from core.runtime.engine import SwarmEngine
-from core.runtime.parsing import ParseError, extract_json_object
-from core.runtime.prompts import call_header
+from core.runtime.engine import Method, SwarmEngine
 from core.runtime.runner import Backend, build_engine
 from core.sessions.store import SessionRecorder
 
-STRATEGIES = ("dytopo", "single", "single-turn", "random", "broadcast", "chain", "star")
 KIND_HUMANEVAL = "humaneval"
 KIND_MATH = "math"
 _HUMANEVAL_FIELDS = ("task_id", "prompt", "test", "entry_point")
@@ -373,68 +364,22 @@ def write_results(out: Path, rows: Sequence[Row], strategies: Sequence[str], met
 # --- strategies -------------------------------------------------------------------------------
 
 
-class _Renamed:
-    """A strategy under another name, so sessions say e.g. ``single-turn``."""
-
-    def __init__(self, inner: TopologyStrategy, name: str) -> None:
-        self.inner = inner
-        self.name = name
-
-    def build(
-        self, round_no: int, names: list[str], similarity: np.ndarray, tau: float, k_in: int, *, break_cycles: bool
-    ) -> RoutingResult:
-        return self.inner.build(round_no, names, similarity, tau, k_in, break_cycles=break_cycles)
-
-
-def engine_strategy(name: str, domain: str) -> TopologyStrategy:
-    if name == "single-turn":
-        return _Renamed(DyTopoStrategy(), "single-turn")
-    if name == "star":
-        return get_strategy("star", hub=get_domain(domain).answer_role)
-    return get_strategy(name)
+def bench_method(name: str, domain: str, options: dict[str, Any] | None = None) -> Method:
+    """The method a strategy name stands for, built for this problem's domain (core.methods)."""
+    return build_method(name, options, get_domain(domain))
 
 
 def parse_strategies(text: str) -> list[str]:
     """``dytopo,single`` -> ["dytopo", "single"]; ``all`` -> every strategy. ValueError with one line."""
+    known = method_names()
     names = [n.strip().lower() for n in text.split(",") if n.strip()]
     if names == ["all"]:
-        return list(STRATEGIES)
-    unknown = [n for n in names if n not in STRATEGIES]
+        return known
+    unknown = [n for n in names if n not in known]
     if unknown or not names:
         what = ", ".join(unknown) or "(none)"
-        raise ValueError(f"unknown strategy {what}: choose from {', '.join(STRATEGIES)} or all")
+        raise ValueError(f"unknown strategy {what}: choose from {', '.join(known)} or all")
     return list(dict.fromkeys(names))
-
-
-SOLO_SYSTEM = {
-    "code": "You are an expert Python programmer solving one code problem on your own, in a single reply. "
-    "Reply with the complete solution (the full function definition with the imports it needs) in one "
-    "```python fenced block.",
-    "math": "You are an expert mathematician solving one math problem on your own, in a single reply. "
-    'Reply with ONLY one JSON object: {"reasoning": "a short derivation", "answer": "the final answer only, '
-    'as short as possible (LaTeX allowed)"}.',
-}
-
-
-def solo_messages(problem: Problem) -> list[dict[str, str]]:
-    ask = "Solve it." if problem.domain == "code" else "Solve it and give the final answer."
-    return [
-        {"role": "system", "content": SOLO_SYSTEM[problem.domain]},
-        {"role": "user", "content": f"{call_header('Solo', 'single', 1)}\nPROBLEM:\n{problem.task}\n\n{ask}"},
-    ]
-
-
-def solo_answer(problem: Problem, text: str) -> str:
-    if problem.domain == "code":
-        return text
-    try:
-        found = extract_json_object(text)
-    except ParseError:
-        found = {}
-    value = found.get("answer") if isinstance(found, dict) else None
-    if isinstance(value, str | int | float) and str(value).strip():
-        return str(value).strip()
-    return answer_or_text(text)
 
 
 # --- the runner -------------------------------------------------------------------------------
@@ -486,8 +431,6 @@ class BenchRunner:
         settings = replace(
             self.settings, domain=problem.domain, execute_code=True, k_in=min(self.settings.k_in, n_workers - 1)
         )
-        if strategy == "single-turn":
-            settings = replace(settings, max_rounds=1)
         return settings
 
     def stop(self) -> None:
@@ -535,10 +478,7 @@ class BenchRunner:
         folder = self.out / "sessions" / strategy
         recorder = SessionRecorder(folder, path=folder / f"{session_name(problem.task_id)}.json")
         start = time.perf_counter()
-        if strategy == "single":
-            run = await self._run_single(problem, settings, recorder)
-        else:
-            run = await self._run_engine(problem, strategy, settings, recorder)
+        run = await self._run_engine(problem, strategy, settings, recorder)
         wall = time.perf_counter() - start
         if run.end_reason == "error":
             raise self._fail(run.detail)
@@ -566,7 +506,7 @@ class BenchRunner:
             self.backend,
             [recorder],
             embedder=self.embedder,
-            strategy=engine_strategy(strategy, problem.domain),
+            method=bench_method(strategy, problem.domain, self.settings.strategy_options.get(strategy)),
             evaluator=evaluator,
         )
         finished = await engine.run()
@@ -578,77 +518,6 @@ class BenchRunner:
             finished.reason,
             finished.detail,
         )
-
-    async def _run_single(self, problem: Problem, settings: Settings, recorder: SessionRecorder) -> _Run:
-        """One agent, one call. Recorded as a one-round session with a single worker, Solo."""
-        params = {"tau": settings.tau, "k_in": 1, "max_rounds": 1}
-        emit = recorder
-        emit(
-            ev.RunStarted(
-                run_id=uuid.uuid4().hex[:12],
-                problem=problem.task,
-                domain=problem.domain,
-                manager="",
-                workers=["Solo"],
-                roles={"Solo": SOLO_SYSTEM[problem.domain]},
-                protocol="single",
-                strategy="single",
-                model=self.backend.model,
-                base_url=self.backend.base_url,
-                demo=self.backend.demo,
-                params=params,
-            )
-        )
-        emit(ev.RoundStarted(round=1, params=params))
-        emit(ev.AgentStarted(round=1, agent="Solo", call="single"))
-        limits = settings.work_call
-        try:
-            chat = await self.backend.llm.chat(
-                solo_messages(problem),
-                temperature=limits.temperature,
-                max_tokens=limits.max_tokens,
-                json_mode=problem.domain == "math",
-            )
-        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
-            message = self.backend.llm.describe_error(exc)
-            emit(_unanswered("error", message))
-            return _Run("", 0, 0, 0, "error", message)
-        except openai.OpenAIError as exc:  # e.g. a prompt too long for the model: this problem fails
-            message = self.backend.llm.describe_error(exc)
-            emit(ev.AgentFinished(round=1, agent="Solo", call="single", status="failed", error=message))
-            emit(ev.RoundFinished(round=1, prompt_tokens=0, completion_tokens=0))
-            emit(_unanswered("failed", message))
-            return _Run("", 1, 0, 0, "failed", message)
-        answer = solo_answer(problem, chat.text)
-        emit(
-            ev.AgentFinished(
-                round=1,
-                agent="Solo",
-                call="single",
-                status="done",
-                public=chat.text,
-                answer=answer if problem.domain == "math" else "",
-                raw=chat.text,
-                prompt_tokens=chat.prompt_tokens,
-                completion_tokens=chat.completion_tokens,
-                usage_estimated=chat.usage_estimated,
-                latency_s=round(chat.latency_s, 4),
-                attempts=chat.attempts,
-            )
-        )
-        emit(ev.RoundFinished(round=1, prompt_tokens=chat.prompt_tokens, completion_tokens=chat.completion_tokens))
-        emit(
-            ev.RunFinished(
-                reason="single",
-                detail="one agent, one call",
-                final_answer=answer,
-                answer_source="extracted:Solo",
-                rounds=1,
-                prompt_tokens=chat.prompt_tokens,
-                completion_tokens=chat.completion_tokens,
-            )
-        )
-        return _Run(answer, 1, chat.prompt_tokens, chat.completion_tokens, "single", "one agent, one call")
 
 
 def plan_jobs(
@@ -668,16 +537,3 @@ def order_rows(rows: Sequence[Row], problems: Sequence[Problem], strategies: Seq
     position = {p.task_id: i for i, p in enumerate(problems)}
     rank = {s: i for i, s in enumerate(strategies)}
     return sorted(rows, key=lambda r: (rank.get(r.strategy, len(rank)), position.get(r.task_id, len(position))))
-
-
-def _unanswered(reason: str, detail: str) -> ev.RunFinished:
-    """The end of a one-call run whose call failed: no answer, no tokens."""
-    return ev.RunFinished(
-        reason=reason,
-        detail=detail,
-        final_answer="",
-        answer_source="",
-        rounds=1,
-        prompt_tokens=0,
-        completion_tokens=0,
-    )

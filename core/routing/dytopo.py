@@ -24,12 +24,34 @@ import numpy as np
 REASON_K_IN = "k_in"
 REASON_CYCLE = "cycle"
 
+# Edge kinds: what an edge means in the method that drew it. DyTopo's are "routed"; the other methods
+# draw typed graphs in the same shape (score is then a probability or a weight).
+KIND_ROUTED = "routed"  # DyTopo: a semantic match above tau
+KIND_FIXED = "fixed"  # a baseline's graph chosen without the scores
+KIND_CONDITIONED = "conditioned"  # TopoDIM: the target answers with the source's output
+KIND_FEEDBACK = "feedback"  # TopoDIM: the target critiques the source, which revises
+KIND_DEBATE = "debate"  # TopoDIM: the target challenges the source, which defends
+KIND_REF = "ref"  # TopoWeaver-R1: an agent reads an earlier step's agent
+KIND_CROSS = "cross"  # TopoWeaver-R1: an agent reads its own output from the previous turn
+KIND_HANDOFF = "handoff"  # DMoA: the previous step's responses reach this step's agents (weight alpha)
+EDGE_KINDS = (
+    KIND_ROUTED,
+    KIND_FIXED,
+    KIND_CONDITIONED,
+    KIND_FEEDBACK,
+    KIND_DEBATE,
+    KIND_REF,
+    KIND_CROSS,
+    KIND_HANDOFF,
+)
+
 
 @dataclass(frozen=True)
 class Edge:
     src: str  # provider
     dst: str  # consumer
-    score: float
+    score: float  # similarity (DyTopo), probability (TopoDIM) or weight (DMoA's alpha)
+    kind: str = KIND_ROUTED
 
 
 @dataclass(frozen=True)
@@ -37,7 +59,8 @@ class RemovedEdge:
     src: str
     dst: str
     score: float
-    reason: str  # REASON_K_IN or REASON_CYCLE
+    reason: str  # REASON_K_IN or REASON_CYCLE, or a method's own reason ("masked", "pruned", ...)
+    kind: str = KIND_ROUTED
 
 
 @dataclass(frozen=True)
@@ -52,6 +75,7 @@ class RoutingResult:
     tiers: list[list[str]] = field(default_factory=list)  # topological generations
     paper_order: list[str] = field(default_factory=list)  # eq. 10–11 on the pre-cycle-breaking graph
     acyclic: bool = True  # False when cycles were kept (single-pass protocol)
+    inactive: list[str] = field(default_factory=list)  # agents in names that do not run in this graph
 
     @property
     def possible_edges(self) -> int:
@@ -78,12 +102,16 @@ class RoutingResult:
             tau=float(data["tau"]),
             k_in=int(data["k_in"]),
             similarity=[[float(x) for x in row] for row in data["similarity"]],
-            edges=[Edge(e["src"], e["dst"], float(e["score"])) for e in data["edges"]],
-            removed=[RemovedEdge(e["src"], e["dst"], float(e["score"]), e["reason"]) for e in data["removed"]],
+            edges=[Edge(e["src"], e["dst"], float(e["score"]), e.get("kind", KIND_ROUTED)) for e in data["edges"]],
+            removed=[
+                RemovedEdge(e["src"], e["dst"], float(e["score"]), e["reason"], e.get("kind", KIND_ROUTED))
+                for e in data["removed"]
+            ],
             order=list(data["order"]),
             tiers=[list(t) for t in data["tiers"]],
             paper_order=list(data["paper_order"]),
             acyclic=bool(data.get("acyclic", True)),
+            inactive=list(data.get("inactive", [])),
         )
 
 

@@ -15,7 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
-from core.routing.dytopo import Edge, RoutingResult, order_and_tiers, route_from_similarity
+from core.routing.dytopo import KIND_FIXED, Edge, RoutingResult, order_and_tiers, route_from_similarity
 
 
 class TopologyStrategy(Protocol):
@@ -31,7 +31,7 @@ def _fixed_graph(
 ) -> RoutingResult:
     """A RoutingResult for a graph chosen without looking at the scores (the scores are still shown)."""
     index = {name: i for i, name in enumerate(names)}
-    edges = [Edge(src, dst, float(similarity[index[dst]][index[src]])) for src, dst in pairs]
+    edges = [Edge(src, dst, float(similarity[index[dst]][index[src]]), KIND_FIXED) for src, dst in pairs]
     if acyclic:
         order, tiers = order_and_tiers(names, edges)
     else:

@@ -38,6 +38,9 @@ class Settings:
     k_in: int = 3
     max_rounds: int = 5
     protocol: str = "phased"
+    # The method (core.methods) and each method's options, from [strategy.NAME] tables or -o flags.
+    strategy: str = "dytopo"
+    strategy_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Endpoint. base_url None means "not set here": resolved by resolve_base_url().
     base_url: str | None = None
     model: str | None = None
@@ -138,6 +141,8 @@ def _settings_from_mapping(data: Any, source: str) -> dict[str, Any]:
                 _check_kind(f"{key}.temperature", value.get("temperature", base.temperature), "float", source),
                 _check_kind(f"{key}.max_tokens", value.get("max_tokens", base.max_tokens), "int", source),
             )
+        elif name == "strategy_options":
+            raise ConfigError(f"{source}: method options go in [strategy.NAME] tables")
         elif name == "keymap" and not (isinstance(value, dict) and all(isinstance(v, str) for v in value.values())):
             raise ConfigError(f"{source}: keymap must map binding ids to key strings")
         else:
@@ -159,7 +164,15 @@ def load_config_file(path: Path | None) -> dict[str, Any]:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}") from None
     section = data.get("swarm", data)  # settings may sit at top level or under [swarm]
-    return _settings_from_mapping(section, str(path))
+    tables = data.get("strategy") if isinstance(data.get("strategy"), dict) else None
+    if tables is not None and isinstance(section, dict):
+        section = {k: v for k, v in section.items() if k != "strategy"}
+    settings = _settings_from_mapping(section, str(path))
+    if tables is not None:
+        if not all(isinstance(v, dict) for v in tables.values()):
+            raise ConfigError(f"{path}: [strategy.NAME] tables hold each method's options")
+        settings["strategy_options"] = {name: dict(values) for name, values in tables.items()}
+    return settings
 
 
 _ENV_VARS: dict[str, tuple[str, type]] = {
@@ -168,6 +181,7 @@ _ENV_VARS: dict[str, tuple[str, type]] = {
     "SWARM_TUI_K_IN": ("k_in", int),
     "SWARM_TUI_MAX_ROUNDS": ("max_rounds", int),
     "SWARM_TUI_PROTOCOL": ("protocol", str),
+    "SWARM_TUI_STRATEGY": ("strategy", str),
     "SWARM_TUI_MODEL": ("model", str),
     "SWARM_TUI_SESSIONS_DIR": ("sessions_dir", str),
     "SWARM_TUI_EMBEDDING_MODEL_PATH": ("embedding_model_path", str),

@@ -14,7 +14,7 @@ from core.routing.strategies import TopologyStrategy
 from core.runtime.config import Settings, resolve_api_key, resolve_base_url
 from core.runtime.control import Params, RunControl
 from core.runtime.domains import get_domain
-from core.runtime.engine import RoundEvaluator, RunSpec, SwarmEngine
+from core.runtime.engine import Method, RoundEvaluator, RunSpec, SwarmEngine
 from core.runtime.events import EventSink
 from core.sessions.fork import ForkPoint
 from core.sessions.model import redact_url
@@ -84,6 +84,7 @@ def build_engine(
     embedder: Embedder | None = None,
     control: RunControl | None = None,
     strategy: TopologyStrategy | None = None,
+    method: Method | None = None,
     evaluator: RoundEvaluator | None = None,
     parent: dict | None = None,
     step_mode: bool = False,
@@ -99,6 +100,11 @@ def build_engine(
         parent=parent,
     )
     n_workers = len(get_domain(settings.domain).workers)
+    if method is None and strategy is None:
+        from core.methods import build_method
+
+        options = settings.strategy_options.get(settings.strategy)
+        method = build_method(settings.strategy, options, get_domain(settings.domain))
     if control is None:
         control = RunControl(
             Params(settings.tau, settings.k_in, settings.max_rounds), n_workers, mode="step" if step_mode else "auto"
@@ -111,6 +117,7 @@ def build_engine(
         sinks,
         control=control,
         strategy=strategy,
+        method=method,
         evaluator=evaluator,
         fork=fork,
     )

@@ -1,0 +1,160 @@
+"""The papers' baselines (DyTopo §4 and Appendix D; TopoDIM and DMoA use the same set).
+
+* ``single`` — one agent, one call, no team.
+* ``single-turn`` — the DyTopo team for one round only.
+* ``random`` — DyTopo's rounds over a random acyclic graph with as many edges as DyTopo chose.
+* ``broadcast`` — everyone hears everyone (barrier delivery).
+* ``chain`` — a fixed pipeline in roster order.
+* ``star`` — everyone sends to one hub (the domain's answer role by default).
+
+The graph baselines reuse DyTopo's round loop with another graph (core.routing.strategies), so the
+comparison isolates the topology; ``single`` is a method of its own.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from core.evaluation.math_answers import answer_or_text
+from core.methods.dytopo import DyTopoMethod
+from core.methods.registry import MethodInfo, OptionSpec, register
+from core.routing.strategies import BroadcastStrategy, ChainStrategy, DyTopoStrategy, RandomStrategy, StarStrategy
+from core.runtime import events as ev
+from core.runtime.domains import Domain
+from core.runtime.parsing import ParseError, extract_json_object
+from core.runtime.prompts import call_header
+
+if TYPE_CHECKING:
+    from core.runtime.engine import SwarmEngine
+
+SOLO = "Solo"
+CALL_SINGLE = "single"
+
+SOLO_SYSTEM = {
+    "code": "You are an expert Python programmer solving one code problem on your own, in a single reply. "
+    "Reply with the complete solution (the full function definition with the imports it needs) in one "
+    "```python fenced block.",
+    "math": "You are an expert mathematician solving one math problem on your own, in a single reply. "
+    'Reply with ONLY one JSON object: {"reasoning": "a short derivation", "answer": "the final answer only, '
+    'as short as possible (LaTeX allowed)"}.',
+    "general": "You are an expert answering one question on your own, in a single reply. Reason briefly, "
+    "then give a complete, direct answer.",
+}
+
+
+def solo_messages(domain: str, problem: str) -> list[dict[str, str]]:
+    ask = "Solve it and give the final answer." if domain == "math" else "Solve it."
+    return [
+        {"role": "system", "content": SOLO_SYSTEM[domain]},
+        {"role": "user", "content": f"{call_header(SOLO, CALL_SINGLE, 1)}\nPROBLEM:\n{problem}\n\n{ask}"},
+    ]
+
+
+def solo_answer(domain: str, text: str) -> str:
+    """The answer in a single agent's reply: its code as written, or the math answer field."""
+    if domain != "math":
+        return text
+    try:
+        found = extract_json_object(text)
+    except ParseError:
+        found = {}
+    value = found.get("answer") if isinstance(found, dict) else None
+    if isinstance(value, str | int | float) and str(value).strip():
+        return str(value).strip()
+    return answer_or_text(text)
+
+
+class SingleAgentMethod:
+    """One agent, one call: the floor every team must beat (DyTopo Table 2, "single agent")."""
+
+    name = "single"
+
+    def roster(self, domain: Domain) -> tuple[str, list[str], dict[str, str]]:
+        return "", [SOLO], {SOLO: SOLO_SYSTEM[domain.name]}
+
+    async def run(self, rt: SwarmEngine) -> tuple[str, str, str, str]:
+        domain = rt.domain.name
+        rt.round = 1
+        rt.emit(ev.RoundStarted(round=1, params=rt.control.params.as_dict()))
+        rt.start_phase(ev.PHASE_WORK, "one agent, one call")
+        result, _ = await rt.agent_call(
+            SOLO, CALL_SINGLE, solo_messages(domain, rt.spec.problem), json_mode=domain == "math"
+        )
+        rt.abort_if_unreachable({SOLO: result})
+        rt.emit(ev.RoundFinished(round=1, prompt_tokens=rt.prompt_tokens, completion_tokens=rt.completion_tokens))
+        if not result.public:
+            return "failed", result.error or "no answer", "", ""
+        answer = solo_answer(domain, result.public)
+        if domain == "code":
+            answer, source = rt.extract_answer()
+            return "single", "one agent, one call", answer, source
+        return "single", "one agent, one call", answer, f"extracted:{SOLO}"
+
+
+def _star(options: dict[str, Any], domain: Domain) -> DyTopoMethod:
+    hub = options["hub"] or domain.answer_role
+    if hub not in domain.worker_names:
+        from core.methods.registry import MethodError
+
+        raise MethodError(f"[strategy.star] hub must be one of {', '.join(domain.worker_names)}, got {hub!r}")
+    return DyTopoMethod(StarStrategy(hub))
+
+
+_SEED = OptionSpec("seed", "int", 0, "random graph seed (the same seed gives the same graphs)", low=0)
+_HUB = OptionSpec("hub", "str", "", "the hub agent (default: the domain's answer role)")
+
+register(
+    MethodInfo(
+        name="single",
+        summary="one agent, one call, no team (baseline)",
+        factory=lambda options, domain: SingleAgentMethod(),
+        unit="round",
+        substep="call",
+        family="baseline",
+    )
+)
+register(
+    MethodInfo(
+        name="single-turn",
+        summary="the DyTopo team for one round only (baseline)",
+        factory=lambda options, domain: DyTopoMethod(DyTopoStrategy(), name="single-turn", round_limit=1),
+        uses_tau=True,
+        what_if=True,
+        family="baseline",
+    )
+)
+register(
+    MethodInfo(
+        name="random",
+        summary="DyTopo's rounds over a random acyclic graph with DyTopo's edge count (baseline)",
+        factory=lambda options, domain: DyTopoMethod(RandomStrategy(options["seed"])),
+        options=(_SEED,),
+        uses_tau=True,
+        family="baseline",
+    )
+)
+register(
+    MethodInfo(
+        name="broadcast",
+        summary="every worker hears every other worker, delivered at the barrier (baseline)",
+        factory=lambda options, domain: DyTopoMethod(BroadcastStrategy()),
+        family="baseline",
+    )
+)
+register(
+    MethodInfo(
+        name="chain",
+        summary="a fixed pipeline in roster order (baseline)",
+        factory=lambda options, domain: DyTopoMethod(ChainStrategy()),
+        family="baseline",
+    )
+)
+register(
+    MethodInfo(
+        name="star",
+        summary="every worker sends to one hub, which works last (baseline)",
+        factory=_star,
+        options=(_HUB,),
+        family="baseline",
+    )
+)

@@ -1,0 +1,451 @@
+"""DyTopo (arXiv 2602.06039): each round the Manager sets a goal, workers state a query and a key, MiniLM
+embeds them and a sparse directed graph decides who hears whom. Also hosts the papers' graph baselines
+(random, broadcast, chain, star, single-turn), which run the same rounds over another graph.
+
+Two protocols:
+
+* phased (reference, default): round 1 broadcast; rounds >= 2 run A) descriptors in parallel,
+  B) routing, C) work in topological tiers, each agent receiving its in-neighbours' messages of this
+  round; then the Manager.
+* single-pass (paper, Algorithm 1): one call per worker per round gives work and descriptors together;
+  routing after the barrier; routed messages enter the recipients' memory for the next round, strongest
+  first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from core.methods.registry import MethodInfo, register
+from core.routing.dytopo import RoutingResult, similarity_matrix
+from core.routing.strategies import DyTopoStrategy, TopologyStrategy
+from core.runtime import events as ev
+from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
+from core.runtime.convergence import text_similarity
+from core.runtime.domains import Domain
+from core.runtime.engine import AgentResult, Evaluation
+from core.runtime.memory import MemoryItem
+from core.runtime.prompts import manager_request, manager_system_prompt, plan_request
+
+if TYPE_CHECKING:
+    from core.runtime.engine import SwarmEngine
+
+
+def message_for(sender: AgentResult, recipient: str) -> str:
+    """What flows along an edge: the sender's private note for this recipient (or for all), then its
+    public work. Notes are matched to the recipient's role name without regard to case."""
+    notes = {k.strip().lower(): v for k, v in sender.private.items() if isinstance(v, str) and v.strip()}
+    note = notes.get(recipient.lower()) or notes.get("all") or notes.get("*")
+    if note:
+        return f"Note for you: {note}\n\n{sender.public}".strip()
+    return sender.public
+
+
+class DyTopoMethod:
+    """The DyTopo round loop over a graph strategy (DyTopo's own routing, or a baseline's fixed graph)."""
+
+    def __init__(
+        self, graph: TopologyStrategy | None = None, *, name: str | None = None, round_limit: int | None = None
+    ) -> None:
+        self.graph: TopologyStrategy = graph or DyTopoStrategy()
+        self.name = name or self.graph.name
+        self.round_limit = round_limit  # single-turn: one round whatever max_rounds says
+        self._similarity: np.ndarray | None = None  # current round's, for re-routing
+        self._descriptor_vectors: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # embedded on arrival
+        self._embeddings: tuple[list[list[float]], list[list[float]]] | None = None
+        self._routing: RoutingResult | None = None
+        self._can_reroute = False
+        self._previous_public: dict[str, str] = {}
+
+    def roster(self, domain: Domain) -> tuple[str, list[str], dict[str, str]]:
+        roles = {r.name: r.description for r in (domain.manager, *domain.workers)}
+        return domain.manager.name, list(domain.worker_names), roles
+
+    @property
+    def _max_rounds(self) -> int:
+        limit = self.rt.control.params.max_rounds
+        return min(limit, self.round_limit) if self.round_limit else limit
+
+    async def run(self, rt: SwarmEngine) -> tuple[str, str, str, str]:
+        self.rt = rt
+        rt.control.reroute_hook = self._reroute_now
+        start_round, goal = 0, ""
+        if rt.fork is not None:
+            self._replay_history(rt.fork.history)
+            start_round, goal = rt.fork.round, rt.fork.goal
+        return await self._run_rounds(start_round, goal)
+
+    async def _run_rounds(self, round_no: int, goal: str) -> tuple[str, str, str, str]:
+        """Run rounds after round_no (0 for a fresh run, the fork round for a fork)."""
+        while True:
+            round_no += 1
+            await self.rt.checkpoint(BOUNDARY_ROUND)
+            if round_no > self._max_rounds:
+                # A fork from the last allowed round, or max_rounds lowered while waiting to start this one.
+                answer, source = self.rt.extract_answer()
+                return "max_rounds", f"reached max_rounds ({round_no - 1})", answer, source
+            self.rt.round = round_no
+            self._can_reroute = False
+            self.rt.emit(ev.RoundStarted(round=round_no, params=self.rt.control.params.as_dict()))
+            if round_no == 1:
+                goal = await self._plan()
+                await self.rt.checkpoint(BOUNDARY_PHASE)
+                outputs = await self._broadcast_round(goal)
+            elif self.rt.spec.protocol == "single-pass":
+                outputs = await self._single_pass_round(goal)
+            else:
+                outputs = await self._phased_round(goal)
+            await self.rt.checkpoint(BOUNDARY_PHASE)
+            evaluation = await self.rt.evaluate(round_no, outputs)
+            decision = await self._decide(round_no, goal, outputs, evaluation)
+            convergence = self._convergence(outputs)
+            self.rt.emit(
+                ev.RoundFinished(
+                    round=round_no,
+                    prompt_tokens=self.rt.prompt_tokens,
+                    completion_tokens=self.rt.completion_tokens,
+                    convergence=convergence,
+                )
+            )
+            if decision is not None and decision.terminate:
+                answer = decision.final_answer
+                if answer:
+                    return "manager", decision.reasoning or "the Manager ended the run", answer, "manager"
+                answer, source = self.rt.extract_answer()
+                return "manager", decision.reasoning or "the Manager ended the run", answer, source
+            if round_no >= self._max_rounds:
+                answer = decision.final_answer if decision is not None else ""
+                if answer:
+                    return "max_rounds", f"reached max_rounds ({round_no})", answer, "manager"
+                answer, source = self.rt.extract_answer()
+                return "max_rounds", f"reached max_rounds ({round_no})", answer, source
+            if convergence is not None and convergence >= self.rt.settings.convergence_threshold:
+                answer, source = self.rt.extract_answer()
+                return (
+                    "converged",
+                    f"outputs stopped changing (similarity {convergence:.2f} ≥ "
+                    f"{self.rt.settings.convergence_threshold:.2f})",
+                    answer,
+                    source,
+                )
+            if decision is not None and decision.goal:
+                goal = decision.goal
+
+    def _replay_history(self, history: list[ev.Event]) -> None:
+        """A fork: re-emit the parent's rounds and rebuild memory from them as the live run did."""
+        outputs: dict[str, AgentResult] = {}
+        deliveries: list[ev.MessagesRouted] = []
+        feedback: list[str] = []
+        for event in history:
+            self.rt.emit(event)
+            if isinstance(event, ev.AgentFinished) and event.call in (ev.CALL_WORK, ev.CALL_SINGLE_PASS):
+                result = AgentResult(
+                    agent=event.agent,
+                    status=event.status,
+                    public=event.public,
+                    private=dict(event.private),
+                    query=event.query,
+                    key=event.key,
+                    answer=event.answer,
+                    raw=event.raw,
+                )
+                outputs[event.agent] = self.rt.latest[event.agent] = result
+            elif isinstance(event, ev.MessagesRouted):
+                deliveries.append(event)
+            elif isinstance(event, ev.TopologyBuilt):
+                self._routing = RoutingResult.from_dict(event.routing)
+            elif isinstance(event, ev.TestRun):
+                text = f"Test results: {event.outcome} — {event.detail}"
+                feedback.append(text)
+                self.rt.last_evaluation = Evaluation(passed=event.passed, feedback=text)
+            elif isinstance(event, ev.RoundFinished):
+                self.rt.round = event.round
+                self.rt.prompt_tokens, self.rt.completion_tokens = event.prompt_tokens, event.completion_tokens
+                for name in self.rt.workers:
+                    if name in outputs:
+                        self.rt.memory[name].add(MemoryItem(event.round, "own", name, outputs[name].public))
+                for routed in deliveries:
+                    kind = "broadcast" if routed.broadcast else "routed"
+                    for d in routed.deliveries:
+                        item = MemoryItem(event.round, kind, d["src"], d["content"], d.get("score"))
+                        self.rt.memory[d["dst"]].add(item)
+                for text in feedback:
+                    for name in self.rt.workers:
+                        self.rt.memory[name].add(MemoryItem(event.round, "feedback", "test results", text))
+                self._previous_public = {name: r.public for name, r in outputs.items()}
+                outputs, deliveries, feedback = {}, [], []
+
+    async def _plan(self) -> str:
+        self.rt.start_phase(ev.PHASE_PLAN, "Manager sets the first goal")
+        messages = [
+            {"role": "system", "content": manager_system_prompt(self.rt.domain)},
+            {"role": "user", "content": plan_request(self.rt.spec.problem, self._max_rounds)},
+        ]
+        decision, status = await self.rt.manager_call(ev.CALL_PLAN, messages)
+        goal = decision.goal if decision is not None and decision.goal else ""
+        if not goal:
+            goal = "Work on the problem from your role's perspective and produce a first complete attempt."
+        self.rt.emit(
+            ev.ManagerDecided(
+                round=self.rt.round,
+                terminate=False,
+                next_goal=goal,
+                reasoning=decision.reasoning if decision is not None else "",
+                status=status,
+                plan=True,
+            )
+        )
+        return goal
+
+    async def _broadcast_round(self, goal: str) -> dict[str, AgentResult]:
+        """Round 1: every worker works on the first goal; every output goes to every worker."""
+        call = ev.CALL_SINGLE_PASS if self.rt.spec.protocol == "single-pass" else ev.CALL_WORK
+        self.rt.start_phase(ev.PHASE_WORK, "all workers, broadcast")
+        results = await self.rt.gather(
+            {name: self.rt.worker_call(name, call, goal, inbox="", tier=0) for name in self.rt.workers}
+        )
+        self.rt.abort_if_unreachable(results)
+        deliveries = [
+            {"src": src, "dst": dst, "score": None, "content": message_for(results[src], dst)}
+            for dst in self.rt.workers
+            for src in self.rt.workers
+            if src != dst and results[src].public
+        ]
+        self.rt.emit(ev.MessagesRouted(round=self.rt.round, deliveries=deliveries, broadcast=True))
+        for name in self.rt.workers:
+            self.rt.memory[name].add(MemoryItem(self.rt.round, "own", name, results[name].public))
+        for d in deliveries:
+            self.rt.memory[d["dst"]].add(MemoryItem(self.rt.round, "broadcast", d["src"], d["content"]))
+        return results
+
+    async def _phased_round(self, goal: str) -> dict[str, AgentResult]:
+        self.rt.start_phase(ev.PHASE_DESCRIPTORS, "phase A: every worker states its need and offer")
+        descriptors = await self.rt.gather(
+            {name: self._described_call(name, ev.CALL_DESCRIPTORS, goal) for name in self.rt.workers}
+        )
+        self.rt.abort_if_unreachable(descriptors)
+        self.rt.emit(
+            ev.DescriptorsReady(
+                round=self.rt.round,
+                descriptors={n: {"query": d.query, "key": d.key} for n, d in descriptors.items()},
+            )
+        )
+        await self.rt.checkpoint(BOUNDARY_PHASE)
+        self._route()
+        self._can_reroute = True
+        await self.rt.checkpoint(BOUNDARY_PHASE)
+        self._can_reroute = False
+        routing = self._routing
+        assert routing is not None
+        self.rt.start_phase(ev.PHASE_WORK, f"phase C: {len(routing.tiers)} tiers")
+        results: dict[str, AgentResult] = {}
+        received: dict[str, list[dict[str, Any]]] = {name: [] for name in self.rt.workers}
+        for tier_index, tier in enumerate(routing.tiers):
+            deliveries = []
+            for dst in tier:
+                for edge in routing.in_edges(dst):
+                    sender = results.get(edge.src)
+                    if sender is None or not sender.public:
+                        continue
+                    deliveries.append(
+                        {"src": edge.src, "dst": dst, "score": edge.score, "content": message_for(sender, dst)}
+                    )
+            if deliveries:
+                self.rt.emit(ev.MessagesRouted(round=self.rt.round, deliveries=deliveries))
+            for d in deliveries:
+                received[d["dst"]].append(d)
+            tier_results = await self.rt.gather(
+                {
+                    name: self.rt.worker_call(
+                        name, ev.CALL_WORK, goal, inbox=_render_inbox(received[name]), tier=tier_index
+                    )
+                    for name in tier
+                }
+            )
+            self.rt.abort_if_unreachable(tier_results)
+            for name, result in tier_results.items():
+                # A work reply may carry fresh descriptors; the phase-A ones stay the round's record.
+                results[name] = result
+        # Edges whose provider did not run in an earlier tier (a strategy that keeps cycles, e.g.
+        # broadcast) deliver at the barrier, into next round's memory, as in the single-pass protocol.
+        delivered = {(d["src"], d["dst"]) for deliveries in received.values() for d in deliveries}
+        late = [
+            {"src": e.src, "dst": e.dst, "score": e.score, "content": message_for(results[e.src], e.dst)}
+            for e in routing.edges
+            if (e.src, e.dst) not in delivered and results[e.src].public
+        ]
+        if late:
+            self.rt.emit(ev.MessagesRouted(round=self.rt.round, deliveries=late))
+        for name in self.rt.workers:
+            self.rt.memory[name].add(MemoryItem(self.rt.round, "own", name, results[name].public))
+            for d in received[name]:
+                self.rt.memory[name].add(MemoryItem(self.rt.round, "routed", d["src"], d["content"], d["score"]))
+        for d in sorted(late, key=lambda d: (d["dst"], -d["score"], d["src"])):
+            self.rt.memory[d["dst"]].add(MemoryItem(self.rt.round, "routed", d["src"], d["content"], d["score"]))
+        return results
+
+    async def _single_pass_round(self, goal: str) -> dict[str, AgentResult]:
+        self.rt.start_phase(ev.PHASE_WORK, "single pass: work and descriptors together")
+        results = await self.rt.gather(
+            {name: self._described_call(name, ev.CALL_SINGLE_PASS, goal) for name in self.rt.workers}
+        )
+        self.rt.abort_if_unreachable(results)
+        self.rt.emit(
+            ev.DescriptorsReady(
+                round=self.rt.round,
+                descriptors={n: {"query": r.query, "key": r.key} for n, r in results.items()},
+            )
+        )
+        await self.rt.checkpoint(BOUNDARY_PHASE)
+        self._route()
+        routing = self._routing
+        assert routing is not None
+        # Barrier semantics (paper eq. 3): messages enter next round's memory, strongest first.
+        deliveries = []
+        for dst in routing.order:
+            for edge in routing.in_edges(dst):
+                deliveries.append(
+                    {"src": edge.src, "dst": dst, "score": edge.score, "content": message_for(results[edge.src], dst)}
+                )
+        self.rt.emit(ev.MessagesRouted(round=self.rt.round, deliveries=deliveries))
+        for name in self.rt.workers:
+            self.rt.memory[name].add(MemoryItem(self.rt.round, "own", name, results[name].public))
+        for d in deliveries:
+            self.rt.memory[d["dst"]].add(MemoryItem(self.rt.round, "routed", d["src"], d["content"], d["score"]))
+        return results
+
+    async def _described_call(self, name: str, call: str, goal: str) -> AgentResult:
+        """A call whose reply carries descriptors. They are embedded as soon as the reply is in, while
+        the other agents are still answering, so routing after the barrier has no model work left."""
+        result = await self.rt.worker_call(name, call, goal, inbox="")
+        vectors = await self.rt.embedder.aembed([result.query, result.key])
+        self._descriptor_vectors[name] = (vectors[0], vectors[1])
+        return result
+
+    def _route(self) -> None:
+        """Phase B, from the descriptors _described_call embedded as each reply arrived."""
+        self.rt.start_phase(ev.PHASE_ROUTING, "phase B: build the graph from the embedded descriptors")
+        q = np.asarray([self._descriptor_vectors[name][0] for name in self.rt.workers])
+        k = np.asarray([self._descriptor_vectors[name][1] for name in self.rt.workers])
+        self._descriptor_vectors = {}
+        self._similarity = similarity_matrix(q, k)
+        self._embeddings = (q.tolist(), k.tolist())
+        self._build_graph(rerouted=False)
+
+    def _build_graph(self, *, rerouted: bool) -> None:
+        assert self._similarity is not None and self._embeddings is not None
+        params = self.rt.control.params
+        self._routing = self.graph.build(
+            self.rt.round,
+            list(self.rt.workers),
+            self._similarity,
+            params.tau,
+            params.k_in,
+            break_cycles=self._breaks_cycles,
+        )
+        self.rt.emit(
+            ev.TopologyBuilt(
+                round=self.rt.round,
+                routing=self._routing.to_dict(),
+                query_embeddings=self._embeddings[0],
+                key_embeddings=self._embeddings[1],
+                strategy=self.graph.name,
+                rerouted=rerouted,
+            )
+        )
+
+    @property
+    def _breaks_cycles(self) -> bool:
+        """Phased work runs in tiers, so its graph must be acyclic; single-pass delivers at a barrier."""
+        return self.rt.spec.protocol != "single-pass"
+
+    def _reroute_now(self) -> bool:
+        if not self._can_reroute or self._similarity is None:
+            if self.rt.round <= 1 and self.rt.phase != ev.PHASE_MANAGER:
+                why = "round 1 is a broadcast: the new values apply at round 2's routing"
+            elif self.rt.phase in (ev.PHASE_PLAN, ev.PHASE_DESCRIPTORS):
+                why = "this round's graph is not built yet: the new values apply when it is"
+            else:
+                why = "this round's work has already started: the new values apply at the next routing"
+            self.rt.notice(why, "info")
+            return False
+        self._build_graph(rerouted=True)
+        return True
+
+    async def _decide(
+        self, round_no: int, goal: str, outputs: dict[str, AgentResult], evaluation: Evaluation | None
+    ) -> Any | None:
+        self.rt.start_phase(ev.PHASE_MANAGER, "Manager reviews the round")
+        order = self._routing.order if (self._routing and round_no > 1) else self.rt.workers
+        summary = "\n\n".join(
+            f"## {name} ({outputs[name].status})\n{outputs[name].public or '(no output)'}"
+            + (f"\nAnswer: {outputs[name].answer}" if outputs[name].answer else "")
+            for name in order
+            if name in outputs
+        )
+        extra = f"TEST RESULTS:\n{evaluation.feedback}" if evaluation is not None else ""
+        messages = [
+            {"role": "system", "content": manager_system_prompt(self.rt.domain)},
+            {
+                "role": "user",
+                "content": manager_request(
+                    round_no, self._max_rounds, self.rt.spec.problem, goal, summary, extra
+                ),
+            },
+        ]
+        decision, status = await self.rt.manager_call(ev.CALL_MANAGER, messages)
+        tests_fail = evaluation is not None and not evaluation.passed
+        if decision is not None and decision.terminate and tests_fail and round_no < self._max_rounds:
+            # The Manager may not end a run as solved while the tests fail.
+            self.rt.notice("Manager wanted to stop but the tests fail: the run goes on", "info")
+            decision.terminate = False
+            decision.goal = decision.goal or "Fix the code so that every test passes."
+        self.rt.emit(
+            ev.ManagerDecided(
+                round=round_no,
+                terminate=bool(decision is not None and decision.terminate),
+                next_goal=decision.goal if decision is not None else goal,
+                reasoning=decision.reasoning if decision is not None else "",
+                final_answer=decision.final_answer if decision is not None else "",
+                status=status,
+            )
+        )
+        return decision
+
+    def _convergence(self, outputs: dict[str, AgentResult]) -> float | None:
+        """Least similarity of any worker's public output to its previous round's; None in round 1.
+
+        The run has converged when even the worker that changed most changed by less than
+        1 - threshold (default 0.95) in difflib's character ratio: nobody is adding anything."""
+        current = {name: r.public for name, r in outputs.items()}
+        previous = self._previous_public
+        self._previous_public = current
+        if not previous:
+            return None
+        scores = [text_similarity(previous.get(name, ""), text) for name, text in current.items()]
+        return round(min(scores), 4) if scores else None
+
+
+def _render_inbox(deliveries: list[dict[str, Any]]) -> str:
+    """Routed messages, strongest first (paper §3.4)."""
+    ordered = sorted(deliveries, key=lambda d: (-(d["score"] or 0.0), d["src"]))
+    return "\n\n".join(
+        f"[from {d['src']}" + (f", relevance {d['score']:.2f}" if d["score"] is not None else "") + f"]\n{d['content']}"
+        for d in ordered
+    )
+
+
+register(
+    MethodInfo(
+        name="dytopo",
+        summary="Manager goal each round; workers' query/key descriptors, MiniLM and tau/k_in decide who hears whom",
+        factory=lambda options, domain: DyTopoMethod(DyTopoStrategy()),
+        unit="round",
+        substep="phase",
+        what_if=True,
+        uses_tau=True,
+        paper="DyTopo (arXiv 2602.06039); phased rounds as the reference deployment, single-pass as Algorithm 1",
+    )
+)

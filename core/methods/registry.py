@@ -1,0 +1,161 @@
+"""The method registry: every way of wiring a team that the engine can host, with its options.
+
+A method module registers a ``MethodInfo`` (name, one-line summary, the options it takes, what its
+steps are called, a factory). Everything that offers a choice of method — ``--strategy``, the launch
+form, ``swarm-tui strategies``, the benchmark runner, the MCP server — reads this one table, and option
+values from the config file (``[strategy.NAME]``) or flags are checked here, once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.runtime.domains import Domain
+from core.runtime.engine import Method
+
+
+class MethodError(ValueError):
+    """An unknown method or a bad option value; the message is one line fit to show a user."""
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One option of a method. kind: "float", "int", "str", "bool" or "choice"."""
+
+    name: str
+    kind: str
+    default: Any
+    help: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        if self.kind == "choice":
+            allowed = "|".join(self.choices)
+        elif self.low is not None or self.high is not None:
+            allowed = f"{self.low if self.low is not None else ''}..{self.high if self.high is not None else ''}"
+        else:
+            allowed = self.kind
+        return f"{self.name}={self.default!r} ({allowed}): {self.help}"
+
+    def check(self, method: str, value: Any) -> Any:
+        """The value in its proper type, or MethodError naming the method, option and allowed range."""
+        where = f"[strategy.{method}] {self.name}"
+        if isinstance(value, str) and self.kind in ("float", "int", "bool"):
+            value = _from_text(where, self.kind, value)
+        if self.kind == "bool":
+            if not isinstance(value, bool):
+                raise MethodError(f"{where} must be true or false, got {value!r}")
+            return value
+        if self.kind in ("float", "int"):
+            if isinstance(value, bool) or not isinstance(value, int | float) or (
+                self.kind == "int" and not float(value).is_integer()
+            ):
+                what = "a whole number" if self.kind == "int" else "a number"
+                raise MethodError(f"{where} must be {what}, got {value!r}")
+            value = int(value) if self.kind == "int" else float(value)
+            if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+                raise MethodError(f"{where} must be between {self.low} and {self.high}, got {value}")
+            return value
+        if not isinstance(value, str):
+            raise MethodError(f"{where} must be a string, got {value!r}")
+        if self.kind == "choice" and value not in self.choices:
+            raise MethodError(f"{where} must be one of {', '.join(self.choices)}, got {value!r}")
+        return value
+
+
+def _from_text(where: str, kind: str, text: str) -> Any:
+    """A flag's text (``-o alpha=0.5``) in the option's type."""
+    if kind == "bool":
+        lowered = text.strip().lower()
+        if lowered in ("true", "yes", "on", "1"):
+            return True
+        if lowered in ("false", "no", "off", "0"):
+            return False
+        raise MethodError(f"{where} must be true or false, got {text!r}")
+    try:
+        return int(text) if kind == "int" else float(text)
+    except ValueError:
+        what = "a whole number" if kind == "int" else "a number"
+        raise MethodError(f"{where} must be {what}, got {text!r}") from None
+
+
+MethodFactory = Callable[[dict[str, Any], Domain], Method]
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    name: str
+    summary: str  # one line, for `swarm-tui strategies` and the launch form
+    factory: MethodFactory  # (checked options, domain) -> a fresh Method for one run
+    options: tuple[OptionSpec, ...] = ()
+    unit: str = "round"  # what N steps over: round, step, turn
+    substep: str = "phase"  # what n steps over
+    what_if: bool = False  # recorded graphs can be re-routed at another tau (DyTopo family only)
+    uses_tau: bool = False  # tau and k_in mean something to it
+    paper: str = ""  # where it comes from
+    family: str = field(default="")  # e.g. "baseline"
+
+    def option(self, name: str) -> OptionSpec:
+        for spec in self.options:
+            if spec.name == name:
+                return spec
+        known = ", ".join(s.name for s in self.options) or "none"
+        raise MethodError(f"{self.name} has no option {name!r} (its options: {known})")
+
+    def resolve(self, given: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Defaults overlaid with the given values, each checked."""
+        values = {spec.name: spec.default for spec in self.options}
+        for key, value in (given or {}).items():
+            spec = self.option(key.replace("-", "_"))
+            values[spec.name] = spec.check(self.name, value)
+        return values
+
+
+_REGISTRY: dict[str, MethodInfo] = {}
+
+
+def register(info: MethodInfo) -> MethodInfo:
+    _REGISTRY[info.name] = info
+    return info
+
+
+def method_names() -> list[str]:
+    _load_builtin_methods()
+    return list(_REGISTRY)
+
+
+def get_method_info(name: str) -> MethodInfo:
+    _load_builtin_methods()
+    info = _REGISTRY.get(name)
+    if info is None:
+        raise MethodError(f"unknown strategy {name!r}: choose one of {', '.join(_REGISTRY)}")
+    return info
+
+
+def build_method(name: str, options: Mapping[str, Any] | None, domain: Domain) -> Method:
+    """A fresh method for one run, its options checked (MethodError, one line, if not)."""
+    info = get_method_info(name)
+    return info.factory(info.resolve(options), domain)
+
+
+def parse_option_flags(values: list[str] | None) -> dict[str, str]:
+    """``-o key=value`` flags as a dict (values stay text; the method's OptionSpec types them)."""
+    out: dict[str, str] = {}
+    for item in values or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise MethodError(f"option {item!r} must look like key=value")
+        out[key.strip().replace("-", "_")] = value.strip()
+    return out
+
+
+def _load_builtin_methods() -> None:
+    """Import the method modules once; each registers itself."""
+    if _REGISTRY:
+        return
+    import core.methods.baselines
+    import core.methods.dytopo  # noqa: F401

@@ -1,0 +1,37 @@
+"""``swarm-tui strategies``: every method the engine can host, one line each, with its options."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from core.methods import get_method_info, method_names
+
+from .cli_options import OneLineParser
+
+
+def describe_methods() -> str:
+    lines = []
+    names = method_names()
+    width = max(len(n) for n in names)
+    for name in names:
+        info = get_method_info(name)
+        lines.append(f"{name:<{width}}  {info.summary}")
+        steps = f"steps by {info.unit}" + (f" / {info.substep}" if info.substep else "")
+        extras = [steps]
+        if info.uses_tau:
+            extras.append("uses tau and k_in")
+        if info.what_if:
+            extras.append("what-if re-routing")
+        lines.append(f"{'':<{width}}  ({'; '.join(extras)})")
+        for spec in info.options:
+            lines.append(f"{'':<{width}}    -o {spec.describe()}")
+    lines.append("")
+    lines.append("Choose one with --strategy NAME; set options with -o KEY=VALUE or a [strategy.NAME] table.")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = OneLineParser(prog="swarm-tui strategies", description="List the methods that can wire a team.")
+    parser.parse_args(list(argv))
+    print(describe_methods())
+    return 0
