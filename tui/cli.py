@@ -20,7 +20,7 @@ from .cli_options import (
     settings_from_args,
 )
 
-SUBCOMMANDS = ("replay", "sessions", "export", "bench", "strategies")
+SUBCOMMANDS = ("replay", "sessions", "export", "bench", "strategies", "train")
 
 
 def build_parser() -> OneLineParser:
@@ -87,6 +87,10 @@ def _run_subcommand(name: str, argv: list[str]) -> int:
         from .cli_bench import main as bench_main
 
         return bench_main(argv)
+    if name == "train":
+        from .cli_train import main as train_main
+
+        return train_main(argv)
     if name == "strategies":
         from .cli_strategies import main as strategies_main
 
