@@ -87,14 +87,20 @@ class ProgressPrinter:
 
     def on_topology_built(self, e: ev.TopologyBuilt) -> None:
         routing = RoutingResult.from_dict(e.routing)
-        edges = ", ".join(f"{x.src}→{x.dst} {x.score:.2f}" for x in routing.edges) or "none"
-        removed = {reason: sum(1 for r in routing.removed if r.reason == reason) for reason in ("k_in", "cycle")}
         tag = " (re-routed)" if e.rerouted else ""
-        self._line(
-            f"graph{tag}: {edges}  [{len(routing.edges)}/{routing.possible_edges} edges; "
-            f"removed {removed['k_in']} by k_in, {removed['cycle']} by cycle]"
-        )
-        self._line(f"order: {' → '.join(routing.order)}")
+        if routing.typed:
+            edges = ", ".join(f"{x.src}→{x.dst} {x.kind} {x.score:.2f}" for x in routing.edges) or "none"
+            extra = f"; not running: {', '.join(routing.inactive)}" if routing.inactive else ""
+            self._line(f"graph{tag}: {edges}  [{len(routing.edges)}/{routing.possible_edges} edges{extra}]")
+        else:
+            edges = ", ".join(f"{x.src}→{x.dst} {x.score:.2f}" for x in routing.edges) or "none"
+            removed = {reason: sum(1 for r in routing.removed if r.reason == reason) for reason in ("k_in", "cycle")}
+            self._line(
+                f"graph{tag}: {edges}  [{len(routing.edges)}/{routing.possible_edges} edges; "
+                f"removed {removed['k_in']} by k_in, {removed['cycle']} by cycle]"
+            )
+        if routing.order:
+            self._line(f"order: {' → '.join(routing.order)}")
 
     def on_agent_finished(self, e: ev.AgentFinished) -> None:
         mark = "" if e.status == "done" else f" [{e.status}]"

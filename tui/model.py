@@ -85,6 +85,8 @@ class RunModel:
         self.protocol = ""
         self.manager = "Manager"
         self.workers: list[str] = []
+        self.extra_agents: list[str] = []  # agents a method created during the run (not in RunStarted)
+        self.strategy = "dytopo"
         self.params: dict[str, Any] = {}
         self.rounds: dict[int, RoundView] = {}
         self.current = 0
@@ -108,7 +110,25 @@ class RunModel:
     # --- queries ------------------------------------------------------------------------------
     @property
     def agents(self) -> list[str]:
-        return [self.manager, *self.workers]
+        """Every agent with a pane: the Manager (a method may have none), the roster, then any agent the
+        method created while running, in order of appearance."""
+        return [*([self.manager] if self.manager else []), *self.workers, *self.extra_agents]
+
+    @property
+    def method_info(self) -> Any:
+        """The run's method from the registry (None for a method this version does not know)."""
+        from core.methods import MethodError, get_method_info
+
+        try:
+            return get_method_info(self.strategy)
+        except MethodError:
+            return None
+
+    @property
+    def routes_by_tau(self) -> bool:
+        """DyTopo's round loop (DyTopo and the graph baselines): round 1 broadcasts, tau/k_in route."""
+        info = self.method_info
+        return info is None or info.round_one_broadcast
 
     def round_view(self, number: int | None = None) -> RoundView | None:
         return self.rounds.get(self.current if number is None else number)
@@ -178,6 +198,8 @@ class RunModel:
         self.problem, self.domain, self.protocol = e.problem, e.domain, e.protocol
         self.model_name, self.demo = e.model, e.demo
         self.manager, self.workers = e.manager, list(e.workers)
+        self.extra_agents = []
+        self.strategy = e.strategy or "dytopo"
         self.params = dict(e.params)
         self.started_ts = e.ts
         self.control_status = "running"
@@ -195,6 +217,8 @@ class RunModel:
         self.phase, self.phase_detail = e.phase, e.detail
 
     def _on_agent_started(self, e: ev.AgentStarted) -> None:
+        if e.agent not in self.workers and e.agent != self.manager and e.agent not in self.extra_agents:
+            self.extra_agents.append(e.agent)
         agent = self._agent(e.round, e.agent)
         agent.call = e.call
         agent.status = BADGE_DESCRIPTORS if e.call == ev.CALL_DESCRIPTORS else BADGE_WORKING

@@ -440,9 +440,20 @@ def _worker_reply(scn: _Scenario, info: RequestInfo) -> dict[str, Any]:
     return reply
 
 
+def _solo_reply(scn: _Scenario, info: RequestInfo) -> str:
+    """The single-agent baseline: one reply with the whole answer (code in a fence, math as JSON)."""
+    if info.domain == "math":
+        return json.dumps({"reasoning": "Evaluate each term and add them.", "answer": scn.final_answer})
+    if info.domain == "code":
+        return f"Here is the complete solution.\n\n```python\n{FINAL_CODE.rstrip()}\n```"
+    return scn.final_answer
+
+
 def demo_script(info: RequestInfo) -> str:
     """The scripted reply (a JSON string in core.runtime.prompts' contracts) for one request."""
     scn = _SCENARIOS.get(info.domain, _CODE)
+    if info.call == "single":
+        return _solo_reply(scn, info)
     if info.role == "Manager" or info.call in (CALL_PLAN, CALL_MANAGER):
         reply = _manager_reply(scn, info)
     else:

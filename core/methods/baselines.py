@@ -20,6 +20,7 @@ from core.methods.dytopo import DyTopoMethod
 from core.methods.registry import MethodInfo, OptionSpec, register
 from core.routing.strategies import BroadcastStrategy, ChainStrategy, DyTopoStrategy, RandomStrategy, StarStrategy
 from core.runtime import events as ev
+from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
 from core.runtime.domains import Domain
 from core.runtime.parsing import ParseError, extract_json_object
 from core.runtime.prompts import call_header
@@ -74,9 +75,11 @@ class SingleAgentMethod:
 
     async def run(self, rt: SwarmEngine) -> tuple[str, str, str, str]:
         domain = rt.domain.name
+        await rt.checkpoint(BOUNDARY_ROUND)
         rt.round = 1
         rt.emit(ev.RoundStarted(round=1, params=rt.control.params.as_dict()))
         rt.start_phase(ev.PHASE_WORK, "one agent, one call")
+        await rt.checkpoint(BOUNDARY_PHASE)
         result, _ = await rt.agent_call(
             SOLO, CALL_SINGLE, solo_messages(domain, rt.spec.problem), json_mode=domain == "math"
         )
@@ -117,6 +120,7 @@ register(
     MethodInfo(
         name="single-turn",
         summary="the DyTopo team for one round only (baseline)",
+        round_one_broadcast=True,
         factory=lambda options, domain: DyTopoMethod(DyTopoStrategy(), name="single-turn", round_limit=1),
         uses_tau=True,
         what_if=True,
@@ -127,6 +131,7 @@ register(
     MethodInfo(
         name="random",
         summary="DyTopo's rounds over a random acyclic graph with DyTopo's edge count (baseline)",
+        round_one_broadcast=True,
         factory=lambda options, domain: DyTopoMethod(RandomStrategy(options["seed"])),
         options=(_SEED,),
         uses_tau=True,
@@ -137,6 +142,7 @@ register(
     MethodInfo(
         name="broadcast",
         summary="every worker hears every other worker, delivered at the barrier (baseline)",
+        round_one_broadcast=True,
         factory=lambda options, domain: DyTopoMethod(BroadcastStrategy()),
         family="baseline",
     )
@@ -145,6 +151,7 @@ register(
     MethodInfo(
         name="chain",
         summary="a fixed pipeline in roster order (baseline)",
+        round_one_broadcast=True,
         factory=lambda options, domain: DyTopoMethod(ChainStrategy()),
         family="baseline",
     )
@@ -153,6 +160,7 @@ register(
     MethodInfo(
         name="star",
         summary="every worker sends to one hub, which works last (baseline)",
+        round_one_broadcast=True,
         factory=_star,
         options=(_HUB,),
         family="baseline",

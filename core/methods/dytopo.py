@@ -441,6 +441,7 @@ register(
     MethodInfo(
         name="dytopo",
         summary="Manager goal each round; workers' query/key descriptors, MiniLM and tau/k_in decide who hears whom",
+        round_one_broadcast=True,
         factory=lambda options, domain: DyTopoMethod(DyTopoStrategy()),
         unit="round",
         substep="phase",

@@ -96,6 +96,7 @@ class MethodInfo:
     substep: str = "phase"  # what n steps over
     what_if: bool = False  # recorded graphs can be re-routed at another tau (DyTopo family only)
     uses_tau: bool = False  # tau and k_in mean something to it
+    round_one_broadcast: bool = False  # DyTopo's round loop: round 1 broadcasts, later rounds route
     paper: str = ""  # where it comes from
     family: str = field(default="")  # e.g. "baseline"
 

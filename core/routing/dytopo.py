@@ -46,6 +46,24 @@ EDGE_KINDS = (
 )
 
 
+# How each kind is drawn in text (the graph pane, headless progress): the line's two halves around the
+# weight, e.g. "Tester ┄0.40┄↺ Developer". DOT and Mermaid exports style them to match.
+EDGE_GLYPHS: dict[str, tuple[str, str]] = {
+    KIND_ROUTED: ("─", "─▶"),
+    KIND_FIXED: ("─", "─▶"),
+    KIND_CONDITIONED: ("─", "─▶"),
+    KIND_FEEDBACK: ("┄", "┄↺"),
+    KIND_DEBATE: ("═", "═⇄"),
+    KIND_REF: ("─", "─▶"),
+    KIND_CROSS: ("┄", "┄▶"),
+    KIND_HANDOFF: ("─α", "─▶"),
+}
+
+
+def edge_glyphs(kind: str) -> tuple[str, str]:
+    return EDGE_GLYPHS.get(kind, EDGE_GLYPHS[KIND_ROUTED])
+
+
 @dataclass(frozen=True)
 class Edge:
     src: str  # provider
@@ -76,6 +94,19 @@ class RoutingResult:
     paper_order: list[str] = field(default_factory=list)  # eq. 10–11 on the pre-cycle-breaking graph
     acyclic: bool = True  # False when cycles were kept (single-pass protocol)
     inactive: list[str] = field(default_factory=list)  # agents in names that do not run in this graph
+
+    @property
+    def kinds(self) -> dict[str, int]:
+        """Kept edges per kind, in EDGE_KINDS order (only kinds present)."""
+        counts = {kind: sum(1 for e in self.edges if e.kind == kind) for kind in EDGE_KINDS}
+        extra = {e.kind for e in self.edges} - set(EDGE_KINDS)
+        counts.update({kind: sum(1 for e in self.edges if e.kind == kind) for kind in sorted(extra)})
+        return {kind: n for kind, n in counts.items() if n}
+
+    @property
+    def typed(self) -> bool:
+        """True when the graph carries a method's typed edges rather than DyTopo's routed ones."""
+        return any(e.kind not in (KIND_ROUTED, KIND_FIXED) for e in self.edges) or bool(self.inactive)
 
     @property
     def possible_edges(self) -> int:

@@ -165,7 +165,7 @@ def load_config_file(path: Path | None) -> dict[str, Any]:
         raise ConfigError(f"cannot read config file {path}: {exc}") from None
     section = data.get("swarm", data)  # settings may sit at top level or under [swarm]
     tables = data.get("strategy") if isinstance(data.get("strategy"), dict) else None
-    if tables is not None and isinstance(section, dict):
+    if tables is not None and section is data:  # top level: "strategy" is the tables, not a method name
         section = {k: v for k, v in section.items() if k != "strategy"}
     settings = _settings_from_mapping(section, str(path))
     if tables is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from core.routing.dytopo import KIND_CROSS, KIND_DEBATE, KIND_FEEDBACK, KIND_FIXED, KIND_HANDOFF, KIND_ROUTED
 from core.sessions.model import RoundRecord, Session
 from core.sessions.store import session_to_json, session_to_toml
 
@@ -92,12 +93,20 @@ def _markdown_round(record: RoundRecord, roster: list[str]) -> list[str]:
         out.append("Broadcast: every worker's output went to every other worker.")
     else:
         routing = record.routing
-        out.append(f"{len(routing.edges)}/{routing.possible_edges} edges (tau {routing.tau:.2f}, k_in {routing.k_in}):")
+        if routing.typed:
+            out.append(f"{len(routing.edges)}/{routing.possible_edges} edges:")
+        else:
+            out.append(
+                f"{len(routing.edges)}/{routing.possible_edges} edges (tau {routing.tau:.2f}, k_in {routing.k_in}):"
+            )
         out.append("")
-        out += [f"- {e.src} → {e.dst} ({e.score:.2f})" for e in routing.edges] or ["- (no edges)"]
+        kind = (lambda e: f", {e.kind}") if routing.typed else (lambda e: "")
+        out += [f"- {e.src} → {e.dst} ({e.score:.2f}{kind(e)})" for e in routing.edges] or ["- (no edges)"]
         if routing.removed:
             out += ["", "Removed:", ""]
-            out += [f"- {e.src} → {e.dst} ({e.score:.2f}, by {e.reason})" for e in routing.removed]
+            out += [f"- {e.src} → {e.dst} ({e.score:.2f}{kind(e)}, by {e.reason})" for e in routing.removed]
+        if routing.inactive:
+            out += ["", f"Not running: {', '.join(routing.inactive)}"]
         out += ["", f"Order: {' → '.join(routing.order)}"]
     out += ["", "### Outputs", ""]
     for o in record.outputs:
@@ -145,14 +154,38 @@ def _dot(session: Session) -> str:
         r = record.round
         out.append(f"  subgraph cluster_r{r} {{")
         out.append(f"    label={_dot_string(_round_label(record))};")
-        for name in workers:
-            out.append(f"    {_dot_string(f'r{r}_{name}')} [label={_dot_string(name)}];")
+        names = _round_names(record, workers)
+        inactive = set(record.routing.inactive) if record.routing is not None else set()
+        for name in names:
+            style = ", style=dashed, fontcolor=gray" if name in inactive else ""
+            out.append(f"    {_dot_string(f'r{r}_{name}')} [label={_dot_string(name)}{style}];")
         for e in record.edges:
             src, dst = _dot_string(f"r{r}_{e.src}"), _dot_string(f"r{r}_{e.dst}")
-            out.append(f"    {src} -> {dst} [label=\"{e.score:.2f}\"];")
+            label = f"{e.score:.2f}" if e.kind in (KIND_ROUTED, KIND_FIXED) else f"{e.kind} {e.score:.2f}"
+            out.append(f"    {src} -> {dst} [label=\"{label}\"{_DOT_STYLE.get(e.kind, '')}];")
         out.append("  }")
     out.append("}")
     return "\n".join(out) + "\n"
+
+
+# Styles per edge kind, matching the graph pane's glyphs: dashed for feedback and cross-turn edges,
+# bold and two-headed for debate.
+_DOT_STYLE = {
+    KIND_FEEDBACK: ", style=dashed",
+    KIND_DEBATE: ", style=bold, dir=both",
+    KIND_CROSS: ", style=dashed",
+    KIND_HANDOFF: ", style=dotted",
+}
+_MERMAID_ARROW = {KIND_FEEDBACK: "-.->", KIND_DEBATE: "<==>", KIND_CROSS: "-.->", KIND_HANDOFF: "-.->"}
+
+
+def _round_names(record: RoundRecord, workers: list[str]) -> list[str]:
+    """The round's agents: the roster, plus any agent a method's graph added (in the graph's order)."""
+    names = list(workers)
+    graph_names = record.routing.names if record.routing is not None else []
+    extra = [n for n in graph_names if n not in names]
+    extra += [n for e in record.edges for n in (e.src, e.dst) if n not in names and n not in extra]
+    return names + list(dict.fromkeys(extra))
 
 
 def _mermaid_label(text: str) -> str:
@@ -166,12 +199,14 @@ def _mermaid(session: Session) -> str:
     for record in session.rounds:
         r = record.round
         # Ids by position, unique per round whatever the names contain.
-        ids = {name: f"r{r}_a{i}" for i, name in enumerate(workers)}
+        names = _round_names(record, workers)
+        ids = {name: f"r{r}_a{i}" for i, name in enumerate(names)}
         out.append(f"  subgraph r{r}[{_mermaid_label(_round_label(record))}]")
-        for name in workers:
+        for name in names:
             out.append(f"    {ids[name]}[{_mermaid_label(name)}]")
         for e in record.edges:
-            out.append(f"    {ids[e.src]} -->|{e.score:.2f}| {ids[e.dst]}")
+            label = f"{e.score:.2f}" if e.kind in (KIND_ROUTED, KIND_FIXED) else f"{e.kind} {e.score:.2f}"
+            out.append(f"    {ids[e.src]} {_MERMAID_ARROW.get(e.kind, '-->')}|{label}| {ids[e.dst]}")
         out.append("  end")
     return "\n".join(out) + "\n"
 

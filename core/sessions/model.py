@@ -31,6 +31,7 @@ MAX_LIST = 100_000
 MAX_DEPTH = 24
 MAX_INT = 2**53  # exact in every JSON reader
 MAX_AGENTS = 64
+MAX_GRAPH_AGENTS = 64
 MAX_EMBEDDING_DIM = 16_384
 MAX_TS = 253_402_300_799.0  # 9999-12-31, the last second datetime can show
 
@@ -503,10 +504,19 @@ def _check_topology(e: ev.TopologyBuilt, workers: list[str], where: str) -> Rout
         raise SessionFormatError(f"{where}: routing is malformed (missing {_short(exc.args[0])})") from None
     except (TypeError, ValueError, AttributeError) as exc:
         raise SessionFormatError(f"{where}: routing is malformed ({_short(str(exc))})") from None
+    if routing.typed:
+        # A method's typed graph names its own agents (e.g. TopoWeaver's, written at run time).
+        workers = routing.names
+        if len(set(workers)) != len(workers) or len(workers) > MAX_GRAPH_AGENTS:
+            raise SessionFormatError(f"{where}: a graph names at most {MAX_GRAPH_AGENTS} distinct agents")
+        if set(routing.inactive) - set(workers):
+            raise SessionFormatError(f"{where}: an agent that does not run is not in the graph")
     n = len(workers)
     if routing.names != workers:
         raise SessionFormatError(f"{where}: routing names {_short(routing.names)} are not the workers")
-    if len(routing.similarity) != n or any(len(row) != n for row in routing.similarity):
+    if routing.typed and not routing.similarity:
+        pass  # typed graphs need no similarity matrix
+    elif len(routing.similarity) != n or any(len(row) != n for row in routing.similarity):
         raise SessionFormatError(f"{where}: similarity must be a {n}x{n} matrix")
     if any(not math.isfinite(x) for row in routing.similarity for x in row):
         raise SessionFormatError(f"{where}: similarity holds a number that is not finite")

@@ -26,6 +26,25 @@ class RoundDiff:
         return bool(self.added or self.removed) or self.recorded.order != self.rerouted.order
 
 
+class WhatIfUnsupported(ValueError):
+    """The session's method does not route by tau and k_in; the message is one line for the user."""
+
+
+def what_if_refusal(session: Session) -> str:
+    """Why this session cannot be re-routed ("" when it can): what-if is DyTopo's, whose graphs come
+    from tau and k_in; other methods' graphs (a baseline's fixed graph, a typed or learned one) do not."""
+    from core.methods import MethodError, get_method_info
+
+    strategy = session.metadata.strategy or "dytopo"
+    try:
+        supported = get_method_info(strategy).what_if
+    except MethodError:
+        supported = False
+    if supported:
+        return ""
+    return f"what-if re-routing is DyTopo's: a {strategy} run's graphs do not come from tau and k_in"
+
+
 def breaks_cycles(session: Session, record: RoundRecord) -> bool:
     """Whether this round's routing broke cycles, as the engine decided it."""
     if record.routing is not None and not record.routing.acyclic:
@@ -50,5 +69,8 @@ def reroute_session(session: Session, tau: float, k_in: int) -> list[RoundDiff]:
         raise ValueError(f"tau must be between 0 and 1, got {tau}")
     if k_in < 1:
         raise ValueError(f"k_in must be at least 1, got {k_in}")
+    refusal = what_if_refusal(session)
+    if refusal:
+        raise WhatIfUnsupported(refusal)
     diffs = [reroute_round(session, record, tau, k_in) for record in session.rounds]
     return [d for d in diffs if d is not None]

@@ -1,4 +1,4 @@
-"""The launch form: problem, domain, routing parameters, endpoint and model, demo switch, Start."""
+"""The launch form: problem, method, domain, routing parameters, endpoint and model, demo switch, Start."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Input, Label, Select, Static, Switch, TextArea
 
 from core.demo.scripts import DEMO_PROBLEMS
+from core.methods import MethodError, build_method, method_names
 from core.runtime.config import DOMAINS, PROTOCOLS, ConfigError, Settings, resolve_base_url
 from core.runtime.domains import get_domain
 
@@ -38,6 +39,7 @@ def _fields_to_settings(base: Settings, values: dict[str, str]) -> Settings:
     # replace, not with_overrides: validating without the team size would word the k_in range wrongly.
     changes = dict(
         domain=values["domain"],
+        strategy=values.get("strategy", base.strategy),
         protocol=values["protocol"],
         tau=number("tau", float),
         k_in=number("k_in", int),
@@ -48,6 +50,10 @@ def _fields_to_settings(base: Settings, values: dict[str, str]) -> Settings:
     )
     settings = replace(base, **{k: v for k, v in changes.items() if v is not None})
     settings.validate(n_workers=_workers(settings.domain))
+    try:  # the method and its options from the config file, checked for this team
+        build_method(settings.strategy, settings.strategy_options.get(settings.strategy), get_domain(settings.domain))
+    except MethodError as exc:
+        raise ConfigError(str(exc)) from None
     return settings
 
 
@@ -81,6 +87,8 @@ class LaunchScreen(Screen[None]):
             yield TextArea(self.problem or (DEMO_PROBLEMS[s.domain] if self.demo else ""), id="problem",
                            soft_wrap=True)
             with Grid(id="launch-grid"):
+                yield Label("method")
+                yield Select([(m, m) for m in method_names()], value=s.strategy, allow_blank=False, id="strategy")
                 yield Label("domain")
                 yield Select([(d, d) for d in DOMAINS], value=s.domain, allow_blank=False, id="domain")
                 yield Label("protocol")
@@ -223,6 +231,7 @@ class LaunchScreen(Screen[None]):
     def _values(self) -> dict[str, str]:
         return {
             "domain": str(self.query_one("#domain", Select).value),
+            "strategy": str(self.query_one("#strategy", Select).value),
             "protocol": str(self.query_one("#protocol", Select).value),
             **{name: self.query_one(f"#{name}", Input).value for name in ("tau", "k_in", "max_rounds", "base_url",
                                                                           "model")},

@@ -152,6 +152,13 @@ class ReplayScreen(SwarmScreen):
         self._whatif(k_in=delta)
 
     def _whatif(self, tau: float = 0.0, k_in: int = 0) -> None:
+        if self.session is not None:
+            from core.sessions.whatif import what_if_refusal
+
+            refusal = what_if_refusal(self.session)
+            if refusal:
+                self.notify(refusal, severity="warning")
+                return
         base = self._recorded()
         rv = self.model.round_view(self.shown_round)
         if base is not None:

@@ -89,7 +89,7 @@ class SwarmScreen(Screen[None]):
         self.model.apply(event)
         if isinstance(event, ev.AgentDelta):
             return
-        if isinstance(event, ev.RunStarted):
+        if isinstance(event, ev.RunStarted) or (isinstance(event, ev.AgentStarted) and event.agent not in self._panes):
             self._ensure_panes()
         self.set_class(self.model.finished is not None, "-finished")
         if isinstance(event, ev.Notice):

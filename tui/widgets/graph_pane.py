@@ -100,6 +100,13 @@ class GraphPane(VerticalScroll):
                 added, dropped = edge_diff(rv.routing, routing)
                 lines.append(Text(f"vs recorded: +{len(added)} −{len(dropped)} edges "
                                   f"(recorded tau {rv.routing.tau:.2f}, k_in {rv.routing.k_in})", "italic"))
+        elif not model.routes_by_tau and model.run is not None:
+            info = model.method_info
+            unit = info.unit if info is not None else "round"
+            lines = [Text(f"{model.strategy}: no graph in this {unit}" if rv is not None else
+                          f"{model.strategy}: waiting for {unit} 1", "italic")]
+            if info is not None:
+                lines.append(Text(info.summary, "dim"))
         elif rv is not None and round_no == 1:
             lines = render_broadcast(model.workers, width, 1, options.styles)
             if not model.embeddings_ready:
@@ -117,7 +124,7 @@ class GraphPane(VerticalScroll):
             lines = [Text(f"round {round_no}: no graph, the run ended before routing", "italic")]
         else:
             lines = [Text(f"round {round_no}: waiting for descriptors (phase A), then routing", "italic")]
-        if rv is not None and routing is None and model.params:
+        if rv is not None and routing is None and model.params and model.routes_by_tau:
             lines.append(Text(f"tau {float(model.params['tau']):.2f} · k_in {model.params['k_in']}", "italic"))
         self._lines = lines
         self.query_one("#graph-body", Static).update(Text("\n").join(lines))

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from rich.text import Text
 
-from core.routing.dytopo import RoutingResult
+from core.routing.dytopo import RoutingResult, edge_glyphs
 
 
 @dataclass(frozen=True)
@@ -38,13 +38,20 @@ class GraphOptions:
 
 
 def legend(routing: RoutingResult, tag: str = "") -> str:
-    """One line: tau, k_in, edges kept of possible, and what was removed."""
-    removed = {reason: sum(1 for r in routing.removed if r.reason == reason) for reason in ("k_in", "cycle")}
-    parts = [
-        f"tau {routing.tau:.2f}",
-        f"k_in {routing.k_in}",
-        f"{len(routing.edges)}/{routing.possible_edges} edges kept",
-    ]
+    """One line: tau, k_in (or the edge kinds of a typed graph), edges kept of possible, what was removed."""
+    reasons = sorted({r.reason for r in routing.removed}, key=lambda r: (r not in ("k_in", "cycle"), r))
+    removed = {reason: sum(1 for r in routing.removed if r.reason == reason) for reason in reasons}
+    if routing.typed:
+        kinds = ", ".join(f"{n} {kind}" for kind, n in routing.kinds.items()) or "no edges"
+        parts = [kinds, f"{len(routing.edges)}/{routing.possible_edges} edges kept"]
+        if routing.inactive:
+            parts.append(f"{len(routing.inactive)} not running")
+    else:
+        parts = [
+            f"tau {routing.tau:.2f}",
+            f"k_in {routing.k_in}",
+            f"{len(routing.edges)}/{routing.possible_edges} edges kept",
+        ]
     cut = [f"{count} by {reason}" for reason, count in removed.items() if count]
     if cut:
         parts.append("removed " + ", ".join(cut))
@@ -100,16 +107,23 @@ def _edge_lines(routing: RoutingResult, options: GraphOptions) -> list[Text]:
     position = {name: i for i, name in enumerate(routing.order)}
     kept = sorted(routing.edges, key=lambda e: (position.get(e.dst, 0), -e.score, e.src))
     lines: list[Text] = []
+    typed = routing.typed
     for e in kept:
+        left, right = edge_glyphs(e.kind)
         line = Text(e.src.rjust(pad), st.node)
-        line.append(" ─", st.edge)
+        line.append(f" {left}", st.edge)
         line.append(f"{e.score:.2f}", st.score)
-        line.append("─▶ ", st.edge)
+        line.append(f"{right} ", st.edge)
         line.append(e.dst, st.node)
+        if typed:
+            line.append(f"  {e.kind}", st.legend)
         lines.append(line)
     if options.show_removed:
         for r in sorted(routing.removed, key=lambda r: (r.reason, position.get(r.dst, 0), -r.score, r.src)):
-            lines.append(Text(f"{r.src.rjust(pad)} ┄{r.score:.2f}┄▷ {r.dst}  ({r.reason})", st.removed))
+            kind = f"{r.kind}, " if typed else ""
+            lines.append(Text(f"{r.src.rjust(pad)} ┄{r.score:.2f}┄▷ {r.dst}  ({kind}{r.reason})", st.removed))
+    if routing.inactive:
+        lines.append(Text(f"not running: {', '.join(routing.inactive)}", st.removed))
     return lines
 
 
@@ -143,7 +157,8 @@ def render_graph(routing: RoutingResult, width: int, options: GraphOptions | Non
     lines += _tier_rows(routing, width, options)
     edges = _edge_lines(routing, options)
     if not routing.edges:
-        edges.insert(0, Text("no edge reaches tau: every agent works alone", options.styles.removed))
+        empty = "no edges: every agent works alone" if routing.typed else "no edge reaches tau: every agent works alone"
+        edges.insert(0, Text(empty, options.styles.removed))
     lines.append(Text("─" * min(width, 40), options.styles.tier))
     rows_left = (options.height - len(lines)) if options.height else 0
     lines += _flow(edges, width, rows_left)
@@ -180,6 +195,9 @@ def render_matrix(routing: RoutingResult, width: int, options: GraphOptions | No
     kept edges marked with *."""
     options = options or GraphOptions()
     st = options.styles
+    if not routing.similarity:
+        note = Text("this method's graph has no similarity matrix", st.removed)
+        return [*_legend_lines(routing, width, options), note]
     names = routing.names
     n = len(names)
     longest = max((len(x) for x in names), default=4)

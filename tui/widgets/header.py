@@ -83,11 +83,12 @@ class ParamsBar(Static):
             if view_round is not None
             else f"{'live ' if live else ''}round {model.current}"
         )
+        routed = model.routes_by_tau
         parts = [
-            f"tau [b]{float(p['tau']):.2f}[/]",
-            f"k_in [b]{p['k_in']}[/]",
+            *([] if model.strategy == "dytopo" else [f"method [b]{model.strategy}[/]"]),
+            *([f"tau [b]{float(p['tau']):.2f}[/]", f"k_in [b]{p['k_in']}[/]"] if routed else []),
             f"max_rounds [b]{p['max_rounds']}[/]",
-            f"protocol [b]{model.protocol or '-'}[/]",
+            *([f"protocol [b]{model.protocol or '-'}[/]"] if routed else []),
             f"mode [b]{model.mode}[/]",
             *([f"tests: [b]{tests}[/]"] if tests else []),
             viewing,
