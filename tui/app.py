@@ -65,6 +65,7 @@ class SwarmApp(App[int]):
         self.load_embedder = load_embedder
         self.start_engine = start_engine
         self.embeddings_ready = not load_embedder
+        self._embedder_started = False
         self.swarm_screen: Any = None  # the screen showing the run (live or replay)
         self._themes_ready = False
         self._from_launch: tuple[str, bool] | None = None  # (problem, demo) of a run started from the form
@@ -75,8 +76,8 @@ class SwarmApp(App[int]):
         self._register_themes()
         if self.settings.keymap:
             self.set_keymap(dict(self.settings.keymap))
-        if self.load_embedder:
-            self.run_worker(self._load_embedder, thread=True, name="embedder", exit_on_error=False)
+        if self.problem is None:  # the form or a replay: load while the user reads; a run warms up itself
+            self.warm_up_embedder()
         if self.replay_events is not None:
             from .screens.replay import ReplayScreen
 
@@ -109,6 +110,13 @@ class SwarmApp(App[int]):
             error = write_state(self.state_path, theme=theme)
             if error:
                 self.notify(error, severity="warning")
+
+    def warm_up_embedder(self) -> None:
+        """Start loading MiniLM in a thread worker (once). A run calls this when its first model call is
+        answering, so the first request never waits for torch (the load overlaps the model's reply)."""
+        if self.load_embedder and not self._embedder_started:
+            self._embedder_started = True
+            self.run_worker(self._load_embedder, thread=True, name="embedder", exit_on_error=False)
 
     def _load_embedder(self) -> None:
         """Thread worker: load MiniLM so the first routing does not wait; touches no widget."""
@@ -160,7 +168,7 @@ class SwarmApp(App[int]):
         self._from_launch = None
         if not self.load_embedder:  # a replay needed no model; the fork's next rounds route live
             self.load_embedder, self.embeddings_ready = True, False
-            self.run_worker(self._load_embedder, thread=True, name="embedder", exit_on_error=False)
+        self.warm_up_embedder()
         self.swarm_screen = screen
         self.push_screen(screen)
         self.notify(f"forking from round {fork.round}: continuing live with tau {settings.tau:.2f}, "

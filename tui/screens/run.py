@@ -13,6 +13,7 @@ from pathlib import Path
 from textual.worker import Worker
 
 from core.demo.server import ScriptedServer
+from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.control import MODE_STEP, Params, RunControl
 from core.runtime.domains import get_domain
@@ -95,7 +96,7 @@ class RunScreen(SwarmScreen):
 
         embedder = shared_embedder(self.settings.embedding_model_path)
         engine = build_engine(
-            self.problem, self.settings, backend, [EventBridge(self.app), self.recorder],
+            self.problem, self.settings, backend, [EventBridge(self.app), self.recorder, self._warm_up],
             embedder=embedder, control=self.control, evaluator=make_evaluator(self.settings), fork=self.fork,
         )
         try:
@@ -106,6 +107,13 @@ class RunScreen(SwarmScreen):
             self.app.post_message(BackendFailed(f"the run stopped: {type(exc).__name__}: {exc}"))
         finally:
             await backend.close()
+
+    def _warm_up(self, event: ev.Event) -> None:
+        """Engine sink: once a model call is answering, its request has left; MiniLM may load now."""
+        if isinstance(event, ev.AgentDelta | ev.AgentFinished):
+            warm_up = getattr(self.app, "warm_up_embedder", None)
+            if warm_up is not None:
+                warm_up()
 
     def tests_state(self) -> str:
         return "on" if self.tests_on else "off"

@@ -1,0 +1,107 @@
+"""Prompt economy: what a 3-round DyTopo code run sends the model, per call kind, before and after.
+
+The same run (the demo's code problem, the code team, tau 0.3, k_in 3, 3 rounds, phased, on the
+scripted server) is measured twice in one invocation: on this checkout and on a baseline revision
+checked out into a temporary git worktree (default: the commit before the prompt economy work). Prints
+prompt characters and estimated tokens per call kind, and the after/before ratio (target <= 0.70).
+Every routed message and the problem still reach their recipients: the engine tests check that.
+
+    python bench/prompt_economy.py [--baseline REV] [--protocol phased|single-pass]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_BASELINE = "6a7b457"  # before the prompt economy changes (issue 16)
+
+
+def measure(protocol: str) -> dict[str, list[int]]:
+    """{call kind: [calls, prompt characters]} for one run of this checkout (run in-process)."""
+    from core.demo.scripts import DEMO_PROBLEMS, demo_script
+    from core.demo.server import ScriptedServer
+    from core.llm.embeddings import shared_embedder
+    from core.runtime.config import Settings
+    from core.runtime.runner import build_engine, open_backend
+
+    async def run(server: ScriptedServer) -> None:
+        settings = Settings(domain="code", max_rounds=3, tau=0.3, k_in=3, protocol=protocol)
+        backend = await open_backend(settings, server=server)
+        try:
+            engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [], embedder=shared_embedder())
+            await engine.run()
+        finally:
+            await backend.close()
+
+    with ScriptedServer(demo_script) as server:
+        asyncio.run(run(server))
+        kinds: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for request in server.requests:
+            if not request.call:
+                continue
+            chars = sum(len(str(m.get("content", ""))) for m in request.messages)
+            kinds[request.call][0] += 1
+            kinds[request.call][1] += chars
+    return dict(kinds)
+
+
+def measure_at(revision: str, protocol: str) -> dict[str, list[int]]:
+    """The same measurement on another revision, in a temporary worktree and a child process."""
+    with tempfile.TemporaryDirectory(prefix="swarm-bench-") as tmp:
+        tree = Path(tmp) / "tree"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree), revision], check=True)
+        try:
+            env = {**os.environ, "PYTHONPATH": str(tree)}
+            out = subprocess.run(
+                [sys.executable, str(Path(__file__).resolve()), "--child", "--protocol", protocol],
+                cwd=tmp, env=env, capture_output=True, text=True, check=True,
+            )
+            return json.loads(out.stdout.strip().splitlines()[-1])
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", default=DEFAULT_BASELINE, help="git revision to compare against")
+    parser.add_argument("--protocol", default="phased", choices=("phased", "single-pass"))
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.child:
+        print(json.dumps(measure(args.protocol)))
+        return 0
+    sys.path.insert(0, str(ROOT))
+    with tempfile.TemporaryDirectory() as cwd:  # runs autosave into ./sessions: keep the checkout clean
+        os.chdir(cwd)
+        after = measure(args.protocol)
+    before = measure_at(args.baseline, args.protocol)
+    print(f"3-round code run, {args.protocol}, scripted server; baseline {args.baseline} vs this checkout")
+    print(f"{'call kind':<13}{'calls':>6}{'chars before':>14}{'chars after':>13}{'tokens before':>15}"
+          f"{'tokens after':>14}{'ratio':>7}")
+    total_before = total_after = 0
+    for kind in sorted(set(before) | set(after)):
+        calls = after.get(kind, before.get(kind, [0, 0]))[0]
+        b, a = before.get(kind, [0, 0])[1], after.get(kind, [0, 0])[1]
+        total_before, total_after = total_before + b, total_after + a
+        ratio = f"{a / b:.2f}" if b else "-"
+        print(f"{kind:<13}{calls:>6}{b:>14,}{a:>13,}{b // 4:>15,}{a // 4:>14,}{ratio:>7}")
+    ratio = total_after / total_before if total_before else 0.0
+    print(f"{'all':<13}{'':>6}{total_before:>14,}{total_after:>13,}{total_before // 4:>15,}{total_after // 4:>14,}"
+          f"{ratio:>7.2f}")
+    verdict = "PASS" if ratio <= 0.70 else "FAIL"
+    print(f"prompt characters after/before: {ratio:.3f} (target <= 0.70): {verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
