@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.methods.registry import MethodInfo, register
+from core.methods.registry import MethodInfo, OptionSpec, register
 from core.routing.dytopo import RoutingResult, similarity_matrix
 from core.routing.strategies import DyTopoStrategy, TopologyStrategy
 from core.runtime import events as ev
@@ -33,11 +33,22 @@ if TYPE_CHECKING:
     from core.runtime.engine import SwarmEngine
 
 
-def message_for(sender: AgentResult, recipient: str) -> str:
-    """What flows along an edge: the sender's private note for this recipient (or for all), then its
-    public work. Notes are matched to the recipient's role name without regard to case."""
+# What travels along an edge (method option "payload"):
+PAYLOAD_PRIVATE = "private"  # the paper (§3.1, eq. 3): only the private message; public goes to the Manager
+PAYLOAD_BOTH = "private+public"  # the reference deployment: the private note, then the public work
+PAYLOAD_AUTO = "auto"  # private for the single-pass (paper) protocol, private+public for phased
+PAYLOADS = (PAYLOAD_AUTO, PAYLOAD_PRIVATE, PAYLOAD_BOTH)
+
+
+def message_for(sender: AgentResult, recipient: str, payload: str = PAYLOAD_BOTH) -> str:
+    """What flows along an edge. The sender's private message for this recipient (or for "all") comes
+    first; with PAYLOAD_BOTH its public work follows. With PAYLOAD_PRIVATE only the private message
+    travels, and a sender that wrote none sends its public work instead, so an edge is never empty.
+    Notes are matched to the recipient's role name without regard to case."""
     notes = {k.strip().lower(): v for k, v in sender.private.items() if isinstance(v, str) and v.strip()}
     note = notes.get(recipient.lower()) or notes.get("all") or notes.get("*")
+    if note and payload == PAYLOAD_PRIVATE:
+        return note.strip()
     if note:
         return f"Note for you: {note}\n\n{sender.public}".strip()
     return sender.public
@@ -47,11 +58,18 @@ class DyTopoMethod:
     """The DyTopo round loop over a graph strategy (DyTopo's own routing, or a baseline's fixed graph)."""
 
     def __init__(
-        self, graph: TopologyStrategy | None = None, *, name: str | None = None, round_limit: int | None = None
+        self,
+        graph: TopologyStrategy | None = None,
+        *,
+        name: str | None = None,
+        round_limit: int | None = None,
+        payload: str = PAYLOAD_AUTO,
     ) -> None:
         self.graph: TopologyStrategy = graph or DyTopoStrategy()
         self.name = name or self.graph.name
         self.round_limit = round_limit  # single-turn: one round whatever max_rounds says
+        self.payload_option = payload
+        self.payload = PAYLOAD_BOTH
         self._similarity: np.ndarray | None = None  # current round's, for re-routing
         self._descriptor_vectors: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # embedded on arrival
         self._embeddings: tuple[list[list[float]], list[list[float]]] | None = None
@@ -71,6 +89,11 @@ class DyTopoMethod:
     async def run(self, rt: SwarmEngine) -> tuple[str, str, str, str]:
         self.rt = rt
         rt.control.reroute_hook = self._reroute_now
+        single_pass = rt.spec.protocol == "single-pass"
+        self.payload = self.payload_option
+        if self.payload == PAYLOAD_AUTO:
+            self.payload = PAYLOAD_PRIVATE if single_pass else PAYLOAD_BOTH
+        rt.private_messages_only = self.payload == PAYLOAD_PRIVATE
         start_round, goal = 0, ""
         if rt.fork is not None:
             self._replay_history(rt.fork.history)
@@ -92,9 +115,12 @@ class DyTopoMethod:
             if round_no == 1:
                 goal = await self._plan()
                 await self.rt.checkpoint(BOUNDARY_PHASE)
-                outputs = await self._broadcast_round(goal)
-            elif self.rt.spec.protocol == "single-pass":
+            if self.rt.spec.protocol == "single-pass":
+                # The paper routes from round 1 (Algorithm 1): descriptors come with the first replies.
                 outputs = await self._single_pass_round(goal)
+            elif round_no == 1:
+                # The reference's phased protocol: round 1 is a broadcast, routing starts in round 2.
+                outputs = await self._broadcast_round(goal)
             else:
                 outputs = await self._phased_round(goal)
             await self.rt.checkpoint(BOUNDARY_PHASE)
@@ -208,7 +234,7 @@ class DyTopoMethod:
         )
         self.rt.abort_if_unreachable(results)
         deliveries = [
-            {"src": src, "dst": dst, "score": None, "content": message_for(results[src], dst)}
+            {"src": src, "dst": dst, "score": None, "content": message_for(results[src], dst, self.payload)}
             for dst in self.rt.workers
             for src in self.rt.workers
             if src != dst and results[src].public
@@ -250,7 +276,12 @@ class DyTopoMethod:
                     if sender is None or not sender.public:
                         continue
                     deliveries.append(
-                        {"src": edge.src, "dst": dst, "score": edge.score, "content": message_for(sender, dst)}
+                        {
+                            "src": edge.src,
+                            "dst": dst,
+                            "score": edge.score,
+                            "content": message_for(sender, dst, self.payload),
+                        }
                     )
             if deliveries:
                 self.rt.emit(ev.MessagesRouted(round=self.rt.round, deliveries=deliveries))
@@ -272,7 +303,12 @@ class DyTopoMethod:
         # broadcast) deliver at the barrier, into next round's memory, as in the single-pass protocol.
         delivered = {(d["src"], d["dst"]) for deliveries in received.values() for d in deliveries}
         late = [
-            {"src": e.src, "dst": e.dst, "score": e.score, "content": message_for(results[e.src], e.dst)}
+            {
+                "src": e.src,
+                "dst": e.dst,
+                "score": e.score,
+                "content": message_for(results[e.src], e.dst, self.payload),
+            }
             for e in routing.edges
             if (e.src, e.dst) not in delivered and results[e.src].public
         ]
@@ -307,7 +343,12 @@ class DyTopoMethod:
         for dst in routing.order:
             for edge in routing.in_edges(dst):
                 deliveries.append(
-                    {"src": edge.src, "dst": dst, "score": edge.score, "content": message_for(results[edge.src], dst)}
+                    {
+                        "src": edge.src,
+                        "dst": dst,
+                        "score": edge.score,
+                        "content": message_for(results[edge.src], dst, self.payload),
+                    }
                 )
         self.rt.emit(ev.MessagesRouted(round=self.rt.round, deliveries=deliveries))
         for name in self.rt.workers:
@@ -363,7 +404,7 @@ class DyTopoMethod:
 
     def _reroute_now(self) -> bool:
         if not self._can_reroute or self._similarity is None:
-            if self.rt.round <= 1 and self.rt.phase != ev.PHASE_MANAGER:
+            if self.rt.round <= 1 and self.rt.phase != ev.PHASE_MANAGER and self.rt.spec.protocol != "single-pass":
                 why = "round 1 is a broadcast: the new values apply at round 2's routing"
             elif self.rt.phase in (ev.PHASE_PLAN, ev.PHASE_DESCRIPTORS):
                 why = "this round's graph is not built yet: the new values apply when it is"
@@ -442,7 +483,17 @@ register(
         name="dytopo",
         summary="Manager goal each round; workers' query/key descriptors, MiniLM and tau/k_in decide who hears whom",
         round_one_broadcast=True,
-        factory=lambda options, domain: DyTopoMethod(DyTopoStrategy()),
+        factory=lambda options, domain: DyTopoMethod(DyTopoStrategy(), payload=options["payload"]),
+        options=(
+            OptionSpec(
+                "payload",
+                "choice",
+                PAYLOAD_AUTO,
+                "what travels along an edge: private (the paper), private+public (the reference), auto "
+                "(private in single-pass, private+public in phased)",
+                choices=PAYLOADS,
+            ),
+        ),
         unit="round",
         substep="phase",
         what_if=True,

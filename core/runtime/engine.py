@@ -145,6 +145,8 @@ class SwarmEngine:
         self.completion_tokens = 0
         self._task: asyncio.Task[Any] | None = None
         self.latest: dict[str, AgentResult] = {}
+        # DyTopo's edge payload: True when only the private message travels (set by the method).
+        self.private_messages_only = False
         self.last_evaluation: Evaluation | None = None
         self.finished: ev.RunFinished | None = None
 
@@ -252,14 +254,23 @@ class SwarmEngine:
             raise RunAborted(next(iter(results.values())).error)
 
     def _worker_messages(self, name: str, call: str, goal: str, inbox: str) -> list[dict[str, str]]:
-        memory_text, dropped, dropped_tokens = self.memory[name].render(self._memory_budget(goal, inbox))
+        # A descriptor call states needs and offers for this round: the last round's memory is its context.
+        since = self.round - 1 if call == ev.CALL_DESCRIPTORS else 0
+        memory_text, dropped, dropped_tokens = self.memory[name].render(
+            self._memory_budget(goal, inbox), since_round=since
+        )
         if dropped:
             self.emit(ev.MemoryTrimmed(round=self.round, agent=name, dropped=dropped, dropped_tokens=dropped_tokens))
         content = worker_request(call, name, self.round, self.spec.problem, goal, memory_text, inbox)
         if call == ev.CALL_DESCRIPTORS and self.settings.no_think:
             content += " /no_think"
         return [
-            {"role": "system", "content": worker_system_prompt(self.domain, self.domain.role(name))},
+            {
+                "role": "system",
+                "content": worker_system_prompt(
+                    self.domain, self.domain.role(name), call, private_only=self.private_messages_only
+                ),
+            },
             {"role": "user", "content": content},
         ]
 

@@ -39,10 +39,24 @@ class AgentMemory:
         if item.text.strip():
             self.items.append(item)
 
-    def render(self, budget_tokens: int) -> tuple[str, int, int]:
+    def visible(self, since_round: int = 0) -> list[MemoryItem]:
+        """The items a prompt shows: from ``since_round`` on, and only the newest item per source.
+
+        A sender's newer message supersedes its older ones (a revised draft, the latest test results, your
+        own latest output): repeating every earlier version in every later prompt was most of what a
+        DyTopo prompt carried, and none of it is new to the recipient. Nothing is lost from the record:
+        the session keeps every message, and the oldest-first budget trim below still applies."""
+        newest: dict[tuple[str, str], int] = {}
+        for index, item in enumerate(self.items):
+            newest[(_source_group(item.kind), item.source)] = index
+        keep = set(newest.values())
+        return [item for index, item in enumerate(self.items) if index in keep and item.round >= since_round]
+
+    def render(self, budget_tokens: int, *, since_round: int = 0) -> tuple[str, int, int]:
         """(text within budget, items dropped now, tokens dropped now). Drops the oldest first, and drops
         them for good: memory only ever shrinks from the old end, so later prompts stay consistent."""
-        rendered = [item.render() for item in self.items]
+        shown = self.visible(since_round)
+        rendered = [item.render() for item in shown]
         costs = [estimate_tokens(r) + 1 for r in rendered]
         total = sum(costs)
         drop = 0
@@ -52,7 +66,13 @@ class AgentMemory:
             dropped_tokens += costs[drop]
             drop += 1
         if drop:
-            self.items = self.items[drop:]
+            cut = set(map(id, shown[:drop]))
+            self.items = [item for item in self.items if id(item) not in cut]
             rendered = rendered[drop:]
             self.dropped_items += drop
         return "\n\n".join(rendered), drop, dropped_tokens
+
+
+def _source_group(kind: str) -> str:
+    """Messages from one teammate supersede each other whether broadcast or routed."""
+    return "message" if kind in ("broadcast", "routed") else kind

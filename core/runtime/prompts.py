@@ -24,12 +24,21 @@ WORKER_FIELDS = ("public", "private", "query", "key")
 DESCRIPTOR_FIELDS = ("query", "key")
 MANAGER_FIELDS = ("goal", "terminate", "reasoning", "final_answer")
 
-_WORKER_SCHEMA = """{
-  "public": "your contribution this round, visible to the Manager and to agents routed to you",
-  "private": {"<TargetRole>": "a note only for that teammate (optional, may be {})"},
+# The reply shapes, one per call kind. A worker's system prompt carries only the shape its call needs.
+_WORK_SCHEMA = """{
+  "public": "%s",
+  "private": %s,
   "query": "one sentence: what you need next from teammates",
   "key": "one sentence: what you can provide to teammates"%s
 }"""
+# What the two fields promise depends on what travels along an edge (core.methods.dytopo PAYLOADS).
+_PUBLIC_SHARED = "your contribution this round, visible to the Manager and to agents routed to you"
+_PRIVATE_NOTE = '{"<TargetRole>": "a note only for that teammate (optional, may be {})"}'
+_PUBLIC_RECORD = "your contribution this round, for the Manager and the record"
+_PRIVATE_MESSAGE = (
+    '{"all": "the message the teammates routed to you receive: what they need from your work", '
+    '"<TargetRole>": "optional, instead of all for that teammate"}'
+)
 
 _DESCRIPTOR_SCHEMA = """{
   "query": "one sentence: what you need next from teammates",
@@ -47,21 +56,26 @@ _STRICT = (
     "Reply with ONLY one valid JSON object and nothing else: no prose before or after it, "
     "no Markdown fences. Strings must be valid JSON strings (escape newlines as \\n)."
 )
+_SPECIFIC = "query and key are matched by meaning to route messages: be specific (name functions, steps, quantities)."
 
 
-def worker_system_prompt(domain: Domain, role: Role) -> str:
+def worker_system_prompt(domain: Domain, role: Role, call: str = CALL_WORK, *, private_only: bool = False) -> str:
+    """The role and the one reply shape this call needs. ``private_only``: only the private message
+    travels along an edge (the paper's eq. 3), so the shape says which field teammates receive."""
     teammates = ", ".join(w.name for w in domain.workers if w.name != role.name)
-    answer_field = ',\n  "answer": "your final answer, as short as possible (e.g. a number or expression)"'
-    schema = _WORKER_SCHEMA % (answer_field if domain.name == "math" and role.name == domain.answer_role else "")
-    return (
+    intro = (
         f"You are {role.name}, the {role.title}, in a team solving one {domain.name} problem over "
         f"several rounds. Teammates: {teammates}. A Manager sets each round's goal.\n"
-        f"Your role: {role.description}\n\n"
-        f"{_STRICT}\nFor a full work reply use exactly this shape:\n{schema}\n"
-        f"For a descriptor-only request use exactly this shape:\n{_DESCRIPTOR_SCHEMA}\n"
-        "Descriptors are matched by meaning to route messages: be specific (name functions, steps, "
-        "quantities)."
+        f"Your role: {role.description}\n\n{_STRICT}\n"
     )
+    if call == CALL_DESCRIPTORS:
+        return f"{intro}Use exactly this shape:\n{_DESCRIPTOR_SCHEMA}\n{_SPECIFIC}"
+    answer_field = ',\n  "answer": "your final answer, as short as possible (e.g. a number or expression)"'
+    public, private = (_PUBLIC_RECORD, _PRIVATE_MESSAGE) if private_only else (_PUBLIC_SHARED, _PRIVATE_NOTE)
+    schema = _WORK_SCHEMA % (
+        public, private, answer_field if domain.name == "math" and role.name == domain.answer_role else ""
+    )
+    return f"{intro}Use exactly this shape:\n{schema}\n{_SPECIFIC}"
 
 
 def manager_system_prompt(domain: Domain) -> str:
