@@ -290,7 +290,12 @@ class DyTopoMethod:
             tier_results = await self.rt.gather(
                 {
                     name: self.rt.worker_call(
-                        name, ev.CALL_WORK, goal, inbox=_render_inbox(received[name]), tier=tier_index
+                        name,
+                        ev.CALL_WORK,
+                        goal,
+                        inbox=_render_inbox(received[name]),
+                        tier=tier_index,
+                        inbox_from=frozenset(d["src"] for d in received[name]),
                     )
                     for name in tier
                 }

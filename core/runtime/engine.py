@@ -253,11 +253,13 @@ class SwarmEngine:
         if results and all(r.status == STATUS_FAILED for r in results.values()):
             raise RunAborted(next(iter(results.values())).error)
 
-    def _worker_messages(self, name: str, call: str, goal: str, inbox: str) -> list[dict[str, str]]:
+    def _worker_messages(
+        self, name: str, call: str, goal: str, inbox: str, inbox_from: frozenset[str] = frozenset()
+    ) -> list[dict[str, str]]:
         # A descriptor call states needs and offers for this round: the last round's memory is its context.
         since = self.round - 1 if call == ev.CALL_DESCRIPTORS else 0
         memory_text, dropped, dropped_tokens = self.memory[name].render(
-            self._memory_budget(goal, inbox), since_round=since
+            self._memory_budget(goal, inbox), since_round=since, newer_from=inbox_from
         )
         if dropped:
             self.emit(ev.MemoryTrimmed(round=self.round, agent=name, dropped=dropped, dropped_tokens=dropped_tokens))
@@ -280,11 +282,18 @@ class SwarmEngine:
         return max(200, self.settings.context_budget_tokens - fixed)
 
     async def worker_call(
-        self, name: str, call: str, goal: str, *, inbox: str, tier: int | None = None
+        self,
+        name: str,
+        call: str,
+        goal: str,
+        *,
+        inbox: str,
+        tier: int | None = None,
+        inbox_from: frozenset[str] = frozenset(),
     ) -> AgentResult:
         limits = self.settings.descriptor_call if call == ev.CALL_DESCRIPTORS else self.settings.work_call
         parser: Callable[[str], Any] = parse_descriptors if call == ev.CALL_DESCRIPTORS else parse_worker
-        messages = self._worker_messages(name, call, goal, inbox)
+        messages = self._worker_messages(name, call, goal, inbox, inbox_from)
         self.emit(ev.AgentStarted(round=self.round, agent=name, call=call, tier=tier))
         outcome = await self.call_and_parse(name, call, messages, limits, parser)
         role = self.domain.role(name)

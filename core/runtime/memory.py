@@ -39,23 +39,33 @@ class AgentMemory:
         if item.text.strip():
             self.items.append(item)
 
-    def visible(self, since_round: int = 0) -> list[MemoryItem]:
+    def visible(self, since_round: int = 0, newer_from: frozenset[str] = frozenset()) -> list[MemoryItem]:
         """The items a prompt shows: from ``since_round`` on, and only the newest item per source.
 
         A sender's newer message supersedes its older ones (a revised draft, the latest test results, your
         own latest output): repeating every earlier version in every later prompt was most of what a
         DyTopo prompt carried, and none of it is new to the recipient. Nothing is lost from the record:
-        the session keeps every message, and the oldest-first budget trim below still applies."""
+        the session keeps every message, and the oldest-first budget trim below still applies.
+        ``newer_from``: teammates whose message of this round is in the prompt's inbox (it supersedes theirs
+        in memory)."""
         newest: dict[tuple[str, str], int] = {}
         for index, item in enumerate(self.items):
             newest[(_source_group(item.kind), item.source)] = index
         keep = set(newest.values())
-        return [item for index, item in enumerate(self.items) if index in keep and item.round >= since_round]
+        return [
+            item
+            for index, item in enumerate(self.items)
+            if index in keep
+            and item.round >= since_round
+            and not (item.kind in ("broadcast", "routed") and item.source in newer_from)
+        ]
 
-    def render(self, budget_tokens: int, *, since_round: int = 0) -> tuple[str, int, int]:
+    def render(
+        self, budget_tokens: int, *, since_round: int = 0, newer_from: frozenset[str] = frozenset()
+    ) -> tuple[str, int, int]:
         """(text within budget, items dropped now, tokens dropped now). Drops the oldest first, and drops
         them for good: memory only ever shrinks from the old end, so later prompts stay consistent."""
-        shown = self.visible(since_round)
+        shown = self.visible(since_round, newer_from)
         rendered = [item.render() for item in shown]
         costs = [estimate_tokens(r) + 1 for r in rendered]
         total = sum(costs)

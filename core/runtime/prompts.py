@@ -28,21 +28,19 @@ MANAGER_FIELDS = ("goal", "terminate", "reasoning", "final_answer")
 _WORK_SCHEMA = """{
   "public": "%s",
   "private": %s,
-  "query": "one sentence: what you need next from teammates",
-  "key": "one sentence: what you can provide to teammates"%s
+  "query": "what you need next from teammates (one sentence)",
+  "key": "what you can provide to teammates (one sentence)"%s
 }"""
 # What the two fields promise depends on what travels along an edge (core.methods.dytopo PAYLOADS).
-_PUBLIC_SHARED = "your contribution this round, visible to the Manager and to agents routed to you"
-_PRIVATE_NOTE = '{"<TargetRole>": "a note only for that teammate (optional, may be {})"}'
-_PUBLIC_RECORD = "your contribution this round, for the Manager and the record"
-_PRIVATE_MESSAGE = (
-    '{"all": "the message the teammates routed to you receive: what they need from your work", '
-    '"<TargetRole>": "optional, instead of all for that teammate"}'
-)
+_PUBLIC_SHARED = "your work this round, for the Manager and the teammates routed to you"
+_PRIVATE_NOTE = '{"<Teammate>": "a note for that teammate only (optional, may be {})"}'
+_PUBLIC_RECORD = "your work this round, for the Manager and the record"
+_PRIVATE_MESSAGE = '{"all": "what the teammates routed to you receive", "<Teammate>": "optional: for one teammate"}'
+
 
 _DESCRIPTOR_SCHEMA = """{
-  "query": "one sentence: what you need next from teammates",
-  "key": "one sentence: what you can provide to teammates"
+  "query": "what you need next from teammates (one sentence)",
+  "key": "what you can provide to teammates (one sentence)"
 }"""
 
 _MANAGER_SCHEMA = """{
@@ -52,11 +50,8 @@ _MANAGER_SCHEMA = """{
   "final_answer": "when terminating: the complete final answer (for code, the full code)"
 }"""
 
-_STRICT = (
-    "Reply with ONLY one valid JSON object and nothing else: no prose before or after it, "
-    "no Markdown fences. Strings must be valid JSON strings (escape newlines as \\n)."
-)
-_SPECIFIC = "query and key are matched by meaning to route messages: be specific (name functions, steps, quantities)."
+_STRICT = "Reply with ONLY one JSON object: no prose, no Markdown fences; escape newlines in strings as \\n."
+_SPECIFIC = "query and key route messages by meaning: be specific (name functions, steps, quantities)."
 
 
 def worker_system_prompt(domain: Domain, role: Role, call: str = CALL_WORK, *, private_only: bool = False) -> str:
@@ -66,7 +61,7 @@ def worker_system_prompt(domain: Domain, role: Role, call: str = CALL_WORK, *, p
     intro = (
         f"You are {role.name}, the {role.title}, in a team solving one {domain.name} problem over "
         f"several rounds. Teammates: {teammates}. A Manager sets each round's goal.\n"
-        f"Your role: {role.description}\n\n{_STRICT}\n"
+        f"Your role: {role.description}\n{_STRICT}\n"
     )
     if call == CALL_DESCRIPTORS:
         return f"{intro}Use exactly this shape:\n{_DESCRIPTOR_SCHEMA}\n{_SPECIFIC}"
