@@ -22,6 +22,7 @@ from core.bench.runner import (
     humaneval_program,
     load_dataset,
     score_code,
+    session_name,
 )
 from core.demo.bench_script import benchmark_script
 from core.demo.server import RequestInfo, ScriptedServer
@@ -150,7 +151,7 @@ def test_every_problem_and_strategy_saves_a_session(humaneval_demo_run: tuple[Pa
         assert isinstance(started, ev.RunStarted) and started.strategy == row["strategy"]
         assert row["session"].startswith(f"sessions/{row['strategy']}/")
     # Code execution ran during the swarm runs (visible tests only).
-    dytopo = load_session(out / "sessions" / "dytopo" / "HumanEval_0.json")
+    dytopo = load_session(out / "sessions" / "dytopo" / f"{session_name('HumanEval/0')}.json")
     tests = [e for e in dytopo.replay_events() if isinstance(e, ev.TestRun)]
     assert tests and tests[-1].passed
 
@@ -209,7 +210,7 @@ def test_random_strategy_matches_dytopos_edge_counts_round_by_round(
     # Wrong code keeps the visible tests failing, so the runs go on to max_rounds: several routed rounds.
     args = ("--limit", "2", "--strategy", "dytopo,random", "--max-rounds", "3", "--concurrency", "2")
     assert bench(tmp_path, HUMANEVAL, *args, server=wrong_server) == 0
-    for name in ("HumanEval_0.json", "HumanEval_1.json"):
+    for name in (f"{session_name('HumanEval/0')}.json", f"{session_name('HumanEval/1')}.json"):
         dytopo = _edge_counts(tmp_path / "sessions" / "dytopo" / name)
         random = _edge_counts(tmp_path / "sessions" / "random" / name)
         assert sorted(dytopo) == [2, 3]

@@ -11,9 +11,11 @@ from core.runtime.config import (
     CallLimits,
     ConfigError,
     Settings,
+    check_base_url,
     load_settings,
     resolve_api_key,
     resolve_base_url,
+    strip_userinfo,
 )
 
 
@@ -67,12 +69,42 @@ def test_settings_may_sit_under_a_swarm_table_with_a_keymap(tmp_path: Path) -> N
         ("[work_call]\ntemperature = 'hot'\n", "work_call.temperature must be a number"),
         ("[work_call]\nmax_tokens = 0\n", "work_call.max_tokens must be at least 1"),
         ("max_retries = -1\n", "max_retries must be 0 or more"),
+        ("first_byte_timeout = 0\n", "first_byte_timeout must be positive"),
+        ("first_byte_timeout = 'soon'\n", "first_byte_timeout must be a number"),
+        ("max_retry_wait = -1\n", "max_retry_wait must be 0 or more"),
+        ("base_url = 'http://[::1/v1'\n", "cannot be parsed"),
+        ("base_url = 'http://127.0.0.1:99999/v1'\n", "port '99999'"),
+        ("base_url = 'localhost:1234/v1'\n", "must start with http:// or https://"),
+        ("base_url = 'http://user:secret@host/v1'\n", "put the key in $OPENAI_API_KEY"),
     ],
 )
 def test_a_bad_file_is_one_clear_line(tmp_path: Path, text: str, fragment: str) -> None:
     with pytest.raises(ConfigError) as info:
         load_settings(_config(tmp_path, text), environ={})
     assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+def test_endpoint_timeouts_have_defaults_and_come_from_the_file(tmp_path: Path) -> None:
+    defaults = Settings()
+    assert (defaults.first_byte_timeout, defaults.max_retry_wait, defaults.call_timeout) == (30.0, 60.0, 120.0)
+    loaded = load_settings(_config(tmp_path, "first_byte_timeout = 5\nmax_retry_wait = 0\n"), environ={})
+    assert (loaded.first_byte_timeout, loaded.max_retry_wait) == (5.0, 0.0)
+
+
+@pytest.mark.parametrize(
+    "url", ["http://localhost:1234/v1", "https://api.openai.com/v1", "http://[::1]:8080/v1", "HTTP://Host/v1"]
+)
+def test_good_endpoint_urls_pass(url: str) -> None:
+    assert check_base_url(url) == url
+
+
+def test_userinfo_is_refused_in_settings_but_stripped_for_the_client() -> None:
+    secret = "http://user:secret@host:8/v1"
+    with pytest.raises(ConfigError) as info:
+        check_base_url(secret)
+    assert "secret" not in str(info.value)
+    assert check_base_url(secret, allow_userinfo=True) == secret
+    assert strip_userinfo(secret) == "http://host:8/v1" and strip_userinfo("http://h/v1") == "http://h/v1"
 
 
 def test_a_bad_environment_value_is_named() -> None:

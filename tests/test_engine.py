@@ -100,7 +100,17 @@ async def test_calls_use_the_reference_temperatures_and_token_limits(
         (ev.CALL_WORK, 0.3, 4096),
         (ev.CALL_DESCRIPTORS, 0.1, 256),
     }
-    assert all(r.body.get("response_format") == {"type": "json_object"} for r in demo_server.requests)
+    # Structured output: each call names its contract's JSON schema (the scripted server accepts it).
+    names = {
+        ev.CALL_PLAN: "manager_decision",
+        ev.CALL_MANAGER: "manager_decision",
+        ev.CALL_WORK: "worker_reply",
+        ev.CALL_DESCRIPTORS: "descriptors",
+    }
+    for r in demo_server.requests:
+        response_format = r.body.get("response_format")
+        assert response_format["type"] == "json_schema", response_format
+        assert response_format["json_schema"]["name"] == names[r.call]
     assert all(r.body.get("stream") for r in demo_server.requests)
 
 

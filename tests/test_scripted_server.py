@@ -300,6 +300,48 @@ def test_reject_response_format_only_when_sent(fresh: ScriptedServer) -> None:
     assert json.loads(resp.choices[0].message.content)["public"]
 
 
+def test_reject_json_schema_rejects_only_schema_output(fresh: ScriptedServer) -> None:
+    fresh.add_fault(FaultRule("reject_json_schema", times=0))
+    c = client(fresh)
+    schema = {"name": "worker_reply", "schema": {"type": "object"}, "strict": False}
+    with pytest.raises(openai.BadRequestError) as err:
+        c.chat.completions.create(
+            model=DEMO_MODEL, messages=worker_messages(), response_format={"type": "json_schema", "json_schema": schema}
+        )
+    assert err.value.status_code == 400 and "json_schema" in str(err.value)
+    json_mode = {"type": "json_object"}
+    resp = c.chat.completions.create(model=DEMO_MODEL, messages=worker_messages(), response_format=json_mode)
+    assert json.loads(resp.choices[0].message.content)["public"]
+    assert fresh.requests[0].body["response_format"]["json_schema"] == schema
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_truncated_sends_half_the_reply_with_finish_reason_length(fresh: ScriptedServer, stream: bool) -> None:
+    fresh.add_fault(FaultRule("truncated"))
+    msgs = worker_messages()
+    expected = expected_reply(msgs)
+    c = client(fresh)
+    if stream:
+        parts, finish = [], None
+        for chunk in c.chat.completions.create(model=DEMO_MODEL, messages=msgs, stream=True):
+            for choice in chunk.choices:
+                parts.append(choice.delta.content or "")
+                finish = choice.finish_reason or finish
+        text = "".join(parts)
+    else:
+        choice = c.chat.completions.create(model=DEMO_MODEL, messages=msgs).choices[0]
+        text, finish = choice.message.content, choice.finish_reason
+    assert finish == "length" and text == expected[: len(expected) // 2]
+
+
+def test_429_sends_the_retry_after_it_was_given(fresh: ScriptedServer) -> None:
+    fresh.add_fault(FaultRule("http_429", retry_after=120))
+    with pytest.raises(openai.RateLimitError) as err:
+        client(fresh).chat.completions.create(model=DEMO_MODEL, messages=worker_messages())
+    headers = err.value.response.headers
+    assert (headers["retry-after"], headers["retry-after-ms"]) == ("120", "120000")
+
+
 def test_stop_returns_with_a_stalled_stream_open() -> None:
     srv = ScriptedServer(stall_seconds=600.0).start()
     srv.add_fault(FaultRule("stall"))

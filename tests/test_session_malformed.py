@@ -187,3 +187,45 @@ def test_import_strings_in_a_file_are_plain_data(tmp_path: Path) -> None:
     for fmt in ("md", "json", "toml", "dot", "mermaid"):
         export_session(session, fmt)
     assert not (tmp_path / "PWNED").exists()
+
+
+# --- files that are not regular files --------------------------------------------------------------
+
+
+def _limited_memory() -> None:  # a child that reads /dev/zero without end fails fast, not the machine
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (2 * 1024**3, 2 * 1024**3))
+
+
+@pytest.mark.parametrize(
+    ("kind", "fragment"),
+    [("fifo", "a named pipe (FIFO), not a session file"), ("dev-zero", "a device, not a session file")],
+)
+def test_a_fifo_or_a_device_named_json_is_refused_at_once(tmp_path: Path, kind: str, fragment: str) -> None:
+    path = tmp_path / "session.json"
+    if kind == "fifo":
+        os.mkfifo(path)  # opening it for reading would wait for a writer forever
+    else:
+        path.symlink_to("/dev/zero")  # reading it never ends
+    for argv in (["replay", str(path), "--headless"], ["export", str(path), "--format", "md"]):
+        result = subprocess.run(
+            [sys.executable, "-m", "tui.cli", *argv],
+            capture_output=True, text=True, timeout=60, cwd=ROOT, preexec_fn=_limited_memory,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        )
+        assert result.returncode == 2, result.stderr[-500:]
+        assert result.stderr == f"swarm-tui: error: {path}: {fragment}: only regular files are read\n"
+    with pytest.raises(SessionFormatError, match="only regular files"):
+        load_session(path)
+
+
+def test_a_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    from core.sessions.store import MAX_FILE_BYTES
+
+    path = tmp_path / "big.json"
+    with path.open("wb") as handle:
+        handle.truncate(MAX_FILE_BYTES + 1)  # sparse: no disk used
+    assert MAX_FILE_BYTES == 64 * 1024 * 1024
+    with pytest.raises(SessionFormatError, match="file too large"):
+        load_session(path)

@@ -18,7 +18,7 @@ from textual.worker import Worker, WorkerState
 from core.runtime import events as ev
 from core.runtime.config import Settings
 
-from .bridge import BackendFailed, EngineEvent
+from .bridge import BackendFailed, BackendStatus, EngineEvent
 from .commands import SwarmCommands
 from .state import default_state_path, read_state, write_state
 
@@ -70,6 +70,14 @@ class SwarmApp(App[int]):
         self._themes_ready = False
         self._from_launch: tuple[str, bool] | None = None  # (problem, demo) of a run started from the form
         self._fork_origin: Any = None  # the replay screen a fork started from, until the fork gets going
+
+    def notify(self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None,
+               markup: bool = True) -> None:
+        """Every toast (screens call the app's): its text may quote a model, a server or a file, so it is
+        made printable first (core.runtime.textsafe)."""
+        from core.runtime.textsafe import printable
+
+        super().notify(printable(message), title=printable(title), severity=severity, timeout=timeout, markup=markup)
 
     # --- start-up -----------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -198,6 +206,10 @@ class SwarmApp(App[int]):
     def on_engine_event(self, message: EngineEvent) -> None:
         if self.swarm_screen is not None:
             self.swarm_screen.apply_event(message.event)
+
+    def on_backend_status(self, message: BackendStatus) -> None:
+        if self.swarm_screen is not None and hasattr(self.swarm_screen, "backend_status"):
+            self.swarm_screen.backend_status(message.text)
 
     def on_backend_failed(self, message: BackendFailed) -> None:
         fork_screen = self.swarm_screen

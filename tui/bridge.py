@@ -46,3 +46,11 @@ class BackendFailed(Message):
     def __init__(self, message: str) -> None:
         super().__init__()
         self.message = message
+
+
+class BackendStatus(Message):
+    """Opening the endpoint is taking a while: "contacting URL … N s" (one line for the header)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text

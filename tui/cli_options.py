@@ -12,8 +12,18 @@ from pathlib import Path
 from typing import NoReturn
 
 from core.methods import MethodError, build_method, get_method_info, parse_option_flags
-from core.runtime.config import DOMAINS, PROTOCOLS, ConfigError, Settings, load_settings
+from core.runtime.config import (
+    DEFAULT_BASE_URL,
+    DOMAINS,
+    PROTOCOLS,
+    ConfigError,
+    Settings,
+    check_base_url,
+    load_settings,
+    resolve_base_url,
+)
 from core.runtime.domains import get_domain
+from core.runtime.textsafe import printable
 
 EXIT_USAGE = 2
 
@@ -30,7 +40,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def fail(message: str) -> NoReturn:
-    print(f"swarm-tui: error: {message}", file=sys.stderr)
+    print(printable(f"swarm-tui: error: {message}"), file=sys.stderr)
     raise SystemExit(EXIT_USAGE)
 
 
@@ -130,6 +140,13 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             # The default (3) suits the code team; smaller teams get the largest k_in they allow.
             settings = settings.with_overrides(k_in=n_workers - 1)
         settings.validate(n_workers=n_workers)
+        url = resolve_base_url(settings)
+        if not getattr(args, "demo", False) and settings.base_url is None and url != DEFAULT_BASE_URL:
+            # validate() checked --base-url and the config file; this one came from $OPENAI_BASE_URL.
+            try:
+                check_base_url(url)
+            except ConfigError as exc:
+                raise ConfigError(f"$OPENAI_BASE_URL: {exc}") from None
         if hasattr(args, "method_options"):
             settings = with_method_options(settings, args.method_options)
     except (ConfigError, MethodError) as exc:

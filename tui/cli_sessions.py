@@ -1,6 +1,9 @@
 """``swarm-tui sessions | export | replay``: saved sessions from the command line.
 
 Every user error (a missing, corrupt or hostile file, a bad flag) is one line on stderr and exit 2.
+Everything printed from a file goes through core.runtime.textsafe.printable: a session cannot send
+control sequences to the terminal. ``export`` to stdout is made printable the same way (control
+characters shown as ␛, ␇, …); ``export -o FILE`` writes the text exactly as recorded.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core.runtime.config import ConfigError, load_settings
+from core.runtime.textsafe import printable
 from core.sessions.export import FORMATS, export_session
 from core.sessions.model import Session, SessionFormatError
 from core.sessions.store import SUFFIXES, SessionSummary, list_sessions, load_session
@@ -55,8 +59,12 @@ def _load(name: str) -> tuple[Session, Path]:
 # --- sessions ----------------------------------------------------------------------------------
 
 
+def _say(text: str = "", *, err: bool = False) -> None:
+    print(printable(text), file=sys.stderr if err else sys.stdout)
+
+
 def _cell(text: str, width: int) -> str:
-    text = " ".join(text.split())
+    text = " ".join(printable(text).split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -70,7 +78,7 @@ def format_table(rows: Sequence[SessionSummary]) -> str:
             str(s.rounds),
             s.outcome,
             str(s.tokens),
-            s.path.name,
+            printable(s.path.name),
         )
         for s in rows
     ]
@@ -98,14 +106,14 @@ def _sessions(argv: list[str]) -> int:
         listing = list_sessions(directory)
         title = "shipped examples" if directory == EXAMPLES_DIR and index else "sessions"
         if index:
-            print()
+            _say()
         if not listing:
-            print(f"no {title} in {directory}")
+            _say(f"no {title} in {directory}")
         else:
-            print(f"{title} in {directory}:")
-            print(format_table(listing))
+            _say(f"{title} in {directory}:")
+            _say(format_table(listing))
         for error in listing.errors:
-            print(f"swarm-tui: skipped {error}", file=sys.stderr)
+            _say(f"swarm-tui: skipped {error}", err=True)
     return 0
 
 
@@ -121,13 +129,13 @@ def _export(argv: list[str]) -> int:
     session, _ = _load(args.file)
     text = export_session(session, args.format)
     if args.output is None:
-        sys.stdout.write(text)
+        sys.stdout.write(printable(text))  # a terminal, or a pipe: either way nothing in it may act
         return 0
     try:
         args.output.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise _UserError(f"cannot write {args.output}: {exc.strerror or exc}") from None
-    print(f"wrote {args.output}", file=sys.stderr)
+    _say(f"wrote {args.output}", err=True)
     return 0
 
 
@@ -166,14 +174,14 @@ def _replay(argv: list[str]) -> int:
     # The very consumer a live headless run uses, fed the recorded events.
     from .headless import ProgressPrinter
 
-    print(f"replay of {path} (recorded {session.created}, app {session.app_version})")
+    _say(f"replay of {path} (recorded {session.created}, app {session.app_version})")
     printer = ProgressPrinter(sys.stdout)
     for event in session.replay_events():
         printer(event)
     if session.outcome is None:
-        print(f"\nthe run did not finish: {session.completed_rounds} completed rounds recorded")
+        _say(f"\nthe run did not finish: {session.completed_rounds} completed rounds recorded")
     else:
-        print(f"\nfinal answer ({session.outcome.answer_source or 'none'}):\n{session.outcome.final_answer}")
+        _say(f"\nfinal answer ({session.outcome.answer_source or 'none'}):\n{session.outcome.final_answer}")
     return 0
 
 
@@ -210,7 +218,7 @@ def main(name: str, argv: list[str]) -> int:
     try:
         return _COMMANDS[name](argv)
     except _UserError as exc:
-        print(f"swarm-tui: error: {exc}", file=sys.stderr)
+        _say(f"swarm-tui: error: {exc}", err=True)
         return EXIT_USAGE
     except BrokenPipeError:  # e.g. piped into head
         return 0

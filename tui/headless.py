@@ -23,7 +23,9 @@ from core.llm.embeddings import shared_embedder
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 from core.runtime.config import Settings
+from core.runtime.parsing import contract_warning
 from core.runtime.runner import Backend, build_engine, open_backend
+from core.runtime.textsafe import json_safe, printable
 from core.sessions.fork import ForkPoint
 from core.sessions.store import SessionRecorder
 
@@ -33,9 +35,10 @@ EXIT_CANCELLED = 130
 
 def write_or_silence(out: TextIO, text: str) -> bool:
     """Write and flush; False when the reader has gone (e.g. piped into ``head``). The stream is then
-    pointed at /dev/null, so neither later writes nor the interpreter's last flush raise again."""
+    pointed at /dev/null, so neither later writes nor the interpreter's last flush raise again.
+    Control characters (from a model or a file) are shown, never sent to the terminal (core.runtime.textsafe)."""
     try:
-        out.write(text)
+        out.write(printable(text))
         out.flush()
         return True
     except BrokenPipeError:
@@ -56,7 +59,8 @@ class ProgressPrinter:
         self._max_rounds = 0
 
     def _line(self, text: str) -> None:
-        write_or_silence(self.out, text + "\n")  # progress is a side channel: the run goes on without it
+        # Made printable there. Progress is a side channel: the run goes on without it.
+        write_or_silence(self.out, text + "\n")
 
     def __call__(self, event: ev.Event) -> None:
         handler = getattr(self, f"on_{event.type}", None)
@@ -140,7 +144,8 @@ class JsonLinesWriter:
     def __call__(self, event: ev.Event) -> None:
         if self.closed:
             return
-        if not write_or_silence(self.out, json.dumps(event.to_dict(), ensure_ascii=False) + "\n"):
+        # json.dumps escapes C0 controls; json_safe the C1 ones it leaves raw. printable() then finds nothing.
+        if not write_or_silence(self.out, json_safe(json.dumps(event.to_dict(), ensure_ascii=False)) + "\n"):
             self.closed = True
             if self.on_closed is not None:
                 self.on_closed()
@@ -160,6 +165,11 @@ class SaveWarning:
         if error and error != self._told:
             write_or_silence(self.out, f"swarm-tui: warning: {error}\n")
         self._told = error
+
+
+def say(text: str) -> None:
+    """One line on stderr, its text made printable (it may quote a server or a model)."""
+    write_or_silence(sys.stderr, text + "\n")
 
 
 def make_evaluator(settings: Settings) -> CodeExecutionEvaluator | None:
@@ -183,9 +193,9 @@ async def _run(
 ) -> int:
     embedder = shared_embedder(settings.embedding_model_path)
     try:
-        backend: Backend = await open_backend(settings, demo=demo)
+        backend: Backend = await open_backend(settings, demo=demo, on_status=lambda text: say(f"  {text}"))
     except EndpointError as exc:
-        print(f"swarm-tui: {exc}", file=sys.stderr)
+        say(f"swarm-tui: {exc}")
         return EXIT_FAILED
     recorder = SessionRecorder(Path(settings.sessions_dir), path=save)
     writer = JsonLinesWriter(sys.stdout) if json_lines else ProgressPrinter(sys.stderr)
@@ -207,19 +217,24 @@ async def _run(
     finally:
         await backend.close()
     if recorder.error:
-        print(f"swarm-tui: the session could not be saved: {recorder.error}", file=sys.stderr)
+        say(f"swarm-tui: the session could not be saved: {recorder.error}")
     elif recorder.path is not None:
-        print(f"session saved: {recorder.path}", file=sys.stderr)
+        say(f"session saved: {recorder.path}")
     if not json_lines:
         write_or_silence(sys.stdout, finished.final_answer + "\n")
+    warning = contract_warning(finished.replies_parsed, finished.replies_total)
+    if warning:
+        say(f"swarm-tui: {warning}")
     if finished.reason == "error":
-        print(f"swarm-tui: {finished.detail}", file=sys.stderr)
+        say(f"swarm-tui: {finished.detail}")
         return EXIT_FAILED
     if finished.reason == "cancelled":
         return EXIT_CANCELLED
+    if finished.replies_total > 0 and finished.replies_parsed == 0:
+        return EXIT_FAILED  # nothing the model said was usable: not a success, whatever the answer looks like
     if expect is not None:
         matches = await asyncio.to_thread(check_expected, finished.final_answer, expect)
-        print(f"expected answer {expect!r}: {'matches' if matches else 'does NOT match'}", file=sys.stderr)
+        say(f"expected answer {expect!r}: {'matches' if matches else 'does NOT match'}")
         return 0 if matches else EXIT_FAILED
     return 0
 

@@ -1,7 +1,10 @@
 """What the run screen knows, built only from the event stream (DESIGN rule 2).
 
 RunModel is plain Python (no Textual): ``apply(event)`` folds one core event into per-round records.
-The live run, a replay and the tests all feed it the same events; widgets only read it. ``rev`` grows
+The live run, a replay and the tests all feed it the same events; widgets only read it. Text enters
+through ``apply`` only, made printable there (core.runtime.textsafe): Textual strips a few control
+characters (BEL, CR, …) but passes ESC and C1 to the terminal, so a reply could set the window title or
+clear the screen. ``rev`` grows
 with every change that is not a token delta, so widgets can skip redraws when nothing moved.
 """
 
@@ -12,6 +15,7 @@ from typing import Any
 
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
+from core.runtime.textsafe import printable, printable_fields
 
 from .streamtext import ReplyStream
 
@@ -163,8 +167,9 @@ class RunModel:
     def apply(self, event: ev.Event) -> None:
         self.last_ts = event.ts
         if isinstance(event, ev.AgentDelta):
-            self._delta(event)
+            self._delta(event)  # the unescaped text is made printable there
             return
+        event = printable_fields(event)  # a copy when it held control characters; the recorder keeps the raw one
         handler = getattr(self, f"_on_{event.type}", None)
         if handler is not None:
             handler(event)
@@ -185,12 +190,12 @@ class RunModel:
 
     def _delta(self, e: ev.AgentDelta) -> None:
         agent = self._agent(e.round, e.agent)
-        added = agent._stream.feed(e.text)
+        added = agent._stream.feed(e.text)  # JSON-unescaped: "\\u001b" in the stream is an ESC here
         if added is None:  # not the JSON shape after all: the pane starts over with the whole reply
-            agent.text = agent._stream.text
+            agent.text = printable(agent._stream.text)
             agent.attempt += 1
         else:
-            agent.text += added
+            agent.text += printable(added)
         self.delta_rev += 1
 
     def _on_run_started(self, e: ev.RunStarted) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import csv
+import hashlib
 import json
 import re
 import time
@@ -400,7 +401,13 @@ class _Run:
 
 
 def session_name(task_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", task_id).strip("._") or "problem"
+    """A file name for a task's session: the id with unsafe characters replaced, plus a short hash of
+    the raw id whenever that changed it, so ids that differ only there ("a/b", "a_b", "a b") never share
+    a file. Stable: the same id always gives the same name."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", task_id).strip("._")[:100] or "problem"
+    if safe == task_id:
+        return safe
+    return f"{safe}-{hashlib.sha256(task_id.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 ProgressCallback = Callable[[Row, int, int], None]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import socket
 import threading
 import time
@@ -37,6 +38,8 @@ FAULT_KINDS = (
     "stall",  # headers and one chunk, then silence for stall_seconds, then the rest
     "drop",  # part of the reply, then the connection is closed mid-body
     "reject_response_format",  # 400 when the request asks for response_format (no JSON mode)
+    "reject_json_schema",  # 400 when the request asks for response_format of type json_schema (JSON mode is fine)
+    "truncated",  # the first half of the reply, ending with finish_reason "length" (cut off at max_tokens)
 )
 
 _GENERIC_REPLY = json.dumps({"reply": "Hello from the swarm-tui scripted server."})
@@ -49,6 +52,7 @@ class FaultRule:
     call: str | None = None
     round: int | None = None
     times: int = 1  # matching requests it applies to before it is used up; <= 0 means never used up
+    retry_after: float | None = None  # http_429: the Retry-After it sends, in seconds (default: retry at once)
 
     def __post_init__(self) -> None:
         if self.kind not in FAULT_KINDS:
@@ -57,6 +61,10 @@ class FaultRule:
     def matches(self, info: RequestInfo) -> bool:
         if self.kind == "reject_response_format" and "response_format" not in info.body:
             return False
+        if self.kind == "reject_json_schema":
+            response_format = info.body.get("response_format")
+            if not (isinstance(response_format, dict) and response_format.get("type") == "json_schema"):
+                return False
         return (
             (self.role is None or self.role == info.role)
             and (self.call is None or self.call == info.call)
@@ -323,8 +331,11 @@ class ScriptedServer:
         kind = fault.kind if fault else ""
 
         if kind == "http_429":
-            # retry-after-ms wins in the openai SDK: retry almost at once instead of backing off.
+            # retry-after-ms wins in the openai SDK and in core.llm.client: retry almost at once by default.
             headers = {"retry-after": "0", "retry-after-ms": "10"}
+            if fault is not None and fault.retry_after is not None:
+                wait = max(0.0, fault.retry_after)
+                headers = {"retry-after": str(math.ceil(wait)), "retry-after-ms": str(round(wait * 1000))}
             handler._send_json(
                 429,
                 _error_body("Rate limit reached (scripted)", "rate_limit_error", "rate_limit_exceeded"),
@@ -346,6 +357,16 @@ class ScriptedServer:
         if kind == "http_404":
             message = f"The model {body.get('model')!r} does not exist (scripted)"
             handler._send_json(404, _error_body(message, "invalid_request_error", "model_not_found"))
+            return
+        if kind == "reject_json_schema":
+            handler._send_json(
+                400,
+                _error_body(
+                    "response_format type json_schema is not supported by this server (scripted)",
+                    "invalid_request_error",
+                    None,
+                ),
+            )
             return
         if kind == "reject_response_format":
             handler._send_json(
@@ -398,6 +419,8 @@ class ScriptedServer:
             return _think(content)
         if kind == "missing_fields":
             return _missing_fields(content, info)
+        if kind == "truncated":
+            return content[: max(1, len(content) // 2)]
         return content
 
     def _respond(
@@ -412,7 +435,7 @@ class ScriptedServer:
                 {
                     "index": 0,
                     "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
+                    "finish_reason": "length" if kind == "truncated" else "stop",
                 }
             ],
         }
@@ -481,7 +504,7 @@ class ScriptedServer:
         if kind == "drop":
             handler._abort()
             return
-        write(choice("{}", '"stop"'))
+        write(choice("{}", '"length"' if kind == "truncated" else '"stop"'))
         if usage is not None:
             write(event(f'"choices": [], "usage": {json.dumps(usage)}'))
         write(b"data: [DONE]\n\n")

@@ -1,20 +1,36 @@
 """The LLM layer: the real ``openai.AsyncOpenAI`` client, streaming, against any OpenAI-compatible URL.
 
-The SDK retries 408/409/429/5xx itself (``max_retries``) before a stream starts. A stream that stalls
-(longer than the call timeout between bytes) or drops mid-way is retried once here, because the SDK
-cannot retry a response it has already begun to hand us.
+Every wait is bounded, and every wait can be cancelled (all of them are awaits):
+
+* the response must start (headers) within ``first_byte_timeout`` (default 30 s), connect included; if it
+  does not, the call ends with "no answer from URL in N s" and is not retried (``EndpointUnavailable``);
+* inside a stream, ``timeout`` (``call_timeout``, 120 s) is the longest silence; a stream that stalls or
+  drops mid-way is retried once;
+* a call that fails before it starts (408/409/429/5xx, a refused connection) is retried here, not by the
+  SDK, up to ``max_retries`` times, honouring Retry-After, and each retry is announced (``on_retry``:
+  "rate limited by URL, retrying in N s"). One call waits at most ``max_retry_wait`` seconds in all;
+  a server that asks for more, or still rate-limits after the retries, ends the call with one line
+  (``EndpointUnavailable``).
+
+Structured output: a call that names a contract's JSON schema asks for ``response_format`` of type
+``json_schema``; a server that rejects it is asked for ``json_object``, then for nothing, and each
+client remembers what its endpoint accepted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import email.utils
+import math
+import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import openai
 
+from core.runtime.config import ConfigError, check_base_url, strip_userinfo
 from core.sessions.model import redact_url
 
 try:  # the openai SDK moved to the httpx2 fork; older releases use httpx
@@ -23,10 +39,33 @@ except ImportError:  # pragma: no cover - depends on the installed SDK
     import httpx  # type: ignore[no-redef]
 
 DeltaCallback = Callable[[str], None]
+StatusCallback = Callable[[str], None]
+T = TypeVar("T")
+
+STATUS_EVERY = 5.0  # "contacting URL … N s" after 1 s, then every 5 s, while the endpoint has not answered
+_INITIAL_BACKOFF = 0.5  # seconds before the first retry when the server names no Retry-After
+_MAX_BACKOFF = 8.0
 
 
 class EndpointError(RuntimeError):
     """The endpoint cannot be used; the message is one line fit to show a user."""
+
+
+class EndpointUnavailable(openai.APIConnectionError):
+    """A call given up on: no answer in time, or rate limited beyond what we wait. The message is one line
+    naming the URL. A kind of APIConnectionError, so every caller treats the endpoint as unusable for now
+    (the engine ends the run when the Manager's call gets it, rather than calling the workers)."""
+
+    def __init__(self, message: str, url: str) -> None:
+        super().__init__(message=message, request=httpx.Request("POST", url))
+
+
+class _StreamBroken(Exception):
+    """A stream that had started stalled or dropped: retried once."""
+
+    def __init__(self, error: openai.APIConnectionError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 @dataclass
@@ -37,6 +76,7 @@ class ChatResult:
     usage_estimated: bool
     latency_s: float
     attempts: int
+    finish_reason: str | None = None  # "stop", "length" (cut off at max_tokens), ... as the server said
 
 
 def estimate_tokens(text: str) -> int:
@@ -48,8 +88,15 @@ def _prompt_chars(messages: list[dict[str, str]]) -> int:
     return sum(len(m.get("content") or "") for m in messages)
 
 
+def seconds(value: float) -> str:
+    """3 s, 0.5 s, 120 s: short, without trailing zeros."""
+    return f"{value:.3g}" if value < 1000 else f"{value:.0f}"
+
+
 def describe_api_error(exc: BaseException, base_url: str) -> str:
     """One line for a user, naming the URL; never includes request headers (they hold the key)."""
+    if isinstance(exc, EndpointUnavailable):
+        return exc.message
     if isinstance(exc, openai.APITimeoutError):
         return f"the model endpoint {base_url} timed out"
     if isinstance(exc, openai.APIConnectionError):
@@ -62,7 +109,7 @@ def describe_api_error(exc: BaseException, base_url: str) -> str:
     if isinstance(exc, openai.NotFoundError):
         return f"the endpoint {base_url} answered 404: check --base-url (it usually ends in /v1) and --model"
     if isinstance(exc, openai.APIStatusError):
-        message = str(getattr(exc, "message", "") or exc).splitlines()[0][:200]
+        message = (str(getattr(exc, "message", "") or exc).splitlines() or [""])[0][:200]
         return f"the endpoint {base_url} answered status {exc.status_code}: {message}"
     return f"model call failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
 
@@ -77,6 +124,37 @@ def redact_secret(text: str, secret: str | None) -> str:
     return text.replace(secret, "***")
 
 
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    """Seconds the server asks us to wait (retry-after-ms, retry-after as seconds or an HTTP date)."""
+    headers = exc.response.headers
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            delay = float(value) / divisor
+        except ValueError:
+            continue
+        if math.isfinite(delay):
+            return max(0.0, delay)
+        return math.inf
+    value = headers.get("retry-after")
+    if value:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        return max(0.0, when.timestamp() - time.time())
+    return None
+
+
+def _retryable(exc: openai.APIStatusError) -> bool:
+    should = exc.response.headers.get("x-should-retry")
+    if should in ("true", "false"):
+        return should == "true"
+    return exc.status_code in (408, 409, 429) or exc.status_code >= 500
+
+
 class LLMClient:
     def __init__(
         self,
@@ -85,24 +163,43 @@ class LLMClient:
         model: str | None = None,
         *,
         timeout: float = 120.0,
+        first_byte_timeout: float = 30.0,
         max_retries: int = 2,
+        max_retry_wait: float = 60.0,
         max_concurrency: int = 4,
         sampling_extras: dict[str, Any] | None = None,
+        on_status: StatusCallback | None = None,
     ) -> None:
+        """Raises EndpointError (one line) for a URL that cannot be used (see config.check_base_url).
+        ``user:password@`` in the URL is dropped: the API key is the only credential sent."""
+        try:
+            check_base_url(base_url, allow_userinfo=True)
+        except ConfigError as exc:
+            raise EndpointError(str(exc)) from None
         self.base_url = base_url
         self.model = model or ""
         self._timeout = timeout
+        self.first_byte_timeout = first_byte_timeout
+        self.max_retries = max_retries
+        self.max_retry_wait = max_retry_wait
+        self.on_status = on_status  # "contacting URL … N s" while list_models / ensure_model wait
         self._client = openai.AsyncOpenAI(
-            base_url=base_url,
+            base_url=strip_userinfo(base_url),
             api_key=api_key,
-            max_retries=max_retries,
+            max_retries=0,  # retries are ours: bounded in time, announced, and cancellable
             # read= is the longest silence tolerated inside a stream: a stalled stream times out.
-            timeout=openai.Timeout(timeout, connect=min(10.0, timeout)),
+            timeout=openai.Timeout(timeout, connect=min(10.0, timeout, first_byte_timeout)),
         )
         self._limit = asyncio.Semaphore(max_concurrency)
         self._extras = {k: v for k, v in (sampling_extras or {}).items() if v is not None}
-        self.json_mode_supported: bool | None = None  # learned on first call
+        # What the endpoint accepts as response_format, learned on the first calls (None: not known yet).
+        self.schema_supported: bool | None = None
+        self.json_mode_supported: bool | None = None
         self.calls = 0
+
+    @property
+    def shown_url(self) -> str:
+        return redact_url(self.base_url)
 
     async def close(self) -> None:
         await self._client.close()
@@ -111,11 +208,47 @@ class LLMClient:
         """describe_api_error, with the API key cut out (a server's error text may echo the key it got,
         as some proxies do) and the URL without user:password@ or a ?api-key= query: these messages
         reach notices, sessions and JSON lines."""
-        return redact_secret(describe_api_error(exc, redact_url(self.base_url)), self._client.api_key)
+        return redact_secret(describe_api_error(exc, self.shown_url), self._client.api_key)
+
+    def _no_answer(self, waited: float) -> EndpointUnavailable:
+        return EndpointUnavailable(
+            f"no answer from {self.shown_url} in {seconds(waited)} s: the server is not responding "
+            "(first_byte_timeout in the config file sets how long to wait)",
+            strip_userinfo(self.base_url),
+        )
+
+    async def _answer_within(self, awaitable: Awaitable[T], *, status: bool = False) -> T:
+        """``awaitable`` (a request up to its response headers), or EndpointUnavailable after
+        first_byte_timeout. With ``status``, on_status hears "contacting URL … N s" every few seconds."""
+        task = asyncio.ensure_future(awaitable)
+        start = time.monotonic()
+        limit = self.first_byte_timeout
+        report = status and self.on_status is not None
+        next_status = 1.0  # then every STATUS_EVERY seconds
+        try:
+            while True:
+                elapsed = time.monotonic() - start
+                if elapsed >= limit:
+                    raise self._no_answer(limit)
+                wake = min(limit, next_status) if report else limit
+                done, _ = await asyncio.wait({task}, timeout=max(0.0, wake - elapsed))
+                if done:
+                    try:
+                        return task.result()
+                    except openai.APITimeoutError:  # the SDK's own connect or read timeout came first
+                        raise self._no_answer(time.monotonic() - start) from None
+                elapsed = time.monotonic() - start
+                if report and next_status - 0.01 <= elapsed < limit:
+                    self.on_status(f"contacting {self.shown_url} … {next_status:.0f} s")  # type: ignore[misc]
+                    next_status = (next_status // STATUS_EVERY + 1) * STATUS_EVERY
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.wait({task})  # let it close its connection; a new cancel still reaches us
 
     async def list_models(self) -> list[str]:
         try:
-            page = await self._client.models.list()
+            page = await self._answer_within(self._client.models.list(), status=True)
         except openai.OpenAIError as exc:
             raise EndpointError(self.describe_error(exc)) from None
         return [m.id for m in page.data]
@@ -126,11 +259,25 @@ class LLMClient:
             return self.model
         models = await self.list_models()
         if not models:
-            raise EndpointError(f"the endpoint {redact_url(self.base_url)} lists no models: pass --model NAME")
+            raise EndpointError(f"the endpoint {self.shown_url} lists no models: pass --model NAME")
         self.model = models[0]
         return self.model
 
-    def _request(self, messages: list[dict[str, str]], temperature: float, max_tokens: int, json_mode: bool) -> dict:
+    def _response_format(self, json_mode: bool, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+        if json_mode and schema is not None and self.schema_supported is not False:
+            return {"type": "json_schema", "json_schema": schema}
+        if json_mode and self.json_mode_supported is not False:
+            return {"type": "json_object"}
+        return None
+
+    def _request(
+        self,
+        messages: list[dict[str, str]],
+        temperature: float,
+        max_tokens: int,
+        json_mode: bool,
+        schema: dict[str, Any] | None = None,
+    ) -> dict:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -147,9 +294,69 @@ class LLMClient:
                 extra_body[name] = self._extras[name]
         if extra_body:
             body["extra_body"] = extra_body
-        if json_mode and self.json_mode_supported is not False:
-            body["response_format"] = {"type": "json_object"}
+        response_format = self._response_format(json_mode, schema)
+        if response_format is not None:
+            body["response_format"] = response_format
         return body
+
+    def _format_rejected(self, request: dict[str, Any], exc: openai.APIStatusError, on_retry: Any) -> bool:
+        """A 400/422 for a response_format we had not seen accepted: remember, and True to ask again with
+        the next weaker one (json_schema -> json_object -> none)."""
+        kind = (request.get("response_format") or {}).get("type")
+        if kind == "json_schema" and self.schema_supported is None:
+            self.schema_supported = False
+            if on_retry:
+                on_retry(f"endpoint rejected JSON-schema output ({exc.status_code}); asking for JSON mode instead")
+            return True
+        if kind == "json_object" and self.json_mode_supported is None:
+            # Some servers reject JSON mode; ask again without it and remember.
+            self.json_mode_supported = False
+            if on_retry:
+                on_retry(f"endpoint rejected JSON mode ({exc.status_code}); continuing without it")
+            return True
+        return False
+
+    def _format_accepted(self, request: dict[str, Any]) -> None:
+        kind = (request.get("response_format") or {}).get("type")
+        if kind == "json_schema":
+            self.schema_supported = True
+        elif kind == "json_object":
+            self.json_mode_supported = True
+
+    def _retry_wait(self, exc: openai.APIError, retries: int, waited: float) -> float:
+        """Seconds to wait before retrying a call that failed before it started; raises when it may not
+        be retried (not retryable, out of retries, or over max_retry_wait)."""
+        status = isinstance(exc, openai.APIStatusError)
+        if status and not _retryable(exc):  # type: ignore[arg-type]
+            raise exc
+        limited = isinstance(exc, openai.RateLimitError)
+        url = self.shown_url
+        asked = _retry_after(exc) if status else None  # type: ignore[arg-type]
+        if retries >= self.max_retries:
+            if limited:
+                raise EndpointUnavailable(
+                    f"rate limited by {url}: still refused after {retries + 1} attempt(s)"
+                    + (f" and {seconds(waited)} s of waiting" if waited else "")
+                    + ": try again later",
+                    strip_userinfo(self.base_url),
+                ) from exc
+            raise exc
+        delay = asked if asked is not None else min(_MAX_BACKOFF, _INITIAL_BACKOFF * 2**retries)
+        if asked is None:
+            delay *= 1 - 0.25 * random.random()
+        if waited + delay > self.max_retry_wait:
+            if limited:
+                if asked is not None and asked > self.max_retry_wait:
+                    why = f"it asks to wait {seconds(asked)} s"
+                else:
+                    why = f"still refused after {seconds(waited)} s of waiting"
+                raise EndpointUnavailable(
+                    f"rate limited by {url}: {why}, more than max_retry_wait allows "
+                    f"({seconds(self.max_retry_wait)} s a call): try again later or raise max_retry_wait",
+                    strip_userinfo(self.base_url),
+                ) from exc
+            raise exc
+        return delay
 
     async def chat(
         self,
@@ -158,62 +365,88 @@ class LLMClient:
         temperature: float,
         max_tokens: int,
         json_mode: bool = True,
+        schema: dict[str, Any] | None = None,
         on_delta: DeltaCallback | None = None,
         on_retry: Callable[[str], None] | None = None,
     ) -> ChatResult:
-        """One streamed completion. Raises openai.OpenAIError subclasses when it finally fails."""
+        """One streamed completion. ``schema``: the ``json_schema`` object (name, schema, strict) of the
+        contract the reply must follow, asked for when the endpoint accepts it. Raises openai.OpenAIError
+        subclasses when it finally fails (EndpointUnavailable when it gave up waiting)."""
         async with self._limit:
             self.calls += 1
             start = time.perf_counter()
-            attempts = 0
+            attempts = retries = stream_retries = 0
+            waited = 0.0
             while True:
                 attempts += 1
-                request = self._request(messages, temperature, max_tokens, json_mode)
+                request = self._request(messages, temperature, max_tokens, json_mode, schema)
                 try:
-                    text, usage = await self._stream(request, on_delta)
-                except openai.BadRequestError as exc:
-                    if "response_format" in request and self.json_mode_supported is None:
-                        # Some servers reject JSON mode; ask again without it and remember.
-                        self.json_mode_supported = False
-                        if on_retry:
-                            on_retry(f"endpoint rejected JSON mode ({exc.status_code}); continuing without it")
+                    text, usage, finish = await self._stream(request, on_delta)
+                except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+                    if "response_format" in request and self._format_rejected(request, exc, on_retry):
                         continue
                     raise
-                except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-                    if attempts >= 2:
-                        raise
+                except _StreamBroken as broken:
+                    if stream_retries >= 1:
+                        raise broken.error from None
+                    stream_retries += 1
                     if on_retry:
-                        on_retry(f"{self.describe_error(exc)}; retrying once")
+                        on_retry(f"{self.describe_error(broken.error)}; retrying once")
                     continue
-                if "response_format" in request:
-                    self.json_mode_supported = True
+                except EndpointUnavailable:
+                    raise
+                except (openai.APIStatusError, openai.APIConnectionError) as exc:
+                    delay = self._retry_wait(exc, retries, waited)
+                    retries += 1
+                    waited += delay
+                    if on_retry:
+                        if isinstance(exc, openai.RateLimitError):
+                            on_retry(f"rate limited by {self.shown_url}, retrying in {seconds(delay)} s")
+                        else:
+                            on_retry(f"{self.describe_error(exc)}; retrying in {seconds(delay)} s")
+                    await asyncio.sleep(delay)
+                    continue
+                self._format_accepted(request)
                 break
             latency = time.perf_counter() - start
             if usage is not None:
-                return ChatResult(text, usage[0], usage[1], False, latency, attempts)
+                return ChatResult(text, usage[0], usage[1], False, latency, attempts, finish)
             return ChatResult(
-                text, estimate_tokens("x" * _prompt_chars(messages)), estimate_tokens(text), True, latency, attempts
+                text,
+                estimate_tokens("x" * _prompt_chars(messages)),
+                estimate_tokens(text),
+                True,
+                latency,
+                attempts,
+                finish,
             )
 
     async def _stream(
         self, request: dict[str, Any], on_delta: DeltaCallback | None
-    ) -> tuple[str, tuple[int, int] | None]:
+    ) -> tuple[str, tuple[int, int] | None, str | None]:
         parts: list[str] = []
         usage: tuple[int, int] | None = None
-        stream = await self._client.chat.completions.create(**request)
+        finish: str | None = None
+        stream = await self._answer_within(self._client.chat.completions.create(**request))
         try:
             async for chunk in stream:
                 if chunk.usage is not None:
                     usage = (chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
                 for choice in chunk.choices:
+                    if choice.finish_reason:
+                        finish = choice.finish_reason
                     piece = choice.delta.content if choice.delta else None
                     if piece:
                         parts.append(piece)
                         if on_delta:
                             on_delta(piece)
         except httpx.HTTPError as exc:  # a connection dropped mid-stream surfaces as a raw httpx error
-            request = exc._request or httpx.Request("POST", self.base_url)  # not every httpx error has one
-            raise openai.APIConnectionError(message=str(exc) or type(exc).__name__, request=request) from exc
+            request_ = exc._request or httpx.Request("POST", strip_userinfo(self.base_url))  # not every one has it
+            raise _StreamBroken(
+                openai.APIConnectionError(message=str(exc) or type(exc).__name__, request=request_)
+            ) from exc
+        except openai.APIConnectionError as exc:
+            raise _StreamBroken(exc) from exc
         finally:
             await stream.close()
-        return "".join(parts), usage
+        return "".join(parts), usage, finish

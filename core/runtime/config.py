@@ -11,6 +11,7 @@ import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import platformdirs
 
@@ -46,8 +47,12 @@ class Settings:
     model: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     max_concurrency: int = 4
-    call_timeout: float = 120.0  # seconds; also the longest silence tolerated inside a stream
-    max_retries: int = 2  # the openai SDK's own retries (408/409/429/5xx)
+    call_timeout: float = 120.0  # seconds: the longest silence tolerated inside a stream
+    # Seconds from sending a request to the response starting (connect included); past it the call ends
+    # with "no answer from URL in N s" and is not retried.
+    first_byte_timeout: float = 30.0
+    max_retries: int = 2  # retries of a call that failed before it started (408/409/429/5xx, refused)
+    max_retry_wait: float = 60.0  # seconds one call may spend waiting between retries (Retry-After, backoff)
     # Per-call sampling, from the reference deployment.
     descriptor_call: CallLimits = CallLimits(0.1, 256)
     work_call: CallLimits = CallLimits(0.3, 4096)
@@ -91,6 +96,12 @@ class Settings:
             raise ConfigError(f"max_concurrency must be at least 1, got {self.max_concurrency}")
         if self.call_timeout <= 0:
             raise ConfigError(f"call_timeout must be positive, got {self.call_timeout}")
+        if self.first_byte_timeout <= 0:
+            raise ConfigError(f"first_byte_timeout must be positive, got {self.first_byte_timeout}")
+        if self.max_retry_wait < 0:
+            raise ConfigError(f"max_retry_wait must be 0 or more, got {self.max_retry_wait}")
+        if self.base_url is not None:
+            check_base_url(self.base_url)
         for name in ("descriptor_call", "work_call", "manager_call"):
             if getattr(self, name).max_tokens < 1:
                 raise ConfigError(f"{name}.max_tokens must be at least 1, got {getattr(self, name).max_tokens}")
@@ -98,6 +109,47 @@ class Settings:
             raise ConfigError(f"max_retries must be 0 or more, got {self.max_retries}")
         if self.context_budget_tokens < 500:
             raise ConfigError(f"context_budget_tokens must be at least 500, got {self.context_budget_tokens}")
+
+
+def check_base_url(url: str, *, allow_userinfo: bool = False) -> str:
+    """The endpoint URL, checked before anything connects: http or https, a host, a port in 1..65535.
+    ConfigError with one line otherwise. ``user:password@`` in the URL is refused (the HTTP client would
+    send it as Basic auth instead of the API key) unless ``allow_userinfo``."""
+    shown = url if len(url) <= 200 else url[:199] + "…"
+    try:
+        parts = urlsplit(url.strip())
+        host = parts.hostname
+    except ValueError as exc:  # "Invalid IPv6 URL"
+        raise ConfigError(f"the endpoint URL {shown!r} cannot be parsed ({exc}): e.g. {DEFAULT_BASE_URL}") from None
+    try:
+        port = parts.port
+    except ValueError:  # out of range, or not a number
+        text = parts.netloc.rpartition(":")[2]
+        raise ConfigError(f"the endpoint URL {shown!r} has port {text!r}: it must be a number 1..65535") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        got = f"{parts.scheme!r}" if parts.scheme else "none"
+        raise ConfigError(f"the endpoint URL {shown!r} must start with http:// or https:// (scheme: {got})")
+    if not host:
+        raise ConfigError(f"the endpoint URL {shown!r} has no host: e.g. {DEFAULT_BASE_URL}")
+    if port is not None and not 1 <= port <= 65535:
+        raise ConfigError(f"the endpoint URL {shown!r} has port {port}: it must be a number 1..65535")
+    if (parts.username is not None or parts.password is not None) and not allow_userinfo:
+        raise ConfigError(
+            "the endpoint URL holds a user name or password (user:password@): remove it and put the key in "
+            "$OPENAI_API_KEY (or the variable named by --api-key-env), not in the URL"
+        )
+    return url
+
+
+def strip_userinfo(url: str) -> str:
+    """The URL without ``user:password@`` (unchanged when it has none or cannot be parsed)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
 def default_config_path() -> Path:

@@ -27,7 +27,14 @@ from core.runtime.config import CallLimits, Settings
 from core.runtime.control import Params, RunControl
 from core.runtime.domains import Domain, get_domain
 from core.runtime.memory import AgentMemory, MemoryItem
-from core.runtime.parsing import ParseError, parse_descriptors, parse_manager, parse_worker
+from core.runtime.parsing import (
+    ParseError,
+    ReplyTally,
+    parse_descriptors,
+    parse_manager,
+    parse_worker,
+    response_schema,
+)
 from core.runtime.prompts import repair_request, worker_request, worker_system_prompt
 from core.sessions.fork import ForkPoint
 from core.sessions.model import redact_url
@@ -149,6 +156,7 @@ class SwarmEngine:
         self.private_messages_only = False
         self.last_evaluation: Evaluation | None = None
         self.finished: ev.RunFinished | None = None
+        self.reply_tally = ReplyTally()  # model calls that got a reply / that parsed, for RunFinished
 
     # --- events -------------------------------------------------------------------------------
     def emit(self, event: ev.Event) -> None:
@@ -219,6 +227,8 @@ class SwarmEngine:
             prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens,
             solved=solved,
+            replies_parsed=self.reply_tally.parsed,
+            replies_total=self.reply_tally.total,
         )
         self.emit(self.finished)
         return self.finished
@@ -364,8 +374,11 @@ class SwarmEngine:
         json_mode: bool = True,
     ) -> tuple[Any | None, _Usage | None, str, bool]:
         """(parsed or None, usage summed over attempts, error text, connection failed).
-        A reply that does not parse is asked for once more, with the error."""
+        A reply that does not parse, or was cut off at max_tokens, is asked for once more, with the error.
+        The endpoint is asked for the contract's JSON schema (core.runtime.parsing.response_schema)."""
         usage: _Usage | None = None
+        tally = self.reply_tally
+        decision = call in (ev.CALL_PLAN, ev.CALL_MANAGER)
         for attempt in (1, 2):
             try:
                 chat = await self.llm.chat(
@@ -373,21 +386,33 @@ class SwarmEngine:
                     temperature=limits.temperature,
                     max_tokens=limits.max_tokens,
                     json_mode=json_mode,
+                    schema=response_schema(parser) if json_mode else None,
                     on_delta=lambda text: self.emit(ev.AgentDelta(round=self.round, agent=agent, call=call, text=text)),
                     on_retry=lambda message: self._retrying(agent, call, message),
                 )
             except openai.OpenAIError as exc:
-                # No later call can succeed either: the server is gone, refuses the key, or has no such
-                # model (a model name it does not serve answers 404).
+                # No later call can succeed either: the server is gone, refuses the key, has no such
+                # model (a model name it does not serve answers 404), never answers or rate-limits us.
                 unreachable = isinstance(exc, _FATAL_API_ERRORS)
+                tally.count(replied=usage is not None, parsed=False)
                 return None, usage, self.llm.describe_error(exc), unreachable
             usage = _Usage.add(usage, chat)
             self.prompt_tokens += chat.prompt_tokens
             self.completion_tokens += chat.completion_tokens
             try:
-                return parser(chat.text), usage, "", False
+                parsed = parser(chat.text)
+                if chat.finish_reason == "length" and (decision or attempt == 1):
+                    # json-repair may complete a cut-off object: never take it as a decision, and ask a
+                    # worker once more before using what it got.
+                    raise ParseError(
+                        f"the reply was cut off at the token limit ({limits.max_tokens} tokens): "
+                        "reply with a shorter JSON object"
+                    )
+                tally.count(replied=True, parsed=True)
+                return parsed, usage, "", False
             except ParseError as exc:
                 if attempt == 2:
+                    tally.count(replied=True, parsed=False)
                     return None, usage, str(exc), False
                 self._retrying(agent, call, f"reply did not parse ({exc}); asking again")
                 messages = [

@@ -230,6 +230,17 @@ class RunFinished(Event):
     prompt_tokens: int
     completion_tokens: int
     solved: bool | None = None
+    # Model calls that got a reply, and how many of those parsed into their contract (after a re-ask).
+    # -1 / 0: not counted (a session recorded before these fields existed).
+    replies_parsed: int = -1
+    replies_total: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        data = super().to_dict()
+        if self.replies_parsed == -1 and self.replies_total == 0:
+            # Not counted: leave the fields out, so an older session round-trips to the same dict.
+            del data["replies_parsed"], data["replies_total"]
+        return data
 
 
 @_register

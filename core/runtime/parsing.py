@@ -324,14 +324,90 @@ def parse_manager(text: str) -> ManagerOutput:
     return _guarded(_parse_manager, text)
 
 
+# --- structured output ----------------------------------------------------------------------------
+# JSON schemas of the contracts, for servers that constrain decoding (``response_format`` of type
+# ``json_schema``; core.llm.client falls back to ``json_object``, then to none). They say what the prompts
+# say (core.runtime.prompts); "strict" stays off, so a server may still add or omit a field and the
+# parsers above stay the judge.
+
+_TEXT = {"type": "string"}
+
+WORKER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "public": _TEXT,
+        "private": {"type": "object", "additionalProperties": _TEXT},
+        "query": _TEXT,
+        "key": _TEXT,
+        "answer": _TEXT,  # only the math answer role is asked for it
+    },
+    "required": ["public", "private", "query", "key"],
+}
+DESCRIPTOR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"query": _TEXT, "key": _TEXT},
+    "required": ["query", "key"],
+}
+MANAGER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"goal": _TEXT, "terminate": {"type": "boolean"}, "reasoning": _TEXT, "final_answer": _TEXT},
+    "required": ["goal", "terminate", "reasoning", "final_answer"],
+}
+
+
+def response_schema(parser: Callable[[str], Any]) -> dict[str, Any] | None:
+    """The ``json_schema`` object (name and schema) for the contract a parser reads; None for another
+    parser."""
+    named = {
+        parse_worker: ("worker_reply", WORKER_SCHEMA),
+        parse_descriptors: ("descriptors", DESCRIPTOR_SCHEMA),
+        parse_manager: ("manager_decision", MANAGER_SCHEMA),
+    }.get(parser)
+    if named is None:
+        return None
+    return {"name": named[0], "schema": named[1], "strict": False}
+
+
+@dataclass
+class ReplyTally:
+    """Model calls that got a reply, and how many of those parsed into their contract (a re-ask that
+    parsed counts as parsed). A run reports both at its end (RunFinished.replies_parsed / _total)."""
+
+    parsed: int = 0
+    total: int = 0
+
+    def count(self, *, replied: bool, parsed: bool) -> None:
+        if replied:
+            self.total += 1
+            self.parsed += int(parsed)
+
+
+def contract_warning(parsed: int, total: int) -> str | None:
+    """What to tell the user at the end of a run about replies that broke the JSON contract: None when
+    most parsed (or nothing was counted), a plain sentence otherwise."""
+    if total <= 0 or parsed < 0:
+        return None
+    if parsed == 0:
+        return f"0 of {total} replies parsed: the model is not following the JSON contract"
+    if parsed * 2 < total:
+        return f"only {parsed} of {total} replies parsed: the model often breaks the JSON contract"
+    return None
+
+
 __all__ = [
+    "DESCRIPTOR_SCHEMA",
+    "MANAGER_SCHEMA",
+    "WORKER_SCHEMA",
     "DescriptorOutput",
     "ManagerOutput",
     "ParseError",
+    "ReplyTally",
     "WorkerOutput",
+    "contract_warning",
     "extract_json_object",
     "parse_descriptors",
     "parse_manager",
     "parse_worker",
+    "response_schema",
     "strip_reasoning",
 ]

@@ -5,6 +5,7 @@ Shared by the headless CLI, the TUI and the benchmark runner so they start runs 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.demo.server import ScriptedServer
@@ -44,9 +45,11 @@ async def open_backend(
     demo: bool = False,
     demo_chunk_delay: float = 0.0,
     server: ScriptedServer | None = None,
+    on_status: Callable[[str], None] | None = None,
 ) -> Backend:
     """Connect to the configured endpoint, or start the scripted demo server, and settle the model.
-    Raises llm.EndpointError with a one-line message when the endpoint is unusable."""
+    Raises llm.EndpointError with a one-line message when the endpoint is unusable (a bad URL, no answer
+    within first_byte_timeout, ...). ``on_status`` hears "contacting URL … N s" while it waits."""
     if demo and server is None:
         from core.demo.scripts import demo_script
 
@@ -55,15 +58,23 @@ async def open_backend(
         base_url, api_key = server.base_url, "demo"
     else:
         base_url, api_key = resolve_base_url(settings), resolve_api_key(settings)
-    llm = LLMClient(
-        base_url,
-        api_key,
-        settings.model,
-        timeout=settings.call_timeout,
-        max_retries=settings.max_retries,
-        max_concurrency=settings.max_concurrency,
-        sampling_extras=sampling_extras(settings),
-    )
+    try:
+        llm = LLMClient(
+            base_url,
+            api_key,
+            settings.model,
+            timeout=settings.call_timeout,
+            first_byte_timeout=settings.first_byte_timeout,
+            max_retries=settings.max_retries,
+            max_retry_wait=settings.max_retry_wait,
+            max_concurrency=settings.max_concurrency,
+            sampling_extras=sampling_extras(settings),
+            on_status=on_status,
+        )
+    except BaseException:
+        if server is not None:
+            server.stop()
+        raise
     try:
         model = await llm.ensure_model()
     except BaseException:

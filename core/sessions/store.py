@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import re
+import stat
 import tempfile
 import tomllib
 from dataclasses import dataclass
@@ -17,10 +18,11 @@ from typing import Any
 import tomli_w
 
 from core.runtime import events as ev
+from core.runtime.textsafe import json_safe
 from core.sessions.model import Session, SessionFormatError, record_dict, session_from_events
 
 SUFFIXES = (".json", ".toml")
-MAX_FILE_BYTES = 256 * 1024 * 1024
+MAX_FILE_BYTES = 64 * 1024 * 1024  # a 10-round, 8-agent session with every embedding is a few MB
 
 # TOML has no null. A dict's None-valued keys are listed under NULL_KEY; a None list item becomes the
 # table {NULL_KEY = true}. Real keys that could be mistaken for the marker are escaped with a "~".
@@ -89,7 +91,9 @@ def session_to_json(session: Session) -> str:
     events = data.pop("events")
     head = [f" {json.dumps(key)}: {_dumps(value, 1).replace(chr(10), chr(10) + ' ')}" for key, value in data.items()]
     body = ",\n".join(f"  {_dumps(e)}" for e in events)
-    return "{\n" + ",\n".join(head) + ',\n "events": [\n' + body + "\n ]\n}\n"
+    # json escapes C0 controls; json_safe escapes the C1 ones too, so `cat session.json` cannot drive the
+    # terminal. The values are unchanged: the file still holds the raw text.
+    return json_safe("{\n" + ",\n".join(head) + ',\n "events": [\n' + body + "\n ]\n}\n")
 
 
 def session_to_toml(session: Session) -> str:
@@ -164,6 +168,39 @@ def save_session(session: Session, path: Path) -> Path:
     return path
 
 
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _read_regular_file(path: Path, source: str) -> bytes:
+    """The bytes of a regular file (symlinks followed) of at most MAX_FILE_BYTES. A FIFO, a device or a
+    socket named *.json is refused before it is opened, and the file is opened non-blocking and checked
+    again, so nothing here can block or read without end (a FIFO, /dev/zero)."""
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise SessionFormatError(f"{_kind(info.st_mode)}, not a session file: only regular files are read", source)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())  # the file we opened, if it was swapped since the stat above
+        if not stat.S_ISREG(info.st_mode):
+            raise SessionFormatError(f"{_kind(info.st_mode)}, not a session file: only regular files are read", source)
+        if info.st_size > MAX_FILE_BYTES:
+            raise SessionFormatError(f"file too large ({info.st_size} bytes; the limit is {MAX_FILE_BYTES})", source)
+        raw = handle.read(MAX_FILE_BYTES + 1)  # a file still growing stops at the limit too
+    if len(raw) > MAX_FILE_BYTES:
+        raise SessionFormatError(f"file too large (more than {MAX_FILE_BYTES} bytes)", source)
+    return raw
+
+
 def load_session(path: Path) -> Session:
     """Read and validate a session file. Every failure is a SessionFormatError with one line."""
     path = Path(path)
@@ -174,10 +211,7 @@ def load_session(path: Path) -> Session:
         if not path.exists():
             raise SessionFormatError("no such file", source)
         fmt = _format_of(path)
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise SessionFormatError(f"file too large ({size} bytes)", source)
-        raw = path.read_bytes()
+        raw = _read_regular_file(path, source)
     except FileNotFoundError:
         raise SessionFormatError("no such file", source) from None
     except PermissionError:

@@ -16,6 +16,7 @@ from core.demo.scripts import DEMO_PROBLEMS
 from core.methods import MethodError, build_method, method_names
 from core.runtime.config import DOMAINS, PROTOCOLS, ConfigError, Settings, resolve_base_url
 from core.runtime.domains import get_domain
+from core.runtime.textsafe import printable
 
 from ..widgets.footer import WrapFooter
 
@@ -187,7 +188,7 @@ class LaunchScreen(Screen[None]):
     # --- test connection ---------------------------------------------------------------------
     def _status(self, text: str, severity: str = "") -> None:
         status = self.query_one("#launch-status", Static)
-        status.update(text)
+        status.update(printable(text))  # it may quote the server (model names, errors)
         status.set_classes(f"-{severity}" if severity else "")
 
     @on(Button.Pressed, "#test")
@@ -207,7 +208,12 @@ class LaunchScreen(Screen[None]):
         from core.llm.client import EndpointError, LLMClient
         from core.runtime.config import resolve_api_key
 
-        client = LLMClient(url, resolve_api_key(self.settings), timeout=10.0, max_retries=0)
+        try:
+            client = LLMClient(url, resolve_api_key(self.settings), timeout=10.0, first_byte_timeout=10.0,
+                               max_retries=0)
+        except EndpointError as exc:  # a URL that cannot be used
+            self.post_message(self.ProbeDone(f"✗ {exc}", False))
+            return
         try:
             models = await client.list_models()
         except EndpointError as exc:

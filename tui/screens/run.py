@@ -17,12 +17,13 @@ from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.control import MODE_STEP, Params, RunControl
 from core.runtime.domains import get_domain
+from core.runtime.textsafe import printable
 from core.sessions.fork import ForkPoint
 from core.sessions.model import Session, SessionFormatError
 from core.sessions.store import SessionRecorder
 
 from ..bindings import RUN_BINDINGS
-from ..bridge import BackendFailed, EventBridge
+from ..bridge import BackendFailed, BackendStatus, EventBridge
 from .swarm_view import SwarmScreen
 
 TAU_STEP = 0.05
@@ -87,7 +88,8 @@ class RunScreen(SwarmScreen):
 
         try:
             backend = await open_backend(
-                self.settings, demo=self.demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server
+                self.settings, demo=self.demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server,
+                on_status=lambda text: self.app.post_message(BackendStatus(text)),
             )
         except EndpointError as exc:
             self.app.post_message(BackendFailed(str(exc)))
@@ -128,8 +130,24 @@ class RunScreen(SwarmScreen):
             return None, None, f"cannot export this run: {exc}"
         return session, recorder.path, "nothing to export yet"
 
+    def backend_status(self, text: str) -> None:
+        """"contacting URL … N s" in the header while the endpoint has not answered yet."""
+        if self.model.run is None and not self.model.error:
+            self.model.control_status = printable(text)
+            self.model.rev += 1
+            self.refresh_all()
+
+    def apply_event(self, event: ev.Event, *, render: bool = True) -> None:
+        super().apply_event(event, render=render)
+        if isinstance(event, ev.RunFinished):
+            from core.runtime.parsing import contract_warning
+
+            warning = contract_warning(event.replies_parsed, event.replies_total)
+            if warning:  # e.g. "0 of 42 replies parsed: the model is not following the JSON contract"
+                self.notify(warning, severity="error" if event.replies_parsed == 0 else "warning", timeout=30)
+
     def backend_failed(self, message: str) -> None:
-        self.model.error = message
+        self.model.error = printable(message)
         self.model.rev += 1
         self.notify(message, severity="error", timeout=20)
         self.refresh_all()

@@ -21,6 +21,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from core.runtime.config import Settings
+from core.runtime.textsafe import printable
 from core.sessions.model import SessionFormatError
 from core.sessions.store import SessionSummary, list_sessions, load_session
 from sessions import EXAMPLES_DIR
@@ -84,11 +85,12 @@ def _middle(text: str, width: int) -> str:
 
 def row_cells(summary: SessionSummary, example: bool, problem_width: int = PROBLEM_WIDTH,
               file_width: int = 200) -> tuple[str, ...]:
-    """The cells of one row, as ``swarm-tui sessions`` prints them (narrower when asked)."""
-    problem = _cell(("[demo] " if summary.demo else "") + summary.problem, problem_width)
-    name = f"example: {summary.path.name}" if example else summary.path.name
-    return (summary.created, problem, summary.domain, str(summary.rounds), summary.outcome, str(summary.tokens),
-            _middle(name, file_width))
+    """The cells of one row, as ``swarm-tui sessions`` prints them (narrower when asked); text from the
+    file made printable."""
+    problem = _cell(("[demo] " if summary.demo else "") + printable(summary.problem), problem_width)
+    name = printable(f"example: {summary.path.name}" if example else summary.path.name)
+    return (summary.created, problem, printable(summary.domain), str(summary.rounds), printable(summary.outcome),
+            str(summary.tokens), _middle(name, file_width))
 
 
 def column_widths(rows: list[tuple[str, ...]], total: int) -> tuple[int, int]:
