@@ -395,6 +395,26 @@ def test_code_cannot_write_outside_its_folder(tmp_path: Path) -> None:
 
 
 @needs_isolation
+def test_kernel_settings_and_new_namespaces_are_out_of_reach() -> None:
+    # Sysctl files check the uid, not capabilities: as root, uid 0 in the sandbox is the host's. Only opened,
+    # never written.
+    code = (
+        "import ctypes, os\n"
+        "for path in ('/proc/sys/kernel/core_pattern', '/proc/sys/vm/drop_caches', '/proc/sysrq-trigger'):\n"
+        "    try:\n"
+        "        os.close(os.open(path, os.O_WRONLY))\n"
+        "        print('WRITABLE', path)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "if ctypes.CDLL(None, use_errno=True).unshare(0x10000000) == 0:  # CLONE_NEWUSER\n"
+        "    print('NEW USER NAMESPACE')\n"
+    )
+    result = run_code(code, "", FAST)
+    assert result.passed, result.summary()
+    assert result.stdout == ""
+
+
+@needs_isolation
 def test_code_cannot_reach_the_network() -> None:
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
@@ -692,7 +712,7 @@ def test_humaneval_scoring_runs_the_hidden_tests_in_the_judge() -> None:
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         right = dict(pool.map(lambda row: one(row, None), rows))
-        wrong = dict(pool.map(lambda row: one(row, "    return None\n"), rows[:40]))
+        wrong = dict(pool.map(lambda row: one(row, "    return None\n"), rows[:20]))
     assert {task: r.summary() for task, r in right.items() if not r.passed} == {}
     assert [task for task, r in wrong.items() if r.passed] == []
     assert wrong["HumanEval/0"].failing_test.startswith("assert candidate(")

@@ -15,12 +15,15 @@ arithmetic, ...) is a request over a pipe to the candidate. Answers are plain da
 (numbers, strings, bytes, lists, tuples, dicts, sets, Fraction, Decimal, numpy arrays), handles to further
 objects, or exceptions (type, args, message, frames), and the judge decodes them itself: no object of the
 code ever exists in the judge, so a rigged ``__eq__`` cannot cross and ``==``, ``<`` and ``in`` are decided
-by the judge on its own data (``==`` on a proxy is identity; ``in`` iterates it). Exceptions come back as
-built-in types (or same-named stand-ins), never SystemExit/KeyboardInterrupt/StopIteration, and a dead or
-garbled channel fails the run, whatever the tests catch. The code's names never replace built-ins in
-the tests (its ``def abs`` cannot decide ``assert abs(got - want) < 1e-6``); list/dict/set arguments the
-code changes in place are copied back. What the tests pass to the code must be plain data, functions or
-iterators (the code may call those, and nothing else of the judge).
+by the judge on its own data (``==`` on a proxy is identity, except that two dataclass instances compare
+their fields, fetched as data; ``in`` iterates). Exceptions come back as built-in types (or same-named
+stand-ins), never SystemExit/KeyboardInterrupt/StopIteration, and a dead or garbled channel fails the
+run, whatever the tests catch. The code's names never replace built-ins in the tests (its ``def abs``
+cannot decide ``assert abs(got - want) < 1e-6``); list/dict/set arguments the code changes in place are
+copied back. What the tests pass to the code must be plain data, functions or iterators (the code may
+call those, and nothing else of the judge). Limits of the model: the code's module-level data is a copy
+taken when it finished loading, async functions cannot be awaited from the tests, and data costs about a
+microsecond per element to cross.
 
 Isolation. Where bubblewrap works (Linux, ``bwrap`` installed, namespaces allowed; probed once), each
 process runs in its own user, PID, network, IPC, UTS and cgroup namespaces with a fresh /proc (the app's
@@ -29,9 +32,11 @@ the sandbox dies with it), no network (a private loopback), all capabilities dro
 a read-only view of only what Python needs (/usr, /lib*, a few /etc files, the interpreter's prefix and
 site-packages): home directories, /work, the app's sessions and config are simply absent. The only
 writable places are the run's fresh folder (also its cwd and HOME) and a small private /tmp. The
-environment is PATH, LANG and HOME. Elsewhere the same two processes run with the rlimits and minimal
-environment only, which contains mistakes but not deliberate attacks; ``isolation_status()`` says which
-(set SWARM_SANDBOX_ISOLATION=off to force that mode).
+environment is PATH, LANG and HOME. When the app runs as root, the sandbox's uid 0 is the host's, so on
+top of the dropped capabilities /proc/sys is read-only and nested user namespaces are disabled; process
+counts are not limited (RLIMIT_NPROC does not bind root). Elsewhere the same two processes run with the
+rlimits and minimal environment only, which contains mistakes but not deliberate attacks (the code could
+reach the judge through /proc); ``isolation_status()`` says which (SWARM_SANDBOX_ISOLATION=off forces it).
 
 Limits in both modes: CPU, memory and file-size rlimits, a wall-clock limit (the judge's timer, then the
 parent's SIGKILL), capped output, stdin from /dev/null, and a fresh temporary folder removed afterwards.
@@ -274,6 +279,7 @@ _SCALARS = frozenset([str, int, float, bool, type(None)])
 def _scalars(items):
     """Whether every item is a str, int, float, bool or None (checked at C speed)."""
     return not set(map(type, items)) - _SCALARS
+
 
 _SEQ_TAGS = {list: '["L"', tuple: '["T"', set: '["S"', frozenset: '["F"', _KEYS: '["K"', _VALUES: '["V"'}
 _SEQUENCES = {"L": list, "T": tuple, "S": set, "F": frozenset}
@@ -696,6 +702,18 @@ class Peer:
 
     # requests
 
+    def wait_ready(self):
+        """(judge) The names the code defined, as data or proxies; or the exception that stopped it."""
+        msg = self.recv()
+        if msg[0] == "ready" and len(msg) == 2:
+            names = self.decode(msg[1])
+            if type(names) is not dict:
+                self.fail("a malformed message")
+            return names
+        if msg[0] == "err" and len(msg) == 2:
+            raise self.exception(msg[1], "code")
+        self.fail("an unexpected message")
+
     def op(self, name, target, args=(), kwargs=None):
         """Run operation `name` on the other side's object `target`; its answer decoded here."""
         if JUDGE and STATE["broken"]:
@@ -1043,8 +1061,11 @@ def run_tests(payload):
             where = "" if name == "<solution>" else (label or "tests")
             text = "".join(traceback.format_exception_only(exc))
             return {**base, "outcome": "SYNTAX_ERROR", "failing_test": where, "traceback": text}
-        except Exception:  # the compiler gave up (nesting, size): the code's own run will say how
-            obj = None
+        except Exception as exc:  # the compiler gave up (nesting, size)
+            if name != "<solution>":
+                why = f"{type(exc).__name__}: {exc}"
+                return {**base, "outcome": "RUNTIME_ERROR", "failing_test": label or "tests", "traceback": why}
+            obj = None  # the code's own run will say how
         compiled.append(obj)
     test_objs = compiled[1:]
     emit({"phase": "code"})
@@ -1063,22 +1084,6 @@ def run_tests(payload):
         if exc is not None:
             return {**base, "tests_passed": i, **classify(exc, name, label, ns)}
     return {**base, "tests_passed": total, "outcome": "PASSED", "failing_test": "", "traceback": ""}
-
-
-def _wait_ready(self):
-    """The names the code defined (data, or proxies), or the exception that stopped it."""
-    msg = self.recv()
-    if msg[0] == "ready" and len(msg) == 2:
-        names = self.decode(msg[1])
-        if type(names) is not dict:
-            self.fail("a malformed message")
-        return names
-    if msg[0] == "err" and len(msg) == 2:
-        raise self.exception(msg[1], "code")
-    self.fail("an unexpected message")
-
-
-Peer.wait_ready = _wait_ready
 
 
 def judge_main():
@@ -1646,10 +1651,12 @@ async def _areturncode(proc: subprocess.Popen[bytes], timeout: float) -> int | N
 
 def _remove_tree(root: Path) -> None:
     def retry(func: Any, path: str, _exc: Any) -> None:
-        # The candidate may have removed permissions on something it created.
+        # The candidate may have removed permissions on something it created. chmod follows symlinks, so
+        # never on one (the code's process may still be alive and swapping entries).
         try:
-            os.chmod(os.path.dirname(path), 0o700)
-            os.chmod(path, 0o700)
+            for target in (os.path.dirname(path), path):
+                if not os.path.islink(target):
+                    os.chmod(target, 0o700)
             func(path)
         except OSError:
             pass
