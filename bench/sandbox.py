@@ -6,6 +6,8 @@
   pays per round, plus one HumanEval-sized check for scale.
 
 Target (issue 5): <= 100 ms per run, judged on the mean of the single test run (p95 printed too).
+Each run starts two sandboxed interpreters (the code's and the judge's, in bubblewrap where available),
+so twice the floor below is the least a run can cost.
 Also printed: the child CPU per run and a bare interpreter start for comparison, since on a loaded
 machine wall time mostly measures the other processes.
 
@@ -28,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.evaluation.sandbox import arun_code, run_code
+from core.evaluation.sandbox import arun_code, isolation_status, run_code
 
 TARGET_MS = 100.0
 TRIVIAL = "print(1)\n"
@@ -98,6 +100,7 @@ def main() -> int:
     args = parser.parse_args()
     runs = max(5, args.runs)
 
+    print(isolation_status()[1])
     timed(TRIVIAL)  # warm the page cache for the interpreter
     print(f"trivial program, sequential      : {throughput_sequential(runs):6.1f} runs/s")
     print(f"trivial program, 2 threads       : {throughput_threads(runs, 2):6.1f} runs/s")

@@ -1,17 +1,32 @@
-"""The code sandbox: every result class, isolation (env, cwd, temp dir, processes), and HumanEval."""
+"""The code sandbox: every result class, isolation (env, cwd, temp dir, processes, network, files),
+unforgeable verdicts, objects of the code used from the tests, and HumanEval."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import socket
+import subprocess
+import sys
+import tempfile
 import time
+import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from core.evaluation.sandbox import Outcome, SandboxLimits, SandboxResult, arun_code, run_code
+from core.evaluation import sandbox
+from core.evaluation.sandbox import (
+    Outcome,
+    SandboxLimits,
+    SandboxResult,
+    arun_code,
+    isolation_status,
+    run_code,
+)
 
 DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 HUMANEVAL = DATASETS / "humaneval.jsonl"
@@ -21,6 +36,32 @@ if not HUMANEVAL.exists():  # the repo may sit elsewhere; the brief's layout is 
 FAST = SandboxLimits(wall_seconds=1.5, cpu_seconds=1, memory_mb=256)
 
 INC = "def inc(x):\n    return x + 1\n"
+
+
+ISOLATED = isolation_status()[0]
+needs_isolation = pytest.mark.skipif(not ISOLATED, reason="bubblewrap isolation is not available here")
+
+
+def _pids_with(token: str) -> list[int]:
+    """Live processes whose command line contains ``token`` (zombies have none)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if token.encode() in (entry / "cmdline").read_bytes():
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+def _all_gone(token: str, timeout: float = 2.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while _pids_with(token):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def _stops_running(pid: int) -> bool:
@@ -152,7 +193,8 @@ def test_secret_environment_variables_never_reach_the_code(monkeypatch: pytest.M
     assert result.passed
     env = json.loads(result.stdout)
     assert "fake-secret-4242" not in result.stdout
-    assert set(env) <= {"PATH", "LANG", "LC_CTYPE"}  # LC_CTYPE: Python's own locale coercion
+    assert set(env) <= {"PATH", "LANG", "HOME", "LC_CTYPE"}  # LC_CTYPE: Python's own locale coercion
+    assert env["HOME"].endswith("/work")  # the run's own folder
 
 
 def test_prints_cannot_spoof_the_verdict() -> None:
@@ -188,14 +230,15 @@ def test_output_is_capped() -> None:
 
 
 def test_background_children_are_killed() -> None:
+    token = f"sandbox-child-{uuid.uuid4().hex}"
     code = (
         "import subprocess, sys\n"
-        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', {token!r}])\n"
         "print(child.pid)\n"
     )
     result = run_code(code, "", FAST)
     assert result.passed
-    assert _stops_running(int(result.stdout.strip()))
+    assert _all_gone(token)
 
 
 def test_result_round_trips_through_a_dict() -> None:
@@ -218,24 +261,26 @@ async def test_async_runs_concurrently_and_classify() -> None:
     ]
 
 
-async def test_cancelling_an_async_run_kills_it_and_cleans_up(tmp_path: Path) -> None:
-    info = tmp_path / "info.json"
-    code = (
-        "import json, os, time\n"
-        f"open({str(info)!r}, 'w').write(json.dumps([os.getpid(), os.getcwd()]))\n"
-        "time.sleep(60)\n"
-    )
+async def test_cancelling_an_async_run_kills_it_and_cleans_up() -> None:
+    # The code can only write in its own folder: a marker there tells the test which run is which.
+    marker = f"started-{uuid.uuid4().hex}"
+    code = f"open({marker!r}, 'w').write('x')\nimport time\ntime.sleep(60)\n"
     task = asyncio.create_task(arun_code(code, "", SandboxLimits(wall_seconds=30, cpu_seconds=30)))
-    for _ in range(200):
-        if info.exists() and info.read_text():
+    root = None
+    for _ in range(250):
+        found = list(Path(tempfile.gettempdir()).glob(f"swarm-sandbox-*/work/{marker}"))
+        if found:
+            root = found[0].parent.parent
             break
         await asyncio.sleep(0.02)
-    pid, cwd = json.loads(info.read_text())
+    assert root is not None
+    pids = _pids_with(root.name)  # the run's processes carry its folder's name on their command lines
+    assert pids
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert _stops_running(pid)
-    assert not Path(cwd).parent.exists()
+    assert all(_stops_running(pid) for pid in pids)
+    assert not root.exists()
 
 
 def _humaneval_rows() -> list[dict[str, str]]:
@@ -277,3 +322,438 @@ def test_a_wrong_humaneval_solution_fails_every_problem() -> None:
 def test_the_sandbox_never_runs_in_this_process() -> None:
     result = run_code("import os\nprint(os.getpid())\n", "", FAST)
     assert int(result.stdout) != os.getpid()
+
+
+# --- hostile code: the jail ------------------------------------------------------------------------
+
+SECRET = "sk-test-SECRET123"
+
+_APP = """
+import json, sys
+from core.evaluation.sandbox import SandboxLimits, run_code
+result = run_code(sys.argv[1], ["assert True"], SandboxLimits(wall_seconds=5, cpu_seconds=5))
+print(json.dumps(result.to_dict()))
+"""
+
+
+@needs_isolation
+def test_code_cannot_read_the_apps_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # /proc/<pid>/environ shows the environment a process started with, so the "app" here is a process
+    # started with the key, running the sandbox like the real app would.
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    code = (
+        "import os\n"
+        "seen = []\n"
+        "for pid in [p for p in os.listdir('/proc') if p.isdigit()] + [str(os.getppid())]:\n"
+        "    for name in ('environ', 'cmdline'):\n"
+        "        try:\n"
+        "            seen.append(open(f'/proc/{pid}/{name}', 'rb').read().decode('latin-1'))\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "print(seen)\n"
+        "raise RuntimeError(open('/proc/%d/environ' % os.getppid()).read())\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    app = subprocess.run([sys.executable, "-c", _APP, code], env=env, capture_output=True, text=True, timeout=60)
+    assert app.returncode == 0, app.stderr
+    data = json.loads(app.stdout)
+    assert data["outcome"] == "RUNTIME_ERROR"  # it ran, and found nothing worth raising
+    assert SECRET not in app.stdout
+    # In this process too (the key is in os.environ now, as for a child of the app).
+    result = run_code(code, ["assert True"], FAST)
+    assert SECRET not in json.dumps(result.to_dict())
+
+
+@needs_isolation
+def test_code_cannot_write_outside_its_folder(tmp_path: Path) -> None:
+    targets = [tmp_path / "escaped.txt", Path(tempfile.gettempdir()) / f"escaped-{uuid.uuid4().hex}"]
+    code = (
+        "import os\n"
+        f"for path in {[str(t) for t in targets]!r}:\n"
+        "    try:\n"
+        "        with open(path, 'w') as fh:\n"
+        "            fh.write('escaped')\n"
+        "    except OSError as exc:\n"
+        "        print(exc)\n"
+        "for path in ('/usr/escaped', '/escaped', '/etc/escaped'):\n"
+        "    try:\n"
+        "        open(path, 'w').write('x')\n"
+        "        print('WROTE', path)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "open('inside.txt', 'w').write('fine')\n"  # its own folder stays writable
+    )
+    try:
+        result = run_code(code, "", FAST)
+        assert result.passed, result.summary()
+        assert "WROTE" not in result.stdout
+        assert not any(t.exists() for t in targets)
+    finally:
+        for t in targets:
+            t.unlink(missing_ok=True)
+
+
+@needs_isolation
+def test_kernel_settings_and_new_namespaces_are_out_of_reach() -> None:
+    # Sysctl files check the uid, not capabilities: as root, uid 0 in the sandbox is the host's. Only opened,
+    # never written.
+    code = (
+        "import ctypes, os\n"
+        "for path in ('/proc/sys/kernel/core_pattern', '/proc/sys/vm/drop_caches', '/proc/sysrq-trigger'):\n"
+        "    try:\n"
+        "        os.close(os.open(path, os.O_WRONLY))\n"
+        "        print('WRITABLE', path)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "if ctypes.CDLL(None, use_errno=True).unshare(0x10000000) == 0:  # CLONE_NEWUSER\n"
+        "    print('NEW USER NAMESPACE')\n"
+    )
+    result = run_code(code, "", FAST)
+    assert result.passed, result.summary()
+    assert result.stdout == ""
+
+
+@needs_isolation
+def test_code_cannot_reach_the_network() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.settimeout(0.3)
+        port = listener.getsockname()[1]
+        code = (
+            "import socket\n"
+            "for host in ('127.0.0.1', 'localhost'):\n"
+            "    try:\n"
+            f"        socket.create_connection((host, {port}), timeout=0.5).sendall(b'hello')\n"
+            "        print('CONNECTED')\n"
+            "    except OSError as exc:\n"
+            "        print(type(exc).__name__)\n"
+        )
+        result = run_code(code, "", FAST)
+        assert result.passed, result.summary()
+        assert "CONNECTED" not in result.stdout
+        with pytest.raises(TimeoutError):
+            listener.accept()
+
+
+@needs_isolation
+def test_code_cannot_signal_the_app() -> None:
+    victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        code = (
+            "import os, signal\n"
+            f"for pid in (os.getppid(), {os.getpid()}, {victim.pid}):\n"
+            "    for sig in (signal.SIGKILL, signal.SIGTERM):\n"
+            "        try:\n"
+            "            os.kill(pid, sig)\n"
+            "        except OSError as exc:\n"
+            "            print(pid, exc)\n"
+            "try:\n"
+            f"    os.killpg({os.getpgid(0)}, signal.SIGKILL)\n"
+            "except OSError as exc:\n"
+            "    print(exc)\n"
+        )
+        result = run_code(code, ["assert True"], FAST)
+        assert result.passed, result.summary()  # it ran to the end: nothing it sent reached anyone
+        time.sleep(0.1)
+        assert victim.poll() is None
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+@needs_isolation
+def test_a_detached_grandchild_does_not_outlive_the_run(tmp_path: Path) -> None:
+    token = f"sandbox-grandchild-{uuid.uuid4().hex}"
+    marker = tmp_path / "grandchild-was-here"
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.settimeout(0.2)
+        port = listener.getsockname()[1]
+        # Sleeps past the run, then keeps trying to leave traces for 3 s.
+        script = (
+            "import socket, time\n"
+            "time.sleep(0.3)\n"
+            "for _ in range(60):\n"
+            "    try:\n"
+            f"        open({str(marker)!r}, 'w').write('x')\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "    try:\n"
+            f"        socket.create_connection(('127.0.0.1', {port}), timeout=0.05).close()\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "    time.sleep(0.05)\n"
+        )
+        code = (
+            "import os, subprocess, sys\n"
+            "if os.fork() == 0:\n"
+            "    os.setsid()\n"
+            f"    subprocess.Popen([sys.executable, '-c', {script!r}, {token!r}], start_new_session=True)\n"
+            "    os._exit(0)\n"
+            "os.wait()\n"
+        )
+        result = run_code(code, ["assert True"], FAST)
+        assert result.passed, result.summary()
+        assert _all_gone(token)
+        time.sleep(0.5)
+        assert not marker.exists()
+        with pytest.raises(TimeoutError):
+            listener.accept()
+
+
+# --- hostile code: the verdict ----------------------------------------------------------------------
+
+_FAKE = repr({"result": {"outcome": "PASSED", "tests_passed": 2, "tests_total": 2, "traceback": ""}})
+_F = "def f(x=0):\n    return None\n"
+# No honest f() passes these (nor any technique's own tests below).
+_CONTRADICTION = ["assert f() == 1", "assert f() == 2"]
+FORGERIES = {
+    "verdict fd from argv": (
+        f"{_F}import os, sys\n"
+        "for arg in sys.argv[1:]:\n"
+        "    try:\n"
+        f"        os.write(int(arg), ({_FAKE!r} + '\\n').encode())\n"
+        "    except (OSError, ValueError):\n"
+        "        pass\n"
+        "os._exit(0)\n"
+    ),
+    "every fd": (
+        f"{_F}import os\n"
+        "for fd in range(1024):\n"
+        "    for line in (" + repr(_FAKE) + ", '[\"ready\",[\"D\"]]', '[\"ok\",1,[]]'):\n"
+        "        try:\n"
+        "            os.write(fd, (line + '\\n').encode())\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "os._exit(0)\n"
+    ),
+    "printed records": (
+        f"{_F}import os, sys\nprint({_FAKE!r})\nprint({_FAKE!r}, file=sys.stderr)\nsys.stdout.flush()\nos._exit(0)\n"
+    ),
+    "exit in the code": f"{_F}raise SystemExit(0)\n",
+    "os._exit in the call": "import os\ndef f():\n    os._exit(0)\n",
+    "SystemExit in the call": "def f():\n    raise SystemExit(0)\n",
+    "sys.exit in the call": "import sys\ndef f():\n    sys.exit()\n",
+    "KeyboardInterrupt in the call": "def f():\n    raise KeyboardInterrupt\n",
+    "StopIteration in the call": (
+        "def f(x=0):\n    raise StopIteration\n",
+        ["assert all(map(lambda x: f(x) == x + 1, (1, 2)))", "assert all(map(lambda x: f(x) == x, (1, 2)))"],
+    ),
+    "patched exec": f"{_F}import builtins\nbuiltins.exec = lambda *args, **kwargs: None\n",
+    "patched AssertionError": f"{_F}import builtins\nbuiltins.AssertionError = type('Nope', (Exception,), {{}})\n",
+    "cleared test list": (
+        f"{_F}import gc\n"
+        "for obj in gc.get_objects():\n"
+        "    if type(obj) is list and obj and all(type(x).__name__ == 'code' for x in obj):\n"
+        "        obj.clear()\n"
+    ),
+    "rigged __eq__": (
+        "class Anything:\n"
+        "    def __eq__(self, other):\n"
+        "        return True\n"
+        "    __hash__ = object.__hash__\n"
+        "def f():\n"
+        "    return Anything()\n"
+    ),
+    "rigged int subclass": (
+        "class Anything(int):\n"
+        "    def __eq__(self, other):\n"
+        "        return True\n"
+        "    __hash__ = int.__hash__\n"
+        "def f():\n"
+        "    return Anything(7)\n"
+    ),
+    "rigged __contains__": (
+        "class Everything:\n"
+        "    def __contains__(self, item):\n"
+        "        return True\n"
+        "    def __len__(self):\n"
+        "        return 1\n"
+        "def f():\n"
+        "    return Everything()\n",
+        ["assert len(f()) == 1", "assert 1 in f() and 2 in f()"],
+    ),
+    "shadowed built-in": (
+        "def f(x=0):\n    return 0\ndef abs(x):\n    return 0\n",
+        ["assert abs(f() - 3) < 1e-9", "assert abs(f() - 4) < 1e-9"],
+    ),
+}
+
+
+@pytest.mark.parametrize("technique", list(FORGERIES))
+def test_the_code_cannot_forge_a_pass(technique: str) -> None:
+    forgery = FORGERIES[technique]
+    code, tests = forgery if isinstance(forgery, tuple) else (forgery, _CONTRADICTION)
+    result = run_code(code, tests, FAST)
+    assert result.outcome is not Outcome.PASSED, result
+    assert not result.passed
+    assert result.tests_passed < len(tests)
+
+
+def test_hidden_tests_are_not_visible_to_the_code() -> None:
+    code = (
+        "import gc, sys\n"
+        "found = [o for o in gc.get_objects() if isinstance(o, str) and 'SECRET_EXPECTED' in o]\n"
+        "found += [a for a in sys.argv if 'SECRET_EXPECTED' in a]\n"
+        "def f():\n"
+        "    return len(found)\n"
+    )
+    # The needle is built at run time, so only the test source itself contains it.
+    result = run_code(code, ["needle = 'SECRET_' + 'EXPECTED'\nassert f() == 0"], FAST)
+    assert result.passed, result.summary()
+
+
+# --- the tests use the code's objects through proxies ------------------------------------------------
+
+OBJECTS = """
+from collections import namedtuple
+from dataclasses import dataclass
+from fractions import Fraction
+
+Point = namedtuple("Point", "x y")
+
+@dataclass
+class Token:
+    kind: str
+    value: int
+
+class Empty(ValueError):
+    pass
+
+class Stack:
+    def __init__(self):
+        self.items = []
+    def push(self, item):
+        self.items.append(item)
+        return self
+    def pop(self):
+        if not self.items:
+            raise Empty("pop from an empty stack")
+        return self.items.pop()
+    def __len__(self):
+        return len(self.items)
+    def __iter__(self):
+        return iter(self.items)
+    def __getitem__(self, i):
+        return self.items[i]
+
+def sort_in_place(xs):
+    xs.sort()
+
+def apply(fn, x):
+    return fn(x)
+
+def count(n):
+    yield from range(n)
+
+def parse(text):
+    if not text:
+        raise KeyError(text)
+    return {"words": text.split(), "n": len(text), "t": (1, 2.5, None), "s": {1, 2}, "b": text.encode()}
+
+def big():
+    return 3 ** 200, -(2 ** 70), float("inf"), Fraction(1, 3), Point(1, 2), complex(1, -2)
+
+def lex(text):
+    return [Token("num", int(part)) for part in text.split()]
+
+LIMIT = 10
+"""
+
+OBJECT_TESTS = [
+    "s = Stack()\nassert len(s) == 0 and not s.items\ns.push(1).push(2)\nassert len(s) == 2 and s[0] == 1",
+    "s = Stack().push(3).push(4)\nassert list(s) == [3, 4] and 4 in s and 5 not in s\nassert s.pop() == 4",
+    "s = Stack()\ntry:\n    s.pop()\n    raise AssertionError('no error')\n"
+    "except Empty as exc:\n    assert str(exc) == 'pop from an empty stack'",
+    "try:\n    Stack().pop()\nexcept ValueError:\n    pass\nelse:\n    raise AssertionError('no error')",
+    "assert isinstance(Stack(), Stack) and not isinstance(3, Stack)",
+    "xs = [3, 1, 2]\nsort_in_place(xs)\nassert xs == [1, 2, 3]",
+    "assert apply(lambda x: x * 2, 21) == 42\nassert apply(str.upper, 'a') == 'A'",
+    "assert list(count(3)) == [0, 1, 2] and sum(count(4)) == 6",
+    "r = parse('a bc')\nassert r == {'words': ['a', 'bc'], 'n': 4, 't': (1, 2.5, None), 's': {1, 2}, 'b': b'a bc'}",
+    "try:\n    parse('')\nexcept KeyError as exc:\n    assert exc.args == ('',)",
+    "from fractions import Fraction\n"
+    "assert big() == (3 ** 200, -(2 ** 70), float('inf'), Fraction(1, 3), (1, 2), 1 - 2j)",
+    "assert LIMIT == 10 and abs(-LIMIT) == 10",
+    "assert lex('1 2') == [Token('num', 1), Token('num', 2)] and lex('3') != [Token('num', 4)]",
+    "assert lex('5')[0].value == 5 and list(range(10**5)) == list(range(10**5))",
+]
+
+
+def test_objects_of_the_code_work_in_the_tests() -> None:
+    result = run_code(OBJECTS, OBJECT_TESTS, FAST)
+    assert result.passed, result.summary() + "\n" + result.traceback
+
+
+def test_numpy_results_arrive_as_arrays() -> None:
+    code = "import numpy as np\ndef grid(n):\n    return np.arange(n * n).reshape(n, n), np.float64(0.5)\n"
+    tests = ["import numpy as np\ng, half = grid(2)\nassert (g == np.array([[0, 1], [2, 3]])).all() and half == 0.5"]
+    result = run_code(code, tests, SandboxLimits(wall_seconds=10, cpu_seconds=10, memory_mb=512))
+    assert result.passed, result.summary()
+
+
+def test_a_failing_call_shows_the_codes_frames_and_names_the_test() -> None:
+    result = run_code(OBJECTS, ["assert len(Stack()) == 0", "Stack().pop()"], FAST)
+    assert result.outcome is Outcome.RUNTIME_ERROR
+    assert result.failing_test == "Stack().pop()"
+    assert 'raise Empty("pop from an empty stack")' in result.traceback
+    assert result.summary().endswith("pop from an empty stack")
+
+
+def test_humaneval_scoring_runs_the_hidden_tests_in_the_judge() -> None:
+    rows = _humaneval_rows()
+
+    def one(row: dict[str, str], body: str | None) -> tuple[str, SandboxResult]:
+        code = row["prompt"] + (row["canonical_solution"] if body is None else body)
+        return row["task_id"], run_code(code, row["test"] + f"\ncheck({row['entry_point']})\n")
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        right = dict(pool.map(lambda row: one(row, None), rows))
+        wrong = dict(pool.map(lambda row: one(row, "    return None\n"), rows[:20]))
+    assert {task: r.summary() for task, r in right.items() if not r.passed} == {}
+    assert [task for task, r in wrong.items() if r.passed] == []
+    assert wrong["HumanEval/0"].failing_test.startswith("assert candidate(")
+
+
+# --- without bubblewrap -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_isolation(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv(sandbox.ISOLATION_ENV, "off")
+    sandbox._isolation.cache_clear()
+    yield
+    monkeypatch.undo()
+    sandbox._isolation.cache_clear()
+
+
+def test_without_isolation_runs_still_classify(no_isolation: None) -> None:
+    isolated, message = isolation_status()
+    assert not isolated
+    assert message.startswith("code runs without isolation")
+    assert run_code(INC, ["assert inc(1) == 2"], FAST).outcome is Outcome.PASSED
+    wrong = run_code(INC, ["assert inc(1) == 2", "assert inc(2) == 4"], FAST)
+    assert (wrong.outcome, wrong.failing_test) == (Outcome.WRONG_ANSWER, "assert inc(2) == 4")
+    assert run_code("def f(:\n", ["assert f()"], FAST).outcome is Outcome.SYNTAX_ERROR
+    assert run_code("x = 1 / 0\n", "", FAST).outcome is Outcome.RUNTIME_ERROR
+    assert run_code("x = bytearray(10**10)\n", "", FAST).outcome is Outcome.MEMORY_LIMIT_EXCEEDED
+    assert run_code(INC, ["import time\ntime.sleep(60)"], FAST).outcome is Outcome.TIME_LIMIT_EXCEEDED
+    assert run_code(FORGERIES["rigged __eq__"], _CONTRADICTION, FAST).outcome is Outcome.WRONG_ANSWER
+    env = json.loads(run_code("import json, os\nprint(json.dumps(dict(os.environ)))\n", "", FAST).stdout)
+    assert set(env) <= {"PATH", "LANG", "HOME", "LC_CTYPE"}
+
+
+def test_a_missing_bwrap_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    monkeypatch.delenv(sandbox.ISOLATION_ENV, raising=False)
+    sandbox._isolation.cache_clear()
+    try:
+        isolated, message = isolation_status()
+        assert not isolated
+        assert "bubblewrap (bwrap) not found; install it with apt-get install bubblewrap" in message
+    finally:
+        monkeypatch.undo()
+        sandbox._isolation.cache_clear()
