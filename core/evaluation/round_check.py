@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from core.evaluation.extract import docstring_examples, extract_tests, latest_code
-from core.evaluation.sandbox import SandboxLimits, arun_code
+from core.evaluation.sandbox import SandboxLimits, arun_code, isolation_status
 from core.runtime import events as ev
 from core.runtime.engine import AgentResult, Evaluation
 
@@ -32,6 +32,7 @@ class CodeExecutionEvaluator:
         self.use_problem_examples = use_problem_examples
         self._code_history: list[str] = []  # the implementer's outputs, oldest first
         self._tests: list[str] = []  # the tester's latest tests (they revise them as they go)
+        self._isolation_told = False
 
     def _collect(self, outputs: Mapping[str, AgentResult]) -> None:
         implementer = outputs.get(self.implementer)
@@ -54,6 +55,7 @@ class CodeExecutionEvaluator:
             event = ev.TestRun(round=round_no, outcome=NO_CODE, passed=False, detail=detail)
             return Evaluation(passed=False, feedback=f"Tests not run: {detail}.", events=[event])
         result = await arun_code(code, tests, self.limits)
+        warnings = self._isolation_notice(round_no)
         summary = result.summary() if tests else f"{result.outcome} (no tests found: the code only ran)"
         feedback = f"Ran {self.implementer}'s latest code against {len(tests)} tests: {summary}"
         if not result.passed and result.traceback:
@@ -68,4 +70,12 @@ class CodeExecutionEvaluator:
             tests_agent=self.tester if self._tests else "problem examples",
             duration_s=round(result.duration_s, 3),
         )
-        return Evaluation(passed=event.passed, feedback=feedback, events=[event])
+        return Evaluation(passed=event.passed, feedback=feedback, events=[*warnings, event])
+
+    def _isolation_notice(self, round_no: int) -> list[ev.Event]:
+        """Once per run: say so when generated code runs without the bubblewrap jail (not Linux, no bwrap)."""
+        if self._isolation_told:
+            return []
+        self._isolation_told = True
+        isolated, message = isolation_status()
+        return [] if isolated else [ev.Notice(round=round_no, severity="warning", message=message)]
