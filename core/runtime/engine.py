@@ -32,6 +32,7 @@ from core.runtime.parsing import (
     ReplyTally,
     parse_descriptors,
     parse_manager,
+    parse_work,
     parse_worker,
     response_schema,
 )
@@ -302,7 +303,9 @@ class SwarmEngine:
         inbox_from: frozenset[str] = frozenset(),
     ) -> AgentResult:
         limits = self.settings.descriptor_call if call == ev.CALL_DESCRIPTORS else self.settings.work_call
-        parser: Callable[[str], Any] = parse_descriptors if call == ev.CALL_DESCRIPTORS else parse_worker
+        parser: Callable[[str], Any] = {ev.CALL_DESCRIPTORS: parse_descriptors, ev.CALL_WORK: parse_work}.get(
+            call, parse_worker
+        )
         messages = self._worker_messages(name, call, goal, inbox, inbox_from)
         self.emit(ev.AgentStarted(round=self.round, agent=name, call=call, tier=tier))
         outcome = await self.call_and_parse(name, call, messages, limits, parser)

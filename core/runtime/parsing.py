@@ -288,6 +288,15 @@ def _parse_worker(text: str) -> WorkerOutput:
     return WorkerOutput(public=public, private=private, query=query, key=key, answer=answer)
 
 
+def _parse_work(text: str) -> WorkerOutput:
+    found = _lookup(_extract(text), _WORKER_ALIASES)
+    public = _required_text(found, "public")
+    query = _as_text(found["query"]) if "query" in found else ""
+    key = _as_text(found["key"]) if "key" in found else ""
+    answer = _as_text(found["answer"]) if "answer" in found else ""
+    return WorkerOutput(public=public, private=_private(found.get("private")), query=query, key=key, answer=answer)
+
+
 def _parse_descriptors(text: str) -> DescriptorOutput:
     found = _lookup(_extract(text), _WORKER_ALIASES)
     return DescriptorOutput(query=_required_text(found, "query"), key=_required_text(found, "key"))
@@ -312,6 +321,12 @@ def _parse_manager(text: str) -> ManagerOutput:
 def parse_worker(text: str) -> WorkerOutput:
     """A full work reply: public, query and key required; private and answer optional."""
     return _guarded(_parse_worker, text)
+
+
+def parse_work(text: str) -> WorkerOutput:
+    """A phased work reply (phase C, and the round-1 broadcast): public required; the round's descriptors
+    came from phase A, so query and key are optional here."""
+    return _guarded(_parse_work, text)
 
 
 def parse_descriptors(text: str) -> DescriptorOutput:
@@ -343,6 +358,11 @@ WORKER_SCHEMA: dict[str, Any] = {
     },
     "required": ["public", "private", "query", "key"],
 }
+WORK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"public": _TEXT, "private": WORKER_SCHEMA["properties"]["private"], "answer": _TEXT},
+    "required": ["public", "private"],
+}
 DESCRIPTOR_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"query": _TEXT, "key": _TEXT},
@@ -360,6 +380,7 @@ def response_schema(parser: Callable[[str], Any]) -> dict[str, Any] | None:
     parser."""
     named = {
         parse_worker: ("worker_reply", WORKER_SCHEMA),
+        parse_work: ("work_reply", WORK_SCHEMA),
         parse_descriptors: ("descriptors", DESCRIPTOR_SCHEMA),
         parse_manager: ("manager_decision", MANAGER_SCHEMA),
     }.get(parser)

@@ -27,13 +27,15 @@ MANAGER_FIELDS = ("goal", "terminate", "reasoning", "final_answer")
 # The reply shapes, one per call kind. A worker's system prompt carries only the shape its call needs.
 _WORK_SCHEMA = """{
   "public": "%s",
-  "private": %s,
-  "query": "what you need next from teammates (one sentence)",
-  "key": "what you can provide to teammates (one sentence)"%s
+  "private": %s%s
 }"""
+_NEXT_DESCRIPTORS = (
+    ',\n  "query": "what you need next from teammates (one sentence)",'
+    '\n  "key": "what you can provide to teammates (one sentence)"'
+)
 # What the two fields promise depends on what travels along an edge (core.methods.dytopo PAYLOADS).
 _PUBLIC_SHARED = "your work this round, for the Manager and the teammates routed to you"
-_PRIVATE_NOTE = '{"<Teammate>": "a note for that teammate only (optional, may be {})"}'
+_PRIVATE_NOTE = '{"<Teammate>": "optional note for that teammate only"}'
 _PUBLIC_RECORD = "your work this round, for the Manager and the record"
 _PRIVATE_MESSAGE = '{"all": "what the teammates routed to you receive", "<Teammate>": "optional: for one teammate"}'
 
@@ -51,7 +53,7 @@ _MANAGER_SCHEMA = """{
 }"""
 
 _STRICT = "Reply with ONLY one JSON object: no prose, no Markdown fences; escape newlines in strings as \\n."
-_SPECIFIC = "query and key route messages by meaning: be specific (name functions, steps, quantities)."
+_SPECIFIC = "query and key route messages by meaning: name functions, steps, quantities."
 
 
 def worker_system_prompt(domain: Domain, role: Role, call: str = CALL_WORK, *, private_only: bool = False) -> str:
@@ -59,27 +61,30 @@ def worker_system_prompt(domain: Domain, role: Role, call: str = CALL_WORK, *, p
     travels along an edge (the paper's eq. 3), so the shape says which field teammates receive."""
     teammates = ", ".join(w.name for w in domain.workers if w.name != role.name)
     intro = (
-        f"You are {role.name}, the {role.title}, in a team solving one {domain.name} problem over "
-        f"several rounds. Teammates: {teammates}. A Manager sets each round's goal.\n"
+        f"You are {role.name}, the {role.title}, in a team solving one {domain.name} problem in rounds "
+        f"whose goals a Manager sets. Teammates: {teammates}.\n"
         f"Your role: {role.description}\n{_STRICT}\n"
     )
     if call == CALL_DESCRIPTORS:
         return f"{intro}Use exactly this shape:\n{_DESCRIPTOR_SCHEMA}\n{_SPECIFIC}"
     answer_field = ',\n  "answer": "your final answer, as short as possible (e.g. a number or expression)"'
     public, private = (_PUBLIC_RECORD, _PRIVATE_MESSAGE) if private_only else (_PUBLIC_SHARED, _PRIVATE_NOTE)
-    schema = _WORK_SCHEMA % (
-        public, private, answer_field if domain.name == "math" and role.name == domain.answer_role else ""
-    )
-    return f"{intro}Use exactly this shape:\n{schema}\n{_SPECIFIC}"
+    # A phased work call (CALL_WORK) stated its descriptors in phase A; a single-pass call gives the next ones.
+    extra = _NEXT_DESCRIPTORS if call == CALL_SINGLE_PASS else ""
+    if domain.name == "math" and role.name == domain.answer_role:
+        extra += answer_field
+    schema = _WORK_SCHEMA % (public, private, extra)
+    tail = f"\n{_SPECIFIC}" if call == CALL_SINGLE_PASS else ""
+    return f"{intro}Use exactly this shape:\n{schema}{tail}"
 
 
 def manager_system_prompt(domain: Domain) -> str:
     workers = ", ".join(w.name for w in domain.workers)
     return (
         f"You are Manager, the Workflow Orchestrator of a team ({workers}) solving one {domain.name} "
-        "problem over several rounds. Each round you read the team's public outputs, then either set "
-        "the next round's goal or end the run with the final answer.\n"
-        f"{domain.completion_rule}\n\n{_STRICT}\nUse exactly this shape:\n{_MANAGER_SCHEMA}"
+        "problem in rounds. After each round you read the team's public outputs and either set the next "
+        "round's goal or end the run with the final answer.\n"
+        f"{domain.completion_rule}\n{_STRICT}\nUse exactly this shape:\n{_MANAGER_SCHEMA}"
     )
 
 
@@ -105,14 +110,30 @@ def worker_request(call: str, role: str, round_no: int, problem: str, goal: str,
         CALL_WORK: "Do your part of this round's goal. Reply with the full work JSON.",
         CALL_SINGLE_PASS: "Do your part of this round's goal. Reply with the full work JSON, including query "
         "and key for the next routing.",
-        CALL_DESCRIPTORS: "Do not solve anything yet. State only what you need (query) and what you can "
-        "provide (key) for this round's goal. Reply with the descriptor JSON.",
+        CALL_DESCRIPTORS: "Solve nothing yet: state only what you need (query) and can provide (key) for "
+        "this round's goal.",
     }[call]
     context = _context_block(memory, inbox)
+    if call == CALL_DESCRIPTORS:  # one sentence of needs and offers: the goal and memory carry the detail
+        problem = problem_digest(problem)
     return (
         f"{call_header(role, call, round_no)}\n"
         f"PROBLEM:\n{problem}\n\nROUND {round_no} GOAL:\n{goal}\n\n" + (f"{context}\n\n" if context else "") + ask
     )
+
+
+DIGEST_CHARS = 320
+
+
+def problem_digest(problem: str, limit: int = DIGEST_CHARS) -> str:
+    """The problem's opening, cut at a line end within ``limit`` characters (phase A's descriptor calls
+    state needs and offers for the round's goal; the work call that follows carries the whole problem)."""
+    text = problem.strip()
+    if len(text) <= limit:
+        return text
+    cut = text.rfind("\n", 0, limit)
+    head = text[: cut if cut > limit // 2 else limit].rstrip()
+    return f"{head}\n[… the rest of the problem comes with your work call]"
 
 
 def manager_request(round_no: int, max_rounds: int, problem: str, goal: str, outputs: str, extra: str = "") -> str:
