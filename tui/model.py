@@ -85,6 +85,8 @@ class RunModel:
         self.protocol = ""
         self.manager = "Manager"
         self.workers: list[str] = []
+        self.extra_agents: list[str] = []  # agents a method called that RunStarted did not list (a pane each)
+        self.method_events: list[ev.Event] = []  # events only a method's own view reads (e.g. DMoA's router)
         self.params: dict[str, Any] = {}
         self.rounds: dict[int, RoundView] = {}
         self.current = 0
@@ -108,7 +110,7 @@ class RunModel:
     # --- queries ------------------------------------------------------------------------------
     @property
     def agents(self) -> list[str]:
-        return [self.manager, *self.workers]
+        return [self.manager, *self.workers, *self.extra_agents]
 
     def round_view(self, number: int | None = None) -> RoundView | None:
         return self.rounds.get(self.current if number is None else number)
@@ -148,6 +150,8 @@ class RunModel:
         handler = getattr(self, f"_on_{event.type}", None)
         if handler is not None:
             handler(event)
+        elif type(event).__module__ != ev.__name__:  # a method's own event type
+            self.method_events.append(event)
         self.rev += 1
 
     def _agent(self, round_no: int, name: str) -> AgentView:
@@ -195,6 +199,8 @@ class RunModel:
         self.phase, self.phase_detail = e.phase, e.detail
 
     def _on_agent_started(self, e: ev.AgentStarted) -> None:
+        if e.agent not in self.agents:
+            self.extra_agents.append(e.agent)
         agent = self._agent(e.round, e.agent)
         agent.call = e.call
         agent.status = BADGE_DESCRIPTORS if e.call == ev.CALL_DESCRIPTORS else BADGE_WORKING

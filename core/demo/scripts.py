@@ -442,6 +442,10 @@ def _worker_reply(scn: _Scenario, info: RequestInfo) -> dict[str, Any]:
 
 def demo_script(info: RequestInfo) -> str:
     """The scripted reply (a JSON string in core.runtime.prompts' contracts) for one request."""
+    if info.call.startswith("dmoa-"):  # DMoA's calls (core.methods.dmoa_events.CALLS)
+        from core.demo.dmoa_script import dmoa_script
+
+        return dmoa_script(info)
     scn = _SCENARIOS.get(info.domain, _CODE)
     if info.role == "Manager" or info.call in (CALL_PLAN, CALL_MANAGER):
         reply = _manager_reply(scn, info)

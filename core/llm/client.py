@@ -37,6 +37,9 @@ class ChatResult:
     usage_estimated: bool
     latency_s: float
     attempts: int
+    # Per generated token, the top logprobs the endpoint returned (asked for with top_logprobs=k);
+    # None when not asked for or when the endpoint sent none.
+    top_logprobs: list[list[float]] | None = None
 
 
 def estimate_tokens(text: str) -> int:
@@ -130,7 +133,14 @@ class LLMClient:
         self.model = models[0]
         return self.model
 
-    def _request(self, messages: list[dict[str, str]], temperature: float, max_tokens: int, json_mode: bool) -> dict:
+    def _request(
+        self,
+        messages: list[dict[str, str]],
+        temperature: float,
+        max_tokens: int,
+        json_mode: bool,
+        top_logprobs: int = 0,
+    ) -> dict:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -149,6 +159,9 @@ class LLMClient:
             body["extra_body"] = extra_body
         if json_mode and self.json_mode_supported is not False:
             body["response_format"] = {"type": "json_object"}
+        if top_logprobs > 0:
+            body["logprobs"] = True
+            body["top_logprobs"] = top_logprobs
         return body
 
     async def chat(
@@ -160,17 +173,20 @@ class LLMClient:
         json_mode: bool = True,
         on_delta: DeltaCallback | None = None,
         on_retry: Callable[[str], None] | None = None,
+        top_logprobs: int = 0,
     ) -> ChatResult:
-        """One streamed completion. Raises openai.OpenAIError subclasses when it finally fails."""
+        """One streamed completion. Raises openai.OpenAIError subclasses when it finally fails.
+        ``top_logprobs`` > 0 asks for each token's top logprobs (``ChatResult.top_logprobs``)."""
         async with self._limit:
             self.calls += 1
             start = time.perf_counter()
             attempts = 0
             while True:
                 attempts += 1
-                request = self._request(messages, temperature, max_tokens, json_mode)
+                request = self._request(messages, temperature, max_tokens, json_mode, top_logprobs)
+                logprobs: list[list[float]] = []
                 try:
-                    text, usage = await self._stream(request, on_delta)
+                    text, usage = await self._stream(request, on_delta, logprobs)
                 except openai.BadRequestError as exc:
                     if "response_format" in request and self.json_mode_supported is None:
                         # Some servers reject JSON mode; ask again without it and remember.
@@ -189,14 +205,21 @@ class LLMClient:
                     self.json_mode_supported = True
                 break
             latency = time.perf_counter() - start
+            tops = logprobs if top_logprobs > 0 and logprobs else None
             if usage is not None:
-                return ChatResult(text, usage[0], usage[1], False, latency, attempts)
+                return ChatResult(text, usage[0], usage[1], False, latency, attempts, tops)
             return ChatResult(
-                text, estimate_tokens("x" * _prompt_chars(messages)), estimate_tokens(text), True, latency, attempts
+                text,
+                estimate_tokens("x" * _prompt_chars(messages)),
+                estimate_tokens(text),
+                True,
+                latency,
+                attempts,
+                tops,
             )
 
     async def _stream(
-        self, request: dict[str, Any], on_delta: DeltaCallback | None
+        self, request: dict[str, Any], on_delta: DeltaCallback | None, logprobs: list[list[float]] | None = None
     ) -> tuple[str, tuple[int, int] | None]:
         parts: list[str] = []
         usage: tuple[int, int] | None = None
@@ -211,9 +234,25 @@ class LLMClient:
                         parts.append(piece)
                         if on_delta:
                             on_delta(piece)
+                    if logprobs is not None and getattr(choice, "logprobs", None) is not None:
+                        logprobs.extend(token_top_logprobs(choice.logprobs))
         except httpx.HTTPError as exc:  # a connection dropped mid-stream surfaces as a raw httpx error
             request = exc._request or httpx.Request("POST", self.base_url)  # not every httpx error has one
             raise openai.APIConnectionError(message=str(exc) or type(exc).__name__, request=request) from exc
         finally:
             await stream.close()
         return "".join(parts), usage
+
+
+def token_top_logprobs(choice_logprobs: Any) -> list[list[float]]:
+    """Per token of a streamed chunk's ``logprobs.content``, the returned top logprobs (the chosen token's
+    own logprob when the endpoint sent no alternatives). Anything malformed is skipped, never raised."""
+    out: list[list[float]] = []
+    for token in getattr(choice_logprobs, "content", None) or []:
+        tops = [getattr(t, "logprob", None) for t in (getattr(token, "top_logprobs", None) or [])]
+        values = [float(v) for v in tops if isinstance(v, int | float)]
+        if not values and isinstance(getattr(token, "logprob", None), int | float):
+            values = [float(token.logprob)]
+        if values:
+            out.append(values)
+    return out
