@@ -707,11 +707,15 @@ class DmoaMethod:
         assert state is not None and self._gru is not None
         state.trained = True
         router, traces = self._gru, list(state.traces)
-        before = await asyncio.to_thread(mean_loss, router, traces, tau=self.tau, k_max=self.k_max)
-        reports = await asyncio.to_thread(
-            train, router, traces, tau=self.tau, k_max=self.k_max, adaptive=self.adaptive, seed=self.seed
-        )
-        after = await asyncio.to_thread(mean_loss, router, traces, tau=self.tau, k_max=self.k_max)
+        try:
+            before = await asyncio.to_thread(mean_loss, router, traces, tau=self.tau, k_max=self.k_max)
+            reports = await asyncio.to_thread(
+                train, router, traces, tau=self.tau, k_max=self.k_max, adaptive=self.adaptive, seed=self.seed
+            )
+            after = await asyncio.to_thread(mean_loss, router, traces, tau=self.tau, k_max=self.k_max)
+        except Exception as exc:  # training must never take the run down with it
+            rt.notice(f"test-time training failed ({type(exc).__name__}: {exc}); the router stays as it was", "error")
+            return
         store = self._store()
         info = RouterInfo(trained_queries=len(traces), epochs=len(reports), last_loss=round(after, 6), source="ttt")
         try:
@@ -748,6 +752,12 @@ class DmoaMethod:
         last = routed.get(fork.round)
         if last is None:
             raise RunAborted("this session is not a DMoA run (no router steps recorded): fork it with its own strategy")
+        if last.router != self.router_kind or last.tau != self.tau or last.k_max != self.k_max:
+            rt.notice(
+                f"the recorded steps used router {last.router} (tau {last.tau:g}, K {last.k_max}); the fork goes on "
+                f"with router {self.router_kind} (tau {self.tau:g}, K {self.k_max}): pass -o router=... to keep it",
+                "info",
+            )
         if self._session is not None:
             for number in sorted(routed):
                 await asyncio.to_thread(self._session.step, np.asarray(routed[number].context, dtype=np.float64))
