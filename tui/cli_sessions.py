@@ -200,6 +200,7 @@ def _fork_headless(args: argparse.Namespace, session: Session, path: Path) -> in
     check_save_path(args.save)
     args.domain = session.domain
     args.protocol = args.protocol or session.metadata.protocol
+    args.strategy = args.strategy or session.metadata.strategy  # a fork goes on with the run's own method
     settings = settings_from_args(args)
     if settings.max_rounds <= point.round:
         raise _UserError(

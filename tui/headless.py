@@ -57,6 +57,7 @@ class ProgressPrinter:
         self._ran: list[str] = []
         self._round_tokens = (0, 0)
         self._max_rounds = 0
+        self._decider = "manager"  # who decides: the run's manager role (DMoA: the Summarizer)
 
     def _line(self, text: str) -> None:
         # Made printable there. Progress is a side channel: the run goes on without it.
@@ -66,11 +67,15 @@ class ProgressPrinter:
         handler = getattr(self, f"on_{event.type}", None)
         if handler is not None:
             handler(event)
+        elif callable(getattr(event, "describe", None)):  # a method's own events describe themselves
+            for line in event.describe():  # type: ignore[attr-defined]
+                self._line(line)
 
     def on_run_started(self, e: ev.RunStarted) -> None:
         if e.demo:
             self._line("DEMO — scripted model server, no real model is answering")
         self._max_rounds = int(e.params["max_rounds"])
+        self._decider = (e.manager or "manager").lower()
         self._line(
             f"problem ({e.domain}, {e.protocol}): {e.problem.splitlines()[0][:100]}\n"
             f"model {e.model} at {e.base_url}; team: {', '.join(e.workers)}"
@@ -85,9 +90,11 @@ class ProgressPrinter:
         if e.plan:
             self._line(f"goal: {e.next_goal}")
         elif e.terminate:
-            self._line(f"manager: terminate — {e.reasoning}")
+            self._line(f"{self._decider}: terminate — {e.reasoning}")
+        elif not e.next_goal:
+            self._line(f"{self._decider}: continue — {e.reasoning}")
         else:
-            self._line(f"manager: continue — next goal: {e.next_goal}")
+            self._line(f"{self._decider}: continue — next goal: {e.next_goal}")
 
     def on_topology_built(self, e: ev.TopologyBuilt) -> None:
         routing = RoutingResult.from_dict(e.routing)

@@ -89,8 +89,9 @@ class RunModel:
         self.protocol = ""
         self.manager = "Manager"
         self.workers: list[str] = []
-        self.extra_agents: list[str] = []  # agents a method created during the run (not in RunStarted)
+        self.extra_agents: list[str] = []  # agents a method called that RunStarted did not list (a pane each)
         self.strategy = "dytopo"
+        self.method_events: list[ev.Event] = []  # events only a method's own view reads (e.g. DMoA's router)
         self.params: dict[str, Any] = {}
         self.rounds: dict[int, RoundView] = {}
         self.current = 0
@@ -173,6 +174,8 @@ class RunModel:
         handler = getattr(self, f"_on_{event.type}", None)
         if handler is not None:
             handler(event)
+        elif type(event).__module__ != ev.__name__:  # a method's own event type
+            self.method_events.append(event)
         self.rev += 1
 
     def _agent(self, round_no: int, name: str) -> AgentView:
@@ -222,7 +225,7 @@ class RunModel:
         self.phase, self.phase_detail = e.phase, e.detail
 
     def _on_agent_started(self, e: ev.AgentStarted) -> None:
-        if e.agent not in self.workers and e.agent != self.manager and e.agent not in self.extra_agents:
+        if e.agent not in self.agents:
             self.extra_agents.append(e.agent)
         agent = self._agent(e.round, e.agent)
         agent.call = e.call

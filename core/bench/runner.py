@@ -242,9 +242,13 @@ class Row:
     detail: str = ""  # what scoring found
     session: str = ""  # the session file, relative to the output folder
     answer: str = ""  # the final answer (trimmed); only in the JSON files
+    metrics: dict[str, float] = field(default_factory=dict)  # a method's own figures (DMoA: mean k); JSON only
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if not data["metrics"]:  # only methods with figures of their own carry the field
+            del data["metrics"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Row:
@@ -252,7 +256,7 @@ class Row:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
-CSV_FIELDS = [f for f in Row.__dataclass_fields__ if f != "answer"]
+CSV_FIELDS = [f for f in Row.__dataclass_fields__ if f not in ("answer", "metrics")]
 SUMMARY_FIELDS = [
     "strategy",
     "problems",
@@ -286,13 +290,27 @@ def summarize(rows: Sequence[Row], strategies: Sequence[str]) -> list[dict[str, 
                 "mean_completion_tokens": round(sum(r.completion_tokens for r in mine) / n, 1),
                 "mean_wall_s": round(sum(r.wall_s for r in mine) / n, 3),
                 "total_wall_s": round(sum(r.wall_s for r in mine), 3),
+                **_mean_metrics(mine),
             }
         )
     return table
 
 
+def _mean_metrics(rows: Sequence[Row]) -> dict[str, float]:
+    """``mean_<name>`` of each method figure, over the rows that report it."""
+    names = sorted({name for r in rows for name in r.metrics})
+    return {
+        f"mean_{name}": round(sum(r.metrics[name] for r in rows if name in r.metrics)
+                              / sum(1 for r in rows if name in r.metrics), 3)
+        for name in names
+    }
+
+
 def format_table(summary: Sequence[dict[str, Any]]) -> str:
     header = ["strategy", "solved", "accuracy", "rounds", "prompt tok", "compl tok", "wall s"]
+    extra = any(k not in SUMMARY_FIELDS for s in summary for k in s)
+    if extra:
+        header.append("method")
     lines = [header]
     for s in summary:
         lines.append(
@@ -305,6 +323,8 @@ def format_table(summary: Sequence[dict[str, Any]]) -> str:
                 f"{s['mean_completion_tokens']:.0f}",
                 f"{s['mean_wall_s']:.2f}",
             ]
+            + ([", ".join(f"{k.removeprefix('mean_')} {v:.2f}" for k, v in s.items() if k not in SUMMARY_FIELDS)]
+               if extra else [])
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
 
@@ -352,7 +372,8 @@ def write_results(out: Path, rows: Sequence[Row], strategies: Sequence[str], met
         writer.writerows(r.to_dict() for r in rows)
     written.append(out / "results.csv")
     with (out / "summary.csv").open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, SUMMARY_FIELDS)
+        extra = sorted({k for s in summary for k in s} - set(SUMMARY_FIELDS))
+        writer = csv.DictWriter(handle, SUMMARY_FIELDS + extra)
         writer.writeheader()
         writer.writerows(summary)
     written.append(out / "summary.csv")
@@ -398,6 +419,7 @@ class _Run:
     completion_tokens: int
     end_reason: str
     detail: str
+    metrics: dict[str, float] = field(default_factory=dict)
 
 
 def session_name(task_id: str) -> str:
@@ -503,6 +525,7 @@ class BenchRunner:
             detail=verdict.detail,
             session=str(recorder.path.relative_to(self.out)) if recorder.path and recorder.saves else "",
             answer=run.final_answer[:ANSWER_CHARS],
+            metrics=run.metrics,
         )
 
     async def _run_engine(self, problem: Problem, strategy: str, settings: Settings, recorder: SessionRecorder) -> _Run:
@@ -517,6 +540,7 @@ class BenchRunner:
             evaluator=evaluator,
         )
         finished = await engine.run()
+        metrics = getattr(engine.method, "metrics", None)  # a method's own figures, when it has any
         return _Run(
             finished.final_answer,
             finished.rounds,
@@ -524,6 +548,7 @@ class BenchRunner:
             finished.completion_tokens,
             finished.reason,
             finished.detail,
+            dict(metrics()) if callable(metrics) else {},
         )
 
 

@@ -175,6 +175,10 @@ def benchmark_script(problems: Sequence[Problem], *, correct: bool = True) -> Sc
             return demo_script(info)
         if info.role == SOLO_ROLE:
             return _solo(problem, correct)
+        if info.call.startswith("dmoa-"):  # DMoA's calls (core.methods.dmoa_events.CALLS)
+            from core.demo.dmoa_script import bench_reply
+
+            return bench_reply(info, problem.domain, _answer(problem, correct))
         if info.role == "Manager" or info.call in (CALL_PLAN, CALL_MANAGER):
             return json.dumps(_manager(problem, info, correct))
         if info.call == CALL_DESCRIPTORS:

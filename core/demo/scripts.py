@@ -451,6 +451,10 @@ def _solo_reply(scn: _Scenario, info: RequestInfo) -> str:
 
 def demo_script(info: RequestInfo) -> str:
     """The scripted reply (a JSON string in core.runtime.prompts' contracts) for one request."""
+    if info.call.startswith("dmoa-"):  # DMoA's calls (core.methods.dmoa_events.CALLS)
+        from core.demo.dmoa_script import dmoa_script
+
+        return dmoa_script(info)
     scn = _SCENARIOS.get(info.domain, _CODE)
     if info.call == "single":
         return _solo_reply(scn, info)

@@ -12,6 +12,7 @@ Textual app) owns the main thread. It never writes to stdout/stderr: that would 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import math
 import socket
@@ -224,7 +225,10 @@ class ScriptedServer:
         latency: float = 0.0,
         usage: bool = True,
         stall_seconds: float = 30.0,
+        logprobs: bool = True,
     ) -> None:
+        """``logprobs``: answer a request's ``logprobs``/``top_logprobs`` (deterministic per text, see
+        scripted_logprobs); False plays an endpoint that ignores them."""
         if script is None:
             from core.demo.scripts import demo_script  # lazy: only when no script is given
 
@@ -236,6 +240,7 @@ class ScriptedServer:
         self.latency = latency
         self.usage = usage
         self.stall_seconds = stall_seconds
+        self.logprobs = logprobs
         self.requests: list[RequestInfo] = []
         self._faults: list[FaultRule] = []
         self._lock = threading.Lock()
@@ -398,14 +403,22 @@ class ScriptedServer:
             "completion_tokens": estimate_tokens(content),
             "total_tokens": prompt_tokens + estimate_tokens(content),
         }
+        top = self._top_logprobs(body)
         if body.get("stream"):
             stream_options = body.get("stream_options") or {}
             want_usage = (
                 self.usage and isinstance(stream_options, dict) and bool(stream_options.get("include_usage"))
             )
-            self._stream(handler, completion_id, content, usage if want_usage else None, kind)
+            self._stream(handler, completion_id, content, usage if want_usage else None, kind, top)
         else:
-            self._respond(handler, completion_id, content, usage if self.usage else None, kind)
+            self._respond(handler, completion_id, content, usage if self.usage else None, kind, top)
+
+    def _top_logprobs(self, body: dict[str, Any]) -> int:
+        """How many top logprobs per token to send: 0 when not asked (or when playing a server without them)."""
+        if not self.logprobs or body.get("logprobs") is not True:
+            return 0
+        top = body.get("top_logprobs")
+        return min(20, top) if isinstance(top, int) and not isinstance(top, bool) and top > 0 else 1
 
     @staticmethod
     def _shape(kind: str, content: str, info: RequestInfo) -> str:
@@ -424,7 +437,13 @@ class ScriptedServer:
         return content
 
     def _respond(
-        self, handler: _Handler, completion_id: str, content: str, usage: dict[str, int] | None, kind: str
+        self,
+        handler: _Handler,
+        completion_id: str,
+        content: str,
+        usage: dict[str, int] | None,
+        kind: str,
+        top: int = 0,
     ) -> None:
         data: dict[str, Any] = {
             "id": completion_id,
@@ -441,6 +460,8 @@ class ScriptedServer:
         }
         if usage is not None:
             data["usage"] = usage
+        if top:
+            data["choices"][0]["logprobs"] = {"content": scripted_logprobs(content, self._pieces(content), top)}
         payload = json.dumps(data).encode()
         if kind not in ("stall", "drop"):
             handler._send_json(200, payload)
@@ -456,8 +477,17 @@ class ScriptedServer:
             return
         handler.wfile.write(payload[half:])
 
+    def _pieces(self, content: str) -> list[str]:
+        return [content[i : i + self.chunk_chars] for i in range(0, len(content), self.chunk_chars)]
+
     def _stream(
-        self, handler: _Handler, completion_id: str, content: str, usage: dict[str, int] | None, kind: str
+        self,
+        handler: _Handler,
+        completion_id: str,
+        content: str,
+        usage: dict[str, int] | None,
+        kind: str,
+        top: int = 0,
     ) -> None:
         handler.send_response(200)
         handler.send_header("Content-Type", "text/event-stream")
@@ -477,16 +507,26 @@ class ScriptedServer:
         def event(rest: str) -> bytes:
             return f"data: {head}, {rest}}}\n\n".encode()
 
-        def choice(delta: str, finish: str = "null") -> bytes:
-            return event(f'"choices": [{{"index": 0, "delta": {delta}, "finish_reason": {finish}}}]')
+        def choice(delta: str, finish: str = "null", logprobs: str = "") -> bytes:
+            extra = f', "logprobs": {logprobs}' if logprobs else ""
+            return event(f'"choices": [{{"index": 0, "delta": {delta}{extra}, "finish_reason": {finish}}}]')
 
         write = handler._write_chunk
         write(choice('{"role": "assistant", "content": ""}'))
-        pieces = [content[i : i + self.chunk_chars] for i in range(0, len(content), self.chunk_chars)]
+        pieces = self._pieces(content)
+        # One scripted token per streamed piece; its logprobs ride on the piece's chunk.
+        token_logprobs = scripted_logprobs(content, pieces, top) if top else []
+
+        def piece_chunk(index: int, piece: str) -> bytes:
+            if not token_logprobs:
+                return choice(json.dumps({"content": piece}))
+            return choice(json.dumps({"content": piece}), logprobs=json.dumps({"content": [token_logprobs[index]]}))
+
         if kind == "stall":
             # One content chunk, then silence (stop() cuts it short).
             if pieces:
-                write(choice(json.dumps({"content": pieces.pop(0)})))
+                write(piece_chunk(0, pieces[0]))
+                pieces, token_logprobs = pieces[1:], token_logprobs[1:]
             if self._stopping.wait(self.stall_seconds):
                 handler._abort()
                 return
@@ -500,7 +540,7 @@ class ScriptedServer:
                 if wait > 0 and self._stopping.wait(wait):
                     handler._abort()
                     return
-            write(choice(json.dumps({"content": piece})))
+            write(piece_chunk(i, piece))
         if kind == "drop":
             handler._abort()
             return
@@ -509,3 +549,40 @@ class ScriptedServer:
             write(event(f'"choices": [], "usage": {json.dumps(usage)}'))
         write(b"data: [DONE]\n\n")
         write(b"")  # the terminating zero-size chunk
+
+
+# --- logprobs ------------------------------------------------------------------------------------
+
+
+def _unit(text: str) -> float:
+    """A number in [0, 1) fixed by the text."""
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:8], "big") / 2.0**64
+
+
+def scripted_logprobs(content: str, tokens: list[str], top: int) -> list[dict[str, Any]]:
+    """OpenAI-shaped ``logprobs.content`` entries, one per token, deterministic per reply text.
+
+    Each reply gets its own sharpness from a hash of its whole text (so replies differ in confidence,
+    which is what an entropy signal needs), each token a little jitter from its own hash. The top
+    alternatives hold 95 % of the mass; the rest is the unlisted vocabulary."""
+    sharpness = 0.4 + 3.6 * _unit(content)
+    out: list[dict[str, Any]] = []
+    for index, token in enumerate(tokens):
+        weights = [
+            math.exp(-sharpness * rank + 0.5 * _unit(f"{index}:{rank}:{token}")) for rank in range(max(1, top))
+        ]
+        weights.sort(reverse=True)
+        total = sum(weights) / 0.95
+        logprobs = [math.log(w / total) for w in weights]
+        alternatives = [token] + [f"<alt{rank}>" for rank in range(1, len(logprobs))]
+        out.append(
+            {
+                "token": token,
+                "logprob": logprobs[0],
+                "bytes": None,
+                "top_logprobs": [
+                    {"token": alt, "logprob": lp, "bytes": None} for alt, lp in zip(alternatives, logprobs, strict=True)
+                ],
+            }
+        )
+    return out

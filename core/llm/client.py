@@ -77,6 +77,9 @@ class ChatResult:
     latency_s: float
     attempts: int
     finish_reason: str | None = None  # "stop", "length" (cut off at max_tokens), ... as the server said
+    # Per generated token, the top logprobs the endpoint returned (asked for with top_logprobs=k);
+    # None when not asked for or when the endpoint sent none.
+    top_logprobs: list[list[float]] | None = None
 
 
 def estimate_tokens(text: str) -> int:
@@ -277,6 +280,7 @@ class LLMClient:
         max_tokens: int,
         json_mode: bool,
         schema: dict[str, Any] | None = None,
+        top_logprobs: int = 0,
     ) -> dict:
         body: dict[str, Any] = {
             "model": self.model,
@@ -297,6 +301,9 @@ class LLMClient:
         response_format = self._response_format(json_mode, schema)
         if response_format is not None:
             body["response_format"] = response_format
+        if top_logprobs > 0:
+            body["logprobs"] = True
+            body["top_logprobs"] = top_logprobs
         return body
 
     def _format_rejected(self, request: dict[str, Any], exc: openai.APIStatusError, on_retry: Any) -> bool:
@@ -368,10 +375,12 @@ class LLMClient:
         schema: dict[str, Any] | None = None,
         on_delta: DeltaCallback | None = None,
         on_retry: Callable[[str], None] | None = None,
+        top_logprobs: int = 0,
     ) -> ChatResult:
         """One streamed completion. ``schema``: the ``json_schema`` object (name, schema, strict) of the
-        contract the reply must follow, asked for when the endpoint accepts it. Raises openai.OpenAIError
-        subclasses when it finally fails (EndpointUnavailable when it gave up waiting)."""
+        contract the reply must follow, asked for when the endpoint accepts it. ``top_logprobs`` > 0 asks for
+        each token's top logprobs (``ChatResult.top_logprobs``). Raises openai.OpenAIError subclasses when it
+        finally fails (EndpointUnavailable when it gave up waiting)."""
         async with self._limit:
             self.calls += 1
             start = time.perf_counter()
@@ -379,9 +388,10 @@ class LLMClient:
             waited = 0.0
             while True:
                 attempts += 1
-                request = self._request(messages, temperature, max_tokens, json_mode, schema)
+                request = self._request(messages, temperature, max_tokens, json_mode, schema, top_logprobs)
+                logprobs: list[list[float]] = []
                 try:
-                    text, usage, finish = await self._stream(request, on_delta)
+                    text, usage, finish = await self._stream(request, on_delta, logprobs)
                 except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
                     if "response_format" in request and self._format_rejected(request, exc, on_retry):
                         continue
@@ -409,8 +419,9 @@ class LLMClient:
                 self._format_accepted(request)
                 break
             latency = time.perf_counter() - start
+            tops = logprobs if top_logprobs > 0 and logprobs else None
             if usage is not None:
-                return ChatResult(text, usage[0], usage[1], False, latency, attempts, finish)
+                return ChatResult(text, usage[0], usage[1], False, latency, attempts, finish, tops)
             return ChatResult(
                 text,
                 estimate_tokens("x" * _prompt_chars(messages)),
@@ -419,10 +430,11 @@ class LLMClient:
                 latency,
                 attempts,
                 finish,
+                tops,
             )
 
     async def _stream(
-        self, request: dict[str, Any], on_delta: DeltaCallback | None
+        self, request: dict[str, Any], on_delta: DeltaCallback | None, logprobs: list[list[float]] | None = None
     ) -> tuple[str, tuple[int, int] | None, str | None]:
         parts: list[str] = []
         usage: tuple[int, int] | None = None
@@ -440,6 +452,8 @@ class LLMClient:
                         parts.append(piece)
                         if on_delta:
                             on_delta(piece)
+                    if logprobs is not None and getattr(choice, "logprobs", None) is not None:
+                        logprobs.extend(token_top_logprobs(choice.logprobs))
         except httpx.HTTPError as exc:  # a connection dropped mid-stream surfaces as a raw httpx error
             request_ = exc._request or httpx.Request("POST", strip_userinfo(self.base_url))  # not every one has it
             raise _StreamBroken(
@@ -450,3 +464,17 @@ class LLMClient:
         finally:
             await stream.close()
         return "".join(parts), usage, finish
+
+
+def token_top_logprobs(choice_logprobs: Any) -> list[list[float]]:
+    """Per token of a streamed chunk's ``logprobs.content``, the returned top logprobs (the chosen token's
+    own logprob when the endpoint sent no alternatives). Anything malformed is skipped, never raised."""
+    out: list[list[float]] = []
+    for token in getattr(choice_logprobs, "content", None) or []:
+        tops = [getattr(t, "logprob", None) for t in (getattr(token, "top_logprobs", None) or [])]
+        values = [float(v) for v in tops if isinstance(v, int | float)]
+        if not values and isinstance(getattr(token, "logprob", None), int | float):
+            values = [float(token.logprob)]
+        if values:
+            out.append(values)
+    return out

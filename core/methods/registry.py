@@ -117,6 +117,7 @@ class MethodInfo:
 
 
 _REGISTRY: dict[str, MethodInfo] = {}
+_LOADED = False
 
 
 def register(info: MethodInfo) -> MethodInfo:
@@ -155,8 +156,12 @@ def parse_option_flags(values: list[str] | None) -> dict[str, str]:
 
 
 def _load_builtin_methods() -> None:
-    """Import the method modules once; each registers itself."""
-    if _REGISTRY:
+    """Import the method modules once; each registers itself. (A flag, not "is the table empty": a
+    method module imported on its own first must not stop the others from loading.)"""
+    global _LOADED
+    if _LOADED:
         return
+    _LOADED = True
     import core.methods.baselines
+    import core.methods.dmoa
     import core.methods.dytopo  # noqa: F401

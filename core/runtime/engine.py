@@ -71,6 +71,7 @@ class AgentResult:
     raw: str = ""
     error: str = ""
     connection_failed: bool = False
+    top_logprobs: list[list[float]] | None = None  # per token, when the call asked for them (agent_call)
 
 
 @dataclass
@@ -375,6 +376,7 @@ class SwarmEngine:
         parser: Callable[[str], Any],
         *,
         json_mode: bool = True,
+        top_logprobs: int = 0,
     ) -> tuple[Any | None, _Usage | None, str, bool]:
         """(parsed or None, usage summed over attempts, error text, connection failed).
         A reply that does not parse, or was cut off at max_tokens, is asked for once more, with the error.
@@ -392,6 +394,7 @@ class SwarmEngine:
                     schema=response_schema(parser) if json_mode else None,
                     on_delta=lambda text: self.emit(ev.AgentDelta(round=self.round, agent=agent, call=call, text=text)),
                     on_retry=lambda message: self._retrying(agent, call, message),
+                    **({"top_logprobs": top_logprobs} if top_logprobs > 0 else {}),
                 )
             except openai.OpenAIError as exc:
                 # No later call can succeed either: the server is gone, refuses the key, has no such
@@ -435,17 +438,19 @@ class SwarmEngine:
         parser: Callable[[str], Any] | None = None,
         json_mode: bool = False,
         tier: int | None = None,
+        top_logprobs: int = 0,
     ) -> tuple[AgentResult, Any | None]:
         """One call of any method, announced (AgentStarted, deltas, AgentFinished) and accounted.
 
         ``call`` labels it (a method's own mode: solution, evaluate, orchestrate, ...). Without a parser the
         reply's text is the result; with one, a reply that does not parse is re-asked once and the parsed
         value comes back beside the result. A connection-level failure is marked on the result; the
-        caller decides whether the run can go on (abort_if_unreachable)."""
+        caller decides whether the run can go on (abort_if_unreachable). ``top_logprobs`` > 0 asks for each
+        token's top logprobs, returned on the result (None when the endpoint sends none)."""
         limits = limits or self.settings.work_call
         self.emit(ev.AgentStarted(round=self.round, agent=name, call=call, tier=tier))
         parsed, usage, error, connection_failed = await self.call_and_parse(
-            name, call, messages, limits, parser or _plain_text, json_mode=json_mode
+            name, call, messages, limits, parser or _plain_text, json_mode=json_mode, top_logprobs=top_logprobs
         )
         text = usage.text if usage else ""
         if parsed is not None or (parser is None and usage is not None):
@@ -456,6 +461,7 @@ class SwarmEngine:
                 name, status, public=text.strip(), raw=text, error=error, connection_failed=connection_failed
             )
             self.notice(f"{name}: {'reply unparsed' if usage else 'call failed'} ({error})", "warning", name)
+        result.top_logprobs = usage.top_logprobs if usage else None
         self.latest[name] = result
         self._emit_finished(name, call, result, usage)
         return result, parsed
@@ -527,6 +533,7 @@ class _Usage:
     latency_s: float
     attempts: int
     text: str  # the last attempt's text
+    top_logprobs: list[list[float]] | None = None  # the last attempt's, when asked for
 
     @staticmethod
     def add(total: _Usage | None, chat: ChatResult) -> _Usage:
@@ -538,6 +545,7 @@ class _Usage:
                 chat.latency_s,
                 chat.attempts,
                 chat.text,
+                chat.top_logprobs,
             )
         return _Usage(
             total.prompt_tokens + chat.prompt_tokens,
@@ -546,6 +554,7 @@ class _Usage:
             total.latency_s + chat.latency_s,
             total.attempts + chat.attempts,
             chat.text,
+            chat.top_logprobs,
         )
 
 

@@ -127,9 +127,13 @@ def _markdown_round(record: RoundRecord, roster: list[str]) -> list[str]:
     for t in record.test_runs:
         out.append(f"**Tests:** {t.outcome}" + (f" — {t.failing_test}" if t.failing_test else ""))
         out.append("")
+    described = [line for e in record.method_events if callable(getattr(e, "describe", None))
+                 for line in e.describe()]  # type: ignore[attr-defined]
+    if described:  # a method's own record of the round (e.g. DMoA's router and entropies)
+        out += ["### Method", "", _fence("\n".join(described), "text"), ""]
     if record.decision is not None:
         d = record.decision
-        verdict = "terminate" if d.terminate else f"continue — next goal: {d.next_goal}"
+        verdict = "terminate" if d.terminate else f"continue — next goal: {d.next_goal}" if d.next_goal else "continue"
         out += ["### Manager decision", "", f"{verdict}", "", d.reasoning, ""]
     if record.finished:
         out.append(f"*Round tokens: {record.prompt_tokens} prompt + {record.completion_tokens} completion.*")

@@ -88,6 +88,7 @@ class RoundRecord:
     test_runs: list[ev.TestRun] = field(default_factory=list)
     notices: list[ev.Notice] = field(default_factory=list)
     trims: list[ev.MemoryTrimmed] = field(default_factory=list)
+    method_events: list[ev.Event] = field(default_factory=list)  # a method's own event types (e.g. DMoA's)
     prompt_tokens: int = 0  # used in this round
     completion_tokens: int = 0
     convergence: float | None = None
@@ -451,6 +452,8 @@ def _rebuild_event(data: Any, index: int) -> ev.Event:
         raise SessionFormatError(f"{where} must be an object, got {_describe(data)}")
     kind = data.get("type")
     cls = ev.event_types().get(kind) if isinstance(kind, str) else None
+    if cls is None and isinstance(kind, str):
+        cls = _method_event_type(kind)
     if cls is None:
         raise SessionFormatError(f"{where} has unknown event type {_short(kind)}")
     where = f"event {index} ({kind})"
@@ -473,6 +476,14 @@ def _rebuild_event(data: Any, index: int) -> ev.Event:
     if round_no < 0:
         raise SessionFormatError(f"{where}: round number {round_no} is negative")
     return event
+
+
+def _method_event_type(kind: str) -> type[ev.Event] | None:
+    """A method's own event type (e.g. DMoA's): the method modules register theirs when imported."""
+    from core.methods.registry import method_names  # here, not at the top: the methods import this module
+
+    method_names()
+    return ev.event_types().get(kind)
 
 
 def _check_params(params: dict[str, Any], where: str) -> None:
@@ -610,6 +621,8 @@ def _derive(events: list[dict[str, Any]]) -> tuple[ev.RunStarted, list[RoundReco
             record.notices.append(e)
         elif isinstance(e, ev.MemoryTrimmed):
             record.trims.append(e)
+        elif type(e).__module__ != ev.__name__:
+            record.method_events.append(e)
         elif isinstance(e, ev.RoundFinished):
             if record.finished:
                 raise SessionFormatError(f"{where}: round {round_no} finished twice")

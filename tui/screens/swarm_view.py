@@ -24,6 +24,7 @@ from core.sessions.model import Session
 from ..export import EXPORT_NAMES, ExportError, export_suffix, export_to_file
 from ..model import RunModel
 from ..widgets.agent_pane import AgentPane
+from ..widgets.dmoa_view import DmoaView
 from ..widgets.footer import WrapFooter
 from ..widgets.graph_pane import GraphPane
 from ..widgets.header import ParamsBar, RunHeader
@@ -52,6 +53,7 @@ class SwarmScreen(Screen[None]):
             yield Grid(id="agents")
             with Horizontal(id="lower"):
                 yield GraphPane(id="graph")
+                yield DmoaView(id="dmoa")  # DMoA runs: in place of the graph and manager panes
                 yield ManagerPane(id="manager")
                 with Vertical(id="side"):
                     yield ResultsPane(id="results")
@@ -79,6 +81,15 @@ class SwarmScreen(Screen[None]):
         if list(self._panes) == names:
             return
         grid = self.query_one("#agents", Grid)
+        shown = list(self._panes)
+        if shown and shown[: len(names)] == names:  # a replay stepped back before an extra agent's first call
+            return
+        if shown and names[: len(shown)] == shown:  # a method called an agent RunStarted did not list
+            added = {name: AgentPane(name, id=f"agent-{name}") for name in names[len(shown) :]}
+            self._panes.update(added)
+            grid.mount(*added.values())
+            self._relayout()
+            return
         grid.remove_children()
         self._panes = {name: AgentPane(name, id=f"agent-{name}") for name in names}
         grid.mount(*self._panes.values())
@@ -91,6 +102,7 @@ class SwarmScreen(Screen[None]):
             return
         if isinstance(event, ev.RunStarted) or (isinstance(event, ev.AgentStarted) and event.agent not in self._panes):
             self._ensure_panes()
+            self.set_class(event.strategy == "dmoa", "-dmoa")
         self.set_class(self.model.finished is not None, "-finished")
         if isinstance(event, ev.Notice):
             self.on_notice(event)
@@ -166,6 +178,8 @@ class SwarmScreen(Screen[None]):
         override, tag = self.graph_override()
         self.query_one(GraphPane).sync(model, self.shown_round, override=override, tag=tag, active=active)
         self.query_one(ManagerPane).sync(model, self.shown_round)
+        if self.has_class("-dmoa"):
+            self.query_one(DmoaView).sync(model, self.shown_round)
         self.query_one(ResultsPane).sync(model, tests)
         self.query_one(RoundSparks).sync(model)
         self._sync_panes()

@@ -1,0 +1,824 @@
+"""DMoA: Differentiable Mixture-of-Agents (Wu et al., arXiv 2605.15706; METHODS.md §2).
+
+Each step i (up to L_max, default 20) a router reads the context vector X_i (MiniLM, d = 384) and scores
+the pool of N agents; the top k_i run in parallel, each seeing the problem and every response of the
+previous step's agents (the MoA-style P_last); X_{i+1} is the alpha-weighted sum of their response
+embeddings; a Summarizer reads the problem and the step's responses and answers ``[FINAL]`` with the
+answer or ``[CONTINUE]``. The equations live in core.methods.dmoa_routing (NumPy) and
+core.methods.dmoa_train (the GRU and its training, torch, imported only when the GRU router is used).
+
+Routers (``[strategy.dmoa] router``):
+
+* ``gru`` — the paper's router: GRU + Linear head (eq. 2 / 10), trained without labels from predictive
+  entropy (eq. 13-15); seeded initialisation until trained (METHODS.md §2.7 C);
+* ``llm`` — the *w LLM Selector* ablation (Table 5): the Manager model picks up to K agents with weights
+  in one JSON call per step (§2.7 A);
+* ``semantic`` — z_i[a] = cos(X_i, MiniLM(profile_a)), no learning (§2.7 D).
+
+Test-time training (``ttt = N``, §2.7 B, App. B.5): the first N runs of this process for a (domain,
+team) run dense — every agent runs every step, with top logprobs, and the routed ones carry the
+trajectory as in Alg. 1 — then the router is updated (AdamW, batch 8, 3 epochs) and saved; later runs
+route sparsely with it.
+
+Decisions where the paper is silent (marked [INFERRED] in METHODS.md or here):
+* P_last at step 1 is empty; the Summarizer sees only the routed agents' responses, dense or not.
+* A routed agent that gave no text drops out of X_{i+1} and alpha renormalises over the others.
+* A [FINAL] with no answer after it reads as [CONTINUE]; at L_max the Summarizer is told to answer, and
+  a reply without [FINAL] is taken as the answer (or the answer role's latest output when empty).
+* With code execution on, the latest code is tested after every step (the paper's agents have a code
+  execution tool); the results go to the Summarizer and the next step's agents. The Summarizer still
+  decides when to stop.
+* Training episodes stop like inference (the Summarizer's [FINAL] or L_max); Alg. 1 writes L_max.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from core.evaluation.extract import latest_code
+from core.methods.dmoa_events import CALL_SELECT, CALL_STEP, CALL_SUMMARY, DmoaRouted, DmoaStepDone
+from core.methods.dmoa_routing import (
+    TAG_FINAL,
+    adaptive_k,
+    alpha_weights,
+    confidence,
+    context_vector,
+    cosine,
+    keep_top_k,
+    parse_summary,
+    predictive_entropy,
+    rank_loss,
+    softmax,
+)
+from core.methods.registry import MethodError, MethodInfo, OptionSpec, register
+from core.routing.dytopo import KIND_HANDOFF, Edge, RoutingResult
+from core.runtime import events as ev
+from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
+from core.runtime.domains import Domain
+from core.runtime.engine import STATUS_DONE, AgentResult, RunAborted
+from core.runtime.parsing import ParseError, extract_json_object
+from core.runtime.prompts import call_header
+
+if TYPE_CHECKING:
+    from core.methods.dmoa_train import GRURouter, RouterSession, Trace
+    from core.runtime.engine import SwarmEngine
+
+NAME = "dmoa"
+SUMMARIZER = "Summarizer"
+SELECTOR = "Selector"
+PHASE_SUMMARY = "summarize"
+ROUTERS = ("gru", "llm", "semantic")
+
+DEFAULT_TAU = 0.1  # App. B.3
+DEFAULT_L_MAX = 20  # App. B.3
+DEFAULT_K = 4  # (N, K) = (10, 4), METHODS.md §2.5 [INFERRED]
+DEFAULT_TOP_LOGPROBS = 5
+
+
+@dataclass(frozen=True)
+class PoolAgent:
+    name: str
+    title: str
+    profile: str
+
+
+def dmoa_pool(domain: Domain) -> list[PoolAgent]:
+    """The routed pool: the domain's workers (the Manager model serves as Summarizer and Selector).
+    Every size works: the router's head has one logit per agent, K adapts to N."""
+    return [PoolAgent(w.name, w.title, w.description) for w in domain.workers]
+
+
+def default_k(n_agents: int) -> int:
+    """K = 4, or N - 1 for a smaller pool (at least 1)."""
+    return max(1, min(DEFAULT_K, n_agents - 1))
+
+
+# --- prompts (our own words; the paper's App. A.3 says what each must convey) ----------------------
+
+_ANSWER_FORMAT = {
+    "code": "A [FINAL] answer is the complete solution code in one ```python block (the full function "
+    "definitions with their imports).",
+    "math": "A [FINAL] answer is the final result only, as short as possible (LaTeX allowed), for example "
+    "[FINAL] \\frac{14}{3}.",
+    "general": "A [FINAL] answer is the complete, direct answer to the question.",
+}
+
+_AGENT_STYLE = {
+    "code": "When you write code, give all of it in one ```python block.",
+    "math": "Show the key steps and state every result you reach plainly.",
+    "general": "Be specific and give your reasons.",
+}
+
+
+def agent_system_prompt(domain: str, agent: PoolAgent) -> str:
+    return (
+        f"You are {agent.name}, the {agent.title}: one expert of a pool solving one {domain} problem in "
+        "steps. At each step a router picks a few experts; the experts it picks next read what you write.\n"
+        f"Your role: {agent.profile}\n"
+        "You have no tools in this run: reason in text. Give a concise, careful intermediate result that "
+        f"moves the solution forward and that the next experts can build on. {_AGENT_STYLE.get(domain, '')}"
+    )
+
+
+def _numbered(responses: Sequence[tuple[str, str]]) -> str:
+    return "\n\n".join(f"{i}. [{name}]\n{text}" for i, (name, text) in enumerate(responses, start=1))
+
+
+def agent_request(
+    name: str, step: int, problem: str, previous: Sequence[tuple[str, str]], feedback: str = ""
+) -> str:
+    parts = [call_header(name, CALL_STEP, step), f"PROBLEM:\n{problem}"]
+    if previous:
+        parts.append(
+            "The experts of the previous step answered below. Read them critically: keep what is reliable, "
+            "correct what is wrong and carry the reasoning on from where it stands. Repeat earlier content "
+            "only to correct or combine it.\n\n"
+            f"RESPONSES FROM STEP {step - 1}:\n{_numbered(previous)}"
+        )
+    if feedback:
+        parts.append(f"TEST RESULTS (the sandbox ran the latest code):\n{feedback}")
+    ask = (
+        f"Give your contribution to step {step} from your role."
+        if previous
+        else "You are among the first experts on this problem. Give your contribution from your role."
+    )
+    parts.append(ask)
+    return "\n\n".join(parts)
+
+
+def summarizer_system_prompt(domain: str) -> str:
+    return (
+        f"You are the Summarizer of a pool of experts solving one {domain} problem in steps. After each "
+        "step you read the problem and the responses of that step's experts, then decide. If they already "
+        "settle the answer reliably, reply with the tag [FINAL] followed by the complete final answer. "
+        "Otherwise reply with the tag [CONTINUE] followed by one or two sentences on what is still "
+        "missing or doubtful. Begin your reply with exactly one of the two tags.\n"
+        f"{_ANSWER_FORMAT.get(domain, _ANSWER_FORMAT['general'])}"
+    )
+
+
+def summarizer_request(
+    step: int, l_max: int, problem: str, responses: Sequence[tuple[str, str]], feedback: str = ""
+) -> str:
+    parts = [
+        call_header(SUMMARIZER, CALL_SUMMARY, step),
+        f"PROBLEM:\n{problem}",
+        f"RESPONSES FROM STEP {step}:\n{_numbered(responses) if responses else '(no expert answered this step)'}",
+    ]
+    if feedback:
+        parts.append(f"TEST RESULTS (the sandbox ran the latest code):\n{feedback}")
+    if step >= l_max:
+        parts.append(
+            f"This is the last step ({l_max}). Reply with [FINAL] and the best final answer these responses support."
+        )
+    else:
+        parts.append(f"Step {step} of at most {l_max}. Reply with [FINAL] and the answer, or with [CONTINUE].")
+    return "\n\n".join(parts)
+
+
+def selector_system_prompt(domain: str, pool: Sequence[PoolAgent], k_max: int) -> str:
+    roster = "\n".join(f"- {a.name} ({a.title}): {a.profile}" for a in pool)
+    return (
+        f"You are the Selector of a pool of experts solving one {domain} problem in steps. Before each step "
+        f"you choose which experts work on it: at most {k_max}, the fewest that can move the solution on, "
+        "and how much each one's answer should weigh.\n"
+        f"The pool:\n{roster}\n\n"
+        "Reply with ONLY one JSON object and nothing else, in exactly this shape:\n"
+        '{"agents": ["<Name>", ...], "weights": {"<Name>": <a positive number>, ...}}'
+    )
+
+
+def selector_request(step: int, problem: str, previous: Sequence[tuple[str, str]], k_max: int) -> str:
+    parts = [call_header(SELECTOR, CALL_SELECT, step), f"PROBLEM:\n{problem}"]
+    if previous:
+        parts.append(f"RESPONSES FROM STEP {step - 1}:\n{_numbered(previous)}")
+    parts.append(f"Choose up to {k_max} experts for step {step}.")
+    return "\n\n".join(parts)
+
+
+def parse_selection(text: str, names: Sequence[str], k_max: int) -> list[tuple[str, float]]:
+    """The Selector's reply: up to K (name, weight) pairs, strongest first, weights summing to 1.
+    Names match without regard to case; unknown names are dropped; missing weights count as equal.
+    ParseError (one line) when nothing usable is left."""
+    found = extract_json_object(text)
+    agents = found.get("agents")
+    if not isinstance(agents, list) or not agents:
+        raise ParseError('"agents" must be a non-empty list of expert names')
+    by_lower = {n.lower(): n for n in names}
+    raw_weights = found.get("weights") if isinstance(found.get("weights"), dict) else {}
+    weights = {str(k).strip().lower(): v for k, v in raw_weights.items()}
+    chosen: list[tuple[str, float]] = []
+    for item in agents:
+        name = by_lower.get(str(item).strip().lower())
+        if name is None or any(name == c for c, _ in chosen):
+            continue
+        value = weights.get(name.lower(), 1.0)
+        try:
+            weight = float(value)
+        except (TypeError, ValueError):
+            weight = 1.0
+        if not math.isfinite(weight) or weight <= 0:
+            weight = 1.0
+        chosen.append((name, weight))
+    if not chosen:
+        raise ParseError(f"no known expert named in \"agents\" (the pool: {', '.join(names)})")
+    order = {name: i for i, (name, _) in enumerate(chosen)}
+    chosen.sort(key=lambda pair: (-pair[1], order[pair[0]]))
+    chosen = chosen[: max(1, k_max)]
+    total = sum(w for _, w in chosen)
+    return [(name, w / total) for name, w in chosen]
+
+
+# --- routing ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Choice:
+    """One step's routing: z_i, softmax(z_i / tau), k_i, the selected pool indices and their alpha."""
+
+    logits: np.ndarray
+    probs: np.ndarray
+    k: int
+    selected: list[int]
+    alpha: np.ndarray
+    note: str = ""
+
+
+def choose(logits: np.ndarray, tau: float, k_max: int, *, adaptive: bool = True) -> Choice:
+    """Eq. 3-4 / 11-12 and the alpha of eq. 7 / 9, from the router's logits."""
+    k = adaptive_k(logits, tau, k_max, adaptive=adaptive)
+    selected = keep_top_k(logits, k)
+    return Choice(logits, softmax(logits, tau), k, selected, alpha_weights(logits, selected))
+
+
+# --- test-time training: shared by the runs of one process ---------------------------------------
+
+
+@dataclass
+class TTTState:
+    """The first ``size`` runs claim dense mode; when all of them have ended the router is updated."""
+
+    size: int
+    claimed: int = 0
+    released: int = 0
+    traces: list[Trace] = field(default_factory=list)
+    unavailable: str = ""  # why TTT cannot run (e.g. the endpoint gives no logprobs)
+    trained: bool = False
+    lock: asyncio.Lock | None = None
+
+    def claim(self) -> bool:
+        if self.trained or self.unavailable or self.claimed >= self.size:
+            return False
+        self.claimed += 1
+        return True
+
+    def release(self, trace: Trace | None) -> None:
+        self.released += 1
+        if trace is not None and trace.steps:
+            self.traces.append(trace)
+
+    @property
+    def ready(self) -> bool:
+        return not self.trained and self.claimed >= self.size and self.released >= self.claimed and bool(self.traces)
+
+
+_TTT: dict[tuple[str, int], TTTState] = {}
+
+
+def ttt_state(key: str, size: int) -> TTTState:
+    return _TTT.setdefault((key, size), TTTState(size))
+
+
+def reset_ttt() -> None:
+    """Forget every test-time-training state (tests; a new benchmark in the same process)."""
+    _TTT.clear()
+
+
+# --- the method ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Step:
+    """What a finished step leaves for the next one."""
+
+    responses: list[tuple[str, str]]  # (agent, text) of the routed agents that answered: P_last
+    x_next: np.ndarray
+    senders: list[str]
+    sender_alpha: list[float]
+
+
+class DmoaMethod:
+    name = NAME
+
+    def __init__(self, options: dict[str, Any], domain: Domain) -> None:
+        self.pool = dmoa_pool(domain)
+        self.names = [a.name for a in self.pool]
+        n = len(self.names)
+        self.router_kind: str = options.get("router", "gru")
+        self.tau: float = float(options.get("tau", DEFAULT_TAU))
+        k = int(options.get("k", 0) or 0)
+        if k > n:
+            raise MethodError(f"[strategy.dmoa] k must be between 1 and the pool size {n}, got {k}")
+        self.k_max = k or default_k(n)
+        self.l_max: int = int(options.get("l_max", DEFAULT_L_MAX))
+        self.adaptive: bool = bool(options.get("adaptive_k", True))
+        self.ttt: int = int(options.get("ttt", 0))
+        self.seed: int = int(options.get("seed", 0))
+        self.top_logprobs: int = int(options.get("top_logprobs", DEFAULT_TOP_LOGPROBS))
+        self.weights_dir: str = str(options.get("weights_dir", "") or "")
+        self.collect: bool = bool(options.get("collect", False))  # the trainer: run densely, keep the trace
+        if self.ttt and self.router_kind != "gru":
+            raise MethodError(f"[strategy.dmoa] ttt trains the GRU router: it needs router=gru, not {self.router_kind}")
+        self.k_history: list[int] = []
+        self.trace: Trace | None = None  # the dense run's trace (collect mode and TTT)
+        self.router_note = ""
+        self._gru: GRURouter | None = None
+        self._session: RouterSession | None = None
+        self._profiles: np.ndarray | None = None
+        self._ttt: TTTState | None = None
+        self._claim_open = False  # this run holds one of the TTT dense slots
+        self._dense = False
+
+    # --- engine interface ---------------------------------------------------------------------
+    def roster(self, domain: Domain) -> tuple[str, list[str], dict[str, str]]:
+        roles = {SUMMARIZER: "reads each step's responses and answers [FINAL] with the answer, or [CONTINUE]"}
+        roles.update({a.name: a.profile for a in self.pool})
+        return SUMMARIZER, list(self.names), roles
+
+    def metrics(self) -> dict[str, float]:
+        """For the benchmark: the mean number of routed agents per step."""
+        return {"k": round(float(np.mean(self.k_history)), 3)} if self.k_history else {}
+
+    async def run(self, rt: SwarmEngine) -> tuple[str, str, str, str]:
+        self.rt = rt
+        await self._prepare_router()
+        completed = False
+        try:
+            result = await self._run_steps()
+            completed = True
+            return result
+        finally:
+            await self._end_ttt(completed=completed)
+
+    # --- set-up -------------------------------------------------------------------------------
+    def _store(self) -> Any:
+        from pathlib import Path
+
+        from core.methods.dmoa_train import RouterStore
+
+        return RouterStore(Path(self.weights_dir) if self.weights_dir else None)
+
+    async def _prepare_router(self) -> None:
+        rt = self.rt
+        if self.router_kind == "semantic":
+            texts = [f"{a.name}, {a.title}: {a.profile}" for a in self.pool]
+            self._profiles = np.asarray(await rt.embedder.aembed(texts), dtype=np.float64)
+            self.router_note = "cos(X_i, profile embedding): no learning"
+            return
+        if self.router_kind == "llm":
+            self.router_note = "LLM selector (the Manager model): its weights, normalised"
+            return
+        from core.methods.dmoa_train import GRURouter, RouterError, RouterInfo, RouterSession
+
+        store = self._store()
+        try:
+            self._gru, info = await asyncio.to_thread(store.load, rt.domain.name, self.names, seed=self.seed)
+        except RouterError as exc:
+            rt.notice(f"{exc}; routing with a seeded initialisation instead", "warning")
+            self._gru, info = GRURouter(len(self.names), seed=self.seed), RouterInfo()
+        self.router_note = info.describe() + ("" if info.trained_queries else f", seed {self.seed}")
+        self._session = RouterSession(self._gru)
+        self._dense = self.collect
+        if self.ttt and rt.fork is None and not self.collect:
+            self._ttt = ttt_state(str(store.path(rt.domain.name, self.names)), self.ttt)
+            if self._ttt.ready:  # an earlier dense run ended without updating (it was cancelled)
+                await self._update_router()
+            self._dense = self._claim_open = self._ttt.claim()
+            if self._dense:
+                rt.notice(
+                    f"test-time training: run {self._ttt.claimed} of {self.ttt} is dense (every agent runs and "
+                    "its entropy is collected); the router is updated after the last one",
+                    "info",
+                )
+
+    # --- the steps ------------------------------------------------------------------------------
+    async def _run_steps(self) -> tuple[str, str, str, str]:
+        rt = self.rt
+        start, step_state = 0, None
+        if rt.fork is not None:
+            start, step_state = await self._resume()
+        if step_state is None:
+            x = np.asarray((await rt.embedder.aembed([rt.spec.problem]))[0], dtype=np.float64)  # eq. 1
+            step_state = _Step([], x, [], [])
+            if self._dense:
+                from core.methods.dmoa_train import Trace
+
+                self.trace = Trace(x1=x.tolist(), problem=rt.spec.problem)
+        x_prev: np.ndarray | None = None
+        feedback = ""
+        for step in range(start + 1, self.l_max + 1):
+            await rt.checkpoint(BOUNDARY_ROUND)
+            rt.round = step
+            rt.emit(ev.RoundStarted(round=step, params=self._params()))
+            x = step_state.x_next
+            scoring = f"step {step}: the {self.router_kind} router scores {len(self.names)} agents"
+            rt.start_phase(ev.PHASE_ROUTING, scoring)
+            choice = await self._route(step, x, step_state.responses)
+            self.k_history.append(choice.k)
+            selected = [self.names[i] for i in choice.selected]
+            rt.emit(
+                DmoaRouted(
+                    round=step,
+                    router=self.router_kind,
+                    names=list(self.names),
+                    logits=_floats(choice.logits),
+                    probs=_floats(choice.probs),
+                    tau=self.tau,
+                    k=choice.k,
+                    k_max=self.k_max,
+                    selected=selected,
+                    alpha=_floats(choice.alpha),
+                    dense=self._dense,
+                    context=_floats(x),
+                    context_shift=round(cosine(x, x_prev), 4) if x_prev is not None else None,
+                    note="; ".join(n for n in (self.router_note, choice.note) if n),
+                )
+            )
+            rt.emit(self._handoff(step, step_state, selected, choice))
+            await rt.checkpoint(BOUNDARY_PHASE)
+            running = list(self.names) if self._dense else selected
+            dense = " (dense: every agent runs)" if self._dense else ""
+            rt.start_phase(ev.PHASE_WORK, f"step {step}: {', '.join(selected)}{dense}")
+            results = await rt.gather(
+                {name: self._agent_call(name, step, step_state.responses, feedback) for name in running}
+            )
+            rt.abort_if_unreachable(results)
+            evaluation = await rt.evaluate(step, {n: r for n, r in results.items() if r.public})
+            feedback = evaluation.feedback if evaluation is not None else ""
+            next_state, entropy = await self._aggregate(step, choice, results, x)
+            await rt.checkpoint(BOUNDARY_PHASE)
+            rt.start_phase(PHASE_SUMMARY, f"step {step}: the Summarizer decides [FINAL] or [CONTINUE]")
+            outcome = await self._summarize(step, next_state.responses, feedback, choice, entropy)
+            rt.emit(
+                ev.RoundFinished(round=step, prompt_tokens=rt.prompt_tokens, completion_tokens=rt.completion_tokens)
+            )
+            if outcome is not None:
+                return outcome
+            x_prev, step_state = x, next_state
+        answer, source = rt.extract_answer()  # a fork from the last step: nothing left to run
+        return "max_rounds", f"reached L_max ({self.l_max} steps)", answer, source
+
+    def _params(self) -> dict[str, Any]:
+        """What a step runs with, in the params shape every consumer knows: tau is DMoA's routing
+        temperature, k_in its K (the most agents a step routes), max_rounds its L_max."""
+        return {"tau": self.tau, "k_in": self.k_max, "max_rounds": self.l_max}
+
+    async def _route(self, step: int, x: np.ndarray, previous: list[tuple[str, str]]) -> Choice:
+        if self.router_kind == "gru":
+            assert self._session is not None
+            logits = await asyncio.to_thread(self._session.step, x)  # eq. 2 / 10
+            return choose(logits, self.tau, self.k_max, adaptive=self.adaptive)
+        if self.router_kind == "semantic":
+            return self._semantic(x)
+        return await self._select(step, previous, x)
+
+    def _semantic(self, x: np.ndarray, note: str = "") -> Choice:
+        if self._profiles is None:
+            raise RunAborted("the semantic router has no profile embeddings")  # pragma: no cover
+        logits = np.asarray([cosine(x, p) for p in self._profiles], dtype=np.float64)
+        choice = choose(logits, self.tau, self.k_max, adaptive=self.adaptive)
+        choice.note = note
+        return choice
+
+    async def _select(self, step: int, previous: list[tuple[str, str]], x: np.ndarray) -> Choice:
+        """The *w LLM Selector* ablation: one Manager-model call per step picks up to K agents."""
+        rt = self.rt
+        messages = [
+            {"role": "system", "content": selector_system_prompt(rt.domain.name, self.pool, self.k_max)},
+            {"role": "user", "content": selector_request(step, rt.spec.problem, previous, self.k_max)},
+        ]
+        result, picked = await rt.agent_call(
+            SELECTOR,
+            CALL_SELECT,
+            messages,
+            limits=rt.settings.manager_call,
+            parser=lambda text: parse_selection(text, self.names, self.k_max),
+            json_mode=True,
+        )
+        if result.connection_failed:
+            raise RunAborted(result.error)
+        if picked is None:
+            if self._profiles is None:
+                texts = [f"{a.name}, {a.title}: {a.profile}" for a in self.pool]
+                self._profiles = np.asarray(await rt.embedder.aembed(texts), dtype=np.float64)
+            why = f"step {step}: the Selector's reply was unusable; this step is routed by meaning instead"
+            rt.notice(why, "warning")
+            return self._semantic(x, "Selector reply unusable: semantic routing this step")
+        weights = np.zeros(len(self.names))
+        for name, w in picked:
+            weights[self.names.index(name)] = w
+        selected = [self.names.index(name) for name, _ in picked]
+        alpha = np.asarray([w for _, w in picked], dtype=np.float64)
+        return Choice(weights, weights.copy(), len(selected), selected, alpha)
+
+    def _handoff(self, step: int, previous: _Step, selected: list[str], choice: Choice) -> ev.TopologyBuilt:
+        """The implied topology (METHODS.md §2.9): every agent of step i-1 hands its response to every
+        agent of step i, weighted by the alpha it had in X_i."""
+        n = len(self.names)
+        index = {name: i for i, name in enumerate(self.names)}
+        matrix = [[0.0] * n for _ in range(n)]
+        edges: list[Edge] = []
+        for src, weight in zip(previous.senders, previous.sender_alpha, strict=True):
+            for dst in selected:
+                edges.append(Edge(src, dst, round(float(weight), 4), KIND_HANDOFF))
+                matrix[index[dst]][index[src]] = round(float(weight), 4)
+        edges.sort(key=lambda e: (e.dst, -e.score, e.src))
+        routing = RoutingResult(
+            names=list(self.names),
+            tau=self.tau,
+            k_in=self.k_max,
+            similarity=matrix,
+            edges=edges,
+            order=list(selected),
+            tiers=[list(selected)],
+            paper_order=list(selected),
+            inactive=[name for name in self.names if name not in selected],
+        )
+        return ev.TopologyBuilt(
+            round=step, routing=routing.to_dict(), query_embeddings=[], key_embeddings=[], strategy=NAME
+        )
+
+    async def _agent_call(
+        self, name: str, step: int, previous: list[tuple[str, str]], feedback: str
+    ) -> AgentResult:
+        rt = self.rt
+        agent = self.pool[self.names.index(name)]
+        messages = [
+            {"role": "system", "content": agent_system_prompt(rt.domain.name, agent)},
+            {"role": "user", "content": agent_request(name, step, rt.spec.problem, previous, feedback)},
+        ]
+        result, _ = await rt.agent_call(
+            name, CALL_STEP, messages, top_logprobs=self.top_logprobs if self._dense else 0
+        )
+        return result
+
+    async def _aggregate(
+        self, step: int, choice: Choice, results: dict[str, AgentResult], x: np.ndarray
+    ) -> tuple[_Step, dict[str, float]]:
+        """R_hat = ST(R) (eq. 6 / 8) and X_{i+1} (eq. 7 / 9); on dense steps also every agent's entropy."""
+        rt = self.rt
+        selected = [self.names[i] for i in choice.selected]
+        wanted = [n for n in (self.names if self._dense else selected) if n in results and results[n].public]
+        vectors = await rt.embedder.aembed([results[n].public for n in wanted]) if wanted else []
+        embedded = {n: np.asarray(v, dtype=np.float64) for n, v in zip(wanted, vectors, strict=True)}
+        answered = [(pos, n) for pos, n in enumerate(selected) if n in embedded]
+        if answered:
+            alpha = np.asarray([choice.alpha[pos] for pos, _ in answered], dtype=np.float64)
+            alpha = alpha / alpha.sum()
+            if len(answered) < len(selected):
+                missing = ", ".join(n for n in selected if n not in embedded)
+                rt.notice(f"step {step}: {missing} gave no answer; alpha renormalised over the others", "warning")
+            x_next = context_vector(alpha, [embedded[n] for _, n in answered])
+        else:
+            rt.notice(f"step {step}: no routed agent answered; the context vector stays as it was", "warning")
+            alpha, x_next = np.zeros(0), x
+        responses = [(n, results[n].public) for _, n in answered]
+        entropy: dict[str, float] = {}
+        if self._dense:
+            for n in self.names:
+                value = predictive_entropy(results[n].top_logprobs) if n in results else None
+                if value is not None:
+                    entropy[n] = round(value, 6)
+            if not entropy and any(r.status == STATUS_DONE for r in results.values()):
+                why = "the endpoint returned no logprobs, which the entropy signal needs"
+                rt.notice(f"test-time training is off: {why}; routing goes on sparse", "warning")
+                if self._ttt is not None:
+                    self._ttt.unavailable = why
+                self._dense = False
+                self.trace = None
+            elif self.trace is not None:
+                from core.methods.dmoa_train import TraceStep
+
+                self.trace.steps.append(
+                    TraceStep(
+                        [embedded[n].tolist() if n in embedded else None for n in self.names],
+                        [entropy.get(n) for n in self.names],
+                    )
+                )
+        next_state = _Step(responses, x_next, [n for _, n in answered], [float(a) for a in alpha])
+        return next_state, entropy
+
+    async def _summarize(
+        self,
+        step: int,
+        responses: list[tuple[str, str]],
+        feedback: str,
+        choice: Choice,
+        entropy: dict[str, float],
+    ) -> tuple[str, str, str, str] | None:
+        rt = self.rt
+        last = step >= self.l_max
+        messages = [
+            {"role": "system", "content": summarizer_system_prompt(rt.domain.name)},
+            {"role": "user", "content": summarizer_request(step, self.l_max, rt.spec.problem, responses, feedback)},
+        ]
+        result, _ = await rt.agent_call(SUMMARIZER, CALL_SUMMARY, messages, limits=rt.settings.manager_call)
+        if result.connection_failed:
+            raise RunAborted(result.error)
+        if result.status == STATUS_DONE:
+            summary = parse_summary(result.public)
+            tag, body, found, note = summary.tag, summary.body, summary.found, summary.note
+        else:
+            tag, body, found, note = "CONTINUE", "", "", "the Summarizer's call failed: treated as [CONTINUE]"
+        answer, source = (body, SUMMARIZER.lower()) if tag == TAG_FINAL else ("", "")
+        if last and tag != TAG_FINAL:
+            answer, source = self._forced_answer(body)
+            note = "; ".join(x for x in (note, "last step (L_max): its reply is taken as the final answer") if x)
+        conf: dict[str, float] = {}
+        loss: float | None = None
+        if entropy:
+            known = [n for n in self.names if n in entropy]
+            values = confidence([entropy[n] for n in known])
+            conf = {n: round(float(c), 6) for n, c in zip(known, values, strict=True)}
+            if len(known) >= 2:
+                logits = [float(choice.logits[self.names.index(n)]) for n in known]
+                loss = round(rank_loss(logits, [entropy[n] for n in known]), 6)
+        terminate = tag == TAG_FINAL or last
+        rt.emit(
+            ev.ManagerDecided(
+                round=step,
+                terminate=terminate,
+                next_goal="",
+                reasoning=f"[{tag}] {_headline(body)}".strip() if result.status == STATUS_DONE else note,
+                final_answer=answer if terminate else "",
+                status=result.status,
+            )
+        )
+        rt.emit(
+            DmoaStepDone(
+                round=step,
+                tag=tag,
+                text=result.public,
+                found=found,
+                answer=answer if terminate else "",
+                note=note,
+                entropy=entropy,
+                confidence=conf,
+                rank_loss=loss,
+                top_logprobs=self.top_logprobs if entropy else 0,
+            )
+        )
+        if tag == TAG_FINAL:
+            return "summarizer", f"the Summarizer gave [FINAL] at step {step}", answer, source
+        if last:
+            return "max_rounds", f"reached L_max ({self.l_max} steps)", answer, source
+        return None
+
+    def _forced_answer(self, body: str) -> tuple[str, str]:
+        """At L_max without [FINAL]: the Summarizer's reply if it holds an answer, else the answer role's."""
+        usable = bool(latest_code([body])) if self.rt.domain.name == "code" else bool(body.strip())
+        if usable:
+            return body.strip(), SUMMARIZER.lower()
+        return self.rt.extract_answer()
+
+    # --- test-time training --------------------------------------------------------------------
+    async def _end_ttt(self, *, completed: bool) -> None:
+        """Give back this run's dense slot (with its trace when it finished); the last one to come back
+        updates the router. A cancelled run gives its slot back without a trace and trains nothing."""
+        state = self._ttt
+        if state is None or not self._claim_open:
+            return
+        self._claim_open = False
+        state.release(self.trace if completed else None)
+        if completed and state.ready:
+            await self._update_router()
+
+    async def _update_router(self) -> None:
+        """App. B.5: after the dense runs, one update pass (AdamW, batch 8, 3 epochs), then save."""
+        from core.methods.dmoa_train import RouterInfo, mean_loss, train
+
+        state, rt = self._ttt, self.rt
+        assert state is not None and self._gru is not None
+        state.trained = True
+        router, traces = self._gru, list(state.traces)
+        try:
+            before = await asyncio.to_thread(mean_loss, router, traces, tau=self.tau, k_max=self.k_max)
+            reports = await asyncio.to_thread(
+                train, router, traces, tau=self.tau, k_max=self.k_max, adaptive=self.adaptive, seed=self.seed
+            )
+            after = await asyncio.to_thread(mean_loss, router, traces, tau=self.tau, k_max=self.k_max)
+        except Exception as exc:  # training must never take the run down with it
+            rt.notice(f"test-time training failed ({type(exc).__name__}: {exc}); the router stays as it was", "error")
+            return
+        store = self._store()
+        info = RouterInfo(trained_queries=len(traces), epochs=len(reports), last_loss=round(after, 6), source="ttt")
+        try:
+            path = await asyncio.to_thread(store.save, rt.domain.name, self.names, router, info)
+            where = f"saved to {path}"
+        except OSError as exc:
+            where = f"not saved ({exc.strerror or exc})"
+        rt.notice(
+            f"test-time training: router updated on {len(traces)} dense runs ({len(reports)} epochs): "
+            f"ranking loss {before:.4f} → {after:.4f}; {where}",
+            "info",
+        )
+
+    # --- fork ------------------------------------------------------------------------------------
+    async def _resume(self) -> tuple[int, _Step | None]:
+        """Continue a recorded DMoA run after its step r: re-emit the history, rebuild h by feeding the
+        recorded contexts X_1..X_r to the router (with the weights it has now), and X_{r+1} and P_last
+        from step r's routed responses."""
+        rt = self.rt
+        fork = rt.fork
+        assert fork is not None
+        routed: dict[int, DmoaRouted] = {}
+        outputs: dict[int, dict[str, str]] = {}
+        for event in fork.history:
+            rt.emit(event)
+            if isinstance(event, DmoaRouted):
+                routed[event.round] = event
+            elif isinstance(event, ev.AgentFinished) and event.call == CALL_STEP and event.public:
+                outputs.setdefault(event.round, {})[event.agent] = event.public
+                rt.latest[event.agent] = AgentResult(event.agent, event.status, public=event.public, raw=event.raw)
+            elif isinstance(event, ev.RoundFinished):
+                rt.round = event.round
+                rt.prompt_tokens, rt.completion_tokens = event.prompt_tokens, event.completion_tokens
+        last = routed.get(fork.round)
+        if last is None:
+            raise RunAborted("this session is not a DMoA run (no router steps recorded): fork it with its own strategy")
+        if last.router != self.router_kind or last.tau != self.tau or last.k_max != self.k_max:
+            rt.notice(
+                f"the recorded steps used router {last.router} (tau {last.tau:g}, K {last.k_max}); the fork goes on "
+                f"with router {self.router_kind} (tau {self.tau:g}, K {self.k_max}): pass -o router=... to keep it",
+                "info",
+            )
+        if self._session is not None:
+            for number in sorted(routed):
+                await asyncio.to_thread(self._session.step, np.asarray(routed[number].context, dtype=np.float64))
+        answered = [(name, a) for name, a in zip(last.selected, last.alpha, strict=False)
+                    if name in outputs.get(fork.round, {})]
+        texts = [outputs[fork.round][name] for name, _ in answered]
+        if not answered:
+            return fork.round, _Step([], np.asarray(last.context, dtype=np.float64), [], [])
+        vectors = np.asarray(await rt.embedder.aembed(texts), dtype=np.float64)
+        alpha = np.asarray([a for _, a in answered], dtype=np.float64)
+        alpha = alpha / alpha.sum()
+        x_next = context_vector(alpha, vectors)
+        self.k_history = [routed[n].k for n in sorted(routed)]
+        return fork.round, _Step(list(zip([n for n, _ in answered], texts, strict=True)), x_next,
+                                 [n for n, _ in answered], [float(a) for a in alpha])
+
+
+def _headline(text: str, limit: int = 240) -> str:
+    """The first line of prose in a reply (not a code fence), for one-line decision summaries."""
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("```"):
+            return line if len(line) <= limit else line[: limit - 1] + "…"
+    return "(the answer is code)" if "```" in text else ""
+
+
+def _floats(values: Any) -> list[float]:
+    """JSON-friendly, finite floats (a session file holds no NaN or infinity)."""
+    out = []
+    for v in np.asarray(values, dtype=np.float64).reshape(-1).tolist():
+        out.append(round(v, 6) if math.isfinite(v) else 0.0)
+    return out
+
+
+def _factory(options: dict[str, Any], domain: Domain) -> DmoaMethod:
+    return DmoaMethod(options, domain)
+
+
+register(
+    MethodInfo(
+        name=NAME,
+        summary="a router over MiniLM picks a sparse set of agents each step; a summarizer decides when to stop",
+        factory=_factory,
+        options=(
+            OptionSpec("router", "choice", "gru", "gru (the paper's), llm (the Manager model selects), semantic",
+                       choices=ROUTERS),
+            OptionSpec("tau", "float", DEFAULT_TAU, "routing temperature in softmax(z/tau)", low=0.01, high=1.0),
+            OptionSpec("k", "int", 0, "K, the most agents a step routes (0: 4, or N-1 for a smaller pool)",
+                       low=0, high=64),
+            OptionSpec("l_max", "int", DEFAULT_L_MAX, "L_max, the most steps", low=1, high=50),
+            OptionSpec("adaptive_k", "bool", True, "k_i by the 1/N rule (false: always K, the paper's ablation)"),
+            OptionSpec("ttt", "int", 0, "test-time training: the first N runs go dense, then the router is updated",
+                       low=0, high=1000),
+            OptionSpec("top_logprobs", "int", DEFAULT_TOP_LOGPROBS, "top-k logprobs asked for on dense steps",
+                       low=2, high=20),
+            OptionSpec("seed", "int", 0, "seed of the untrained router's initialisation and of training", low=0),
+            OptionSpec("weights_dir", "str", "", "folder of the router weights (default: the user data dir)"),
+            OptionSpec("collect", "bool", False, "run densely and keep the trace (what swarm-tui train dmoa does)"),
+        ),
+        unit="step",
+        substep="phase",
+        paper="Differentiable Mixture-of-Agents (Wu et al., arXiv 2605.15706), §4, Alg. 1-2",
+    )
+)
