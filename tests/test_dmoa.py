@@ -327,7 +327,7 @@ async def test_session_round_trip_export_and_fork(tmp_path: Path, embedder: Any)
     assert [e.to_dict() for e in load_session(toml_path).replay_events()] == recorded
     markdown = export_session(loaded, "md")
     assert "router (gru): k " in markdown and "1/N = 0.33" in markdown
-    assert "-->|" in export_session(loaded, "mermaid")  # the hand-off edges, weighted by alpha
+    assert "->|handoff " in export_session(loaded, "mermaid")  # the hand-off edges, weighted by alpha
     assert loaded.outcome is not None and loaded.outcome.reason == "summarizer"
 
     # Fork after step 1: the history comes back, step 2 runs from the same context vector.

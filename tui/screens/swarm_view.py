@@ -100,9 +100,11 @@ class SwarmScreen(Screen[None]):
         self.model.apply(event)
         if isinstance(event, ev.AgentDelta):
             return
-        if isinstance(event, ev.RunStarted) or (isinstance(event, ev.AgentStarted) and event.agent not in self._panes):
+        if isinstance(event, ev.RunStarted):
             self._ensure_panes()
             self.set_class(event.strategy == "dmoa", "-dmoa")
+        elif isinstance(event, ev.AgentStarted) and event.agent not in self._panes:
+            self._ensure_panes()
         self.set_class(self.model.finished is not None, "-finished")
         if isinstance(event, ev.Notice):
             self.on_notice(event)
