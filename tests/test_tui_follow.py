@@ -167,7 +167,7 @@ def test_attach_with_an_unknown_task_id_lists_the_known_ones(tmp_path: Path, cap
     (tmp_path / ("run" + LOG_SUFFIX)).write_text(
         '{"type":"log_header","pid":1,"session":"run.json","task_id":"abc123def456","started":1}\n'
     )
-    assert attach_main(["nope", "--dir", str(tmp_path)]) == 2
+    assert attach_main(["nope", "--dir", str(tmp_path), "--wait", "0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no run with task id 'nope'" in err[0] and "abc123def456" in err[0]
     assert attach_main(["missing/file.json"]) == 2

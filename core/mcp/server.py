@@ -6,8 +6,8 @@ build_server() and the transport functions, so this module imports without it. s
 stdio mode: nothing else may reach it (see serve_stdio), and every log line goes to stderr.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: the tools' annotations use values of build_server's
+# scope (the server's defaults), and FastMCP reads them when the tools are registered.
 import contextlib
 import io
 import os
@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from core import __version__
 from core.mcp.results import (
     CancelResult,
     RunResult,
@@ -49,6 +50,7 @@ def build_server(manager: SwarmManager, *, host: str = "127.0.0.1", port: int = 
     from core.mcp.tasks import UnknownTask
 
     server = FastMCP(SERVER_NAME, instructions=INSTRUCTIONS, host=host, port=port, log_level=log_level)
+    server._mcp_server.version = __version__  # the initialize reply names swarm-tui's version, not the SDK's
 
     def lookup(task_id: str) -> Any:
         try:
@@ -56,16 +58,26 @@ def build_server(manager: SwarmManager, *, host: str = "127.0.0.1", port: int = 
         except UnknownTask as exc:
             raise ToolError(str(exc)) from None
 
+    # The published defaults are the server's settings (the usual ones unless its flags or config say
+    # otherwise): domain code, tau 0.3, k_in 3 (N-1 for a smaller team), max_rounds 5.
+    defaults = manager.settings
+
     @server.tool()
     async def swarm_start(
         task: Annotated[str, Field(description="the problem for the swarm to solve")],
-        domain: Annotated[str, Field(description=f"the team: {', '.join(DOMAINS)}")] = "code",
+        domain: Annotated[str, Field(description=f"the team: {', '.join(DOMAINS)}")] = defaults.domain,
         strategy: Annotated[str, Field(description=f"how the team is wired: {', '.join(STRATEGIES)}")] = "dytopo",
-        tau: Annotated[float, Field(ge=0.0, le=1.0, description="routing threshold: 0.2 dense, 0.3, 0.5 sparse")] = 0.3,
+        tau: Annotated[
+            float, Field(ge=0.0, le=1.0, description="routing threshold: 0.2 dense, 0.3, 0.5 sparse")
+        ] = defaults.tau,
         k_in: Annotated[
-            int | None, Field(ge=1, description="max inbound edges per agent, 1..N-1 of the team (default 3, or N-1)")
+            int | None,
+            Field(ge=1, description=f"max inbound edges per agent, 1..N-1 of the team (default {defaults.k_in}, "
+                  "or N-1 for a smaller team)"),
         ] = None,
-        max_rounds: Annotated[int, Field(ge=1, le=MAX_ROUNDS_LIMIT, description="1..10")] = 5,
+        max_rounds: Annotated[
+            int, Field(ge=1, le=MAX_ROUNDS_LIMIT, description="1..10")
+        ] = defaults.max_rounds,
         context: Annotated[
             str, Field(description=f"extra material for the task, at most {MAX_CONTEXT_CHARS} characters")
         ] = "",
@@ -127,6 +139,7 @@ async def serve_stdio(server: Any, manager: SwarmManager) -> None:
     stdin = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_in, "rb"), encoding="utf-8", errors="replace"))
     stdout = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_out, "wb"), encoding="utf-8"))
     lowlevel = server._mcp_server  # what FastMCP.run_stdio_async runs, with our streams
+    manager.warm_up()
     try:
         async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
@@ -137,6 +150,7 @@ async def serve_stdio(server: Any, manager: SwarmManager) -> None:
 async def serve_http(server: Any, manager: SwarmManager) -> None:
     """Serve streamable HTTP at http://HOST:PORT/mcp until interrupted; running swarms are stopped
     (and their sessions saved) on the way out."""
+    manager.warm_up()
     try:
         await server.run_streamable_http_async()
     finally:

@@ -231,6 +231,7 @@ class SwarmManager:
         self.tasks: dict[str, SwarmTask] = {}
         self._backend: Any = None
         self._backend_lock: asyncio.Lock | None = None
+        self._warm: asyncio.Task[None] | None = None
         self.closed = False
 
     @property
@@ -244,6 +245,17 @@ class SwarmManager:
 
             self._embedder = shared_embedder(self.settings.embedding_model_path)
         return self._embedder
+
+    def warm_up(self) -> asyncio.Task[None]:
+        """Load MiniLM in the background now, so the first swarm does not wait for it (a failure is
+        reported by the swarm that needs the model)."""
+
+        async def load() -> None:
+            with contextlib.suppress(Exception):
+                await self.embedder.aload()
+
+        self._warm = asyncio.get_running_loop().create_task(load(), name="swarm-tui-embedder")
+        return self._warm
 
     # --- the store ------------------------------------------------------------------------
     def get(self, task_id: str) -> SwarmTask:
@@ -289,7 +301,7 @@ class SwarmManager:
             raise StartError(f"tau must be between 0 and 1 (0.2 dense, 0.3 default, 0.5 sparse), got {tau:g}")
         n_workers = len(get_domain(domain).workers)
         if k_in is None:
-            k_in = min(3, n_workers - 1)  # the default, or N-1 for a smaller team
+            k_in = min(self.settings.k_in, n_workers - 1)  # the default, or N-1 for a smaller team
         k_in = _whole("k_in", k_in)
         if not 1 <= k_in <= n_workers - 1:
             raise StartError(
