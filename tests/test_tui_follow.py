@@ -80,7 +80,7 @@ def text_of(widget: Any) -> str:
 async def test_the_picker_marks_a_run_in_progress_and_follows_it_live_until_it_becomes_a_replay(
     tmp_path: Path,
 ) -> None:
-    with writer(tmp_path, chunk_delay=0.01) as proc:
+    with writer(tmp_path, latency=0.3, chunk_delay=0.01) as proc:
         log = wait_for_log(tmp_path, proc, started_round(1))
         header = read_header(log)
         assert header is not None and header["pid"] == proc.pid and header["session"]
@@ -149,7 +149,7 @@ async def test_a_killed_writer_leaves_a_loadable_session_and_the_follower_says_i
             assert screen.state == INTERRUPTED
             assert "INTERRUPTED" in text_of(screen.query_one(ParamsBar))
             assert "interrupted" in text_of(screen.query_one(RunHeader))
-            assert any("interrupted" in n.message for n in app._notifications)
+            await wait_for(pilot, lambda: any("interrupted" in n.message for n in app._notifications))
             saved = screen.session
             assert saved is not None and saved.outcome is None and saved.completed_rounds >= 1
             assert screen.model.rounds[1].finished and screen.model.finished is None
