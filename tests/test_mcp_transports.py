@@ -22,6 +22,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from core.demo.scripts import DEMO_PROBLEMS
+from core.sessions.store import load_session
 
 ROOT = Path(__file__).resolve().parent.parent
 STEP = 60.0  # one protocol step (the server loads MiniLM and starts the demo server on first use)
@@ -38,14 +39,13 @@ def server_env(tmp_path: Path) -> dict[str, str]:
     }
 
 
-async def lifecycle(session: ClientSession) -> dict[str, Any]:
+async def lifecycle(session: ClientSession, **start: Any) -> dict[str, Any]:
     """initialize, start, poll until done, result with topology; every step bounded."""
     await asyncio.wait_for(session.initialize(), STEP)
     tools = await asyncio.wait_for(session.list_tools(), STEP)
     assert {t.name for t in tools.tools} == {"swarm_start", "swarm_status", "swarm_result", "swarm_cancel"}
-    started = await asyncio.wait_for(
-        session.call_tool("swarm_start", {"task": DEMO_PROBLEMS["math"], "domain": "math"}), STEP
-    )
+    arguments = start or {"task": DEMO_PROBLEMS["math"], "domain": "math"}
+    started = await asyncio.wait_for(session.call_tool("swarm_start", arguments), STEP)
     assert not started.isError, started.content
     task_id = started.structuredContent["task_id"]
 
@@ -73,12 +73,16 @@ async def test_stdio_server_runs_a_swarm_with_only_the_protocol_on_stdout(tmp_pa
     errlog = (tmp_path / "stderr.txt").open("w")
     try:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
-            result = await lifecycle(session)
+            # Code with its tests run in the sandbox after every round: child processes, and still
+            # nothing but the protocol on stdout.
+            result = await lifecycle(session, task=DEMO_PROBLEMS["code"], options={"execute": True})
     finally:
         errlog.close()
-    assert result["final_answer"] and result["termination_reason"] == "manager"
-    assert [r["round"] for r in result["topology"]] == [1, 2]
+    assert "def make_palindrome" in result["final_answer"] and result["termination_reason"] == "manager"
+    assert [r["round"] for r in result["topology"]] == [1, 2, 3]
     assert result["topology"][1]["graphs"][0]["edges"]
+    saved = load_session(Path(result["session_file"]))
+    assert [t.passed for t in saved.rounds[-1].test_runs] == [True]
     assert Path(result["session_file"]).parent == tmp_path / "sessions"
     stderr = (tmp_path / "stderr.txt").read_text()
     assert "swarm-tui MCP server on stdio" in stderr and "Traceback" not in stderr

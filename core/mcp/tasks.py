@@ -229,8 +229,7 @@ class SwarmManager:
         self.max_tasks = max_tasks
         self.clock = clock
         self.tasks: dict[str, SwarmTask] = {}
-        self._backend: Any = None
-        self._backend_lock: asyncio.Lock | None = None
+        self._backend_task: asyncio.Task[Any] | None = None
         self._warm: asyncio.Task[None] | None = None
         self.closed = False
 
@@ -372,16 +371,20 @@ class SwarmManager:
 
     # --- running --------------------------------------------------------------------------
     async def _open_backend(self) -> Any:
+        """The shared backend, opened once. The opening runs as its own task, shielded: a swarm that is
+        cancelled while it waits does not abort the opening the others share. A failed opening is
+        retried by the next swarm."""
         from core.runtime.runner import open_backend
 
-        if self._backend_lock is None:
-            self._backend_lock = asyncio.Lock()
-        async with self._backend_lock:
-            if self._backend is None:
-                self._backend = await open_backend(
-                    self.settings, demo=self.demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server
-                )
-            return self._backend
+        if self._backend_task is None or (self._backend_task.done() and (
+                self._backend_task.cancelled() or self._backend_task.exception() is not None)):
+            self._backend_task = asyncio.get_running_loop().create_task(
+                open_backend(self.settings, demo=self.demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server),
+                name="swarm-tui-backend",
+            )
+            # Its failure is reported to every swarm awaiting it; none left: do not warn about it.
+            self._backend_task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        return await asyncio.shield(self._backend_task)
 
     @staticmethod
     def problem_text(entry: SwarmTask) -> str:
@@ -514,9 +517,13 @@ class SwarmManager:
                 handle.cancel()
             if pending:
                 await asyncio.wait(pending, timeout=2.0)
-        backend, self._backend = self._backend, None
-        if backend is not None:
-            await backend.close()
+        opening, self._backend_task = self._backend_task, None
+        if opening is not None:
+            if not opening.done():
+                opening.cancel()
+            await asyncio.wait([opening], timeout=5.0)
+            if opening.done() and not opening.cancelled() and opening.exception() is None:
+                await opening.result().close()
 
 
 def _is_user_facing(exc: BaseException) -> bool:
