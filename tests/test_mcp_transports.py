@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from core.demo.scripts import DEMO_PROBLEMS
+from core.sessions.eventlog import find_task, has_ended
 from core.sessions.store import load_session
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,11 +109,11 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = STE
     raise AssertionError(f"nothing listened on port {port} within {timeout:g} s")
 
 
-async def test_streamable_http_server_on_a_loopback_port(tmp_path: Path) -> None:
+async def test_streamable_http_server_on_a_loopback_port_and_a_graceful_sigterm(tmp_path: Path) -> None:
     port = free_port()
     stderr = (tmp_path / "stderr.txt").open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tui.cli", "mcp", "--http", "--port", str(port), "--demo"],
+        [sys.executable, "-m", "tui.cli", "mcp", "--http", "--port", str(port), "--demo", "--demo-delay", "0.05"],
         cwd=ROOT, env=server_env(tmp_path), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
     )
     try:
@@ -121,14 +123,34 @@ async def test_streamable_http_server_on_a_loopback_port(tmp_path: Path) -> None
             ClientSession(read, write) as session,
         ):
             result = await lifecycle(session)
+            # A second swarm, still running when the server is told to stop.
+            started = await asyncio.wait_for(session.call_tool("swarm_start", {"task": DEMO_PROBLEMS["code"]}), STEP)
+            task_id = started.structuredContent["task_id"]
+
+            async def in_round_one() -> None:
+                while True:
+                    status = (await session.call_tool("swarm_status", {"task_id": task_id})).structuredContent
+                    assert status["status"] == "running", status
+                    if status["round"] >= 1:
+                        return
+                    await asyncio.sleep(0.1)
+
+            await asyncio.wait_for(in_round_one(), RUN)
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.to_thread(proc.wait, 60) == 0
     finally:
-        proc.kill()
+        if proc.poll() is None:
+            proc.kill()
         proc.wait(timeout=30)
         stderr.close()
     assert result["final_answer"] and result["status"] == "completed"
     assert result["topology"][1]["graphs"][0]["kind"] == "topology_built"
     log = (tmp_path / "stderr.txt").read_text()
     assert f"http://127.0.0.1:{port}/mcp" in log and "Traceback" not in log
+    # SIGTERM stopped the running swarm the way a cancel does: its session is saved and ended.
+    stopped = find_task(tmp_path / "sessions", task_id)
+    assert stopped is not None and has_ended(stopped.log)
+    assert load_session(stopped.session).outcome.reason == "cancelled"
 
 
 def test_without_the_sdk_the_command_says_how_to_get_it(tmp_path: Path) -> None:

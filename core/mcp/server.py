@@ -8,9 +8,12 @@ stdio mode: nothing else may reach it (see serve_stdio), and every log line goes
 
 # No `from __future__ import annotations` here: the tools' annotations use values of build_server's
 # scope (the server's defaults), and FastMCP reads them when the tools are registered.
+import asyncio
 import contextlib
 import io
+import logging
 import os
+import signal
 import sys
 from typing import Annotated, Any
 
@@ -123,6 +126,58 @@ def build_server(manager: SwarmManager, *, host: str = "127.0.0.1", port: int = 
 # --- transports --------------------------------------------------------------------------------
 
 
+class OneLineFormatter(logging.Formatter):
+    """Log records as one line each on stderr: an exception is named, never printed as a traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = f"swarm-tui mcp: {record.levelname.lower()}: {record.getMessage()}"
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            text += f" ({type(exc).__name__}: {' '.join(str(exc).split())})" if str(exc) else f" ({type(exc).__name__})"
+        return " ".join(text.splitlines())
+
+
+class _ClientGone(logging.Filter):
+    """The SDK logs a client that hangs up on its event stream as an error; it is not one."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return type(exc).__name__ not in ("ClosedResourceError", "BrokenResourceError")
+
+
+def quiet_logging(level: int = logging.WARNING) -> None:
+    """Every log line to stderr, one line each (FastMCP installs a rich handler with tracebacks)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(OneLineFormatter())
+    handler.addFilter(_ClientGone())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+
+
+def stop_on_signals(manager: SwarmManager) -> None:
+    """SIGINT / SIGTERM: stop the running swarms (each saves its session, ended as cancelled), then exit.
+    (In HTTP mode uvicorn takes the signal first, shuts down, and passes it on to this.)"""
+    loop = asyncio.get_running_loop()
+
+    async def stop() -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(manager.aclose(), 30)
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        os._exit(0)
+
+    stopping: list[asyncio.Task[None]] = []
+
+    def on_signal() -> None:
+        if not stopping:
+            stopping.append(loop.create_task(stop(), name="swarm-tui-stop"))
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, on_signal)
+
+
 async def serve_stdio(server: Any, manager: SwarmManager) -> None:
     """Serve on the process's stdin/stdout. The protocol gets private copies of fds 0 and 1; fd 0
     becomes /dev/null and fd 1 a copy of stderr, and sys.stdout is stderr, so neither a stray print
@@ -139,6 +194,7 @@ async def serve_stdio(server: Any, manager: SwarmManager) -> None:
     stdin = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_in, "rb"), encoding="utf-8", errors="replace"))
     stdout = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_out, "wb"), encoding="utf-8"))
     lowlevel = server._mcp_server  # what FastMCP.run_stdio_async runs, with our streams
+    stop_on_signals(manager)
     manager.warm_up()
     try:
         async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
@@ -150,6 +206,7 @@ async def serve_stdio(server: Any, manager: SwarmManager) -> None:
 async def serve_http(server: Any, manager: SwarmManager) -> None:
     """Serve streamable HTTP at http://HOST:PORT/mcp until interrupted; running swarms are stopped
     (and their sessions saved) on the way out."""
+    stop_on_signals(manager)
     manager.warm_up()
     try:
         await server.run_streamable_http_async()
