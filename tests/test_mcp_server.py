@@ -301,3 +301,28 @@ async def test_two_swarms_run_at_once_sharing_one_embedder(tmp_path: Path, embed
         for (a, b), e in zip([("ProblemParser", "Solver"), ("Solver", "Verifier")], chain_graphs[0]["edges"],
                              strict=True)
     ]
+
+
+async def test_a_crash_inside_a_swarm_is_reported_failed_and_its_log_ends(
+    tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import core.mcp.tasks as tasks
+
+    class Exploding:
+        name = "dytopo"
+
+        def build(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("the graph builder blew up")
+
+    monkeypatch.setattr(tasks, "engine_for", lambda strategy, domain: Exploding())
+    async with connected(tmp_path, embedder) as (session, manager, _):
+        task_id = (await ok(session, "swarm_start", task=DEMO_PROBLEMS["code"]))["task_id"]
+        status = await poll_until(session, task_id, finished)
+        assert status["status"] == "failed" and status["error"] == "RuntimeError: the graph builder blew up"
+        assert status["round"] == 2  # round 1 ran (a broadcast, no graph); round 2 needed one
+        # The server goes on answering, and the run's files say it ended.
+        assert (await ok(session, "swarm_result", task_id=task_id))["error"] == status["error"]
+        entry = manager.get(task_id)
+    assert entry.session_path is not None and has_ended(log_path_for(entry.session_path))
+    saved = load_session(entry.session_path)
+    assert saved.outcome is None and saved.completed_rounds == 1

@@ -126,6 +126,7 @@ class FollowScreen(ReplayScreen):
 
     def _become_replay(self, *, announce: bool) -> None:
         self.state = FINISHED
+        self.refresh_bindings()
         self._show_saved(self._load_saved())
         if announce:
             reason = self.model.finished.reason if self.model.finished is not None else "ended"
@@ -133,6 +134,7 @@ class FollowScreen(ReplayScreen):
 
     def _interrupted(self) -> None:
         self.state = INTERRUPTED
+        self.refresh_bindings()
         session = self._load_saved()
         self._show_saved(session)
         rounds = session.completed_rounds if session is not None else 0
@@ -157,6 +159,10 @@ class FollowScreen(ReplayScreen):
         if self.state == INTERRUPTED:
             return "interrupted: the run's process is gone"
         return super().replay_status()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """While following, the footer leaves out what only a finished run can do (fork, play speed)."""
+        return not (getattr(self, "state", "") == FOLLOWING and action in ("fork", "speed"))
 
     def action_toggle_pause(self) -> None:
         if self.following:  # nothing to play while following: back to the live edge
