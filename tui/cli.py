@@ -20,14 +20,15 @@ from .cli_options import (
     settings_from_args,
 )
 
-SUBCOMMANDS = ("replay", "sessions", "export", "bench", "strategies", "train")
+SUBCOMMANDS = ("replay", "sessions", "export", "bench", "strategies", "train", "mcp", "attach")
 
 
 def build_parser() -> OneLineParser:
     parser = OneLineParser(
         prog="swarm-tui",
         description="Watch, step and steer an LLM swarm whose communication graph is rebuilt every round (DyTopo).",
-        epilog="Subcommands: swarm-tui replay FILE | sessions | export FILE | bench DATASET | strategies "
+        epilog="Subcommands: swarm-tui replay FILE | sessions | export FILE | bench DATASET | strategies | "
+        "train METHOD DATASET | mcp | attach TASK_ID "
         "(each has --help).",
     )
     parser.add_argument("problem", nargs="?", help="the problem text, or - to read it from stdin")
@@ -95,6 +96,14 @@ def _run_subcommand(name: str, argv: list[str]) -> int:
         from .cli_strategies import main as strategies_main
 
         return strategies_main(argv)
+    if name == "mcp":
+        from .cli_mcp import main as mcp_main
+
+        return mcp_main(argv)
+    if name == "attach":
+        from .cli_attach import main as attach_main
+
+        return attach_main(argv)
     from .cli_sessions import main as sessions_main
 
     return sessions_main(name, argv)

@@ -19,6 +19,7 @@ import tomli_w
 
 from core.runtime import events as ev
 from core.runtime.textsafe import json_safe
+from core.sessions.eventlog import EventLogWriter, live_state, log_path_for
 from core.sessions.model import Session, SessionFormatError, record_dict, session_from_events
 
 SUFFIXES = (".json", ".toml")
@@ -262,24 +263,27 @@ class SessionSummary:
     problem: str  # first line
     domain: str
     rounds: int  # completed rounds
-    outcome: str  # the end reason, or "incomplete" for a run that did not finish
+    outcome: str  # the end reason; "running" / "interrupted" (see live) or "incomplete" for an unfinished run
     tokens: int
     demo: bool
     parent: dict[str, Any] | None
+    live: str = ""  # "running": its writer is still at it (follow it); "interrupted": the writer died
 
 
 def summarize(session: Session, path: Path) -> SessionSummary:
     lines = session.problem.strip().splitlines()
+    live = live_state(path) if session.outcome is None else ""
     return SessionSummary(
         path=path,
         created=datetime.fromtimestamp(session.metadata.ts).strftime("%Y-%m-%d %H:%M"),
         problem=lines[0] if lines else "",
         domain=session.domain,
         rounds=session.completed_rounds,
-        outcome=session.outcome.reason if session.outcome is not None else "incomplete",
+        outcome=session.outcome.reason if session.outcome is not None else (live or "incomplete"),
         tokens=session.tokens,
         demo=session.demo,
         parent=session.parent,
+        live=live,
     )
 
 
@@ -318,15 +322,31 @@ def list_sessions(directory: Path) -> SessionListing:
 class SessionRecorder:
     """An event sink that records a run and autosaves it atomically: when the run starts, after the
     Manager's plan, after every round and at the end. A failing write never stops the run: the
-    error is kept in ``error`` and the next save tries again."""
+    error is kept in ``error`` and the next save tries again.
 
-    def __init__(self, directory: Path, *, path: Path | None = None) -> None:
+    It also appends every event (token deltas included) to ``NAME.events.jsonl`` beside the session
+    (core.sessions.eventlog), so another process can follow the run live; ``log_header`` adds fields
+    to that log's first line (e.g. the MCP task id). A failing log write stops the log, not the run
+    (``log_error``). ``close()`` ends the log when the run stopped without a run_finished event."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        path: Path | None = None,
+        event_log: bool = True,
+        log_header: dict[str, Any] | None = None,
+    ) -> None:
         self.directory = Path(directory)
         self.requested = Path(path) if path is not None else None
         self.path: Path | None = None
         self.error: str | None = None
         self.saves = 0
         self._events: list[dict[str, Any]] = []
+        self.event_log = event_log
+        self.log_header = dict(log_header or {})
+        self.log: EventLogWriter | None = None
+        self.log_error: str | None = None
 
     @property
     def session(self) -> Session | None:
@@ -334,8 +354,14 @@ class SessionRecorder:
             return None
         return Session(list(self._events))
 
+    @property
+    def log_path(self) -> Path | None:
+        return self.log.path if self.log is not None else None
+
     def __call__(self, event: ev.Event) -> None:
         if isinstance(event, ev.AgentDelta):
+            if self._events and self._events[-1]["type"] != ev.RunFinished.type:
+                self._log(event)
             return
         if isinstance(event, ev.RunStarted):
             self._events = []
@@ -345,10 +371,41 @@ class SessionRecorder:
         if isinstance(event, ev.RunStarted):
             self._choose_path()
             self.save()
+            self._open_log()
         elif isinstance(event, ev.RoundFinished | ev.RunFinished) or (
             isinstance(event, ev.ManagerDecided) and event.plan
         ):
             self.save()
+        # After the save: a follower that sees run_finished finds the final session file.
+        self._log(event)
+        if isinstance(event, ev.RunFinished):
+            self.close("run_finished")
+
+    def _open_log(self) -> None:
+        self.close("restarted")
+        if not self.event_log or self.path is None:
+            return
+        try:
+            self.log = EventLogWriter(log_path_for(self.path), session=self.path, header=self.log_header)
+            self.log_error = None
+        except OSError as exc:
+            self.log = None
+            self.log_error = f"cannot write the event log next to {self.path}: {exc.strerror or exc}"
+
+    def _log(self, event: ev.Event) -> None:
+        if self.log is None or self.log.closed:
+            return
+        try:
+            self.log.write(event)
+        except (OSError, ValueError, TypeError) as exc:
+            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self.log_error = f"cannot write the event log {self.log.path}: {detail}"
+            self.log.close("write failed")
+
+    def close(self, reason: str = "closed") -> None:
+        """End the event log (a no-op when it already ended). Idempotent, never raises."""
+        if self.log is not None:
+            self.log.close(reason)
 
     def _choose_path(self) -> None:
         if self.requested is not None:

@@ -1,5 +1,6 @@
 """The open-session picker: saved sessions and the shipped examples, with the columns of
-``swarm-tui sessions``; Enter opens one in the replay screen.
+``swarm-tui sessions``; Enter opens one in the replay screen, or follows it live when another process
+is still writing it (outcome "running"; "interrupted" when that process died).
 
 Reading the files happens in a thread worker that posts the listing; unreadable files become one
 notification line each, never a traceback.
@@ -22,6 +23,7 @@ from textual.widgets import DataTable, Static
 
 from core.runtime.config import Settings
 from core.runtime.textsafe import printable
+from core.sessions.eventlog import live_state
 from core.sessions.model import SessionFormatError
 from core.sessions.store import SessionSummary, list_sessions, load_session
 from sessions import EXAMPLES_DIR
@@ -191,13 +193,21 @@ class SessionPickerScreen(Screen[None]):
         if self.listing is None or not 0 <= index < len(self.listing.rows):
             self.notify("no session selected", severity="warning")
             return
-        path = self.listing.rows[index][0].path
+        summary = self.listing.rows[index][0]
+        path = summary.path
+        app: Any = self.app
+        if summary.live == "running" and live_state(path) == "running":
+            # Still being written by another process: follow it live (it becomes a replay when it ends).
+            from .follow import open_follow
+
+            self.dismiss()
+            open_follow(app, path)
+            return
         try:
             session = load_session(path)
         except SessionFormatError as exc:  # changed or removed since it was listed
             self.notify(str(exc), severity="error", timeout=12)
             return
-        app: Any = self.app
         self.dismiss()
         app.open_replay(session, path)
 

@@ -1,0 +1,1 @@
+"""The MCP server: launch swarms from other tools (start / status / result / cancel)."""

@@ -1,0 +1,250 @@
+"""What the MCP tools return: Pydantic models (so the server publishes their JSON schemas and clients
+get structured content) and the functions that fill them from a swarm task.
+
+The per-round topology is read from the event stream, generically: a round's goal and decision come
+from ManagerDecided, its graphs from every event that is not one of the run-flow kinds (TopologyBuilt
+today; other methods' typed graphs, agent selections or plans tomorrow) with the bulky fields
+(similarity matrices, embeddings) left out.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from core.mcp.tasks import STATUS_RUNNING, SwarmTask
+from core.runtime import events as ev
+
+Status = Literal["running", "completed", "failed", "cancelled"]
+
+# Event kinds that describe the run's flow, not a graph or a routing decision.
+FLOW_EVENTS = frozenset(
+    {
+        ev.RunStarted.type, ev.RoundStarted.type, ev.PhaseStarted.type, ev.AgentStarted.type,
+        ev.AgentDelta.type, ev.AgentFinished.type, ev.DescriptorsReady.type, ev.MessagesRouted.type,
+        ev.MemoryTrimmed.type, ev.RoundFinished.type, ev.RunFinished.type, ev.ParamsChanged.type,
+        ev.ControlChanged.type, ev.Notice.type, ev.TestRun.type, ev.ManagerDecided.type,
+    }
+)
+BULKY_FIELDS = frozenset({"similarity", "query_embeddings", "key_embeddings", "embeddings", "names", "ts", "type",
+                          "round"})
+SCORE_DIGITS = 4
+
+
+class StartResult(BaseModel):
+    task_id: str = Field(description="pass it to swarm_status, swarm_result and swarm_cancel")
+    status: Status
+    strategy: str
+    domain: str
+    team: list[str] = Field(description="the Manager and the workers")
+    params: dict[str, Any] = Field(description="tau, k_in and max_rounds the run uses")
+    options: dict[str, Any]
+    notes: list[str] = Field(description="parameters the strategy does not use, or adjusted by its definition")
+    budget_s: float = Field(description="wall-clock budget; past it the run is stopped and reported as failed")
+    poll_interval_s: float = Field(description="a good wait before the first swarm_status")
+    sessions_dir: str = Field(description="where the run's session and live event log are saved")
+    attach: str = Field(description="the command that watches this run live in the terminal app")
+    message: str
+
+
+class StatusResult(BaseModel):
+    task_id: str
+    status: Status
+    round: int = Field(description="the round under way (or the last one, once finished)")
+    max_rounds: int
+    phase: str
+    active_agents: list[str] = Field(description="agents whose model call is under way")
+    elapsed_s: float
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    tokens: int
+    poll_interval_s: float | None = Field(description="when to ask again; null once the run has ended")
+    termination_reason: str | None = None
+    error: str | None = None
+    session_file: str | None = None
+    message: str
+
+
+class RoundTopology(BaseModel):
+    round: int
+    goal: str = ""
+    params: dict[str, Any] = Field(default_factory=dict)
+    broadcast: bool = Field(False, description="every worker heard every other (round 1 of DyTopo)")
+    graphs: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="each graph event of the round, e.g. kind topology_built: edges [{src, dst, score}], "
+        "removed edges and why, order, tiers, tau, k_in, strategy",
+    )
+    decision: dict[str, Any] | None = Field(None, description="the Manager's end-of-round decision")
+
+
+class RunResult(BaseModel):
+    task_id: str
+    status: Status
+    final_answer: str | None = None
+    answer_source: str | None = None
+    termination_reason: str | None = Field(None, description="manager, max_rounds, converged, cancelled, error")
+    detail: str = ""
+    rounds: int
+    prompt_tokens: int
+    completion_tokens: int
+    tokens: int
+    wall_s: float
+    error: str | None = None
+    session_file: str | None = None
+    topology: list[RoundTopology] | None = None
+    message: str
+
+
+class CancelResult(BaseModel):
+    task_id: str
+    status: Status
+    cancelled: bool = Field(description="true when a running swarm was asked to stop")
+    message: str
+
+
+# --- filling them ----------------------------------------------------------------------------
+
+
+def _session_file(entry: SwarmTask) -> str | None:
+    path = entry.session_path or (entry.recorder.path if entry.recorder is not None else None)
+    return str(path.resolve()) if path is not None else None
+
+
+def _round_text(entry: SwarmTask) -> str:
+    return f"round {entry.round}/{entry.max_rounds}" if entry.round else "not in round 1 yet"
+
+
+def start_result(entry: SwarmTask, team: list[str], sessions_dir: str) -> StartResult:
+    interval = entry.poll_interval() or 5.0
+    return StartResult(
+        task_id=entry.id, status=entry.status,  # type: ignore[arg-type]
+        strategy=entry.strategy, domain=entry.domain, team=team, params=dict(entry.params),
+        options=dict(entry.options), notes=list(entry.notes), budget_s=entry.budget_s,
+        poll_interval_s=interval, sessions_dir=sessions_dir, attach=f"swarm-tui attach {entry.id}",
+        message=(
+            f"swarm {entry.id} started ({entry.strategy}, {entry.domain}, up to {entry.max_rounds} rounds). "
+            f"Poll swarm_status every {interval:g} s or so, then call swarm_result. Watch it live with "
+            f"`swarm-tui attach {entry.id}`."
+        ),
+    )
+
+
+def status_result(entry: SwarmTask) -> StatusResult:
+    finished = entry.finished
+    interval = entry.poll_interval()
+    if entry.running:
+        doing = f", phase {entry.phase}" if entry.phase else ""
+        message = f"running: {_round_text(entry)}{doing}; ask again in about {interval:g} s"
+    elif entry.status == "completed":
+        message = f"completed after {entry.round} round(s) ({finished.reason if finished else 'done'}): " \
+                  "call swarm_result for the answer"
+    elif entry.status == "cancelled":
+        message = "cancelled; swarm_result has what the run had produced"
+    else:
+        message = f"failed: {entry.error}"
+    return StatusResult(
+        task_id=entry.id, status=entry.status,  # type: ignore[arg-type]
+        round=entry.round, max_rounds=entry.max_rounds, phase=entry.phase,
+        active_agents=sorted(entry.active), elapsed_s=round(entry.elapsed(), 2), llm_calls=entry.llm_calls,
+        prompt_tokens=entry.prompt_tokens, completion_tokens=entry.completion_tokens, tokens=entry.tokens,
+        poll_interval_s=interval, termination_reason=finished.reason if finished else None, error=entry.error,
+        session_file=_session_file(entry), message=message,
+    )
+
+
+def result_result(entry: SwarmTask, include_topology: bool = False) -> RunResult:
+    finished = entry.finished
+    base: dict[str, Any] = {
+        "task_id": entry.id, "status": entry.status, "rounds": entry.round,
+        "prompt_tokens": entry.prompt_tokens, "completion_tokens": entry.completion_tokens,
+        "tokens": entry.tokens, "wall_s": round(entry.elapsed(), 2), "error": entry.error,
+        "session_file": _session_file(entry),
+    }
+    if include_topology:
+        base["topology"] = topology(entry.events)
+    if entry.status == STATUS_RUNNING:
+        return RunResult(
+            **base,
+            message=f"still running ({_round_text(entry)}, phase {entry.phase}): no result yet; poll swarm_status "
+            f"and call swarm_result when it says completed (in about {entry.poll_interval():g} s)",
+        )
+    if finished is not None:
+        base.update(final_answer=finished.final_answer, answer_source=finished.answer_source or None,
+                    termination_reason=finished.reason, detail=finished.detail, rounds=finished.rounds)
+    if entry.status == "completed":
+        message = f"completed: {finished.reason if finished else 'done'} after {entry.round} round(s)"
+    elif entry.status == "cancelled":
+        message = "cancelled: the answer (if any) is what the team had when it stopped"
+    else:
+        message = f"failed: {entry.error}"
+    return RunResult(**base, message=message)
+
+
+def cancel_result(entry: SwarmTask, cancelled: bool) -> CancelResult:
+    if cancelled:
+        message = "asked the swarm to stop; it saves its session and swarm_status says cancelled in a moment"
+    else:
+        message = f"the swarm had already ended ({entry.status}); nothing to cancel"
+    return CancelResult(task_id=entry.id, status=entry.status, cancelled=cancelled,  # type: ignore[arg-type]
+                        message=message)
+
+
+# --- topology ---------------------------------------------------------------------------------
+
+
+def _light(value: Any) -> Any:
+    """Scores rounded; nested bulky fields left out."""
+    if isinstance(value, float):
+        return round(value, SCORE_DIGITS)
+    if isinstance(value, list):
+        return [_light(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _light(v) for k, v in value.items() if k not in BULKY_FIELDS}
+    return value
+
+
+def graph_of(event: ev.Event) -> dict[str, Any]:
+    """One graph event as a small dict: its own fields, with a nested ``routing`` (or ``graph``)
+    object flattened into it, minus the bulky fields."""
+    data = event.to_dict()
+    out: dict[str, Any] = {"kind": event.type}
+    for key, value in data.items():
+        if key in BULKY_FIELDS:
+            continue
+        if key in ("routing", "graph") and isinstance(value, dict):
+            out.update(_light(value))
+        else:
+            out[key] = _light(value)
+    return out
+
+
+def topology(events: list[ev.Event]) -> list[RoundTopology]:
+    rounds: dict[int, RoundTopology] = {}
+    pending_goal = ""
+
+    def at(number: int) -> RoundTopology:
+        if number not in rounds:
+            rounds[number] = RoundTopology(round=number, goal=pending_goal)
+        return rounds[number]
+
+    for event in events:
+        number = getattr(event, "round", None)
+        if not isinstance(number, int):
+            continue
+        if isinstance(event, ev.RoundStarted):
+            at(number).params = dict(event.params)
+        elif isinstance(event, ev.ManagerDecided):
+            if event.plan:
+                at(number).goal = pending_goal = event.next_goal
+            else:
+                at(number).decision = {"terminate": event.terminate, "next_goal": event.next_goal,
+                                       "reasoning": event.reasoning, "status": event.status}
+                pending_goal = event.next_goal or pending_goal
+        elif isinstance(event, ev.MessagesRouted) and event.broadcast:
+            at(number).broadcast = True
+        elif event.type not in FLOW_EVENTS:
+            at(number).graphs.append(graph_of(event))
+    return [rounds[n] for n in sorted(rounds)]

@@ -1,0 +1,219 @@
+"""The MCP server: four tools (swarm_start, swarm_status, swarm_result, swarm_cancel) over stdio or
+streamable HTTP, on top of core.mcp.tasks.
+
+Needs the optional ``mcp`` extra (the official Python SDK, v1 FastMCP API); it is imported inside
+build_server() and the transport functions, so this module imports without it. stdout is the wire in
+stdio mode: nothing else may reach it (see serve_stdio), and every log line goes to stderr.
+"""
+
+# No `from __future__ import annotations` here: the tools' annotations use values of build_server's
+# scope (the server's defaults), and FastMCP reads them when the tools are registered.
+import asyncio
+import contextlib
+import io
+import logging
+import os
+import signal
+import sys
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from core import __version__
+from core.mcp.results import (
+    CancelResult,
+    RunResult,
+    StartResult,
+    StatusResult,
+    cancel_result,
+    result_result,
+    start_result,
+    status_result,
+)
+from core.mcp.tasks import MAX_CONTEXT_CHARS, MAX_ROUNDS_LIMIT, OPTIONS, STRATEGIES, StartError, SwarmManager
+from core.runtime.config import DOMAINS
+from core.runtime.domains import get_domain
+
+SERVER_NAME = "swarm-tui"
+INSTRUCTIONS = (
+    "Runs LLM agent swarms (a Manager and role workers whose communication graph is rebuilt every round, "
+    "DyTopo, or a baseline topology) on a problem. swarm_start returns a task id at once; poll swarm_status "
+    "at the suggested interval until it is no longer running, then call swarm_result (include_topology for "
+    "every round's graph). swarm_cancel stops a run. The user can watch a run live with "
+    "`swarm-tui attach TASK_ID`."
+)
+
+
+def build_server(manager: SwarmManager, *, host: str = "127.0.0.1", port: int = 8000,
+                 log_level: str = "WARNING") -> Any:
+    """A FastMCP server whose tools drive ``manager``."""
+    from mcp.server.fastmcp import FastMCP
+    from mcp.server.fastmcp.exceptions import ToolError
+
+    from core.mcp.tasks import UnknownTask
+
+    server = FastMCP(SERVER_NAME, instructions=INSTRUCTIONS, host=host, port=port, log_level=log_level)
+    server._mcp_server.version = __version__  # the initialize reply names swarm-tui's version, not the SDK's
+
+    def lookup(task_id: str) -> Any:
+        try:
+            return manager.get(task_id)
+        except UnknownTask as exc:
+            raise ToolError(str(exc)) from None
+
+    # The published defaults are the server's settings (the usual ones unless its flags or config say
+    # otherwise): domain code, tau 0.3, k_in 3 (N-1 for a smaller team), max_rounds 5.
+    defaults = manager.settings
+
+    @server.tool()
+    async def swarm_start(
+        task: Annotated[str, Field(description="the problem for the swarm to solve")],
+        domain: Annotated[str, Field(description=f"the team: {', '.join(DOMAINS)}")] = defaults.domain,
+        strategy: Annotated[str, Field(description=f"how the team is wired: {', '.join(STRATEGIES)}")] = "dytopo",
+        tau: Annotated[
+            float, Field(ge=0.0, le=1.0, description="routing threshold: 0.2 dense, 0.3, 0.5 sparse")
+        ] = defaults.tau,
+        k_in: Annotated[
+            int | None,
+            Field(ge=1, description=f"max inbound edges per agent, 1..N-1 of the team (default {defaults.k_in}, "
+                  "or N-1 for a smaller team)"),
+        ] = None,
+        max_rounds: Annotated[
+            int, Field(ge=1, le=MAX_ROUNDS_LIMIT, description="1..10")
+        ] = defaults.max_rounds,
+        context: Annotated[
+            str, Field(description=f"extra material for the task, at most {MAX_CONTEXT_CHARS} characters")
+        ] = "",
+        options: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description="; ".join(f"{k}: {v}" for k, v in OPTIONS.items())
+                + "; plus the chosen strategy's own options (e.g. dmoa: router, l_max; topodim: alpha)"
+            ),
+        ] = None,
+    ) -> StartResult:
+        """Start a swarm on a task. Returns its task id at once; the run goes on in the background."""
+        try:
+            entry = manager.start(task, domain, strategy, tau, k_in, max_rounds, context, options)
+        except StartError as exc:
+            raise ToolError(str(exc)) from None
+        team = ["Manager", *get_domain(entry.domain).worker_names]
+        return start_result(entry, team, str(manager.sessions_dir))
+
+    @server.tool()
+    async def swarm_status(task_id: Annotated[str, Field(description="from swarm_start")]) -> StatusResult:
+        """How a swarm is doing: running / completed / failed / cancelled, round, phase, active agents,
+        elapsed time, LLM calls, tokens, and when to ask again."""
+        return status_result(lookup(task_id))
+
+    @server.tool()
+    async def swarm_result(
+        task_id: Annotated[str, Field(description="from swarm_start")],
+        include_topology: Annotated[
+            bool, Field(description="add every round's graph: edges with scores, order, tiers, goal")
+        ] = False,
+    ) -> RunResult:
+        """A finished swarm's final answer, why it ended, rounds, tokens and wall time (a running swarm
+        says it is still running)."""
+        return result_result(lookup(task_id), include_topology)
+
+    @server.tool()
+    async def swarm_cancel(task_id: Annotated[str, Field(description="from swarm_start")]) -> CancelResult:
+        """Stop a running swarm; its session so far is kept."""
+        entry = lookup(task_id)
+        entry, cancelled = manager.cancel(entry.id)
+        return cancel_result(entry, cancelled)
+
+    return server
+
+
+# --- transports --------------------------------------------------------------------------------
+
+
+class OneLineFormatter(logging.Formatter):
+    """Log records as one line each on stderr: an exception is named, never printed as a traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = f"swarm-tui mcp: {record.levelname.lower()}: {record.getMessage()}"
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            text += f" ({type(exc).__name__}: {' '.join(str(exc).split())})" if str(exc) else f" ({type(exc).__name__})"
+        return " ".join(text.splitlines())
+
+
+class _ClientGone(logging.Filter):
+    """The SDK logs a client that hangs up on its event stream as an error; it is not one."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return type(exc).__name__ not in ("ClosedResourceError", "BrokenResourceError")
+
+
+def quiet_logging(level: int = logging.WARNING) -> None:
+    """Every log line to stderr, one line each (FastMCP installs a rich handler with tracebacks)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(OneLineFormatter())
+    handler.addFilter(_ClientGone())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+
+
+def stop_on_signals(manager: SwarmManager) -> None:
+    """SIGINT / SIGTERM: stop the running swarms (each saves its session, ended as cancelled), then exit.
+    (In HTTP mode uvicorn takes the signal first, shuts down, and passes it on to this.)"""
+    loop = asyncio.get_running_loop()
+
+    async def stop() -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(manager.aclose(), 30)
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        os._exit(0)
+
+    stopping: list[asyncio.Task[None]] = []
+
+    def on_signal() -> None:
+        if not stopping:
+            stopping.append(loop.create_task(stop(), name="swarm-tui-stop"))
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, on_signal)
+
+
+async def serve_stdio(server: Any, manager: SwarmManager) -> None:
+    """Serve on the process's stdin/stdout. The protocol gets private copies of fds 0 and 1; fd 0
+    becomes /dev/null and fd 1 a copy of stderr, and sys.stdout is stderr, so neither a stray print
+    nor a child process (the code sandbox) can write into or read from the wire."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    stdin = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_in, "rb"), encoding="utf-8", errors="replace"))
+    stdout = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_out, "wb"), encoding="utf-8"))
+    lowlevel = server._mcp_server  # what FastMCP.run_stdio_async runs, with our streams
+    stop_on_signals(manager)
+    manager.warm_up()
+    try:
+        async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+    finally:
+        await manager.aclose()
+
+
+async def serve_http(server: Any, manager: SwarmManager) -> None:
+    """Serve streamable HTTP at http://HOST:PORT/mcp until interrupted; running swarms are stopped
+    (and their sessions saved) on the way out."""
+    stop_on_signals(manager)
+    manager.warm_up()
+    try:
+        await server.run_streamable_http_async()
+    finally:
+        with contextlib.suppress(Exception):
+            await manager.aclose()

@@ -1,0 +1,543 @@
+"""The swarm tasks behind the MCP tools: start (validated, returns at once), status, result, cancel.
+
+Pure asyncio, no MCP SDK here (core.mcp.server wraps this in tools), so it is tested and reused without
+the optional extra. Every swarm is an asyncio task whose handle is kept in its entry; it runs the same
+engine and event stream as the TUI and the headless CLI, records its session (and the event log that
+``swarm-tui attach`` follows) in the sessions folder, and never raises into the server: a crash, an
+endpoint failure or a blown wall-clock budget becomes status ``failed`` with its message.
+
+The store keeps at most MAX_TASKS entries. A start when it is full evicts the oldest half of the
+finished entries (by finish time); when every entry is still running, the start is refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.methods import MethodError, build_method, get_method_info, method_names
+from core.runtime import events as ev
+from core.runtime.config import DOMAINS, PROTOCOLS, ConfigError, Settings
+from core.runtime.control import RunControl
+from core.runtime.domains import get_domain
+from core.runtime.engine import Method
+from core.sessions.store import SessionRecorder
+
+MAX_TASKS = 20
+MAX_CONTEXT_CHARS = 4000
+ROUND_BUDGET_S = 120.0  # the wall-clock budget is max_rounds x this (the reference server's rule)
+CANCEL_GRACE_S = 15.0  # after a budget cancel, how long the run gets to stop before it is torn down
+MAX_ROUNDS_LIMIT = 10
+
+STATUS_RUNNING = "running"
+STATUS_COMPLETED = "completed"
+STATUS_FAILED = "failed"
+STATUS_CANCELLED = "cancelled"
+STATUSES = (STATUS_RUNNING, STATUS_COMPLETED, STATUS_FAILED, STATUS_CANCELLED)
+
+# The strategies a swarm can run are the registered methods (core.methods); the list is read when needed.
+STRATEGIES = tuple(method_names())
+
+# options={...}: the server's own (name -> description); any other key must be an option of the chosen
+# method (swarm-tui strategies lists them), checked by the method registry.
+OPTIONS: dict[str, str] = {
+    "protocol": f"round protocol: {' | '.join(PROTOCOLS)} (default: the server's, phased)",
+    "execute": "true/false: code domain, run the latest code against the tests in a sandbox after every round",
+    "budget_s": "wall-clock budget in seconds, 1..36000 (default max_rounds x the server's per-round budget)",
+}
+
+
+def method_for(strategy: str, domain: str, options: Mapping[str, Any] | None) -> Method:
+    """A fresh method for one swarm (StartError, one line, for a bad option)."""
+    try:
+        return build_method(strategy, options, get_domain(domain))
+    except MethodError as exc:
+        raise StartError(str(exc)) from None
+
+
+class StartError(ValueError):
+    """A start that is refused; the message is one line that says what to change."""
+
+
+class UnknownTask(KeyError):
+    def __init__(self, task_id: str, known: list[str]) -> None:
+        self.task_id, self.known = task_id, known
+        super().__init__(task_id)
+
+    def __str__(self) -> str:
+        ids = ", ".join(self.known) if self.known else "none"
+        return f"no swarm task {self.task_id!r}; known task ids: {ids}"
+
+
+@dataclass
+class SwarmTask:
+    """One swarm: what was asked, how far it got, how it ended."""
+
+    id: str
+    task: str
+    domain: str
+    strategy: str
+    params: dict[str, Any]  # tau, k_in, max_rounds
+    options: dict[str, Any]
+    context: str
+    budget_s: float
+    notes: list[str] = field(default_factory=list)
+    status: str = STATUS_RUNNING
+    started_at: float = field(default_factory=time.time)
+    finished_at: float | None = None
+    round: int = 0
+    phase: str = "starting"
+    active: dict[str, str] = field(default_factory=dict)  # agent -> call, for calls under way
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: str | None = None
+    finished: ev.RunFinished | None = None
+    events: list[ev.Event] = field(default_factory=list)  # the stream without token deltas
+    session_path: Path | None = None
+    handle: asyncio.Task[None] | None = field(default=None, repr=False)
+    control: RunControl | None = field(default=None, repr=False)
+    recorder: SessionRecorder | None = field(default=None, repr=False)
+    cancel_requested: bool = False
+    timed_out: bool = False
+
+    # --- progress, from the event stream --------------------------------------------------
+    def observe(self, event: ev.Event) -> None:
+        """An engine sink: keeps the status fields current (token deltas are not kept)."""
+        if isinstance(event, ev.AgentDelta):
+            return
+        self.events.append(event)
+        if isinstance(event, ev.RoundStarted):
+            self.round, self.active = event.round, {}
+        elif isinstance(event, ev.PhaseStarted):
+            self.phase = event.phase
+        elif isinstance(event, ev.AgentStarted):
+            self.active[event.agent] = event.call
+        elif isinstance(event, ev.AgentFinished):
+            self.active.pop(event.agent, None)
+            self.llm_calls += max(1, event.attempts)
+            self.prompt_tokens += event.prompt_tokens
+            self.completion_tokens += event.completion_tokens
+        elif isinstance(event, ev.RoundFinished):
+            self.prompt_tokens, self.completion_tokens = event.prompt_tokens, event.completion_tokens
+            self.active = {}
+        elif isinstance(event, ev.RunFinished):
+            self.prompt_tokens, self.completion_tokens = event.prompt_tokens, event.completion_tokens
+            self.active, self.phase = {}, "finished"
+        elif isinstance(event, ev.RunStarted) and self.recorder is not None:
+            self.session_path = self.recorder.path
+
+    # --- views ----------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self.status == STATUS_RUNNING
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def elapsed(self, now: float | None = None) -> float:
+        end = self.finished_at if self.finished_at is not None else (time.time() if now is None else now)
+        return max(0.0, end - self.started_at)
+
+    def poll_interval(self, now: float | None = None) -> float | None:
+        """How long a client should wait before asking again: about half a round, 2..30 s."""
+        if not self.running:
+            return None
+        elapsed = self.elapsed(now)
+        per_round = elapsed / self.round if self.round >= 1 else 10.0
+        return float(min(30.0, max(2.0, round(per_round / 2))))
+
+    @property
+    def max_rounds(self) -> int:
+        return int(self.params["max_rounds"])
+
+
+def _number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise StartError(f"{name} must be a number, got {value!r}")
+    return float(value)
+
+
+def _whole(name: str, value: Any) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise StartError(f"{name} must be a whole number, got {value!r}")
+    return value
+
+
+def _check_options(options: Mapping[str, Any] | None, strategy: str = "dytopo") -> dict[str, Any]:
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise StartError(f"options must be an object, got {type(options).__name__}")
+    method_options = {spec.name for spec in get_method_info(strategy).options}
+    unknown = sorted(set(options) - set(OPTIONS) - method_options)
+    if unknown:
+        known = [*OPTIONS, *sorted(method_options)]
+        raise StartError(
+            f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}: "
+            f"the options are {', '.join(known)}"
+        )
+    out: dict[str, Any] = {}
+    method_values = {k: v for k, v in options.items() if k in method_options and k not in OPTIONS}
+    if method_values:
+        try:
+            get_method_info(strategy).resolve(method_values)
+        except MethodError as exc:
+            raise StartError(str(exc)) from None
+        out["method"] = dict(method_values)
+    if "protocol" in options:
+        if options["protocol"] not in PROTOCOLS:
+            raise StartError(f"unknown protocol {options['protocol']!r}: choose one of {', '.join(PROTOCOLS)}")
+        out["protocol"] = options["protocol"]
+    if "execute" in options:
+        if not isinstance(options["execute"], bool):
+            raise StartError(f"option execute must be true or false, got {options['execute']!r}")
+        out["execute"] = options["execute"]
+    if "budget_s" in options:
+        budget = _number("option budget_s", options["budget_s"])
+        if not 1 <= budget <= 36000:
+            raise StartError(f"option budget_s must be between 1 and 36000 seconds, got {options['budget_s']!r}")
+        out["budget_s"] = budget
+    return out
+
+
+class SwarmManager:
+    """Starts swarms against one backend (opened on first use and shared), with one MiniLM embedder."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        demo: bool = False,
+        server: Any = None,  # a started core.demo.server.ScriptedServer to use instead of the endpoint
+        demo_chunk_delay: float = 0.0,
+        embedder: Any = None,
+        round_budget_s: float = ROUND_BUDGET_S,
+        cancel_grace_s: float = CANCEL_GRACE_S,
+        max_tasks: int = MAX_TASKS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.demo = demo
+        self.server = server
+        self.demo_chunk_delay = demo_chunk_delay
+        self._embedder = embedder
+        self.round_budget_s = round_budget_s
+        self.cancel_grace_s = cancel_grace_s
+        self.max_tasks = max_tasks
+        self.clock = clock
+        self.tasks: dict[str, SwarmTask] = {}
+        self._backend_task: asyncio.Task[Any] | None = None
+        self._warm: asyncio.Task[None] | None = None
+        self.closed = False
+
+    @property
+    def sessions_dir(self) -> Path:
+        return Path(self.settings.sessions_dir).resolve()
+
+    @property
+    def embedder(self) -> Any:
+        if self._embedder is None:
+            from core.llm.embeddings import shared_embedder
+
+            self._embedder = shared_embedder(self.settings.embedding_model_path)
+        return self._embedder
+
+    def warm_up(self) -> asyncio.Task[None]:
+        """Load MiniLM in the background now, so the first swarm does not wait for it (a failure is
+        reported by the swarm that needs the model)."""
+
+        async def load() -> None:
+            with contextlib.suppress(Exception):
+                await self.embedder.aload()
+
+        self._warm = asyncio.get_running_loop().create_task(load(), name="swarm-tui-embedder")
+        return self._warm
+
+    # --- the store ------------------------------------------------------------------------
+    def get(self, task_id: str) -> SwarmTask:
+        entry = self.tasks.get(task_id) if isinstance(task_id, str) else None
+        if entry is None:
+            raise UnknownTask(str(task_id), list(self.tasks))
+        return entry
+
+    def _make_room(self) -> None:
+        """Before an insert: when full, drop the oldest half of the finished tasks (at least one)."""
+        if len(self.tasks) < self.max_tasks:
+            return
+        done = sorted((t for t in self.tasks.values() if not t.running), key=lambda t: t.finished_at or 0.0)
+        if not done:
+            raise StartError(
+                f"too many running swarms ({len(self.tasks)} of {self.max_tasks}): wait for one to finish "
+                "or stop one with swarm_cancel"
+            )
+        for entry in done[: max(1, len(done) // 2)]:
+            del self.tasks[entry.id]
+
+    # --- start ----------------------------------------------------------------------------
+    def validate(
+        self,
+        task: Any,
+        domain: Any = "code",
+        strategy: Any = "dytopo",
+        tau: Any = 0.3,
+        k_in: Any = None,
+        max_rounds: Any = 5,
+        context: Any = "",
+        options: Mapping[str, Any] | None = None,
+    ) -> tuple[Settings, dict[str, Any], list[str]]:
+        """(settings for the run, the checked options, notes) or StartError. Nothing is clamped."""
+        if not isinstance(task, str) or not task.strip():
+            raise StartError("task must be a non-empty text: the problem for the swarm to solve")
+        if domain not in DOMAINS:
+            raise StartError(f"unknown domain {domain!r}: choose one of {', '.join(DOMAINS)}")
+        if strategy not in method_names():
+            raise StartError(f"unknown strategy {strategy!r}: choose one of {', '.join(method_names())}")
+        tau = _number("tau", tau)
+        if not 0.0 <= tau <= 1.0:
+            raise StartError(f"tau must be between 0 and 1 (0.2 dense, 0.3 default, 0.5 sparse), got {tau:g}")
+        n_workers = len(get_domain(domain).workers)
+        if k_in is None:
+            k_in = min(self.settings.k_in, n_workers - 1)  # the default, or N-1 for a smaller team
+        k_in = _whole("k_in", k_in)
+        if not 1 <= k_in <= n_workers - 1:
+            raise StartError(
+                f"k_in must be between 1 and {n_workers - 1} for the {domain} team of {n_workers} workers, got {k_in}"
+            )
+        max_rounds = _whole("max_rounds", max_rounds)
+        if not 1 <= max_rounds <= MAX_ROUNDS_LIMIT:
+            raise StartError(f"max_rounds must be between 1 and {MAX_ROUNDS_LIMIT}, got {max_rounds}")
+        if context is None:
+            context = ""
+        if not isinstance(context, str):
+            raise StartError("context must be text")
+        if len(context) > MAX_CONTEXT_CHARS:
+            raise StartError(
+                f"context is {len(context)} characters; the limit is {MAX_CONTEXT_CHARS}: shorten it "
+                "(put only what the swarm needs beyond the task)"
+            )
+        checked = _check_options(options, strategy)
+        method_for(strategy, domain, checked.get("method"))  # the method's options against this team, now
+        notes: list[str] = []
+        if not get_method_info(strategy).uses_tau:
+            notes.append(f"strategy {strategy} does not use tau or k_in")
+        if strategy == "single-turn" and max_rounds != 1:
+            notes.append("single-turn is one round without communication: max_rounds is 1")
+            max_rounds = 1
+        execute = checked.get("execute")
+        if execute and domain != "code":
+            raise StartError("option execute runs code tests: it needs domain code")
+        try:
+            settings = self.settings.with_overrides(
+                domain=domain, tau=tau, k_in=k_in, max_rounds=max_rounds,
+                protocol=checked.get("protocol"), execute_code=execute,
+            )
+            settings.validate(n_workers=n_workers)
+        except ConfigError as exc:
+            raise StartError(str(exc)) from None
+        return settings, checked, notes
+
+    def start(
+        self,
+        task: Any,
+        domain: Any = "code",
+        strategy: Any = "dytopo",
+        tau: Any = 0.3,
+        k_in: Any = None,
+        max_rounds: Any = 5,
+        context: Any = "",
+        options: Mapping[str, Any] | None = None,
+    ) -> SwarmTask:
+        """Validate, make room, schedule the swarm; returns its entry at once (StartError if refused)."""
+        if self.closed:
+            raise StartError("the server is shutting down")
+        settings, checked, notes = self.validate(task, domain, strategy, tau, k_in, max_rounds, context, options)
+        self._make_room()
+        budget = checked.get("budget_s", settings.max_rounds * self.round_budget_s)
+        task_id = uuid.uuid4().hex[:12]
+        while task_id in self.tasks:  # pragma: no cover - 48 random bits
+            task_id = uuid.uuid4().hex[:12]
+        entry = SwarmTask(
+            id=task_id, task=task.strip(), domain=domain, strategy=strategy,
+            params={"tau": settings.tau, "k_in": settings.k_in, "max_rounds": settings.max_rounds},
+            options=checked, context=context or "", budget_s=float(budget), notes=notes,
+            started_at=self.clock(),
+        )
+        self.tasks[task_id] = entry
+        entry.handle = asyncio.get_running_loop().create_task(self._run(entry, settings), name=f"swarm-{task_id}")
+        return entry
+
+    # --- running --------------------------------------------------------------------------
+    async def _open_backend(self) -> Any:
+        """The shared backend, opened once. The opening runs as its own task, shielded: a swarm that is
+        cancelled while it waits does not abort the opening the others share. A failed opening is
+        retried by the next swarm."""
+        from core.runtime.runner import open_backend
+
+        if self._backend_task is None or (self._backend_task.done() and (
+                self._backend_task.cancelled() or self._backend_task.exception() is not None)):
+            self._backend_task = asyncio.get_running_loop().create_task(
+                open_backend(self.settings, demo=self.demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server),
+                name="swarm-tui-backend",
+            )
+            # Its failure is reported to every swarm awaiting it; none left: do not warn about it.
+            self._backend_task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        return await asyncio.shield(self._backend_task)
+
+    @staticmethod
+    def problem_text(entry: SwarmTask) -> str:
+        if not entry.context.strip():
+            return entry.task
+        return f"{entry.task}\n\nContext:\n{entry.context.strip()}"
+
+    async def _run(self, entry: SwarmTask, settings: Settings) -> None:
+        """The swarm's asyncio task: never raises (except the server's own shutdown cancel)."""
+        from core.evaluation.round_check import CodeExecutionEvaluator
+        from core.runtime.runner import build_engine
+
+        loop = asyncio.get_running_loop()
+        timers: list[asyncio.TimerHandle] = []
+        recorder = SessionRecorder(Path(settings.sessions_dir), log_header={"task_id": entry.id})
+        entry.recorder = recorder
+        try:
+            timers.append(loop.call_later(entry.budget_s, self._out_of_time, entry, timers))
+            entry.phase = "connecting"
+            backend = await self._open_backend()
+            entry.phase = "loading embeddings"
+            await self.embedder.aload()
+            evaluator = CodeExecutionEvaluator() if settings.execute_code and settings.domain == "code" else None
+            engine = build_engine(
+                self.problem_text(entry), settings, backend, [recorder, entry.observe],
+                embedder=self.embedder, method=method_for(entry.strategy, entry.domain, entry.options.get("method")),
+                evaluator=evaluator,
+            )
+            entry.control = engine.control
+            if entry.cancel_requested or entry.timed_out:
+                engine.control.cancel()
+            entry.phase = "starting"
+            finished = await engine.run()
+            self._finish(entry, finished)
+        except asyncio.CancelledError:
+            if entry.timed_out:
+                self._fail(entry, f"timed out after {entry.budget_s:g} s (the run did not stop when asked)")
+            elif entry.cancel_requested:
+                entry.status, entry.phase = STATUS_CANCELLED, "finished"
+            else:  # the server is shutting down
+                self._fail(entry, "the server shut down while the swarm was running")
+                raise
+        except Exception as exc:  # a crash inside the swarm: reported, never raised into the server
+            message = str(exc).strip() or type(exc).__name__
+            if not _is_user_facing(exc):
+                message = f"{type(exc).__name__}: {message}"
+            self._fail(entry, message)
+        finally:
+            for timer in timers:
+                timer.cancel()
+            recorder.close(entry.status)
+            entry.session_path = recorder.path or entry.session_path
+            entry.active = {}
+            if entry.finished_at is None:
+                entry.finished_at = self.clock()
+            if entry.status == STATUS_RUNNING:  # pragma: no cover - every path above sets it
+                self._fail(entry, "the swarm stopped without a result")
+
+    def _finish(self, entry: SwarmTask, finished: ev.RunFinished) -> None:
+        entry.finished = finished
+        entry.prompt_tokens, entry.completion_tokens = finished.prompt_tokens, finished.completion_tokens
+        entry.round = finished.rounds
+        if finished.reason == "error":
+            self._fail(entry, finished.detail)
+        elif finished.reason == "cancelled":
+            if entry.timed_out:
+                self._fail(entry, f"timed out after {entry.budget_s:g} s")
+            else:
+                entry.status = STATUS_CANCELLED
+        else:
+            entry.status = STATUS_COMPLETED
+        entry.phase = "finished"
+        entry.finished_at = self.clock()
+
+    def _fail(self, entry: SwarmTask, message: str) -> None:
+        entry.status, entry.error, entry.phase = STATUS_FAILED, message, "finished"
+        entry.finished_at = self.clock()
+
+    def _out_of_time(self, entry: SwarmTask, timers: list[asyncio.TimerHandle]) -> None:
+        """The wall-clock budget ran out: ask the run to stop (it saves and ends as cancelled, reported
+        as failed); if it has not stopped after a grace period, tear its task down."""
+        if not entry.running:
+            return
+        entry.timed_out = True
+        if entry.control is not None:
+            entry.control.cancel()
+            timers.append(asyncio.get_running_loop().call_later(self.cancel_grace_s, self._tear_down, entry))
+        else:
+            self._tear_down(entry)
+
+    @staticmethod
+    def _tear_down(entry: SwarmTask) -> None:
+        if entry.running and entry.handle is not None and not entry.handle.done():
+            entry.handle.cancel()
+
+    # --- cancel ---------------------------------------------------------------------------
+    def cancel(self, task_id: str) -> tuple[SwarmTask, bool]:
+        """(entry, True) when a running swarm was asked to stop; (entry, False) when it had ended."""
+        entry = self.get(task_id)
+        if not entry.running:
+            return entry, False
+        entry.cancel_requested = True
+        if entry.control is not None:
+            entry.control.cancel()  # the engine stops at once, saves, and ends as "cancelled"
+        elif entry.handle is not None:
+            entry.handle.cancel()  # still connecting or loading MiniLM
+        return entry, True
+
+    async def wait(self, task_id: str) -> SwarmTask:
+        """Until the swarm's task is done (tests; bound it with a timeout)."""
+        entry = self.get(task_id)
+        if entry.handle is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(entry.handle)
+        return entry
+
+    async def aclose(self, timeout: float = 10.0) -> None:
+        """Stop every running swarm (each saves its session as cancelled) and close the backend."""
+        self.closed = True
+        running = [t for t in self.tasks.values() if t.running]
+        for entry in running:
+            entry.cancel_requested = True
+            if entry.control is not None:
+                entry.control.cancel()
+            elif entry.handle is not None:
+                entry.handle.cancel()
+        handles = [t.handle for t in running if t.handle is not None]
+        if handles:
+            _, pending = await asyncio.wait(handles, timeout=timeout)
+            for handle in pending:
+                handle.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=2.0)
+        opening, self._backend_task = self._backend_task, None
+        if opening is not None:
+            if not opening.done():
+                opening.cancel()
+            await asyncio.wait([opening], timeout=5.0)
+            if opening.done() and not opening.cancelled() and opening.exception() is None:
+                await opening.result().close()
+
+
+def _is_user_facing(exc: BaseException) -> bool:
+    """Errors whose message is already one clear line for a user (endpoint, MiniLM, config)."""
+    from core.llm.client import EndpointError
+    from core.llm.embeddings import EmbeddingError
+
+    return isinstance(exc, EndpointError | EmbeddingError | ConfigError)

@@ -1,0 +1,328 @@
+"""The MCP server's four tools through the SDK's in-memory client, against the scripted model server
+(real HTTP, real openai client, real MiniLM): start -> poll -> result with topology, unknown ids, a
+result while running, cancel, a 500 storm, the wall-clock budget, eviction at 20, refused values and two
+swarms at once. Every wait is bounded."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp.shared.memory import create_connected_server_and_client_session
+
+from core.demo.scripts import DEMO_PROBLEMS, demo_script
+from core.demo.server import FaultRule, ScriptedServer
+from core.mcp.server import build_server
+from core.mcp.tasks import MAX_TASKS, STATUS_COMPLETED, STATUS_RUNNING, SwarmManager, SwarmTask
+from core.runtime.config import Settings
+from core.sessions.eventlog import find_task, has_ended, log_path_for, read_header
+from core.sessions.store import load_session
+
+RUN_TIMEOUT = 120.0  # a guard against hangs, not a speed assertion
+CALL_TIMEOUT = 30.0
+
+
+@asynccontextmanager
+async def connected(
+    tmp_path: Path, embedder: Any, *, server: ScriptedServer | None = None, **manager_kwargs: Any
+) -> AsyncIterator[tuple[Any, SwarmManager, ScriptedServer]]:
+    scripted = server or ScriptedServer(demo_script)
+    scripted.start()
+    settings = Settings(sessions_dir=str(tmp_path / "sessions"), max_retries=0)
+    manager = SwarmManager(settings, demo=True, server=scripted, embedder=embedder, **manager_kwargs)
+    mcp_server = build_server(manager)
+    try:
+        async with create_connected_server_and_client_session(mcp_server, raise_exceptions=True) as session:
+            yield session, manager, scripted
+    finally:
+        await asyncio.wait_for(manager.aclose(), 30)
+        scripted.stop()
+
+
+async def call(session: Any, tool: str, **arguments: Any) -> Any:
+    return await asyncio.wait_for(session.call_tool(tool, arguments), CALL_TIMEOUT)
+
+
+async def ok(session: Any, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await call(session, tool, **arguments)
+    assert not result.isError, result.content[0].text
+    return result.structuredContent
+
+
+async def refused(session: Any, tool: str, **arguments: Any) -> str:
+    result = await call(session, tool, **arguments)
+    assert result.isError, result.structuredContent
+    return result.content[0].text
+
+
+async def poll_until(session: Any, task_id: str, done: Callable[[dict[str, Any]], bool],
+                     timeout: float = RUN_TIMEOUT) -> dict[str, Any]:
+    async def loop() -> dict[str, Any]:
+        while True:
+            status = await ok(session, "swarm_status", task_id=task_id)
+            if done(status):
+                return status
+            await asyncio.sleep(0.1)
+
+    return await asyncio.wait_for(loop(), timeout)
+
+
+def finished(status: dict[str, Any]) -> bool:
+    return status["status"] != STATUS_RUNNING
+
+
+async def test_tools_are_published_with_input_and_output_schemas(tmp_path: Path, embedder: Any) -> None:
+    async with connected(tmp_path, embedder) as (session, _, _):
+        tools = {t.name: t for t in (await asyncio.wait_for(session.list_tools(), CALL_TIMEOUT)).tools}
+    assert set(tools) == {"swarm_start", "swarm_status", "swarm_result", "swarm_cancel"}
+    start = tools["swarm_start"].inputSchema["properties"]
+    assert start["tau"]["maximum"] == 1.0 and start["tau"]["minimum"] == 0.0
+    assert start["max_rounds"]["maximum"] == 10 and start["domain"]["default"] == "code"
+    assert start["strategy"]["default"] == "dytopo" and "chain" in start["strategy"]["description"]
+    assert tools["swarm_start"].inputSchema["required"] == ["task"]
+    for name, field in (("swarm_start", "task_id"), ("swarm_status", "poll_interval_s"),
+                        ("swarm_result", "topology"), ("swarm_cancel", "cancelled")):
+        assert field in tools[name].outputSchema["properties"], name
+
+
+async def test_start_poll_result_with_every_rounds_topology(tmp_path: Path, embedder: Any) -> None:
+    async with connected(tmp_path, embedder) as (session, manager, _):
+        began = time.monotonic()
+        started = await ok(session, "swarm_start", task=DEMO_PROBLEMS["code"])
+        assert time.monotonic() - began < 5  # the id comes back at once; the run goes on in the background
+        task_id = started["task_id"]
+        assert started["status"] == "running" and started["strategy"] == "dytopo"
+        assert started["params"] == {"tau": 0.3, "k_in": 3, "max_rounds": 5}
+        assert started["team"] == ["Manager", "Developer", "Researcher", "Tester", "Designer"]
+        assert started["attach"] == f"swarm-tui attach {task_id}" and started["poll_interval_s"] > 0
+
+        seen_rounds: set[int] = set()
+
+        def progress(status: dict[str, Any]) -> bool:
+            seen_rounds.add(status["round"])
+            return finished(status)
+
+        status = await poll_until(session, task_id, progress)
+        assert status["status"] == STATUS_COMPLETED and status["termination_reason"] == "manager"
+        assert status["round"] == 3 and status["max_rounds"] == 5 and status["poll_interval_s"] is None
+        assert status["llm_calls"] > 10
+        assert status["tokens"] == status["prompt_tokens"] + status["completion_tokens"] > 0
+        assert status["active_agents"] == [] and status["elapsed_s"] > 0
+        assert seen_rounds & {1, 2, 3}, "the status followed the rounds while it ran"
+
+        plain = await ok(session, "swarm_result", task_id=task_id)
+        assert plain["topology"] is None
+        result = await ok(session, "swarm_result", task_id=task_id, include_topology=True)
+    assert result["status"] == "completed" and "def make_palindrome" in result["final_answer"]
+    assert result["termination_reason"] == "manager" and result["rounds"] == 3 and result["wall_s"] > 0
+    assert result["tokens"] == status["tokens"]
+    rounds = result["topology"]
+    assert [r["round"] for r in rounds] == [1, 2, 3]
+    assert rounds[0]["broadcast"] and rounds[0]["goal"] and rounds[0]["graphs"] == []
+    for r in rounds[1:]:
+        assert r["goal"] and r["decision"] is not None and r["params"]["tau"] == 0.3
+        (graph,) = r["graphs"]
+        assert graph["kind"] == "topology_built" and graph["strategy"] == "dytopo"
+        assert graph["edges"] and all(set(e) == {"src", "dst", "score"} and e["score"] >= 0.3 for e in graph["edges"])
+        assert sorted(graph["order"]) == ["Designer", "Developer", "Researcher", "Tester"] and graph["tiers"]
+        assert "similarity" not in graph and "query_embeddings" not in graph
+    assert rounds[-1]["decision"]["terminate"] is True
+
+    # Saved like any run: the session loads, and its event log names the task and has ended.
+    session_file = Path(result["session_file"])
+    assert load_session(session_file).outcome.reason == "manager"
+    assert read_header(log_path_for(session_file))["task_id"] == task_id and has_ended(log_path_for(session_file))
+    assert find_task(manager.sessions_dir, task_id).session == session_file
+
+
+async def test_an_unknown_id_is_an_error_that_lists_the_known_ids(tmp_path: Path, embedder: Any) -> None:
+    async with connected(tmp_path, embedder) as (session, _, _):
+        assert "known task ids: none" in await refused(session, "swarm_status", task_id="nope")
+        started = await ok(session, "swarm_start", task="Say hello.", domain="general")
+        for tool in ("swarm_status", "swarm_result", "swarm_cancel"):
+            text = await refused(session, tool, task_id="nope")
+            assert "no swarm task 'nope'" in text and started["task_id"] in text, tool
+        await poll_until(session, started["task_id"], finished)
+
+
+async def test_result_while_running_says_still_running_then_cancel_stops_it(tmp_path: Path, embedder: Any) -> None:
+    slow = ScriptedServer(demo_script, chunk_delay=0.02)
+    async with connected(tmp_path, embedder, server=slow) as (session, _, _):
+        task_id = (await ok(session, "swarm_start", task=DEMO_PROBLEMS["code"]))["task_id"]
+        await poll_until(session, task_id, lambda s: s["round"] >= 1 and bool(s["active_agents"]))
+        early = await ok(session, "swarm_result", task_id=task_id, include_topology=True)
+        assert early["status"] == "running" and early["final_answer"] is None
+        assert early["message"].startswith("still running") and early["termination_reason"] is None
+        assert early["topology"][0]["round"] == 1  # what has happened so far
+
+        cancel = await ok(session, "swarm_cancel", task_id=task_id)
+        assert cancel["cancelled"] is True
+        status = await poll_until(session, task_id, finished, timeout=30)
+        assert status["status"] == "cancelled" and status["termination_reason"] == "cancelled"
+        again = await ok(session, "swarm_cancel", task_id=task_id)
+        assert again["cancelled"] is False and again["status"] == "cancelled"
+        result = await ok(session, "swarm_result", task_id=task_id)
+    assert result["status"] == "cancelled" and result["termination_reason"] == "cancelled"
+    saved = load_session(Path(result["session_file"]))
+    assert saved.outcome is not None and saved.outcome.reason == "cancelled"
+    assert has_ended(log_path_for(Path(result["session_file"])))
+
+
+async def test_a_500_storm_fails_the_swarm_and_the_server_keeps_answering(tmp_path: Path, embedder: Any) -> None:
+    async with connected(tmp_path, embedder) as (session, _, scripted):
+        scripted.add_fault(FaultRule("http_500", times=0))  # every call, for good
+        task_id = (await ok(session, "swarm_start", task=DEMO_PROBLEMS["math"], domain="math"))["task_id"]
+        status = await poll_until(session, task_id, finished)
+        assert status["status"] == "failed" and status["error"] and "500" in status["error"]
+        result = await ok(session, "swarm_result", task_id=task_id)
+        assert result["status"] == "failed" and result["error"] == status["error"]
+        assert result["message"].startswith("failed:")
+
+        scripted.clear_faults()  # the server still answers, and the next swarm runs
+        second = (await ok(session, "swarm_start", task=DEMO_PROBLEMS["math"], domain="math"))["task_id"]
+        assert (await poll_until(session, second, finished))["status"] == "completed"
+        assert (await ok(session, "swarm_status", task_id=task_id))["status"] == "failed"
+
+
+async def test_a_swarm_over_its_wall_clock_budget_is_stopped_and_reported_failed(
+    tmp_path: Path, embedder: Any
+) -> None:
+    slow = ScriptedServer(demo_script, latency=0.4)
+    async with connected(tmp_path, embedder, server=slow) as (session, _, _):
+        started = await ok(session, "swarm_start", task=DEMO_PROBLEMS["code"], options={"budget_s": 2})
+        assert started["budget_s"] == 2
+        status = await poll_until(session, started["task_id"], finished, timeout=60)
+    assert status["status"] == "failed" and "timed out after 2 s" in status["error"]
+    assert status["elapsed_s"] < 30
+
+
+async def test_a_full_store_evicts_the_oldest_half_of_the_finished_tasks(tmp_path: Path, embedder: Any) -> None:
+    async with connected(tmp_path, embedder) as (session, manager, _):
+        now = time.time()
+        for i in range(MAX_TASKS):
+            entry = SwarmTask(id=f"old{i:02d}", task="t", domain="code", strategy="dytopo",
+                              params={"tau": 0.3, "k_in": 3, "max_rounds": 5}, options={}, context="",
+                              budget_s=600, status=STATUS_COMPLETED, started_at=now - 100)
+            entry.finished_at = now - 50 + (i * 7) % MAX_TASKS  # finish times out of insertion order
+            manager.tasks[entry.id] = entry
+        by_age = sorted(manager.tasks.values(), key=lambda t: t.finished_at or 0)
+        oldest = {t.id for t in by_age[: MAX_TASKS // 2]}
+        new_id = (await ok(session, "swarm_start", task="Say hello.", domain="general"))["task_id"]
+        assert len(manager.tasks) == MAX_TASKS // 2 + 1
+        assert not oldest & set(manager.tasks) and new_id in manager.tasks
+        assert "known task ids" in await refused(session, "swarm_status", task_id=sorted(oldest)[0])
+        await poll_until(session, new_id, finished)
+
+        # Every slot running: a start is refused, nothing is evicted.
+        manager.tasks.clear()
+        for i in range(MAX_TASKS):
+            manager.tasks[f"run{i:02d}"] = SwarmTask(
+                id=f"run{i:02d}", task="t", domain="code", strategy="dytopo",
+                params={"tau": 0.3, "k_in": 3, "max_rounds": 5}, options={}, context="", budget_s=600,
+            )
+        text = await refused(session, "swarm_start", task="One more.")
+        assert "too many running swarms (20 of 20)" in text and len(manager.tasks) == MAX_TASKS
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({"tau": 1.5}, "less than or equal to 1"),
+        ({"tau": -0.1}, "greater than or equal to 0"),
+        ({"k_in": 0}, "greater than or equal to 1"),
+        ({"k_in": 4}, "k_in must be between 1 and 3 for the code team of 4 workers, got 4"),
+        ({"k_in": 3, "domain": "math"}, "k_in must be between 1 and 2 for the math team"),
+        ({"max_rounds": 11}, "less than or equal to 10"),
+        ({"max_rounds": 0}, "greater than or equal to 1"),
+        ({"domain": "poetry"}, "unknown domain 'poetry': choose one of code, math, general"),
+        ({"strategy": "telepathy"}, "unknown strategy 'telepathy': choose one of dytopo, single-turn, random"),
+        ({"context": "x" * 4001}, "context is 4001 characters; the limit is 4000"),
+        ({"options": {"turbo": True}}, "unknown option 'turbo': the options are protocol, execute, budget_s"),
+        ({"options": {"protocol": "gossip"}}, "unknown protocol 'gossip'"),
+        ({"options": {"execute": True}, "domain": "math"}, "option execute runs code tests: it needs domain code"),
+        ({"task": "   "}, "task must be a non-empty text"),
+    ],
+)
+async def test_values_out_of_range_are_refused_not_clamped(
+    tmp_path: Path, embedder: Any, arguments: dict[str, Any], expected: str
+) -> None:
+    async with connected(tmp_path, embedder) as (session, manager, _):
+        text = await refused(session, "swarm_start", **{"task": "Solve it.", **arguments})
+        assert expected in text
+        assert manager.tasks == {}  # nothing started
+
+
+async def test_defaults_fit_smaller_teams_and_strategies_say_what_they_ignore(tmp_path: Path, embedder: Any) -> None:
+    async with connected(tmp_path, embedder) as (session, _, _):
+        math = await ok(session, "swarm_start", task=DEMO_PROBLEMS["math"], domain="math", context="x" * 4000)
+        assert math["params"]["k_in"] == 2  # the default 3, or N-1 for the three-worker math team
+        single = await ok(session, "swarm_start", task="Say hello.", domain="general", strategy="single-turn")
+        assert single["params"]["max_rounds"] == 1 and any("max_rounds is 1" in n for n in single["notes"])
+        for started in (math, single):
+            await poll_until(session, started["task_id"], finished)
+        assert (await ok(session, "swarm_result", task_id=single["task_id"]))["rounds"] == 1
+
+
+async def test_two_swarms_run_at_once_sharing_one_embedder(tmp_path: Path, embedder: Any) -> None:
+    slow = ScriptedServer(demo_script, chunk_delay=0.005)
+    async with connected(tmp_path, embedder, server=slow) as (session, manager, _):
+        code = await ok(session, "swarm_start", task=DEMO_PROBLEMS["code"])
+        math = await ok(session, "swarm_start", task=DEMO_PROBLEMS["math"], domain="math", strategy="chain")
+        both_running = False
+
+        async def until_both_done() -> None:
+            nonlocal both_running
+            while True:
+                states = [(await ok(session, "swarm_status", task_id=s["task_id"])) for s in (code, math)]
+                if all(s["status"] == "running" and s["round"] >= 1 for s in states):
+                    both_running = True
+                if all(finished(s) for s in states):
+                    return
+                await asyncio.sleep(0.05)
+
+        await asyncio.wait_for(until_both_done(), RUN_TIMEOUT)
+        assert manager.embedder is embedder
+        results = [await ok(session, "swarm_result", task_id=s["task_id"], include_topology=True) for s in (code, math)]
+    assert both_running, "the two swarms were never in a round at the same time"
+    assert [r["status"] for r in results] == ["completed", "completed"]
+    assert results[0]["session_file"] != results[1]["session_file"]
+    chain_graphs = [g for r in results[1]["topology"] for g in r["graphs"]]
+    assert chain_graphs and all(g["strategy"] == "chain" for g in chain_graphs)
+    assert chain_graphs[0]["edges"] == [
+        {"src": a, "dst": b, "score": e["score"]}
+        for (a, b), e in zip([("ProblemParser", "Solver"), ("Solver", "Verifier")], chain_graphs[0]["edges"],
+                             strict=True)
+    ]
+
+
+async def test_a_crash_inside_a_swarm_is_reported_failed_and_its_log_ends(
+    tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import core.mcp.tasks as tasks
+
+    class Exploding:
+        name = "dytopo"
+
+        def build(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("the graph builder blew up")
+
+    monkeypatch.setattr(tasks, "engine_for", lambda strategy, domain: Exploding())
+    async with connected(tmp_path, embedder) as (session, manager, _):
+        task_id = (await ok(session, "swarm_start", task=DEMO_PROBLEMS["code"]))["task_id"]
+        status = await poll_until(session, task_id, finished)
+        assert status["status"] == "failed" and status["error"] == "RuntimeError: the graph builder blew up"
+        assert status["round"] == 2  # round 1 ran (a broadcast, no graph); round 2 needed one
+        # The server goes on answering, and the run's files say it ended.
+        assert (await ok(session, "swarm_result", task_id=task_id))["error"] == status["error"]
+        entry = manager.get(task_id)
+    assert entry.session_path is not None and has_ended(log_path_for(entry.session_path))
+    saved = load_session(entry.session_path)
+    assert saved.outcome is None and saved.completed_rounds == 1
