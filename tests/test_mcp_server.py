@@ -131,7 +131,9 @@ async def test_start_poll_result_with_every_rounds_topology(tmp_path: Path, embe
         assert r["goal"] and r["decision"] is not None and r["params"]["tau"] == 0.3
         (graph,) = r["graphs"]
         assert graph["kind"] == "topology_built" and graph["strategy"] == "dytopo"
-        assert graph["edges"] and all(set(e) == {"src", "dst", "score"} and e["score"] >= 0.3 for e in graph["edges"])
+        edges = graph["edges"]
+        assert edges and all(set(e) == {"src", "dst", "score", "kind"} and e["score"] >= 0.3 for e in edges)
+        assert {e["kind"] for e in graph["edges"]} == {"routed"}
         assert sorted(graph["order"]) == ["Designer", "Developer", "Researcher", "Tester"] and graph["tiers"]
         assert "similarity" not in graph and "query_embeddings" not in graph
     assert rounds[-1]["decision"]["terminate"] is True
@@ -243,9 +245,10 @@ async def test_a_full_store_evicts_the_oldest_half_of_the_finished_tasks(tmp_pat
         ({"max_rounds": 11}, "less than or equal to 10"),
         ({"max_rounds": 0}, "greater than or equal to 1"),
         ({"domain": "poetry"}, "unknown domain 'poetry': choose one of code, math, general"),
-        ({"strategy": "telepathy"}, "unknown strategy 'telepathy': choose one of dytopo, single-turn, random"),
+        ({"strategy": "telepathy"}, "unknown strategy 'telepathy': choose one of dytopo, single, single-turn"),
         ({"context": "x" * 4001}, "context is 4001 characters; the limit is 4000"),
-        ({"options": {"turbo": True}}, "unknown option 'turbo': the options are protocol, execute, budget_s"),
+        ({"options": {"turbo": True}}, "unknown option 'turbo': the options are protocol, execute, budget_s, payload"),
+        ({"options": {"payload": "gossip"}}, "[strategy.dytopo] payload must be one of auto"),
         ({"options": {"protocol": "gossip"}}, "unknown protocol 'gossip'"),
         ({"options": {"execute": True}, "domain": "math"}, "option execute runs code tests: it needs domain code"),
         ({"task": "   "}, "task must be a non-empty text"),
@@ -297,7 +300,7 @@ async def test_two_swarms_run_at_once_sharing_one_embedder(tmp_path: Path, embed
     chain_graphs = [g for r in results[1]["topology"] for g in r["graphs"]]
     assert chain_graphs and all(g["strategy"] == "chain" for g in chain_graphs)
     assert chain_graphs[0]["edges"] == [
-        {"src": a, "dst": b, "score": e["score"]}
+        {"src": a, "dst": b, "score": e["score"], "kind": "fixed"}
         for (a, b), e in zip([("ProblemParser", "Solver"), ("Solver", "Verifier")], chain_graphs[0]["edges"],
                              strict=True)
     ]
@@ -314,7 +317,9 @@ async def test_a_crash_inside_a_swarm_is_reported_failed_and_its_log_ends(
         def build(self, *args: Any, **kwargs: Any) -> Any:
             raise RuntimeError("the graph builder blew up")
 
-    monkeypatch.setattr(tasks, "engine_for", lambda strategy, domain: Exploding())
+    from core.methods.dytopo import DyTopoMethod
+
+    monkeypatch.setattr(tasks, "method_for", lambda strategy, domain, options: DyTopoMethod(Exploding()))
     async with connected(tmp_path, embedder) as (session, manager, _):
         task_id = (await ok(session, "swarm_start", task=DEMO_PROBLEMS["code"]))["task_id"]
         status = await poll_until(session, task_id, finished)
