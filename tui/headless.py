@@ -20,6 +20,7 @@ from core.evaluation.math_answers import answer_or_text, answers_equivalent
 from core.evaluation.round_check import CodeExecutionEvaluator
 from core.llm.client import EndpointError
 from core.llm.embeddings import EmbeddingError, shared_embedder
+from core.methods import MethodError, get_method_info
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 from core.runtime.config import Settings
@@ -54,6 +55,7 @@ class ProgressPrinter:
         self._ran: list[str] = []
         self._round_tokens = (0, 0)
         self._max_rounds = 0
+        self._uses_tau = True  # tau and k_in mean something to the run's method
 
     def _line(self, text: str) -> None:
         write_or_silence(self.out, text + "\n")  # progress is a side channel: the run goes on without it
@@ -62,20 +64,29 @@ class ProgressPrinter:
         handler = getattr(self, f"on_{event.type}", None)
         if handler is not None:
             handler(event)
+        elif hasattr(event, "progress_lines"):  # a method's own event says how it reads
+            for line in event.progress_lines():
+                self._line(line)
 
     def on_run_started(self, e: ev.RunStarted) -> None:
         if e.demo:
             self._line("DEMO — scripted model server, no real model is answering")
         self._max_rounds = int(e.params["max_rounds"])
+        try:
+            self._uses_tau = get_method_info(e.strategy).uses_tau
+        except MethodError:  # a session from a build with other methods
+            self._uses_tau = True
+        team = ", ".join(e.workers) or f"{e.manager} (the agents join as it names them)"
         self._line(
             f"problem ({e.domain}, {e.protocol}): {e.problem.splitlines()[0][:100]}\n"
-            f"model {e.model} at {e.base_url}; team: {', '.join(e.workers)}"
+            f"model {e.model} at {e.base_url}; team: {team}"
         )
 
     def on_round_started(self, e: ev.RoundStarted) -> None:
         self._ran = []
         self._max_rounds = int(e.params["max_rounds"])
-        self._line(f"\n── round {e.round}/{self._max_rounds}  (tau {e.params['tau']:.2f}, k_in {e.params['k_in']})")
+        values = f"  (tau {e.params['tau']:.2f}, k_in {e.params['k_in']})" if self._uses_tau else ""
+        self._line(f"\n── round {e.round}/{self._max_rounds}{values}")
 
     def on_manager_decided(self, e: ev.ManagerDecided) -> None:
         if e.plan:
@@ -87,6 +98,11 @@ class ProgressPrinter:
 
     def on_topology_built(self, e: ev.TopologyBuilt) -> None:
         routing = RoutingResult.from_dict(e.routing)
+        if not self._uses_tau:  # a method's own graph: edges by kind, no threshold to report on
+            edges = ", ".join(f"{x.src}→{x.dst} ({x.kind})" for x in routing.edges) or "none"
+            self._line(f"graph: {edges}  [{len(routing.edges)} edges]")
+            self._line(f"order: {' | '.join(', '.join(tier) for tier in routing.tiers)}")
+            return
         edges = ", ".join(f"{x.src}→{x.dst} {x.score:.2f}" for x in routing.edges) or "none"
         removed = {reason: sum(1 for r in routing.removed if r.reason == reason) for reason in ("k_in", "cycle")}
         tag = " (re-routed)" if e.rerouted else ""

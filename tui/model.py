@@ -85,6 +85,8 @@ class RunModel:
         self.protocol = ""
         self.manager = "Manager"
         self.workers: list[str] = []
+        self.joined: list[str] = []  # agents a method named at run time (not in RunStarted), in order
+        self.method_events: list[ev.Event] = []  # events of a method's own types, for its own view
         self.params: dict[str, Any] = {}
         self.rounds: dict[int, RoundView] = {}
         self.current = 0
@@ -108,7 +110,7 @@ class RunModel:
     # --- queries ------------------------------------------------------------------------------
     @property
     def agents(self) -> list[str]:
-        return [self.manager, *self.workers]
+        return [*([self.manager] if self.manager else []), *self.workers, *self.joined]
 
     def round_view(self, number: int | None = None) -> RoundView | None:
         return self.rounds.get(self.current if number is None else number)
@@ -148,6 +150,8 @@ class RunModel:
         handler = getattr(self, f"_on_{event.type}", None)
         if handler is not None:
             handler(event)
+        elif type(event).__module__ != ev.__name__:
+            self.method_events.append(event)
         self.rev += 1
 
     def _agent(self, round_no: int, name: str) -> AgentView:
@@ -195,6 +199,8 @@ class RunModel:
         self.phase, self.phase_detail = e.phase, e.detail
 
     def _on_agent_started(self, e: ev.AgentStarted) -> None:
+        if e.agent and e.agent not in self.agents:  # e.g. an agent of an orchestrator's plan
+            self.joined.append(e.agent)
         agent = self._agent(e.round, e.agent)
         agent.call = e.call
         agent.status = BADGE_DESCRIPTORS if e.call == ev.CALL_DESCRIPTORS else BADGE_WORKING

@@ -442,6 +442,10 @@ def _worker_reply(scn: _Scenario, info: RequestInfo) -> dict[str, Any]:
 
 def demo_script(info: RequestInfo) -> str:
     """The scripted reply (a JSON string in core.runtime.prompts' contracts) for one request."""
+    if info.call.startswith("tw-"):  # TopoWeaver-R1's calls: YAML plans and plain-text agents
+        from core.demo.topoweaver_script import topoweaver_script
+
+        return topoweaver_script(info)
     scn = _SCENARIOS.get(info.domain, _CODE)
     if info.role == "Manager" or info.call in (CALL_PLAN, CALL_MANAGER):
         reply = _manager_reply(scn, info)

@@ -14,6 +14,7 @@ from typing import Any
 
 from core.runtime.domains import Domain
 from core.runtime.engine import Method
+from core.runtime.events import Event
 
 
 class MethodError(ValueError):
@@ -98,6 +99,8 @@ class MethodInfo:
     uses_tau: bool = False  # tau and k_in mean something to it
     paper: str = ""  # where it comes from
     family: str = field(default="")  # e.g. "baseline"
+    # A finished run's own figures for the benchmark (e.g. a valid-plan rate), from its event stream.
+    metrics: Callable[[list[Event]], dict[str, float]] | None = None
 
     def option(self, name: str) -> OptionSpec:
         for spec in self.options:
@@ -158,4 +161,5 @@ def _load_builtin_methods() -> None:
     if _REGISTRY:
         return
     import core.methods.baselines
-    import core.methods.dytopo  # noqa: F401
+    import core.methods.dytopo
+    import core.methods.topoweaver  # noqa: F401

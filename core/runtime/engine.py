@@ -334,13 +334,16 @@ class SwarmEngine:
         parser: Callable[[str], Any],
         *,
         json_mode: bool = True,
+        client: LLMClient | None = None,
     ) -> tuple[Any | None, _Usage | None, str, bool]:
         """(parsed or None, usage summed over attempts, error text, connection failed).
-        A reply that does not parse is asked for once more, with the error."""
+        A reply that does not parse is asked for once more, with the error. ``client``: another endpoint
+        or model for this call (e.g. a method's own orchestrator model); the run's own by default."""
+        llm = client or self.llm
         usage: _Usage | None = None
         for attempt in (1, 2):
             try:
-                chat = await self.llm.chat(
+                chat = await llm.chat(
                     messages,
                     temperature=limits.temperature,
                     max_tokens=limits.max_tokens,
@@ -352,7 +355,7 @@ class SwarmEngine:
                 # No later call can succeed either: the server is gone, refuses the key, or has no such
                 # model (a model name it does not serve answers 404).
                 unreachable = isinstance(exc, _FATAL_API_ERRORS)
-                return None, usage, self.llm.describe_error(exc), unreachable
+                return None, usage, llm.describe_error(exc), unreachable
             usage = _Usage.add(usage, chat)
             self.prompt_tokens += chat.prompt_tokens
             self.completion_tokens += chat.completion_tokens
@@ -379,6 +382,7 @@ class SwarmEngine:
         parser: Callable[[str], Any] | None = None,
         json_mode: bool = False,
         tier: int | None = None,
+        client: LLMClient | None = None,
     ) -> tuple[AgentResult, Any | None]:
         """One call of any method, announced (AgentStarted, deltas, AgentFinished) and accounted.
 
@@ -389,7 +393,7 @@ class SwarmEngine:
         limits = limits or self.settings.work_call
         self.emit(ev.AgentStarted(round=self.round, agent=name, call=call, tier=tier))
         parsed, usage, error, connection_failed = await self.call_and_parse(
-            name, call, messages, limits, parser or _plain_text, json_mode=json_mode
+            name, call, messages, limits, parser or _plain_text, json_mode=json_mode, client=client
         )
         text = usage.text if usage else ""
         if parsed is not None or (parser is None and usage is not None):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from core.routing.dytopo import KIND_CROSS, KIND_FIXED, KIND_REF, KIND_ROUTED, Edge
 from core.sessions.model import RoundRecord, Session
 from core.sessions.store import session_to_json, session_to_toml
 
@@ -23,7 +24,29 @@ def _round_label(record: RoundRecord) -> str:
     routing = record.routing
     if routing is None:
         return f"round {record.round} · broadcast"
+    if _planned(record):
+        return f"round {record.round} · {len(routing.tiers)} steps"
     return f"round {record.round} · tau {routing.tau:.2f} · k_in {routing.k_in}"
+
+
+def _planned(record: RoundRecord) -> bool:
+    """A graph a method planned (typed edges, e.g. TopoWeaver-R1's refs), not one routed at a tau."""
+    edges = record.routing.edges if record.routing is not None else []
+    return bool(edges) and all(e.kind not in (KIND_ROUTED, KIND_FIXED) for e in edges)
+
+
+def _edge_label(e: Edge) -> str:
+    """The score of a routed edge; the kind of a typed one (with its weight when that means something)."""
+    if e.kind in (KIND_ROUTED, KIND_FIXED):
+        return f"{e.score:.2f}"
+    if e.kind in (KIND_REF, KIND_CROSS):
+        return e.kind
+    return f"{e.kind} {e.score:.2f}"
+
+
+def _nodes(record: RoundRecord, workers: list[str]) -> list[str]:
+    """A round's graph's own agents (a method may name them at run time), else the roster."""
+    return list(record.routing.names) if record.routing is not None else list(workers)
 
 
 # --- Markdown ----------------------------------------------------------------------------------
@@ -48,7 +71,7 @@ def _markdown(session: Session) -> str:
     out.append(f"- created: {session.created}" + (f", finished: {session.finished}" if session.finished else ""))
     out.append(f"- domain: {m.domain}; protocol: {m.protocol}; strategy: {m.strategy}")
     out.append(f"- model: {m.model} at {m.base_url}")
-    out.append(f"- team: {m.manager} (manager), {', '.join(m.workers)}")
+    out.append(f"- team: {m.manager} (manager), {', '.join(m.workers) or 'agents named at run time'}")
     if m.parent:
         out.append(f"- forked from {m.parent.get('session')} at round {m.parent.get('round')}")
     out.append(f"- app version: {session.app_version}")
@@ -92,9 +115,15 @@ def _markdown_round(record: RoundRecord, roster: list[str]) -> list[str]:
         out.append("Broadcast: every worker's output went to every other worker.")
     else:
         routing = record.routing
-        out.append(f"{len(routing.edges)}/{routing.possible_edges} edges (tau {routing.tau:.2f}, k_in {routing.k_in}):")
+        if _planned(record):
+            steps = " → ".join("[" + ", ".join(tier) + "]" for tier in routing.tiers)
+            out.append(f"{len(routing.edges)} edges; steps {steps}:")
+        else:
+            out.append(
+                f"{len(routing.edges)}/{routing.possible_edges} edges (tau {routing.tau:.2f}, k_in {routing.k_in}):"
+            )
         out.append("")
-        out += [f"- {e.src} → {e.dst} ({e.score:.2f})" for e in routing.edges] or ["- (no edges)"]
+        out += [f"- {e.src} → {e.dst} ({_edge_label(e)})" for e in routing.edges] or ["- (no edges)"]
         if routing.removed:
             out += ["", "Removed:", ""]
             out += [f"- {e.src} → {e.dst} ({e.score:.2f}, by {e.reason})" for e in routing.removed]
@@ -145,11 +174,14 @@ def _dot(session: Session) -> str:
         r = record.round
         out.append(f"  subgraph cluster_r{r} {{")
         out.append(f"    label={_dot_string(_round_label(record))};")
-        for name in workers:
-            out.append(f"    {_dot_string(f'r{r}_{name}')} [label={_dot_string(name)}];")
+        inactive = set(record.routing.inactive) if record.routing is not None else set()
+        for name in _nodes(record, workers):
+            style = ", style=dashed" if name in inactive else ""
+            out.append(f"    {_dot_string(f'r{r}_{name}')} [label={_dot_string(name)}{style}];")
         for e in record.edges:
             src, dst = _dot_string(f"r{r}_{e.src}"), _dot_string(f"r{r}_{e.dst}")
-            out.append(f"    {src} -> {dst} [label=\"{e.score:.2f}\"];")
+            style = ", style=dashed" if e.kind == KIND_CROSS else ""
+            out.append(f"    {src} -> {dst} [label={_dot_string(_edge_label(e))}{style}];")
         out.append("  }")
     out.append("}")
     return "\n".join(out) + "\n"
@@ -166,12 +198,14 @@ def _mermaid(session: Session) -> str:
     for record in session.rounds:
         r = record.round
         # Ids by position, unique per round whatever the names contain.
-        ids = {name: f"r{r}_a{i}" for i, name in enumerate(workers)}
+        names = _nodes(record, workers)
+        ids = {name: f"r{r}_a{i}" for i, name in enumerate(names)}
         out.append(f"  subgraph r{r}[{_mermaid_label(_round_label(record))}]")
-        for name in workers:
+        for name in names:
             out.append(f"    {ids[name]}[{_mermaid_label(name)}]")
         for e in record.edges:
-            out.append(f"    {ids[e.src]} -->|{e.score:.2f}| {ids[e.dst]}")
+            arrow = "-.->" if e.kind == KIND_CROSS else "-->"
+            out.append(f"    {ids[e.src]} {arrow}|{_mermaid_label(_edge_label(e))[1:-1]}| {ids[e.dst]}")
         out.append("  end")
     return "\n".join(out) + "\n"
 

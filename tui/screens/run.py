@@ -108,7 +108,9 @@ class RunScreen(SwarmScreen):
             await backend.close()
 
     def tests_state(self) -> str:
-        return "on" if self.tests_on else "off"
+        from ..widgets.topoweaver_view import tests_always_on
+
+        return "on" if self.tests_on or tests_always_on(self.model.run) else "off"
 
     def export_source(self) -> tuple[Session | None, Path | None, str]:
         recorder = self.recorder

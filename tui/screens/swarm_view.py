@@ -29,6 +29,7 @@ from ..widgets.graph_pane import GraphPane
 from ..widgets.header import ParamsBar, RunHeader
 from ..widgets.manager_pane import ManagerPane
 from ..widgets.results_pane import ResultsPane, RoundSparks
+from ..widgets.topoweaver_view import TopoWeaverView, shows_topoweaver
 
 FRAME_INTERVAL = 1 / 25  # how often streamed text reaches the panes
 NARROW_WIDTH, SHORT_HEIGHT = 100, 30
@@ -53,6 +54,7 @@ class SwarmScreen(Screen[None]):
             with Horizontal(id="lower"):
                 yield GraphPane(id="graph")
                 yield ManagerPane(id="manager")
+                yield TopoWeaverView(id="topoweaver")
                 with Vertical(id="side"):
                     yield ResultsPane(id="results")
                     yield RoundSparks(id="sparks")
@@ -76,12 +78,18 @@ class SwarmScreen(Screen[None]):
 
     def _ensure_panes(self) -> None:
         names = self.model.agents if self.model.run is not None else []
-        if list(self._panes) == names:
+        shown = list(self._panes)
+        if shown == names:
             return
         grid = self.query_one("#agents", Grid)
-        grid.remove_children()
-        self._panes = {name: AgentPane(name, id=f"agent-{name}") for name in names}
-        grid.mount(*self._panes.values())
+        if shown and names[: len(shown)] == shown:  # agents joined during the run: add their panes
+            joined = {name: AgentPane(name, id=f"agent-{name}") for name in names[len(shown) :]}
+            self._panes.update(joined)
+            grid.mount(*joined.values())
+        else:
+            grid.remove_children()
+            self._panes = {name: AgentPane(name, id=f"agent-{name}") for name in names}
+            grid.mount(*self._panes.values())
         self._relayout()
 
     # --- events -------------------------------------------------------------------------------
@@ -91,11 +99,21 @@ class SwarmScreen(Screen[None]):
             return
         if isinstance(event, ev.RunStarted):
             self._ensure_panes()
+            self._show_method_view()
+        elif isinstance(event, ev.AgentStarted):
+            self._ensure_panes()
         self.set_class(self.model.finished is not None, "-finished")
         if isinstance(event, ev.Notice):
             self.on_notice(event)
         if render:
             self.refresh_all()
+
+    def _show_method_view(self) -> None:
+        """TopoWeaver-R1's view takes the graph and manager panes' place in its runs."""
+        mine = shows_topoweaver(self.model.run)
+        self.query_one(GraphPane).display = not mine
+        self.query_one(ManagerPane).display = not mine
+        self.query_one(TopoWeaverView).display = mine
 
     def on_notice(self, event: ev.Notice) -> None:
         severity = {"error": "error", "warning": "warning"}.get(event.severity, "information")
@@ -166,6 +184,9 @@ class SwarmScreen(Screen[None]):
         override, tag = self.graph_override()
         self.query_one(GraphPane).sync(model, self.shown_round, override=override, tag=tag, active=active)
         self.query_one(ManagerPane).sync(model, self.shown_round)
+        view = self.query_one(TopoWeaverView)
+        if view.display:
+            view.sync(model, self.shown_round, active=active)
         self.query_one(ResultsPane).sync(model, tests)
         self.query_one(RoundSparks).sync(model)
         self._sync_panes()
