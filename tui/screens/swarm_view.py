@@ -72,24 +72,22 @@ class SwarmScreen(Screen[None]):
     def _relayout(self) -> None:
         narrow = self.size.width < NARROW_WIDTH or self.size.height < SHORT_HEIGHT
         self.set_class(narrow, "-narrow")
-        n = max(1, len(self._panes))
+        n = max(1, sum(1 for pane in self._panes.values() if pane.display))
         columns = 1 if narrow else (2 if n <= 4 else 3 if n <= 6 else 4)
         self.query_one("#agents", Grid).styles.grid_size_columns = columns
 
     def _ensure_panes(self) -> None:
+        """One pane per agent of the run, mounted once: agents a method names at run time join as they
+        start; a replay stepping back hides the panes of agents that have not joined yet."""
         names = self.model.agents if self.model.run is not None else []
-        shown = list(self._panes)
-        if shown == names:
+        if [n for n, p in self._panes.items() if p.display] == names:
             return
-        grid = self.query_one("#agents", Grid)
-        if shown and names[: len(shown)] == shown:  # agents joined during the run: add their panes
-            joined = {name: AgentPane(name, id=f"agent-{name}") for name in names[len(shown) :]}
+        joined = {name: AgentPane(name, id=f"agent-{name}") for name in names if name not in self._panes}
+        if joined:
             self._panes.update(joined)
-            grid.mount(*joined.values())
-        else:
-            grid.remove_children()
-            self._panes = {name: AgentPane(name, id=f"agent-{name}") for name in names}
-            grid.mount(*self._panes.values())
+            self.query_one("#agents", Grid).mount(*joined.values())
+        for name, pane in self._panes.items():
+            pane.display = name in names
         self._relayout()
 
     # --- events -------------------------------------------------------------------------------

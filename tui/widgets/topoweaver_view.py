@@ -265,6 +265,7 @@ class TopoWeaverView(Horizontal):
         super().__init__(id=id)
         self._key: tuple[object, ...] | None = None
         self._plain = ""
+        self.yaml_shown = ""  # the right column as plain text: the plan's YAML (and the raw reply)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="tw-main", classes="pane", can_focus=True):
@@ -277,7 +278,7 @@ class TopoWeaverView(Horizontal):
         self.query_one("#tw-yaml-pane").border_title = "plan (YAML)"
 
     def copy_text(self) -> str:
-        return self._plain
+        return self._plain + (f"\n\n{self.yaml_shown}" if self.yaml_shown else "")
 
     @property
     def text(self) -> str:
@@ -335,6 +336,7 @@ class TopoWeaverView(Horizontal):
         pane = self.query_one("#tw-yaml-pane", VerticalScroll)
         body: RenderableType
         plan = turn.plan if turn is not None else None
+        self.yaml_shown = ""
         if plan is None:
             pane.border_title = "plan (YAML)"
             body = Text("no plan yet", styles.muted)
@@ -343,13 +345,16 @@ class TopoWeaverView(Horizontal):
             dark = self.app.current_theme.dark if self.app.current_theme is not None else True
             syntax = Syntax(plan.yaml, "yaml", theme="ansi_dark" if dark else "ansi_light", word_wrap=True,
                             background_color=self._color("surface", "default"))
+            self.yaml_shown = plan.yaml
             if plan.runs and not plan.fallback:
                 body = syntax
             else:
                 raw = Text("\nthe Orchestrator's reply:\n", styles.head)
                 raw.append(plan.raw.strip() or "(empty)", styles.muted)
                 body = Group(syntax, raw)
+                self.yaml_shown += "\n" + raw.plain
         else:
             pane.border_title = f"turn {turn.number if turn else '?'} · the Orchestrator's reply (no YAML)"
             body = Text(plan.raw.strip() or "(empty reply)", styles.muted)
+            self.yaml_shown = body.plain
         self.query_one("#tw-yaml", Static).update(body)
