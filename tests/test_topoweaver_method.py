@@ -301,6 +301,13 @@ async def test_an_unreachable_agent_endpoint_ends_the_run_with_a_clear_reason() 
     assert of(events, PlanProposed)[0].valid
 
 
+async def test_an_orchestrator_endpoint_error_ends_the_run_with_a_clear_reason() -> None:
+    finished, events, _ = await run_tw(topoweaver_script, faults=[FaultRule("http_500", call=CALL_ORCHESTRATE)])
+
+    assert finished.reason == "error" and "status 500" in finished.detail and finished.rounds == 1
+    assert not of(events, PlanProposed)
+
+
 async def test_cancel_after_a_tested_turn_keeps_that_code_as_the_answer() -> None:
     async def drive(engine: SwarmEngine, events: list[ev.Event]) -> None:
         for _ in range(6000):
@@ -421,3 +428,32 @@ def test_run_metrics_count_invalid_plans_and_average_only_valid_ones() -> None:
     metrics = run_metrics([plan(1, "[YAML_PARSE_ERROR]", None), plan(2, "VALID", 3.0), plan(3, "VALID", 4.0)])
     assert metrics == {"turns": 3.0, "valid_plan_rate": pytest.approx(2 / 3), "s_complex": 3.5}
     assert run_metrics([]) == {}
+
+
+async def test_a_fork_from_turn_one_rebuilds_the_history_and_memory_before_turn_two() -> None:
+    from core.sessions.fork import fork_point
+
+    _, parent_events, _ = await run_tw(script_with(None, always_draft), options={"turns": 2})
+    point = fork_point(session_from_events(parent_events), 1, "parent.json")
+
+    async def run_fork() -> tuple[ev.RunFinished, list[ev.Event], ScriptedServer]:
+        settings = Settings(strategy="topoweaver", max_retries=0)
+        with ScriptedServer(topoweaver_script) as server:
+            backend = await open_backend(settings, server=server)
+            events: list[ev.Event] = []
+            engine = build_engine(PROBLEM, settings, backend, [events.append], fork=point)
+            try:
+                finished = await asyncio.wait_for(engine.run(), timeout=120)
+            finally:
+                await backend.close()
+        return finished, events, server
+
+    finished, events, server = await run_fork()
+    assert events[0].parent == {"session": "parent.json", "round": 1}  # type: ignore[attr-defined]
+    assert [p.round for p in of(events, PlanProposed)] == [1, 2]  # turn 1 re-emitted, turn 2 live
+    assert not requests(server, CALL_ORCHESTRATE, round_no=1) and not requests(server, CALL_AGENT, round_no=1)
+    assert "WRONG_ANSWER" in user_text(requests(server, CALL_ORCHESTRATE, round_no=2)[0])
+    assert "range(1, len(string))" in user_text(requests(server, CALL_AGENT, "coder_1", 2)[0])  # its memory
+    assert finished.reason == "passed" and finished.rounds == 2
+    assert of(events, TurnEnded, round=2)[0].history.startswith("turn 1: 5 agents, 3 steps, WRONG_ANSWER → turn 2")
+    session_from_events(events)  # the fork's own session is valid

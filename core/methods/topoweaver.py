@@ -157,7 +157,8 @@ class TopoWeaverMethod:
         self.domain = rt.domain.name
         try:
             self._client = await self._open_orchestrator()
-            return await self._run_turns()
+            done = self._replay_history(rt.fork.history) if rt.fork is not None else 0
+            return await self._run_turns(done)
         except (asyncio.CancelledError, RunAborted):
             self._leave_answer()  # the engine's answer on cancel or abort is then our best one
             raise
@@ -191,14 +192,16 @@ class TopoWeaverMethod:
         )
         return client
 
-    async def _run_turns(self) -> tuple[str, str, str, str]:
+    async def _run_turns(self, turn: int = 0) -> tuple[str, str, str, str]:
+        """Turns after ``turn`` (0 for a fresh run, the fork's last kept turn for a fork)."""
         rt = self.rt
         if rt.control.params.max_rounds != self.turns:
             rt.control.set_params(max_rounds=self.turns)  # the header and the bar count turns of K
         check = "the tester runs the code in the sandbox every turn (always on for this strategy)" if (
             self.domain == "code") else "the verifier's verdict is the answer check"
         rt.notice(f"TopoWeaver-R1: up to {self.turns} turn(s); {check}", "info")
-        turn = 0
+        if self._records and self._records[-1].passed:  # a fork from the turn that passed: nothing to do
+            return self._finish("passed", f"the check passed in turn {turn} (before the fork)")
         while True:
             turn += 1
             await rt.checkpoint(BOUNDARY_ROUND)
@@ -227,10 +230,8 @@ class TopoWeaverMethod:
         reply, _ = await rt.agent_call(
             ORCHESTRATOR, CALL_ORCHESTRATE, messages, limits=rt.settings.manager_call, client=self._client
         )
-        rt.abort_if_unreachable({ORCHESTRATOR: reply})
+        rt.abort_if_unreachable({ORCHESTRATOR: reply})  # no reply at all, even after retries: the run ends
         validation = validate_plan(reply.raw, domain=self.domain, turn=turn, earlier=self._ran)
-        if reply.status != STATUS_DONE and not reply.raw:
-            validation.message = f"the Orchestrator gave no reply ({reply.error})"
         record = TurnRecord(turn, validation, raw=reply.raw, plan=validation.plan)
         if record.plan is None and self.fallback:
             record.plan, record.fallback = self._fallback(turn), True
@@ -246,6 +247,48 @@ class TopoWeaverMethod:
         self._records.append(record)
         self._emit_turn(record)
         return record
+
+    def _replay_history(self, history: list[ev.Event]) -> int:
+        """A fork: re-emit the parent's turns and rebuild what later turns read (the history H, every
+        agent's memory, the best answer) as the live run had it. Returns the last turn kept."""
+        rt, last = self.rt, 0
+        pending: dict[int, TurnRecord] = {}
+        for event in history:
+            rt.emit(event)
+            if isinstance(event, PlanProposed):
+                validation = Validation(event.tag, event.yaml, rule=event.rule, message=event.message,
+                                        offender=event.offender, warnings=list(event.warnings))
+                plan = Plan.from_layers(event.difficulty, event.steps, event.notes) if event.steps else None
+                validation.plan = plan if event.valid else None
+                pending[event.round] = TurnRecord(event.round, validation, event.raw, plan, event.fallback)
+            elif isinstance(event, ev.AgentFinished) and event.call == CALL_AGENT:
+                self._memory.setdefault(event.agent, {})[event.round] = event.public
+                self._ran.setdefault(event.round, []).append(event.agent)
+                rt.latest[event.agent] = AgentResult(event.agent, event.status, public=event.public, raw=event.raw)
+            elif isinstance(event, ev.TestRun):
+                rt.last_evaluation = Evaluation(passed=event.passed, feedback=f"{event.outcome}: {event.detail}")
+            elif isinstance(event, TurnEnded) and event.round in pending:
+                record = pending.pop(event.round)
+                record.status, record.passed = event.status, event.passed
+                record.failing_test, record.log, record.source = event.failing_test, event.log, event.source_agent
+                self._records.append(record)
+                self._remember_answer(record)
+            elif isinstance(event, ev.RoundFinished):
+                last = rt.round = event.round
+                rt.prompt_tokens, rt.completion_tokens = event.prompt_tokens, event.completion_tokens
+        return last
+
+    def _remember_answer(self, record: TurnRecord) -> None:
+        """The answer a replayed turn's check examined, as the live check kept it."""
+        text = self._memory.get(record.source, {}).get(record.turn, "")
+        if not text or (self._answer is not None and self._answer.passed):
+            return
+        if self.domain == "code":
+            code = latest_code([text])
+            if code:
+                self._answer = _Answer(f"```python\n{code}\n```", record.source, record.passed)
+        else:
+            self._answer = _Answer(_answer_line(text) or text, record.source, record.passed)
 
     def _fallback(self, turn: int) -> Plan:
         retry = any(r.plan is not None for r in self._records)
