@@ -22,6 +22,7 @@ from core.sessions.store import SessionRecorder
 
 from ..bindings import RUN_BINDINGS
 from ..bridge import BackendFailed, EventBridge
+from ..widgets.topoweaver_view import tests_always_on
 from .swarm_view import SwarmScreen
 
 TAU_STEP = 0.05
@@ -108,8 +109,6 @@ class RunScreen(SwarmScreen):
             await backend.close()
 
     def tests_state(self) -> str:
-        from ..widgets.topoweaver_view import tests_always_on
-
         return "on" if self.tests_on or tests_always_on(self.model.run) else "off"
 
     def export_source(self) -> tuple[Session | None, Path | None, str]:
