@@ -49,7 +49,7 @@ async def test_the_live_demo_shows_plans_dag_density_tester_and_history(tmp_path
         text = view_text(app)
         assert "turn 2/2   VALID   interview · N_max 7" in text
         assert "◀┄ coder_1@1" in text and "debugger_1" in text
-        assert "S_complex 2.98" in text and "|V| 3  |E| 2  s 3" in text
+        assert "S_complex 2.98 (α=1; larger = sparser)" in text and "|V| 3 · |E| 2 · s 3 · |V| ≤ N_max 7" in text
         assert "✓ PASSED  on debugger_1's code" in text
         assert "history  turn 1: 5 agents, 3 steps, WRONG_ANSWER → turn 2: 3 agents, 3 steps, PASSED" in text
         assert "difficulty: interview" in yaml_text(app) and "debugger_1" in yaml_text(app)

@@ -31,8 +31,10 @@ if TYPE_CHECKING:  # the method's modules pull in the engine: the widget only re
     from core.methods.topoweaver_events import PlanProposed, TurnEnded
 
 STRATEGY = "topoweaver"
+MIN_COLUMN = 14  # the narrowest step column the DAG is drawn with
 PLAN_EVENT = "topoweaver_plan"
 TURN_EVENT = "topoweaver_turn"
+CHECK_PHASE = "test"  # core.methods.topoweaver.PHASE_CHECK
 
 
 def shows_topoweaver(run: ev.RunStarted | None) -> bool:
@@ -164,7 +166,10 @@ def dag_lines(model: RunModel, turn: Turn, width: int, active: frozenset[str], s
         columns.append(_column(model, turn, f"step {number}", step, active, styles, cross_into))
     gap = 3
     col_width = (width - gap * (len(columns) - 1)) // len(columns)
-    if col_width < 14:  # too narrow for columns: one step under the other
+    if col_width < MIN_COLUMN and ghosts:  # the earlier turn's column goes first: its edges stay under agents
+        columns = columns[1:]
+        col_width = (width - gap * (len(columns) - 1)) // len(columns)
+    if col_width < MIN_COLUMN:  # too narrow for columns: one step under the other
         return [_clip(line, width) for column in columns for line in column]
     height = max(len(c) for c in columns)
     rows = []
@@ -197,25 +202,30 @@ def density_lines(turn: Turn, styles: Styles) -> list[Text]:
         value = d.get(key)
         return f"{value:.{digits}f}" if isinstance(value, int | float) and not isinstance(value, bool) else "?"
 
+    pad = " " * len("density  ")
     first = Text("density  ", styles.head)
-    first.append(f"|V| {d.get('V')}  |E| {d.get('E')}  s {d.get('s')}   ")
-    first.append(f"S_node {num('S_node')}  S_edge {num('S_edge')}  S_depth {num('S_depth')}")
-    second = Text("         ")
-    second.append(f"S_complex {num('S_complex')}", styles.head)
-    second.append(f" (α={num('alpha', 0)}, larger = sparser)  r_g {num('r_g')}  ")
+    first.append(f"|V| {d.get('V')} · |E| {d.get('E')} · s {d.get('s')} · ")
     cap = f"|V| {'≤' if d.get('within_cap') else '>'} N_max {d.get('n_max')}"
-    second.append(cap, styles.ok if d.get("within_cap") else styles.bad)
-    second.append(f"  cost/agent {num('cost', 1)}m  S {num('S', 1)}", styles.muted)
-    return [first, second]
+    first.append(cap, styles.ok if d.get("within_cap") else styles.bad)
+    second = Text(f"{pad}S_node {num('S_node')} · S_edge {num('S_edge')} · S_depth {num('S_depth')}")
+    third = Text(pad)
+    third.append(f"S_complex {num('S_complex')}", styles.head)
+    third.append(f" (α={num('alpha', 0)}; larger = sparser) · r_g {num('r_g')}")
+    fourth = Text(f"{pad}cost/agent {num('cost', 1)}m (eq. 19) · S {num('S', 1)} (eq. 21)", styles.muted)
+    return [first, second, third, fourth]
 
 
-def check_lines(turn: Turn, domain: str, styles: Styles) -> list[Text]:
+def check_lines(turn: Turn, domain: str, styles: Styles, checking: bool = False) -> list[Text]:
+    """``checking``: the turn's check is running now."""
     who = "tester (sandbox)" if domain == "code" else "verifier"
     line = Text(f"{who}  ", styles.head)
     ended, test = turn.ended, turn.test
     if ended is None:
         if turn.plan is not None and not turn.plan.runs:
             line.append("nothing ran", styles.muted)
+        elif checking:
+            line.append("running the code against the tests…" if domain == "code" else "reading the verdict…",
+                        styles.warn)
         else:
             line.append("waiting for the plan to run", styles.muted)
         return [line]
@@ -326,7 +336,8 @@ class TopoWeaverView(Horizontal):
             if dag:
                 lines += [Text(""), *dag, Text("")]
             lines += density_lines(turn, styles)
-            lines += check_lines(turn, model.domain, styles)
+            checking = turn.number == model.current and model.phase == CHECK_PHASE
+            lines += check_lines(turn, model.domain, styles, checking)
         lines.append(history_line(turns, styles))
         self._plain = "\n".join(line.plain for line in lines)
         self.query_one("#tw-body", Static).update(Text("\n").join(lines))
