@@ -156,10 +156,16 @@ def parse_option_flags(values: list[str] | None) -> dict[str, str]:
     return out
 
 
+_builtins_loaded = False
+
+
 def _load_builtin_methods() -> None:
-    """Import the method modules once; each registers itself."""
-    if _REGISTRY:
+    """Import the method modules once; each registers itself. (A flag, not "is the table empty": a
+    method module imported on its own has already registered itself, the others not yet.)"""
+    global _builtins_loaded
+    if _builtins_loaded:
         return
+    _builtins_loaded = True
     import core.methods.baselines
     import core.methods.dytopo
     import core.methods.topoweaver  # noqa: F401
