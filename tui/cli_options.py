@@ -148,7 +148,12 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             except ConfigError as exc:
                 raise ConfigError(f"$OPENAI_BASE_URL: {exc}") from None
         if hasattr(args, "method_options"):
-            settings = with_method_options(settings, args.method_options)
+            flags = list(args.method_options or [])
+            if getattr(args, "orchestrator_model", None):
+                if settings.strategy != "topoweaver":
+                    raise MethodError("--orchestrator-model goes with --strategy topoweaver")
+                flags.append(f"orchestrator_model={args.orchestrator_model}")
+            settings = with_method_options(settings, flags)
     except (ConfigError, MethodError) as exc:
         fail(str(exc))
     return settings
@@ -218,4 +223,11 @@ def add_method_options(parser: argparse.ArgumentParser) -> None:
         action="append",
         metavar="KEY=VALUE",
         help="an option of the chosen method, e.g. -o alpha=0.5 (repeatable; see swarm-tui strategies)",
+    )
+    parser.add_argument(
+        "--orchestrator-model",
+        dest="orchestrator_model",
+        metavar="NAME",
+        help="--strategy topoweaver: the model that writes the plans (default: the run's; "
+        "-o orchestrator_base_url=URL for another endpoint)",
     )

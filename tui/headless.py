@@ -20,6 +20,7 @@ from core.evaluation.math_answers import answer_or_text, answers_equivalent
 from core.evaluation.round_check import CodeExecutionEvaluator
 from core.llm.client import EndpointError
 from core.llm.embeddings import shared_embedder
+from core.methods import MethodError, get_method_info
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 from core.runtime.config import Settings
@@ -58,6 +59,7 @@ class ProgressPrinter:
         self._round_tokens = (0, 0)
         self._max_rounds = 0
         self._decider = "manager"  # who decides: the run's manager role (DMoA: the Summarizer)
+        self._uses_tau = True  # tau and k_in mean something to the run's method
 
     def _line(self, text: str) -> None:
         # Made printable there. Progress is a side channel: the run goes on without it.
@@ -67,8 +69,8 @@ class ProgressPrinter:
         handler = getattr(self, f"on_{event.type}", None)
         if handler is not None:
             handler(event)
-        elif callable(getattr(event, "describe", None)):  # a method's own events describe themselves
-            for line in event.describe():  # type: ignore[attr-defined]
+        elif hasattr(event, "progress_lines"):  # a method's own event says how it reads
+            for line in event.progress_lines():
                 self._line(line)
 
     def on_run_started(self, e: ev.RunStarted) -> None:
@@ -76,15 +78,21 @@ class ProgressPrinter:
             self._line("DEMO — scripted model server, no real model is answering")
         self._max_rounds = int(e.params["max_rounds"])
         self._decider = (e.manager or "manager").lower()
+        try:
+            self._uses_tau = get_method_info(e.strategy).uses_tau
+        except MethodError:  # a session from a build with other methods
+            self._uses_tau = True
+        team = ", ".join(e.workers) or f"{e.manager} (the agents join as it names them)"
         self._line(
             f"problem ({e.domain}, {e.protocol}): {e.problem.splitlines()[0][:100]}\n"
-            f"model {e.model} at {e.base_url}; team: {', '.join(e.workers)}"
+            f"model {e.model} at {e.base_url}; team: {team}"
         )
 
     def on_round_started(self, e: ev.RoundStarted) -> None:
         self._ran = []
         self._max_rounds = int(e.params["max_rounds"])
-        self._line(f"\n── round {e.round}/{self._max_rounds}  (tau {e.params['tau']:.2f}, k_in {e.params['k_in']})")
+        values = f"  (tau {e.params['tau']:.2f}, k_in {e.params['k_in']})" if self._uses_tau else ""
+        self._line(f"\n── round {e.round}/{self._max_rounds}{values}")
 
     def on_manager_decided(self, e: ev.ManagerDecided) -> None:
         if e.plan:

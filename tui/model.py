@@ -225,7 +225,7 @@ class RunModel:
         self.phase, self.phase_detail = e.phase, e.detail
 
     def _on_agent_started(self, e: ev.AgentStarted) -> None:
-        if e.agent not in self.agents:
+        if e.agent and e.agent not in self.agents:  # e.g. an agent of an orchestrator's plan
             self.extra_agents.append(e.agent)
         agent = self._agent(e.round, e.agent)
         agent.call = e.call

@@ -33,7 +33,8 @@ from core.evaluation.math_answers import answer_or_text, answers_equivalent
 from core.evaluation.round_check import CodeExecutionEvaluator
 from core.evaluation.sandbox import SandboxLimits, arun_code
 from core.llm.embeddings import Embedder
-from core.methods import build_method, method_names
+from core.methods import build_method, get_method_info, method_names
+from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.domains import get_domain
 from core.runtime.engine import Method, SwarmEngine
@@ -239,10 +240,11 @@ class Row:
     completion_tokens: int
     wall_s: float
     end_reason: str
+    calls: int = 0  # model calls the run made (every agent call, re-asks included once)
     detail: str = ""  # what scoring found
     session: str = ""  # the session file, relative to the output folder
     answer: str = ""  # the final answer (trimmed); only in the JSON files
-    metrics: dict[str, float] = field(default_factory=dict)  # a method's own figures (DMoA: mean k); JSON only
+    metrics: dict[str, float] = field(default_factory=dict)  # the method's own figures; JSON files only
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -265,6 +267,7 @@ SUMMARY_FIELDS = [
     "mean_rounds",
     "mean_prompt_tokens",
     "mean_completion_tokens",
+    "mean_calls",
     "mean_wall_s",
     "total_wall_s",
 ]
@@ -288,27 +291,28 @@ def summarize(rows: Sequence[Row], strategies: Sequence[str]) -> list[dict[str, 
                 "mean_rounds": round(sum(r.rounds for r in mine) / n, 2),
                 "mean_prompt_tokens": round(sum(r.prompt_tokens for r in mine) / n, 1),
                 "mean_completion_tokens": round(sum(r.completion_tokens for r in mine) / n, 1),
+                "mean_calls": round(sum(r.calls for r in mine) / n, 2),
                 "mean_wall_s": round(sum(r.wall_s for r in mine) / n, 3),
                 "total_wall_s": round(sum(r.wall_s for r in mine), 3),
-                **_mean_metrics(mine),
+                **_metric_means(mine),
             }
         )
     return table
 
 
-def _mean_metrics(rows: Sequence[Row]) -> dict[str, float]:
-    """``mean_<name>`` of each method figure, over the rows that report it."""
+def _metric_means(rows: Sequence[Row]) -> dict[str, float]:
+    """The mean of each of a method's own figures over the runs that report it (``mean_<name>``)."""
     names = sorted({name for r in rows for name in r.metrics})
-    return {
-        f"mean_{name}": round(sum(r.metrics[name] for r in rows if name in r.metrics)
-                              / sum(1 for r in rows if name in r.metrics), 3)
-        for name in names
-    }
+    means = {}
+    for name in names:
+        values = [float(r.metrics[name]) for r in rows if name in r.metrics]
+        means[f"mean_{name}"] = round(sum(values) / len(values), 4)
+    return means
 
 
 def format_table(summary: Sequence[dict[str, Any]]) -> str:
-    header = ["strategy", "solved", "accuracy", "rounds", "prompt tok", "compl tok", "wall s"]
-    extra = any(k not in SUMMARY_FIELDS for s in summary for k in s)
+    header = ["strategy", "solved", "accuracy", "rounds", "prompt tok", "compl tok", "calls", "wall s"]
+    extra = any(k not in SUMMARY_FIELDS for s in summary for k in s)  # a method's own figures (DMoA: mean k)
     if extra:
         header.append("method")
     lines = [header]
@@ -321,6 +325,7 @@ def format_table(summary: Sequence[dict[str, Any]]) -> str:
                 f"{s['mean_rounds']:.2f}",
                 f"{s['mean_prompt_tokens']:.0f}",
                 f"{s['mean_completion_tokens']:.0f}",
+                f"{s.get('mean_calls', 0):.1f}",
                 f"{s['mean_wall_s']:.2f}",
             ]
             + ([", ".join(f"{k.removeprefix('mean_')} {v:.2f}" for k, v in s.items() if k not in SUMMARY_FIELDS)]
@@ -332,7 +337,13 @@ def format_table(summary: Sequence[dict[str, Any]]) -> str:
         cells = zip(line, widths, strict=True)
         return "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(cells))
 
-    return "\n".join(render(line) for line in lines)
+    table = [render(line) for line in lines]
+    for s in summary:  # a method's own figures, one line each (e.g. TopoWeaver-R1's valid-plan rate)
+        extra = [f"{k.removeprefix('mean_')} {v:g}" for k, v in s.items() if k.startswith("mean_") and k not in
+                 SUMMARY_FIELDS]
+        if extra:
+            table.append(f"{s['strategy']}: mean " + ", ".join(extra))
+    return "\n".join(table)
 
 
 class ResultsLog:
@@ -371,9 +382,9 @@ def write_results(out: Path, rows: Sequence[Row], strategies: Sequence[str], met
         writer.writeheader()
         writer.writerows(r.to_dict() for r in rows)
     written.append(out / "results.csv")
+    extra = sorted({k for s in summary for k in s if k not in SUMMARY_FIELDS})
     with (out / "summary.csv").open("w", encoding="utf-8", newline="") as handle:
-        extra = sorted({k for s in summary for k in s} - set(SUMMARY_FIELDS))
-        writer = csv.DictWriter(handle, SUMMARY_FIELDS + extra)
+        writer = csv.DictWriter(handle, [*SUMMARY_FIELDS, *extra])
         writer.writeheader()
         writer.writerows(summary)
     written.append(out / "summary.csv")
@@ -419,6 +430,7 @@ class _Run:
     completion_tokens: int
     end_reason: str
     detail: str
+    calls: int = 0
     metrics: dict[str, float] = field(default_factory=dict)
 
 
@@ -522,6 +534,7 @@ class BenchRunner:
             completion_tokens=run.completion_tokens,
             wall_s=round(wall, 3),
             end_reason=run.end_reason,
+            calls=run.calls,
             detail=verdict.detail,
             session=str(recorder.path.relative_to(self.out)) if recorder.path and recorder.saves else "",
             answer=run.final_answer[:ANSWER_CHARS],
@@ -530,17 +543,19 @@ class BenchRunner:
 
     async def _run_engine(self, problem: Problem, strategy: str, settings: Settings, recorder: SessionRecorder) -> _Run:
         evaluator = CodeExecutionEvaluator(limits=self.limits) if problem.domain == "code" else None
+        events: list[ev.Event] = []
         engine: SwarmEngine = build_engine(
             problem.task,
             settings,
             self.backend,
-            [recorder],
+            [recorder, lambda e: None if isinstance(e, ev.AgentDelta) else events.append(e)],
             embedder=self.embedder,
             method=bench_method(strategy, problem.domain, self.settings.strategy_options.get(strategy)),
             evaluator=evaluator,
         )
         finished = await engine.run()
-        metrics = getattr(engine.method, "metrics", None)  # a method's own figures, when it has any
+        measure = get_method_info(strategy).metrics
+        own = getattr(engine.method, "metrics", None)  # a method's figures it keeps itself (DMoA)
         return _Run(
             finished.final_answer,
             finished.rounds,
@@ -548,7 +563,8 @@ class BenchRunner:
             finished.completion_tokens,
             finished.reason,
             finished.detail,
-            dict(metrics()) if callable(metrics) else {},
+            calls=sum(isinstance(e, ev.AgentFinished) for e in events),
+            metrics={**(measure(events) if measure is not None else {}), **(dict(own()) if callable(own) else {})},
         )
 
 

@@ -179,6 +179,11 @@ def benchmark_script(problems: Sequence[Problem], *, correct: bool = True) -> Sc
             from core.demo.dmoa_script import bench_reply
 
             return bench_reply(info, problem.domain, _answer(problem, correct))
+        if info.call.startswith("tw-"):  # TopoWeaver-R1's orchestrator and agents
+            from core.demo.topoweaver_script import bench_reply
+
+            return bench_reply(info, domain=problem.domain, answer=_answer(problem, correct),
+                               entry_point=problem.entry_point, correct=correct)
         if info.role == "Manager" or info.call in (CALL_PLAN, CALL_MANAGER):
             return json.dumps(_manager(problem, info, correct))
         if info.call == CALL_DESCRIPTORS:

@@ -455,6 +455,10 @@ def demo_script(info: RequestInfo) -> str:
         from core.demo.dmoa_script import dmoa_script
 
         return dmoa_script(info)
+    if info.call.startswith("tw-"):  # TopoWeaver-R1's calls: YAML plans and plain-text agents
+        from core.demo.topoweaver_script import topoweaver_script
+
+        return topoweaver_script(info)
     scn = _SCENARIOS.get(info.domain, _CODE)
     if info.call == "single":
         return _solo_reply(scn, info)

@@ -49,7 +49,7 @@ class DmoaRouted(ev.Event):
     def threshold(self) -> float:
         return 1.0 / len(self.names) if self.names else 0.0
 
-    def describe(self) -> list[str]:
+    def progress_lines(self) -> list[str]:
         weights = ", ".join(f"{name} α {a:.2f}" for name, a in zip(self.selected, self.alpha, strict=False))
         mode = "; dense: all agents run" if self.dense else ""
         shift = f"; cos(X_i, X_i-1) {self.context_shift:.2f}" if self.context_shift is not None else ""
@@ -76,7 +76,7 @@ class DmoaStepDone(ev.Event):
     rank_loss: float | None = None  # eq. 14 at this step, for the router as it is
     top_logprobs: int = 0  # the k of the top-k logprobs the entropies were estimated from
 
-    def describe(self) -> list[str]:
+    def progress_lines(self) -> list[str]:
         """Only what the decision line (ManagerDecided) does not say: how the reply was read, entropies."""
         lines = [f"  summarizer reply read as [{self.tag}]: {self.note}"] if self.note else []
         if self.entropy:

@@ -14,6 +14,7 @@ from typing import Any
 
 from core.runtime.domains import Domain
 from core.runtime.engine import Method
+from core.runtime.events import Event
 
 
 class MethodError(ValueError):
@@ -99,6 +100,8 @@ class MethodInfo:
     round_one_broadcast: bool = False  # DyTopo's round loop: round 1 broadcasts, later rounds route
     paper: str = ""  # where it comes from
     family: str = field(default="")  # e.g. "baseline"
+    # A finished run's own figures for the benchmark (e.g. a valid-plan rate), from its event stream.
+    metrics: Callable[[list[Event]], dict[str, float]] | None = None
 
     def option(self, name: str) -> OptionSpec:
         for spec in self.options:
@@ -155,6 +158,9 @@ def parse_option_flags(values: list[str] | None) -> dict[str, str]:
     return out
 
 
+_builtins_loaded = False
+
+
 def _load_builtin_methods() -> None:
     """Import the method modules once; each registers itself. (A flag, not "is the table empty": a
     method module imported on its own first must not stop the others from loading.)"""
@@ -164,4 +170,5 @@ def _load_builtin_methods() -> None:
     _LOADED = True
     import core.methods.baselines
     import core.methods.dmoa
-    import core.methods.dytopo  # noqa: F401
+    import core.methods.dytopo
+    import core.methods.topoweaver  # noqa: F401

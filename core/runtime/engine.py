@@ -377,16 +377,19 @@ class SwarmEngine:
         *,
         json_mode: bool = True,
         top_logprobs: int = 0,
+        client: LLMClient | None = None,
     ) -> tuple[Any | None, _Usage | None, str, bool]:
         """(parsed or None, usage summed over attempts, error text, connection failed).
         A reply that does not parse, or was cut off at max_tokens, is asked for once more, with the error.
-        The endpoint is asked for the contract's JSON schema (core.runtime.parsing.response_schema)."""
+        The endpoint is asked for the contract's JSON schema (core.runtime.parsing.response_schema).
+        ``client``: another endpoint or model for this call (e.g. a method's own orchestrator model)."""
+        llm = client or self.llm
         usage: _Usage | None = None
         tally = self.reply_tally
         decision = call in (ev.CALL_PLAN, ev.CALL_MANAGER)
         for attempt in (1, 2):
             try:
-                chat = await self.llm.chat(
+                chat = await llm.chat(
                     messages,
                     temperature=limits.temperature,
                     max_tokens=limits.max_tokens,
@@ -401,7 +404,7 @@ class SwarmEngine:
                 # model (a model name it does not serve answers 404), never answers or rate-limits us.
                 unreachable = isinstance(exc, _FATAL_API_ERRORS)
                 tally.count(replied=usage is not None, parsed=False)
-                return None, usage, self.llm.describe_error(exc), unreachable
+                return None, usage, llm.describe_error(exc), unreachable
             usage = _Usage.add(usage, chat)
             self.prompt_tokens += chat.prompt_tokens
             self.completion_tokens += chat.completion_tokens
@@ -439,6 +442,7 @@ class SwarmEngine:
         json_mode: bool = False,
         tier: int | None = None,
         top_logprobs: int = 0,
+        client: LLMClient | None = None,
     ) -> tuple[AgentResult, Any | None]:
         """One call of any method, announced (AgentStarted, deltas, AgentFinished) and accounted.
 
@@ -450,7 +454,8 @@ class SwarmEngine:
         limits = limits or self.settings.work_call
         self.emit(ev.AgentStarted(round=self.round, agent=name, call=call, tier=tier))
         parsed, usage, error, connection_failed = await self.call_and_parse(
-            name, call, messages, limits, parser or _plain_text, json_mode=json_mode, top_logprobs=top_logprobs
+            name, call, messages, limits, parser or _plain_text, json_mode=json_mode, top_logprobs=top_logprobs,
+            client=client,
         )
         text = usage.text if usage else ""
         if parsed is not None or (parser is None and usage is not None):

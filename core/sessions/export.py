@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import re
 
-from core.routing.dytopo import KIND_CROSS, KIND_DEBATE, KIND_FEEDBACK, KIND_FIXED, KIND_HANDOFF, KIND_ROUTED
+from core.routing.dytopo import (
+    KIND_CROSS,
+    KIND_DEBATE,
+    KIND_FEEDBACK,
+    KIND_FIXED,
+    KIND_HANDOFF,
+    KIND_REF,
+    KIND_ROUTED,
+    Edge,
+)
 from core.sessions.model import RoundRecord, Session
 from core.sessions.store import session_to_json, session_to_toml
 
@@ -24,7 +33,29 @@ def _round_label(record: RoundRecord) -> str:
     routing = record.routing
     if routing is None:
         return f"round {record.round} · broadcast"
+    if _planned(record):
+        return f"round {record.round} · {len(routing.tiers)} steps"
     return f"round {record.round} · tau {routing.tau:.2f} · k_in {routing.k_in}"
+
+
+def _planned(record: RoundRecord) -> bool:
+    """A graph a method planned (typed edges, e.g. TopoWeaver-R1's refs), not one routed at a tau."""
+    edges = record.routing.edges if record.routing is not None else []
+    return bool(edges) and all(e.kind not in (KIND_ROUTED, KIND_FIXED) for e in edges)
+
+
+def _edge_label(e: Edge) -> str:
+    """The score of a routed edge; the kind of a typed one (with its weight when that means something)."""
+    if e.kind in (KIND_ROUTED, KIND_FIXED):
+        return f"{e.score:.2f}"
+    if e.kind in (KIND_REF, KIND_CROSS):
+        return e.kind
+    return f"{e.kind} {e.score:.2f}"
+
+
+def _nodes(record: RoundRecord, workers: list[str]) -> list[str]:
+    """A round's graph's own agents (a method may name them at run time), else the roster."""
+    return list(record.routing.names) if record.routing is not None else list(workers)
 
 
 # --- Markdown ----------------------------------------------------------------------------------
@@ -49,7 +80,7 @@ def _markdown(session: Session) -> str:
     out.append(f"- created: {session.created}" + (f", finished: {session.finished}" if session.finished else ""))
     out.append(f"- domain: {m.domain}; protocol: {m.protocol}; strategy: {m.strategy}")
     out.append(f"- model: {m.model} at {m.base_url}")
-    out.append(f"- team: {m.manager} (manager), {', '.join(m.workers)}")
+    out.append(f"- team: {m.manager} (manager), {', '.join(m.workers) or 'agents named at run time'}")
     if m.parent:
         out.append(f"- forked from {m.parent.get('session')} at round {m.parent.get('round')}")
     out.append(f"- app version: {session.app_version}")
@@ -93,18 +124,20 @@ def _markdown_round(record: RoundRecord, roster: list[str]) -> list[str]:
         out.append("Broadcast: every worker's output went to every other worker.")
     else:
         routing = record.routing
-        if routing.typed:
+        if routing.typed and routing.tiers and _planned(record):
+            steps = " → ".join("[" + ", ".join(tier) + "]" for tier in routing.tiers)
+            out.append(f"{len(routing.edges)} edges; steps {steps}:")
+        elif routing.typed:
             out.append(f"{len(routing.edges)}/{routing.possible_edges} edges:")
         else:
             out.append(
                 f"{len(routing.edges)}/{routing.possible_edges} edges (tau {routing.tau:.2f}, k_in {routing.k_in}):"
             )
         out.append("")
-        kind = (lambda e: f", {e.kind}") if routing.typed else (lambda e: "")
-        out += [f"- {e.src} → {e.dst} ({e.score:.2f}{kind(e)})" for e in routing.edges] or ["- (no edges)"]
+        out += [f"- {e.src} → {e.dst} ({_edge_label(e)})" for e in routing.edges] or ["- (no edges)"]
         if routing.removed:
             out += ["", "Removed:", ""]
-            out += [f"- {e.src} → {e.dst} ({e.score:.2f}{kind(e)}, by {e.reason})" for e in routing.removed]
+            out += [f"- {e.src} → {e.dst} ({_edge_label(e)}, by {e.reason})" for e in routing.removed]
         if routing.inactive:
             out += ["", f"Not running: {', '.join(routing.inactive)}"]
         out += ["", f"Order: {' → '.join(routing.order)}"]
@@ -158,15 +191,13 @@ def _dot(session: Session) -> str:
         r = record.round
         out.append(f"  subgraph cluster_r{r} {{")
         out.append(f"    label={_dot_string(_round_label(record))};")
-        names = _round_names(record, workers)
         inactive = set(record.routing.inactive) if record.routing is not None else set()
-        for name in names:
+        for name in _nodes(record, workers):
             style = ", style=dashed, fontcolor=gray" if name in inactive else ""
             out.append(f"    {_dot_string(f'r{r}_{name}')} [label={_dot_string(name)}{style}];")
         for e in record.edges:
             src, dst = _dot_string(f"r{r}_{e.src}"), _dot_string(f"r{r}_{e.dst}")
-            label = f"{e.score:.2f}" if e.kind in (KIND_ROUTED, KIND_FIXED) else f"{e.kind} {e.score:.2f}"
-            out.append(f"    {src} -> {dst} [label=\"{label}\"{_DOT_STYLE.get(e.kind, '')}];")
+            out.append(f"    {src} -> {dst} [label={_dot_string(_edge_label(e))}{_DOT_STYLE.get(e.kind, '')}];")
         out.append("  }")
     out.append("}")
     return "\n".join(out) + "\n"
@@ -183,15 +214,6 @@ _DOT_STYLE = {
 _MERMAID_ARROW = {KIND_FEEDBACK: "-.->", KIND_DEBATE: "<==>", KIND_CROSS: "-.->", KIND_HANDOFF: "-.->"}
 
 
-def _round_names(record: RoundRecord, workers: list[str]) -> list[str]:
-    """The round's agents: the roster, plus any agent a method's graph added (in the graph's order)."""
-    names = list(workers)
-    graph_names = record.routing.names if record.routing is not None else []
-    extra = [n for n in graph_names if n not in names]
-    extra += [n for e in record.edges for n in (e.src, e.dst) if n not in names and n not in extra]
-    return names + list(dict.fromkeys(extra))
-
-
 def _mermaid_label(text: str) -> str:
     # Mermaid labels in ["..."]: quotes and line breaks as entities, nothing that ends the label.
     return '"' + text.replace('"', "#quot;").replace("\n", " ") + '"'
@@ -203,14 +225,14 @@ def _mermaid(session: Session) -> str:
     for record in session.rounds:
         r = record.round
         # Ids by position, unique per round whatever the names contain.
-        names = _round_names(record, workers)
+        names = _nodes(record, workers)
         ids = {name: f"r{r}_a{i}" for i, name in enumerate(names)}
         out.append(f"  subgraph r{r}[{_mermaid_label(_round_label(record))}]")
         for name in names:
             out.append(f"    {ids[name]}[{_mermaid_label(name)}]")
         for e in record.edges:
-            label = f"{e.score:.2f}" if e.kind in (KIND_ROUTED, KIND_FIXED) else f"{e.kind} {e.score:.2f}"
-            out.append(f"    {ids[e.src]} {_MERMAID_ARROW.get(e.kind, '-->')}|{label}| {ids[e.dst]}")
+            arrow = _MERMAID_ARROW.get(e.kind, "-->")
+            out.append(f"    {ids[e.src]} {arrow}|{_mermaid_label(_edge_label(e))[1:-1]}| {ids[e.dst]}")
         out.append("  end")
     return "\n".join(out) + "\n"
 

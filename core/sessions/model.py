@@ -31,7 +31,6 @@ MAX_LIST = 100_000
 MAX_DEPTH = 24
 MAX_INT = 2**53  # exact in every JSON reader
 MAX_AGENTS = 64
-MAX_GRAPH_AGENTS = 64
 MAX_EMBEDDING_DIM = 16_384
 MAX_TS = 253_402_300_799.0  # 9999-12-31, the last second datetime can show
 
@@ -497,8 +496,10 @@ def _check_params(params: dict[str, Any], where: str) -> None:
 
 def _check_started(e: ev.RunStarted) -> None:
     where = "run_started"
-    if not 1 <= len(e.workers) <= MAX_AGENTS or len(set(e.workers)) != len(e.workers):
-        raise SessionFormatError(f"{where}: workers must be 1..{MAX_AGENTS} distinct names")
+    if len(e.workers) > MAX_AGENTS or len(set(e.workers)) != len(e.workers):
+        raise SessionFormatError(f"{where}: workers must be at most {MAX_AGENTS} distinct names")
+    if not e.workers and not e.manager:  # a method whose agents join at run time still has its manager
+        raise SessionFormatError(f"{where}: the run names no agent (no manager, no workers)")
     if any(not w for w in e.workers):
         raise SessionFormatError(f"{where}: a worker name is empty")
     _check_params(e.params, where)
@@ -508,32 +509,30 @@ def _check_started(e: ev.RunStarted) -> None:
             raise SessionFormatError(f"{where}: parent must be {{session: text, round: whole number >= 0}}")
 
 
-def _check_topology(e: ev.TopologyBuilt, workers: list[str], where: str) -> RoutingResult:
+def _check_topology(e: ev.TopologyBuilt, where: str) -> RoutingResult:
     try:
         routing = RoutingResult.from_dict(e.routing)
     except KeyError as exc:
         raise SessionFormatError(f"{where}: routing is malformed (missing {_short(exc.args[0])})") from None
     except (TypeError, ValueError, AttributeError) as exc:
         raise SessionFormatError(f"{where}: routing is malformed ({_short(str(exc))})") from None
-    if routing.typed:
-        # A method's typed graph names its own agents (e.g. TopoWeaver's, written at run time).
-        workers = routing.names
-        if len(set(workers)) != len(workers) or len(workers) > MAX_GRAPH_AGENTS:
-            raise SessionFormatError(f"{where}: a graph names at most {MAX_GRAPH_AGENTS} distinct agents")
-        if set(routing.inactive) - set(workers):
-            raise SessionFormatError(f"{where}: an agent that does not run is not in the graph")
-    n = len(workers)
-    if routing.names != workers:
-        raise SessionFormatError(f"{where}: routing names {_short(routing.names)} are not the workers")
+    # The graph's own agents: the workers (DyTopo and its baselines), or those a method names itself (a
+    # typed graph; TopoWeaver-R1's plan names its agents at run time), bounded like a roster.
+    names = routing.names
+    n = len(names)
+    if not 1 <= n <= MAX_AGENTS or len(set(names)) != n or any(not name for name in names):
+        raise SessionFormatError(f"{where}: routing names must be 1..{MAX_AGENTS} distinct names")
+    if set(routing.inactive) - set(names):
+        raise SessionFormatError(f"{where}: an agent that does not run is not in the graph")
     if routing.typed and not routing.similarity:
-        pass  # typed graphs need no similarity matrix
+        pass  # a method's typed graph needs no similarity matrix
     elif len(routing.similarity) != n or any(len(row) != n for row in routing.similarity):
         raise SessionFormatError(f"{where}: similarity must be a {n}x{n} matrix")
     if any(not math.isfinite(x) for row in routing.similarity for x in row):
         raise SessionFormatError(f"{where}: similarity holds a number that is not finite")
     if routing.k_in < 1 or not 0.0 <= routing.tau <= 1.0:
         raise SessionFormatError(f"{where}: routing tau/k_in out of range")
-    known = set(workers)
+    known = set(names)
     for edge in [*routing.edges, *routing.removed]:
         if edge.src not in known or edge.dst not in known:
             raise SessionFormatError(f"{where}: an edge names an unknown agent")
@@ -598,7 +597,7 @@ def _derive(events: list[dict[str, Any]]) -> tuple[ev.RunStarted, list[RoundReco
         elif isinstance(e, ev.DescriptorsReady):
             record.descriptors = {k: dict(v) for k, v in e.descriptors.items()}
         elif isinstance(e, ev.TopologyBuilt):
-            record.routing = _check_topology(e, workers, where)
+            record.routing = _check_topology(e, where)
             record.query_embeddings, record.key_embeddings = e.query_embeddings, e.key_embeddings
             record.rerouted = record.rerouted or e.rerouted
         elif isinstance(e, ev.MessagesRouted):

@@ -24,6 +24,7 @@ from core.sessions.store import SessionRecorder
 
 from ..bindings import RUN_BINDINGS
 from ..bridge import BackendFailed, BackendStatus, EventBridge
+from ..widgets.topoweaver_view import tests_always_on
 from .swarm_view import SwarmScreen
 
 TAU_STEP = 0.05
@@ -118,7 +119,7 @@ class RunScreen(SwarmScreen):
                 warm_up()
 
     def tests_state(self) -> str:
-        return "on" if self.tests_on else "off"
+        return "on" if self.tests_on or tests_always_on(self.model.run) else "off"
 
     def export_source(self) -> tuple[Session | None, Path | None, str]:
         recorder = self.recorder

@@ -30,6 +30,7 @@ from ..widgets.graph_pane import GraphPane
 from ..widgets.header import ParamsBar, RunHeader
 from ..widgets.manager_pane import ManagerPane
 from ..widgets.results_pane import ResultsPane, RoundSparks
+from ..widgets.topoweaver_view import TopoWeaverView, shows_topoweaver
 
 FRAME_INTERVAL = 1 / 25  # how often streamed text reaches the panes
 NARROW_WIDTH, SHORT_HEIGHT = 100, 30
@@ -55,6 +56,7 @@ class SwarmScreen(Screen[None]):
                 yield GraphPane(id="graph")
                 yield DmoaView(id="dmoa")  # DMoA runs: in place of the graph and manager panes
                 yield ManagerPane(id="manager")
+                yield TopoWeaverView(id="topoweaver")
                 with Vertical(id="side"):
                     yield ResultsPane(id="results")
                     yield RoundSparks(id="sparks")
@@ -72,27 +74,22 @@ class SwarmScreen(Screen[None]):
     def _relayout(self) -> None:
         narrow = self.size.width < NARROW_WIDTH or self.size.height < SHORT_HEIGHT
         self.set_class(narrow, "-narrow")
-        n = max(1, len(self._panes))
+        n = max(1, sum(1 for pane in self._panes.values() if pane.display))
         columns = 1 if narrow else (2 if n <= 4 else 3 if n <= 6 else 4)
         self.query_one("#agents", Grid).styles.grid_size_columns = columns
 
     def _ensure_panes(self) -> None:
+        """One pane per agent of the run, mounted once: agents a method names at run time join as they
+        start; a replay stepping back hides the panes of agents that have not joined yet."""
         names = self.model.agents if self.model.run is not None else []
-        if list(self._panes) == names:
+        if [n for n, p in self._panes.items() if p.display] == names:
             return
-        grid = self.query_one("#agents", Grid)
-        shown = list(self._panes)
-        if shown and shown[: len(names)] == names:  # a replay stepped back before an extra agent's first call
-            return
-        if shown and names[: len(shown)] == shown:  # a method called an agent RunStarted did not list
-            added = {name: AgentPane(name, id=f"agent-{name}") for name in names[len(shown) :]}
-            self._panes.update(added)
-            grid.mount(*added.values())
-            self._relayout()
-            return
-        grid.remove_children()
-        self._panes = {name: AgentPane(name, id=f"agent-{name}") for name in names}
-        grid.mount(*self._panes.values())
+        joined = {name: AgentPane(name, id=f"agent-{name}") for name in names if name not in self._panes}
+        if joined:
+            self._panes.update(joined)
+            self.query_one("#agents", Grid).mount(*joined.values())
+        for name, pane in self._panes.items():
+            pane.display = name in names
         self._relayout()
 
     # --- events -------------------------------------------------------------------------------
@@ -103,13 +100,21 @@ class SwarmScreen(Screen[None]):
         if isinstance(event, ev.RunStarted):
             self._ensure_panes()
             self.set_class(event.strategy == "dmoa", "-dmoa")
-        elif isinstance(event, ev.AgentStarted) and event.agent not in self._panes:
+            self._show_method_view()
+        elif isinstance(event, ev.AgentStarted):
             self._ensure_panes()
         self.set_class(self.model.finished is not None, "-finished")
         if isinstance(event, ev.Notice):
             self.on_notice(event)
         if render:
             self.refresh_all()
+
+    def _show_method_view(self) -> None:
+        """TopoWeaver-R1's view takes the graph and manager panes' place in its runs."""
+        mine = shows_topoweaver(self.model.run)
+        self.query_one(GraphPane).display = not mine
+        self.query_one(ManagerPane).display = not mine
+        self.query_one(TopoWeaverView).display = mine
 
     def on_notice(self, event: ev.Notice) -> None:
         severity = {"error": "error", "warning": "warning"}.get(event.severity, "information")
@@ -182,6 +187,9 @@ class SwarmScreen(Screen[None]):
         self.query_one(ManagerPane).sync(model, self.shown_round)
         if self.has_class("-dmoa"):
             self.query_one(DmoaView).sync(model, self.shown_round)
+        view = self.query_one(TopoWeaverView)
+        if view.display:
+            view.sync(model, self.shown_round, active=active)
         self.query_one(ResultsPane).sync(model, tests)
         self.query_one(RoundSparks).sync(model)
         self._sync_panes()
