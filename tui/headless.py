@@ -21,7 +21,7 @@ from core.evaluation.round_check import CodeExecutionEvaluator
 from core.llm.client import EndpointError
 from core.llm.embeddings import shared_embedder
 from core.methods import MethodError, get_method_info
-from core.routing.dytopo import RoutingResult
+from core.routing.dytopo import RoutingResult, edge_label
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.parsing import contract_warning
@@ -107,10 +107,13 @@ class ProgressPrinter:
     def on_topology_built(self, e: ev.TopologyBuilt) -> None:
         routing = RoutingResult.from_dict(e.routing)
         tag = " (re-routed)" if e.rerouted else ""
-        if routing.typed:
-            edges = ", ".join(f"{x.src}→{x.dst} {x.kind} {x.score:.2f}" for x in routing.edges) or "none"
+        if routing.typed or not self._uses_tau:  # a method's own graph: edges by kind, no threshold
+            edges = ", ".join(f"{x.src}→{x.dst} ({edge_label(x)})" for x in routing.edges) or "none"
             extra = f"; not running: {', '.join(routing.inactive)}" if routing.inactive else ""
-            self._line(f"graph{tag}: {edges}  [{len(routing.edges)}/{routing.possible_edges} edges{extra}]")
+            self._line(f"graph{tag}: {edges}  [{len(routing.edges)} edges{extra}]")
+            if routing.tiers and routing.acyclic is not False:
+                self._line(f"order: {' | '.join(', '.join(tier) for tier in routing.tiers)}")
+            return
         else:
             edges = ", ".join(f"{x.src}→{x.dst} {x.score:.2f}" for x in routing.edges) or "none"
             removed = {reason: sum(1 for r in routing.removed if r.reason == reason) for reason in ("k_in", "cycle")}

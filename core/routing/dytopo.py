@@ -72,6 +72,15 @@ class Edge:
     kind: str = KIND_ROUTED
 
 
+def edge_label(e: Edge) -> str:
+    """The score of a routed edge; the kind of a typed one (with its weight when that means something)."""
+    if e.kind in (KIND_ROUTED, KIND_FIXED):
+        return f"{e.score:.2f}"
+    if e.kind in (KIND_REF, KIND_CROSS):
+        return e.kind
+    return f"{e.kind} {e.score:.2f}"
+
+
 @dataclass(frozen=True)
 class RemovedEdge:
     src: str

@@ -11,9 +11,8 @@ from core.routing.dytopo import (
     KIND_FEEDBACK,
     KIND_FIXED,
     KIND_HANDOFF,
-    KIND_REF,
     KIND_ROUTED,
-    Edge,
+    edge_label,
 )
 from core.sessions.model import RoundRecord, Session
 from core.sessions.store import session_to_json, session_to_toml
@@ -42,15 +41,6 @@ def _planned(record: RoundRecord) -> bool:
     """A graph a method planned (typed edges, e.g. TopoWeaver-R1's refs), not one routed at a tau."""
     edges = record.routing.edges if record.routing is not None else []
     return bool(edges) and all(e.kind not in (KIND_ROUTED, KIND_FIXED) for e in edges)
-
-
-def _edge_label(e: Edge) -> str:
-    """The score of a routed edge; the kind of a typed one (with its weight when that means something)."""
-    if e.kind in (KIND_ROUTED, KIND_FIXED):
-        return f"{e.score:.2f}"
-    if e.kind in (KIND_REF, KIND_CROSS):
-        return e.kind
-    return f"{e.kind} {e.score:.2f}"
 
 
 def _nodes(record: RoundRecord, workers: list[str]) -> list[str]:
@@ -134,10 +124,10 @@ def _markdown_round(record: RoundRecord, roster: list[str]) -> list[str]:
                 f"{len(routing.edges)}/{routing.possible_edges} edges (tau {routing.tau:.2f}, k_in {routing.k_in}):"
             )
         out.append("")
-        out += [f"- {e.src} → {e.dst} ({_edge_label(e)})" for e in routing.edges] or ["- (no edges)"]
+        out += [f"- {e.src} → {e.dst} ({edge_label(e)})" for e in routing.edges] or ["- (no edges)"]
         if routing.removed:
             out += ["", "Removed:", ""]
-            out += [f"- {e.src} → {e.dst} ({_edge_label(e)}, by {e.reason})" for e in routing.removed]
+            out += [f"- {e.src} → {e.dst} ({edge_label(e)}, by {e.reason})" for e in routing.removed]
         if routing.inactive:
             out += ["", f"Not running: {', '.join(routing.inactive)}"]
         out += ["", f"Order: {' → '.join(routing.order)}"]
@@ -160,8 +150,8 @@ def _markdown_round(record: RoundRecord, roster: list[str]) -> list[str]:
     for t in record.test_runs:
         out.append(f"**Tests:** {t.outcome}" + (f" — {t.failing_test}" if t.failing_test else ""))
         out.append("")
-    described = [line for e in record.method_events if callable(getattr(e, "describe", None))
-                 for line in e.describe()]  # type: ignore[attr-defined]
+    described = [line for e in record.method_events if callable(getattr(e, "progress_lines", None))
+                 for line in e.progress_lines()]  # type: ignore[attr-defined]
     if described:  # a method's own record of the round (e.g. DMoA's router and entropies)
         out += ["### Method", "", _fence("\n".join(described), "text"), ""]
     if record.decision is not None:
@@ -197,7 +187,7 @@ def _dot(session: Session) -> str:
             out.append(f"    {_dot_string(f'r{r}_{name}')} [label={_dot_string(name)}{style}];")
         for e in record.edges:
             src, dst = _dot_string(f"r{r}_{e.src}"), _dot_string(f"r{r}_{e.dst}")
-            out.append(f"    {src} -> {dst} [label={_dot_string(_edge_label(e))}{_DOT_STYLE.get(e.kind, '')}];")
+            out.append(f"    {src} -> {dst} [label={_dot_string(edge_label(e))}{_DOT_STYLE.get(e.kind, '')}];")
         out.append("  }")
     out.append("}")
     return "\n".join(out) + "\n"
@@ -232,7 +222,7 @@ def _mermaid(session: Session) -> str:
             out.append(f"    {ids[name]}[{_mermaid_label(name)}]")
         for e in record.edges:
             arrow = _MERMAID_ARROW.get(e.kind, "-->")
-            out.append(f"    {ids[e.src]} {arrow}|{_mermaid_label(_edge_label(e))[1:-1]}| {ids[e.dst]}")
+            out.append(f"    {ids[e.src]} {arrow}|{_mermaid_label(edge_label(e))[1:-1]}| {ids[e.dst]}")
         out.append("  end")
     return "\n".join(out) + "\n"
 

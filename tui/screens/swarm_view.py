@@ -110,11 +110,14 @@ class SwarmScreen(Screen[None]):
             self.refresh_all()
 
     def _show_method_view(self) -> None:
-        """TopoWeaver-R1's view takes the graph and manager panes' place in its runs."""
-        mine = shows_topoweaver(self.model.run)
-        self.query_one(GraphPane).display = not mine
-        self.query_one(ManagerPane).display = not mine
-        self.query_one(TopoWeaverView).display = mine
+        """A method with a view of its own (DMoA's router, TopoWeaver-R1's plans) shows it in place of the
+        graph and manager panes."""
+        views = {DmoaView: self.model.strategy == "dmoa", TopoWeaverView: shows_topoweaver(self.model.run)}
+        for view, shown in views.items():
+            self.query_one(view).display = shown
+        own_view = any(views.values())
+        self.query_one(GraphPane).display = not own_view
+        self.query_one(ManagerPane).display = not own_view
 
     def on_notice(self, event: ev.Notice) -> None:
         severity = {"error": "error", "warning": "warning"}.get(event.severity, "information")
@@ -185,7 +188,7 @@ class SwarmScreen(Screen[None]):
         override, tag = self.graph_override()
         self.query_one(GraphPane).sync(model, self.shown_round, override=override, tag=tag, active=active)
         self.query_one(ManagerPane).sync(model, self.shown_round)
-        if self.has_class("-dmoa"):
+        if self.query_one(DmoaView).display:
             self.query_one(DmoaView).sync(model, self.shown_round)
         view = self.query_one(TopoWeaverView)
         if view.display:
