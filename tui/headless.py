@@ -62,6 +62,9 @@ class ProgressPrinter:
         handler = getattr(self, f"on_{event.type}", None)
         if handler is not None:
             handler(event)
+        elif callable(getattr(event, "progress_lines", None)):  # a method's own events say how they print
+            for line in event.progress_lines():  # type: ignore[attr-defined]
+                self._line(line)
 
     def on_run_started(self, e: ev.RunStarted) -> None:
         if e.demo:
@@ -87,13 +90,15 @@ class ProgressPrinter:
 
     def on_topology_built(self, e: ev.TopologyBuilt) -> None:
         routing = RoutingResult.from_dict(e.routing)
-        edges = ", ".join(f"{x.src}→{x.dst} {x.score:.2f}" for x in routing.edges) or "none"
-        removed = {reason: sum(1 for r in routing.removed if r.reason == reason) for reason in ("k_in", "cycle")}
+        typed = {x: "" if x.kind in ("routed", "fixed") else f" {x.kind}" for x in routing.edges}
+        edges = ", ".join(f"{x.src}→{x.dst}{typed[x]} {x.score:.2f}" for x in routing.edges) or "none"
+        removed = {reason: 0 for reason in ("k_in", "cycle")}
+        for r in routing.removed:  # DyTopo's reasons, and any a method adds (masked, pruned, ...)
+            removed[r.reason] = removed.get(r.reason, 0) + 1
         tag = " (re-routed)" if e.rerouted else ""
-        self._line(
-            f"graph{tag}: {edges}  [{len(routing.edges)}/{routing.possible_edges} edges; "
-            f"removed {removed['k_in']} by k_in, {removed['cycle']} by cycle]"
-        )
+        own = any(n for reason, n in removed.items() if reason not in ("k_in", "cycle"))
+        cut = ", ".join(f"{n} by {reason}" for reason, n in removed.items() if n or not own)
+        self._line(f"graph{tag}: {edges}  [{len(routing.edges)}/{routing.possible_edges} edges; removed {cut}]")
         self._line(f"order: {' → '.join(routing.order)}")
 
     def on_agent_finished(self, e: ev.AgentFinished) -> None:

@@ -385,6 +385,7 @@ _GENERAL = _Scenario(
 )
 
 _SCENARIOS: dict[str, _Scenario] = {"code": _CODE, "math": _MATH, "general": _GENERAL}
+_TOPODIM_CALLS = frozenset({"typed-graph", "solution", "evaluate", "revise", "challenge", "defend", "final"})
 
 
 # --- replies ----------------------------------------------------------------------------------------------
@@ -442,6 +443,12 @@ def _worker_reply(scn: _Scenario, info: RequestInfo) -> dict[str, Any]:
 
 def demo_script(info: RequestInfo) -> str:
     """The scripted reply (a JSON string in core.runtime.prompts' contracts) for one request."""
+    if info.call in _TOPODIM_CALLS:  # TopoDIM's calls: its own script (imported here: no import cycle)
+        from core.demo.topodim_script import topodim_reply
+
+        reply = topodim_reply(info)
+        if reply is not None:
+            return reply
     scn = _SCENARIOS.get(info.domain, _CODE)
     if info.role == "Manager" or info.call in (CALL_PLAN, CALL_MANAGER):
         reply = _manager_reply(scn, info)

@@ -158,4 +158,5 @@ def _load_builtin_methods() -> None:
     if _REGISTRY:
         return
     import core.methods.baselines
-    import core.methods.dytopo  # noqa: F401
+    import core.methods.dytopo
+    import core.methods.topodim  # noqa: F401

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from core.routing.dytopo import KIND_DEBATE, KIND_FEEDBACK, KIND_FIXED, KIND_ROUTED, Edge
 from core.sessions.model import RoundRecord, Session
 from core.sessions.store import session_to_json, session_to_toml
 
@@ -24,6 +25,16 @@ def _round_label(record: RoundRecord) -> str:
     if routing is None:
         return f"round {record.round} · broadcast"
     return f"round {record.round} · tau {routing.tau:.2f} · k_in {routing.k_in}"
+
+
+def _edge_label(e: Edge) -> str:
+    """The edge's score, with its type when the method draws typed edges (e.g. TopoDIM's)."""
+    return f"{e.score:.2f}" if e.kind in (KIND_ROUTED, KIND_FIXED) else f"{e.kind} {e.score:.2f}"
+
+
+# Typed edges drawn as the TUI draws them: feedback dashed, debate double.
+_DOT_STYLE = {KIND_FEEDBACK: " style=dashed", KIND_DEBATE: ' color="black:black"'}
+_MERMAID_ARROW = {KIND_FEEDBACK: "-.->", KIND_DEBATE: "==>"}
 
 
 # --- Markdown ----------------------------------------------------------------------------------
@@ -94,7 +105,7 @@ def _markdown_round(record: RoundRecord, roster: list[str]) -> list[str]:
         routing = record.routing
         out.append(f"{len(routing.edges)}/{routing.possible_edges} edges (tau {routing.tau:.2f}, k_in {routing.k_in}):")
         out.append("")
-        out += [f"- {e.src} → {e.dst} ({e.score:.2f})" for e in routing.edges] or ["- (no edges)"]
+        out += [f"- {e.src} → {e.dst} ({_edge_label(e)})" for e in routing.edges] or ["- (no edges)"]
         if routing.removed:
             out += ["", "Removed:", ""]
             out += [f"- {e.src} → {e.dst} ({e.score:.2f}, by {e.reason})" for e in routing.removed]
@@ -149,7 +160,7 @@ def _dot(session: Session) -> str:
             out.append(f"    {_dot_string(f'r{r}_{name}')} [label={_dot_string(name)}];")
         for e in record.edges:
             src, dst = _dot_string(f"r{r}_{e.src}"), _dot_string(f"r{r}_{e.dst}")
-            out.append(f"    {src} -> {dst} [label=\"{e.score:.2f}\"];")
+            out.append(f"    {src} -> {dst} [label=\"{_edge_label(e)}\"{_DOT_STYLE.get(e.kind, '')}];")
         out.append("  }")
     out.append("}")
     return "\n".join(out) + "\n"
@@ -171,7 +182,7 @@ def _mermaid(session: Session) -> str:
         for name in workers:
             out.append(f"    {ids[name]}[{_mermaid_label(name)}]")
         for e in record.edges:
-            out.append(f"    {ids[e.src]} -->|{e.score:.2f}| {ids[e.dst]}")
+            out.append(f"    {ids[e.src]} {_MERMAID_ARROW.get(e.kind, '-->')}|{_edge_label(e)}| {ids[e.dst]}")
         out.append("  end")
     return "\n".join(out) + "\n"
 

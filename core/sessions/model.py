@@ -450,6 +450,11 @@ def _rebuild_event(data: Any, index: int) -> ev.Event:
         raise SessionFormatError(f"{where} must be an object, got {_describe(data)}")
     kind = data.get("type")
     cls = ev.event_types().get(kind) if isinstance(kind, str) else None
+    if cls is None and isinstance(kind, str):
+        from core.methods import method_names
+
+        method_names()  # the method modules register their own event types (e.g. TopoDIM's) on import
+        cls = ev.event_types().get(kind)
     if cls is None:
         raise SessionFormatError(f"{where} has unknown event type {_short(kind)}")
     where = f"event {index} ({kind})"
