@@ -49,12 +49,13 @@ class PairDecision:
     src: str
     dst: str
     relation: str  # one of RELATIONS
-    p: float  # probability of the chosen relation (after the mask, renormalised)
-    dist: tuple[float, ...]  # the distribution over RELATIONS it was drawn from (after the mask)
+    p: float  # p(r_ij) ⊙ M_ij of the chosen relation (eq. 7): its confidence score for eq. 8
+    dist: tuple[float, ...]  # p(r_ij) over RELATIONS (eq. 6, allowed types only), before the mask
     masked: str = ""  # a relation first drawn, then removed by the acyclic mask (eq. 7)
-    masked_p: float = 0.0  # its probability before the mask
-    mask: tuple[bool, ...] = (True, True, True, True)  # which RELATIONS were allowed for this pair
+    masked_p: float = 0.0  # its probability
+    mask: tuple[bool, ...] = (True, True, True, True)  # which RELATIONS the mask left for this pair
     position: int = 0  # place in the decoding order
+    rank: float = 0.0  # a seeded uniform draw: breaks ties between equal scores in eq. 8 without bias
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,8 @@ class TypedEdge:
     dst: str
     kind: str  # conditioned | feedback | debate
     p: float
-    position: int = 0  # decoding order: ties in eq. 8 go to the earlier pair
+    position: int = 0  # decoding order
+    rank: float = 0.0  # ties in eq. 8 go to the lower rank (then the earlier pair)
 
 
 @dataclass(frozen=True)
@@ -166,7 +168,8 @@ def decode(
     first. A draw is made from that distribution; when it lands on a conditioned/debate relation the
     mask forbids, that draw is recorded as masked and a second draw is made from the masked,
     renormalised distribution. The result is distributed exactly as p ⊙ M / Σ(p ⊙ M) (eq. 7 with
-    renormalisation), and the masked draws can be shown."""
+    renormalisation), and the masked draws can be shown. An edge's score for eq. 8 is p ⊙ M at its
+    relation (not renormalised: a pair that lost options to the mask does not gain confidence)."""
     allowed_mask = type_mask(allowed)
     adjacency: dict[int, set[int]] = {}
     decisions: list[PairDecision] = []
@@ -175,6 +178,7 @@ def decode(
         open_ = acyclic_allowed(adjacency, i, j)
         mask = tuple(ok and (open_ or r not in ACYCLIC_TYPES) for r, ok in zip(RELATIONS, allowed_mask, strict=True))
         after = restrict(before, mask)
+        rank = float(rng.random())
         choice = inverse_transform(before, float(rng.random()))
         masked, masked_p = "", 0.0
         if not mask[choice]:
@@ -184,7 +188,7 @@ def decode(
         if relation in ACYCLIC_TYPES:
             adjacency.setdefault(i, set()).add(j)
         decisions.append(
-            PairDecision(names[i], names[j], relation, after[choice], after, masked, masked_p, mask, position)
+            PairDecision(names[i], names[j], relation, before[choice], before, masked, masked_p, mask, position, rank)
         )
     return decisions
 
@@ -226,14 +230,15 @@ def proposal_decisions(
             continue
         seen.add((i, j))
         k = RELATIONS.index(kind)
+        dist = tuple(confidence if n == k else (1.0 - confidence if n == 0 else 0.0) for n in range(len(RELATIONS)))
         if kind in ACYCLIC_TYPES and not acyclic_allowed(adjacency, i, j):
             mask = tuple(ok and r not in ACYCLIC_TYPES for r, ok in zip(RELATIONS, allowed_mask, strict=True))
-            dist = tuple(1.0 if r == NONE else 0.0 for r in RELATIONS)
-            decisions.append(PairDecision(names[i], names[j], NONE, 1.0, dist, kind, confidence, mask, order[(i, j)]))
+            decisions.append(
+                PairDecision(names[i], names[j], NONE, 1.0 - confidence, dist, kind, confidence, mask, order[(i, j)])
+            )
             continue
         if kind in ACYCLIC_TYPES:
             adjacency.setdefault(i, set()).add(j)
-        dist = tuple(confidence if n == k else (1.0 - confidence if n == 0 else 0.0) for n in range(len(RELATIONS)))
         decisions.append(
             PairDecision(names[i], names[j], kind, confidence, dist, "", 0.0, allowed_mask, order[(i, j)])
         )
@@ -247,8 +252,9 @@ def keep_count(sampled: int, alpha: float) -> int:
 
 
 def sparsify(edges: Sequence[TypedEdge], alpha: float) -> tuple[list[TypedEdge], list[TypedEdge]]:
-    """Eq. 8: E_final = TopK({p(r_ij)}, 1 - alpha). Ties go to the earlier pair. (kept, pruned)."""
-    ranked = sorted(edges, key=lambda e: (-e.p, e.position))
+    """Eq. 8: E_final = TopK({p(r_ij)}, 1 - alpha). Ties go by the seeded rank, then the earlier pair.
+    (kept, pruned)."""
+    ranked = sorted(edges, key=lambda e: (-e.p, e.rank, e.position))
     count = keep_count(len(ranked), alpha)
     return ranked[:count], ranked[count:]
 
@@ -264,8 +270,8 @@ def build_graph(
 ) -> TypedGraph:
     """Decisions -> the final typed graph: sparsification (eq. 8), node filtering (eq. 9), and the
     fallback when nothing is left (every agent answers alone, as the public code's direct answer)."""
-    sampled = [TypedEdge(d.src, d.dst, d.relation, d.p, d.position) for d in decisions if d.relation != NONE]
-    masked = [TypedEdge(d.src, d.dst, d.masked, d.masked_p, d.position) for d in decisions if d.masked]
+    sampled = [TypedEdge(d.src, d.dst, d.relation, d.p, d.position, d.rank) for d in decisions if d.relation != NONE]
+    masked = [TypedEdge(d.src, d.dst, d.masked, d.masked_p, d.position, d.rank) for d in decisions if d.masked]
     kept, pruned = sparsify(sampled, alpha)
     active = active_agents(names, kept)
     fallback = not kept
@@ -295,7 +301,7 @@ def r_div(edges: Sequence[TypedEdge]) -> float:
     total = sum(counts)
     if not total:
         return 0.0
-    return float(-sum((c / total) * math.log(c / total) for c in counts))
+    return max(0.0, float(-sum((c / total) * math.log(c / total) for c in counts)))
 
 
 def schedule(names: Sequence[str], graph: TypedGraph, decider: str) -> list[CallStep]:
