@@ -4,9 +4,9 @@ The Manager's typed graph has the shape of the paper's case study (App. G, Figs.
 workers (the fifth dropped by eq. 9), one conditioned, one debate and one feedback edge kept, one
 edge masked by the acyclic rule and four pruned by eq. 8, so the run makes 9 calls:
 
-    1/9 solution Developer            (the draft, with an off-by-one)
-    2/9 solution Researcher           (conditioned on the Developer: spots the bug)
-    3/9 challenge BugFixer            (debate Researcher -> BugFixer)
+    1/9 solution Developer            (the draft, with two bugs)
+    2/9 solution Researcher           (conditioned on the Developer: spots one)
+    3/9 challenge BugFixer            (debate Researcher -> BugFixer: finds the other)
     4/9 defend Researcher
     5/9 solution Tester
     6/9 evaluate Developer            (feedback Tester -> Developer)
@@ -69,7 +69,7 @@ _DRAFT = """def is_palindrome(string: str) -> bool:
 def make_palindrome(string: str) -> str:
     for i in range(1, len(string)):
         if is_palindrome(string[i:]):
-            return string + string[:i][::-1]
+            return string + string[:i]
     return string + string[::-1]
 """
 
@@ -85,31 +85,31 @@ _TESTS = (
     "assert make_palindrome('cata') == 'catac'"
 )
 
+# The story: the draft has two bugs; the Researcher (conditioned on it) finds one, the BugFixer's challenge
+# finds the other, the Tester's cases are reviewed by the Developer, and the BugFixer writes the fix.
 _CODE: dict[tuple[str, str], str] = {
-    ("Developer", "solution"): "Suffix scan: find the longest palindromic suffix, then append the reverse of the "
-    "prefix before it.\n" + _py(_DRAFT),
+    ("Developer", "solution"): "Suffix scan: find the longest palindromic suffix, then append the prefix before "
+    "it.\n" + _py(_DRAFT),
     ("Researcher", "solution"): "Building on the Developer's draft: the longest-palindromic-suffix scan is the "
-    "standard algorithm, O(n^2) time and O(n) space here. But the loop starts at i = 1, so the whole string is "
-    "never tried as its own palindromic suffix: make_palindrome('x') gives 'xx' instead of 'x'. Start at i = 0.",
-    ("BugFixer", "challenge"): "Challenge: starting at i = 0 fixes 'x', but then the fallback "
-    "`return string + string[::-1]` is dead code only if the loop always returns. Does it, for the empty string? "
-    "range(0) is empty, so '' reaches the fallback and returns '' + '' = '' — fine, but say so explicitly, or "
-    "return `string` there to make the intent clear.",
-    ("Researcher", "defend"): "The challenge holds on clarity, not on correctness: with i starting at 0, every "
-    "non-empty string returns inside the loop (a one-character suffix is always a palindrome), and '' falls "
-    "through. Returning `string` in the fallback states that and is equivalent. Revised recommendation: "
-    "`for i in range(len(string))`, fallback `return string`.",
+    "standard algorithm, O(n^2) time and O(n) space here. But the draft appends string[:i] itself instead of its "
+    "reverse, so make_palindrome('cat') gives 'catca' instead of 'catac'. Append string[:i][::-1].",
+    ("BugFixer", "challenge"): "Challenge: reversing the prefix fixes 'cat', but is it the only bug? The loop "
+    "starts at i = 1, so the whole string is never tried as its own palindromic suffix: make_palindrome('x') "
+    "would give 'xx' and make_palindrome('xyx') 'xyxyx'. The scan must start at i = 0.",
+    ("Researcher", "defend"): "The challenge is right: there are two bugs. With the reversed prefix and the scan "
+    "starting at i = 0, every non-empty string returns inside the loop (a one-character suffix is always a "
+    "palindrome) and '' falls through, so the fallback can simply return the input. Both fixes are needed.",
     ("Tester", "solution"): "Decisive cases, edge cases first:\n" + _py(_TESTS),
-    ("Developer", "evaluate"): "Review of the Tester's cases: correct expected values and the right edge cases "
-    "('' and a single character). Missing: an input that is already a palindrome longer than one character, "
-    "e.g. 'xyx', and a longer one such as 'jerry' -> 'jerryrrej'.",
+    ("Developer", "evaluate"): "Review of the Tester's cases: the expected values are right and the edge cases "
+    "('' and a single character) are the important ones. Missing: an input that is already a palindrome longer "
+    "than one character, e.g. 'xyx', and a longer one such as 'jerry' -> 'jerryrrej'.",
     ("Tester", "revise"): "Added the Developer's two cases:\n"
     + _py(_TESTS + "\nassert make_palindrome('xyx') == 'xyx'\nassert make_palindrome('jerry') == 'jerryrrej'"),
-    ("BugFixer", "solution"): "Fixed version, following the Researcher and our debate: the scan starts at i = 0 "
-    "and the fallback returns the input.\n" + _py(FINAL_CODE),
-    ("Manager", "final"): "The Developer's draft fails make_palindrome('x') (the Researcher's finding); the "
-    "BugFixer's version fixes the loop bound and passes every case the Tester listed. Final answer:\n"
-    + _py(FINAL_CODE),
+    ("BugFixer", "solution"): "Fixed version with both fixes from the Researcher and our debate: the prefix is "
+    "reversed and the scan starts at i = 0.\n" + _py(FINAL_CODE),
+    ("Manager", "final"): "The Developer's draft appends the prefix unreversed ('cat' -> 'catca') and skips "
+    "i = 0 ('x' -> 'xx'); the debate between the Researcher and the BugFixer found both. The BugFixer's version "
+    "fixes both and passes every case the Tester listed. Final answer:\n" + _py(FINAL_CODE),
 }
 
 _MATH_ANSWER = "\\frac{14}{3}"

@@ -59,7 +59,7 @@ from core.routing.topodim import (
 from core.runtime import events as ev
 from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
 from core.runtime.domains import Domain, Role
-from core.runtime.engine import STATUS_DONE, Evaluation
+from core.runtime.engine import STATUS_DONE, Evaluation, RunAborted
 from core.runtime.parsing import ParseError, extract_json_object
 from core.runtime.prompts import call_header
 
@@ -250,6 +250,13 @@ def usable_text(result: AgentResult) -> str:
     return text
 
 
+def _abort_if_unreachable(result: AgentResult) -> None:
+    """End the run when the endpoint is gone or refuses us (no later call can succeed); any other failed
+    call has been noticed, and the schedule goes on without its output."""
+    if result.connection_failed:
+        raise RunAborted(result.error)
+
+
 def clip(text: str, limit: int = PEER_CHARS) -> str:
     if len(text) <= limit:
         return text
@@ -398,7 +405,7 @@ class TopoDIMMethod:
         result, proposal = await rt.agent_call(
             self.decider, CALL_GRAPH, messages, limits=rt.settings.manager_call, parser=parse_prior, json_mode=True
         )
-        rt.abort_if_unreachable({self.decider: result})
+        _abort_if_unreachable(result)
         if proposal is None:
             rt.notice("TopoDIM: the Manager proposed no usable typed graph: every agent answers alone", "warning")
             return _Generated(build_graph(self.names, [], self.alpha, ["no usable graph in the reply"]), seed)
@@ -554,7 +561,7 @@ class TopoDIMMethod:
                 {"role": "user", "content": self._user(step, body, ask)},
             ]
             result, _ = await rt.agent_call(step.agent, step.mode, messages)
-            rt.abort_if_unreachable({step.agent: result})
+            _abort_if_unreachable(result)
             text = usable_text(result) if result.status == STATUS_DONE else ""
             if not text:
                 continue
@@ -723,7 +730,7 @@ class TopoDIMMethod:
         ]
         rt.emit(self._call_event(step))
         result, _ = await rt.agent_call(self.decider, MODE_FINAL, messages, limits=rt.settings.manager_call)
-        rt.abort_if_unreachable({self.decider: result})
+        _abort_if_unreachable(result)
         text = usable_text(result) if result.status == STATUS_DONE else ""
         answer, source = self._answer(text, answers, verdicts)
         if not text:

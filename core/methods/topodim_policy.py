@@ -257,7 +257,7 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
     except FileNotFoundError:
         raise PolicyLoadError(f"no weights file at {path}") from None
     except Exception as exc:  # a corrupt or foreign file: say so, never crash
-        raise PolicyLoadError(f"cannot read {path}: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}") from None
+        raise PolicyLoadError(f"cannot read {path}: {type(exc).__name__}: {_first_line(exc)}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("state"), dict):
         raise PolicyLoadError(f"{path} is not a TopoDIM policy file (format {FORMAT})")
     return data
@@ -270,7 +270,7 @@ def policy_from_checkpoint(data: dict[str, Any], path: Path | str = "") -> TopoD
                                task_dim=int(data["task_dim"]))
         policy.load_state_dict(data["state"])
     except (KeyError, TypeError, ValueError, RuntimeError) as exc:
-        raise PolicyLoadError(f"{path}: the weights do not fit the policy ({str(exc).splitlines()[0][:120]})") from None
+        raise PolicyLoadError(f"{path}: the weights do not fit the policy ({_first_line(exc)})") from None
     for tensor in policy.state_dict().values():
         if not bool(torch.isfinite(tensor).all()):
             raise PolicyLoadError(f"{path}: the weights hold numbers that are not finite")
@@ -287,6 +287,11 @@ def describe_weights(path: Path, data: dict[str, Any]) -> str:
     trained = data.get("dataset", "")
     where = f" on {Path(str(trained)).name}" if trained else ""
     return f"trained weights {path} ({steps} step{'s' if steps != 1 else ''}{where})"
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0][:120] if lines else "no detail"
 
 
 def entropy_of(dist: Sequence[float]) -> float:

@@ -201,8 +201,9 @@ def proposal_decisions(
     """A proposed typed graph (src, dst, type, confidence) as decisions, under the same rules.
 
     Proposals are taken by confidence (highest first, ties in decoding order), so when two would close
-    a conditioned/debate cycle the less confident one is masked (eq. 7). Unknown agents, self-loops,
-    types not allowed and repeated pairs are ignored, each with a reason."""
+    a conditioned/debate cycle the less confident one is masked (eq. 7); a masked pair may still take a
+    later proposal of another type, as the decoder redraws. Unknown agents, self-loops, types not
+    allowed and a second type for a pair that has one are ignored, each with a reason."""
     index = {name: i for i, name in enumerate(names)}
     order = {pair: k for k, pair in enumerate(pair_order(len(names)))}
     ignored: list[str] = []
@@ -221,29 +222,31 @@ def proposal_decisions(
             usable.append((index[src], index[dst], kind, min(1.0, max(0.0, float(confidence)))))
     usable.sort(key=lambda p: (-p[3], order[(p[0], p[1])]))
     adjacency: dict[int, set[int]] = {}
-    seen: set[tuple[int, int]] = set()
-    decisions: list[PairDecision] = []
+    decided: dict[tuple[int, int], PairDecision] = {}
     allowed_mask = type_mask(allowed)
     for i, j, kind, confidence in usable:
-        if (i, j) in seen:
+        earlier = decided.get((i, j))
+        if earlier is not None and earlier.relation != NONE:
             ignored.append(f"{names[i]}->{names[j]}: the pair was already given a type")
             continue
-        seen.add((i, j))
         k = RELATIONS.index(kind)
         dist = tuple(confidence if n == k else (1.0 - confidence if n == 0 else 0.0) for n in range(len(RELATIONS)))
         if kind in ACYCLIC_TYPES and not acyclic_allowed(adjacency, i, j):
-            mask = tuple(ok and r not in ACYCLIC_TYPES for r, ok in zip(RELATIONS, allowed_mask, strict=True))
-            decisions.append(
-                PairDecision(names[i], names[j], NONE, 1.0 - confidence, dist, kind, confidence, mask, order[(i, j)])
-            )
+            if earlier is None:  # the pair's most confident proposal is the one shown as masked
+                mask = tuple(ok and r not in ACYCLIC_TYPES for r, ok in zip(RELATIONS, allowed_mask, strict=True))
+                decided[(i, j)] = PairDecision(
+                    names[i], names[j], NONE, 1.0 - confidence, dist, kind, confidence, mask, order[(i, j)]
+                )
             continue
         if kind in ACYCLIC_TYPES:
             adjacency.setdefault(i, set()).add(j)
-        decisions.append(
-            PairDecision(names[i], names[j], kind, confidence, dist, "", 0.0, allowed_mask, order[(i, j)])
+        masked, masked_p, mask = ("", 0.0, allowed_mask) if earlier is None else (
+            earlier.masked, earlier.masked_p, earlier.mask)
+        # a pair whose first choice was masked falls back to its next proposal, as the decoder redraws
+        decided[(i, j)] = PairDecision(
+            names[i], names[j], kind, confidence, dist, masked, masked_p, mask, order[(i, j)]
         )
-    decisions.sort(key=lambda d: d.position)
-    return decisions, ignored
+    return sorted(decided.values(), key=lambda d: d.position), ignored
 
 
 def keep_count(sampled: int, alpha: float) -> int:
