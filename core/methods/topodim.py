@@ -324,7 +324,8 @@ class TopoDIMMethod:
             rt.notice("TopoDIM runs one round: a fork runs it again from the start", "info")
         await rt.checkpoint(BOUNDARY_ROUND)
         rt.round = 1
-        rt.emit(ev.RoundStarted(round=1, params=rt.control.params.as_dict()))
+        # One round only (Alg. 1 l.20): the round says so, whatever max_rounds the run was given.
+        rt.emit(ev.RoundStarted(round=1, params={**rt.control.params.as_dict(), "max_rounds": 1}))
         rt.start_phase(ev.PHASE_ROUTING, f"{self.generator} generator: the typed graph, once for this problem")
         generated = await self._generate()
         graph = self.last_graph = generated.graph

@@ -29,6 +29,7 @@ from ..widgets.graph_pane import GraphPane
 from ..widgets.header import ParamsBar, RunHeader
 from ..widgets.manager_pane import ManagerPane
 from ..widgets.results_pane import ResultsPane, RoundSparks
+from ..widgets.topodim_view import TopoDIMState, TopoDIMView
 
 FRAME_INTERVAL = 1 / 25  # how often streamed text reaches the panes
 NARROW_WIDTH, SHORT_HEIGHT = 100, 30
@@ -43,6 +44,7 @@ class SwarmScreen(Screen[None]):
         self.view_round: int | None = None  # None: follow the current round
         self._shown_delta_rev = -1
         self._panes: dict[str, AgentPane] = {}
+        self.topodim = TopoDIMState()  # TopoDIM runs show their typed graph instead of the graph pane
 
     # --- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -52,6 +54,7 @@ class SwarmScreen(Screen[None]):
             yield Grid(id="agents")
             with Horizontal(id="lower"):
                 yield GraphPane(id="graph")
+                yield TopoDIMView(id="topodim")
                 yield ManagerPane(id="manager")
                 with Vertical(id="side"):
                     yield ResultsPane(id="results")
@@ -87,6 +90,7 @@ class SwarmScreen(Screen[None]):
     # --- events -------------------------------------------------------------------------------
     def apply_event(self, event: ev.Event, *, render: bool = True) -> None:
         self.model.apply(event)
+        self.topodim.apply(event)
         if isinstance(event, ev.AgentDelta):
             return
         if isinstance(event, ev.RunStarted):
@@ -164,7 +168,12 @@ class SwarmScreen(Screen[None]):
         rv = model.round_view(self.shown_round)
         active = frozenset(n for n, a in rv.agents.items() if a.streaming) if rv else frozenset()
         override, tag = self.graph_override()
-        self.query_one(GraphPane).sync(model, self.shown_round, override=override, tag=tag, active=active)
+        graph = self.query_one(GraphPane)
+        graph.sync(model, self.shown_round, override=override, tag=tag, active=active)
+        view = self.query_one(TopoDIMView)
+        graph.display, view.display = not self.topodim.active, self.topodim.active
+        if self.topodim.active:
+            view.sync(self.topodim, show_removed=graph.show_removed, distributions=graph.matrix, active=active)
         self.query_one(ManagerPane).sync(model, self.shown_round)
         self.query_one(ResultsPane).sync(model, tests)
         self.query_one(RoundSparks).sync(model)
