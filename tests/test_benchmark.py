@@ -47,6 +47,7 @@ ROW_COLUMNS = [
     "completion_tokens",
     "wall_s",
     "end_reason",
+    "calls",
     "detail",
     "session",
 ]
@@ -56,6 +57,7 @@ SUMMARY_COLUMNS = [
     "correct",
     "accuracy",
     "mean_rounds",
+    "mean_calls",
     "mean_prompt_tokens",
     "mean_completion_tokens",
     "mean_wall_s",

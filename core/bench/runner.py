@@ -33,6 +33,7 @@ from core.evaluation.round_check import CodeExecutionEvaluator
 from core.evaluation.sandbox import SandboxLimits, arun_code
 from core.llm.embeddings import Embedder
 from core.methods import build_method, method_names
+from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.domains import get_domain
 from core.runtime.engine import Method, SwarmEngine
@@ -238,6 +239,7 @@ class Row:
     completion_tokens: int
     wall_s: float
     end_reason: str
+    calls: int = 0  # model calls the run made (every agent call, all rounds)
     detail: str = ""  # what scoring found
     session: str = ""  # the session file, relative to the output folder
     answer: str = ""  # the final answer (trimmed); only in the JSON files
@@ -258,6 +260,7 @@ SUMMARY_FIELDS = [
     "correct",
     "accuracy",
     "mean_rounds",
+    "mean_calls",
     "mean_prompt_tokens",
     "mean_completion_tokens",
     "mean_wall_s",
@@ -281,6 +284,7 @@ def summarize(rows: Sequence[Row], strategies: Sequence[str]) -> list[dict[str, 
                 "correct": solved,
                 "accuracy": round(solved / n, 4),
                 "mean_rounds": round(sum(r.rounds for r in mine) / n, 2),
+                "mean_calls": round(sum(r.calls for r in mine) / n, 2),
                 "mean_prompt_tokens": round(sum(r.prompt_tokens for r in mine) / n, 1),
                 "mean_completion_tokens": round(sum(r.completion_tokens for r in mine) / n, 1),
                 "mean_wall_s": round(sum(r.wall_s for r in mine) / n, 3),
@@ -291,7 +295,7 @@ def summarize(rows: Sequence[Row], strategies: Sequence[str]) -> list[dict[str, 
 
 
 def format_table(summary: Sequence[dict[str, Any]]) -> str:
-    header = ["strategy", "solved", "accuracy", "rounds", "prompt tok", "compl tok", "wall s"]
+    header = ["strategy", "solved", "accuracy", "rounds", "calls", "prompt tok", "compl tok", "wall s"]
     lines = [header]
     for s in summary:
         lines.append(
@@ -300,6 +304,7 @@ def format_table(summary: Sequence[dict[str, Any]]) -> str:
                 f"{s['correct']}/{s['problems']}",
                 f"{100 * s['accuracy']:.1f}%",
                 f"{s['mean_rounds']:.2f}",
+                f"{s['mean_calls']:.1f}",
                 f"{s['mean_prompt_tokens']:.0f}",
                 f"{s['mean_completion_tokens']:.0f}",
                 f"{s['mean_wall_s']:.2f}",
@@ -397,6 +402,7 @@ class _Run:
     completion_tokens: int
     end_reason: str
     detail: str
+    calls: int = 0
 
 
 def session_name(task_id: str) -> str:
@@ -493,6 +499,7 @@ class BenchRunner:
             completion_tokens=run.completion_tokens,
             wall_s=round(wall, 3),
             end_reason=run.end_reason,
+            calls=run.calls,
             detail=verdict.detail,
             session=str(recorder.path.relative_to(self.out)) if recorder.path and recorder.saves else "",
             answer=run.final_answer[:ANSWER_CHARS],
@@ -500,11 +507,17 @@ class BenchRunner:
 
     async def _run_engine(self, problem: Problem, strategy: str, settings: Settings, recorder: SessionRecorder) -> _Run:
         evaluator = CodeExecutionEvaluator(limits=self.limits) if problem.domain == "code" else None
+        calls = 0
+
+        def count(event: ev.Event) -> None:
+            nonlocal calls
+            calls += isinstance(event, ev.AgentFinished)
+
         engine: SwarmEngine = build_engine(
             problem.task,
             settings,
             self.backend,
-            [recorder],
+            [recorder, count],
             embedder=self.embedder,
             method=bench_method(strategy, problem.domain, self.settings.strategy_options.get(strategy)),
             evaluator=evaluator,
@@ -517,6 +530,7 @@ class BenchRunner:
             finished.completion_tokens,
             finished.reason,
             finished.detail,
+            calls,
         )
 
 
