@@ -28,6 +28,7 @@ from core.runtime.control import MODE_STEP, Params, RunControl
 from core.runtime.domains import get_domain
 from core.runtime.engine import AgentResult
 from core.runtime.runner import build_engine, open_backend
+from core.sessions.fork import fork_point
 from core.sessions.model import Session, session_from_events
 from core.sessions.store import load_session, session_to_json
 from tests.test_engine import of
@@ -155,6 +156,8 @@ async def test_session_round_trip_keeps_the_typed_graph(embedder: Any, tmp_path:
     assert {r.reason for r in record.removed} == {"masked", "pruned"}
     assert record.decision is not None and record.decision.terminate
     assert isinstance(Session.from_dict(json.loads(path.read_text())), Session)
+    with pytest.raises(ValueError, match="cannot fork a TopoDIM run"):
+        fork_point(loaded, 1, str(path))
     # A fresh process that never imported the method still reads the method's events.
     script = (
         "import sys; from pathlib import Path; from core.sessions.store import load_session\n"
