@@ -101,7 +101,7 @@ async def test_replay_draws_the_same_view_and_steps_back(tmp_path: Path) -> None
         screen.seek(len(screen.events))
         await pilot.pause(0.1)
         view = screen.query_one(TopoDIMView)
-        assert view.text == live
+        assert " ".join(view.text.split()) == " ".join(live.split())  # the same drawing (wrapping aside)
         await pilot.press("b")  # one phase back: the decision has not happened yet
         await pilot.pause(0.1)
         assert "· 9/9 final" in view.text and "✓ 8/9 solution  BugFixer ← Researcher" in view.text

@@ -90,6 +90,11 @@ class Bar:
             self.out.write(line + "\n")
         self.out.flush()
 
+    def note(self, text: str) -> None:
+        self.close()
+        self.out.write(f"  ! {text}\n")
+        self.out.flush()
+
     def close(self) -> None:
         if self._open:
             self.out.write("\n")
@@ -163,7 +168,8 @@ async def _train(
     handled: list[int] = []
     trainer: TopoDIMTrainer | None = None
     try:
-        trainer = TopoDIMTrainer(plan, settings, backend, embedder, weights, resume=args.resume, on_step=bar)
+        trainer = TopoDIMTrainer(plan, settings, backend, embedder, weights, resume=args.resume, on_step=bar,
+                                 on_notice=bar.note)
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:
                 loop.add_signal_handler(sig, trainer.stop)

@@ -410,7 +410,9 @@ class TopoDIMMethod:
         if proposal is None:
             rt.notice("TopoDIM: the Manager proposed no usable typed graph: every agent answers alone", "warning")
             return _Generated(build_graph(self.names, [], self.alpha, ["no usable graph in the reply"]), seed)
-        decisions, ignored = proposal_decisions(self.names, proposal.edges, self.edge_types)
+        canonical = {n.lower(): n for n in self.names}  # "developer" is the Developer
+        edges = [(canonical.get(a.lower(), a), canonical.get(b.lower(), b), k, c) for a, b, k, c in proposal.edges]
+        decisions, ignored = proposal_decisions(self.names, edges, self.edge_types)
         ignored = [*proposal.ignored, *ignored]
         if ignored:
             shown = "; ".join(ignored[:3]) + (f"; and {len(ignored) - 3} more" if len(ignored) > 3 else "")
@@ -514,7 +516,7 @@ class TopoDIMMethod:
                 for s in steps
             ],
             weights=generated.weights,
-            ignored=list(graph.ignored),
+            ignored=graph.ignored[:20] + ([f"and {len(graph.ignored) - 20} more"] if len(graph.ignored) > 20 else []),
         )
 
     # --- prompts ------------------------------------------------------------------------------

@@ -39,6 +39,7 @@ from core.methods.topodim_policy import (
     save_checkpoint,
 )
 from core.routing.topodim import r_div
+from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.domains import get_domain
 from core.runtime.engine import SwarmEngine
@@ -91,6 +92,7 @@ class StepReport:
 
 
 StepCallback = Callable[[StepReport], None]
+NoticeCallback = Callable[[str], None]
 
 
 class TopoDIMTrainer:
@@ -104,6 +106,7 @@ class TopoDIMTrainer:
         *,
         resume: bool = False,
         on_step: StepCallback | None = None,
+        on_notice: NoticeCallback | None = None,
         limits: SandboxLimits | None = None,
     ) -> None:
         self.plan = plan
@@ -112,6 +115,7 @@ class TopoDIMTrainer:
         self.embedder = embedder
         self.weights = weights
         self.on_step = on_step
+        self.on_notice = on_notice
         self.limits = limits or SandboxLimits()
         self.step = 0
         self.baseline = 0.0
@@ -173,7 +177,11 @@ class TopoDIMTrainer:
         settings = replace(self.settings, domain=problem.domain, execute_code=True,
                            k_in=min(self.settings.k_in, len(domain.workers) - 1))
         evaluator = CodeExecutionEvaluator(limits=self.limits) if problem.domain == "code" else None
-        engine = build_engine(problem.task, settings, self.backend, [], embedder=self.embedder, method=method,
+        def notices(event: ev.Event) -> None:  # the runs' warnings (a reply that did not parse, ...) reach the user
+            if isinstance(event, ev.Notice) and event.severity != "info" and self.on_notice is not None:
+                self.on_notice(f"{problem.task_id}: {event.message}")
+
+        engine = build_engine(problem.task, settings, self.backend, [notices], embedder=self.embedder, method=method,
                               evaluator=evaluator)
         self._engine = engine
         try:
