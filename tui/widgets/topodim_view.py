@@ -55,10 +55,11 @@ class TopoDIMState:
     def apply(self, event: ev.Event) -> None:
         if isinstance(event, ev.AgentDelta):
             return
-        if isinstance(event, ev.RunStarted):
+        if isinstance(event, ev.RunStarted):  # a new run, or a replay folding its events again
+            rev = self.rev
             self.__init__()  # type: ignore[misc]
             self.active = event.strategy == STRATEGY
-            self.rev += 1
+            self.rev = rev + 1  # never reused: the view redraws whenever the state may differ
             return
         if not self.active:
             return
