@@ -11,11 +11,14 @@ import torch
 from core.methods.topodim_policy import (
     HIDDEN,
     TASK_DIM,
+    LocalPolicies,
     PolicyLoadError,
     PolicySample,
     TopoDIMPolicy,
     annealed_temperature,
+    distill_loss,
     load_policy,
+    local_from_checkpoint,
     moving_baseline,
     prior_edges,
     reinforce_loss,
@@ -176,3 +179,26 @@ def test_weights_round_trip_and_bad_files_are_one_line_errors(tmp_path: Path) ->
         load_policy(odd)
     with pytest.raises(PolicyLoadError, match="no weights file"):
         load_policy(tmp_path / "missing.pt")
+
+
+def test_distillation_brings_the_local_policies_to_the_central_one(tmp_path: Path) -> None:
+    central = TopoDIMPolicy(seed=7)
+    local = LocalPolicies(hidden=HIDDEN, seed=1)
+    prior = prior_edges("code", NAMES)
+    h0 = central.initial_states(NAMES, _task()).detach()
+    assert local.logits(NAMES, h0).shape == (5, 5, len(RELATIONS))  # one row per agent's own network
+    before = float(distill_loss(central, local, NAMES, prior, _task(), 0.5).detach())
+    optimizer = torch.optim.Adam(local.parameters(), lr=0.01)
+    for step in range(150):  # eq. 13 over a few queries
+        optimizer.zero_grad()
+        distill_loss(central, local, NAMES, prior, _task(step % 3), 0.5).backward()
+        optimizer.step()
+    after = float(distill_loss(central, local, NAMES, prior, _task(), 0.5).detach())
+    assert after < before / 10
+    path = tmp_path / "p.pt"
+    save_checkpoint(path, central, local_state=local.state_dict())
+    _, data = load_policy(path)
+    restored = local_from_checkpoint(data, path)
+    assert restored is not None and torch.allclose(restored.logits(NAMES, h0), local.logits(NAMES, h0))
+    save_checkpoint(path, central)
+    assert local_from_checkpoint(load_policy(path)[1], path) is None

@@ -14,7 +14,8 @@ from core.bench.runner import load_dataset
 from core.demo.bench_script import benchmark_script
 from core.demo.server import ScriptedServer
 from core.methods.topodim_policy import load_checkpoint
-from core.methods.topodim_train import TopoDIMTrainer, TrainError, TrainPlan
+from core.methods.topodim_train import TopoDIMTrainer, TrainError, TrainPlan, distill
+from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.runner import open_backend
 from tui.cli_train_topodim import main
@@ -114,3 +115,40 @@ async def test_resume_refuses_a_file_that_is_not_a_checkpoint(dataset: Path, tmp
     bad.write_bytes(b"garbage")
     with pytest.raises(TrainError, match="cannot resume"):
         TopoDIMTrainer(TrainPlan(dataset=str(dataset)), Settings(), None, embedder, bad, resume=True)  # type: ignore[arg-type]
+
+
+async def test_distillation_then_a_decentralised_run(dataset: Path, tmp_path: Path, embedder: Any) -> None:
+    from core.methods.topodim_events import TopoDIMGraph
+    from tests.test_topodim_method import of, run_topodim
+
+    weights = tmp_path / "p.pt"
+    await _train(dataset, weights, embedder)
+    report = await distill(weights, load_dataset(dataset).problems, embedder, steps=120)
+    assert report.queries == 2 and report.kl_end < report.kl_start / 5
+    data = load_checkpoint(weights)
+    assert "local_state" in data and data["step"] == 1 and data["distilled"]["queries"] == 2
+    _, events, _ = await run_topodim(embedder, options={"generator": "decentralized", "weights": str(weights)})
+    graph = of(events, TopoDIMGraph)[0]
+    assert graph.generator == "decentralized" and "distilled on 2 queries" in graph.weights
+
+
+async def test_decentralized_without_local_policies_says_so(tmp_path: Path, embedder: Any) -> None:
+    from core.methods.topodim_events import TopoDIMGraph
+    from core.methods.topodim_policy import TopoDIMPolicy, save_checkpoint
+    from tests.test_topodim_method import of, run_topodim
+
+    weights = tmp_path / "p.pt"
+    save_checkpoint(weights, TopoDIMPolicy(seed=1), step=4)
+    _, events, _ = await run_topodim(embedder, options={"generator": "decentralized", "weights": str(weights)})
+    assert any("no distilled local policies" in n.message for n in of(events, ev.Notice))
+    assert of(events, TopoDIMGraph)[0].generator == "policy"
+
+
+def test_the_cli_distils_after_training(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    weights = tmp_path / "p.pt"
+    assert main([str(dataset), "--weights", str(weights), "--distill"]) == 2  # nothing trained yet
+    assert "nothing to distil" in capsys.readouterr().err
+    assert main([str(dataset), "--demo", "--limit", "1", "--samples", "1", "--weights", str(weights)]) == 0
+    assert main([str(dataset), "--weights", str(weights), "--distill", "--distill-steps", "50"]) == 0
+    assert "distilled: eq. 13 KL per query" in capsys.readouterr().out
+    assert load_checkpoint(weights)["distilled"]["steps"] == 50

@@ -61,6 +61,10 @@ def build_parser() -> OneLineParser:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--resume", action="store_true", help="continue the training stored in the weights file")
     group.add_argument("--restart", action="store_true", help="train from scratch, replacing the weights file")
+    group.add_argument("--distill", action="store_true", help="stage 2 (§3.4): distil the trained policy into "
+                       "per-agent local policies on these problems (no model calls); -o generator=decentralized")
+    parser.add_argument("--distill-steps", dest="distill_steps", type=int_range(1, 100_000), default=200,
+                        help="distillation steps (default 200)")
     add_run_options(parser, method=False)
     return parser
 
@@ -123,6 +127,12 @@ def main(argv: list[str]) -> int:
     from core.methods.topodim_policy import default_weights_path
 
     weights: Path = args.weights or default_weights_path()
+    if args.distill:
+        if not weights.is_file():
+            print(f"swarm-tui train topodim: error: nothing to distil: {weights} does not exist (train first)",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        return asyncio.run(_distill(args, settings, problems, weights))
     if weights.exists() and not (args.resume or args.restart):
         print(f"swarm-tui train topodim: error: {weights} already holds weights: add --resume to continue that "
               "training or --restart to train from scratch", file=sys.stderr)
@@ -139,6 +149,25 @@ def main(argv: list[str]) -> int:
         print("swarm-tui train topodim: interrupted; finished steps are in the checkpoint (use --resume)",
               file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+async def _distill(args: argparse.Namespace, settings: Settings, problems: list[Problem], weights: Path) -> int:
+    from core.llm.embeddings import EmbeddingError, shared_embedder
+    from core.methods.topodim_train import TrainError, distill
+
+    embedder = shared_embedder(settings.embedding_model_path)
+    print(f"distilling {weights} into per-agent policies on {len(problems)} queries ({args.distill_steps} steps)",
+          file=sys.stderr)
+    try:
+        await asyncio.to_thread(embedder.load)
+        report = await distill(weights, problems, embedder, steps=args.distill_steps, lr=args.lr, agents=args.agents,
+                               seed=args.seed)
+    except (TrainError, EmbeddingError) as exc:
+        print(f"swarm-tui train topodim: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"distilled: eq. 13 KL per query {report.kl_start:.3f} -> {report.kl_end:.3f}; weights: {weights} "
+          "(used by runs with -o generator=decentralized)")
+    return 0
 
 
 async def _train(

@@ -71,7 +71,8 @@ NAME = "topodim"
 CALL_GRAPH = "typed-graph"  # the Manager's one call of the prior generator
 CALLS = (*MODES, CALL_GRAPH)  # every call label this method sends
 MARK = "one-shot typed interaction graph"  # in every system prompt, so scripts can tell our calls apart
-GENERATORS = ("prior", "random", "policy")
+GENERATORS = ("prior", "random", "policy", "decentralized")
+POLICY_GENERATORS = ("policy", "decentralized")
 PEER_CHARS = 8000  # at most this much of one teammate's answer is quoted in another's prompt
 
 # TopoDIM runs with five agents (§4.1). The domains' teams have three or four workers; these roles fill
@@ -365,7 +366,7 @@ class TopoDIMMethod:
         rng = np.random.default_rng(seed)
         if self.generator == "prior":
             return await self._prior(seed)
-        if self.generator == "policy":
+        if self.generator in POLICY_GENERATORS:
             generated = await self._policy(rng, seed)
             if generated is not None:
                 return generated
@@ -430,11 +431,13 @@ class TopoDIMMethod:
             default_weights_path,
             describe_weights,
             load_policy,
+            local_from_checkpoint,
             prior_edges,
         )
 
         rt = self.rt
         policy = self.policy
+        local = None
         if policy is not None:
             weights = "the trainer's current weights"
         else:
@@ -444,6 +447,8 @@ class TopoDIMMethod:
                 try:
                     policy, data = await asyncio.to_thread(load_policy, path)
                     weights = describe_weights(path, data)
+                    if self.generator == "decentralized":
+                        local = local_from_checkpoint(data, path)
                 except PolicyLoadError as exc:
                     rt.notice(f"TopoDIM policy: {exc}; using the untrained policy", "warning")
             if policy is None:
@@ -453,6 +458,12 @@ class TopoDIMMethod:
                     "train it with: swarm-tui train topodim DATASET"
                 )
             rt.notice(f"TopoDIM policy: {weights}", "info")
+        if self.generator == "decentralized" and local is None:
+            rt.notice(
+                "TopoDIM: no distilled local policies (swarm-tui train topodim DATASET --distill): "
+                "the centralised policy draws the graph",
+                "warning",
+            )
         vector = np.asarray(await rt.embedder.aembed([rt.spec.problem]), dtype=np.float32).reshape(-1)
         if vector.shape[0] != policy.task_dim or vector.shape[0] != TASK_DIM:
             rt.notice(
@@ -462,9 +473,16 @@ class TopoDIMMethod:
             )
             return None
         prior = prior_edges(rt.domain.name, self.names)
+        task = torch.from_numpy(vector)
         with torch.no_grad():
-            dists = policy.distributions(self.names, prior, torch.from_numpy(vector), self.temperature).tolist()
+            if local is not None:  # §3.4: each agent's own network draws its row; the same rules apply
+                dists = local.distributions(self.names, policy.initial_states(self.names, task)).tolist()
+            else:
+                dists = policy.distributions(self.names, prior, task, self.temperature).tolist()
         decisions = decode(self.names, lambda i, j: dists[i][j], self.edge_types, rng)
+        if local is not None:
+            graph = build_graph(self.names, decisions, self.alpha)
+            return _Generated(graph, seed, None, f"{weights}; drawn by the decentralised local policies")
         index = {n: i for i, n in enumerate(self.names)}
         sample = PolicySample(
             names=list(self.names),
@@ -497,7 +515,7 @@ class TopoDIMMethod:
         ]
         return TopoDIMGraph(
             round=1,
-            generator=self.generator if generated.sample is not None or self.generator != "policy" else "random",
+            generator=self._generator_shown(generated),
             alpha=self.alpha,
             temperature=generated.temperature,
             seed=generated.seed,
@@ -518,6 +536,14 @@ class TopoDIMMethod:
             weights=generated.weights,
             ignored=graph.ignored[:20] + ([f"and {len(graph.ignored) - 20} more"] if len(graph.ignored) > 20 else []),
         )
+
+    def _generator_shown(self, generated: _Generated) -> str:
+        """What actually drew the graph (a policy that could not run fell back)."""
+        if self.generator not in POLICY_GENERATORS:
+            return self.generator
+        if generated.sample is not None:
+            return "policy"
+        return "decentralized" if "decentralised local policies" in generated.weights else "random"
 
     # --- prompts ------------------------------------------------------------------------------
     def _system(self, name: str) -> str:
@@ -833,7 +859,8 @@ def _factory(options: dict[str, Any], domain: Domain) -> TopoDIMMethod:
 
 OPTIONS = (
     OptionSpec("generator", "choice", "prior", "how the typed graph is drawn: prior (the Manager writes it), "
-               "random (the paper's w/ Rand ablation) or policy (the R-GCN generator)", choices=GENERATORS),
+               "random (the paper's w/ Rand ablation), policy (the R-GCN generator) or decentralized (its distilled "
+               "per-agent policies, §3.4)", choices=GENERATORS),
     OptionSpec("alpha", "float", 0.7, "sparsity budget of eq. 8: keep the top (1 - alpha) of the sampled edges",
                low=0.0, high=1.0),
     OptionSpec("edge_types", "str", "conditioned,feedback,debate",
@@ -844,7 +871,8 @@ OPTIONS = (
     OptionSpec("seed", "int", 0, "sampler seed (with the problem text it fixes the graph)", low=0),
     OptionSpec("agents", "int", 5, "team size (the paper runs 5: the domain's roles, then TopoDIM's extra roles)",
                low=2, high=6),
-    OptionSpec("weights", "str", "", "policy generator: weights file (default: the user data dir's topodim/policy.pt)"),
+    OptionSpec("weights", "str", "",
+               "policy/decentralized: weights file (default: the user data dir's swarm-tui/topodim/policy.pt)"),
 )
 
 register(

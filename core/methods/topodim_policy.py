@@ -194,6 +194,69 @@ class TopoDIMPolicy(nn.Module):
         return log_p, entropy
 
 
+# --- the decentralised policies (§3.4) -----------------------------------------------------------
+
+
+class LocalPolicies(nn.Module):
+    """One light MLP per role (§3.4): agent i's π^(i)(r_ij | h_i^(0), h_j^(0)) over R' for every other agent
+    j (eq. 2; the task enters through h^(0), eq. 5). Distilled from the centralised policy (eq. 13)."""
+
+    def __init__(self, roles: Sequence[str] = ROLE_VOCAB, *, hidden: int = HIDDEN, seed: int = 0) -> None:
+        super().__init__()
+        self.roles = list(roles)
+        self.hidden = hidden
+        self._index = {name: i for i, name in enumerate(self.roles)}
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self.mlps = nn.ModuleList(
+                nn.Sequential(nn.Linear(2 * hidden, hidden), nn.Tanh(), nn.Linear(hidden, len(RELATIONS)))
+                for _ in self.roles
+            )
+
+    def logits(self, names: Sequence[str], h0: torch.Tensor) -> torch.Tensor:
+        """(N, N, |R'|): row i from agent i's own network, given (h_i^(0), h_j^(0)) for each j."""
+        n = h0.shape[0]
+        rows = []
+        for i, name in enumerate(names):
+            mlp = self.mlps[self._index.get(name, self._index.get(OTHER_ROLE, 0))]
+            rows.append(mlp(torch.cat([h0[i].expand(n, -1), h0], dim=-1)))
+        return torch.stack(rows)
+
+    def distributions(self, names: Sequence[str], h0: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(self.logits(names, h0), dim=-1)
+
+
+def distill_loss(
+    central: TopoDIMPolicy,
+    local: LocalPolicies,
+    names: Sequence[str],
+    prior: Sequence[tuple[str, str, str]],
+    task: torch.Tensor,
+    temperature: float,
+) -> torch.Tensor:
+    """Eq. 13: Σ_i Σ_{j≠i} KL(π_θ(r_ij | G_pri, q) || π_θ'(r_ij | h_i^(0), h_j^(0))); the teacher is frozen."""
+    with torch.no_grad():
+        teacher = central.distributions(names, prior, task, temperature)
+        h0 = central.initial_states(names, task)
+    log_student = torch.log_softmax(local.logits(names, h0), dim=-1)
+    kl = (teacher * (torch.log(teacher.clamp_min(1e-12)) - log_student)).sum(-1)
+    off_diagonal = ~torch.eye(len(names), dtype=torch.bool)
+    return kl[off_diagonal].sum()
+
+
+def local_from_checkpoint(data: dict[str, Any], path: Path | str = "") -> LocalPolicies | None:
+    """The distilled local policies in a weights file, or None when it holds none."""
+    state = data.get("local_state")
+    if not isinstance(state, dict):
+        return None
+    try:
+        local = LocalPolicies([str(r) for r in data["roles"]], hidden=int(data["hidden"]))
+        local.load_state_dict(state)
+    except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+        raise PolicyLoadError(f"{path}: the local policies do not fit ({_first_line(exc)})") from None
+    return local
+
+
 # --- the objective (§3.3) ---------------------------------------------------------------------
 
 
@@ -288,7 +351,11 @@ def describe_weights(path: Path, data: dict[str, Any]) -> str:
     steps = data.get("step", 0)
     trained = data.get("dataset", "")
     where = f" on {Path(str(trained)).name}" if trained else ""
-    return f"trained weights {path} ({steps} step{'s' if steps != 1 else ''}{where})"
+    distilled = data.get("distilled")
+    local = ""
+    if isinstance(distilled, dict):
+        local = f"; local policies distilled on {distilled.get('queries', 0)} queries"
+    return f"trained weights {path} ({steps} step{'s' if steps != 1 else ''}{where}{local})"
 
 
 def _first_line(exc: BaseException) -> str:

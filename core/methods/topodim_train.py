@@ -25,15 +25,18 @@ from core.evaluation.round_check import CodeExecutionEvaluator
 from core.evaluation.sandbox import SandboxLimits
 from core.llm.embeddings import Embedder
 from core.methods.registry import get_method_info
-from core.methods.topodim import TopoDIMMethod
+from core.methods.topodim import TopoDIMMethod, team_roles
 from core.methods.topodim_policy import (
+    LocalPolicies,
     PolicyLoadError,
     PolicySample,
     TopoDIMPolicy,
     annealed_temperature,
+    distill_loss,
     load_checkpoint,
     moving_baseline,
     policy_from_checkpoint,
+    prior_edges,
     reinforce_loss,
     reward,
     save_checkpoint,
@@ -258,3 +261,70 @@ class TopoDIMTrainer:
             )
         except OSError as exc:
             raise TrainError(f"cannot write the checkpoint {self.weights}: {exc.strerror or exc}") from None
+
+
+# --- stage 2: distillation into local policies (§3.4, Alg. 1 l.23-25) -------------------------------
+
+_POLICY_KEYS = ("format", "roles", "hidden", "layers", "task_dim", "state")
+
+
+@dataclass
+class DistillReport:
+    queries: int
+    steps: int
+    kl_start: float  # mean eq. 13 loss per query before distilling
+    kl_end: float  # and after
+
+
+async def distill(
+    weights: Path,
+    problems: Sequence[Problem],
+    embedder: Embedder,
+    *,
+    steps: int = 200,
+    lr: float = 0.01,
+    temperature: float = 0.5,
+    agents: int = 5,
+    seed: int = 0,
+) -> DistillReport:
+    """Distil the trained centralised policy into one MLP per role by minimising eq. 13 on the queries
+    (M' of them, no model calls: only their MiniLM embeddings), then store the local policies in the
+    same weights file; ``generator = "decentralized"`` uses them."""
+    if not problems:
+        raise TrainError("no problems to distil on")
+    try:
+        data = load_checkpoint(weights)
+        central = policy_from_checkpoint(data, weights)
+    except PolicyLoadError as exc:
+        raise TrainError(f"cannot distil: {exc}") from None
+    vectors = await embedder.aembed([p.task for p in problems])
+    queries = []
+    for problem, vector in zip(problems, vectors, strict=True):
+        names = [r.name for r in team_roles(get_domain(problem.domain), agents)]
+        queries.append((names, prior_edges(problem.domain, names), torch.tensor(vector, dtype=torch.float32)))
+    local = LocalPolicies(central.roles, hidden=central.hidden, seed=seed)
+
+    def mean_loss() -> float:
+        with torch.no_grad():
+            return sum(float(distill_loss(central, local, *q, temperature)) for q in queries) / len(queries)
+
+    def optimise() -> tuple[float, float]:
+        start = mean_loss()
+        optimizer = torch.optim.Adam(local.parameters(), lr=lr)
+        for step in range(steps):
+            optimizer.zero_grad()
+            distill_loss(central, local, *queries[step % len(queries)], temperature).backward()
+            optimizer.step()
+        return start, mean_loss()
+
+    kl_start, kl_end = await asyncio.to_thread(optimise)
+    kept = {k: v for k, v in data.items() if k not in _POLICY_KEYS}
+    kept.update(
+        local_state=local.state_dict(),
+        distilled={"queries": len(queries), "steps": steps, "kl": kl_end, "temperature": temperature},
+    )
+    try:
+        save_checkpoint(weights, central, **kept)
+    except OSError as exc:
+        raise TrainError(f"cannot write {weights}: {exc.strerror or exc}") from None
+    return DistillReport(len(queries), steps, kl_start, kl_end)
