@@ -139,6 +139,7 @@ async def test_the_sandbox_tells_the_decision_maker_which_candidates_pass(embedd
     finished, events, server = await run_topodim(embedder, evaluator=CodeExecutionEvaluator())
     runs = {t.source_agent: t for t in of(events, ev.TestRun)}
     assert not runs["Developer"].passed and runs["BugFixer"].passed  # the draft fails 'cat'
+    assert "Tester" not in runs  # bare asserts are tests, not a candidate solution
     final = request(server, "Manager", "final")
     assert "- Developer: WRONG_ANSWER" in final and "- BugFixer: PASSED" in final
     assert runs["Manager"].passed and finished.solved is True

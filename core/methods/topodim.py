@@ -21,6 +21,7 @@ The pure graph work (mask, sparsification, node filter, schedule, diversity) is 
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import hashlib
 import json
@@ -256,6 +257,19 @@ def _abort_if_unreachable(result: AgentResult) -> None:
     call has been noticed, and the schedule goes on without its output."""
     if result.connection_failed:
         raise RunAborted(result.error)
+
+
+def solution_code(text: str) -> str:
+    """The code in an answer when it defines something (a function or class): a tester's bare asserts
+    are not a candidate solution."""
+    code = latest_code([text])
+    try:
+        tree = ast.parse(code) if code else None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ""
+    if tree is None or not any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) for n in tree.body):
+        return ""
+    return code
 
 
 def clip(text: str, limit: int = PEER_CHARS) -> str:
@@ -707,7 +721,7 @@ class TopoDIMMethod:
         from core.evaluation.sandbox import SandboxLimits, arun_code
 
         limits = getattr(rt.evaluator, "limits", None) or SandboxLimits()
-        codes = {name: latest_code([text]) for name, text in answers.items()}
+        codes = {name: solution_code(text) for name, text in answers.items()}
         codes = {name: code for name, code in codes.items() if code}
         if not codes:
             return "SANDBOX: no candidate contains code to run.\n\n", {}
@@ -806,7 +820,7 @@ class TopoDIMMethod:
         ranked = [n for n in dict.fromkeys([*passing, self.rt.domain.answer_role, *answers]) if answers.get(n)]
         for name in ranked:
             if domain == "code":
-                code = latest_code([answers[name]])
+                code = solution_code(answers[name])
                 if code:
                     return f"```python\n{code}\n```", f"extracted:{name}"
             elif domain == "math":
