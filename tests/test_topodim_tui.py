@@ -48,8 +48,9 @@ async def test_a_demo_run_shows_the_typed_graph_and_the_numbered_calls(tmp_path:
         assert view.border_subtitle == "calls 9/9"
         await pilot.press("d")
         text = view.text
-        assert "BugFixer ··cond 0.55··▷ Researcher  masked (eq. 7: a cycle)" in text
-        assert "Designer ··cond 0.40··▷ Developer  pruned (eq. 8)" in text
+        assert "BugFixer ··cond 0.55··▷ Researcher  masked" in text
+        assert "Designer ··cond 0.40··▷ Developer  pruned" in text
+        assert "masked = would close a cond/dbt cycle (eq. 7)" in text
         await pilot.press("g")
         text = view.text
         assert "p(r) per pair" in text and "0.55✗" in text  # the masked draw, in its 4-way distribution

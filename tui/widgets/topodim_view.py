@@ -26,7 +26,7 @@ STRATEGY = "topodim"
 SHORT = {"conditioned": "cond", "feedback": "fbk", "debate": "dbt", "none": "∅"}
 # conditioned solid →, feedback dashed ↺, debate double ⇄ (METHODS.md §1.11)
 LINES = {"conditioned": ("──", "──▶"), "feedback": ("┄┄", "┄┄↺"), "debate": ("══", "══⇄")}
-REASONS = {"masked": "masked (eq. 7: a cycle)", "pruned": "pruned (eq. 8)"}
+REASONS = {"masked": "masked", "pruned": "pruned"}
 MARKS = {"pending": "·", "running": "▶", "done": "✓", "unparsed": "?", "failed": "✗", "skipped": "–",
          "stopped": "■"}
 
@@ -208,6 +208,8 @@ def render_topodim(
         if graph.fallback:
             lines.append(Text("no edge survived: every agent answers alone", st.removed))
         if removed and show_removed:
+            lines.append(Text("removed: pruned = outside the top 1−α (eq. 8) · masked = would close a "
+                              "cond/dbt cycle (eq. 7)", st.legend))
             for e in removed:
                 lines.append(Text(f"{e['src'].rjust(pad)} ··{SHORT.get(e['kind'], e['kind'])} {e['p']:.2f}··▷ "
                                   f"{e['dst']}  {REASONS.get(e['status'], e['status'])}", st.removed))
