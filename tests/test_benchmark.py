@@ -58,6 +58,7 @@ SUMMARY_COLUMNS = [
     "correct",
     "accuracy",
     "mean_rounds",
+    "mean_calls",
     "mean_prompt_tokens",
     "mean_completion_tokens",
     "mean_calls",

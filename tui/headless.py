@@ -69,8 +69,8 @@ class ProgressPrinter:
         handler = getattr(self, f"on_{event.type}", None)
         if handler is not None:
             handler(event)
-        elif hasattr(event, "progress_lines"):  # a method's own event says how it reads
-            for line in event.progress_lines():
+        elif callable(getattr(event, "progress_lines", None)):  # a method's own events say how they print
+            for line in event.progress_lines():  # type: ignore[attr-defined]
                 self._line(line)
 
     def on_run_started(self, e: ev.RunStarted) -> None:
@@ -107,20 +107,23 @@ class ProgressPrinter:
     def on_topology_built(self, e: ev.TopologyBuilt) -> None:
         routing = RoutingResult.from_dict(e.routing)
         tag = " (re-routed)" if e.rerouted else ""
+        removed: dict[str, int] = {}
+        for r in routing.removed:  # DyTopo's reasons (k_in, cycle), and any a method adds (masked, pruned)
+            removed[r.reason] = removed.get(r.reason, 0) + 1
         if routing.typed or not self._uses_tau:  # a method's own graph: edges by kind, no threshold
             edges = ", ".join(f"{x.src}→{x.dst} ({edge_label(x)})" for x in routing.edges) or "none"
-            extra = f"; not running: {', '.join(routing.inactive)}" if routing.inactive else ""
-            self._line(f"graph{tag}: {edges}  [{len(routing.edges)} edges{extra}]")
-            if routing.tiers and routing.acyclic is not False:
+            parts = [f"{len(routing.edges)} edges", *(f"removed {n} by {reason}" for reason, n in removed.items())]
+            if routing.inactive:
+                parts.append(f"not running: {', '.join(routing.inactive)}")
+            self._line(f"graph{tag}: {edges}  [{'; '.join(parts)}]")
+            if routing.tiers:
                 self._line(f"order: {' | '.join(', '.join(tier) for tier in routing.tiers)}")
             return
-        else:
-            edges = ", ".join(f"{x.src}→{x.dst} {x.score:.2f}" for x in routing.edges) or "none"
-            removed = {reason: sum(1 for r in routing.removed if r.reason == reason) for reason in ("k_in", "cycle")}
-            self._line(
-                f"graph{tag}: {edges}  [{len(routing.edges)}/{routing.possible_edges} edges; "
-                f"removed {removed['k_in']} by k_in, {removed['cycle']} by cycle]"
-            )
+        edges = ", ".join(f"{x.src}→{x.dst} {x.score:.2f}" for x in routing.edges) or "none"
+        self._line(
+            f"graph{tag}: {edges}  [{len(routing.edges)}/{routing.possible_edges} edges; "
+            f"removed {removed.get('k_in', 0)} by k_in, {removed.get('cycle', 0)} by cycle]"
+        )
         if routing.order:
             self._line(f"order: {' → '.join(routing.order)}")
 

@@ -25,6 +25,7 @@ SOLO_ROLE = "Solo"
 SOLO_CALL = "single"
 WRONG_MATH_ANSWER = "-1234567"
 _PROBLEM_MARK = "PROBLEM:\n"
+_TOPODIM_CALLS = frozenset({"typed-graph", "solution", "evaluate", "revise", "challenge", "defend", "final"})
 
 
 def wrong_code(entry_point: str) -> str:
@@ -184,6 +185,12 @@ def benchmark_script(problems: Sequence[Problem], *, correct: bool = True) -> Sc
 
             return bench_reply(info, domain=problem.domain, answer=_answer(problem, correct),
                                entry_point=problem.entry_point, correct=correct)
+        if info.call in _TOPODIM_CALLS:
+            from core.demo.topodim_script import bench_reply
+
+            reply = bench_reply(info, _answer(problem, correct), problem.domain)
+            if reply is not None:
+                return reply
         if info.role == "Manager" or info.call in (CALL_PLAN, CALL_MANAGER):
             return json.dumps(_manager(problem, info, correct))
         if info.call == CALL_DESCRIPTORS:

@@ -385,6 +385,7 @@ _GENERAL = _Scenario(
 )
 
 _SCENARIOS: dict[str, _Scenario] = {"code": _CODE, "math": _MATH, "general": _GENERAL}
+_TOPODIM_CALLS = frozenset({"typed-graph", "solution", "evaluate", "revise", "challenge", "defend", "final"})
 
 
 # --- replies ----------------------------------------------------------------------------------------------
@@ -459,6 +460,12 @@ def demo_script(info: RequestInfo) -> str:
         from core.demo.topoweaver_script import topoweaver_script
 
         return topoweaver_script(info)
+    if info.call in _TOPODIM_CALLS:  # TopoDIM's calls: its own script (imported here: no import cycle)
+        from core.demo.topodim_script import topodim_reply
+
+        reply = topodim_reply(info)
+        if reply is not None:
+            return reply
     scn = _SCENARIOS.get(info.domain, _CODE)
     if info.call == "single":
         return _solo_reply(scn, info)

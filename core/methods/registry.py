@@ -128,9 +128,13 @@ def register(info: MethodInfo) -> MethodInfo:
     return info
 
 
+_FIRST = ("dytopo", "single", "single-turn", "random", "broadcast", "chain", "star")
+
+
 def method_names() -> list[str]:
+    """DyTopo and its baselines first, then the other methods as registered (whatever was imported first)."""
     _load_builtin_methods()
-    return list(_REGISTRY)
+    return sorted(_REGISTRY, key=lambda name: _FIRST.index(name) if name in _FIRST else len(_FIRST))
 
 
 def get_method_info(name: str) -> MethodInfo:
@@ -158,17 +162,18 @@ def parse_option_flags(values: list[str] | None) -> dict[str, str]:
     return out
 
 
-_builtins_loaded = False
+_BUILTINS_LOADED = False
 
 
 def _load_builtin_methods() -> None:
-    """Import the method modules once; each registers itself. (A flag, not "is the table empty": a
-    method module imported on its own first must not stop the others from loading.)"""
-    global _LOADED
-    if _LOADED:
+    """Import the method modules once; each registers itself. (A flag, not "is the table empty": a module
+    imported on its own first, e.g. core.methods.topodim by the demo script, registers only itself.)"""
+    global _BUILTINS_LOADED
+    if _BUILTINS_LOADED:
         return
-    _LOADED = True
+    _BUILTINS_LOADED = True
     import core.methods.baselines
     import core.methods.dmoa
     import core.methods.dytopo
+    import core.methods.topodim
     import core.methods.topoweaver  # noqa: F401

@@ -30,6 +30,8 @@ class ForkPoint:
 def fork_point(session: Session, round_no: int, session_ref: str) -> ForkPoint:
     """Where to continue from. ValueError (one line) if round_no is not a completed round."""
     completed = session.completed_rounds
+    if session.metadata.strategy == "topodim":  # one graph, one round (TopoDIM Alg. 1): nothing to continue
+        raise ValueError("cannot fork a TopoDIM run: it is one round over one graph; run the problem again instead")
     if not 1 <= round_no <= completed:
         raise ValueError(f"cannot fork from round {round_no}: the session has {completed} completed round(s)")
     history = [

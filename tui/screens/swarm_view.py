@@ -30,6 +30,7 @@ from ..widgets.graph_pane import GraphPane
 from ..widgets.header import ParamsBar, RunHeader
 from ..widgets.manager_pane import ManagerPane
 from ..widgets.results_pane import ResultsPane, RoundSparks
+from ..widgets.topodim_view import TopoDIMState, TopoDIMView
 from ..widgets.topoweaver_view import TopoWeaverView, shows_topoweaver
 
 FRAME_INTERVAL = 1 / 25  # how often streamed text reaches the panes
@@ -45,6 +46,7 @@ class SwarmScreen(Screen[None]):
         self.view_round: int | None = None  # None: follow the current round
         self._shown_delta_rev = -1
         self._panes: dict[str, AgentPane] = {}
+        self.topodim = TopoDIMState()  # TopoDIM runs show their typed graph instead of the graph pane
 
     # --- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -55,6 +57,7 @@ class SwarmScreen(Screen[None]):
             with Horizontal(id="lower"):
                 yield GraphPane(id="graph")
                 yield DmoaView(id="dmoa")  # DMoA runs: in place of the graph and manager panes
+                yield TopoDIMView(id="topodim")
                 yield ManagerPane(id="manager")
                 yield TopoWeaverView(id="topoweaver")
                 with Vertical(id="side"):
@@ -95,6 +98,7 @@ class SwarmScreen(Screen[None]):
     # --- events -------------------------------------------------------------------------------
     def apply_event(self, event: ev.Event, *, render: bool = True) -> None:
         self.model.apply(event)
+        self.topodim.apply(event)
         if isinstance(event, ev.AgentDelta):
             return
         if isinstance(event, ev.RunStarted):
@@ -110,14 +114,18 @@ class SwarmScreen(Screen[None]):
             self.refresh_all()
 
     def _show_method_view(self) -> None:
-        """A method with a view of its own (DMoA's router, TopoWeaver-R1's plans) shows it in place of the
-        graph and manager panes."""
-        views = {DmoaView: self.model.strategy == "dmoa", TopoWeaverView: shows_topoweaver(self.model.run)}
+        """A method with a view of its own (DMoA's router, TopoWeaver-R1's plans, TopoDIM's typed graph) shows
+        it in place of the graph pane (and of the manager pane, where no Manager decides)."""
+        strategy = self.model.strategy
+        views = {
+            DmoaView: strategy == "dmoa",
+            TopoWeaverView: shows_topoweaver(self.model.run),
+            TopoDIMView: strategy == "topodim",  # its typed graph; the Manager pane stays (it decides)
+        }
         for view, shown in views.items():
             self.query_one(view).display = shown
-        own_view = any(views.values())
-        self.query_one(GraphPane).display = not own_view
-        self.query_one(ManagerPane).display = not own_view
+        self.query_one(GraphPane).display = not any(views.values())
+        self.query_one(ManagerPane).display = not (views[DmoaView] or views[TopoWeaverView])
 
     def on_notice(self, event: ev.Notice) -> None:
         severity = {"error": "error", "warning": "warning"}.get(event.severity, "information")
@@ -186,7 +194,11 @@ class SwarmScreen(Screen[None]):
         rv = model.round_view(self.shown_round)
         active = frozenset(n for n, a in rv.agents.items() if a.streaming) if rv else frozenset()
         override, tag = self.graph_override()
-        self.query_one(GraphPane).sync(model, self.shown_round, override=override, tag=tag, active=active)
+        graph = self.query_one(GraphPane)
+        graph.sync(model, self.shown_round, override=override, tag=tag, active=active)
+        view = self.query_one(TopoDIMView)
+        if view.display:
+            view.sync(self.topodim, show_removed=graph.show_removed, distributions=graph.matrix, active=active)
         self.query_one(ManagerPane).sync(model, self.shown_round)
         if self.query_one(DmoaView).display:
             self.query_one(DmoaView).sync(model, self.shown_round)
