@@ -206,7 +206,7 @@ def test_typed_edges_survive_a_session_round_trip_and_style_the_exports(tmp_path
     mermaid = export_session(loaded, "mermaid")
     assert "-.->|feedback 0.61|" in mermaid and "<==>|debate 0.55|" in mermaid
     md = export_session(loaded, "md")
-    assert "Developer → Tester (0.61, feedback)" in md and "Not running: Designer" in md
+    assert "Developer → Tester (feedback 0.61)" in md and "Not running: Designer" in md
 
 
 def test_an_edge_without_a_kind_loads_as_a_routed_edge() -> None:

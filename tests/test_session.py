@@ -134,7 +134,8 @@ def test_fork_parent_and_round_survive_json_and_toml(forked_math: dict[str, Any]
 def test_single_pass_session_keeps_its_protocol_and_graphs(single_pass: dict[str, Any], tmp_path: Path) -> None:
     session = load_session(single_pass["recorder"].path)
     assert session.metadata.protocol == "single-pass"
-    assert session.rounds[0].broadcast and session.rounds[1].routing is not None
+    # The paper routes from round 1 (Algorithm 1): no broadcast round in single-pass.
+    assert not session.rounds[0].broadcast and all(r.routing is not None for r in session.rounds)
     again = load_session(save_session(session, tmp_path / "sp.toml"))
     assert again == session
 

@@ -247,10 +247,7 @@ class Row:
     metrics: dict[str, float] = field(default_factory=dict)  # the method's own figures; JSON files only
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        if not data["metrics"]:  # only methods with figures of their own carry the field
-            del data["metrics"]
-        return data
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Row:
@@ -313,9 +310,6 @@ def _metric_means(rows: Sequence[Row]) -> dict[str, float]:
 
 def format_table(summary: Sequence[dict[str, Any]]) -> str:
     header = ["strategy", "solved", "accuracy", "rounds", "prompt tok", "compl tok", "calls", "wall s"]
-    extra = any(k not in SUMMARY_FIELDS for s in summary for k in s)  # a method's own figures (DMoA: mean k)
-    if extra:
-        header.append("method")
     lines = [header]
     for s in summary:
         lines.append(
@@ -324,14 +318,11 @@ def format_table(summary: Sequence[dict[str, Any]]) -> str:
                 f"{s['correct']}/{s['problems']}",
                 f"{100 * s['accuracy']:.1f}%",
                 f"{s['mean_rounds']:.2f}",
-                f"{s['mean_calls']:.1f}",
                 f"{s['mean_prompt_tokens']:.0f}",
                 f"{s['mean_completion_tokens']:.0f}",
                 f"{s.get('mean_calls', 0):.1f}",
                 f"{s['mean_wall_s']:.2f}",
             ]
-            + ([", ".join(f"{k.removeprefix('mean_')} {v:.2f}" for k, v in s.items() if k not in SUMMARY_FIELDS)]
-               if extra else [])
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
 
