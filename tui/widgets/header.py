@@ -20,6 +20,8 @@ def status_line(model: RunModel, elapsed: float, replay: str = "") -> Content:
     """``replay``: the replay's own state ("replay paused", ...), shown instead of the recorded status
     until the recorded run ends (a paused replay must not read "running")."""
     max_rounds = model.params.get("max_rounds", "?")
+    info = model.method_info
+    unit = info.unit if info is not None else "round"  # what the method steps by: round, step, turn
     who = "DEMO (scripted server)" if model.demo else (model.model_name or "model ?")
     phase = f" · phase {model.phase}" if model.phase else ""
     if model.phase_detail:
@@ -27,7 +29,7 @@ def status_line(model: RunModel, elapsed: float, replay: str = "") -> Content:
     status = model.status_text
     rv = model.round_view()
     if status == "paused" and (rv is None or rv.finished):
-        status = f"paused before round {model.current + 1}"
+        status = f"paused before {unit} {model.current + 1}"
     if model.finished is not None:
         status = f"finished: {model.finished.reason} — {model.finished.detail}"
     elif replay:
@@ -42,7 +44,7 @@ def status_line(model: RunModel, elapsed: float, replay: str = "") -> Content:
         *([(fork, "bold $accent"), " · "] if fork else []),
         (who, "bold $accent" if model.demo else "bold"),
         " · ",
-        (f"round {model.current}/{max_rounds}", "bold"),
+        (f"{unit} {model.current}/{max_rounds}", "bold"),
         # Tokens and time before the status: a finished run's reason is long and would push them out.
         f" · {model.tokens:,} tok · {_clock(elapsed)} · ",
         (status, f"bold {style}".strip()),

@@ -1,0 +1,149 @@
+"""MiniLM through ONNX Runtime: the same vectors as sentence-transformers, in less time.
+
+The model is exported once from a local sentence-transformers folder (the bundled package or a
+configured path) into the user cache, with torch's exporter, and then run by onnxruntime with the
+folder's own fast tokenizer. Pooling follows the folder's pipeline (modules.json): mean over the
+attention mask, then L2 normalisation. Vectors match the torch backend to about 1e-7
+(tests/test_embeddings_onnx.py checks 1e-5 on the conformance pairs).
+
+Nothing here downloads anything. Any failure (onnxruntime missing, an export that does not work with
+the installed torch/transformers, an unreadable cache) raises OnnxUnavailable and the caller falls back
+to torch; ``SWARM_TUI_EMBEDDING_BACKEND=torch`` skips this backend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import platformdirs
+
+ENV_BACKEND = "SWARM_TUI_EMBEDDING_BACKEND"  # "torch" turns ONNX Runtime off
+_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+class OnnxUnavailable(RuntimeError):
+    """This backend cannot run here; the message says why (the caller uses torch instead)."""
+
+
+def onnx_wanted() -> bool:
+    return os.environ.get(ENV_BACKEND, "").strip().lower() != "torch"
+
+
+def _fingerprint(folder: Path) -> str:
+    """Which weights an exported file came from: the weight files' names, sizes and times."""
+    parts = []
+    for name in ("model.safetensors", "pytorch_model.bin", "config.json"):
+        path = folder / name
+        if path.is_file():
+            stat = path.stat()
+            parts.append(f"{name}:{stat.st_size}:{int(stat.st_mtime)}")
+    if not parts:
+        raise OnnxUnavailable(f"{folder} has no model weights to export")
+    return hashlib.sha256("|".join([str(folder.resolve()), *parts]).encode()).hexdigest()[:16]
+
+
+def _export(folder: Path, target: Path) -> None:
+    """Export the transformer (token embeddings out) to ONNX with torch, atomically."""
+    try:
+        import torch
+        from transformers import AutoModel
+    except Exception as exc:
+        raise OnnxUnavailable(f"cannot export to ONNX: {type(exc).__name__}: {exc}") from None
+
+    class TokenEmbeddings(torch.nn.Module):
+        def __init__(self, model: Any) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            out = self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+            return out.last_hidden_state
+
+    model = AutoModel.from_pretrained(str(folder), local_files_only=True).eval()
+    sample = torch.ones((2, 8), dtype=torch.long)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".onnx.tmp", delete=False) as handle:
+        scratch = Path(handle.name)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(
+                TokenEmbeddings(model),
+                (sample, sample, torch.zeros_like(sample)),
+                str(scratch),
+                input_names=list(_INPUTS),
+                output_names=["token_embeddings"],
+                dynamic_axes={name: {0: "batch", 1: "tokens"} for name in (*_INPUTS, "token_embeddings")},
+                opset_version=17,
+                dynamo=False,
+            )
+        os.replace(scratch, target)
+    except Exception as exc:
+        scratch.unlink(missing_ok=True)
+        raise OnnxUnavailable(f"ONNX export failed: {type(exc).__name__}: {str(exc)[:160]}") from None
+
+
+class OnnxMiniLM:
+    """The slice of SentenceTransformer's interface the Embedder uses: encode() and the dimension."""
+
+    def __init__(self, folder: str | Path, cache_dir: Path | None = None) -> None:
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except Exception as exc:
+            raise OnnxUnavailable(f"onnxruntime is not installed ({type(exc).__name__})") from None
+        folder = Path(folder)
+        tokenizer_file = folder / "tokenizer.json"
+        if not tokenizer_file.is_file():
+            raise OnnxUnavailable(f"{folder} has no tokenizer.json")
+        cache = cache_dir or Path(platformdirs.user_cache_dir("swarm-tui")) / "minilm-onnx"
+        self.path = cache / f"{_fingerprint(folder)}.onnx"
+        if not self.path.is_file():
+            _export(folder, self.path)
+        options = ort.SessionOptions()
+        options.log_severity_level = 3  # errors only: nothing may scribble over the TUI
+        try:
+            self.session = ort.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # a damaged cache file: export again next time
+            self.path.unlink(missing_ok=True)
+            raise OnnxUnavailable(f"cannot load {self.path}: {str(exc)[:160]}") from None
+        self.tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        self.tokenizer.enable_truncation(max_length=_max_length(folder))
+        self.tokenizer.enable_padding(pad_id=self.tokenizer.token_to_id("[PAD]") or 0, pad_token="[PAD]")
+        self.dimension = int(json.loads((folder / "config.json").read_text()).get("hidden_size", 384))
+
+    def get_embedding_dimension(self) -> int:
+        return self.dimension
+
+    def encode(self, texts: list[str], *, batch_size: int = 32, normalize_embeddings: bool = True,
+               **_: Any) -> np.ndarray:
+        """Mean-pooled, L2-normalised rows, as the sentence-transformers pipeline of all-MiniLM-L6-v2."""
+        rows = []
+        for start in range(0, len(texts), batch_size):
+            batch = self.tokenizer.encode_batch(texts[start : start + batch_size])
+            feed = {
+                "input_ids": np.array([e.ids for e in batch], dtype=np.int64),
+                "attention_mask": np.array([e.attention_mask for e in batch], dtype=np.int64),
+                "token_type_ids": np.array([e.type_ids for e in batch], dtype=np.int64),
+            }
+            tokens = self.session.run(None, feed)[0]
+            mask = feed["attention_mask"][..., None].astype(np.float32)
+            pooled = (tokens * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
+            if normalize_embeddings:
+                pooled = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+            rows.append(pooled.astype(np.float32))
+        return np.concatenate(rows) if rows else np.zeros((0, self.dimension), dtype=np.float32)
+
+
+def _max_length(folder: Path) -> int:
+    try:
+        return int(json.loads((folder / "sentence_bert_config.json").read_text())["max_seq_length"])
+    except (OSError, ValueError, KeyError):
+        return 256

@@ -1,0 +1,81 @@
+"""MiniLM through ONNX Runtime gives the same vectors, and so the same routing, as the torch backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.demo.scripts import _SCENARIOS
+from core.llm.embeddings import Embedder, bundled_model_path
+from core.llm.onnx_minilm import ENV_BACKEND, OnnxMiniLM
+from core.routing.dytopo import route_from_similarity, similarity_matrix
+from tests.test_embeddings import DEVELOPER_KEY, TESTER_QUERY
+
+
+@pytest.fixture(scope="module")
+def backends() -> tuple[Embedder, Embedder]:
+    onnx, torch = Embedder(), Embedder(use_onnx=False)
+    onnx.load()
+    torch.load()
+    return onnx, torch
+
+
+def _pairs() -> list[tuple[str, str]]:
+    """The conformance pairs: the paper's Table 9 pair, and every demo team's round-2 descriptors."""
+    pairs = [(TESTER_QUERY, DEVELOPER_KEY)]
+    for scenario in _SCENARIOS.values():
+        for table in scenario.descriptors.values():
+            pairs += [table[r] for r in sorted(table)]
+    return pairs
+
+
+def test_onnx_is_the_backend_for_the_bundled_model(backends: tuple[Embedder, Embedder]) -> None:
+    onnx, torch = backends
+    assert onnx.source.endswith("ONNX Runtime") and "ONNX" not in torch.source
+    assert onnx.dimension == torch.dimension == 384
+
+
+def test_onnx_and_torch_vectors_and_similarities_agree(backends: tuple[Embedder, Embedder]) -> None:
+    onnx, torch = backends
+    texts = [t for pair in _pairs() for t in pair]
+    a, b = onnx.embed(texts), torch.embed(texts)
+    assert a.shape == b.shape and a.dtype == np.float32
+    assert float(np.abs(a - b).max()) < 1e-5
+    sims_a = [float(a[i] @ a[i + 1]) for i in range(0, len(texts), 2)]
+    sims_b = [float(b[i] @ b[i + 1]) for i in range(0, len(texts), 2)]
+    assert max(abs(x - y) for x, y in zip(sims_a, sims_b, strict=True)) < 1e-5
+    assert sims_a[0] == pytest.approx(0.784, abs=0.005)  # Table 9's pair, as measured with torch
+
+
+def test_onnx_and_torch_route_the_demo_rounds_identically(backends: tuple[Embedder, Embedder]) -> None:
+    onnx, torch = backends
+    for scenario in _SCENARIOS.values():
+        names = sorted(scenario.descriptors)
+        queries = [scenario.descriptors[n][min(scenario.descriptors[n])][0] for n in names]
+        keys = [scenario.descriptors[n][min(scenario.descriptors[n])][1] for n in names]
+        graphs = []
+        for backend in (onnx, torch):
+            sim = similarity_matrix(backend.embed(queries), backend.embed(keys))
+            graphs.append(route_from_similarity(names, sim, 0.3, 2, break_cycles=True))
+        assert [(e.src, e.dst) for e in graphs[0].edges] == [(e.src, e.dst) for e in graphs[1].edges]
+        assert graphs[0].order == graphs[1].order
+
+
+def test_torch_can_be_chosen_and_a_damaged_export_is_rebuilt(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(ENV_BACKEND, "torch")
+    forced = Embedder()
+    forced.load()
+    assert "ONNX" not in forced.source
+    monkeypatch.delenv(ENV_BACKEND)
+    folder = bundled_model_path()
+    assert folder is not None
+    first = OnnxMiniLM(folder, cache_dir=tmp_path)
+    first.path.write_bytes(b"not an onnx file")
+    with pytest.raises(Exception, match="cannot load"):
+        OnnxMiniLM(folder, cache_dir=tmp_path)
+    again = OnnxMiniLM(folder, cache_dir=tmp_path)  # the damaged file was removed: exported anew
+    assert again.encode(["hello"]).shape == (1, 384)
