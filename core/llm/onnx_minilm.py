@@ -109,6 +109,9 @@ class OnnxMiniLM:
             _export(folder, self.path)
         options = ort.SessionOptions()
         options.log_severity_level = 3  # errors only: nothing may scribble over the TUI
+        # No spin-waiting between ops: on a CPU shared with a model server and the TUI it only burns time
+        # (the same reason the torch backend sets OMP_WAIT_POLICY=PASSIVE).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             self.session = ort.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # a damaged cache file: export again next time
