@@ -24,7 +24,7 @@ from core.demo.server import FaultRule, RequestInfo, ScriptedServer
 from core.llm.client import EndpointError
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from core.runtime.parsing import DESCRIPTOR_SCHEMA, MANAGER_SCHEMA, WORKER_SCHEMA
+from core.runtime.parsing import DESCRIPTOR_SCHEMA, MANAGER_SCHEMA, WORK_SCHEMA
 from core.runtime.runner import build_engine, open_backend
 from tests.test_engine import of, run_swarm
 from tui.cli import main as cli_main
@@ -290,7 +290,8 @@ def test_a_run_in_which_no_reply_parsed_says_so_and_exits_1(
 
 async def test_each_call_asks_for_its_contracts_json_schema(demo_server: ScriptedServer, embedder: Any) -> None:
     await run_swarm(demo_server, embedder, settings=Settings(max_rounds=2))
-    schemas = {ev.CALL_PLAN: MANAGER_SCHEMA, ev.CALL_MANAGER: MANAGER_SCHEMA, ev.CALL_WORK: WORKER_SCHEMA,
+    # A phased work call's reply carries no descriptors (phase A gave them): its own, smaller contract.
+    schemas = {ev.CALL_PLAN: MANAGER_SCHEMA, ev.CALL_MANAGER: MANAGER_SCHEMA, ev.CALL_WORK: WORK_SCHEMA,
                ev.CALL_DESCRIPTORS: DESCRIPTOR_SCHEMA}
     assert {r.call for r in demo_server.requests} == set(schemas)
     for r in demo_server.requests:

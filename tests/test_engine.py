@@ -104,7 +104,7 @@ async def test_calls_use_the_reference_temperatures_and_token_limits(
     names = {
         ev.CALL_PLAN: "manager_decision",
         ev.CALL_MANAGER: "manager_decision",
-        ev.CALL_WORK: "worker_reply",
+        ev.CALL_WORK: "work_reply",
         ev.CALL_DESCRIPTORS: "descriptors",
     }
     for r in demo_server.requests:

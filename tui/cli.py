@@ -6,6 +6,7 @@ needs them, so ``--help`` and argument errors answer at once.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -109,5 +110,21 @@ def _run_subcommand(name: str, argv: list[str]) -> int:
     return sessions_main(name, argv)
 
 
+def entry() -> None:
+    """The console command: main(), then an exit that neither waits for nor crashes in a MiniLM load still
+    under way in its background thread (a run that needed no vector ends before the load does: joining it
+    would stall the exit for seconds, and tearing down native code mid-load can abort the process)."""
+    try:
+        code: int | str | None = main()
+    except SystemExit as stop:
+        code = stop.code
+    embeddings = sys.modules.get("core.llm.embeddings")
+    if embeddings is not None and embeddings.loading_in_progress():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code if isinstance(code, int) else (0 if code is None else 2))
+    raise SystemExit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+    entry()

@@ -92,6 +92,11 @@ def _quiet_offline(offline: bool) -> Iterator[None]:
 _LOAD_LOCK = threading.Lock()
 
 
+def loading_in_progress() -> bool:
+    """True while some thread is inside a load (importing torch, exporting or opening the model)."""
+    return _LOAD_LOCK.locked()
+
+
 class Embedder:
     """Thread-safe, lazily loaded MiniLM. embed() returns L2-normalised float32 rows."""
 
