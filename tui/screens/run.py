@@ -109,6 +109,7 @@ class RunScreen(SwarmScreen):
         except Exception as exc:  # never a traceback on screen: one line for the user
             self.app.post_message(BackendFailed(f"the run stopped: {type(exc).__name__}: {exc}"))
         finally:
+            self.recorder.close("failed")  # a no-op after a normal end; a crash must not leave it "running"
             await backend.close()
 
     def _warm_up(self, event: ev.Event) -> None:
