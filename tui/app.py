@@ -7,22 +7,27 @@ replay hands recorded events to the same handler.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
+import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from textual.app import App
-from textual.worker import Worker, WorkerState
 
 from core.runtime import events as ev
 from core.runtime.config import Settings
 
-from .bridge import BackendFailed, EngineEvent
+from .bridge import BackendFailed, EmbedderReady, EngineEvent
 from .commands import SwarmCommands
 from .state import default_state_path, read_state, write_state
 
 _UNSET: Any = object()
+EMBEDDER_THREAD = "swarm-tui-embedder"
 
 
 class SwarmApp(App[int]):
@@ -69,6 +74,7 @@ class SwarmApp(App[int]):
         self._themes_ready = False
         self._from_launch: tuple[str, bool] | None = None  # (problem, demo) of a run started from the form
         self._fork_origin: Any = None  # the replay screen a fork started from, until the fork gets going
+        self._embedder_thread: threading.Thread | None = None
 
     # --- start-up -----------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -76,7 +82,7 @@ class SwarmApp(App[int]):
         if self.settings.keymap:
             self.set_keymap(dict(self.settings.keymap))
         if self.load_embedder:
-            self.run_worker(self._load_embedder, thread=True, name="embedder", exit_on_error=False)
+            self._start_embedder()
         if self.replay_events is not None:
             from .screens.replay import ReplayScreen
 
@@ -110,21 +116,29 @@ class SwarmApp(App[int]):
             if error:
                 self.notify(error, severity="warning")
 
+    def _start_embedder(self) -> None:
+        """Load MiniLM in a daemon thread (not a Textual worker: those run in the loop's executor, which
+        asyncio joins on exit, so quitting waited seconds for torch to finish importing)."""
+        thread = threading.Thread(target=self._load_embedder, name=EMBEDDER_THREAD, daemon=True)
+        self._embedder_thread = thread
+        thread.start()
+
     def _load_embedder(self) -> None:
-        """Thread worker: load MiniLM so the first routing does not wait; touches no widget."""
+        """Thread: load MiniLM so the first routing does not wait; touches no widget, only posts."""
         from core.llm.embeddings import shared_embedder
 
-        shared_embedder(self.settings.embedding_model_path).load()
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.name != "embedder":
-            return
-        if event.state == WorkerState.SUCCESS:
-            self.embeddings_ready = True
-        elif event.state == WorkerState.ERROR:
-            self.notify(str(event.worker.error), severity="error", timeout=30)
+        try:
+            shared_embedder(self.settings.embedding_model_path).load()
+        except Exception as exc:  # EmbeddingError, or anything torch raises: one line for the user
+            self.post_message(EmbedderReady(str(exc) or type(exc).__name__))
         else:
-            return
+            self.post_message(EmbedderReady())
+
+    def on_embedder_ready(self, message: EmbedderReady) -> None:
+        if message.error:
+            self.notify(message.error, severity="error", timeout=30)
+        else:
+            self.embeddings_ready = True
         if self.swarm_screen is not None:
             self.swarm_screen.model.embeddings_ready = self.embeddings_ready
             self.swarm_screen.refresh_all()
@@ -160,7 +174,7 @@ class SwarmApp(App[int]):
         self._from_launch = None
         if not self.load_embedder:  # a replay needed no model; the fork's next rounds route live
             self.load_embedder, self.embeddings_ready = True, False
-            self.run_worker(self._load_embedder, thread=True, name="embedder", exit_on_error=False)
+            self._start_embedder()
         self.swarm_screen = screen
         self.push_screen(screen)
         self.notify(f"forking from round {fork.round}: continuing live with tau {settings.tau:.2f}, "
@@ -188,6 +202,8 @@ class SwarmApp(App[int]):
 
     # --- the event stream ---------------------------------------------------------------------
     def on_engine_event(self, message: EngineEvent) -> None:
+        if self._exit:  # quitting: events still queued ahead of the exit would only delay it
+            return
         if self.swarm_screen is not None:
             self.swarm_screen.apply_event(message.event)
 
@@ -226,8 +242,7 @@ def run_app(problem: str | None, settings: Settings, *, demo: bool = False, save
             step: bool = False) -> int:
     """The TUI for a live run (or the launch form when problem is None). Returns the exit code."""
     app = SwarmApp(settings, problem=problem, demo=demo, save=save, step=step)
-    result = app.run()
-    return int(result or 0)
+    return run_and_exit(app)
 
 
 def run_replay(session: Any, path: Path | str, *, settings: Settings | None = None, demo: bool = False) -> int:
@@ -244,5 +259,34 @@ def run_replay(session: Any, path: Path | str, *, settings: Settings | None = No
     events = list(session.replay_events())
     app = SwarmApp(settings, replay=events, replay_source=str(path), replay_session=session, demo=demo,
                    load_embedder=False)
-    result = app.run()
-    return int(result or 0)
+    return run_and_exit(app)
+
+
+def run_and_exit(app: SwarmApp) -> int:
+    """Run the app, then end the process as soon as Textual has put the terminal back.
+
+    Quitting must be instant, but a normal interpreter exit is not: it joins the loop's executor
+    threads (an embedding call), waits on nothing useful while MiniLM and torch are still importing in
+    the loader thread (unsafe to interrupt any other way), and tears down torch's modules — 2 to 5 s of
+    blank terminal. Nothing is left to do at that point: sessions are written as the run goes and the
+    theme when it is picked. So: flush the output and os._exit with the app's code."""
+    loop = asyncio.new_event_loop()  # our own loop: asyncio.run() would join the executor's threads
+    try:
+        result = app.run(loop=loop)
+    except KeyboardInterrupt:
+        print("swarm-tui: interrupted", file=sys.stderr)
+        _exit_now(130)
+    except Exception:
+        import traceback
+
+        traceback.print_exc()
+        _exit_now(1)
+    _exit_now(int(result or 0))
+    return int(result or 0)  # not reached
+
+
+def _exit_now(code: int) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)

@@ -183,12 +183,16 @@ class RunScreen(SwarmScreen):
             return
         from .confirm import ConfirmScreen
 
-        def answer(yes: bool | None) -> None:
+        def answer(yes: bool) -> None:
             if yes:
                 self.control.cancel()
+                self.recorder.save()  # everything up to now, whatever the engine still emits
                 self.app.exit(0)
 
-        self.app.push_screen(ConfirmScreen("A swarm is still running. Quit and drop it?"), answer)
+        saved = f" in {self.recorder.path}" if self.recorder.path is not None else ""
+        self.app.push_screen(ConfirmScreen(
+            f"A swarm is still running. Quit? The run is cancelled; the session so far is kept{saved}.",
+            on_answer=answer))
 
     def on_unmount(self) -> None:
         self.control.cancel()
