@@ -172,7 +172,7 @@ async def test_footer_rewraps_when_the_terminal_shrinks(events: tuple[ev.Event, 
 async def test_graph_and_sparklines_before_the_first_round_and_after_a_cancel(events: tuple[ev.Event, ...]) -> None:
     """No stale or misleading drawing: a run paused before round 1 says so, a round that ended before
     routing says it will get no graph, and rounds with no edges or tokens draw no bars."""
-    from textual.widgets import Sparkline
+    from tui.widgets.results_pane import Bars
 
     app = feed_app()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -188,15 +188,16 @@ async def test_graph_and_sparklines_before_the_first_round_and_after_a_cancel(ev
         await post_events(app, pilot, [cancelled])
         assert "round 2: no graph, the run ended before routing" in graph_text(app)
         assert "waiting for descriptors" not in graph_text(app)
-        assert list(app.screen.query_one("#edges-spark", Sparkline).data or []) == [12, 0]  # round 2: none
+        assert app.screen.query_one("#edges-spark", Bars).data == [12, 0]  # round 2 ended with none
 
     app = feed_app()
     async with app.run_test(size=(120, 40)) as pilot:
         round1 = next(i for i, e in enumerate(events) if isinstance(e, ev.RoundStarted))
         await post_events(app, pilot, events[: round1 + 1])  # round 1 started: no edges, no tokens yet
-        assert "edges/round  0" in str(app.screen.query_one("#edges-label").render())
-        assert not list(app.screen.query_one("#edges-spark", Sparkline).data or [])  # not a full bar
-        assert not list(app.screen.query_one("#tokens-spark", Sparkline).data or [])
+        # The round in progress has no value yet: not drawn (never as 0, never as a full bar).
+        assert "edges/round  -" in str(app.screen.query_one("#edges-label").render())
+        assert not app.screen.query_one("#edges-spark", Bars).data
+        assert not app.screen.query_one("#tokens-spark", Bars).data
 
 
 async def test_header_keeps_tokens_and_time_in_view_when_the_reason_is_long(events: tuple[ev.Event, ...]) -> None:

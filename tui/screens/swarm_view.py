@@ -60,7 +60,12 @@ class SwarmScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.set_interval(FRAME_INTERVAL, self._frame)
+        self.app.theme_changed_signal.subscribe(self, self._theme_changed)
         self._relayout()
+        self.refresh_all()
+
+    def _theme_changed(self, _theme: object) -> None:
+        """Drawings that carry colours of their own (the graph) are redrawn in the new theme at once."""
         self.refresh_all()
 
     def on_resize(self) -> None:

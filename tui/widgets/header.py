@@ -78,15 +78,20 @@ class ParamsBar(Static):
         if not p:
             self.update("")
             return
+        tau, k_in = float(p["tau"]), p["k_in"]
+        rv = model.round_view(view_round) if view_round is not None else None
+        used = rv.used_params() if rv is not None else None
+        if used is not None:  # an earlier round: the values it ran with, not today's
+            tau, k_in = used
         viewing = (
-            f"viewing round {view_round} of {model.current} (, . to browse)"
+            f"viewing round {view_round} of {model.current}{' (its tau, k_in)' if used else ''} (, . to browse)"
             if view_round is not None
             else f"{'live ' if live else ''}round {model.current}"
         )
         routed = model.routes_by_tau
         parts = [
             *([] if model.strategy == "dytopo" else [f"method [b]{model.strategy}[/]"]),
-            *([f"tau [b]{float(p['tau']):.2f}[/]", f"k_in [b]{p['k_in']}[/]"] if routed else []),
+            *([f"tau [b]{tau:.2f}[/]", f"k_in [b]{k_in}[/]"] if routed else []),
             f"max_rounds [b]{p['max_rounds']}[/]",
             *([f"protocol [b]{model.protocol or '-'}[/]"] if routed else []),
             f"mode [b]{model.mode}[/]",
