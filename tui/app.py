@@ -80,7 +80,7 @@ class SwarmApp(App[int]):
     def on_mount(self) -> None:
         self._register_themes()
         if self.settings.keymap:
-            self.set_keymap(dict(self.settings.keymap))
+            self.apply_keymap(self.settings.keymap)
         if self.load_embedder:
             self._start_embedder()
         if self.replay_events is not None:
@@ -96,6 +96,16 @@ class SwarmApp(App[int]):
             from .screens.launch import LaunchScreen
 
             self.push_screen(LaunchScreen(self.settings, demo=self.demo))
+
+    def apply_keymap(self, keymap: Any) -> None:
+        """The config's [keymap], checked: unknown ids and keys taken twice are left out (those
+        actions keep their default keys) and said once, in one warning."""
+        from .keymap import check_keymap
+
+        accepted, problems = check_keymap(dict(keymap))
+        self.set_keymap(accepted)
+        if problems:
+            self.notify("keymap: " + "; ".join(problems), title="config [keymap]", severity="warning", timeout=20)
 
     def _register_themes(self) -> None:
         from themes import load_themes
@@ -191,14 +201,28 @@ class SwarmApp(App[int]):
 
         self.push_screen(SessionPickerScreen(self.settings))
 
-    def open_replay(self, session: Any, path: Path | str) -> None:
-        """Show a loaded core.sessions.model.Session in the replay screen (on top of the current screen)."""
+    def open_replay(self, session: Any, path: Path | str, *, picker: Any = None) -> None:
+        """Show a loaded core.sessions.model.Session in the replay screen (on top of the current screen).
+        ``picker``: the session picker it was chosen in, which esc in the replay goes back to."""
         from .screens.replay import ReplayScreen
 
         self.replay_session, self.replay_source = session, str(path)
-        self.swarm_screen = ReplayScreen(session.replay_events(), source=str(path), session=session)
+        replay = ReplayScreen(session.replay_events(), source=str(path), session=session)
+        if picker is not None:
+            replay.back_to = (picker, self.swarm_screen)
+        self.swarm_screen = replay
         self._fork_origin = None
-        self.push_screen(self.swarm_screen)
+        self.push_screen(replay)
+
+    def close_replay(self, replay: Any) -> None:
+        """Back from a replay to the session picker it was opened from."""
+        if replay.back_to is None or self.screen is not replay:
+            return
+        picker, previous = replay.back_to
+        self.swarm_screen = previous
+        self.pop_screen()
+        if self.screen is picker:
+            picker.action_reload()  # a fork or an export since may have added a session
 
     # --- the event stream ---------------------------------------------------------------------
     def on_engine_event(self, message: EngineEvent) -> None:

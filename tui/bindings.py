@@ -62,6 +62,8 @@ REPLAY_BINDINGS: list[Binding] = [
             tooltip="Fork from this round: continue live from the round being viewed with the current tau/k_in"),
     Binding("o", "open_sessions", "open", id="open_session",
             tooltip="Open another saved session or a shipped example (the session picker)"),
+    Binding("escape", "back", "back", id="replay_back",
+            tooltip="Back to the session picker this replay was opened from"),
     Binding("question_mark,f1", "help", "help", id="help", tooltip="List every key and what it does"),
     Binding("q", "request_quit", "quit", id="quit", tooltip="Quit"),
 ]

@@ -137,6 +137,7 @@ class SessionPickerScreen(Screen[None]):
         self.sessions_dir = Path(settings.sessions_dir)
         self.examples_dir = examples_dir
         self.listing: Listing | None = None
+        self._told_errors: list[str] = []
 
     def compose(self) -> ComposeResult:
         yield Static(Content.assemble(
@@ -162,6 +163,7 @@ class SessionPickerScreen(Screen[None]):
     def on_session_picker_screen_listed(self, message: Listed) -> None:
         listing = self.listing = message.listing
         table = self.query_one(SessionTable)
+        row = table.cursor_row  # kept across a reload (coming back from a replay)
         table.clear()
         full = [row_cells(summary, example) for summary, example in listing.rows]
         widths = column_widths(full, self.size.width or 120)
@@ -170,10 +172,15 @@ class SessionPickerScreen(Screen[None]):
             cells = row_cells(summary, example, *widths)
             table.add_row(*(Text(c, justify="right" if i in NUMERIC else "left") for i, c in enumerate(cells)),
                           key=str(index))
+        if table.row_count:
+            table.move_cursor(row=min(row, table.row_count - 1))
         parts = [f"{listing.saved} saved session(s) in {self.sessions_dir}", f"{listing.examples} shipped example(s)"]
         if listing.errors:
             parts.append(f"{len(listing.errors)} unreadable file(s) skipped")
         self.query_one("#picker-status", Static).update(Content(" · ".join(parts)))
+        if self._told_errors == listing.errors:
+            return  # a reload: these were already said
+        self._told_errors = list(listing.errors)
         for error in listing.errors[:MAX_ERROR_TOASTS]:
             self.notify(f"skipped {error}", severity="warning", timeout=10)
         if len(listing.errors) > MAX_ERROR_TOASTS:
@@ -196,8 +203,7 @@ class SessionPickerScreen(Screen[None]):
             self.notify(str(exc), severity="error", timeout=12)
             return
         app: Any = self.app
-        self.dismiss()
-        app.open_replay(session, path)
+        app.open_replay(session, path, picker=self)  # on top: esc in the replay comes back here
 
     def action_reload(self) -> None:
         self.query_one("#picker-status", Static).update("reading sessions…")

@@ -240,7 +240,7 @@ class SwarmScreen(Screen[None]):
         commands: list[tuple[str, str, Callable[[], object]]] = []
         for fmt in FORMATS:
             name = EXPORT_NAMES[fmt]
-            commands.append((f"Export session as {name}", f"write {export_suffix(fmt)} next to the session file",
+            commands.append((f"Export session as {name}", f"write {export_suffix(fmt)} to exports/ by the session file",
                              partial(self.export_as, fmt)))
         return commands
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from textual.content import Content
@@ -14,6 +15,55 @@ def _clock(seconds: float) -> str:
     minutes, secs = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
+
+
+_NOISE = re.compile(r"^(from\s+\S+\s+import\b|import\s+\S|#|@|\"\"\"\s*$|\'\'\'\s*$|```)")
+_DEF = re.compile(r"^(?:async\s+)?def\s+(\w+\s*\(.*?\)\s*(?:->\s*[^:]+)?)\s*:?\s*$")
+
+
+def _first_sentence(lines: list[str]) -> str:
+    """The first sentence of the docstring that opens ``lines`` (up to its end, a blank line, an
+    example or a full stop)."""
+    words: list[str] = []
+    for number, raw in enumerate(lines):
+        line = raw.strip()
+        body = line if number > 0 else line[3:]  # the opening quotes do not close it
+        closes = body.endswith(('"""', "\'\'\'"))
+        line = line.strip('"').strip("'").strip()
+        if not line or line.startswith(">>>"):
+            if words or closes:
+                break
+            continue
+        words.append(line)
+        if closes or re.search(r"[.!?](\s|$)", line):
+            break
+    text = " ".join(words)
+    match = re.search(r"^(.*?[.!?])(\s|$)", text)
+    return (match.group(1) if match else text).strip()
+
+
+def headline(problem: str) -> str:
+    """The problem's first meaningful line for the header: not an import, a comment or a decorator. A
+    code prompt that starts with a function (HumanEval) gives its signature and its docstring's first
+    sentence: ``has_close_elements(numbers: List[float], threshold: float) -> bool — Check if …``."""
+    lines = problem.strip().splitlines()
+    skip_to = -1
+    for index, raw in enumerate(lines):
+        line = raw.strip()
+        if index <= skip_to or not line or _NOISE.match(line):
+            continue
+        constant = re.match(r"^\w+\s*=\s*(\"\"\"|\'\'\')", line)
+        if constant and line.count(constant.group(1)) == 1:  # a module string constant: skip all of it
+            skip_to = next((i for i in range(index + 1, len(lines)) if constant.group(1) in lines[i]), len(lines))
+            continue
+        match = _DEF.match(line)
+        if match is None:
+            return line
+        signature = " ".join(match.group(1).split())
+        doc = _first_sentence(lines[index + 1 :]) if index + 1 < len(lines) and (
+            '"""' in lines[index + 1] or "\'\'\'" in lines[index + 1]) else ""
+        return f"{signature} — {doc}" if doc else signature
+    return lines[0].strip() if lines else ""
 
 
 def status_line(model: RunModel, elapsed: float, replay: str = "") -> Content:
@@ -59,7 +109,7 @@ class RunHeader(Static):
 
     def sync(self, model: RunModel, elapsed: float, replay: str = "") -> None:
         problem = model.problem.strip()
-        first = problem.splitlines()[0] if problem else "starting…"
+        first = headline(problem) if problem else "starting…"
         body = problem if self.show_full else first
         self.set_class(self.show_full, "-full")
         problem_line = Content.assemble(("▍", "$accent"), (body, "bold"))
