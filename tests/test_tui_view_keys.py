@@ -151,7 +151,8 @@ async def test_small_terminal_collapses_to_one_scrollable_column(events: tuple[e
 
 
 async def test_footer_rewraps_when_the_terminal_shrinks(events: tuple[ev.Event, ...]) -> None:
-    """Every key stays on screen after a resize (it used to keep the old row width and cut keys off)."""
+    """Every key stays on screen after a resize (it used to keep the old row width and cut keys off);
+    below 30 rows the footer keeps to one row (help, quit and the palette always in it)."""
     from textual.widgets._footer import FooterKey
 
     from tui.widgets.footer import WrapFooter
@@ -159,14 +160,19 @@ async def test_footer_rewraps_when_the_terminal_shrinks(events: tuple[ev.Event, 
     app = feed_app()
     async with app.run_test(size=(160, 48)) as pilot:
         await post_events(app, pilot, events[:3])
-        for width, height in ((80, 24), (120, 40), (200, 60)):
+        for width, height in ((80, 24), (120, 40), (200, 60), (80, 24), (80, 40)):
             await pilot.resize_terminal(width, height)
             await pilot.pause()
             await pilot.pause()
             footer = app.screen.query_one(WrapFooter)
             keys = list(footer.query(FooterKey))
             shown = [k for k in keys if footer.region.contains_region(k.region) and k.region.width > 0]
-            assert len(shown) == len(keys) == len(RUN_BINDINGS) + 1, (width, len(shown))  # + the palette key
+            if height < 30:
+                assert footer.region.height == 1 and len(shown) == len(keys) == width // 10, (width, len(shown))
+                assert {"help", "request_quit"} <= {k.action for k in shown}
+                assert any(k.has_class("-command-palette") for k in shown)
+            else:
+                assert len(shown) == len(keys) == len(RUN_BINDINGS) + 1, (width, len(shown))  # + the palette
 
 
 async def test_graph_and_sparklines_before_the_first_round_and_after_a_cancel(events: tuple[ev.Event, ...]) -> None:
@@ -200,12 +206,16 @@ async def test_graph_and_sparklines_before_the_first_round_and_after_a_cancel(ev
         assert not app.screen.query_one("#tokens-spark", Bars).data
 
 
-async def test_header_keeps_tokens_and_time_in_view_when_the_reason_is_long(events: tuple[ev.Event, ...]) -> None:
+async def test_header_keeps_the_state_tokens_and_time_in_view_at_80x24(events: tuple[ev.Event, ...]) -> None:
     app = feed_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await post_events(app, pilot, events)
         header = app.screen.query_one(RunHeader)
         status = str(header.render()).splitlines()[1]
-        assert "finished: manager" in status and len(status) > header.content_region.width  # it is cut...
-        tail = f"{app.screen.model.tokens:,} tok · 00:"
-        assert status.index(tail) + len(tail) + 2 <= header.content_region.width  # ...after tokens and time
+        assert len(status) <= header.content_region.width  # the compact line fits whole
+        assert status.startswith("finished: manager") and f"{app.screen.model.tokens:,} tok · 00:" in status
+        await pilot.resize_terminal(160, 48)
+        await pilot.pause()
+        await pilot.pause()
+        status = str(header.render()).splitlines()[1]
+        assert "code · DEMO (scripted server)" in status and "finished: manager — " in status  # all of it

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from textual.app import App
+from textual.notifications import Notify
 
 from core.runtime import events as ev
 from core.runtime.config import Settings
@@ -27,6 +28,8 @@ from .commands import SwarmCommands
 from .state import default_state_path, read_state, write_state
 
 _UNSET: Any = object()
+MAX_TOASTS = 3  # notices shown at once; older ones make room (errors last)
+_SEVERITY_RANK = {"information": 0, "warning": 1, "error": 2}
 EMBEDDER_THREAD = "swarm-tui-embedder"
 
 
@@ -35,6 +38,7 @@ class SwarmApp(App[int]):
     TITLE = "swarm-tui"
     COMMANDS = App.COMMANDS | {SwarmCommands}
     ENABLE_COMMAND_PALETTE = True
+    NOTIFICATION_TIMEOUT = 4
 
     def __init__(
         self,
@@ -75,6 +79,30 @@ class SwarmApp(App[int]):
         self._from_launch: tuple[str, bool] | None = None  # (problem, demo) of a run started from the form
         self._fork_origin: Any = None  # the replay screen a fork started from, until the fork gets going
         self._embedder_thread: threading.Thread | None = None
+        self._toast_counts: dict[str, int] = {}  # notification identity -> how many times it was said
+
+    # --- notices ------------------------------------------------------------------------------
+    def _on_notify(self, event: Notify) -> None:
+        """Toasts must not pile up over the panes: a repeat of a notice still shown replaces it (with a
+        count and a fresh timeout), and at most MAX_TOASTS show at once, the least severe and oldest
+        making room first."""
+        new = event.notification
+        same = [n for n in self._notifications if (n.message, n.severity) == (new.message, new.severity)]
+        if same:
+            repeats = 1 + sum(self._toast_counts.pop(n.identity, 1) for n in same)
+            self._toast_counts[new.identity] = repeats
+            new.title = f"{new.title} (×{repeats})".strip() if new.title else f"×{repeats}"
+            for old in same:
+                self._unnotify(old, refresh=False)
+        super()._on_notify(event)
+        shown = list(self._notifications)
+        excess = len(shown) - MAX_TOASTS
+        if excess > 0:
+            by_priority = sorted(shown[:-1], key=lambda n: (_SEVERITY_RANK.get(n.severity, 0), n.raised_at))
+            for old in by_priority[:excess]:
+                self._toast_counts.pop(old.identity, None)
+                self._unnotify(old, refresh=False)
+            self._refresh_notifications()
 
     # --- start-up -----------------------------------------------------------------------------
     def on_mount(self) -> None:

@@ -49,7 +49,11 @@ class SwarmScreen(Screen[None]):
         yield RunHeader(id="header")
         yield ParamsBar("", id="params")
         with VerticalScroll(id="body", can_focus=False):
-            yield Grid(id="agents")
+            # The panes of a roster known before the run starts come with the first frame (no half-built
+            # screen that fills in a moment later).
+            self._panes = {name: AgentPane(name, id=f"agent-{name}") for name in self._roster()}
+            with Grid(id="agents"):
+                yield from self._panes.values()
             with Horizontal(id="lower"):
                 yield GraphPane(id="graph")
                 yield ManagerPane(id="manager")
@@ -62,7 +66,7 @@ class SwarmScreen(Screen[None]):
         self.set_interval(FRAME_INTERVAL, self._frame)
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
         self._relayout()
-        self.refresh_all()
+        self.refresh_all(mounting=True)
 
     def _theme_changed(self, _theme: object) -> None:
         """Drawings that carry colours of their own (the graph) are redrawn in the new theme at once."""
@@ -79,8 +83,11 @@ class SwarmScreen(Screen[None]):
         columns = 1 if narrow else (2 if n <= 4 else 3 if n <= 6 else 4)
         self.query_one("#agents", Grid).styles.grid_size_columns = columns
 
+    def _roster(self) -> list[str]:
+        return self.model.agents if self.model.run is not None or self.model.workers else []
+
     def _ensure_panes(self) -> None:
-        names = self.model.agents if self.model.run is not None else []
+        names = self._roster()
         if list(self._panes) == names:
             return
         grid = self.query_one("#agents", Grid)
@@ -104,7 +111,7 @@ class SwarmScreen(Screen[None]):
 
     def on_notice(self, event: ev.Notice) -> None:
         severity = {"error": "error", "warning": "warning"}.get(event.severity, "information")
-        self.notify(event.message, severity=severity, timeout=6 if severity != "error" else 12)  # type: ignore[arg-type]
+        self.notify(event.message, severity=severity, timeout=4 if severity != "error" else 10)  # type: ignore[arg-type]
 
     # --- rendering ----------------------------------------------------------------------------
     @property
@@ -158,8 +165,10 @@ class SwarmScreen(Screen[None]):
             return self.model.preview, "PREVIEW"
         return None, ""
 
-    def refresh_all(self) -> None:
-        if not self.is_mounted or self.app._exit_renderables or not self.is_attached:
+    def refresh_all(self, *, mounting: bool = False) -> None:
+        """Sync every widget with the model. ``mounting``: from on_mount, where the children exist but
+        the screen does not count as mounted yet; the first frame must not be a half-filled one."""
+        if not (self.is_mounted or mounting) or self.app._exit or not self.is_attached:
             return
         self._ensure_panes()
         model = self.model

@@ -66,26 +66,48 @@ def headline(problem: str) -> str:
     return lines[0].strip() if lines else ""
 
 
-def status_line(model: RunModel, elapsed: float, replay: str = "") -> Content:
+def status_line(model: RunModel, elapsed: float, replay: str = "", width: int | None = None) -> Content:
     """``replay``: the replay's own state ("replay paused", ...), shown instead of the recorded status
-    until the recorded run ends (a paused replay must not read "running")."""
+    until the recorded run ends (a paused replay must not read "running"). ``width``: the cells there
+    are; when the full line does not fit, a compact one keeps the run's state whole (the domain, the
+    server's description, the reason's detail and the phase's detail go first)."""
+    full = _status_line(model, elapsed, replay, compact=False)
+    if width is None or full.cell_length <= width:
+        return full
+    short = _status_line(model, elapsed, replay, compact=False, detail=False)
+    if short.cell_length <= width:  # all but the reason's detail fits: that is cut (with an ellipsis)
+        return full
+    return _status_line(model, elapsed, replay, compact=True)
+
+
+def _status_line(model: RunModel, elapsed: float, replay: str, *, compact: bool, detail: bool = True) -> Content:
     max_rounds = model.params.get("max_rounds", "?")
-    who = "DEMO (scripted server)" if model.demo else (model.model_name or "model ?")
+    who = ("DEMO" if compact else "DEMO (scripted server)") if model.demo else (model.model_name or "model ?")
     phase = f" · phase {model.phase}" if model.phase else ""
-    if model.phase_detail:
+    if model.phase_detail and not compact and detail:
         phase = f"{phase} ({model.phase_detail})"
     status = model.status_text
     rv = model.round_view()
     if status == "paused" and (rv is None or rv.finished):
         status = f"paused before round {model.current + 1}"
     if model.finished is not None:
-        status = f"finished: {model.finished.reason} — {model.finished.detail}"
+        status = f"finished: {model.finished.reason}" + ("" if compact or not detail else f" — {model.finished.detail}")
     elif replay:
         status = replay
     style = "$error" if model.error else "$success" if model.finished else "$accent" if replay else (
         "$warning" if model.mode == "step" else "")
     parent = model.run.parent if model.run is not None else None
     fork = f"fork of {Path(str(parent.get('session', '?'))).name} @ round {parent.get('round', '?')}" if parent else ""
+    if compact:  # the state first: it is what a glance at a small terminal is for
+        return Content.assemble(
+            (status, f"bold {style}".strip()),
+            phase,
+            " · ",
+            (f"round {model.current}/{max_rounds}", "bold"),
+            f" · {model.tokens:,} tok · {_clock(elapsed)} · ",
+            (who, "bold $accent" if model.demo else "bold"),
+            *([" · ", (fork, "bold $accent")] if fork else []),
+        )
     return Content.assemble(
         (model.domain or "-", "bold"),
         " · ",
@@ -113,7 +135,7 @@ class RunHeader(Static):
         body = problem if self.show_full else first
         self.set_class(self.show_full, "-full")
         problem_line = Content.assemble(("▍", "$accent"), (body, "bold"))
-        status = status_line(model, elapsed, replay)
+        status = status_line(model, elapsed, replay, self.content_region.width or None)
         # The full problem goes below the status line, so the state stays in view.
         lines = (status, problem_line) if self.show_full else (problem_line, status)
         self.update(Content("\n").join(lines))
@@ -133,21 +155,39 @@ class ParamsBar(Static):
         used = rv.used_params() if rv is not None else None
         if used is not None:  # an earlier round: the values it ran with, not today's
             tau, k_in = used
-        viewing = (
-            f"viewing round {view_round} of {model.current}{' (its tau, k_in)' if used else ''} (, . to browse)"
-            if view_round is not None
-            else f"{'live ' if live else ''}round {model.current}"
-        )
+        width = self.content_region.width or None
+        for compact in (False, True):
+            line = Content.from_markup("  ".join(self._parts(model, view_round, tau, k_in, used is not None, extra,
+                                                             tests, live, compact)))
+            if width is None or line.cell_length <= width:
+                break
+        self.update(line)
+
+    @staticmethod
+    def _parts(model: RunModel, view_round: int | None, tau: float, k_in: object, own: bool, extra: str,
+               tests: str, live: bool, compact: bool) -> list[str]:
+        p = model.params
+        if compact:  # a small terminal: the values, hardly any labels
+            viewing = (f"R{view_round}/{model.current}{' (its values)' if own else ''}" if view_round is not None
+                       else f"{'live ' if live else ''}R{model.current}")
+        else:
+            viewing = (
+                f"viewing round {view_round} of {model.current}{' (its tau, k_in)' if own else ''} (, . to browse)"
+                if view_round is not None
+                else f"{'live ' if live else ''}round {model.current}"
+            )
         routed = model.routes_by_tau
         parts = [
             *([] if model.strategy == "dytopo" else [f"method [b]{model.strategy}[/]"]),
             *([f"tau [b]{tau:.2f}[/]", f"k_in [b]{k_in}[/]"] if routed else []),
-            f"max_rounds [b]{p['max_rounds']}[/]",
-            *([f"protocol [b]{model.protocol or '-'}[/]"] if routed else []),
-            f"mode [b]{model.mode}[/]",
-            *([f"tests: [b]{tests}[/]"] if tests else []),
+            f"max [b]{p['max_rounds']}[/]" if compact else f"max_rounds [b]{p['max_rounds']}[/]",
+            *([(f"[b]{model.protocol or '-'}[/]" if compact else f"protocol [b]{model.protocol or '-'}[/]")]
+              if routed else []),
+            f"[b]{model.mode}[/]" if compact else f"mode [b]{model.mode}[/]",
+            *([(f"tests [b]{tests}[/]" if compact else f"tests: [b]{tests}[/]")] if tests else []),
             viewing,
         ]
         if extra:
             parts.append(extra)
-        self.update(Content.from_markup("  ".join(parts)))
+        return parts
+
