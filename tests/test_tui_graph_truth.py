@@ -143,7 +143,7 @@ async def test_nodes_are_numbered_in_the_order_they_run(events: tuple[ev.Event, 
         numbered = re.findall(r"\[(\d+) (\w+)\]", text)
         assert [int(n) for n, _ in numbered] == list(range(1, len(routing.names) + 1))
         assert [name for _, name in numbered] == [name for tier in routing.tiers for name in tier]
-        assert "[n X] n-th to run" in text  # the legend of the symbols
+        assert "[n X] runs n-th" in text  # the legend of the symbols
 
 
 async def test_single_pass_run_draws_no_tiers(embedder: object) -> None:

@@ -23,9 +23,11 @@ def binding_groups() -> dict[str, list[Binding]]:
     from .bindings import REPLAY_BINDINGS, RUN_BINDINGS
     from .screens.confirm import ConfirmScreen
     from .screens.help import HelpScreen
+    from .screens.inbox import InboxScreen
     from .screens.launch import LaunchScreen
     from .screens.replay import JumpScreen
     from .screens.sessions import SessionPickerScreen, SessionTable
+    from .widgets.search_bar import SEARCH_BAR_BINDINGS
 
     def own(bindings: object) -> list[Binding]:
         return [b for b in bindings if isinstance(b, Binding)]  # type: ignore[attr-defined]
@@ -38,6 +40,8 @@ def binding_groups() -> dict[str, list[Binding]]:
         "quit dialog": own(ConfirmScreen.BINDINGS),
         "help": own(HelpScreen.BINDINGS),
         "jump dialog": own(JumpScreen.BINDINGS),
+        "inbox": own(InboxScreen.BINDINGS),
+        "search bar": own(SEARCH_BAR_BINDINGS),
     }
 
 

@@ -303,7 +303,11 @@ class RunModel:
         if e.broadcast:
             rv.broadcast = True
         for d in e.deliveries:
-            rv.inbox.setdefault(str(d.get("dst", "")), []).append(dict(d))
+            dst = str(d.get("dst", ""))
+            # Sent after the recipient's work (a broadcast, a single-pass barrier, a kept cycle's edge):
+            # it reads it in the next round.
+            after = e.broadcast or bool(rv.agents.get(dst) and rv.agents[dst].public)
+            rv.inbox.setdefault(dst, []).append({**d, "after_work": after})
         self._work_started(e.round)
 
     def _on_manager_decided(self, e: ev.ManagerDecided) -> None:

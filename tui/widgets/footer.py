@@ -1,4 +1,4 @@
-"""A footer that wraps its keys onto several rows instead of hiding the ones that do not fit; on a
+"""A footer that flows its keys onto several rows instead of hiding the ones that do not fit; on a
 short terminal (under 30 rows) it keeps to one row: help, quit and the palette always, then as many
 keys as fit, in order (every key is still in the help and the palette).
 
@@ -9,24 +9,44 @@ It is rebuilt only when the keys it shows change: Textual's Footer recomposes on
 from __future__ import annotations
 
 from textual.app import ComposeResult
+from textual.containers import HorizontalGroup
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
 
-KEY_CELL = 10  # columns per key (compact keys: 'n phase', 'r reroute')
 SHORT_HEIGHT = 30  # below this many rows: one row of keys
 ALWAYS = ("help", "request_quit", "quit")  # actions a one-row footer never drops (with the palette)
+GAP = 2  # cells between two keys
+
+
+def key_width(key: Widget) -> int:
+    """Cells a compact FooterKey takes: its key, a space, its description."""
+    display, description = str(getattr(key, "key_display", "")), str(getattr(key, "description", ""))
+    return len(display) + (1 + len(description) if description else 0)
+
+
+def flow(widths: list[int], width: int) -> list[list[int]]:
+    """Indexes of items laid out left to right in rows of ``width`` cells (GAP between items)."""
+    rows: list[list[int]] = [[]]
+    used = 0
+    for index, w in enumerate(widths):
+        need = w + (GAP if rows[-1] else 0)
+        if rows[-1] and used + need > width:
+            rows.append([])
+            used, need = 0, w
+        rows[-1].append(index)
+        used += need
+    return [row for row in rows if row]
 
 
 class WrapFooter(Footer):
     DEFAULT_CSS = """
     WrapFooter {
-        layout: grid;
-        grid-gutter: 0 0;
-        grid-columns: 10;
+        layout: vertical;
         overflow: hidden hidden;
-        FooterKey { width: 1fr; margin: 0; }
-        &.-compact FooterKey { margin: 0; }
+        HorizontalGroup.footer-row { height: 1; width: 1fr; }
+        FooterKey { width: auto; margin: 0 2 0 0; }
+        &.-compact FooterKey { margin: 0 2 0 0; }
         FooterKey.-command-palette { dock: none; border-left: none; padding-right: 0; }
     }
     """
@@ -34,33 +54,37 @@ class WrapFooter(Footer):
     def __init__(self) -> None:
         super().__init__(compact=True)
         self._signature: tuple[object, ...] | None = None
-        self._layout: tuple[int, int | None] | None = None
+        self._layout: tuple[int, bool] | None = None
         self.hidden_keys = 0  # keys left out of a one-row footer
 
-    def _limits(self) -> tuple[int, int | None]:
-        """(keys per row, most rows or None for as many as needed)."""
+    def _limits(self) -> tuple[int, bool]:
+        """(cells per row, one row only)."""
         width, height = self.app.size
-        return max(1, (width or 80) // KEY_CELL), (1 if (height or 40) < SHORT_HEIGHT else None)
+        return max(10, width or 80), (height or 40) < SHORT_HEIGHT
 
     def compose(self) -> ComposeResult:
-        children = list(super().compose())
-        per_row, max_rows = self._layout = self._limits()
+        keys = list(super().compose())
+        width, one_row = self._layout = self._limits()
         self.hidden_keys = 0
-        if max_rows is not None and len(children) > per_row * max_rows:
-            children = self._pick(children, per_row * max_rows)
-        self._fit(per_row, len(children))
-        yield from children
+        rows = flow([key_width(k) for k in keys], width)
+        if one_row and len(rows) > 1:
+            keys = self._pick(keys, width)
+            rows = flow([key_width(k) for k in keys], width)[:1]
+        self.styles.height = max(1, len(rows))
+        for row in rows:
+            yield HorizontalGroup(*(keys[i] for i in row), classes="footer-row")
 
-    def _pick(self, children: list[Widget], room: int) -> list[Widget]:
-        keep = [c for c in children if c.has_class("-command-palette") or getattr(c, "action", "") in ALWAYS]
-        others = [c for c in children if c not in keep]
-        chosen = set(others[: max(0, room - len(keep))]) | set(keep)
-        self.hidden_keys = len(children) - len(chosen)
-        return [c for c in children if c in chosen]
-
-    def _fit(self, per_row: int, keys: int) -> None:
-        self.styles.grid_size_columns = per_row
-        self.styles.height = max(1, -(-keys // per_row))
+    def _pick(self, keys: list[Widget], width: int) -> list[Widget]:
+        """The keys of a one-row footer: help, quit and the palette, then the others in order while they fit."""
+        keep = [k for k in keys if k.has_class("-command-palette") or getattr(k, "action", "") in ALWAYS]
+        used = sum(key_width(k) + GAP for k in keep)
+        chosen = set(keep)
+        for key in keys:
+            if key not in chosen and used + key_width(key) + GAP <= width:
+                chosen.add(key)
+                used += key_width(key) + GAP
+        self.hidden_keys = len(keys) - len(chosen)
+        return [k for k in keys if k in chosen]
 
     def bindings_changed(self, screen: Screen[object]) -> None:
         signature = tuple(
@@ -84,14 +108,9 @@ class WrapFooter(Footer):
 
     def _screen_laid_out(self, _screen: object = None) -> None:
         limits = self._limits()
-        if self._layout is None or limits == self._layout:
-            return
-        if limits[1] is not None or self._layout[1] is not None:  # which keys fit depends on the size
+        if self._layout is not None and limits != self._layout:
             self._layout = limits
-            self.call_after_refresh(self.recompose)
-        else:  # re-wrap, or keys past the old row width would be cut off
-            self._layout = limits
-            self._fit(limits[0], len(self.children))
+            self.call_after_refresh(self.recompose)  # re-flow, or keys past the old width would be cut off
 
     def on_resize(self) -> None:
         self._screen_laid_out()

@@ -78,12 +78,12 @@ def drop_reason(routing: RoutingResult, edge: Edge) -> str:
 def symbols(routing: RoutingResult, options: GraphOptions) -> str:
     """The one-line legend of what the drawing's symbols mean."""
     tiered = is_tiered(routing, options)
-    parts = ["[n X] n-th to run · Tn tier" if tiered else "[X] all work at once"]
+    parts = ["[n X] runs n-th · Tn tier" if tiered else "[X] all work at once"]
     kinds = [k for k in routing.kinds if k not in (KIND_ROUTED, KIND_FIXED)] if routing.typed else []
     if kinds:
         parts += [f"{edge_glyphs(k)[1]} {k}" for k in kinds]
     else:
-        parts.append("A─s─▶B: B hears A" + ("" if tiered else " next round") + " (score s)")
+        parts.append("A─s─▶B: B hears A" + ("" if tiered else " next round") + ", score s")
     if options.show_removed and routing.removed:
         parts.append("┄▷ removed")
     return " · ".join(parts)
