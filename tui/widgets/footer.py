@@ -80,9 +80,12 @@ class WrapFooter(Footer):
         used = sum(key_width(k) + GAP for k in keep)
         chosen = set(keep)
         for key in keys:
-            if key not in chosen and used + key_width(key) + GAP <= width:
-                chosen.add(key)
-                used += key_width(key) + GAP
+            if key in chosen:
+                continue
+            if used + key_width(key) + GAP > width:
+                break  # the first keys in order, not whichever small ones squeeze in
+            chosen.add(key)
+            used += key_width(key) + GAP
         self.hidden_keys = len(keys) - len(chosen)
         return [k for k in keys if k in chosen]
 
