@@ -87,14 +87,14 @@ class AgentPane(Vertical):
         sub = []
         if view.tier is not None:
             sub.append(f"tier {view.tier}")
+        if self.inbox_count:
+            sub.append(f"inbox {self.inbox_count}")  # enter on the pane shows it
         if view.tokens:
             sub.append(f"{view.tokens} tok")
         if view.latency_s:
             sub.append(f"{view.latency_s:.1f}s")
         if earlier_round is not None:
             sub.append(f"R{earlier_round} output")
-        if self.inbox_count:
-            sub.append(f"inbox {self.inbox_count} (⏎)")
         self.border_subtitle = " · ".join(sub)
         lines = []
         if view.query or view.key:
