@@ -144,6 +144,8 @@ async def test_export_every_format_from_a_replay_writes_to_exports_by_the_sessio
         for fmt in FORMATS:
             await run_palette_command(app, f"Export session as {EXPORT_NAMES[fmt]}")
             await pilot.pause()
+            target = export_path(source, fmt, tmp_path / "elsewhere")
+            assert any(m == f"exported {EXPORT_NAMES[fmt]}: {target}" for m in messages(app))  # toasts are capped
         assert {p.name for p in tmp_path.iterdir()} == {"run.json", "exports"}  # never among the sessions
         exports = tmp_path / "exports"
         written = {p.name for p in exports.iterdir()}
@@ -151,7 +153,6 @@ async def test_export_every_format_from_a_replay_writes_to_exports_by_the_sessio
         for fmt in FORMATS:
             target = export_path(source, fmt, tmp_path / "elsewhere")
             assert target.read_text(encoding="utf-8") == export_session(session, fmt)
-            assert any(m == f"exported {EXPORT_NAMES[fmt]}: {target}" for m in messages(app))
         assert source.read_bytes() == EXAMPLE.read_bytes()  # the session file itself is untouched
         assert load_session(exports / "run.toml").events == session.events
         # Through the palette's own keys, too.

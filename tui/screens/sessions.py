@@ -172,7 +172,7 @@ class SessionPickerScreen(Screen[None]):
             cells = row_cells(summary, example, *widths)
             table.add_row(*(Text(c, justify="right" if i in NUMERIC else "left") for i, c in enumerate(cells)),
                           key=str(index))
-        if table.row_count:
+        if row > 0 and table.row_count:  # a reload: back on the row the user was on
             table.move_cursor(row=min(row, table.row_count - 1))
         parts = [f"{listing.saved} saved session(s) in {self.sessions_dir}", f"{listing.examples} shipped example(s)"]
         if listing.errors:

@@ -77,15 +77,15 @@ def status_line(model: RunModel, elapsed: float, replay: str = "", width: int | 
     short = _status_line(model, elapsed, replay, compact=False, detail=False)
     if short.cell_length <= width:  # all but the reason's detail fits: that is cut (with an ellipsis)
         return full
-    return _status_line(model, elapsed, replay, compact=True)
+    compact = _status_line(model, elapsed, replay, compact=True)
+    if compact.cell_length <= width:
+        return compact
+    # A long status (an endpoint error): shorten it so the rest of the state stays in view.
+    room = width - (compact.cell_length - len(_status_text(model, replay, compact=True))) - 1
+    return _status_line(model, elapsed, replay, compact=True, status_room=max(16, room))
 
 
-def _status_line(model: RunModel, elapsed: float, replay: str, *, compact: bool, detail: bool = True) -> Content:
-    max_rounds = model.params.get("max_rounds", "?")
-    who = ("DEMO" if compact else "DEMO (scripted server)") if model.demo else (model.model_name or "model ?")
-    phase = f" · phase {model.phase}" if model.phase else ""
-    if model.phase_detail and not compact and detail:
-        phase = f"{phase} ({model.phase_detail})"
+def _status_text(model: RunModel, replay: str, *, compact: bool, detail: bool = True) -> str:
     status = model.status_text
     rv = model.round_view()
     if status == "paused" and (rv is None or rv.finished):
@@ -94,6 +94,19 @@ def _status_line(model: RunModel, elapsed: float, replay: str, *, compact: bool,
         status = f"finished: {model.finished.reason}" + ("" if compact or not detail else f" — {model.finished.detail}")
     elif replay:
         status = replay
+    return status
+
+
+def _status_line(model: RunModel, elapsed: float, replay: str, *, compact: bool, detail: bool = True,
+                 status_room: int | None = None) -> Content:
+    max_rounds = model.params.get("max_rounds", "?")
+    who = ("DEMO" if compact else "DEMO (scripted server)") if model.demo else (model.model_name or "model ?")
+    phase = f" · phase {model.phase}" if model.phase else ""
+    if model.phase_detail and not compact and detail:
+        phase = f"{phase} ({model.phase_detail})"
+    status = _status_text(model, replay, compact=compact, detail=detail)
+    if status_room is not None and len(status) > status_room:
+        status = status[: status_room - 1] + "…"
     style = "$error" if model.error else "$success" if model.finished else "$accent" if replay else (
         "$warning" if model.mode == "step" else "")
     parent = model.run.parent if model.run is not None else None
@@ -105,6 +118,8 @@ def _status_line(model: RunModel, elapsed: float, replay: str, *, compact: bool,
             " · ",
             (f"round {model.current}/{max_rounds}", "bold"),
             f" · {model.tokens:,} tok · {_clock(elapsed)} · ",
+            (model.domain or "-", "bold"),
+            " · ",
             (who, "bold $accent" if model.demo else "bold"),
             *([" · ", (fork, "bold $accent")] if fork else []),
         )
