@@ -94,7 +94,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--problem", action="store_true", help="quit from a running swarm (q, then y)")
-    parser.add_argument("--settle", type=float, default=0.0, help="seconds to wait after the first frame")
+    parser.add_argument("--settle", type=float, default=0.5,
+                        help="seconds between the first frame and the key (keys sent sooner can be lost)")
     args = parser.parse_args()
     argv = command(args.problem)
     marker = b"DEMO" if args.problem else b"Problem"

@@ -45,6 +45,25 @@ def binding_groups() -> dict[str, list[Binding]]:
     }
 
 
+def _loaded_ids() -> set[str]:
+    """Binding ids of every widget and screen class of this app loaded so far (a method's own widget
+    may bring its keys): an id there is not "unknown" even outside the groups checked for clashes."""
+    from textual.dom import DOMNode
+
+    ids: set[str] = set()
+    pending: list[type] = [DOMNode]
+    seen: set[type] = set()
+    while pending:
+        cls = pending.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        pending.extend(cls.__subclasses__())
+        if cls.__module__.split(".")[0] == "tui":
+            ids.update(b.id for b in getattr(cls, "BINDINGS", []) if isinstance(b, Binding) and b.id)
+    return ids
+
+
 def _keys(text: str) -> list[str]:
     return [k.strip() for k in str(text).split(",") if k.strip()]
 
@@ -65,9 +84,12 @@ def check_keymap(keymap: Mapping[str, object],
                 defaults.setdefault(b.id, b.key)
     accepted: dict[str, str] = {}
     problems: list[str] = []
+    elsewhere = _loaded_ids() - defaults.keys()
     for ident, value in keymap.items():
         keys = _keys(str(value)) if isinstance(value, str) else []
-        if ident not in defaults:
+        if ident in elsewhere and keys:
+            accepted[ident] = ",".join(keys)  # a widget's own key, outside the screens checked here
+        elif ident not in defaults:
             problems.append(f"unknown binding id {ident!r} (= {value!r}) ignored")
         elif not keys:
             problems.append(f"{ident} = {value!r} names no key: kept {defaults[ident]}")
