@@ -90,7 +90,7 @@ async def test_tau_change_in_replay_is_a_hypothetical_graph(session_path: Path) 
         diff = next(d for d in reroute_session(session, 0.45, 2) if d.round == 2)
         assert drawn_edges(graph.text) == {(e.src, e.dst, f"{e.score:.2f}") for e in diff.rerouted.edges}
         assert drawn_edges(graph.text) != before
-        assert f"+{len(diff.added)} −{len(diff.removed)} edges" in graph.text
+        assert f"+{len(diff.added)} new, −{len(diff.removed)} dropped" in graph.text
         assert "HYPOTHETICAL" in str(screen.query_one(ParamsBar).render())
         assert screen.model.rounds[2].routing == recorded  # what happened is untouched
         await pilot.press("T", "T", "T", "k")  # back to the recorded values

@@ -88,11 +88,20 @@ async def test_picker_lists_saved_sessions_and_examples_and_opens_one(tmp_path: 
         assert screen.model.domain == "math" and screen.model.problem == load_session(
             EXAMPLES_DIR / "example-math.json").problem
         assert "REPLAY" in str(screen.query_one(ParamsBar).render())
-        # From the replay, "o" opens the picker again; esc goes back.
+        # esc goes back to the picker it was opened from, on the same row; enter opens it again;
+        # "o" also goes back to that picker (no second picker on top).
+        await pilot.press("escape")
+        await picker_rows(app, pilot)
+        picker = app.screen
+        assert isinstance(picker, SessionPickerScreen) and picker.query_one(DataTable).cursor_row == math_row
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ReplayScreen))
+        assert app.swarm_screen is app.screen and app.screen is not screen
         await pilot.press("o")
         await picker_rows(app, pilot)
+        assert app.screen is picker
         await pilot.press("escape")
-        assert app.screen is screen
+        assert isinstance(app.screen, LaunchScreen)
 
 
 async def test_picker_is_in_the_command_palette(tmp_path: Path) -> None:
@@ -126,7 +135,7 @@ async def run_palette_command(app: SwarmApp, title: str) -> None:
     hit.command()
 
 
-async def test_export_every_format_from_a_replay_writes_next_to_the_session(tmp_path: Path) -> None:
+async def test_export_every_format_from_a_replay_writes_to_exports_by_the_session(tmp_path: Path) -> None:
     source = tmp_path / "run.json"
     shutil.copy(EXAMPLE, source)
     session = load_session(source)
@@ -135,22 +144,25 @@ async def test_export_every_format_from_a_replay_writes_next_to_the_session(tmp_
         for fmt in FORMATS:
             await run_palette_command(app, f"Export session as {EXPORT_NAMES[fmt]}")
             await pilot.pause()
-        written = {p.name for p in tmp_path.iterdir()}
-        assert written == {"run.json", "run.md", "run.export.json", "run.toml", "run.dot", "run.mmd"}
+            target = export_path(source, fmt, tmp_path / "elsewhere")
+            assert any(m == f"exported {EXPORT_NAMES[fmt]}: {target}" for m in messages(app))  # toasts are capped
+        assert {p.name for p in tmp_path.iterdir()} == {"run.json", "exports"}  # never among the sessions
+        exports = tmp_path / "exports"
+        written = {p.name for p in exports.iterdir()}
+        assert written == {"run.md", "run.json", "run.toml", "run.dot", "run.mmd"}
         for fmt in FORMATS:
             target = export_path(source, fmt, tmp_path / "elsewhere")
             assert target.read_text(encoding="utf-8") == export_session(session, fmt)
-            assert any(m == f"exported {EXPORT_NAMES[fmt]}: {target}" for m in messages(app))
         assert source.read_bytes() == EXAMPLE.read_bytes()  # the session file itself is untouched
-        assert load_session(tmp_path / "run.toml").events == session.events
+        assert load_session(exports / "run.toml").events == session.events
         # Through the palette's own keys, too.
-        (tmp_path / "run.md").unlink()
+        (exports / "run.md").unlink()
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"export session as markdown")
         await pilot.pause(0.3)
         await pilot.press("enter")
-        await wait_for(pilot, lambda: (tmp_path / "run.md").exists())
+        await wait_for(pilot, lambda: (exports / "run.md").exists())
 
 
 async def test_export_of_a_shipped_example_goes_to_the_sessions_dir(tmp_path: Path) -> None:
@@ -158,7 +170,7 @@ async def test_export_of_a_shipped_example_goes_to_the_sessions_dir(tmp_path: Pa
     async with app.run_test(size=(120, 40)) as pilot:
         await run_palette_command(app, "Export session as Mermaid")
         await pilot.pause()
-    assert (tmp_path / "example-code.mmd").read_text() == export_session(load_session(EXAMPLE), "mermaid")
+    assert (tmp_path / "exports" / "example-code.mmd").read_text() == export_session(load_session(EXAMPLE), "mermaid")
     assert not (EXAMPLES_DIR / "example-code.mmd").exists()
 
 
@@ -171,10 +183,11 @@ async def test_export_from_a_live_run_uses_the_recorded_session(tmp_path: Path) 
         await run_palette_command(app, "Export session as Markdown")
         await run_palette_command(app, "Export session as DOT")
         await pilot.pause()
-        md = recorder.path.with_suffix(".md")
+        exported = recorder.path.parent / "exports" / recorder.path.name
+        md = exported.with_suffix(".md")
         assert md.read_text() == export_session(recorder.session, "md")
         assert "## Round 3" in md.read_text() and "Final answer" in md.read_text()
-        assert recorder.path.with_suffix(".dot").read_text().startswith("digraph swarm {")
+        assert exported.with_suffix(".dot").read_text().startswith("digraph swarm {")
 
 
 async def test_export_before_anything_is_saved_says_so(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
-"""SVG snapshots at 120x40 (pytest-textual-snapshot). Every run screen is fed the pinned demo events
-(fixed timestamps, latencies and URL; a frozen clock), so the frames are the same on every run.
-Regenerate with ``pytest tests/test_tui_snapshots.py --snapshot-update`` and look at the SVGs."""
+"""SVG snapshots at 120x40 and 80x24 (pytest-textual-snapshot), and once in the light theme. Every run
+screen is fed the pinned demo events (fixed timestamps, latencies and URL; a frozen clock), so the
+frames are the same on every run. Regenerate with ``pytest tests/test_tui_snapshots.py --snapshot-update``
+and look at the SVGs."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from tests.test_tui_support import feed_app, mid_round_events, pinned_demo_event
 from tui.app import SwarmApp
 
 SIZE = (120, 40)
+SMALL = (80, 24)
 
 
 @pytest.fixture(scope="module")
@@ -84,3 +86,70 @@ def test_session_picker(snap_compare: Any, tmp_path: Any, monkeypatch: pytest.Mo
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+# --- 80x24, the light theme, and the views issue 15 added ------------------------------------------------------------
+def test_launch_form_80x24(snap_compare: Any) -> None:
+    app = SwarmApp(Settings(sessions_dir="/nonexistent"), demo=True, state_path=None, load_embedder=False)
+    assert snap_compare(app, terminal_size=SMALL)
+
+
+def test_run_finished_80x24(snap_compare: Any, events: tuple[ev.Event, ...]) -> None:
+    async def run_before(pilot: Any) -> None:
+        await post_events(pilot.app, pilot, events)
+
+    assert snap_compare(feed_app(), terminal_size=SMALL, run_before=run_before)
+
+
+def test_run_mid_round_80x24(snap_compare: Any, events: tuple[ev.Event, ...]) -> None:
+    async def run_before(pilot: Any) -> None:
+        await post_events(pilot.app, pilot, mid_round_events(events))
+
+    assert snap_compare(feed_app(), terminal_size=SMALL, run_before=run_before)
+
+
+def test_run_finished_light_theme(snap_compare: Any, events: tuple[ev.Event, ...]) -> None:
+    """swarm-paper, switched to from a dark theme after the run drew (every pane recolours)."""
+    async def run_before(pilot: Any) -> None:
+        await post_events(pilot.app, pilot, events)
+        pilot.app.theme = "textual-dark"
+        await pilot.pause()
+        pilot.app.theme = "swarm-paper"
+        await pilot.pause()
+        await pilot.pause()
+
+    assert snap_compare(feed_app(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_preview_marks_dropped_edges(snap_compare: Any, events: tuple[ev.Event, ...]) -> None:
+    """Round 2 paused after its routing, k_in lowered to 1: the PREVIEW strikes the edges it drops."""
+    topology = next(i for i, e in enumerate(events) if isinstance(e, ev.TopologyBuilt) and e.round == 2)
+
+    async def run_before(pilot: Any) -> None:
+        await post_events(pilot.app, pilot, events[: topology + 1])
+        params = {**pilot.app.swarm_screen.model.params, "k_in": 1}
+        await post_events(pilot.app, pilot, [ev.ParamsChanged(ts=events[topology].ts, round=2, params=params,
+                                                              changed=["k_in"])])
+
+    assert snap_compare(feed_app(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_search(snap_compare: Any, events: tuple[ev.Event, ...]) -> None:
+    """A search open over the finished run, begun in the Tester's pane: matches marked, the second current."""
+    async def run_before(pilot: Any) -> None:
+        await post_events(pilot.app, pilot, events)
+        pilot.app.screen.query_one("#agent-Tester").focus_body()
+        await pilot.press("slash", *"palindrome", "down")
+        await pilot.pause()
+
+    assert snap_compare(feed_app(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_inbox(snap_compare: Any, events: tuple[ev.Event, ...]) -> None:
+    async def run_before(pilot: Any) -> None:
+        await post_events(pilot.app, pilot, events)
+        pilot.app.screen.query_one("#agent-Designer").focus_body()
+        await pilot.press("enter")
+        await pilot.pause()
+
+    assert snap_compare(feed_app(), terminal_size=SIZE, run_before=run_before)

@@ -24,11 +24,11 @@ T0 = 1_763_712_000.0  # a fixed wall clock for the pinned events
 PINNED_URL = "http://127.0.0.1:8000/v1"
 
 
-async def _collect(domain: str) -> list[ev.Event]:
+async def _collect(domain: str, protocol: str = "phased") -> list[ev.Event]:
     from core.llm.embeddings import shared_embedder
     from core.runtime.runner import build_engine, open_backend
 
-    settings = Settings(domain=domain, sessions_dir="/nonexistent")
+    settings = Settings(domain=domain, sessions_dir="/nonexistent", protocol=protocol)
     events: list[ev.Event] = []
     with ScriptedServer(demo_script) as server:
         backend = await open_backend(settings, server=server, demo=True)
@@ -53,10 +53,10 @@ def pin(events: list[ev.Event]) -> list[ev.Event]:
 
 
 @functools.cache
-def pinned_demo_events(domain: str = "code") -> tuple[ev.Event, ...]:
+def pinned_demo_events(domain: str = "code", protocol: str = "phased") -> tuple[ev.Event, ...]:
     """The demo run's events, pinned. Runs in a thread: the caller may already be inside a loop."""
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        events = pool.submit(asyncio.run, _collect(domain)).result(timeout=300)
+        events = pool.submit(asyncio.run, _collect(domain, protocol)).result(timeout=300)
     return tuple(pin(events))
 
 

@@ -151,7 +151,8 @@ async def test_small_terminal_collapses_to_one_scrollable_column(events: tuple[e
 
 
 async def test_footer_rewraps_when_the_terminal_shrinks(events: tuple[ev.Event, ...]) -> None:
-    """Every key stays on screen after a resize (it used to keep the old row width and cut keys off)."""
+    """Every key stays on screen after a resize (it used to keep the old row width and cut keys off);
+    below 30 rows the footer keeps to one row (help, quit and the palette always in it)."""
     from textual.widgets._footer import FooterKey
 
     from tui.widgets.footer import WrapFooter
@@ -159,20 +160,27 @@ async def test_footer_rewraps_when_the_terminal_shrinks(events: tuple[ev.Event, 
     app = feed_app()
     async with app.run_test(size=(160, 48)) as pilot:
         await post_events(app, pilot, events[:3])
-        for width, height in ((80, 24), (120, 40), (200, 60)):
+        for width, height in ((80, 24), (120, 40), (200, 60), (80, 24), (80, 40)):
             await pilot.resize_terminal(width, height)
             await pilot.pause()
             await pilot.pause()
             footer = app.screen.query_one(WrapFooter)
             keys = list(footer.query(FooterKey))
             shown = [k for k in keys if footer.region.contains_region(k.region) and k.region.width > 0]
-            assert len(shown) == len(keys) == len(RUN_BINDINGS) + 1, (width, len(shown))  # + the palette key
+            if height < 30:
+                assert footer.region.height == 1 and len(shown) == len(keys) >= 8, (width, len(shown))
+                assert footer.hidden_keys == len([b for b in RUN_BINDINGS if b.show]) + 1 - len(keys)
+                assert {"help", "request_quit"} <= {k.action for k in shown}
+                assert any(k.has_class("-command-palette") for k in shown)
+            else:
+                assert len(shown) == len(keys) == len([b for b in RUN_BINDINGS if b.show]) + 1, (width, len(shown))
+                assert footer.region.height <= (2 if width >= 120 else 3)  # + the palette key; 2 rows at 120
 
 
 async def test_graph_and_sparklines_before_the_first_round_and_after_a_cancel(events: tuple[ev.Event, ...]) -> None:
     """No stale or misleading drawing: a run paused before round 1 says so, a round that ended before
     routing says it will get no graph, and rounds with no edges or tokens draw no bars."""
-    from textual.widgets import Sparkline
+    from tui.widgets.results_pane import Bars
 
     app = feed_app()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -188,23 +196,28 @@ async def test_graph_and_sparklines_before_the_first_round_and_after_a_cancel(ev
         await post_events(app, pilot, [cancelled])
         assert "round 2: no graph, the run ended before routing" in graph_text(app)
         assert "waiting for descriptors" not in graph_text(app)
-        assert list(app.screen.query_one("#edges-spark", Sparkline).data or []) == [12, 0]  # round 2: none
+        assert app.screen.query_one("#edges-spark", Bars).data == [12, 0]  # round 2 ended with none
 
     app = feed_app()
     async with app.run_test(size=(120, 40)) as pilot:
         round1 = next(i for i, e in enumerate(events) if isinstance(e, ev.RoundStarted))
         await post_events(app, pilot, events[: round1 + 1])  # round 1 started: no edges, no tokens yet
-        assert "edges/round  0" in str(app.screen.query_one("#edges-label").render())
-        assert not list(app.screen.query_one("#edges-spark", Sparkline).data or [])  # not a full bar
-        assert not list(app.screen.query_one("#tokens-spark", Sparkline).data or [])
+        # The round in progress has no value yet: not drawn (never as 0, never as a full bar).
+        assert "edges/round  -" in str(app.screen.query_one("#edges-label").render())
+        assert not app.screen.query_one("#edges-spark", Bars).data
+        assert not app.screen.query_one("#tokens-spark", Bars).data
 
 
-async def test_header_keeps_tokens_and_time_in_view_when_the_reason_is_long(events: tuple[ev.Event, ...]) -> None:
+async def test_header_keeps_the_state_tokens_and_time_in_view_at_80x24(events: tuple[ev.Event, ...]) -> None:
     app = feed_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await post_events(app, pilot, events)
         header = app.screen.query_one(RunHeader)
         status = str(header.render()).splitlines()[1]
-        assert "finished: manager" in status and len(status) > header.content_region.width  # it is cut...
-        tail = f"{app.screen.model.tokens:,} tok · 00:"
-        assert status.index(tail) + len(tail) + 2 <= header.content_region.width  # ...after tokens and time
+        assert len(status) <= header.content_region.width  # the compact line fits whole
+        assert status.startswith("finished: manager") and f"{app.screen.model.tokens:,} tok · 00:" in status
+        await pilot.resize_terminal(160, 48)
+        await pilot.pause()
+        await pilot.pause()
+        status = str(header.render()).splitlines()[1]
+        assert "code · DEMO (scripted server)" in status and "finished: manager — " in status  # all of it

@@ -7,22 +7,30 @@ replay hands recorded events to the same handler.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
+import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from textual.app import App
-from textual.worker import Worker, WorkerState
+from textual.notifications import Notify
 
 from core.runtime import events as ev
 from core.runtime.config import Settings
 
-from .bridge import BackendFailed, BackendStatus, EngineEvent
+from .bridge import BackendFailed, BackendStatus, EmbedderReady, EngineEvent
 from .commands import SwarmCommands
 from .state import default_state_path, read_state, write_state
 
 _UNSET: Any = object()
+MAX_TOASTS = 3  # notices shown at once; older ones make room (errors last)
+_SEVERITY_RANK = {"information": 0, "warning": 1, "error": 2}
+EMBEDDER_THREAD = "swarm-tui-embedder"
 
 
 class SwarmApp(App[int]):
@@ -30,6 +38,7 @@ class SwarmApp(App[int]):
     TITLE = "swarm-tui"
     COMMANDS = App.COMMANDS | {SwarmCommands}
     ENABLE_COMMAND_PALETTE = True
+    NOTIFICATION_TIMEOUT = 4
 
     def __init__(
         self,
@@ -70,6 +79,31 @@ class SwarmApp(App[int]):
         self._themes_ready = False
         self._from_launch: tuple[str, bool] | None = None  # (problem, demo) of a run started from the form
         self._fork_origin: Any = None  # the replay screen a fork started from, until the fork gets going
+        self._embedder_thread: threading.Thread | None = None
+        self._toast_counts: dict[str, int] = {}  # notification identity -> how many times it was said
+
+    # --- notices ------------------------------------------------------------------------------
+    def _on_notify(self, event: Notify) -> None:
+        """Toasts must not pile up over the panes: a repeat of a notice still shown replaces it (with a
+        count and a fresh timeout), and at most MAX_TOASTS show at once, the least severe and oldest
+        making room first."""
+        new = event.notification
+        same = [n for n in self._notifications if (n.message, n.severity) == (new.message, new.severity)]
+        if same:
+            repeats = 1 + sum(self._toast_counts.pop(n.identity, 1) for n in same)
+            self._toast_counts[new.identity] = repeats
+            new.title = f"{new.title} (×{repeats})".strip() if new.title else f"×{repeats}"
+            for old in same:
+                self._unnotify(old, refresh=False)
+        super()._on_notify(event)
+        shown = list(self._notifications)
+        excess = len(shown) - MAX_TOASTS
+        if excess > 0:
+            by_priority = sorted(shown[:-1], key=lambda n: (_SEVERITY_RANK.get(n.severity, 0), n.raised_at))
+            for old in by_priority[:excess]:
+                self._toast_counts.pop(old.identity, None)
+                self._unnotify(old, refresh=False)
+            self._refresh_notifications()
 
     def notify(self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None,
                markup: bool = True) -> None:
@@ -83,7 +117,7 @@ class SwarmApp(App[int]):
     def on_mount(self) -> None:
         self._register_themes()
         if self.settings.keymap:
-            self.set_keymap(dict(self.settings.keymap))
+            self.apply_keymap(self.settings.keymap)
         if self.problem is None:  # the form or a replay: load while the user reads; a run warms up itself
             self.warm_up_embedder()
         if self.replay_events is not None:
@@ -99,6 +133,16 @@ class SwarmApp(App[int]):
             from .screens.launch import LaunchScreen
 
             self.push_screen(LaunchScreen(self.settings, demo=self.demo))
+
+    def apply_keymap(self, keymap: Any) -> None:
+        """The config's [keymap], checked: unknown ids and keys taken twice are left out (those
+        actions keep their default keys) and said once, in one warning."""
+        from .keymap import check_keymap
+
+        accepted, problems = check_keymap(dict(keymap))
+        self.set_keymap(accepted)
+        if problems:
+            self.notify("keymap: " + "; ".join(problems), title="config [keymap]", severity="warning", timeout=20)
 
     def _register_themes(self) -> None:
         from themes import load_themes
@@ -120,27 +164,35 @@ class SwarmApp(App[int]):
                 self.notify(error, severity="warning")
 
     def warm_up_embedder(self) -> None:
-        """Start loading MiniLM in a thread worker (once). A run calls this when its first model call is
-        answering, so the first request never waits for torch (the load overlaps the model's reply)."""
+        """Start loading MiniLM (once). A run calls this when its first model call is answering, so the
+        first request never waits for torch (the load overlaps the model's reply)."""
         if self.load_embedder and not self._embedder_started:
             self._embedder_started = True
-            self.run_worker(self._load_embedder, thread=True, name="embedder", exit_on_error=False)
+            self._start_embedder()
+
+    def _start_embedder(self) -> None:
+        """Load MiniLM in a daemon thread (not a Textual worker: those run in the loop's executor, which
+        asyncio joins on exit, so quitting waited seconds for torch to finish importing)."""
+        thread = threading.Thread(target=self._load_embedder, name=EMBEDDER_THREAD, daemon=True)
+        self._embedder_thread = thread
+        thread.start()
 
     def _load_embedder(self) -> None:
-        """Thread worker: load MiniLM so the first routing does not wait; touches no widget."""
+        """Thread: load MiniLM so the first routing does not wait; touches no widget, only posts."""
         from core.llm.embeddings import shared_embedder
 
-        shared_embedder(self.settings.embedding_model_path).load()
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.name != "embedder":
-            return
-        if event.state == WorkerState.SUCCESS:
-            self.embeddings_ready = True
-        elif event.state == WorkerState.ERROR:
-            self.notify(str(event.worker.error), severity="error", timeout=30)
+        try:
+            shared_embedder(self.settings.embedding_model_path).load()
+        except Exception as exc:  # EmbeddingError, or anything torch raises: one line for the user
+            self.post_message(EmbedderReady(str(exc) or type(exc).__name__))
         else:
-            return
+            self.post_message(EmbedderReady())
+
+    def on_embedder_ready(self, message: EmbedderReady) -> None:
+        if message.error:
+            self.notify(message.error, severity="error", timeout=30)
+        else:
+            self.embeddings_ready = True
         if self.swarm_screen is not None:
             self.swarm_screen.model.embeddings_ready = self.embeddings_ready
             self.swarm_screen.refresh_all()
@@ -193,17 +245,33 @@ class SwarmApp(App[int]):
 
         self.push_screen(SessionPickerScreen(self.settings))
 
-    def open_replay(self, session: Any, path: Path | str) -> None:
-        """Show a loaded core.sessions.model.Session in the replay screen (on top of the current screen)."""
+    def open_replay(self, session: Any, path: Path | str, *, picker: Any = None) -> None:
+        """Show a loaded core.sessions.model.Session in the replay screen (on top of the current screen).
+        ``picker``: the session picker it was chosen in, which esc in the replay goes back to."""
         from .screens.replay import ReplayScreen
 
         self.replay_session, self.replay_source = session, str(path)
-        self.swarm_screen = ReplayScreen(session.replay_events(), source=str(path), session=session)
+        replay = ReplayScreen(session.replay_events(), source=str(path), session=session)
+        if picker is not None:
+            replay.back_to = (picker, self.swarm_screen)
+        self.swarm_screen = replay
         self._fork_origin = None
-        self.push_screen(self.swarm_screen)
+        self.push_screen(replay)
+
+    def close_replay(self, replay: Any) -> None:
+        """Back from a replay to the session picker it was opened from."""
+        if replay.back_to is None or self.screen is not replay:
+            return
+        picker, previous = replay.back_to
+        self.swarm_screen = previous
+        self.pop_screen()
+        if self.screen is picker:
+            picker.action_reload()  # a fork or an export since may have added a session
 
     # --- the event stream ---------------------------------------------------------------------
     def on_engine_event(self, message: EngineEvent) -> None:
+        if self._exit:  # quitting: events still queued ahead of the exit would only delay it
+            return
         if self.swarm_screen is not None:
             self.swarm_screen.apply_event(message.event)
 
@@ -246,8 +314,7 @@ def run_app(problem: str | None, settings: Settings, *, demo: bool = False, save
             step: bool = False) -> int:
     """The TUI for a live run (or the launch form when problem is None). Returns the exit code."""
     app = SwarmApp(settings, problem=problem, demo=demo, save=save, step=step)
-    result = app.run()
-    return int(result or 0)
+    return run_and_exit(app)
 
 
 def run_replay(session: Any, path: Path | str, *, settings: Settings | None = None, demo: bool = False) -> int:
@@ -264,5 +331,34 @@ def run_replay(session: Any, path: Path | str, *, settings: Settings | None = No
     events = list(session.replay_events())
     app = SwarmApp(settings, replay=events, replay_source=str(path), replay_session=session, demo=demo,
                    load_embedder=False)
-    result = app.run()
-    return int(result or 0)
+    return run_and_exit(app)
+
+
+def run_and_exit(app: SwarmApp) -> int:
+    """Run the app, then end the process as soon as Textual has put the terminal back.
+
+    Quitting must be instant, but a normal interpreter exit is not: it joins the loop's executor
+    threads (an embedding call), waits on nothing useful while MiniLM and torch are still importing in
+    the loader thread (unsafe to interrupt any other way), and tears down torch's modules — 2 to 5 s of
+    blank terminal. Nothing is left to do at that point: sessions are written as the run goes and the
+    theme when it is picked. So: flush the output and os._exit with the app's code."""
+    loop = asyncio.new_event_loop()  # our own loop: asyncio.run() would join the executor's threads
+    try:
+        result = app.run(loop=loop)
+    except KeyboardInterrupt:
+        print("swarm-tui: interrupted", file=sys.stderr)
+        _exit_now(130)
+    except Exception:
+        import traceback
+
+        traceback.print_exc()
+        _exit_now(1)
+    _exit_now(int(result or 0))
+    return int(result or 0)  # not reached
+
+
+def _exit_now(code: int) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)

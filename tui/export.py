@@ -1,7 +1,8 @@
-"""Export from the TUI: core.sessions.export's text, written next to the session file.
+"""Export from the TUI: core.sessions.export's text, written to ``exports/`` next to the session file.
 
-A shipped example lives inside the installed package, so its exports go to the sessions directory
-instead. An export never overwrites the session file it came from.
+Not beside it: a JSON or TOML export is a readable session too, and the session picker would list it
+as a second run. A shipped example lives inside the installed package, so its exports go to the
+sessions directory's ``exports/`` instead. An export never overwrites the session file it came from.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from sessions import EXAMPLES_DIR
 
 EXPORT_NAMES = {"md": "Markdown", "json": "JSON", "toml": "TOML", "dot": "DOT", "mermaid": "Mermaid"}
 _SUFFIXES = {"md": ".md", "json": ".json", "toml": ".toml", "dot": ".dot", "mermaid": ".mmd"}
+EXPORTS_DIR = "exports"  # beside the sessions, never among them
 
 
 class ExportError(Exception):
@@ -33,7 +35,7 @@ def _same(a: Path, b: Path) -> bool:
 
 def export_path(base: Path, fmt: str, sessions_dir: Path) -> Path:
     """Where exporting the session saved at ``base`` as ``fmt`` writes."""
-    directory = Path(sessions_dir) if _same(base.parent, EXAMPLES_DIR) else base.parent
+    directory = (Path(sessions_dir) if _same(base.parent, EXAMPLES_DIR) else base.parent) / EXPORTS_DIR
     target = directory / (base.stem + _SUFFIXES[fmt])
     if _same(target, base):  # e.g. JSON of a .json session: keep the original untouched
         target = directory / f"{base.stem}.export{_SUFFIXES[fmt]}"

@@ -64,6 +64,8 @@ class RoundView:
     routing: RoutingResult | None = None
     rerouted: bool = False
     broadcast: bool = False
+    work_started: bool = False  # its graph is final: the work phase ran on it (no preview any more)
+    inbox: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # agent -> routed messages
     decision: Decision | None = None
     finished: bool = False
     convergence: float | None = None
@@ -77,6 +79,20 @@ class RoundView:
         if self.routing is not None:
             return len(self.routing.edges)
         return n_workers * (n_workers - 1) if self.broadcast else 0
+
+    @property
+    def graph_known(self) -> bool:
+        """Whether its edge count is known yet (a round in progress before routing has none)."""
+        return self.routing is not None or self.broadcast or self.finished
+
+    def used_params(self) -> tuple[float, int] | None:
+        """(tau, k_in) this round's graph was built with (a re-route's values when re-routed), else
+        the values in force when it started; None when unknown."""
+        if self.routing is not None and not self.routing.typed:
+            return self.routing.tau, self.routing.k_in
+        if "tau" in self.params and "k_in" in self.params:
+            return float(self.params["tau"]), int(self.params["k_in"])
+        return None
 
 
 class RunModel:
@@ -158,11 +174,21 @@ class RunModel:
         end = self.last_ts if (now is None or self.finished is not None) else now
         return max(0.0, (end or self.started_ts) - self.started_ts)
 
+    @property
+    def tiered(self) -> bool:
+        """Whether a graph's tiers are how the agents run (phased work, a method's layers). In the
+        single-pass protocol every worker answers at once: a graph has an order, no tiers."""
+        return not (self.protocol == "single-pass" and self.routes_by_tau)
+
     def edges_per_round(self) -> list[int]:
-        return [self.rounds[r].edge_count(len(self.workers)) for r in sorted(self.rounds)]
+        """Kept edges per round; a round in progress counts once its graph is built (never as 0 before)."""
+        return [self.rounds[r].edge_count(len(self.workers)) for r in sorted(self.rounds)
+                if self.rounds[r].graph_known or r != self.current or self.finished is not None]
 
     def tokens_per_round(self) -> list[int]:
-        return [self.rounds[r].tokens for r in sorted(self.rounds)]
+        """Tokens per round; a round in progress counts once it has used some."""
+        return [self.rounds[r].tokens for r in sorted(self.rounds)
+                if self.rounds[r].tokens or r != self.current or self.finished is not None]
 
     # --- folding events -----------------------------------------------------------------------
     def apply(self, event: ev.Event) -> None:
@@ -223,6 +249,15 @@ class RunModel:
 
     def _on_phase_started(self, e: ev.PhaseStarted) -> None:
         self.phase, self.phase_detail = e.phase, e.detail
+        if e.phase in (ev.PHASE_WORK, ev.PHASE_MANAGER):
+            self._work_started(e.round)
+
+    def _work_started(self, round_no: int) -> None:
+        """The round's graph is the one its work runs on: a preview of other values ends here."""
+        rv = self._round(round_no)
+        rv.work_started = True
+        if round_no == self.current:
+            self.preview = None
 
     def _on_agent_started(self, e: ev.AgentStarted) -> None:
         if e.agent and e.agent not in self.agents:  # e.g. an agent of an orchestrator's plan
@@ -233,7 +268,7 @@ class RunModel:
         agent.text = ""
         agent._stream = ReplyStream()
         agent.attempt += 1
-        if e.tier is not None:
+        if e.tier is not None and self.tiered:
             agent.tier = e.tier
 
     def _on_agent_finished(self, e: ev.AgentFinished) -> None:
@@ -267,13 +302,21 @@ class RunModel:
         self.embeddings_ready = True
         for name in rv.routing.names:
             tier = rv.routing.tier_of(name)
-            self._agent(e.round, name).tier = tier if tier >= 0 else None
+            self._agent(e.round, name).tier = tier if tier >= 0 and self.tiered else None
         self.preview = None
         self.refresh_preview()
 
     def _on_messages_routed(self, e: ev.MessagesRouted) -> None:
+        rv = self._round(e.round)
         if e.broadcast:
-            self._round(e.round).broadcast = True
+            rv.broadcast = True
+        for d in e.deliveries:
+            dst = str(d.get("dst", ""))
+            # Sent after the recipient's work (a broadcast, a single-pass barrier, a kept cycle's edge):
+            # it reads it in the next round.
+            after = e.broadcast or bool(rv.agents.get(dst) and rv.agents[dst].public)
+            rv.inbox.setdefault(dst, []).append({**d, "after_work": after})
+        self._work_started(e.round)
 
     def _on_manager_decided(self, e: ev.ManagerDecided) -> None:
         rv = self._round(e.round)
@@ -287,6 +330,7 @@ class RunModel:
         rv = self._round(e.round)
         rv.finished = True
         rv.convergence = e.convergence
+        self._work_started(e.round)
 
     def _on_run_finished(self, e: ev.RunFinished) -> None:
         self.finished = e
@@ -311,8 +355,8 @@ class RunModel:
         """Redraw the current round's graph at the live tau / k_in from the stored similarities."""
         rv = self.round_view()
         self.preview = None
-        if rv is None or rv.routing is None or not self.params:
-            return
+        if rv is None or rv.routing is None or not self.params or rv.work_started or rv.finished:
+            return  # a preview lives only between the round's routing and its work
         tau, k_in = float(self.params["tau"]), int(self.params["k_in"])
         if (tau, k_in) == (rv.routing.tau, rv.routing.k_in):
             return

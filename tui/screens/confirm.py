@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -15,9 +17,12 @@ class ConfirmScreen(ModalScreen[bool]):
         Binding("n,escape", "answer(False)", "no", id="confirm_no", tooltip="No, go back"),
     ]
 
-    def __init__(self, question: str) -> None:
+    def __init__(self, question: str, on_answer: Callable[[bool], object] | None = None) -> None:
+        """``on_answer`` runs before the dialog closes (the screen below is not redrawn first: quitting
+        from here is immediate); without it the answer is the screen's result, as usual."""
         super().__init__()
         self.question = question
+        self.on_answer = on_answer
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -30,7 +35,11 @@ class ConfirmScreen(ModalScreen[bool]):
         self.query_one("#no", Button).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
+        self.action_answer(event.button.id == "yes")
 
     def action_answer(self, yes: bool) -> None:
+        if self.on_answer is not None:
+            self.on_answer(yes)
+            if self.app._exit:  # quitting: leave the dialog up rather than redraw the screen below
+                return
         self.dismiss(yes)

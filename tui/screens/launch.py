@@ -20,6 +20,8 @@ from core.runtime.textsafe import printable
 
 from ..widgets.footer import WrapFooter
 
+SMALL_WIDTH, SMALL_HEIGHT = 100, 30
+
 
 def _workers(domain: str) -> int:
     return len(get_domain(domain).workers)
@@ -69,6 +71,8 @@ class LaunchScreen(Screen[None]):
                 tooltip="Run the code and its tests in a sandbox after each round (code domain; off by default)"),
         Binding("ctrl+l", "open_sessions", "open", id="launch_sessions",
                 tooltip="Open a saved session or a shipped example in the replay screen"),
+        Binding("f1,question_mark", "help", "help", id="launch_help",
+                tooltip="List every key and what it does (? types itself in a text field: use f1 there)"),
     ]
 
     def __init__(self, settings: Settings, *, demo: bool = False, problem: str = "", error: str = "") -> None:
@@ -115,7 +119,18 @@ class LaunchScreen(Screen[None]):
             yield Static("", id="launch-status")
         yield WrapFooter()
 
+    def on_resize(self) -> None:
+        """Below 100x30 every field is one line high (no borders) and the grid narrower, so the URL
+        field shows the URL and Start stays in view at 80x24."""
+        small = self.size.width < SMALL_WIDTH or self.size.height < SMALL_HEIGHT
+        if small == self.has_class("-small"):
+            return
+        self.set_class(small, "-small")
+        for widget in self.query("Input, Select, Button, TextArea"):
+            widget.compact = small  # type: ignore[attr-defined]
+
     def on_mount(self) -> None:
+        self.on_resize()
         self.query_one("#problem", TextArea).focus()
         self._demo_changed(self.demo)
         self._execute_applies()
@@ -184,6 +199,11 @@ class LaunchScreen(Screen[None]):
 
     def action_open_sessions(self) -> None:
         self.app.open_session_picker()  # type: ignore[attr-defined]
+
+    def action_help(self) -> None:
+        from .help import HelpScreen
+
+        self.app.push_screen(HelpScreen(self))
 
     # --- test connection ---------------------------------------------------------------------
     def _status(self, text: str, severity: str = "") -> None:

@@ -47,6 +47,7 @@ class ReplayScreen(SwarmScreen):
         self.whatif: tuple[float, int] | None = None  # (tau, k_in) of the what-if, or None
         self.model.embeddings_ready = True
         self.tests_recorded = any(isinstance(e, ev.TestRun) for e in events)
+        self.back_to: tuple[Any, Any] | None = None  # (the session picker it was opened from, the screen before)
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -76,6 +77,21 @@ class ReplayScreen(SwarmScreen):
         if self.view_round is not None and self.view_round > self.model.current:
             self.view_round = None
         self.refresh_all()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "back":
+            return self.back_to is not None  # esc only means something when a picker is below
+        return True
+
+    def action_back(self) -> None:
+        app: Any = self.app
+        app.close_replay(self)
+
+    def action_open_sessions(self) -> None:
+        if self.back_to is not None:  # the picker it came from is right below
+            self.action_back()
+        else:
+            super().action_open_sessions()
 
     def on_notice(self, event: ev.Notice) -> None:
         pass  # recorded notices are in the session; replaying them as toasts would only be noise

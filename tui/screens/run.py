@@ -58,12 +58,17 @@ class RunScreen(SwarmScreen):
         self.server = server
         self.clock = clock
         self.start = start
-        n_workers = len(get_domain(settings.domain).workers)
+        domain = get_domain(settings.domain)
+        n_workers = len(domain.workers)
         params = Params(settings.tau, settings.k_in, settings.max_rounds)
         self.control = RunControl(params, n_workers, mode=MODE_STEP if step else "auto")
         self.model.params = params.as_dict()  # the bar shows the run's settings before the engine starts
         # ... and the header the problem, even if the endpoint never answers (RunStarted fills the rest).
         self.model.problem, self.model.domain, self.model.demo = problem, settings.domain, demo
+        # ... and the team's panes from the first frame (DyTopo's roster; another method's RunStarted
+        # brings its own, and the panes follow).
+        self.model.manager, self.model.workers = domain.manager.name, list(domain.worker_names)
+        self.model.protocol, self.model.strategy = settings.protocol, settings.strategy
         self.model.mode = self.control.mode
         self.recorder = SessionRecorder(Path(settings.sessions_dir), path=save)
         # Code tests in the sandbox after each round: the rule of tui.headless.make_evaluator (not imported
@@ -211,12 +216,16 @@ class RunScreen(SwarmScreen):
             return
         from .confirm import ConfirmScreen
 
-        def answer(yes: bool | None) -> None:
+        def answer(yes: bool) -> None:
             if yes:
                 self.control.cancel()
+                self.recorder.save()  # everything up to now, whatever the engine still emits
                 self.app.exit(0)
 
-        self.app.push_screen(ConfirmScreen("A swarm is still running. Quit and drop it?"), answer)
+        saved = f" in {self.recorder.path}" if self.recorder.path is not None else ""
+        self.app.push_screen(ConfirmScreen(
+            f"A swarm is still running. Quit? The run is cancelled; the session so far is kept{saved}.",
+            on_answer=answer))
 
     def on_unmount(self) -> None:
         self.control.cancel()

@@ -141,6 +141,7 @@ class SessionPickerScreen(Screen[None]):
         self.sessions_dir = Path(settings.sessions_dir)
         self.examples_dir = examples_dir
         self.listing: Listing | None = None
+        self._told_errors: list[str] = []
 
     def compose(self) -> ComposeResult:
         yield Static(Content.assemble(
@@ -166,6 +167,7 @@ class SessionPickerScreen(Screen[None]):
     def on_session_picker_screen_listed(self, message: Listed) -> None:
         listing = self.listing = message.listing
         table = self.query_one(SessionTable)
+        row = table.cursor_row  # kept across a reload (coming back from a replay)
         table.clear()
         full = [row_cells(summary, example) for summary, example in listing.rows]
         widths = column_widths(full, self.size.width or 120)
@@ -174,10 +176,15 @@ class SessionPickerScreen(Screen[None]):
             cells = row_cells(summary, example, *widths)
             table.add_row(*(Text(c, justify="right" if i in NUMERIC else "left") for i, c in enumerate(cells)),
                           key=str(index))
+        if row > 0 and table.row_count:  # a reload: back on the row the user was on
+            table.move_cursor(row=min(row, table.row_count - 1))
         parts = [f"{listing.saved} saved session(s) in {self.sessions_dir}", f"{listing.examples} shipped example(s)"]
         if listing.errors:
             parts.append(f"{len(listing.errors)} unreadable file(s) skipped")
         self.query_one("#picker-status", Static).update(Content(" · ".join(parts)))
+        if self._told_errors == listing.errors:
+            return  # a reload: these were already said
+        self._told_errors = list(listing.errors)
         for error in listing.errors[:MAX_ERROR_TOASTS]:
             self.notify(f"skipped {error}", severity="warning", timeout=10)
         if len(listing.errors) > MAX_ERROR_TOASTS:
@@ -208,8 +215,8 @@ class SessionPickerScreen(Screen[None]):
         except SessionFormatError as exc:  # changed or removed since it was listed
             self.notify(str(exc), severity="error", timeout=12)
             return
-        self.dismiss()
-        app.open_replay(session, path)
+        app: Any = self.app
+        app.open_replay(session, path, picker=self)  # on top: esc in the replay comes back here
 
     def action_reload(self) -> None:
         self.query_one("#picker-status", Static).update("reading sessions…")

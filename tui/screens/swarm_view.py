@@ -30,8 +30,10 @@ from ..widgets.graph_pane import GraphPane
 from ..widgets.header import ParamsBar, RunHeader
 from ..widgets.manager_pane import ManagerPane
 from ..widgets.results_pane import ResultsPane, RoundSparks
+from ..widgets.search_bar import SearchBar
 from ..widgets.topodim_view import TopoDIMState, TopoDIMView
 from ..widgets.topoweaver_view import TopoWeaverView, shows_topoweaver
+from .inbox import inbox_count
 
 FRAME_INTERVAL = 1 / 25  # how often streamed text reaches the panes
 NARROW_WIDTH, SHORT_HEIGHT = 100, 30
@@ -47,13 +49,20 @@ class SwarmScreen(Screen[None]):
         self._shown_delta_rev = -1
         self._panes: dict[str, AgentPane] = {}
         self.topodim = TopoDIMState()  # TopoDIM runs show their typed graph instead of the graph pane
+        self._hits: list[tuple[str, int, int]] = []  # the search's matches: (agent, row, column)
+        self._hit: int | None = None  # the current one
+        self._search_from: AgentPane | None = None  # the pane focused when the search opened
 
     # --- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield RunHeader(id="header")
         yield ParamsBar("", id="params")
         with VerticalScroll(id="body", can_focus=False):
-            yield Grid(id="agents")
+            # The panes of a roster known before the run starts come with the first frame (no half-built
+            # screen that fills in a moment later).
+            self._panes = {name: AgentPane(name, id=f"agent-{name}") for name in self._roster()}
+            with Grid(id="agents"):
+                yield from self._panes.values()
             with Horizontal(id="lower"):
                 yield GraphPane(id="graph")
                 yield DmoaView(id="dmoa")  # DMoA runs: in place of the graph and manager panes
@@ -63,11 +72,17 @@ class SwarmScreen(Screen[None]):
                 with Vertical(id="side"):
                     yield ResultsPane(id="results")
                     yield RoundSparks(id="sparks")
+        yield SearchBar(id="search")  # under the panes, above the footer, while a search is open
         yield WrapFooter()
 
     def on_mount(self) -> None:
         self.set_interval(FRAME_INTERVAL, self._frame)
+        self.app.theme_changed_signal.subscribe(self, self._theme_changed)
         self._relayout()
+        self.refresh_all(mounting=True)
+
+    def _theme_changed(self, _theme: object) -> None:
+        """Drawings that carry colours of their own (the graph) are redrawn in the new theme at once."""
         self.refresh_all()
 
     def on_resize(self) -> None:
@@ -81,10 +96,13 @@ class SwarmScreen(Screen[None]):
         columns = 1 if narrow else (2 if n <= 4 else 3 if n <= 6 else 4)
         self.query_one("#agents", Grid).styles.grid_size_columns = columns
 
+    def _roster(self) -> list[str]:
+        return self.model.agents if self.model.run is not None or self.model.workers else []
+
     def _ensure_panes(self) -> None:
         """One pane per agent of the run, mounted once: agents a method names at run time join as they
         start; a replay stepping back hides the panes of agents that have not joined yet."""
-        names = self.model.agents if self.model.run is not None else []
+        names = self._roster()
         if [n for n, p in self._panes.items() if p.display] == names:
             return
         joined = {name: AgentPane(name, id=f"agent-{name}") for name in names if name not in self._panes}
@@ -129,7 +147,7 @@ class SwarmScreen(Screen[None]):
 
     def on_notice(self, event: ev.Notice) -> None:
         severity = {"error": "error", "warning": "warning"}.get(event.severity, "information")
-        self.notify(event.message, severity=severity, timeout=6 if severity != "error" else 12)  # type: ignore[arg-type]
+        self.notify(event.message, severity=severity, timeout=4 if severity != "error" else 10)  # type: ignore[arg-type]
 
     # --- rendering ----------------------------------------------------------------------------
     @property
@@ -155,6 +173,7 @@ class SwarmScreen(Screen[None]):
             idle = view is not None and not view.streaming and not view.public
             if idle and (not view.text or view.call == ev.CALL_DESCRIPTORS):
                 earlier = self._earlier_output(name, self.shown_round)
+            pane.inbox_count = inbox_count(self.model, name, self.shown_round) if name != self.model.manager else 0
             pane.sync(self.shown_round, view, earlier)
 
     def _earlier_output(self, name: str, before: int) -> tuple[int, str] | None:
@@ -183,8 +202,10 @@ class SwarmScreen(Screen[None]):
             return self.model.preview, "PREVIEW"
         return None, ""
 
-    def refresh_all(self) -> None:
-        if not self.is_mounted or self.app._exit_renderables or not self.is_attached:
+    def refresh_all(self, *, mounting: bool = False) -> None:
+        """Sync every widget with the model. ``mounting``: from on_mount, where the children exist but
+        the screen does not count as mounted yet; the first frame must not be a half-filled one."""
+        if not (self.is_mounted or mounting) or self.app._exit or not self.is_attached:
             return
         self._ensure_panes()
         model = self.model
@@ -256,6 +277,85 @@ class SwarmScreen(Screen[None]):
         self.app.copy_to_clipboard(text)
         self.notify(f"copied {len(text)} characters")
 
+    # --- an agent's inbox ----------------------------------------------------------------------
+    def focused_agent(self) -> AgentPane | None:
+        node = self.focused
+        while node is not None and not isinstance(node, AgentPane):
+            node = node.parent if isinstance(node.parent, Widget) else None
+        return node
+
+    def action_inbox(self) -> None:
+        pane = self.focused_agent()
+        if pane is None:
+            self.notify("focus an agent's pane first (Tab), then enter shows what it received", severity="warning")
+            return
+        from .inbox import InboxScreen
+
+        self.app.push_screen(InboxScreen(self.model, pane.agent, self.shown_round))
+
+    # --- search -------------------------------------------------------------------------------
+    def action_search(self) -> None:
+        bar = self.query_one(SearchBar)
+        if not bar.is_open:
+            self._search_from = self.focused_agent()  # the search starts in the pane the user was in
+        bar.open()
+
+    def run_search(self, query: str) -> None:
+        """Find ``query`` in every agent's pane, the focused one first, then the others in order."""
+        names = list(self._panes)
+        focused = self.focused_agent() or self._search_from
+        if self._hit is not None and self._hits:
+            start = names.index(self._hits[self._hit][0]) if self._hits[self._hit][0] in names else 0
+        else:
+            start = names.index(focused.agent) if focused is not None and focused.agent in names else 0
+        self._hits = []
+        for name in names[start:] + names[:start]:
+            self._hits += [(name, row, col) for row, col in self._panes[name].search(query)] if query else []
+            if not query:
+                self._panes[name].end_search()
+        self._hit = 0 if self._hits else None
+        self._show_hit()
+
+    def action_search_step(self, step: int) -> None:
+        self.search_step(step)
+
+    def search_step(self, step: int) -> None:
+        bar = self.query_one(SearchBar)
+        if not bar.is_open or not bar.text:  # f3 after the bar was closed: the last search again
+            self.action_search()
+            if not bar.text:
+                return
+        if not self._hits:
+            self.run_search(bar.text)  # outputs may have grown since
+        if self._hits:
+            self._hit = ((self._hit or 0) + step) % len(self._hits) if self._hit is not None else 0
+        self._show_hit()
+
+    def _show_hit(self) -> None:
+        bar = self.query_one(SearchBar)
+        hit = self._hits[self._hit] if self._hit is not None and self._hits else None
+        for name, pane in self._panes.items():
+            pane.mark((hit[1], hit[2]) if hit is not None and hit[0] == name else None)
+        if hit is None:
+            bar.status("no match" if bar.text else "")
+            return
+        pane = self._panes[hit[0]]
+        self.query_one("#body", VerticalScroll).scroll_to_widget(pane, animate=False)
+        agents = len({h[0] for h in self._hits})
+        bar.status(f"{self._hit + 1}/{len(self._hits)} · {hit[0]}" + (f" · in {agents} agents" if agents > 1 else ""))
+
+    def end_search(self) -> None:
+        bar = self.query_one(SearchBar)
+        hit = self._hits[self._hit] if self._hit is not None and self._hits else None
+        for pane in self._panes.values():
+            pane.end_search()
+        bar.remove_class("-open")
+        self._hits, self._hit = [], None
+        if hit is not None and hit[0] in self._panes:
+            self._panes[hit[0]].focus_body()
+        else:
+            self.focus_next()
+
     def action_help(self) -> None:
         from .help import HelpScreen
 
@@ -274,7 +374,7 @@ class SwarmScreen(Screen[None]):
         commands: list[tuple[str, str, Callable[[], object]]] = []
         for fmt in FORMATS:
             name = EXPORT_NAMES[fmt]
-            commands.append((f"Export session as {name}", f"write {export_suffix(fmt)} next to the session file",
+            commands.append((f"Export session as {name}", f"write {export_suffix(fmt)} to exports/ by the session file",
                              partial(self.export_as, fmt)))
         return commands
 

@@ -37,6 +37,9 @@ class AgentPane(Vertical):
         self.border_title = agent
         self._pending: tuple[int, AgentView | None, tuple[int, str] | None] | None = None
         self._ready = False  # children composed (on_mount ran)
+        self.search_query = ""  # while a search runs, the pane shows its text plain, matches marked
+        self._search_text: str | None = None
+        self.inbox_count = 0  # messages routed to it for the round shown (the screen sets it)
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="descriptors", markup=False)
@@ -58,16 +61,18 @@ class AgentPane(Vertical):
     def sync(self, round_no: int, view: AgentView | None, earlier: tuple[int, str] | None = None) -> None:
         """Show ``view`` (this agent in round ``round_no``); cheap when nothing changed. ``earlier`` is
         (round, output) of its last word before this round, shown while it is idle."""
+        self._pending = (round_no, view, earlier)  # the latest, for on_mount and the end of a search
         if not self._ready:
-            self._pending = (round_no, view, earlier)  # children not composed yet: on_mount shows it
-            return
+            return  # children not composed yet: on_mount shows it
         view = view or AgentView(self.agent)
         meta = (round_no, view.status, view.call, view.query, view.key, view.tokens, view.tier, view.error,
-                earlier and earlier[0])
+                earlier and earlier[0], self.inbox_count)
         if meta != self._meta_key:
             self._meta_key = meta
             self._sync_meta(view, earlier[0] if earlier else None)
-        if view.public and not view.streaming:
+        if self.search_query:
+            self._show_plain(self._visible_text(view, earlier))
+        elif view.public and not view.streaming:
             self._show_final(view.public)
         elif earlier is not None and not view.streaming:
             self._show_final(earlier[1])
@@ -82,6 +87,8 @@ class AgentPane(Vertical):
         sub = []
         if view.tier is not None:
             sub.append(f"tier {view.tier}")
+        if self.inbox_count:
+            sub.append(f"inbox {self.inbox_count}")  # enter on the pane shows it
         if view.tokens:
             sub.append(f"{view.tokens} tok")
         if view.latency_s:
@@ -97,6 +104,55 @@ class AgentPane(Vertical):
             lines.append(f"! {view.error}")
         self.query_one(".descriptors", Static).update("\n".join(lines))
         self.set_class(bool(lines), "-has-descriptors")
+
+    @staticmethod
+    def _visible_text(view: AgentView, earlier: tuple[int, str] | None) -> str:
+        if view.public and not view.streaming:
+            return view.public
+        if earlier is not None and not view.streaming:
+            return earlier[1]
+        return view.text
+
+    # --- search -------------------------------------------------------------------------------
+    def _show_plain(self, text: str) -> None:
+        """The pane's text in the stream view (plain, so matches can be marked and scrolled to)."""
+        switcher = self.query_one(ContentSwitcher)
+        if switcher.current != "stream":
+            switcher.current = "stream"
+        if text != self._search_text:
+            self._search_text = text
+            self.query_one(StreamView).set_text(text)
+            self._stream_key = None  # the stream view starts over when the search ends
+
+    def search(self, query: str) -> list[tuple[int, int]]:
+        """Start (or change) a search: every (row, column) where ``query`` occurs in what the pane shows."""
+        if self._ready and not self.search_query and self._meta_key is not None:
+            current = self.query_one(ContentSwitcher).current
+            self._show_plain(self._final if current == "final" else self.query_one(StreamView).text)
+        self.search_query = query
+        stream = self.query_one(StreamView)
+        stream.set_highlight(query, stream.current)
+        return stream.matches(query)
+
+    def mark(self, match: tuple[int, int] | None) -> None:
+        """Mark the search's current match (None: it is in another pane) and scroll to it."""
+        stream = self.query_one(StreamView)
+        stream.set_highlight(self.search_query, match)
+        if match is not None:
+            stream.scroll_to_row(match[0])
+
+    def focus_body(self) -> None:
+        """Focus what the pane shows (its stream or its final text)."""
+        current = self.query_one(ContentSwitcher).current
+        (self.query_one(StreamView) if current == "stream" else self.query_one("#final")).focus()
+
+    def end_search(self) -> None:
+        self.search_query = ""
+        self._search_text = None
+        self.query_one(StreamView).set_highlight("", None)
+        self._meta_key = None  # the next sync shows the pane as usual again
+        if self._pending is not None:
+            self.sync(*self._pending)
 
     def _show_stream(self, round_no: int, view: AgentView) -> None:
         switcher = self.query_one(ContentSwitcher)

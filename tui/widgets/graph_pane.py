@@ -7,7 +7,7 @@ from textual.color import Color, ColorParseError
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from core.routing.dytopo import RoutingResult, edge_diff
+from core.routing.dytopo import RoutingResult
 
 from ..model import RunModel
 from .graph_render import (
@@ -60,7 +60,19 @@ class GraphPane(VerticalScroll):
             tag=f"bold {self._color('background', 'black')} on {self._color('warning', 'yellow')}",
             hit=f"bold {self._color('background', 'black')} on {self._color('success', 'green')}",
             active=f"underline {self._color('warning', 'yellow')}",
+            added=f"bold {self._color('success', 'green')}",
+            dropped="dim strike",
         )
+
+    @staticmethod
+    def _next_routing(model: RunModel, routing: RoutingResult | None) -> list[Text]:
+        """Under the live round's own graph: the values the next routing will use, when they differ."""
+        if routing is None or routing.typed or not model.routes_by_tau or not model.params:
+            return []
+        tau, k_in = float(model.params["tau"]), int(model.params["k_in"])
+        if (tau, k_in) == (routing.tau, routing.k_in):
+            return []
+        return [Text(f"the next routing uses tau {tau:.2f} · k_in {k_in} (this round keeps its graph)", "italic")]
 
     def sync(
         self,
@@ -76,19 +88,20 @@ class GraphPane(VerticalScroll):
         height = self.scrollable_content_region.height
         rv = model.round_view(round_no)
         routing = rv.routing if rv is not None else None
+        baseline = None
         if routing is not None and override is not None:
-            routing = override
+            routing, baseline = override, routing
         else:
             tag = ""
         key = (model.rev, round_no, routing, model.embeddings_ready, self.matrix, self.show_removed, tag,
-               width, height, active, self.app.theme)
+               width, height, active, self.app.theme, model.tiered, model.running)
         if key == self._key:
             return
         self._key = key
         view = "similarity" if self.matrix else "graph"
         self.border_title = f"{view} · round {round_no}" if round_no else view
         options = GraphOptions(show_removed=self.show_removed, height=height, tag=tag, active=active,
-                               styles=self._styles())
+                               styles=self._styles(), tiered=model.tiered, baseline=baseline)
         if routing is not None:
             lines = render_matrix(routing, width, options) if self.matrix else render_graph(routing, width, options)
             if tag == "PREVIEW" and model.finished is not None:
@@ -96,10 +109,8 @@ class GraphPane(VerticalScroll):
             elif tag == "PREVIEW":
                 lines.append(Text("r re-routes now (before phase C); otherwise it applies at the next routing",
                                   "italic"))
-            elif tag == "HYPOTHETICAL" and rv is not None and rv.routing is not None:
-                added, dropped = edge_diff(rv.routing, routing)
-                lines.append(Text(f"vs recorded: +{len(added)} −{len(dropped)} edges "
-                                  f"(recorded tau {rv.routing.tau:.2f}, k_in {rv.routing.k_in})", "italic"))
+            elif not tag and rv is not None and round_no == model.current and model.running:
+                lines += self._next_routing(model, rv.routing)
         elif not model.routes_by_tau and model.run is not None:
             info = model.method_info
             unit = info.unit if info is not None else "round"
@@ -124,7 +135,9 @@ class GraphPane(VerticalScroll):
             lines = [Text(f"round {round_no}: no graph, the run ended before routing", "italic")]
         else:
             lines = [Text(f"round {round_no}: waiting for descriptors (phase A), then routing", "italic")]
-        if rv is not None and routing is None and model.params and model.routes_by_tau:
-            lines.append(Text(f"tau {float(model.params['tau']):.2f} · k_in {model.params['k_in']}", "italic"))
+        if rv is not None and routing is None and model.routes_by_tau:
+            params = model.params if round_no == model.current else rv.params  # that round's values
+            if params:
+                lines.append(Text(f"tau {float(params['tau']):.2f} · k_in {params['k_in']}", "italic"))
         self._lines = lines
         self.query_one("#graph-body", Static).update(Text("\n").join(lines))

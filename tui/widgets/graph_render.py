@@ -1,9 +1,13 @@
 """Pure drawings of one round's routing: the layered graph and the similarity matrix.
 
 (RoutingResult, width, options) -> list of Rich Text lines, no Textual. The graph is drawn in layers:
-one row per tier (the execution order, numbered), then every kept edge as ``src ─0.77─▶ dst`` in
-delivery order, removed edges dimmed with their reason on request, and a one-line legend. Edge lines
-flow into columns when a height is given and the pane is wide enough.
+one row per tier (tiers run in order, a tier's agents together; nodes numbered in that order), then
+every kept edge as ``src ─0.77─▶ dst`` in delivery order, removed edges dimmed with their reason on
+request, and a one-line legend of the symbols. A graph whose agents all run at once (the single-pass
+protocol) has no tier rows: one row in delivery order. Compared with a baseline (a PREVIEW or a
+HYPOTHETICAL against the round's own graph) added edges are marked ``+`` and the baseline's edges
+that would go are listed struck through with the reason. Edge lines flow into columns when a height
+is given and the pane is wide enough.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from dataclasses import dataclass, field
 
 from rich.text import Text
 
-from core.routing.dytopo import RoutingResult, edge_glyphs
+from core.routing.dytopo import KIND_FIXED, KIND_ROUTED, Edge, RoutingResult, edge_glyphs
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,8 @@ class GraphStyles:
     tag: str = "bold reverse"
     hit: str = "bold reverse"  # matrix cell at or above tau
     active: str = "bold underline"  # node currently working
+    added: str = "bold"  # an edge the baseline does not have
+    dropped: str = "dim strike"  # a baseline edge this graph does not have
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,52 @@ class GraphOptions:
     tag: str = ""  # "PREVIEW" / "HYPOTHETICAL" / "" — shown first on the legend line
     active: frozenset[str] = frozenset()
     styles: GraphStyles = field(default_factory=GraphStyles)
+    tiered: bool = True  # False: every agent runs at once (single-pass), tiers mean nothing
+    baseline: RoutingResult | None = None  # the round's own graph, when this one is a preview / what-if
+
+
+def is_tiered(routing: RoutingResult, options: GraphOptions) -> bool:
+    return options.tiered and bool(routing.tiers)
+
+
+def run_order(routing: RoutingResult, tiered: bool = True) -> list[str]:
+    """The order agents run in: tier by tier (a tier's agents in the order listed) when tiers are how
+    the graph runs, else the routing's order (single-pass: the order messages are delivered in)."""
+    if tiered and routing.tiers:
+        flat = [name for tier in routing.tiers for name in tier]
+        return flat + [name for name in routing.order if name not in flat]
+    return list(routing.order) or list(routing.names)
+
+
+def diff(baseline: RoutingResult, routing: RoutingResult) -> tuple[set[tuple[str, str]], list[Edge]]:
+    """(keys of the edges ``routing`` adds to ``baseline``, the baseline's edges it drops)."""
+    old = {(e.src, e.dst): e for e in baseline.edges}
+    new = {(e.src, e.dst) for e in routing.edges}
+    return new - old.keys(), [old[k] for k in sorted(old.keys() - new)]
+
+
+def drop_reason(routing: RoutingResult, edge: Edge) -> str:
+    """Why ``routing`` does not keep an edge the baseline kept."""
+    for r in routing.removed:
+        if (r.src, r.dst) == (edge.src, edge.dst):
+            return r.reason
+    if not routing.typed and edge.score < routing.tau:
+        return f"below tau {routing.tau:.2f}"
+    return "not kept"
+
+
+def symbols(routing: RoutingResult, options: GraphOptions) -> str:
+    """The one-line legend of what the drawing's symbols mean."""
+    tiered = is_tiered(routing, options)
+    parts = ["[n X] runs n-th · Tn tier" if tiered else "[X] all work at once"]
+    kinds = [k for k in routing.kinds if k not in (KIND_ROUTED, KIND_FIXED)] if routing.typed else []
+    if kinds:
+        parts += [f"{edge_glyphs(k)[1]} {k}" for k in kinds]
+    else:
+        parts.append("A─s─▶B: B hears A" + ("" if tiered else " next round") + ", score s")
+    if options.show_removed and routing.removed:
+        parts.append("┄▷ removed")
+    return " · ".join(parts)
 
 
 def legend(routing: RoutingResult, tag: str = "") -> str:
@@ -76,16 +128,45 @@ def _legend_lines(routing: RoutingResult, width: int, options: GraphOptions) -> 
     return lines
 
 
-def _tier_rows(routing: RoutingResult, width: int, options: GraphOptions) -> list[Text]:
+def _wrapped(text: str, width: int, style: str) -> list[Text]:
+    """A " · "-separated line wrapped at its separators."""
+    lines = [Text()]
+    for i, part in enumerate(text.split(" · ")):
+        sep = " · " if i and lines[-1].cell_len else ""
+        if lines[-1].cell_len and lines[-1].cell_len + len(sep) + len(part) > width:
+            lines.append(Text())
+            sep = ""
+        lines[-1].append(sep + part, style)
+    return lines
+
+
+def _order_row(routing: RoutingResult, width: int, options: GraphOptions) -> list[Text]:
+    """Single pass: every agent at once, one row (in delivery order), no numbers, no tiers."""
     st = options.styles
-    position = {name: i + 1 for i, name in enumerate(routing.order)}
+    label = "all │ "
+    rows = [Text(label, st.tier)]
+    for name in run_order(routing, tiered=False):
+        box = f"[{name}]"
+        if rows[-1].cell_len + len(box) > width and rows[-1].cell_len > len(label):
+            rows.append(Text(" " * (len(label) - 2) + "│ ", st.tier))
+        style = f"{st.node} {st.active}" if name in options.active else st.node
+        rows[-1].append(box, style)
+        rows[-1].append(" ")
+    return rows
+
+
+def _tier_rows(routing: RoutingResult, width: int, options: GraphOptions) -> list[Text]:
+    if not is_tiered(routing, options):
+        return _order_row(routing, width, options)
+    st = options.styles
+    position = {name: i + 1 for i, name in enumerate(run_order(routing))}
     label_width = len(f"T{len(routing.tiers) - 1}") + 1
     rows: list[Text] = []
     for index, tier in enumerate(routing.tiers):
         line = Text(f"T{index}".ljust(label_width), st.tier)
         line.append("│ ", st.tier)
         used = label_width + 2
-        for name in sorted(tier, key=lambda n: position.get(n, 0)):
+        for name in tier:
             box = f"[{position.get(name, '?')} {name}]"
             if used + len(box) > width and used > label_width + 2:
                 rows.append(line)
@@ -104,24 +185,42 @@ def _edge_lines(routing: RoutingResult, options: GraphOptions) -> list[Text]:
     st = options.styles
     names = routing.names
     pad = max((len(n) for n in names), default=0)
-    position = {name: i for i, name in enumerate(routing.order)}
+    position = {name: i for i, name in enumerate(run_order(routing, is_tiered(routing, options)))}
     kept = sorted(routing.edges, key=lambda e: (position.get(e.dst, 0), -e.score, e.src))
     lines: list[Text] = []
     typed = routing.typed
+    added: set[tuple[str, str]] = set()
+    dropped: list[Edge] = []
+    if options.baseline is not None:
+        added, dropped = diff(options.baseline, routing)
     for e in kept:
         left, right = edge_glyphs(e.kind)
-        line = Text(e.src.rjust(pad), st.node)
+        line = Text()
+        if options.baseline is not None:
+            line.append("+ " if (e.src, e.dst) in added else "  ", st.added)
+        line.append(e.src.rjust(pad), st.node)
         line.append(f" {left}", st.edge)
         line.append(f"{e.score:.2f}", st.score)
         line.append(f"{right} ", st.edge)
         line.append(e.dst, st.node)
         if typed:
             line.append(f"  {e.kind}", st.legend)
+        if (e.src, e.dst) in added:
+            line.stylize(st.added, 2)
+        lines.append(line)
+    for e in sorted(dropped, key=lambda e: (position.get(e.dst, 0), -e.score, e.src)):
+        line = Text("− ", st.removed)
+        line.append(f"{e.src.rjust(pad)} ┄{e.score:.2f}┄▷ {e.dst}", st.dropped)
+        line.append(f"  ({drop_reason(routing, e)})", st.removed)
         lines.append(line)
     if options.show_removed:
+        listed = {(e.src, e.dst) for e in dropped}
+        indent = "  " if options.baseline is not None else ""
         for r in sorted(routing.removed, key=lambda r: (r.reason, position.get(r.dst, 0), -r.score, r.src)):
+            if (r.src, r.dst) in listed:
+                continue
             kind = f"{r.kind}, " if typed else ""
-            lines.append(Text(f"{r.src.rjust(pad)} ┄{r.score:.2f}┄▷ {r.dst}  ({kind}{r.reason})", st.removed))
+            lines.append(Text(f"{indent}{r.src.rjust(pad)} ┄{r.score:.2f}┄▷ {r.dst}  ({kind}{r.reason})", st.removed))
     if routing.inactive:
         lines.append(Text(f"not running: {', '.join(routing.inactive)}", st.removed))
     return lines
@@ -151,20 +250,31 @@ def _flow(lines: list[Text], width: int, rows: int) -> list[Text]:
 
 
 def render_graph(routing: RoutingResult, width: int, options: GraphOptions | None = None) -> list[Text]:
-    """The layered drawing: legend, tiers with numbered nodes, then the edges with their scores."""
+    """The layered drawing: legend, tiers with numbered nodes (or one row when every agent runs at
+    once), then the edges with their scores, then what the symbols mean."""
     options = options or GraphOptions()
     lines = _legend_lines(routing, width, options)
+    if options.baseline is not None:
+        added, dropped = diff(options.baseline, routing)
+        base = options.baseline
+        values = "" if base.typed else f" (tau {base.tau:.2f}, k_in {base.k_in})"
+        lines += _wrapped(f"vs the round's graph{values}: +{len(added)} new, −{len(dropped)} dropped",
+                          width, options.styles.legend)
     lines += _tier_rows(routing, width, options)
     edges = _edge_lines(routing, options)
     if not routing.edges:
         empty = "no edges: every agent works alone" if routing.typed else "no edge reaches tau: every agent works alone"
         edges.insert(0, Text(empty, options.styles.removed))
     lines.append(Text("─" * min(width, 40), options.styles.tier))
-    rows_left = (options.height - len(lines)) if options.height else 0
+    footer: list[Text] = []
+    listed = {(e.src, e.dst) for e in diff(options.baseline, routing)[1]} if options.baseline else set()
+    hidden = sum(1 for r in routing.removed if (r.src, r.dst) not in listed)
+    if not options.show_removed and hidden > 0:
+        footer.append(Text(f"{hidden} removed edge(s) hidden (d shows them)", options.styles.removed))
+    footer += _wrapped(symbols(routing, options), width, options.styles.removed)
+    rows_left = (options.height - len(lines) - len(footer)) if options.height else 0
     lines += _flow(edges, width, rows_left)
-    if routing.removed and not options.show_removed:
-        lines.append(Text(f"{len(routing.removed)} removed edge(s) hidden", options.styles.removed))
-    return lines
+    return lines + footer
 
 
 def render_broadcast(names: list[str], width: int, round_no: int = 1, styles: GraphStyles | None = None) -> list[Text]:

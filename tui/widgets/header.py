@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from textual.content import Content
@@ -16,35 +17,126 @@ def _clock(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
 
 
-def status_line(model: RunModel, elapsed: float, replay: str = "") -> Content:
+_NOISE = re.compile(r"^(from\s+\S+\s+import\b|import\s+\S|#|@|\"\"\"\s*$|\'\'\'\s*$|```)")
+_DEF = re.compile(r"^(?:async\s+)?def\s+(\w+\s*\(.*?\)\s*(?:->\s*[^:]+)?)\s*:?\s*$")
+
+
+def _first_sentence(lines: list[str]) -> str:
+    """The first sentence of the docstring that opens ``lines`` (up to its end, a blank line, an
+    example or a full stop)."""
+    words: list[str] = []
+    for number, raw in enumerate(lines):
+        line = raw.strip()
+        body = line if number > 0 else line[3:]  # the opening quotes do not close it
+        closes = body.endswith(('"""', "\'\'\'"))
+        line = line.strip('"').strip("'").strip()
+        if not line or line.startswith(">>>"):
+            if words or closes:
+                break
+            continue
+        words.append(line)
+        if closes or re.search(r"[.!?](\s|$)", line):
+            break
+    text = " ".join(words)
+    match = re.search(r"^(.*?[.!?])(\s|$)", text)
+    return (match.group(1) if match else text).strip()
+
+
+def headline(problem: str) -> str:
+    """The problem's first meaningful line for the header: not an import, a comment or a decorator. A
+    code prompt that starts with a function (HumanEval) gives its signature and its docstring's first
+    sentence: ``has_close_elements(numbers: List[float], threshold: float) -> bool — Check if …``."""
+    lines = problem.strip().splitlines()
+    skip_to = -1
+    for index, raw in enumerate(lines):
+        line = raw.strip()
+        if index <= skip_to or not line or _NOISE.match(line):
+            continue
+        constant = re.match(r"^\w+\s*=\s*(\"\"\"|\'\'\')", line)
+        if constant and line.count(constant.group(1)) == 1:  # a module string constant: skip all of it
+            skip_to = next((i for i in range(index + 1, len(lines)) if constant.group(1) in lines[i]), len(lines))
+            continue
+        match = _DEF.match(line)
+        if match is None:
+            return line
+        signature = " ".join(match.group(1).split())
+        doc = _first_sentence(lines[index + 1 :]) if index + 1 < len(lines) and (
+            '"""' in lines[index + 1] or "\'\'\'" in lines[index + 1]) else ""
+        return f"{signature} — {doc}" if doc else signature
+    return lines[0].strip() if lines else ""
+
+
+def status_line(model: RunModel, elapsed: float, replay: str = "", width: int | None = None) -> Content:
     """``replay``: the replay's own state ("replay paused", ...), shown instead of the recorded status
-    until the recorded run ends (a paused replay must not read "running")."""
-    max_rounds = model.params.get("max_rounds", "?")
+    until the recorded run ends (a paused replay must not read "running"). ``width``: the cells there
+    are; when the full line does not fit, a compact one keeps the run's state whole (the domain, the
+    server's description, the reason's detail and the phase's detail go first)."""
+    full = _status_line(model, elapsed, replay, compact=False)
+    if width is None or full.cell_length <= width:
+        return full
+    short = _status_line(model, elapsed, replay, compact=False, detail=False)
+    if short.cell_length <= width:  # all but the reason's detail fits: that is cut (with an ellipsis)
+        return full
+    compact = _status_line(model, elapsed, replay, compact=True)
+    if compact.cell_length <= width:
+        return compact
+    # A long status (an endpoint error): shorten it so the rest of the state stays in view.
+    room = width - (compact.cell_length - len(_status_text(model, replay, compact=True))) - 1
+    return _status_line(model, elapsed, replay, compact=True, status_room=max(16, room))
+
+
+def _unit(model: RunModel) -> str:
+    """What the run's method steps by (round, step, turn)."""
     info = model.method_info
-    unit = info.unit if info is not None else "round"  # what the method steps by: round, step, turn
-    who = "DEMO (scripted server)" if model.demo else (model.model_name or "model ?")
-    phase = f" · phase {model.phase}" if model.phase else ""
-    if model.phase_detail:
-        phase = f"{phase} ({model.phase_detail})"
+    return info.unit if info is not None else "round"
+
+
+def _status_text(model: RunModel, replay: str, *, compact: bool, detail: bool = True) -> str:
+    unit = _unit(model)
     status = model.status_text
     rv = model.round_view()
     if status == "paused" and (rv is None or rv.finished):
         status = f"paused before {unit} {model.current + 1}"
     if model.finished is not None:
-        status = f"finished: {model.finished.reason} — {model.finished.detail}"
+        status = f"finished: {model.finished.reason}" + ("" if compact or not detail else f" — {model.finished.detail}")
     elif replay:
         status = replay
+    return status
+
+
+def _status_line(model: RunModel, elapsed: float, replay: str, *, compact: bool, detail: bool = True,
+                 status_room: int | None = None) -> Content:
+    max_rounds = model.params.get("max_rounds", "?")
+    who = ("DEMO" if compact else "DEMO (scripted server)") if model.demo else (model.model_name or "model ?")
+    phase = f" · phase {model.phase}" if model.phase else ""
+    if model.phase_detail and not compact and detail:
+        phase = f"{phase} ({model.phase_detail})"
+    status = _status_text(model, replay, compact=compact, detail=detail)
+    if status_room is not None and len(status) > status_room:
+        status = status[: status_room - 1] + "…"
     style = "$error" if model.error else "$success" if model.finished else "$accent" if replay else (
         "$warning" if model.mode == "step" else "")
     parent = model.run.parent if model.run is not None else None
     fork = f"fork of {Path(str(parent.get('session', '?'))).name} @ round {parent.get('round', '?')}" if parent else ""
+    if compact:  # the state first: it is what a glance at a small terminal is for
+        return Content.assemble(
+            (status, f"bold {style}".strip()),
+            phase,
+            " · ",
+            (f"{_unit(model)} {model.current}/{max_rounds}", "bold"),
+            f" · {model.tokens:,} tok · {_clock(elapsed)} · ",
+            (model.domain or "-", "bold"),
+            " · ",
+            (who, "bold $accent" if model.demo else "bold"),
+            *([" · ", (fork, "bold $accent")] if fork else []),
+        )
     return Content.assemble(
         (model.domain or "-", "bold"),
         " · ",
         *([(fork, "bold $accent"), " · "] if fork else []),
         (who, "bold $accent" if model.demo else "bold"),
         " · ",
-        (f"{unit} {model.current}/{max_rounds}", "bold"),
+        (f"{_unit(model)} {model.current}/{max_rounds}", "bold"),
         # Tokens and time before the status: a finished run's reason is long and would push them out.
         f" · {model.tokens:,} tok · {_clock(elapsed)} · ",
         (status, f"bold {style}".strip()),
@@ -61,11 +153,11 @@ class RunHeader(Static):
 
     def sync(self, model: RunModel, elapsed: float, replay: str = "") -> None:
         problem = model.problem.strip()
-        first = problem.splitlines()[0] if problem else "starting…"
+        first = headline(problem) if problem else "starting…"
         body = problem if self.show_full else first
         self.set_class(self.show_full, "-full")
         problem_line = Content.assemble(("▍", "$accent"), (body, "bold"))
-        status = status_line(model, elapsed, replay)
+        status = status_line(model, elapsed, replay, self.content_region.width or None)
         # The full problem goes below the status line, so the state stays in view.
         lines = (status, problem_line) if self.show_full else (problem_line, status)
         self.update(Content("\n").join(lines))
@@ -80,21 +172,44 @@ class ParamsBar(Static):
         if not p:
             self.update("")
             return
-        viewing = (
-            f"viewing round {view_round} of {model.current} (, . to browse)"
-            if view_round is not None
-            else f"{'live ' if live else ''}round {model.current}"
-        )
+        tau, k_in = float(p["tau"]), p["k_in"]
+        rv = model.round_view(view_round) if view_round is not None else None
+        used = rv.used_params() if rv is not None else None
+        if used is not None:  # an earlier round: the values it ran with, not today's
+            tau, k_in = used
+        width = self.content_region.width or None
+        for compact in (False, True):
+            line = Content.from_markup("  ".join(self._parts(model, view_round, tau, k_in, used is not None, extra,
+                                                             tests, live, compact)))
+            if width is None or line.cell_length <= width:
+                break
+        self.update(line)
+
+    @staticmethod
+    def _parts(model: RunModel, view_round: int | None, tau: float, k_in: object, own: bool, extra: str,
+               tests: str, live: bool, compact: bool) -> list[str]:
+        p = model.params
+        if compact:  # a small terminal: the values, hardly any labels
+            viewing = (f"R{view_round}/{model.current}{' (its values)' if own else ''}" if view_round is not None
+                       else f"{'live ' if live else ''}R{model.current}")
+        else:
+            viewing = (
+                f"viewing round {view_round} of {model.current}{' (its tau, k_in)' if own else ''} (, . to browse)"
+                if view_round is not None
+                else f"{'live ' if live else ''}round {model.current}"
+            )
         routed = model.routes_by_tau
         parts = [
             *([] if model.strategy == "dytopo" else [f"method [b]{model.strategy}[/]"]),
-            *([f"tau [b]{float(p['tau']):.2f}[/]", f"k_in [b]{p['k_in']}[/]"] if routed else []),
-            f"max_rounds [b]{p['max_rounds']}[/]",
-            *([f"protocol [b]{model.protocol or '-'}[/]"] if routed else []),
-            f"mode [b]{model.mode}[/]",
-            *([f"tests: [b]{tests}[/]"] if tests else []),
+            *([f"tau [b]{tau:.2f}[/]", f"k_in [b]{k_in}[/]"] if routed else []),
+            f"max [b]{p['max_rounds']}[/]" if compact else f"max_rounds [b]{p['max_rounds']}[/]",
+            *([(f"[b]{model.protocol or '-'}[/]" if compact else f"protocol [b]{model.protocol or '-'}[/]")]
+              if routed else []),
+            f"[b]{model.mode}[/]" if compact else f"mode [b]{model.mode}[/]",
+            *([(f"tests [b]{tests}[/]" if compact else f"tests: [b]{tests}[/]")] if tests else []),
             viewing,
         ]
         if extra:
             parts.append(extra)
-        self.update(Content.from_markup("  ".join(parts)))
+        return parts
+

@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
-from textual.widgets import Label, Markdown, Sparkline, Static
+from textual.widgets import Label, Markdown, Static
 
 from core.runtime import events as ev
 
@@ -90,23 +90,57 @@ def as_markdown(answer: str, domain: str) -> str:
     return text
 
 
+BARS = "▁▂▃▄▅▆▇█"
+
+
+def bar_cells(data: list[int], width: int) -> list[tuple[str, bool]]:
+    """One block per value, scaled from 0 (not from the smallest value: 4 edges next to 12 is a third
+    of a bar, not nothing); (bar character, value is zero) per cell. Each value is as wide as the width
+    allows, at most 6 cells."""
+    if not data or width <= 0:
+        return []
+    top = max(data)
+    cell = max(1, min(6, width // len(data)))
+    out: list[tuple[str, bool]] = []
+    for value in data[-(width // cell or 1):]:
+        if value <= 0 or top <= 0:
+            out += [("▁", True)] * cell
+        else:
+            out += [(BARS[max(1, min(len(BARS), round(value / top * len(BARS)))) - 1], False)] * cell
+    return out
+
+
+class Bars(Static):
+    """A one-line bar chart of ``data`` from 0 (Textual's Sparkline scales from its minimum)."""
+
+    DEFAULT_CSS = "Bars { height: 1; }"
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id)
+        self.data: list[int] = []
+
+    def set_data(self, data: list[int]) -> None:
+        if data != self.data:
+            self.data = list(data)
+            self.refresh()
+
+    def render(self) -> Content:
+        cells = bar_cells(self.data, self.content_region.width or 40)
+        return Content.assemble(*((char, "$text-muted" if zero else "$primary") for char, zero in cells))
+
+
 class RoundSparks(Vertical):
-    """Edges per round and tokens per round."""
+    """Edges per round and tokens per round (a round in progress once it has a value)."""
 
     def compose(self) -> ComposeResult:
         yield Label("edges/round", id="edges-label")
-        yield Sparkline([], id="edges-spark")
+        yield Bars(id="edges-spark")
         yield Label("tokens/round", id="tokens-label")
-        yield Sparkline([], id="tokens-spark")
+        yield Bars(id="tokens-spark")
 
     def sync(self, model: RunModel) -> None:
         edges, tokens = model.edges_per_round(), model.tokens_per_round()
         self.query_one("#edges-label", Label).update(f"edges/round  {' '.join(map(str, edges)) or '-'}")
         self.query_one("#tokens-label", Label).update(f"tokens/round {' '.join(map(str, tokens)) or '-'}")
-        spark_e, spark_t = self.query_one("#edges-spark", Sparkline), self.query_one("#tokens-spark", Sparkline)
-        # All zeros would draw as full bars (the sparkline scales to its own maximum): draw nothing yet.
-        edges, tokens = (edges if any(edges) else []), (tokens if any(tokens) else [])
-        if list(spark_e.data or []) != edges:
-            spark_e.data = edges
-        if list(spark_t.data or []) != tokens:
-            spark_t.data = tokens
+        self.query_one("#edges-spark", Bars).set_data(edges)
+        self.query_one("#tokens-spark", Bars).set_data(tokens)

@@ -31,7 +31,20 @@ def wrap_line(line: str, width: int) -> list[str]:
     return rows
 
 
+def find_all(text: str, query: str) -> list[int]:
+    """Start of every case-insensitive occurrence of ``query`` in ``text``."""
+    if not query:
+        return []
+    low, q = text.lower(), query.lower()
+    out, at = [], low.find(q)
+    while at >= 0:
+        out.append(at)
+        at = low.find(q, at + max(1, len(q)))
+    return out
+
+
 class StreamView(ScrollView, can_focus=True):
+    COMPONENT_CLASSES = {"stream-view--match", "stream-view--current"}
     DEFAULT_CSS = """
     StreamView {
         background: $surface;
@@ -39,6 +52,8 @@ class StreamView(ScrollView, can_focus=True):
         overflow-x: hidden;
         overflow-y: auto;
         &:focus { background-tint: $foreground 5%; }
+        & > .stream-view--match { background: $warning 40%; }
+        & > .stream-view--current { background: $accent; color: $text; text-style: bold; }
     }
     """
 
@@ -48,6 +63,24 @@ class StreamView(ScrollView, can_focus=True):
         self._rows: list[str] = []
         self._row_start: list[int] = []  # first wrapped row of each logical line
         self._wrap_width = 0
+        self.highlight = ""  # a search: its occurrences are marked
+        self.current: tuple[int, int] | None = None  # (row, column) of the search's current match
+
+    def set_highlight(self, query: str, current: tuple[int, int] | None = None) -> None:
+        if (query, current) != (self.highlight, self.current):
+            self.highlight, self.current = query, current
+            self.refresh()
+
+    def matches(self, query: str) -> list[tuple[int, int]]:
+        """(wrapped row, column) of every occurrence of ``query`` (one inside a row; a match split by
+        the wrapping is not found)."""
+        return [(row, col) for row, line in enumerate(self._rows) for col in find_all(line, query)]
+
+    def scroll_to_row(self, row: int) -> None:
+        """Bring a wrapped row into view, a few rows below the top when it can."""
+        height = self.scrollable_content_region.height or 1
+        if not self.scroll_y <= row < self.scroll_y + height:
+            self.scroll_to(y=max(0, row - height // 3), animate=False, immediate=True)
 
     @property
     def text(self) -> str:
@@ -112,4 +145,16 @@ class StreamView(ScrollView, can_focus=True):
         style = self.rich_style
         if index >= len(self._rows):
             return Strip.blank(width, style)
-        return Strip([Segment(self._rows[index], style)]).crop_extend(0, width, style)
+        row = self._rows[index]
+        found = find_all(row, self.highlight) if self.highlight else []
+        if not found:
+            return Strip([Segment(row, style)]).crop_extend(0, width, style)
+        match = style + self.get_component_rich_style("stream-view--match")
+        current = style + self.get_component_rich_style("stream-view--current")
+        segments, at, size = [], 0, len(self.highlight)
+        for col in found:
+            segments.append(Segment(row[at:col], style))
+            segments.append(Segment(row[col : col + size], current if self.current == (index, col) else match))
+            at = col + size
+        segments.append(Segment(row[at:], style))
+        return Strip(segments).crop_extend(0, width, style)
