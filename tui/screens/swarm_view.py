@@ -35,6 +35,7 @@ from ..widgets.topoweaver_view import TopoWeaverView, shows_topoweaver
 
 FRAME_INTERVAL = 1 / 25  # how often streamed text reaches the panes
 NARROW_WIDTH, SHORT_HEIGHT = 100, 30
+CROWDED_AT = 9  # more agents than this: compact panes of a fixed height in a scrolling grid
 
 
 class SwarmScreen(Screen[None]):
@@ -78,7 +79,13 @@ class SwarmScreen(Screen[None]):
         narrow = self.size.width < NARROW_WIDTH or self.size.height < SHORT_HEIGHT
         self.set_class(narrow, "-narrow")
         n = max(1, sum(1 for pane in self._panes.values() if pane.display))
-        columns = 1 if narrow else (2 if n <= 4 else 3 if n <= 6 else 4)
+        # Large teams (up to 21 agents): more, smaller panes in a grid that scrolls with the body.
+        crowded = n > CROWDED_AT
+        self.set_class(crowded, "-crowded")
+        if narrow:
+            columns = 2 if crowded and self.size.width >= 60 else 1
+        else:
+            columns = 2 if n <= 4 else 3 if n <= 6 else 4 if n <= 12 else 5 if self.size.width < 200 else 6
         self.query_one("#agents", Grid).styles.grid_size_columns = columns
 
     def _ensure_panes(self) -> None:

@@ -1,0 +1,54 @@
+"""A 16-worker user team in the TUI: every pane usable at 160×48 and 80×24, the graph pane compact."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.demo.scripts import DEMO_PROBLEMS
+from core.runtime.config import Settings
+from tests.test_tui_support import wait_for
+from tui.widgets.agent_pane import AgentPane
+from tui.widgets.graph_pane import GraphPane
+from tui.widgets.graph_render import COMPACT_AT
+
+pytestmark = pytest.mark.usefixtures("embedder")
+
+N_WORKERS = 16
+
+
+def big_team_app(tmp: Path) -> Any:
+    from tui.app import SwarmApp
+
+    workers = [{"name": f"Expert{i:02d}", "role": f"Covers aspect {i} of the question."} for i in range(N_WORKERS)]
+    team = {"domain": "general", "manager": {"name": "Manager", "role": "Leads."}, "workers": workers}
+    settings = Settings(
+        domain="general", team="big", teams={"big": team}, sessions_dir=str(tmp), max_rounds=2, k_in=3, tau=0.0
+    )
+    return SwarmApp(
+        settings, problem=DEMO_PROBLEMS["general"], demo=True, state_path=None, demo_chunk_delay=0.0,
+        load_embedder=False,
+    )
+
+
+@pytest.mark.parametrize(("size", "columns"), [((160, 48), 5), ((80, 24), 2)])
+async def test_sixteen_agents_run_and_every_pane_is_usable(tmp_path: Path, size: tuple[int, int], columns: int) -> None:
+    app = big_team_app(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: app.swarm_screen is not None and app.swarm_screen.model.finished is not None)
+        await pilot.pause(0.1)
+        screen = app.swarm_screen
+        assert screen.model.finished.reason in ("manager", "max_rounds")
+        assert screen.has_class("-crowded")
+        panes = [p for p in screen.query(AgentPane) if p.display]
+        assert len(panes) == N_WORKERS + 1  # the Manager's pane too
+        assert screen.query_one("#agents").styles.grid_size_columns == columns
+        for pane in panes:
+            assert pane.size.width >= 26 and pane.size.height >= 5, (pane.id, pane.size)
+        graph = screen.query_one(GraphPane)
+        text = graph.text
+        assert N_WORKERS + 1 >= COMPACT_AT
+        edge_lines = [line for line in text.splitlines() if " ◁ " in line]
+        assert 0 < len(edge_lines) <= N_WORKERS  # one line per receiver, not one per edge
