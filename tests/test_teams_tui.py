@@ -52,3 +52,41 @@ async def test_sixteen_agents_run_and_every_pane_is_usable(tmp_path: Path, size:
         assert N_WORKERS + 1 >= COMPACT_AT
         edge_lines = [line for line in text.splitlines() if " ◁ " in line]
         assert 0 < len(edge_lines) <= N_WORKERS  # one line per receiver, not one per edge
+
+
+async def test_replay_shows_the_recorded_team_and_its_models(tmp_path: Path, embedder: Any) -> None:
+    import asyncio
+
+    from core.demo.server import ScriptedServer
+    from core.runtime import events as ev
+    from core.runtime.runner import build_engine, open_backend
+    from core.sessions.model import session_from_events
+    from core.sessions.store import load_session, save_session
+    from tui.app import SwarmApp
+
+    with ScriptedServer(model="model-a") as a, ScriptedServer(model="model-b") as b:
+        workers = [
+            {"name": "Economist", "role": "Weighs costs.", "model": "model-b", "base_url": b.base_url},
+            {"name": "Engineer", "role": "Checks feasibility."},
+            {"name": "Planner", "role": "Writes the plan."},
+        ]
+        team = {"domain": "general", "manager": {"name": "Manager", "role": "Leads."}, "workers": workers}
+        settings = Settings(domain="general", team="six", teams={"six": team}, k_in=2, max_rounds=2)
+        backend = await open_backend(settings, server=a)
+        events: list[ev.Event] = []
+        engine = build_engine(DEMO_PROBLEMS["general"], settings, backend, [events.append], embedder=embedder)
+        try:
+            await asyncio.wait_for(engine.run(), timeout=60)
+        finally:
+            await backend.close()
+    path = save_session(session_from_events(events), tmp_path / "team.json")
+    session = load_session(path)
+    app = SwarmApp(replay=session.replay_events(), replay_source=str(path), replay_session=session,
+                   state_path=None, load_embedder=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("N")
+        await pilot.pause(0.1)
+        panes = {p.agent: p for p in app.screen.query(AgentPane) if p.display}
+        assert set(panes) == {"Manager", "Economist", "Engineer", "Planner"}
+        assert "model-b" in str(panes["Economist"].border_subtitle)
+        assert "model-b" not in str(panes["Engineer"].border_subtitle)

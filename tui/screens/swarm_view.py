@@ -100,6 +100,10 @@ class SwarmScreen(Screen[None]):
             self.query_one("#agents", Grid).mount(*joined.values())
         for name, pane in self._panes.items():
             pane.display = name in names
+        team = self.model.run.team if self.model.run is not None else {}
+        for agent in [team["manager"], *team["workers"]] if team else []:
+            if agent.get("model") and agent["name"] in self._panes:
+                self._panes[agent["name"]].model_name = str(agent["model"])
         self._relayout()
 
     # --- events -------------------------------------------------------------------------------
