@@ -281,3 +281,18 @@ def test_an_old_session_without_a_team_still_loads(tmp_path: Path, embedder: Any
     data = session_from_events(events).to_dict()
     assert "team" not in data["metadata"]
     assert Session.from_dict(data).metadata.team == {}
+
+
+def test_launch_form_offers_user_teams_with_their_k_in_range() -> None:
+    from tui.screens.launch import _fields_to_settings
+
+    workers = [{"name": f"W{i}", "role": f"Role {i}."} for i in range(12)]
+    base = Settings(teams={"twelve": table(workers)})
+    values = {"domain": "twelve", "protocol": "phased", "tau": "0.3", "k_in": "11", "max_rounds": "3",
+              "base_url": "", "model": ""}
+    settings = _fields_to_settings(base, values)
+    assert (settings.team, settings.domain, settings.k_in) == ("twelve", "general", 11)
+    with pytest.raises(ConfigError, match="k_in must be between 1 and 11, got 12"):
+        _fields_to_settings(base, {**values, "k_in": "12"})
+    built_in = _fields_to_settings(replace(base, team="twelve"), {**values, "domain": "math", "k_in": "2"})
+    assert (built_in.team, built_in.domain) == (None, "math")
