@@ -63,6 +63,7 @@ async def test_replay_shows_the_recorded_team_and_its_models(tmp_path: Path, emb
     from core.sessions.model import session_from_events
     from core.sessions.store import load_session, save_session
     from tui.app import SwarmApp
+    from tui.screens.run import RunScreen
 
     with ScriptedServer(model="model-a") as a, ScriptedServer(model="model-b") as b:
         workers = [
@@ -81,12 +82,22 @@ async def test_replay_shows_the_recorded_team_and_its_models(tmp_path: Path, emb
             await backend.close()
     path = save_session(session_from_events(events), tmp_path / "team.json")
     session = load_session(path)
-    app = SwarmApp(replay=session.replay_events(), replay_source=str(path), replay_session=session,
-                   state_path=None, load_embedder=False)
+    # The app's own settings know nothing of the team: replay and fork take it from the session.
+    app = SwarmApp(Settings(sessions_dir=str(tmp_path / "forks")), replay=session.replay_events(),
+                   replay_source=str(path), replay_session=session, state_path=None, load_embedder=False,
+                   demo=True, demo_chunk_delay=0.0)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("N")
+        replay = app.screen
+        replay.jump_to_round(1)
         await pilot.pause(0.1)
         panes = {p.agent: p for p in app.screen.query(AgentPane) if p.display}
         assert set(panes) == {"Manager", "Economist", "Engineer", "Planner"}
         assert "model-b" in str(panes["Economist"].border_subtitle)
         assert "model-b" not in str(panes["Engineer"].border_subtitle)
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        run = app.screen
+        await wait_for(pilot, lambda: run.model.finished is not None)
+        assert run.model.run.team == session.metadata.team
+        assert run.model.run.workers == ["Economist", "Engineer", "Planner"]
+        assert run.fork is not None and run.fork.round == 1

@@ -247,6 +247,17 @@ def _clip(text: str, limit: int = 70) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def with_recorded_team(settings: Settings, record: dict[str, Any]) -> Settings:
+    """Settings that run a session's recorded team (a fork), or the built-in team when it recorded none."""
+    from dataclasses import replace
+
+    if not record:
+        return replace(settings, team=None)
+    name, table = table_from_record(record)
+    team_from_table(name, table, "the recorded team")  # ConfigError, one line, for a damaged record
+    return replace(settings, team=name, teams={**settings.teams, name: table}, domain=str(table.get("domain")))
+
+
 def describe_teams(settings: Settings) -> str:
     """``swarm-tui teams``: the built-in teams and the user's, one block each."""
     lines: list[str] = []
