@@ -124,6 +124,9 @@ def test_k_in_ranges_over_the_chosen_team(tmp_path: Path, capsys: pytest.Capture
         settings_from_args(_args(["--config", str(path), "--team", "big", "--k-in", "16"]))
     assert stop.value.code == 2
     assert capsys.readouterr().err.strip() == "swarm-tui: error: k_in must be between 1 and 15, got 16"
+    with pytest.raises(SystemExit):
+        settings_from_args(_args(["--config", str(path), "--team", "big", "--domain", "code"]))
+    assert "--domain code does not match team big (domain general)" in capsys.readouterr().err
 
 
 # --- validation: one line per problem ---------------------------------------------------------------

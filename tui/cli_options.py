@@ -147,6 +147,11 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             name, table = table_from_record(record)
             settings = replace(settings, team=name, teams={**settings.teams, name: table})
         settings = with_team(settings)
+        if cli["team"] and cli["domain"] and cli["domain"] != settings.domain:
+            raise ConfigError(
+                f"--domain {cli['domain']} does not match team {settings.team or cli['team']} "
+                f"(domain {settings.domain}): the team sets the domain, drop --domain"
+            )
         n_workers = len(resolve_team(settings).workers)
         if cli["k_in"] is None and settings.k_in > n_workers - 1:
             # The default (3) suits the code team; smaller teams get the largest k_in they allow.
