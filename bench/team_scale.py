@@ -100,6 +100,7 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--latency", type=float, default=0.05, help="scripted server latency per call (s)")
     parser.add_argument("--sizes", default="4,8,12,16,20")
+    parser.add_argument("--rounds", type=int, default=3, help="engine runs per size (the median is shown)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     embedder = shared_embedder(None)
@@ -119,10 +120,12 @@ def main() -> int:
     print(f"route() at N = 20 (settled p95): {'meets' if verdict else 'MISSES'} the {ROUTE_TARGET_MS} ms target")
     print()
     print(f"one engine round (DyTopo phased, round 1), scripted server latency {args.latency * 1000:.0f} ms per call,"
-          " max_concurrency 8")
+          f" max_concurrency 8, median of {args.rounds} runs")
     print(f"{'N':>3}  {'wall':>8}  {'calls':>5}  {'tokens':>7}  {'ms/call':>7}")
     for n in sizes:
-        wall, calls, tokens = asyncio.run(one_round(embedder, n, args.latency))
+        runs = [asyncio.run(one_round(embedder, n, args.latency)) for _ in range(args.rounds)]
+        wall = statistics.median(r[0] for r in runs)  # the median run: one-off stalls of a busy machine aside
+        _, calls, tokens = runs[0]
         print(f"{n:>3}  {wall * 1000:>5.0f} ms  {calls:>5}  {tokens:>7}  {wall * 1000 / max(1, calls):>7.1f}")
     return 0
 
