@@ -21,14 +21,14 @@ from .cli_options import (
     settings_from_args,
 )
 
-SUBCOMMANDS = ("replay", "sessions", "export", "bench", "strategies", "train", "mcp", "attach")
+SUBCOMMANDS = ("replay", "sessions", "export", "bench", "strategies", "teams", "train", "mcp", "attach")
 
 
 def build_parser() -> OneLineParser:
     parser = OneLineParser(
         prog="swarm-tui",
         description="Watch, step and steer an LLM swarm whose communication graph is rebuilt every round (DyTopo).",
-        epilog="Subcommands: swarm-tui replay FILE | sessions | export FILE | bench DATASET | strategies | "
+        epilog="Subcommands: swarm-tui replay FILE | sessions | export FILE | bench DATASET | strategies | teams | "
         "train METHOD DATASET | mcp | attach TASK_ID "
         "(each has --help).",
     )
@@ -93,6 +93,10 @@ def _run_subcommand(name: str, argv: list[str]) -> int:
         from .cli_train import main as train_main
 
         return train_main(argv)
+    if name == "teams":
+        from .cli_teams import main as teams_main
+
+        return teams_main(argv)
     if name == "strategies":
         from .cli_strategies import main as strategies_main
 

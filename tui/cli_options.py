@@ -22,7 +22,7 @@ from core.runtime.config import (
     load_settings,
     resolve_base_url,
 )
-from core.runtime.domains import get_domain
+from core.runtime.teams import resolve_team, table_from_record, with_team
 from core.runtime.textsafe import printable
 
 EXIT_USAGE = 2
@@ -72,6 +72,12 @@ def add_run_options(parser: argparse.ArgumentParser, *, method: bool = True) -> 
     """Options shared by a live run, a fork and the benchmark runner (which names its own strategies)."""
     d = Settings()
     parser.add_argument("--domain", choices=DOMAINS, help=f"problem domain (default {d.domain})")
+    parser.add_argument(
+        "--team",
+        metavar="NAME|FILE.toml",
+        help="the team: a built-in one (code, math, general), a [team.NAME] table of the config file, or a "
+        "team file (swarm-tui teams lists them; default: the domain's built-in team)",
+    )
     parser.add_argument("--tau", type=unit_interval, help=f"routing threshold, 0..1 (default {d.tau})")
     parser.add_argument(
         "--k-in", dest="k_in", type=int_range(1, None), help=f"max inbound edges per agent, 1..N-1 (default {d.k_in})"
@@ -129,13 +135,24 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             "api_key_env",
             "max_concurrency",
             "execute_code",
+            "team",
         )
     }
     if hasattr(args, "method_options"):  # a live run's --strategy (the benchmark's names a list)
         cli["strategy"] = getattr(args, "strategy", None)
     try:
         settings = load_settings(getattr(args, "config", None), cli)
-        n_workers = len(get_domain(settings.domain).workers)
+        record = getattr(args, "team_record", None)
+        if record and not cli["team"]:  # a fork or replay goes on with the recorded team
+            name, table = table_from_record(record)
+            settings = replace(settings, team=name, teams={**settings.teams, name: table})
+        settings = with_team(settings)
+        if cli["team"] and cli["domain"] and cli["domain"] != settings.domain:
+            raise ConfigError(
+                f"--domain {cli['domain']} does not match team {settings.team or cli['team']} "
+                f"(domain {settings.domain}): the team sets the domain, drop --domain"
+            )
+        n_workers = len(resolve_team(settings).workers)
         if cli["k_in"] is None and settings.k_in > n_workers - 1:
             # The default (3) suits the code team; smaller teams get the largest k_in they allow.
             settings = settings.with_overrides(k_in=n_workers - 1)
@@ -163,7 +180,7 @@ def with_method_options(settings: Settings, flags: list[str] | None) -> Settings
     """Settings whose chosen method exists and whose options (config table, then -o flags) are valid."""
     info = get_method_info(settings.strategy)
     given = {**settings.strategy_options.get(info.name, {}), **parse_option_flags(flags)}
-    build_method(info.name, given, get_domain(settings.domain))  # every value checked now, not mid-run
+    build_method(info.name, given, resolve_team(settings))  # every value checked now, not mid-run
     if not given:
         return settings
     return replace(settings, strategy_options={**settings.strategy_options, info.name: given})

@@ -170,6 +170,7 @@ def _replay(argv: list[str]) -> int:
             raise _UserError("the replay screen is not available in this build: use --headless") from None
         # Run options say where a fork from the replay screen continues (--demo, --base-url, ...).
         args.domain = session.domain
+        args.team_record = session.metadata.team
         return run_replay(session, path, settings=settings_from_args(args), demo=args.demo)
     # The very consumer a live headless run uses, fed the recorded events.
     from .headless import ProgressPrinter
@@ -199,6 +200,7 @@ def _fork_headless(args: argparse.Namespace, session: Session, path: Path) -> in
         raise _UserError(str(exc)) from None
     check_save_path(args.save)
     args.domain = session.domain
+    args.team_record = session.metadata.team  # a fork goes on with the run's own team
     args.protocol = args.protocol or session.metadata.protocol
     args.strategy = args.strategy or session.metadata.strategy  # a fork goes on with the run's own method
     settings = settings_from_args(args)

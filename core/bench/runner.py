@@ -36,9 +36,10 @@ from core.llm.embeddings import Embedder
 from core.methods import build_method, get_method_info, method_names
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from core.runtime.domains import get_domain
+from core.runtime.domains import Domain, get_domain
 from core.runtime.engine import Method, SwarmEngine
 from core.runtime.runner import Backend, build_engine
+from core.runtime.teams import resolve_team
 from core.sessions.store import SessionRecorder
 
 KIND_HUMANEVAL = "humaneval"
@@ -390,9 +391,9 @@ def write_results(out: Path, rows: Sequence[Row], strategies: Sequence[str], met
 # --- strategies -------------------------------------------------------------------------------
 
 
-def bench_method(name: str, domain: str, options: dict[str, Any] | None = None) -> Method:
-    """The method a strategy name stands for, built for this problem's domain (core.methods)."""
-    return build_method(name, options, get_domain(domain))
+def bench_method(name: str, domain: str | Domain, options: dict[str, Any] | None = None) -> Method:
+    """The method a strategy name stands for, built for this problem's domain or team (core.methods)."""
+    return build_method(name, options, get_domain(domain) if isinstance(domain, str) else domain)
 
 
 def parse_strategies(text: str) -> list[str]:
@@ -461,9 +462,13 @@ class BenchRunner:
         return ResultsLog(self.out / "results.jsonl")
 
     def settings_for(self, problem: Problem, strategy: str) -> Settings:
-        n_workers = len(get_domain(problem.domain).workers)
+        # A user team (--team) runs the problems of its own domain; the others get their built-in team.
+        team = resolve_team(self.settings) if self.settings.team else None
+        if team is None or team.name != problem.domain:
+            team = get_domain(problem.domain)
         settings = replace(
-            self.settings, domain=problem.domain, execute_code=True, k_in=min(self.settings.k_in, n_workers - 1)
+            self.settings, domain=problem.domain, team=self.settings.team if team.team else None,
+            execute_code=True, k_in=min(self.settings.k_in, len(team.workers) - 1),
         )
         return settings
 
@@ -543,7 +548,7 @@ class BenchRunner:
             self.backend,
             [recorder, lambda e: None if isinstance(e, ev.AgentDelta) else events.append(e)],
             embedder=self.embedder,
-            method=bench_method(strategy, problem.domain, self.settings.strategy_options.get(strategy)),
+            method=bench_method(strategy, resolve_team(settings), self.settings.strategy_options.get(strategy)),
             evaluator=evaluator,
         )
         finished = await engine.run()

@@ -18,7 +18,7 @@ import math
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -338,7 +338,8 @@ class SwarmManager:
         if execute and domain != "code":
             raise StartError("option execute runs code tests: it needs domain code")
         try:
-            settings = self.settings.with_overrides(
+            # MCP runs use the built-in team of their domain (a config's --team is for the CLI and TUI).
+            settings = replace(self.settings, team=None).with_overrides(
                 domain=domain, tau=tau, k_in=k_in, max_rounds=max_rounds,
                 protocol=checked.get("protocol"), execute_code=execute,
             )

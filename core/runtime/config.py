@@ -42,6 +42,10 @@ class Settings:
     # The method (core.methods) and each method's options, from [strategy.NAME] tables or -o flags.
     strategy: str = "dytopo"
     strategy_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The team (core.runtime.teams): a built-in name, a [team.NAME] table's name or a team file; None: the
+    # built-in team of ``domain``. ``teams`` holds the [team.NAME] tables.
+    team: str | None = None
+    teams: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Endpoint. base_url None means "not set here": resolved by resolve_base_url().
     base_url: str | None = None
     model: str | None = None
@@ -195,6 +199,8 @@ def _settings_from_mapping(data: Any, source: str) -> dict[str, Any]:
             )
         elif name == "strategy_options":
             raise ConfigError(f"{source}: method options go in [strategy.NAME] tables")
+        elif name == "teams":
+            raise ConfigError(f"{source}: teams go in [team.NAME] tables")
         elif name == "keymap" and not (isinstance(value, dict) and all(isinstance(v, str) for v in value.values())):
             raise ConfigError(f"{source}: keymap must map binding ids to key strings")
         else:
@@ -219,7 +225,14 @@ def load_config_file(path: Path | None) -> dict[str, Any]:
     tables = data.get("strategy") if isinstance(data.get("strategy"), dict) else None
     if tables is not None and section is data:  # top level: "strategy" is the tables, not a method name
         section = {k: v for k, v in section.items() if k != "strategy"}
+    teams = data.get("team") if isinstance(data.get("team"), dict) else None
+    if teams is not None and isinstance(section, dict) and isinstance(section.get("team"), dict):
+        section = {k: v for k, v in section.items() if k != "team"}  # the [team.NAME] tables, not a choice
     settings = _settings_from_mapping(section, str(path))
+    if teams is not None:
+        from core.runtime.teams import check_team_tables
+
+        settings["teams"] = check_team_tables(teams, str(path))
     if tables is not None:
         if not all(isinstance(v, dict) for v in tables.values()):
             raise ConfigError(f"{path}: [strategy.NAME] tables hold each method's options")
@@ -234,6 +247,7 @@ _ENV_VARS: dict[str, tuple[str, type]] = {
     "SWARM_TUI_MAX_ROUNDS": ("max_rounds", int),
     "SWARM_TUI_PROTOCOL": ("protocol", str),
     "SWARM_TUI_STRATEGY": ("strategy", str),
+    "SWARM_TUI_TEAM": ("team", str),
     "SWARM_TUI_MODEL": ("model", str),
     "SWARM_TUI_SESSIONS_DIR": ("sessions_dir", str),
     "SWARM_TUI_EMBEDDING_MODEL_PATH": ("embedding_model_path", str),

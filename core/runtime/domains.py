@@ -14,6 +14,17 @@ class Role:
     # has descriptors to embed (paper Table 6 style).
     default_query: str
     default_key: str
+    # A custom team's per-agent endpoint and sampling (core.runtime.teams); None: the run's own.
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+    @property
+    def has_endpoint(self) -> bool:
+        """True when this agent's calls go to another model or endpoint than the run's."""
+        return bool(self.model or self.base_url or self.api_key_env)
 
 
 @dataclass(frozen=True)
@@ -25,6 +36,12 @@ class Domain:
     answer_role: str
     # The Manager's bar for declaring the task complete.
     completion_rule: str
+    # A user team's name (core.runtime.teams); "" for the built-in teams, whose name is the domain's.
+    team: str = ""
+
+    @property
+    def team_name(self) -> str:
+        return self.team or self.name
 
     @property
     def worker_names(self) -> list[str]:

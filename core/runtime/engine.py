@@ -37,6 +37,7 @@ from core.runtime.parsing import (
     response_schema,
 )
 from core.runtime.prompts import repair_request, worker_request, worker_system_prompt
+from core.runtime.teams import team_record
 from core.sessions.fork import ForkPoint
 from core.sessions.model import redact_url
 
@@ -56,6 +57,8 @@ class RunSpec:
     base_url: str = ""
     demo: bool = False
     parent: dict[str, Any] | None = None
+    # The team (a user team from core.runtime.teams, or a built-in Domain); None: the domain's built-in one.
+    team: Domain | None = None
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
 
 
@@ -131,9 +134,12 @@ class SwarmEngine:
         self.spec = spec
         self.fork = fork
         self.settings = settings
-        self.domain: Domain = get_domain(spec.domain)
+        self.domain: Domain = spec.team or get_domain(spec.domain)
         self.workers = self.domain.worker_names
         self.llm = llm
+        # Agents of a user team with their own model or endpoint: name -> client (core.runtime.runner).
+        self.agent_clients: dict[str, LLMClient] = {}
+        self._roles = {r.name: r for r in (self.domain.manager, *self.domain.workers)}
         self.embedder = embedder
         self.sinks: list[ev.EventSink] = list(sinks or [])
         if method is None:
@@ -193,6 +199,7 @@ class SwarmEngine:
                 demo=self.spec.demo,
                 params=self.control.params.as_dict(),
                 parent=self.fork.parent if self.fork is not None else self.spec.parent,
+                team=team_record(self.domain),
             )
         )
         self._task = asyncio.current_task()
@@ -264,6 +271,9 @@ class SwarmEngine:
         or fails every call even after the SDK's retries): going on would only repeat the failure."""
         if results and all(r.status == STATUS_FAILED for r in results.values()):
             raise RunAborted(next(iter(results.values())).error)
+        for name, result in results.items():  # an agent's own endpoint is gone: its calls cannot succeed
+            if result.connection_failed and name in self.agent_clients:
+                raise RunAborted(result.error)
 
     def _worker_messages(
         self, name: str, call: str, goal: str, inbox: str, inbox_from: frozenset[str] = frozenset()
@@ -383,7 +393,13 @@ class SwarmEngine:
         A reply that does not parse, or was cut off at max_tokens, is asked for once more, with the error.
         The endpoint is asked for the contract's JSON schema (core.runtime.parsing.response_schema).
         ``client``: another endpoint or model for this call (e.g. a method's own orchestrator model)."""
-        llm = client or self.llm
+        llm = client or self.agent_clients.get(agent) or self.llm
+        role = self._roles.get(agent)
+        if role is not None and (role.temperature is not None or role.max_tokens is not None):
+            limits = CallLimits(
+                limits.temperature if role.temperature is None else role.temperature,
+                limits.max_tokens if role.max_tokens is None else role.max_tokens,
+            )
         usage: _Usage | None = None
         tally = self.reply_tally
         decision = call in (ev.CALL_PLAN, ev.CALL_MANAGER)
@@ -404,7 +420,10 @@ class SwarmEngine:
                 # model (a model name it does not serve answers 404), never answers or rate-limits us.
                 unreachable = isinstance(exc, _FATAL_API_ERRORS)
                 tally.count(replied=usage is not None, parsed=False)
-                return None, usage, llm.describe_error(exc), unreachable
+                error = llm.describe_error(exc)
+                if agent in self.agent_clients and client is None:  # say whose endpoint failed
+                    error = f"agent {agent} (model {llm.model or '?'} at {llm.shown_url}): {error}"
+                return None, usage, error, unreachable
             usage = _Usage.add(usage, chat)
             self.prompt_tokens += chat.prompt_tokens
             self.completion_tokens += chat.completion_tokens

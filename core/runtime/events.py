@@ -88,6 +88,14 @@ class RunStarted(Event):
     demo: bool
     params: dict[str, Any]  # tau, k_in, max_rounds
     parent: dict[str, Any] | None = None  # {"session": path-or-id, "round": n} when forked
+    # A user team (core.runtime.teams.team_record: roles, models, endpoints without secrets); {} built-in.
+    team: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = super().to_dict()
+        if not self.team:  # a built-in team: left out, so older sessions round-trip to the same dict
+            del data["team"]
+        return data
 
 
 @_register

@@ -5,18 +5,20 @@ Shared by the headless CLI, the TUI and the benchmark runner so they start runs 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from core.demo.server import ScriptedServer
-from core.llm.client import LLMClient
+from core.llm.client import EndpointError, LLMClient
 from core.llm.embeddings import Embedder, shared_embedder
 from core.routing.strategies import TopologyStrategy
-from core.runtime.config import Settings, resolve_api_key, resolve_base_url
+from core.runtime.config import ConfigError, Settings, resolve_api_key, resolve_base_url
 from core.runtime.control import Params, RunControl
-from core.runtime.domains import get_domain
+from core.runtime.domains import Domain
 from core.runtime.engine import Method, RoundEvaluator, RunSpec, SwarmEngine
 from core.runtime.events import EventSink
+from core.runtime.teams import resolve_team
 from core.sessions.fork import ForkPoint
 from core.sessions.model import redact_url
 
@@ -28,9 +30,14 @@ class Backend:
     model: str
     demo: bool
     server: ScriptedServer | None = None
+    # A user team's agents with their own model or endpoint: agent name -> its client (one per distinct
+    # endpoint, base URL + key variable + model, shared by the agents that name the same one).
+    agent_clients: dict[str, LLMClient] = field(default_factory=dict)
 
     async def close(self) -> None:
         await self.llm.close()
+        for client in {id(c): c for c in self.agent_clients.values() if c is not self.llm}.values():
+            await client.close()
         if self.server is not None:
             self.server.stop()
 
@@ -82,8 +89,92 @@ async def open_backend(
         if server is not None:
             server.stop()
         raise
+    backend = Backend(llm=llm, base_url=redact_url(base_url), model=model, demo=demo, server=server)
+    if not demo:
+        try:
+            backend.agent_clients = await open_agent_clients(settings, llm, base_url, on_status=on_status)
+        except BaseException:
+            await backend.close()
+            raise
     # Backend.base_url is what runs show and record: never the secrets a URL may carry.
-    return Backend(llm=llm, base_url=redact_url(base_url), model=model, demo=demo, server=server)
+    return backend
+
+
+async def open_agent_clients(
+    settings: Settings,
+    default: LLMClient,
+    default_url: str,
+    *,
+    on_status: Callable[[str], None] | None = None,
+    team: Domain | None = None,
+) -> dict[str, LLMClient]:
+    """One client per distinct (base URL, key variable, model) among a user team's agents that name their
+    own; clients of one base URL share its concurrency limit. A model the endpoint does not list, or an
+    endpoint that cannot be reached, is an EndpointError naming the agent and the endpoint."""
+    try:
+        team = team or resolve_team(settings)
+    except ConfigError as exc:
+        raise EndpointError(str(exc)) from None
+    clients: dict[tuple[str, str, str], LLMClient] = {}
+    limits: dict[str, asyncio.Semaphore] = {default_url: default._limit}
+    listed: dict[tuple[str, str], list[str]] = {}
+    out: dict[str, LLMClient] = {}
+    try:
+        for role in (team.manager, *team.workers):
+            if not role.has_endpoint:
+                continue
+            url = role.base_url or default_url
+            key_env = role.api_key_env or settings.api_key_env
+            where = f"team {team.team_name}, agent {role.name}: endpoint {redact_url(url)}"
+            if role.model:
+                if (url, key_env) not in listed:
+                    probe = clients.get((url, key_env, role.model)) or _client(settings, url, key_env, None, on_status)
+                    try:
+                        listed[(url, key_env)] = await probe.list_models()
+                    except EndpointError as exc:
+                        raise EndpointError(f"{where}: {exc}") from None
+                    finally:
+                        await probe.close()
+                models = listed[(url, key_env)]
+                if models and role.model not in models:
+                    shown = ", ".join(models[:8]) + (" …" if len(models) > 8 else "")
+                    raise EndpointError(f"{where} does not list model {role.model!r} (it lists: {shown})")
+            model = role.model or (default.model if url == default_url else None)
+            client = clients.get((url, key_env, model or ""))
+            if client is None:
+                client = _client(settings, url, key_env, model, on_status)
+                client._limit = limits.setdefault(url, client._limit)
+                clients[(url, key_env, model or "")] = client
+                if not client.model:
+                    try:
+                        await client.ensure_model()
+                    except EndpointError as exc:
+                        raise EndpointError(f"{where}: {exc}") from None
+            out[role.name] = client
+    except BaseException:
+        for client in clients.values():
+            await client.close()
+        raise
+    return out
+
+
+def _client(
+    settings: Settings, url: str, key_env: str, model: str | None, on_status: Callable[[str], None] | None
+) -> LLMClient:
+    from dataclasses import replace
+
+    return LLMClient(
+        url,
+        resolve_api_key(replace(settings, api_key_env=key_env)),
+        model,
+        timeout=settings.call_timeout,
+        first_byte_timeout=settings.first_byte_timeout,
+        max_retries=settings.max_retries,
+        max_retry_wait=settings.max_retry_wait,
+        max_concurrency=settings.max_concurrency,
+        sampling_extras=sampling_extras(settings),
+        on_status=on_status,
+    )
 
 
 def build_engine(
@@ -101,26 +192,28 @@ def build_engine(
     step_mode: bool = False,
     fork: ForkPoint | None = None,
 ) -> SwarmEngine:
+    team = resolve_team(settings)
     spec = RunSpec(
         problem=problem,
-        domain=settings.domain,
+        domain=team.name,
+        team=team,
         protocol=settings.protocol,
         model=backend.model,
         base_url=backend.base_url,
         demo=backend.demo,
         parent=parent,
     )
-    n_workers = len(get_domain(settings.domain).workers)
+    n_workers = len(team.workers)
     if method is None and strategy is None:
         from core.methods import build_method
 
         options = settings.strategy_options.get(settings.strategy)
-        method = build_method(settings.strategy, options, get_domain(settings.domain))
+        method = build_method(settings.strategy, options, team)
     if control is None:
         control = RunControl(
             Params(settings.tau, settings.k_in, settings.max_rounds), n_workers, mode="step" if step_mode else "auto"
         )
-    return SwarmEngine(
+    engine = SwarmEngine(
         spec,
         settings,
         backend.llm,
@@ -132,3 +225,5 @@ def build_engine(
         evaluator=evaluator,
         fork=fork,
     )
+    engine.agent_clients = dict(backend.agent_clients)
+    return engine

@@ -503,6 +503,14 @@ def _check_started(e: ev.RunStarted) -> None:
     if any(not w for w in e.workers):
         raise SessionFormatError(f"{where}: a worker name is empty")
     _check_params(e.params, where)
+    if e.team:  # a user team: the table a fork continues with, checked like a config file's
+        from core.runtime.config import ConfigError
+        from core.runtime.teams import table_from_record, team_from_table
+
+        try:
+            team_from_table(*table_from_record(e.team), source="run_started")
+        except ConfigError as exc:
+            raise SessionFormatError(f"{where}: team: {exc}") from None
     if e.parent is not None:
         session, round_no = e.parent.get("session"), e.parent.get("round")
         if not isinstance(session, str) or not isinstance(round_no, int) or isinstance(round_no, bool) or round_no < 0:

@@ -15,7 +15,8 @@ from textual.widgets import Button, Input, Label, Select, Static, Switch, TextAr
 from core.demo.scripts import DEMO_PROBLEMS
 from core.methods import MethodError, build_method, method_names
 from core.runtime.config import DOMAINS, PROTOCOLS, ConfigError, Settings, resolve_base_url
-from core.runtime.domains import get_domain
+from core.runtime.domains import Domain, get_domain
+from core.runtime.teams import team_from_table
 from core.runtime.textsafe import printable
 
 from ..widgets.footer import WrapFooter
@@ -23,8 +24,13 @@ from ..widgets.footer import WrapFooter
 SMALL_WIDTH, SMALL_HEIGHT = 100, 30
 
 
-def _workers(domain: str) -> int:
-    return len(get_domain(domain).workers)
+def _team(settings: Settings, choice: str) -> Domain:
+    """The domain Select's choice: a built-in team (code, math, general) or a [team.NAME] table."""
+    return team_from_table(choice, settings.teams[choice]) if choice in settings.teams else get_domain(choice)
+
+
+def _workers(settings: Settings, choice: str) -> int:
+    return len(_team(settings, choice).workers)
 
 
 def _fields_to_settings(base: Settings, values: dict[str, str]) -> Settings:
@@ -41,7 +47,6 @@ def _fields_to_settings(base: Settings, values: dict[str, str]) -> Settings:
 
     # replace, not with_overrides: validating without the team size would word the k_in range wrongly.
     changes = dict(
-        domain=values["domain"],
         strategy=values.get("strategy", base.strategy),
         protocol=values["protocol"],
         tau=number("tau", float),
@@ -52,9 +57,11 @@ def _fields_to_settings(base: Settings, values: dict[str, str]) -> Settings:
         model=values["model"].strip() or None,
     )
     settings = replace(base, **{k: v for k, v in changes.items() if v is not None})
-    settings.validate(n_workers=_workers(settings.domain))
+    team = _team(base, values["domain"])
+    settings = replace(settings, domain=team.name, team=team.team or None)
+    settings.validate(n_workers=len(team.workers))
     try:  # the method and its options from the config file, checked for this team
-        build_method(settings.strategy, settings.strategy_options.get(settings.strategy), get_domain(settings.domain))
+        build_method(settings.strategy, settings.strategy_options.get(settings.strategy), team)
     except MethodError as exc:
         raise ConfigError(str(exc)) from None
     return settings
@@ -95,12 +102,14 @@ class LaunchScreen(Screen[None]):
                 yield Label("method")
                 yield Select([(m, m) for m in method_names()], value=s.strategy, allow_blank=False, id="strategy")
                 yield Label("domain")
-                yield Select([(d, d) for d in DOMAINS], value=s.domain, allow_blank=False, id="domain")
+                teams = [(f"team {name}", name) for name in s.teams]
+                chosen = s.team if s.team in s.teams else s.domain
+                yield Select([(d, d) for d in DOMAINS] + teams, value=chosen, allow_blank=False, id="domain")
                 yield Label("protocol")
                 yield Select([(p, p) for p in PROTOCOLS], value=s.protocol, allow_blank=False, id="protocol")
                 yield Label("tau (0..1)")
                 yield Input(f"{s.tau}", id="tau", type="number")
-                yield Label(f"k_in (1..{_workers(s.domain) - 1})", id="k_in-label")
+                yield Label(f"k_in (1..{_workers(s, chosen) - 1})", id="k_in-label")
                 yield Input(f"{s.k_in}", id="k_in", type="integer")
                 yield Label("max_rounds (1..10)")
                 yield Input(f"{s.max_rounds}", id="max_rounds", type="integer")
@@ -138,6 +147,9 @@ class LaunchScreen(Screen[None]):
         if self.error:
             self._status(f"✗ {self.error}", "error")
 
+    def _chosen(self) -> Domain:
+        return _team(self.settings, str(self.query_one("#domain", Select).value))
+
     # --- demo --------------------------------------------------------------------------------
     def _demo_changed(self, on: bool) -> None:
         for name in ("#base_url", "#model", "#test"):
@@ -148,7 +160,7 @@ class LaunchScreen(Screen[None]):
     def _fill_demo_problem(self) -> None:
         area = self.query_one("#problem", TextArea)
         if not area.text.strip() or area.text in DEMO_PROBLEMS.values():
-            area.text = DEMO_PROBLEMS[str(self.query_one("#domain", Select).value)]
+            area.text = DEMO_PROBLEMS[self._chosen().name]
 
     @on(Switch.Changed, "#demo")
     def demo_switched(self, event: Switch.Changed) -> None:
@@ -164,7 +176,7 @@ class LaunchScreen(Screen[None]):
     def _k_in_follows_domain(self) -> None:
         """k_in is 1..N-1 for the chosen team: the label says so, a value above it is lowered (and comes
         back when a larger team is chosen again), so switching domain never leaves an invalid form."""
-        upper = _workers(str(self.query_one("#domain", Select).value)) - 1
+        upper = len(self._chosen().workers) - 1
         self.query_one("#k_in-label", Label).update(f"k_in (1..{upper})")
         box = self.query_one("#k_in", Input)
         try:
@@ -181,7 +193,7 @@ class LaunchScreen(Screen[None]):
 
     def _execute_applies(self) -> None:
         """Code tests only exist for code tasks: the switch is greyed out for the other domains."""
-        code = self.query_one("#domain", Select).value == "code"
+        code = self._chosen().name == "code"
         self.query_one("#execute_code", Switch).disabled = not code
         label = "run code tests after each round (sandbox)" + ("" if code else " — code domain only")
         self.query_one("#execute-label", Label).update(label)

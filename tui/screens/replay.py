@@ -21,6 +21,7 @@ from textual.widgets import Input, Label
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 from core.runtime.config import ConfigError
+from core.runtime.teams import with_recorded_team
 from core.sessions.model import Session, SessionFormatError, session_from_events
 
 from ..bindings import REPLAY_BINDINGS
@@ -282,6 +283,7 @@ class ReplayScreen(SwarmScreen):
                 domain=session.domain, protocol=session.metadata.protocol, tau=tau, k_in=k_in,
                 max_rounds=min(10, max(max_rounds, round_no + 1)),
             )
+            settings = with_recorded_team(settings, session.metadata.team)  # the fork goes on with the run's team
         except ConfigError as exc:
             self.notify(f"cannot fork: {exc}", severity="error")
             return

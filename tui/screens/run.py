@@ -16,7 +16,7 @@ from core.demo.server import ScriptedServer
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.control import MODE_STEP, Params, RunControl
-from core.runtime.domains import get_domain
+from core.runtime.teams import resolve_team
 from core.runtime.textsafe import printable
 from core.sessions.fork import ForkPoint
 from core.sessions.model import Session, SessionFormatError
@@ -58,7 +58,7 @@ class RunScreen(SwarmScreen):
         self.server = server
         self.clock = clock
         self.start = start
-        domain = get_domain(settings.domain)
+        domain = resolve_team(settings)
         n_workers = len(domain.workers)
         params = Params(settings.tau, settings.k_in, settings.max_rounds)
         self.control = RunControl(params, n_workers, mode=MODE_STEP if step else "auto")

@@ -37,6 +37,7 @@ from .inbox import inbox_count
 
 FRAME_INTERVAL = 1 / 25  # how often streamed text reaches the panes
 NARROW_WIDTH, SHORT_HEIGHT = 100, 30
+CROWDED_AT = 9  # more agents than this: compact panes of a fixed height in a scrolling grid
 
 
 class SwarmScreen(Screen[None]):
@@ -93,7 +94,13 @@ class SwarmScreen(Screen[None]):
         narrow = self.size.width < NARROW_WIDTH or self.size.height < SHORT_HEIGHT
         self.set_class(narrow, "-narrow")
         n = max(1, sum(1 for pane in self._panes.values() if pane.display))
-        columns = 1 if narrow else (2 if n <= 4 else 3 if n <= 6 else 4)
+        # Large teams (up to 21 agents): more, smaller panes in a grid that scrolls with the body.
+        crowded = n > CROWDED_AT
+        self.set_class(crowded, "-crowded")
+        if narrow:
+            columns = 2 if crowded and self.size.width >= 60 else 1
+        else:
+            columns = 2 if n <= 4 else 3 if n <= 6 else 4 if n <= 12 else 5 if self.size.width < 200 else 6
         self.query_one("#agents", Grid).styles.grid_size_columns = columns
 
     def _roster(self) -> list[str]:
@@ -111,6 +118,10 @@ class SwarmScreen(Screen[None]):
             self.query_one("#agents", Grid).mount(*joined.values())
         for name, pane in self._panes.items():
             pane.display = name in names
+        team = self.model.run.team if self.model.run is not None else {}
+        for agent in [team["manager"], *team["workers"]] if team else []:
+            if agent.get("model") and agent["name"] in self._panes:
+                self._panes[agent["name"]].model_name = str(agent["model"])
         self._relayout()
 
     # --- events -------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ class AgentPane(Vertical):
         self._final = ""
         self._meta_key: tuple[object, ...] | None = None
         self.border_title = agent
+        self.model_name = ""  # a user team's agent with its own model (RunStarted.team), shown below
         self._pending: tuple[int, AgentView | None, tuple[int, str] | None] | None = None
         self._ready = False  # children composed (on_mount ran)
         self.search_query = ""  # while a search runs, the pane shows its text plain, matches marked
@@ -84,7 +85,7 @@ class AgentPane(Vertical):
         self.border_title = Content.assemble(
             (self.agent, "bold"), " ", Content.from_markup(f"[{BADGE_STYLE.get(badge, '')}]\\[{badge}][/]")
         )
-        sub = []
+        sub = [self.model_name] if self.model_name else []
         if view.tier is not None:
             sub.append(f"tier {view.tier}")
         if self.inbox_count:

@@ -13,6 +13,7 @@ is given and the pane is wide enough.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from rich.text import Text
 
@@ -181,9 +182,45 @@ def _tier_rows(routing: RoutingResult, width: int, options: GraphOptions) -> lis
     return rows
 
 
+COMPACT_AT = 12  # agents from which edges are drawn one line per receiver, not one line per edge
+
+
+def _compact_edge_lines(routing: RoutingResult, options: GraphOptions) -> list[Text]:
+    """Large teams: one line per receiver (``dst ◁ src .62, src .55``), removed edges counted by reason."""
+    st = options.styles
+    position = {name: i for i, name in enumerate(routing.order)}
+    inbound: dict[str, list[Any]] = {}
+    for e in sorted(routing.edges, key=lambda e: (-e.score, e.src)):
+        inbound.setdefault(e.dst, []).append(e)
+    pad = max((len(n) for n in inbound), default=0)
+    lines: list[Text] = []
+    for dst in sorted(inbound, key=lambda n: position.get(n, 0)):
+        line = Text(dst.rjust(pad), st.node)
+        line.append(" ◁ ", st.edge)
+        for i, e in enumerate(inbound[dst]):
+            if i:
+                line.append(", ", st.edge)
+            line.append(e.src, st.node)
+            line.append(f" {e.score:.2f}", st.score)
+            if routing.typed:
+                line.append(f" {e.kind}", st.legend)
+        lines.append(line)
+    if options.show_removed and routing.removed:
+        reasons: dict[str, int] = {}
+        for r in routing.removed:
+            reasons[r.reason] = reasons.get(r.reason, 0) + 1
+        counts = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items()))
+        lines.append(Text(f"removed: {counts} (the matrix view shows each score)", st.removed))
+    if routing.inactive:
+        lines.append(Text(f"not running: {', '.join(routing.inactive)}", st.removed))
+    return lines
+
+
 def _edge_lines(routing: RoutingResult, options: GraphOptions) -> list[Text]:
     st = options.styles
     names = routing.names
+    if len(names) >= COMPACT_AT:
+        return _compact_edge_lines(routing, options)
     pad = max((len(n) for n in names), default=0)
     position = {name: i for i, name in enumerate(run_order(routing, is_tiered(routing, options)))}
     kept = sorted(routing.edges, key=lambda e: (position.get(e.dst, 0), -e.score, e.src))

@@ -1,0 +1,103 @@
+"""A 16-worker user team in the TUI: every pane usable at 160×48 and 80×24, the graph pane compact."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.demo.scripts import DEMO_PROBLEMS
+from core.runtime.config import Settings
+from tests.test_tui_support import wait_for
+from tui.widgets.agent_pane import AgentPane
+from tui.widgets.graph_pane import GraphPane
+from tui.widgets.graph_render import COMPACT_AT
+
+pytestmark = pytest.mark.usefixtures("embedder")
+
+N_WORKERS = 16
+
+
+def big_team_app(tmp: Path) -> Any:
+    from tui.app import SwarmApp
+
+    workers = [{"name": f"Expert{i:02d}", "role": f"Covers aspect {i} of the question."} for i in range(N_WORKERS)]
+    team = {"domain": "general", "manager": {"name": "Manager", "role": "Leads."}, "workers": workers}
+    settings = Settings(
+        domain="general", team="big", teams={"big": team}, sessions_dir=str(tmp), max_rounds=2, k_in=3, tau=0.0
+    )
+    return SwarmApp(
+        settings, problem=DEMO_PROBLEMS["general"], demo=True, state_path=None, demo_chunk_delay=0.0,
+        load_embedder=False,
+    )
+
+
+@pytest.mark.parametrize(("size", "columns"), [((160, 48), 5), ((80, 24), 2)])
+async def test_sixteen_agents_run_and_every_pane_is_usable(tmp_path: Path, size: tuple[int, int], columns: int) -> None:
+    app = big_team_app(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: app.swarm_screen is not None and app.swarm_screen.model.finished is not None)
+        await pilot.pause(0.1)
+        screen = app.swarm_screen
+        assert screen.model.finished.reason in ("manager", "max_rounds")
+        assert screen.has_class("-crowded")
+        panes = [p for p in screen.query(AgentPane) if p.display]
+        assert len(panes) == N_WORKERS + 1  # the Manager's pane too
+        assert screen.query_one("#agents").styles.grid_size_columns == columns
+        for pane in panes:
+            assert pane.size.width >= 26 and pane.size.height >= 5, (pane.id, pane.size)
+        graph = screen.query_one(GraphPane)
+        text = graph.text
+        assert N_WORKERS + 1 >= COMPACT_AT
+        edge_lines = [line for line in text.splitlines() if " ◁ " in line]
+        assert 0 < len(edge_lines) <= N_WORKERS  # one line per receiver, not one per edge
+
+
+async def test_replay_shows_the_recorded_team_and_its_models(tmp_path: Path, embedder: Any) -> None:
+    import asyncio
+
+    from core.demo.server import ScriptedServer
+    from core.runtime import events as ev
+    from core.runtime.runner import build_engine, open_backend
+    from core.sessions.model import session_from_events
+    from core.sessions.store import load_session, save_session
+    from tui.app import SwarmApp
+    from tui.screens.run import RunScreen
+
+    with ScriptedServer(model="model-a") as a, ScriptedServer(model="model-b") as b:
+        workers = [
+            {"name": "Economist", "role": "Weighs costs.", "model": "model-b", "base_url": b.base_url},
+            {"name": "Engineer", "role": "Checks feasibility."},
+            {"name": "Planner", "role": "Writes the plan."},
+        ]
+        team = {"domain": "general", "manager": {"name": "Manager", "role": "Leads."}, "workers": workers}
+        settings = Settings(domain="general", team="six", teams={"six": team}, k_in=2, max_rounds=2)
+        backend = await open_backend(settings, server=a)
+        events: list[ev.Event] = []
+        engine = build_engine(DEMO_PROBLEMS["general"], settings, backend, [events.append], embedder=embedder)
+        try:
+            await asyncio.wait_for(engine.run(), timeout=60)
+        finally:
+            await backend.close()
+    path = save_session(session_from_events(events), tmp_path / "team.json")
+    session = load_session(path)
+    # The app's own settings know nothing of the team: replay and fork take it from the session.
+    app = SwarmApp(Settings(sessions_dir=str(tmp_path / "forks")), replay=session.replay_events(),
+                   replay_source=str(path), replay_session=session, state_path=None, load_embedder=False,
+                   demo=True, demo_chunk_delay=0.0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        replay = app.screen
+        replay.jump_to_round(1)
+        await pilot.pause(0.1)
+        panes = {p.agent: p for p in app.screen.query(AgentPane) if p.display}
+        assert set(panes) == {"Manager", "Economist", "Engineer", "Planner"}
+        assert "model-b" in str(panes["Economist"].border_subtitle)
+        assert "model-b" not in str(panes["Engineer"].border_subtitle)
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        run = app.screen
+        await wait_for(pilot, lambda: run.model.finished is not None)
+        assert run.model.run.team == session.metadata.team
+        assert run.model.run.workers == ["Economist", "Engineer", "Planner"]
+        assert run.fork is not None and run.fork.round == 1
