@@ -28,6 +28,9 @@ from ..widgets.topoweaver_view import tests_always_on
 from .swarm_view import SwarmScreen
 
 TAU_STEP = 0.05
+# Methods whose RunStarted roster is the team's own (DyTopo's round loop): their panes can show from the
+# first frame. Named here because importing the method registry would slow that frame.
+_TEAM_ROSTER_METHODS = ("dytopo", "single-turn", "random", "broadcast", "chain", "star")
 
 
 class RunScreen(SwarmScreen):
@@ -67,7 +70,8 @@ class RunScreen(SwarmScreen):
         self.model.problem, self.model.domain, self.model.demo = problem, settings.domain, demo
         # ... and the team's panes from the first frame (DyTopo's roster; another method's RunStarted
         # brings its own, and the panes follow).
-        self.model.manager, self.model.workers = domain.manager.name, list(domain.worker_names)
+        if settings.strategy in _TEAM_ROSTER_METHODS:
+            self.model.manager, self.model.workers = domain.manager.name, list(domain.worker_names)
         self.model.protocol, self.model.strategy = settings.protocol, settings.strategy
         self.model.mode = self.control.mode
         self.recorder = SessionRecorder(Path(settings.sessions_dir), path=save)

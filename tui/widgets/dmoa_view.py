@@ -223,7 +223,7 @@ class DmoaView(VerticalScroll):
 
     def sync(self, model: RunModel, round_no: int) -> None:
         width = max(30, self.scrollable_content_region.width)
-        key = (model.rev, round_no, width, self.app.theme)
+        key = (id(model), model.rev, len(model.method_events), round_no, width, self.app.theme)
         if key == self._key:
             return
         self._key = key
