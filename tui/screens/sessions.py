@@ -168,12 +168,16 @@ class SessionPickerScreen(Screen[None]):
         listing = self.listing = message.listing
         table = self.query_one(SessionTable)
         row = table.cursor_row  # kept across a reload (coming back from a replay)
-        table.clear()
         full = [row_cells(summary, example) for summary, example in listing.rows]
-        widths = column_widths(full, self.size.width or 120)
-        for index, (summary, example) in enumerate(listing.rows):
+        widths = column_widths(full, self.app.size.width or 120)  # the terminal: the screen may not be laid out yet
+        rows = [row_cells(summary, example, *widths) for summary, example in listing.rows]
+        # Columns sized from their cells, set here: auto-sized columns could keep their header's width when
+        # a reload raced the first listing.
+        table.clear(columns=True)
+        for i, name in enumerate(COLUMNS):
+            table.add_column(name, key=name, width=max([len(name), *(len(r[i]) for r in rows)]))
+        for index, cells in enumerate(rows):
             # Text cells: a problem like "[demo] $f(x)$" is shown as written, never read as markup.
-            cells = row_cells(summary, example, *widths)
             table.add_row(*(Text(c, justify="right" if i in NUMERIC else "left") for i, c in enumerate(cells)),
                           key=str(index))
         if row > 0 and table.row_count:  # a reload: back on the row the user was on
