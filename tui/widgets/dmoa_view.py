@@ -15,13 +15,13 @@ from dataclasses import dataclass
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.color import Color, ColorParseError
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from core.methods.dmoa_events import DmoaRouted, StepRecord, steps_from_events
 
 from ..model import RunModel
+from .theme_colors import theme_color
 
 TITLE = "DMoA router"
 
@@ -201,10 +201,7 @@ class DmoaView(VerticalScroll):
         return self.copy_text()
 
     def _color(self, name: str, fallback: str) -> str:
-        try:
-            return Color.parse(self.app.theme_variables[name]).hex6
-        except (KeyError, ColorParseError):
-            return fallback
+        return theme_color(self.app, name, fallback)
 
     def _styles(self) -> DmoaStyles:
         accent, primary = self._color("accent", "yellow"), self._color("primary", "blue")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.color import Color, ColorParseError
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
@@ -18,6 +17,7 @@ from .graph_render import (
     render_graph,
     render_matrix,
 )
+from .theme_colors import theme_color
 
 
 class GraphPane(VerticalScroll):
@@ -42,11 +42,7 @@ class GraphPane(VerticalScroll):
         return self.copy_text()
 
     def _color(self, name: str, fallback: str) -> str:
-        """A theme variable as a Rich colour (the drawing recolours with the theme)."""
-        try:
-            return Color.parse(self.app.theme_variables[name]).hex6
-        except (KeyError, ColorParseError):
-            return fallback
+        return theme_color(self.app, name, fallback)
 
     def _styles(self) -> GraphStyles:
         fg = self._color("foreground", "white")

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rich.text import Text
-from textual.color import Color, ColorParseError
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from core.methods.topodim_events import TopoDIMCall, TopoDIMGraph
 from core.runtime import events as ev
+
+from .theme_colors import theme_color
 
 STRATEGY = "topodim"
 SHORT = {"conditioned": "cond", "feedback": "fbk", "debate": "dbt", "none": "∅"}
@@ -259,10 +260,7 @@ class TopoDIMView(VerticalScroll):
         return self.copy_text()
 
     def _color(self, name: str, fallback: str) -> str:
-        try:
-            return Color.parse(self.app.theme_variables[name]).hex6
-        except (KeyError, ColorParseError):
-            return fallback
+        return theme_color(self.app, name, fallback)
 
     def _styles(self) -> ViewStyles:
         return ViewStyles(

@@ -18,7 +18,6 @@ from rich.console import Group, RenderableType
 from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.color import Color, ColorParseError
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static
 
@@ -26,6 +25,7 @@ from core.routing.dytopo import KIND_CROSS, RoutingResult
 from core.runtime import events as ev
 
 from ..model import RunModel
+from .theme_colors import theme_color
 
 if TYPE_CHECKING:  # the method's modules pull in the engine: the widget only reads their events
     from core.methods.topoweaver_events import PlanProposed, TurnEnded
@@ -295,10 +295,7 @@ class TopoWeaverView(Horizontal):
         return self._plain
 
     def _color(self, name: str, fallback: str) -> str:
-        try:
-            return Color.parse(self.app.theme_variables[name]).hex6
-        except (KeyError, ColorParseError):
-            return fallback
+        return theme_color(self.app, name, fallback)
 
     def _styles(self) -> Styles:
         return Styles(
