@@ -757,3 +757,17 @@ def test_a_missing_bwrap_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     finally:
         monkeypatch.undo()
         sandbox._isolation.cache_clear()
+
+
+def test_an_interpreter_living_under_tmp_stays_visible_inside_the_private_tmp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A checkout (and its venv) under /tmp, as CI's clone may be: the sandbox's own /tmp must not hide it.
+    from core.evaluation import sandbox
+
+    venv = tmp_path / "venv" / "lib"
+    venv.mkdir(parents=True)
+    monkeypatch.setattr(sandbox, "_python_paths", lambda: ["/usr", str(venv)])
+    args = sandbox._rebind_under_tmp()
+    real = os.path.realpath(venv)
+    assert real.startswith("/tmp/") and args == ["--ro-bind", real, real]

@@ -1241,11 +1241,26 @@ def _bwrap_fixed(options: str, no_nested_userns: bool) -> list[str]:
             ro_bind(path)
     for name in _ETC:
         args.extend(["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"])
-    for path in (sys.base_prefix, sys.base_exec_prefix, os.path.dirname(_python()), *_site_packages()):
+    for path in _python_paths():
         ro_bind(path)
     # As root, the sandbox's uid 0 is the host's, and sysctl files check the uid, not capabilities: without
     # this, code could write kernel.core_pattern. (bwrap only covers /proc/sys when the directory is writable.)
     return [*args, "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
+
+
+def _python_paths() -> list[str]:
+    """What the interpreter needs to see: its prefixes, its binary's folder and the site-packages."""
+    return [sys.base_prefix, sys.base_exec_prefix, os.path.dirname(_python()), *_site_packages()]
+
+
+def _rebind_under_tmp() -> list[str]:
+    """The private /tmp hides whatever was bound beneath it: a venv (or a checkout) living under /tmp is
+    bound again on top, read-only."""
+    out: list[str] = []
+    for path in dict.fromkeys(os.path.realpath(p) for p in _python_paths()):
+        if (path == "/tmp" or path.startswith("/tmp/")) and os.path.isdir(path):
+            out += ["--ro-bind", path, path]
+    return out
 
 
 def _bwrap_argv(isolation: _Isolation, work: str) -> list[str]:
@@ -1257,6 +1272,7 @@ def _bwrap_argv(isolation: _Isolation, work: str) -> list[str]:
         *size, "--tmpfs", "/dev/shm",
         "--remount-ro", "/dev",
         *size, "--tmpfs", "/tmp",
+        *_rebind_under_tmp(),
         "--bind", work, work,
         "--chdir", work,
         "--clearenv",
