@@ -172,15 +172,10 @@ class TopoWeaverMethod:
             return None
         settings = self.rt.settings
         base_url = self.orchestrator_base_url or self.rt.llm.base_url
-        extras = {"top_p": settings.top_p, "top_k": settings.top_k, "min_p": settings.min_p}
-        client = LLMClient(
-            base_url,
-            resolve_api_key(settings),
-            self.orchestrator_model or None,
-            timeout=settings.call_timeout,
-            max_retries=settings.max_retries,
-            max_concurrency=1,
-            sampling_extras=extras,
+        from core.runtime.runner import client_for  # the runner imports the method registry lazily too
+
+        client = client_for(
+            settings, base_url, resolve_api_key(settings), self.orchestrator_model or None, max_concurrency=1
         )
         try:
             model = await client.ensure_model()

@@ -290,7 +290,10 @@ def resolve_base_url(settings: Settings, environ: dict[str, str] | None = None) 
     return settings.base_url or env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
 
 
-def resolve_api_key(settings: Settings, environ: dict[str, str] | None = None) -> str:
-    """The key is only ever read from the environment; local servers accept any placeholder."""
+def resolve_api_key(
+    settings: Settings, environ: dict[str, str] | None = None, *, key_env: str | None = None
+) -> str:
+    """The key is only ever read from the environment (``key_env``, else the settings' variable); local
+    servers accept any placeholder."""
     env = os.environ if environ is None else environ
-    return env.get(settings.api_key_env) or "not-needed"
+    return env.get(key_env or settings.api_key_env) or "not-needed"

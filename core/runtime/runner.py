@@ -66,18 +66,7 @@ async def open_backend(
     else:
         base_url, api_key = resolve_base_url(settings), resolve_api_key(settings)
     try:
-        llm = LLMClient(
-            base_url,
-            api_key,
-            settings.model,
-            timeout=settings.call_timeout,
-            first_byte_timeout=settings.first_byte_timeout,
-            max_retries=settings.max_retries,
-            max_retry_wait=settings.max_retry_wait,
-            max_concurrency=settings.max_concurrency,
-            sampling_extras=sampling_extras(settings),
-            on_status=on_status,
-        )
+        llm = client_for(settings, base_url, api_key, settings.model, on_status=on_status)
     except BaseException:
         if server is not None:
             server.stop()
@@ -128,7 +117,7 @@ async def open_agent_clients(
             where = f"team {team.team_name}, agent {role.name}: endpoint {redact_url(url)}"
             if role.model:
                 if (url, key_env) not in listed:
-                    probe = clients.get((url, key_env, role.model)) or _client(settings, url, key_env, None, on_status)
+                    probe = _agent_client(settings, url, key_env, None, on_status)
                     try:
                         listed[(url, key_env)] = await probe.list_models()
                     except EndpointError as exc:
@@ -142,7 +131,7 @@ async def open_agent_clients(
             model = role.model or (default.model if url == default_url else None)
             client = clients.get((url, key_env, model or ""))
             if client is None:
-                client = _client(settings, url, key_env, model, on_status)
+                client = _agent_client(settings, url, key_env, model, on_status)
                 client._limit = limits.setdefault(url, client._limit)
                 clients[(url, key_env, model or "")] = client
                 if not client.model:
@@ -158,23 +147,37 @@ async def open_agent_clients(
     return out
 
 
-def _client(
-    settings: Settings, url: str, key_env: str, model: str | None, on_status: Callable[[str], None] | None
+def client_for(
+    settings: Settings,
+    url: str,
+    api_key: str,
+    model: str | None,
+    *,
+    on_status: Callable[[str], None] | None = None,
+    max_concurrency: int | None = None,
 ) -> LLMClient:
-    from dataclasses import replace
-
+    """An LLM client with the settings' timeouts, retries, bounded waits and sampling: the run's own, an
+    agent's own endpoint, or a method's second model (TopoWeaver-R1's orchestrator) are all made here."""
     return LLMClient(
         url,
-        resolve_api_key(replace(settings, api_key_env=key_env)),
+        api_key,
         model,
         timeout=settings.call_timeout,
         first_byte_timeout=settings.first_byte_timeout,
         max_retries=settings.max_retries,
         max_retry_wait=settings.max_retry_wait,
-        max_concurrency=settings.max_concurrency,
+        max_concurrency=max_concurrency or settings.max_concurrency,
         sampling_extras=sampling_extras(settings),
         on_status=on_status,
     )
+
+
+def _agent_client(
+    settings: Settings, url: str, key_env: str, model: str | None, on_status: Callable[[str], None] | None
+) -> LLMClient:
+    """A client for an agent's own endpoint, with the key from that agent's variable."""
+    api_key = resolve_api_key(settings, key_env=key_env)
+    return client_for(settings, url, api_key, model, on_status=on_status)
 
 
 def build_engine(
