@@ -26,7 +26,7 @@ from core.methods import MethodError, get_method_info, parse_option_flags
 from core.runtime import events as ev
 from core.runtime.config import Settings
 
-from .cli_options import EXIT_USAGE, OneLineParser, add_run_options, int_range, settings_from_args
+from .cli_options import EXIT_USAGE, OneLineParser, add_run_options, int_range, positive_number, settings_from_args
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -35,16 +35,6 @@ PROG = "swarm-tui train dmoa"
 
 class _UserError(Exception):
     pass
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-    return value
 
 
 def build_parser() -> OneLineParser:
@@ -58,7 +48,7 @@ def build_parser() -> OneLineParser:
     parser.add_argument("--offset", type=int_range(0, None), default=0, help="skip the first K problems")
     parser.add_argument("--epochs", type=int_range(1, 100), default=3, help="training epochs (default 3)")
     parser.add_argument("--batch", type=int_range(1, 256), default=8, help="queries per batch (default 8)")
-    parser.add_argument("--lr", type=_positive_float, default=1e-3, help="AdamW learning rate (default 1e-3)")
+    parser.add_argument("--lr", type=positive_number, default=1e-3, help="AdamW learning rate (default 1e-3)")
     parser.add_argument(
         "-o",
         "--option",

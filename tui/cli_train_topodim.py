@@ -15,7 +15,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from .cli_options import EXIT_USAGE, OneLineParser, add_run_options, int_range, settings_from_args, unit_interval
+from .cli_options import (
+    EXIT_USAGE,
+    OneLineParser,
+    add_run_options,
+    int_range,
+    positive_number,
+    settings_from_args,
+    unit_interval,
+)
 
 if TYPE_CHECKING:
     from core.bench.runner import Dataset, Problem
@@ -24,16 +32,6 @@ if TYPE_CHECKING:
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-    return value
 
 
 def build_parser() -> OneLineParser:
@@ -50,7 +48,7 @@ def build_parser() -> OneLineParser:
                         help="graphs drawn per problem and step (default 2)")
     parser.add_argument("--lam", type=unit_interval, default=0.8, help="λ of eq. 11, task vs diversity (default 0.8)")
     parser.add_argument("--gamma", type=unit_interval, default=0.01, help="entropy weight of eq. 12 (default 0.01)")
-    parser.add_argument("--lr", type=_positive, default=0.01, help="learning rate (default 0.01)")
+    parser.add_argument("--lr", type=positive_number, default=0.01, help="learning rate (default 0.01)")
     parser.add_argument("--alpha", type=unit_interval, default=0.7, help="sparsity budget of eq. 8 (default 0.7)")
     parser.add_argument("--edge-types", dest="edge_types", default="conditioned,feedback,debate",
                         help="allowed edge types (default conditioned,feedback,debate)")
