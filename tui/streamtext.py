@@ -8,6 +8,8 @@ real reply.
 
 from __future__ import annotations
 
+import re
+
 _SIMPLE = {"n": "\n", "t": "    ", '"': '"', "\\": "\\", "/": "/", "r": "", "b": "", "f": ""}
 
 
@@ -49,6 +51,7 @@ class JsonUnescaper:
 # --- showing only what a reader wants while a JSON reply streams ----------------------------------
 
 _WS = " \t\r\n"
+_STRING_STOP = re.compile(r'["\\]')  # the characters that end a run of plain text inside a JSON string
 _HIDDEN_KEYS = frozenset({"private"})  # notes to one teammate: shown once parsed, never mid-stream
 
 
@@ -85,12 +88,23 @@ class ReplyStream:
             self.text += added
             return added
         out: list[str] = []
-        for ch in chunk:
-            if not self._step(ch, out):
+        i, n = 0, len(chunk)
+        while i < n:
+            if self._state == "string" and not self._escape:
+                # Most of a reply is plain string text: take the run up to the next quote or escape at once.
+                stop = _STRING_STOP.search(chunk, i)
+                end = stop.start() if stop else n
+                if end > i:
+                    if self._show:
+                        out.append(chunk[i:end])
+                    i = end
+                    continue
+            if not self._step(chunk[i], out):
                 self._state = "raw"
                 self._raw_unescaper = JsonUnescaper()
                 self.text = self._raw_unescaper.feed(self.raw)
                 return None
+            i += 1
         added = "".join(out)
         self.text += added
         return added

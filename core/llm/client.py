@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 import openai
 
+from core.llm.stream import DONE, StreamState, read_chunk, sse_data
 from core.runtime.config import ConfigError, check_base_url, strip_userinfo
 from core.sessions.model import redact_url
 
@@ -436,45 +437,29 @@ class LLMClient:
     async def _stream(
         self, request: dict[str, Any], on_delta: DeltaCallback | None, logprobs: list[list[float]] | None = None
     ) -> tuple[str, tuple[int, int] | None, str | None]:
-        parts: list[str] = []
-        usage: tuple[int, int] | None = None
-        finish: str | None = None
-        stream = await self._answer_within(self._client.chat.completions.create(**request))
+        # The SDK sends the request (auth, timeouts, status errors); the body is read as raw SSE lines
+        # (core/llm/stream.py), skipping the SDK's per-chunk model construction.
+        opened = self._client.chat.completions.with_streaming_response.create(**request)
+        response = await self._answer_within(opened.__aenter__())
+        state = StreamState(logprobs=logprobs)
+        http_request = response.http_response.request
         try:
-            async for chunk in stream:
-                if chunk.usage is not None:
-                    usage = (chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
-                for choice in chunk.choices:
-                    if choice.finish_reason:
-                        finish = choice.finish_reason
-                    piece = choice.delta.content if choice.delta else None
-                    if piece:
-                        parts.append(piece)
-                        if on_delta:
-                            on_delta(piece)
-                    if logprobs is not None and getattr(choice, "logprobs", None) is not None:
-                        logprobs.extend(token_top_logprobs(choice.logprobs))
-        except httpx.HTTPError as exc:  # a connection dropped mid-stream surfaces as a raw httpx error
-            request_ = exc._request or httpx.Request("POST", strip_userinfo(self.base_url))  # not every one has it
+            done = False
+            async for data in sse_data(response.iter_lines()):
+                # After [DONE] the body is read to its end (nothing should follow), so that the
+                # connection goes back to the pool instead of being closed.
+                done = done or data.startswith(DONE)
+                if done:
+                    continue
+                for piece in read_chunk(data, state, http_request, self.shown_url):
+                    if on_delta:
+                        on_delta(piece)
+        except httpx.TimeoutException as exc:  # silence longer than call_timeout inside the stream
+            raise _StreamBroken(openai.APITimeoutError(request=exc._request or http_request)) from exc
+        except httpx.HTTPError as exc:  # a connection dropped mid-stream
             raise _StreamBroken(
-                openai.APIConnectionError(message=str(exc) or type(exc).__name__, request=request_)
+                openai.APIConnectionError(message=str(exc) or type(exc).__name__, request=exc._request or http_request)
             ) from exc
-        except openai.APIConnectionError as exc:
-            raise _StreamBroken(exc) from exc
         finally:
-            await stream.close()
-        return "".join(parts), usage, finish
-
-
-def token_top_logprobs(choice_logprobs: Any) -> list[list[float]]:
-    """Per token of a streamed chunk's ``logprobs.content``, the returned top logprobs (the chosen token's
-    own logprob when the endpoint sent no alternatives). Anything malformed is skipped, never raised."""
-    out: list[list[float]] = []
-    for token in getattr(choice_logprobs, "content", None) or []:
-        tops = [getattr(t, "logprob", None) for t in (getattr(token, "top_logprobs", None) or [])]
-        values = [float(v) for v in tops if isinstance(v, int | float)]
-        if not values and isinstance(getattr(token, "logprob", None), int | float):
-            values = [float(token.logprob)]
-        if values:
-            out.append(values)
-    return out
+            await opened.__aexit__(None, None, None)
+        return "".join(state.parts), state.usage, state.finish

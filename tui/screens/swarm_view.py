@@ -22,7 +22,7 @@ from core.sessions.export import FORMATS
 from core.sessions.model import Session
 
 from ..export import EXPORT_NAMES, ExportError, export_suffix, export_to_file
-from ..model import RunModel
+from ..model import RoundView, RunModel
 from ..widgets.agent_pane import AgentPane
 from ..widgets.dmoa_view import DmoaView
 from ..widgets.footer import WrapFooter
@@ -37,6 +37,7 @@ from .inbox import inbox_count
 
 FRAME_INTERVAL = 1 / 25  # how often streamed text reaches the panes
 NARROW_WIDTH, SHORT_HEIGHT = 100, 30
+STREAMS_PER_FRAME = 6  # streaming panes redrawn per frame; the rest wait their turn (see _deferred_streams)
 CROWDED_AT = 9  # more agents than this: compact panes of a fixed height in a scrolling grid
 
 
@@ -49,6 +50,8 @@ class SwarmScreen(Screen[None]):
         self.view_round: int | None = None  # None: follow the current round
         self._shown_delta_rev = -1
         self._panes: dict[str, AgentPane] = {}
+        self._frames = 0  # pane syncs so far, and the one at which each pane last showed new text
+        self._stream_synced: dict[str, int] = {}
         self.topodim = TopoDIMState()  # TopoDIM runs show their typed graph instead of the graph pane
         self._hits: list[tuple[str, int, int]] = []  # the search's matches: (agent, row, column)
         self._hit: int | None = None  # the current one
@@ -178,7 +181,13 @@ class SwarmScreen(Screen[None]):
     def _sync_panes(self) -> None:
         self._shown_delta_rev = self.model.delta_rev
         rv = self.model.round_view(self.shown_round)
+        deferred = self._deferred_streams(rv)
+        if deferred:
+            self._shown_delta_rev = -1  # their text is shown on a later frame
         for name, pane in self._panes.items():
+            if name in deferred:
+                continue
+            self._stream_synced[name] = self._frames
             view = rv.agents.get(name) if rv else None
             earlier = None
             idle = view is not None and not view.streaming and not view.public
@@ -186,6 +195,20 @@ class SwarmScreen(Screen[None]):
                 earlier = self._earlier_output(name, self.shown_round)
             pane.inbox_count = inbox_count(self.model, name, self.shown_round) if name != self.model.manager else 0
             pane.sync(self.shown_round, view, earlier)
+
+    def _deferred_streams(self, rv: RoundView | None) -> set[str]:
+        """Panes whose new streamed text waits for a later frame. Redrawing every streaming pane on every
+        frame made each frame long with 16 agents (bench/tui_stream.py --agents 16); at most
+        STREAMS_PER_FRAME of them are redrawn per frame, those waiting longest first, so with 16
+        streaming each pane still updates several times a second."""
+        self._frames += 1
+        if rv is None:
+            return set()
+        behind = [name for name, pane in self._panes.items() if pane.stream_behind(rv.agents.get(name))]
+        if len(behind) <= STREAMS_PER_FRAME:
+            return set()
+        behind.sort(key=lambda name: self._stream_synced.get(name, 0))
+        return set(behind[STREAMS_PER_FRAME:])
 
     def _earlier_output(self, name: str, before: int) -> tuple[int, str] | None:
         """An idle agent's latest output from an earlier round, shown until it speaks again."""

@@ -80,6 +80,11 @@ class AgentPane(Vertical):
         else:
             self._show_stream(round_no, view)
 
+    def stream_behind(self, view: AgentView | None) -> bool:
+        """Streamed text arrived that this pane has not shown yet (a redraw the screen may put off)."""
+        return (view is not None and view.streaming and self._ready and not self.search_query
+                and len(view.text) > self._shown)
+
     def _sync_meta(self, view: AgentView, earlier_round: int | None) -> None:
         badge = view.status
         self.border_title = Content.assemble(

@@ -150,6 +150,7 @@ class RunHeader(Static):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id)
         self.show_full = False
+        self._shown: tuple[str, tuple[object, ...]] | None = None
 
     def sync(self, model: RunModel, elapsed: float, replay: str = "") -> None:
         problem = model.problem.strip()
@@ -160,7 +161,12 @@ class RunHeader(Static):
         status = status_line(model, elapsed, replay, self.content_region.width or None)
         # The full problem goes below the status line, so the state stays in view.
         lines = (status, problem_line) if self.show_full else (problem_line, status)
-        self.update(Content("\n").join(lines))
+        content = Content("\n").join(lines)
+        # sync runs every frame; an update (a screen-wide layout pass) only when the text or its styles change.
+        shown = (content.plain, tuple(content.spans))
+        if shown != self._shown:
+            self._shown = shown
+            self.update(content)
 
 
 class ParamsBar(Static):

@@ -7,7 +7,9 @@ append, not O(text). The view follows new text only while the user is at the bot
 from __future__ import annotations
 
 from rich.segment import Segment
-from textual.geometry import Size
+from rich.style import Style
+from textual.cache import LRUCache
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -65,6 +67,8 @@ class StreamView(ScrollView, can_focus=True):
         self._wrap_width = 0
         self.highlight = ""  # a search: its occurrences are marked
         self.current: tuple[int, int] | None = None  # (row, column) of the search's current match
+        self._frame: tuple[Style, int, int] | None = None  # this redraw's (style, top row, width)
+        self._strips: LRUCache[tuple[str, int, Style], Strip] = LRUCache(256)
 
     def set_highlight(self, query: str, current: tuple[int, int] | None = None) -> None:
         if (query, current) != (self.highlight, self.current):
@@ -106,7 +110,19 @@ class StreamView(ScrollView, can_focus=True):
     def _rewrap_all(self) -> None:
         self._rows, self._row_start = [], []
         self._wrap_from(0)
-        self.virtual_size = Size(self._wrap_width, len(self._rows))
+        self._set_rows()
+
+    def _set_rows(self) -> None:
+        """The scrollable height is the wrapped row count. Setting ``virtual_size`` would lay out the whole
+        screen on every streamed piece (16 panes streaming made most frames a full layout pass); only this
+        view's scrollbar depends on it, and a layout pass happens only when the scrollbar appears or goes."""
+        size = Size(self._wrap_width, len(self._rows))
+        if size == self.virtual_size:
+            return
+        self.set_reactive(StreamView.virtual_size, size)
+        if self.is_mounted:
+            self._scroll_update(size)  # the scrollbar's range, and scroll_y kept within it
+        self.refresh()
 
     def clear(self) -> None:
         self._lines = [""]
@@ -128,7 +144,7 @@ class StreamView(ScrollView, can_focus=True):
         self._lines[-1] += parts[0].translate(_CONTROL)
         self._lines.extend(part.translate(_CONTROL) for part in parts[1:])
         self._wrap_from(first)
-        self.virtual_size = Size(self._wrap_width, len(self._rows))
+        self._set_rows()
         if at_bottom:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
         self.refresh()
@@ -139,16 +155,28 @@ class StreamView(ScrollView, can_focus=True):
             self._wrap_width = width
             self._rewrap_all()
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # rich_style walks the DOM for the background: once per redraw, not once per row.
+        self._frame = (self.rich_style, self.scroll_offset.y, self.scrollable_content_region.width)
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame = None
+
     def render_line(self, y: int) -> Strip:
-        index = self.scroll_offset.y + y
-        width = self.scrollable_content_region.width
-        style = self.rich_style
+        style, top, width = self._frame or (self.rich_style, self.scroll_offset.y, self.scrollable_content_region.width)
+        index = top + y
         if index >= len(self._rows):
             return Strip.blank(width, style)
         row = self._rows[index]
         found = find_all(row, self.highlight) if self.highlight else []
         if not found:
-            return Strip([Segment(row, style)]).crop_extend(0, width, style)
+            # A stream following its end redraws the same rows one row higher: reuse their strips.
+            key = (row, width, style)
+            strip = self._strips.get(key)
+            if strip is None:
+                strip = self._strips[key] = Strip([Segment(row, style)]).crop_extend(0, width, style)
+            return strip
         match = style + self.get_component_rich_style("stream-view--match")
         current = style + self.get_component_rich_style("stream-view--current")
         segments, at, size = [], 0, len(self.highlight)
