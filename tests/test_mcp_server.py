@@ -9,6 +9,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +33,15 @@ CALL_TIMEOUT = 30.0
 
 @asynccontextmanager
 async def connected(
-    tmp_path: Path, embedder: Any, *, server: ScriptedServer | None = None, **manager_kwargs: Any
+    tmp_path: Path, embedder: Any, *, server: ScriptedServer | None = None, settings: Settings | None = None,
+    demo: bool = True, **manager_kwargs: Any
 ) -> AsyncIterator[tuple[Any, SwarmManager, ScriptedServer]]:
+    """A client session with a server whose swarms use ``server`` (demo: every agent talks to it; not
+    demo: it is the run's endpoint, and a team's agents may name their own)."""
     scripted = server or ScriptedServer(demo_script)
     scripted.start()
-    settings = Settings(sessions_dir=str(tmp_path / "sessions"), max_retries=0)
-    manager = SwarmManager(settings, demo=True, server=scripted, embedder=embedder, **manager_kwargs)
+    settings = replace(settings or Settings(max_retries=0), sessions_dir=str(tmp_path / "sessions"))
+    manager = SwarmManager(settings, demo=demo, server=scripted, embedder=embedder, **manager_kwargs)
     mcp_server = build_server(manager)
     try:
         async with create_connected_server_and_client_session(mcp_server, raise_exceptions=True) as session:
@@ -85,7 +89,8 @@ async def test_tools_are_published_with_input_and_output_schemas(tmp_path: Path,
     assert set(tools) == {"swarm_start", "swarm_status", "swarm_result", "swarm_cancel"}
     start = tools["swarm_start"].inputSchema["properties"]
     assert start["tau"]["maximum"] == 1.0 and start["tau"]["minimum"] == 0.0
-    assert start["max_rounds"]["maximum"] == 10 and start["domain"]["default"] == "code"
+    assert start["max_rounds"]["maximum"] == 10 and "(default code;" in start["domain"]["description"]
+    assert start["domain"]["default"] is None  # so that a domain given beside a team can be checked
     assert start["strategy"]["default"] == "dytopo" and "chain" in start["strategy"]["description"]
     assert tools["swarm_start"].inputSchema["required"] == ["task"]
     for name, field in (("swarm_start", "task_id"), ("swarm_status", "poll_interval_s"),

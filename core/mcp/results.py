@@ -37,6 +37,8 @@ class StartResult(BaseModel):
     status: Status
     strategy: str
     domain: str
+    team_name: str = Field(description="the team that runs: a built-in one (code, math, general) or one of the "
+                           "server's [team.NAME] tables")
     team: list[str] = Field(description="the Manager and the workers")
     params: dict[str, Any] = Field(description="tau, k_in and max_rounds the run uses")
     options: dict[str, Any]
@@ -117,15 +119,17 @@ def _round_text(entry: SwarmTask) -> str:
     return f"round {entry.round}/{entry.max_rounds}" if entry.round else "not in round 1 yet"
 
 
-def start_result(entry: SwarmTask, team: list[str], sessions_dir: str) -> StartResult:
+def start_result(entry: SwarmTask, sessions_dir: str) -> StartResult:
     interval = entry.poll_interval() or 5.0
+    which = entry.domain if entry.team in ("", entry.domain) else f"team {entry.team}, {entry.domain}"
     return StartResult(
         task_id=entry.id, status=entry.status,  # type: ignore[arg-type]
-        strategy=entry.strategy, domain=entry.domain, team=team, params=dict(entry.params),
+        strategy=entry.strategy, domain=entry.domain, team_name=entry.team or entry.domain,
+        team=list(entry.agents), params=dict(entry.params),
         options=dict(entry.options), notes=list(entry.notes), budget_s=entry.budget_s,
         poll_interval_s=interval, sessions_dir=sessions_dir, attach=f"swarm-tui attach {entry.id}",
         message=(
-            f"swarm {entry.id} started ({entry.strategy}, {entry.domain}, up to {entry.max_rounds} rounds). "
+            f"swarm {entry.id} started ({entry.strategy}, {which}, up to {entry.max_rounds} rounds). "
             f"Poll swarm_status every {interval:g} s or so, then call swarm_result. Watch it live with "
             f"`swarm-tui attach {entry.id}`."
         ),

@@ -32,16 +32,30 @@ from core.mcp.results import (
 )
 from core.mcp.tasks import MAX_CONTEXT_CHARS, MAX_ROUNDS_LIMIT, OPTIONS, STRATEGIES, StartError, SwarmManager
 from core.runtime.config import DOMAINS
-from core.runtime.domains import get_domain
+from core.runtime.domains import Domain
 
 SERVER_NAME = "swarm-tui"
 INSTRUCTIONS = (
     "Runs LLM agent swarms (a Manager and role workers whose communication graph is rebuilt every round, "
     "DyTopo, or a baseline topology) on a problem. swarm_start returns a task id at once; poll swarm_status "
     "at the suggested interval until it is no longer running, then call swarm_result (include_topology for "
-    "every round's graph). swarm_cancel stops a run. The user can watch a run live with "
+    "every round's graph). swarm_start's team picks a team by name (its description lists the teams with "
+    "their domain and agents). swarm_cancel stops a run. The user can watch a run live with "
     "`swarm-tui attach TASK_ID`."
 )
+
+
+def team_help(teams: dict[str, Domain]) -> str:
+    """swarm_start's team description: every team a client may name (the list, like the strategies', is
+    in the schema; the server's teams are fixed for its lifetime)."""
+    listed = "; ".join(
+        f"{name} ({team.name}, {team.manager.name} + {len(team.workers)} workers: {', '.join(team.worker_names)})"
+        for name, team in teams.items()
+    )
+    return (
+        f"the team, by name (default: the built-in team of the domain; a team sets the domain): {listed}. "
+        "Names only: the server reads no team files"
+    )
 
 
 def build_server(manager: SwarmManager, *, host: str = "127.0.0.1", port: int = 8000,
@@ -62,21 +76,27 @@ def build_server(manager: SwarmManager, *, host: str = "127.0.0.1", port: int = 
             raise ToolError(str(exc)) from None
 
     # The published defaults are the server's settings (the usual ones unless its flags or config say
-    # otherwise): domain code, tau 0.3, k_in 3 (N-1 for a smaller team), max_rounds 5.
+    # otherwise): domain code, tau 0.3, k_in 3 (N-1 for a smaller team), max_rounds 5. domain defaults to
+    # None so that a domain the client gives can be checked against its team.
     defaults = manager.settings
 
     @server.tool()
     async def swarm_start(
         task: Annotated[str, Field(description="the problem for the swarm to solve")],
-        domain: Annotated[str, Field(description=f"the team: {', '.join(DOMAINS)}")] = defaults.domain,
+        domain: Annotated[
+            str | None,
+            Field(description=f"the domain: {', '.join(DOMAINS)} (default {defaults.domain}; with team, leave it out: "
+                  "the team sets it)"),
+        ] = None,
+        team: Annotated[str | None, Field(description=team_help(manager.team_choices()))] = None,
         strategy: Annotated[str, Field(description=f"how the team is wired: {', '.join(STRATEGIES)}")] = "dytopo",
         tau: Annotated[
             float, Field(ge=0.0, le=1.0, description="routing threshold: 0.2 dense, 0.3, 0.5 sparse")
         ] = defaults.tau,
         k_in: Annotated[
             int | None,
-            Field(ge=1, description=f"max inbound edges per agent, 1..N-1 of the team (default {defaults.k_in}, "
-                  "or N-1 for a smaller team)"),
+            Field(ge=1, description=f"max inbound edges per agent, 1..N-1 of the chosen team's N workers (default "
+                  f"{defaults.k_in}, or N-1 for a smaller team)"),
         ] = None,
         max_rounds: Annotated[
             int, Field(ge=1, le=MAX_ROUNDS_LIMIT, description="1..10")
@@ -94,11 +114,10 @@ def build_server(manager: SwarmManager, *, host: str = "127.0.0.1", port: int = 
     ) -> StartResult:
         """Start a swarm on a task. Returns its task id at once; the run goes on in the background."""
         try:
-            entry = manager.start(task, domain, strategy, tau, k_in, max_rounds, context, options)
+            entry = manager.start(task, domain, strategy, tau, k_in, max_rounds, context, options, team=team)
         except StartError as exc:
             raise ToolError(str(exc)) from None
-        team = ["Manager", *get_domain(entry.domain).worker_names]
-        return start_result(entry, team, str(manager.sessions_dir))
+        return start_result(entry, str(manager.sessions_dir))
 
     @server.tool()
     async def swarm_status(task_id: Annotated[str, Field(description="from swarm_start")]) -> StatusResult:

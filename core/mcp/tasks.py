@@ -26,8 +26,9 @@ from core.methods import MethodError, build_method, get_method_info, method_name
 from core.runtime import events as ev
 from core.runtime.config import DOMAINS, PROTOCOLS, ConfigError, Settings
 from core.runtime.control import RunControl
-from core.runtime.domains import get_domain
+from core.runtime.domains import Domain, get_domain
 from core.runtime.engine import Method
+from core.runtime.teams import is_team_file, named_team, resolve_team, team_names
 from core.sessions.store import SessionRecorder
 
 MAX_TASKS = 20
@@ -54,10 +55,11 @@ OPTIONS: dict[str, str] = {
 }
 
 
-def method_for(strategy: str, domain: str, options: Mapping[str, Any] | None) -> Method:
-    """A fresh method for one swarm (StartError, one line, for a bad option)."""
+def method_for(strategy: str, team: Domain, options: Mapping[str, Any] | None) -> Method:
+    """A fresh method for one swarm and its team (StartError, one line, for a bad option: some depend on
+    the team, e.g. star's hub must be one of its workers, topodim's agents at most its size)."""
     try:
-        return build_method(strategy, options, get_domain(domain))
+        return build_method(strategy, options, team)
     except MethodError as exc:
         raise StartError(str(exc)) from None
 
@@ -88,6 +90,8 @@ class SwarmTask:
     options: dict[str, Any]
     context: str
     budget_s: float
+    team: str = ""  # the team's name: a built-in one's is its domain, a user team's its [team.NAME]
+    agents: list[str] = field(default_factory=list)  # the team's Manager and workers
     notes: list[str] = field(default_factory=list)
     status: str = STATUS_RUNNING
     started_at: float = field(default_factory=time.time)
@@ -285,34 +289,62 @@ class SwarmManager:
             del self.tasks[entry.id]
 
     # --- start ----------------------------------------------------------------------------
+    def team_choices(self) -> dict[str, Domain]:
+        """The teams a start may name: the built-in ones, then the server config's [team.NAME] tables."""
+        return {name: named_team(self.settings, name) for name in team_names(self.settings)}
+
+    def choose_team(self, domain: Any = None, team: Any = None) -> Domain:
+        """The team a start names, or the built-in team of its domain (None: the server's default).
+        A team is named, never a file: a client must not make the server read a path it chose. The
+        domain follows the team; a domain that contradicts it is refused."""
+        if domain is not None and domain not in DOMAINS:
+            raise StartError(f"unknown domain {domain!r}: choose one of {', '.join(DOMAINS)}")
+        if team is None:
+            return get_domain(domain or self.settings.domain)
+        if not isinstance(team, str):
+            raise StartError(f"team must be a team's name, got {team!r}")
+        try:
+            chosen = named_team(self.settings, team)
+        except ConfigError as exc:
+            hint = " (team files are not read over MCP: add a [team.NAME] table to the server's config)"
+            raise StartError(f"{exc}{hint if is_team_file(team) else ''}") from None
+        if domain is not None and domain != chosen.name:
+            raise StartError(
+                f"domain {domain} does not match team {team} (domain {chosen.name}): the team sets the domain, "
+                "leave domain out"
+            )
+        return chosen
+
     def validate(
         self,
         task: Any,
-        domain: Any = "code",
+        domain: Any = None,
         strategy: Any = "dytopo",
         tau: Any = 0.3,
         k_in: Any = None,
         max_rounds: Any = 5,
         context: Any = "",
         options: Mapping[str, Any] | None = None,
+        *,
+        team: Any = None,
     ) -> tuple[Settings, dict[str, Any], list[str]]:
         """(settings for the run, the checked options, notes) or StartError. Nothing is clamped."""
         if not isinstance(task, str) or not task.strip():
             raise StartError("task must be a non-empty text: the problem for the swarm to solve")
-        if domain not in DOMAINS:
-            raise StartError(f"unknown domain {domain!r}: choose one of {', '.join(DOMAINS)}")
+        chosen = self.choose_team(domain, team)
         if strategy not in method_names():
             raise StartError(f"unknown strategy {strategy!r}: choose one of {', '.join(method_names())}")
         tau = _number("tau", tau)
         if not 0.0 <= tau <= 1.0:
             raise StartError(f"tau must be between 0 and 1 (0.2 dense, 0.3 default, 0.5 sparse), got {tau:g}")
-        n_workers = len(get_domain(domain).workers)
+        n_workers = len(chosen.workers)
         if k_in is None:
             k_in = min(self.settings.k_in, n_workers - 1)  # the default, or N-1 for a smaller team
         k_in = _whole("k_in", k_in)
         if not 1 <= k_in <= n_workers - 1:
             raise StartError(
-                f"k_in must be between 1 and {n_workers - 1} for the {domain} team of {n_workers} workers, got {k_in}"
+                f"k_in must be between 1 and {n_workers - 1} for the {chosen.team_name} team of {n_workers} workers, "
+                f"got {k_in}"
             )
         max_rounds = _whole("max_rounds", max_rounds)
         if not 1 <= max_rounds <= MAX_ROUNDS_LIMIT:
@@ -327,7 +359,7 @@ class SwarmManager:
                 "(put only what the swarm needs beyond the task)"
             )
         checked = _check_options(options, strategy)
-        method_for(strategy, domain, checked.get("method"))  # the method's options against this team, now
+        method_for(strategy, chosen, checked.get("method"))  # the method's options against this team, now
         notes: list[str] = []
         if not get_method_info(strategy).uses_tau:
             notes.append(f"strategy {strategy} does not use tau or k_in")
@@ -335,12 +367,13 @@ class SwarmManager:
             notes.append("single-turn is one round without communication: max_rounds is 1")
             max_rounds = 1
         execute = checked.get("execute")
-        if execute and domain != "code":
+        if execute and chosen.name != "code":
             raise StartError("option execute runs code tests: it needs domain code")
         try:
-            # MCP runs use the built-in team of their domain (a config's --team is for the CLI and TUI).
-            settings = replace(self.settings, team=None).with_overrides(
-                domain=domain, tau=tau, k_in=k_in, max_rounds=max_rounds,
+            # A user team runs by its table's name; a built-in one is team None plus its domain. The server's
+            # own --team is not a default: a client that names no team gets the built-in team of the domain.
+            settings = replace(self.settings, team=chosen.team or None).with_overrides(
+                domain=chosen.name, tau=tau, k_in=k_in, max_rounds=max_rounds,
                 protocol=checked.get("protocol"), execute_code=execute,
             )
             settings.validate(n_workers=n_workers)
@@ -351,28 +384,33 @@ class SwarmManager:
     def start(
         self,
         task: Any,
-        domain: Any = "code",
+        domain: Any = None,
         strategy: Any = "dytopo",
         tau: Any = 0.3,
         k_in: Any = None,
         max_rounds: Any = 5,
         context: Any = "",
         options: Mapping[str, Any] | None = None,
+        *,
+        team: Any = None,
     ) -> SwarmTask:
         """Validate, make room, schedule the swarm; returns its entry at once (StartError if refused)."""
         if self.closed:
             raise StartError("the server is shutting down")
-        settings, checked, notes = self.validate(task, domain, strategy, tau, k_in, max_rounds, context, options)
+        settings, checked, notes = self.validate(
+            task, domain, strategy, tau, k_in, max_rounds, context, options, team=team
+        )
+        chosen = resolve_team(settings)
         self._make_room()
         budget = checked.get("budget_s", settings.max_rounds * self.round_budget_s)
         task_id = uuid.uuid4().hex[:12]
         while task_id in self.tasks:  # pragma: no cover - 48 random bits
             task_id = uuid.uuid4().hex[:12]
         entry = SwarmTask(
-            id=task_id, task=task.strip(), domain=domain, strategy=strategy,
+            id=task_id, task=task.strip(), domain=settings.domain, strategy=strategy,
             params={"tau": settings.tau, "k_in": settings.k_in, "max_rounds": settings.max_rounds},
             options=checked, context=context or "", budget_s=float(budget), notes=notes,
-            started_at=self.clock(),
+            team=chosen.team_name, agents=[chosen.manager.name, *chosen.worker_names], started_at=self.clock(),
         )
         self.tasks[task_id] = entry
         entry.handle = asyncio.get_running_loop().create_task(self._run(entry, settings), name=f"swarm-{task_id}")
@@ -387,13 +425,33 @@ class SwarmManager:
 
         if self._backend_task is None or (self._backend_task.done() and (
                 self._backend_task.cancelled() or self._backend_task.exception() is not None)):
+            # The server's endpoint only: each run opens its own team's agent endpoints (_agent_clients),
+            # so a --team of the server's config neither reaches nor can break the other runs.
             self._backend_task = asyncio.get_running_loop().create_task(
-                open_backend(self.settings, demo=self.demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server),
+                open_backend(replace(self.settings, team=None), demo=self.demo,
+                             demo_chunk_delay=self.demo_chunk_delay, server=self.server),
                 name="swarm-tui-backend",
             )
             # Its failure is reported to every swarm awaiting it; none left: do not warn about it.
             self._backend_task.add_done_callback(lambda t: t.cancelled() or t.exception())
         return await asyncio.shield(self._backend_task)
+
+    async def _agent_clients(self, settings: Settings, team: Domain, backend: Any) -> dict[str, Any]:
+        """Clients for the run's agents that name their own model or endpoint, as the CLI opens them (one
+        per distinct endpoint, models checked against its list). None in demo mode: there every agent
+        talks to the scripted server, as in the CLI."""
+        from core.runtime.runner import open_agent_clients
+
+        if self.demo or not any(role.has_endpoint for role in (team.manager, *team.workers)):
+            return {}
+        return await open_agent_clients(settings, backend.llm, backend.llm.base_url, team=team)
+
+    @staticmethod
+    async def _close_clients(clients: dict[str, Any], shared: Any) -> None:
+        """Close a run's own agent clients (never the shared backend's)."""
+        for client in {id(c): c for c in clients.values() if c is not shared}.values():
+            with contextlib.suppress(Exception):
+                await client.close()
 
     @staticmethod
     def problem_text(entry: SwarmTask) -> str:
@@ -410,16 +468,21 @@ class SwarmManager:
         timers: list[asyncio.TimerHandle] = []
         recorder = SessionRecorder(Path(settings.sessions_dir), log_header={"task_id": entry.id})
         entry.recorder = recorder
+        backend: Any = None
+        agent_clients: dict[str, Any] = {}
         try:
             timers.append(loop.call_later(entry.budget_s, self._out_of_time, entry, timers))
+            team = resolve_team(settings)
             entry.phase = "connecting"
             backend = await self._open_backend()
+            agent_clients = await self._agent_clients(settings, team, backend)
             entry.phase = "loading embeddings"
             await self.embedder.aload()
             evaluator = CodeExecutionEvaluator() if settings.execute_code and settings.domain == "code" else None
             engine = build_engine(
-                self.problem_text(entry), settings, backend, [recorder, entry.observe],
-                embedder=self.embedder, method=method_for(entry.strategy, entry.domain, entry.options.get("method")),
+                self.problem_text(entry), settings, replace(backend, agent_clients=agent_clients),
+                [recorder, entry.observe],
+                embedder=self.embedder, method=method_for(entry.strategy, team, entry.options.get("method")),
                 evaluator=evaluator,
             )
             entry.control = engine.control
@@ -451,6 +514,8 @@ class SwarmManager:
                 entry.finished_at = self.clock()
             if entry.status == STATUS_RUNNING:  # pragma: no cover - every path above sets it
                 self._fail(entry, "the swarm stopped without a result")
+            if agent_clients:  # last: the session is saved and the status set even if this is interrupted
+                await self._close_clients(agent_clients, backend.llm)
 
     def _finish(self, entry: SwarmTask, finished: ev.RunFinished) -> None:
         entry.finished = finished

@@ -191,6 +191,21 @@ def resolve_team(settings: Settings) -> Domain:
     raise ConfigError(f"unknown team {choice!r}: choose one of {', '.join(known)} or give a team FILE.toml")
 
 
+def team_names(settings: Settings) -> list[str]:
+    """Every team a run may name: the built-in ones, then the config's [team.NAME] tables."""
+    return [*DOMAIN_BY_NAME, *settings.teams]
+
+
+def named_team(settings: Settings, name: str) -> Domain:
+    """A team by name only, a built-in one or a [team.NAME] table: never a file, for callers that must
+    not read a path they were handed (the MCP server). ConfigError listing the names otherwise."""
+    if name in settings.teams:
+        return team_from_table(name, settings.teams[name])
+    if name in DOMAIN_BY_NAME:
+        return DOMAIN_BY_NAME[name]
+    raise ConfigError(f"unknown team {name!r}: choose one of {', '.join(team_names(settings))}")
+
+
 def with_team(settings: Settings) -> Settings:
     """Settings whose team is resolved once: a team file becomes a table, and domain follows the team."""
     choice = settings.team
