@@ -265,6 +265,38 @@ async def test_a_worker_reply_cut_off_is_asked_for_again(demo_server: ScriptedSe
     assert finished.replies_parsed == finished.replies_total == 6  # plan, four workers, the Manager
 
 
+@pytest.mark.parametrize(
+    ("kind", "fragment"),
+    [
+        ("stream_error", "failed mid-stream: the model crashed mid-reply"),
+        ("garbage_chunk", "stream chunk that is not JSON"),
+    ],
+)
+async def test_a_stream_broken_mid_reply_fails_that_agent_with_one_line_and_the_run_goes_on(
+    demo_server: ScriptedServer, embedder: Any, kind: str, fragment: str
+) -> None:
+    demo_server.add_fault(FaultRule(kind, role="Tester", call=ev.CALL_WORK, round=1, times=5))
+    finished, events, _ = await run_swarm(demo_server, embedder, settings=Settings(max_rounds=1))
+    (tester,) = of(events, ev.AgentFinished, round=1, agent="Tester")
+    assert tester.status == "failed"
+    (started,) = of(events, ev.RunStarted)
+    assert fragment in tester.error and f"the endpoint {started.base_url}" in tester.error
+    assert "\n" not in tester.error and "\x1b" not in tester.error and "\x07" not in tester.error
+    notices = [n.message for n in of(events, ev.Notice) if "Tester" in n.message]
+    assert notices and all(fragment in n for n in notices)
+    assert finished.rounds == 1 and finished.replies_parsed == 5  # everyone else's work went on
+
+
+async def test_server_sent_events_are_framed_as_the_standard_says() -> None:
+    from core.llm.stream import sse_data
+
+    async def lines() -> Any:
+        for line in [": a comment", "event: message", "data: {\"a\":", "data: 1}", "", "", "id: 7", "data:[DONE]"]:
+            yield line
+
+    assert [data async for data in sse_data(lines())] == ['{"a":\n1}', "[DONE]"]
+
+
 # --- a model that never follows the contract -----------------------------------------------------------
 
 

@@ -41,6 +41,8 @@ FAULT_KINDS = (
     "reject_response_format",  # 400 when the request asks for response_format (no JSON mode)
     "reject_json_schema",  # 400 when the request asks for response_format of type json_schema (JSON mode is fine)
     "truncated",  # the first half of the reply, ending with finish_reason "length" (cut off at max_tokens)
+    "stream_error",  # one chunk, then an {"error": ...} event inside the stream (as OpenAI sends one)
+    "garbage_chunk",  # one chunk, then a data line that is not JSON (and holds an escape sequence)
 )
 
 _GENERIC_REPLY = json.dumps({"reply": "Hello from the swarm-tui scripted server."})
@@ -530,6 +532,16 @@ class ScriptedServer:
             if self._stopping.wait(self.stall_seconds):
                 handler._abort()
                 return
+        if kind in ("stream_error", "garbage_chunk"):
+            if pieces:
+                write(piece_chunk(0, pieces[0]))
+            if kind == "stream_error":
+                write(f"data: {_error_body('the model crashed mid-reply', 'server_error', None).decode()}\n\n".encode())
+            else:
+                write(b"data: {\"choices\": [\x1b]0;owned\x07\n\n")
+            write(b"data: [DONE]\n\n")
+            write(b"")
+            return
         if kind == "drop":
             pieces = pieces[: max(1, len(pieces) // 2)]
         start = time.monotonic()

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 import openai
 
-from core.llm.stream import DONE, StreamState, read_chunk, sse_data
+from core.llm.stream import DONE, StreamError, StreamState, read_chunk, sse_data
 from core.runtime.config import ConfigError, check_base_url, strip_userinfo
 from core.sessions.model import redact_url
 
@@ -99,7 +99,7 @@ def seconds(value: float) -> str:
 
 def describe_api_error(exc: BaseException, base_url: str) -> str:
     """One line for a user, naming the URL; never includes request headers (they hold the key)."""
-    if isinstance(exc, EndpointUnavailable):
+    if isinstance(exc, EndpointUnavailable | StreamError):
         return exc.message
     if isinstance(exc, openai.APITimeoutError):
         return f"the model endpoint {base_url} timed out"

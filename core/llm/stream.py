@@ -4,7 +4,7 @@ The openai SDK turns every chunk into pydantic models; with 16 agents streaming 
 that construction alone was over half of the app's CPU (bench/tui_stream.py --agents 16). The client
 still sends the request, with the SDK's auth, timeouts and status errors
 (``with_streaming_response``); this module reads the body: SSE framing, then plain ``json.loads`` of
-each chunk. Anything malformed is a clear ``openai.APIError``, never a raw parser error.
+each chunk. Anything malformed is a clear ``StreamError`` (an ``openai.APIError``), never a raw parser error.
 """
 
 from __future__ import annotations
@@ -17,6 +17,10 @@ from typing import Any
 import openai
 
 DONE = "[DONE]"
+
+
+class StreamError(openai.APIError):
+    """The server broke the stream's contract or reported an error inside it; the message is one line."""
 
 
 async def sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
@@ -51,21 +55,21 @@ def _count(value: Any) -> int:
 
 
 def read_chunk(data: str, state: StreamState, request: Any, url: str) -> list[str]:
-    """Fold one event's data into ``state``; returns the new content pieces. Raises openai.APIError for
+    """Fold one event's data into ``state``; returns the new content pieces. Raises StreamError for
     an error the server sends mid-stream, or data that is not a JSON object."""
     try:
         chunk = json.loads(data)
     except ValueError:
-        raise openai.APIError(
+        raise StreamError(
             f"the endpoint {url} sent a stream chunk that is not JSON: {data[:60]!r}", request, body=None
         ) from None
     if not isinstance(chunk, dict):
-        raise openai.APIError(f"the endpoint {url} sent a stream chunk that is not a JSON object", request, body=None)
+        raise StreamError(f"the endpoint {url} sent a stream chunk that is not a JSON object", request, body=None)
     error = chunk.get("error")
     if error:  # as the SDK does: an error object inside the stream ends the call
         message = error.get("message") if isinstance(error, dict) else None
         text = message if isinstance(message, str) and message else "an error occurred during streaming"
-        raise openai.APIError(f"the endpoint {url} failed mid-stream: {text}", request, body=error)
+        raise StreamError(f"the endpoint {url} failed mid-stream: {text}", request, body=error)
     usage = chunk.get("usage")
     if isinstance(usage, dict):
         state.usage = (_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")))

@@ -131,9 +131,11 @@ class StreamView(ScrollView, can_focus=True):
         self.refresh()
 
     def set_text(self, text: str) -> None:
+        """Show ``text`` whole, from its top (a search then scrolls to its match)."""
         self._lines = [""]
         self._rewrap_all()
         self.append(text)
+        self.scroll_to(0, 0, animate=False, immediate=True)
 
     def append(self, text: str) -> None:
         if not text:
