@@ -187,16 +187,20 @@ def paper_cyclic_order(names: list[str], edges: list[Edge]) -> list[str]:
     return order
 
 
-def _select_edges(names: list[str], sim: np.ndarray, tau: float, k_in: int) -> tuple[list[Edge], list[RemovedEdge]]:
+def _select_edges(
+    names: list[str], rows: list[list[float]], tau: float, k_in: int
+) -> tuple[list[Edge], list[RemovedEdge]]:
+    """The threshold (eq. 6, inclusive) and the k_in strongest inbound edges per agent (ties: lower
+    source name first)."""
     kept: list[Edge] = []
     removed: list[RemovedEdge] = []
-    rows = sim.tolist()  # plain floats: indexing a numpy matrix per element is slow
     for i, dst in enumerate(names):
         row = rows[i]
-        candidates = [Edge(src, dst, row[j]) for j, src in enumerate(names) if j != i and row[j] >= tau]
-        candidates.sort(key=lambda e: (-e.score, e.src))
-        kept.extend(candidates[:k_in])
-        removed.extend(RemovedEdge(e.src, e.dst, e.score, REASON_K_IN) for e in candidates[k_in:])
+        # Sort source indices, not Edge objects: most candidates are cut by k_in and never need an Edge.
+        # The sort is stable on the same keys as before, so equal keys keep their input order.
+        ranked = sorted((j for j in range(len(names)) if j != i and row[j] >= tau), key=lambda j: (-row[j], names[j]))
+        kept.extend(Edge(names[j], dst, row[j]) for j in ranked[:k_in])
+        removed.extend(RemovedEdge(names[j], dst, row[j], REASON_K_IN) for j in ranked[k_in:])
     return kept, removed
 
 
@@ -356,7 +360,8 @@ def route_from_similarity(
         raise ValueError(f"similarity matrix is {sim.shape}, expected {len(names)}x{len(names)}")
     if k_in < 1:
         raise ValueError("k_in must be at least 1")
-    selected, removed = _select_edges(names, sim, tau, k_in)
+    rows = sim.tolist()  # plain floats: indexing a numpy matrix per element is slow
+    selected, removed = _select_edges(names, rows, tau, k_in)
     paper_order = paper_cyclic_order(names, selected)
     if break_cycles:
         kept, cycle_removed = _break_cycles(names, selected)
@@ -372,7 +377,7 @@ def route_from_similarity(
         names=list(names),
         tau=float(tau),
         k_in=int(k_in),
-        similarity=[[float(x) for x in row] for row in sim],
+        similarity=rows,
         edges=_sorted_edges(kept),
         removed=sorted(removed, key=lambda e: (e.reason, e.dst, -e.score, e.src)),
         order=order,
