@@ -15,7 +15,9 @@ computed on the graph before cycle breaking, for the single-pass protocol.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import asdict, dataclass, field
+from itertools import pairwise
 from typing import Any
 
 import networkx as nx
@@ -185,53 +187,140 @@ def paper_cyclic_order(names: list[str], edges: list[Edge]) -> list[str]:
     return order
 
 
-def _select_edges(names: list[str], sim: np.ndarray, tau: float, k_in: int) -> tuple[list[Edge], list[RemovedEdge]]:
+def _select_edges(
+    names: list[str], rows: list[list[float]], tau: float, k_in: int
+) -> tuple[list[Edge], list[RemovedEdge]]:
+    """The threshold (eq. 6, inclusive) and the k_in strongest inbound edges per agent (ties: lower
+    source name first)."""
     kept: list[Edge] = []
     removed: list[RemovedEdge] = []
-    rows = sim.tolist()  # plain floats: indexing a numpy matrix per element is slow
     for i, dst in enumerate(names):
         row = rows[i]
-        candidates = [Edge(src, dst, row[j]) for j, src in enumerate(names) if j != i and row[j] >= tau]
-        candidates.sort(key=lambda e: (-e.score, e.src))
-        kept.extend(candidates[:k_in])
-        removed.extend(RemovedEdge(e.src, e.dst, e.score, REASON_K_IN) for e in candidates[k_in:])
+        # Sort source indices, not Edge objects: most candidates are cut by k_in and never need an Edge.
+        # The sort is stable on the same keys as before, so equal keys keep their input order.
+        ranked = sorted((j for j in range(len(names)) if j != i and row[j] >= tau), key=lambda j: (-row[j], names[j]))
+        kept.extend(Edge(names[j], dst, row[j]) for j in ranked[:k_in])
+        removed.extend(RemovedEdge(names[j], dst, row[j], REASON_K_IN) for j in ranked[k_in:])
     return kept, removed
 
 
-# networkx's functions without its backend dispatch (a large share of route()'s time for 20 agents).
-_find_cycle = getattr(nx.find_cycle, "orig_func", nx.find_cycle)
+def _first_cycle(succ: dict[str, dict[str, float]]) -> list[tuple[str, str]]:
+    """The cycle networkx's ``find_cycle(G)`` returns for the DiGraph with these adjacency dicts (nodes and
+    successors in insertion order), or [] when there is none.
+
+    A port of its traversal (``edge_dfs`` from each node in order, skipping nodes explored from earlier
+    starts): that is a depth-first search in which the first edge into a node on the current path closes
+    the cycle. An edge into a node already finished cannot close one (networkx re-enters it and finds its
+    edge iterator exhausted), so finished nodes are skipped outright. The cycle runs from that node along
+    the path and back, as networkx returns it.
+    """
+    finished: set[str] = set()
+    for start in succ:
+        if start in finished:
+            continue
+        path = [start]
+        on_path = {start}
+        pending = [iter(succ[start])]  # each path node's unread successors, as edge_dfs keeps them
+        while pending:
+            for head in pending[-1]:
+                if head in on_path:
+                    return list(pairwise([*path[path.index(head) :], head]))
+                if head not in finished:
+                    path.append(head)
+                    on_path.add(head)
+                    pending.append(iter(succ[head]))
+                    break
+            else:  # every successor read: backtrack
+                node = path.pop()
+                on_path.remove(node)
+                finished.add(node)
+                pending.pop()
+    return []
 
 
 def _break_cycles(names: list[str], edges: list[Edge]) -> tuple[list[Edge], list[RemovedEdge]]:
-    graph = nx.DiGraph()
-    graph.add_nodes_from(sorted(names))
+    """DyTopo's acyclic graph: while a cycle is found, remove its lowest-weight edge (ties: the
+    alphabetically last (src, dst)). The cycle is the one networkx's ``find_cycle`` finds on a DiGraph
+    with the nodes added in sorted order and the edges sorted by (src, dst); tests/test_routing_equivalence.py
+    checks the two agree."""
+    # Plain dicts in the DiGraph's insertion order: successors iterate as its adjacency would, and a
+    # repeated (src, dst) keeps its first position with the last score, as add_edge does.
+    succ: dict[str, dict[str, float]] = {name: {} for name in sorted(names)}
     for e in sorted(edges, key=lambda e: (e.src, e.dst)):
-        graph.add_edge(e.src, e.dst, score=e.score)
+        succ.setdefault(e.src, {})[e.dst] = e.score
+        succ.setdefault(e.dst, {})
     removed: list[RemovedEdge] = []
-    while True:
-        try:
-            cycle = _find_cycle(graph)
-        except nx.NetworkXNoCycle:
-            break
+    # Each search starts over, as find_cycle did: which cycle comes next depends on the whole graph.
+    while cycle := _first_cycle(succ):
         # Lowest weight goes; among equal weights the alphabetically last (src, dst) goes, so the
         # choice never depends on where the search happened to enter the cycle.
-        lowest = min(graph.edges[u, v]["score"] for u, v in cycle)
-        src, dst = max((u, v) for u, v in cycle if graph.edges[u, v]["score"] == lowest)
-        removed.append(RemovedEdge(src, dst, graph.edges[src, dst]["score"], REASON_CYCLE))
-        graph.remove_edge(src, dst)
-    remaining = [e for e in edges if graph.has_edge(e.src, e.dst)]
+        lowest = min(succ[u][v] for u, v in cycle)
+        src, dst = max((u, v) for u, v in cycle if succ[u][v] == lowest)
+        removed.append(RemovedEdge(src, dst, succ[src][dst], REASON_CYCLE))
+        del succ[src][dst]
+    remaining = [e for e in edges if e.dst in succ[e.src]]
     return remaining, removed
+
+
+def _graph(names: list[str], edges: list[Edge]) -> dict[str, set[str]]:
+    """Successor sets of the DiGraph built from names and then edges (endpoints outside names added)."""
+    succ: dict[str, set[str]] = {name: set() for name in names}
+    for e in edges:
+        succ.setdefault(e.src, set()).add(e.dst)
+        succ.setdefault(e.dst, set())
+    return succ
+
+
+def _in_degrees(succ: dict[str, set[str]]) -> dict[str, int]:
+    degree = dict.fromkeys(succ, 0)
+    for heads in succ.values():
+        for head in heads:
+            degree[head] += 1
+    return degree
+
+
+def _is_acyclic(names: list[str], edges: list[Edge]) -> bool:
+    """networkx's is_directed_acyclic_graph on the graph of names and edges: Kahn's algorithm places
+    every node exactly when there is no cycle."""
+    succ = _graph(names, edges)
+    degree = _in_degrees(succ)
+    ready = [node for node, d in degree.items() if d == 0]
+    placed = 0
+    while ready:
+        node = ready.pop()
+        placed += 1
+        for head in succ[node]:
+            degree[head] -= 1
+            if degree[head] == 0:
+                ready.append(head)
+    return placed == len(succ)
 
 
 def order_and_tiers(names: list[str], edges: list[Edge]) -> tuple[list[str], list[list[str]]]:
     """Execution order of an acyclic graph (Kahn, alphabetically first ready node) and its tiers
-    (topological generations, each sorted)."""
-    graph = nx.DiGraph()
-    graph.add_nodes_from(names)
-    graph.add_edges_from((e.src, e.dst) for e in edges)
-    order = list(nx.lexicographical_topological_sort(graph))
-    tiers = [sorted(gen) for gen in nx.topological_generations(graph)]
-    return order, tiers
+    (topological generations, each sorted). The same as networkx's lexicographical_topological_sort and
+    topological_generations, including the NetworkXUnfeasible raised for a cycle."""
+    succ = _graph(names, edges)
+    degree = _in_degrees(succ)
+    ready = [node for node, d in degree.items() if d == 0]
+    heapq.heapify(ready)
+    order: list[str] = []
+    # A node's generation is its longest path from a source: it is ready once its last parent is placed.
+    generation = dict.fromkeys(ready, 0)
+    while ready:
+        node = heapq.heappop(ready)
+        order.append(node)
+        for head in succ[node]:
+            generation[head] = max(generation.get(head, 0), generation[node] + 1)
+            degree[head] -= 1
+            if degree[head] == 0:
+                heapq.heappush(ready, head)
+    if len(order) < len(succ):
+        raise nx.NetworkXUnfeasible("Graph contains a cycle or graph changed during iteration")
+    tiers: list[list[str]] = [[] for _ in range(max(generation.values(), default=-1) + 1)]
+    for node in order:
+        tiers[generation[node]].append(node)
+    return order, [sorted(tier) for tier in tiers]
 
 
 def _sorted_edges(edges: list[Edge]) -> list[Edge]:
@@ -271,7 +360,8 @@ def route_from_similarity(
         raise ValueError(f"similarity matrix is {sim.shape}, expected {len(names)}x{len(names)}")
     if k_in < 1:
         raise ValueError("k_in must be at least 1")
-    selected, removed = _select_edges(names, sim, tau, k_in)
+    rows = sim.tolist()  # plain floats: indexing a numpy matrix per element is slow
+    selected, removed = _select_edges(names, rows, tau, k_in)
     paper_order = paper_cyclic_order(names, selected)
     if break_cycles:
         kept, cycle_removed = _break_cycles(names, selected)
@@ -282,15 +372,12 @@ def route_from_similarity(
         kept = selected
         order = paper_order
         tiers = [[name] for name in order]
-        graph = nx.DiGraph()
-        graph.add_nodes_from(names)
-        graph.add_edges_from((e.src, e.dst) for e in kept)
-        acyclic = nx.is_directed_acyclic_graph(graph)
+        acyclic = _is_acyclic(names, kept)
     return RoutingResult(
         names=list(names),
         tau=float(tau),
         k_in=int(k_in),
-        similarity=[[float(x) for x in row] for row in sim],
+        similarity=rows,
         edges=_sorted_edges(kept),
         removed=sorted(removed, key=lambda e: (e.reason, e.dst, -e.score, e.src)),
         order=order,
