@@ -9,7 +9,7 @@ import pytest
 
 from core.demo.scripts import DEMO_PROBLEMS
 from core.runtime.config import Settings
-from tests.test_tui_support import wait_for
+from tests.test_tui_support import big_team, feed_app, pinned_team_events, post_events, wait_for
 from tui.widgets.agent_pane import AgentPane
 from tui.widgets.graph_pane import GraphPane
 from tui.widgets.graph_render import COMPACT_AT
@@ -22,10 +22,9 @@ N_WORKERS = 16
 def big_team_app(tmp: Path) -> Any:
     from tui.app import SwarmApp
 
-    workers = [{"name": f"Expert{i:02d}", "role": f"Covers aspect {i} of the question."} for i in range(N_WORKERS)]
-    team = {"domain": "general", "manager": {"name": "Manager", "role": "Leads."}, "workers": workers}
     settings = Settings(
-        domain="general", team="big", teams={"big": team}, sessions_dir=str(tmp), max_rounds=2, k_in=3, tau=0.0
+        domain="general", team="big", teams={"big": big_team(N_WORKERS)}, sessions_dir=str(tmp), max_rounds=2, k_in=3,
+        tau=0.0,
     )
     return SwarmApp(
         settings, problem=DEMO_PROBLEMS["general"], demo=True, state_path=None, demo_chunk_delay=0.0,
@@ -101,3 +100,41 @@ async def test_replay_shows_the_recorded_team_and_its_models(tmp_path: Path, emb
         assert run.model.run.team == session.metadata.team
         assert run.model.run.workers == ["Economist", "Engineer", "Planner"]
         assert run.fork is not None and run.fork.round == 1
+
+
+# --- the same 16-worker team in SVG snapshots (pinned events, frozen clock) ------------------------------
+
+
+@pytest.fixture(scope="module")
+def team_events(embedder: object) -> tuple[Any, ...]:
+    return pinned_team_events(N_WORKERS)
+
+
+@pytest.mark.parametrize("size", [(160, 48), (80, 24)])
+def test_sixteen_agents_finished_snapshot(
+    snap_compare: Any, team_events: tuple[Any, ...], size: tuple[int, int]
+) -> None:
+    """Every pane in a scrolling grid of small panes, the team named in the header, the graph right below."""
+    async def run_before(pilot: Any) -> None:
+        await post_events(pilot.app, pilot, team_events)
+
+    assert snap_compare(feed_app("general"), terminal_size=size, run_before=run_before)
+
+
+def test_sixteen_agents_matrix_snapshot(snap_compare: Any, team_events: tuple[Any, ...]) -> None:
+    """g on a large team: the similarity matrix as a map of marks, scrolled into view."""
+    async def run_before(pilot: Any) -> None:
+        await post_events(pilot.app, pilot, team_events)
+        await pilot.press("g")
+        await pilot.pause()
+
+    assert snap_compare(feed_app("general"), terminal_size=(160, 48), run_before=run_before)
+
+
+async def test_the_header_names_a_user_team(team_events: tuple[Any, ...]) -> None:
+    from tui.widgets.header import RunHeader
+
+    app = feed_app("general")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await post_events(app, pilot, team_events)
+        assert "team big (general)" in app.swarm_screen.query_one(RunHeader).render().plain

@@ -127,3 +127,24 @@ def test_model_tracks_goals_badges_tokens_and_preview() -> None:
     expected = route_from_similarity(routing.names, routing.similarity, 0.5, 1)
     assert model.preview == expected
     assert model.edges_per_round() == [0, len(routing.edges)]
+
+
+@pytest.mark.parametrize(("n", "width"), [(12, 46), (16, 46), (20, 46), (20, 76)])
+def test_a_large_teams_matrix_is_a_map_that_fits_and_marks_exactly_the_kept_edges(n: int, width: int) -> None:
+    names = [f"Expert{i:02d}" for i in range(n)]
+    routing = routing_for(names, seed=n, tau=0.6, k_in=2)
+    lines = [line.plain for line in render_matrix(routing, width)]
+    assert all(len(line) <= width for line in lines)
+    rows = lines[-n:]  # one per agent, numbered, its name as far as it fits
+    assert [int(row.split()[0]) for row in rows] == list(range(1, n + 1))
+    kept = {(e.src, e.dst) for e in routing.edges}
+    for i, row in enumerate(rows):
+        cells = row[len(row) - 2 * n + 1 :: 2]  # a space and a mark per agent, at the end of the row
+        assert len(cells) == n and cells[i] == "·"
+        for j, mark in enumerate(cells):
+            if j == i:
+                continue
+            score = routing.similarity[i][j]
+            assert (mark == "●") == ((names[j], names[i]) in kept)
+            assert (mark == "○") == (score >= routing.tau and (names[j], names[i]) not in kept)
+            assert mark in "●○" or mark in " ░▒▓"

@@ -24,11 +24,21 @@ T0 = 1_763_712_000.0  # a fixed wall clock for the pinned events
 PINNED_URL = "http://127.0.0.1:8000/v1"
 
 
-async def _collect(domain: str, protocol: str = "phased") -> list[ev.Event]:
+def big_team(workers: int) -> dict[str, Any]:
+    """A [team.NAME] table of ``workers`` experts (general domain), as a user would write it."""
+    return {
+        "domain": "general",
+        "manager": {"name": "Manager", "role": "Leads."},
+        "workers": [{"name": f"Expert{i:02d}", "role": f"Covers aspect {i} of the question."} for i in range(workers)],
+    }
+
+
+async def _collect(domain: str, protocol: str = "phased", workers: int = 0) -> list[ev.Event]:
     from core.llm.embeddings import shared_embedder
     from core.runtime.runner import build_engine, open_backend
 
-    settings = Settings(domain=domain, sessions_dir="/nonexistent", protocol=protocol)
+    team: dict[str, Any] = {"team": "big", "teams": {"big": big_team(workers)}, "max_rounds": 2} if workers else {}
+    settings = Settings(domain=domain, sessions_dir="/nonexistent", protocol=protocol, **team)
     events: list[ev.Event] = []
     with ScriptedServer(demo_script) as server:
         backend = await open_backend(settings, server=server, demo=True)
@@ -57,6 +67,14 @@ def pinned_demo_events(domain: str = "code", protocol: str = "phased") -> tuple[
     """The demo run's events, pinned. Runs in a thread: the caller may already be inside a loop."""
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         events = pool.submit(asyncio.run, _collect(domain, protocol)).result(timeout=300)
+    return tuple(pin(events))
+
+
+@functools.cache
+def pinned_team_events(workers: int) -> tuple[ev.Event, ...]:
+    """A demo run of a user team of ``workers`` experts (general domain, two rounds), pinned."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        events = pool.submit(asyncio.run, _collect("general", workers=workers)).result(timeout=300)
     return tuple(pin(events))
 
 

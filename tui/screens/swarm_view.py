@@ -277,6 +277,8 @@ class SwarmScreen(Screen[None]):
         graph = self.query_one(GraphPane)
         graph.matrix = not graph.matrix
         self.refresh_all()
+        if graph.display:  # a large team's graph sits below its panes: bring the view just asked for into sight
+            self.query_one("#body", VerticalScroll).scroll_to_widget(graph, animate=False, top=True)
 
     def action_toggle_removed(self) -> None:
         graph = self.query_one(GraphPane)

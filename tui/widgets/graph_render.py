@@ -347,6 +347,8 @@ def render_matrix(routing: RoutingResult, width: int, options: GraphOptions | No
         return [*_legend_lines(routing, width, options), note]
     names = routing.names
     n = len(names)
+    if 4 + n * 6 > width:  # the numbers do not fit (a large team, a narrow pane): a map of the matrix
+        return _heat_map(routing, width, options)
     longest = max((len(x) for x in names), default=4)
     name_width = max(4, min(longest, width - n * 6 - 1, 12))
     cell = max(6, min(longest + 1, (width - name_width) // max(1, n)))
@@ -372,6 +374,48 @@ def render_matrix(routing: RoutingResult, width: int, options: GraphOptions | No
                 row.append(text[1:], st.hit)
             else:
                 row.append(text, st.removed)
+        lines.append(row)
+    return lines
+
+
+_SHADES = " ░▒▓"  # below tau: the closer a score comes to the strongest in the matrix, the darker
+
+
+def _heat_map(routing: RoutingResult, width: int, options: GraphOptions) -> list[Text]:
+    """The similarity matrix in two cells per agent: rows are numbered agents (query), columns the same
+    numbers (key); ● a kept edge, ○ a score at or above tau that k_in or a cycle dropped, and below tau a
+    shade for how close the score comes. The exact scores stay in the inbox and the exports."""
+    st = options.styles
+    names = routing.names
+    n = len(names)
+    kept = {(e.src, e.dst) for e in routing.edges}
+    digits = len(str(n))
+    longest = max((len(x) for x in names), default=4)
+    label = max(digits + 1, min(width - 2 * n - 1, digits + 2 + longest))
+    scores = [routing.similarity[i][j] for i in range(n) for j in range(n) if i != j]
+    low, high = (min(scores), max(scores)) if scores else (0.0, 1.0)
+    lines = _legend_lines(routing, width, options)
+    lines += _wrapped(f"rows: query · columns: key, by number · ● kept · ○ ≥ {routing.tau:.2f} dropped · "
+                      "░▒▓ below, darker = closer", width, st.legend)
+    for place in range(digits - 1, -1, -1):  # column numbers written downwards, one digit per line
+        header = Text(" " * label, st.tier)
+        for j in range(n):
+            number = str(j + 1).rjust(digits)
+            header.append(f" {number[digits - 1 - place]}", st.tier)
+        lines.append(header)
+    for i, dst in enumerate(names):
+        row = Text(_abbrev(f"{i + 1:>{digits}} {dst}", label).ljust(label), st.node)
+        for j, src in enumerate(names):
+            score = routing.similarity[i][j]
+            if i == j:
+                row.append(" ·", st.tier)
+            elif (src, dst) in kept:
+                row.append(" ●", st.hit)
+            elif score >= routing.tau:
+                row.append(" ○", st.score)
+            else:
+                level = (score - low) / (high - low) if high > low else 0.0
+                row.append(" " + _SHADES[min(len(_SHADES) - 1, max(0, int(level * len(_SHADES))))], st.removed)
         lines.append(row)
     return lines
 

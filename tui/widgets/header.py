@@ -104,6 +104,15 @@ def _status_text(model: RunModel, replay: str, *, compact: bool, detail: bool = 
     return status
 
 
+def _team_label(model: RunModel, compact: bool) -> str:
+    """The run's team: a user team by its name (and domain), a built-in one by its domain."""
+    team = model.run.team if model.run is not None else {}
+    name = team.get("name") if team else None
+    if not name:
+        return model.domain or "-"
+    return str(name) if compact else f"team {name} ({model.domain or '-'})"
+
+
 def _status_line(model: RunModel, elapsed: float, replay: str, *, compact: bool, detail: bool = True,
                  status_room: int | None = None) -> Content:
     max_rounds = model.params.get("max_rounds", "?")
@@ -125,13 +134,13 @@ def _status_line(model: RunModel, elapsed: float, replay: str, *, compact: bool,
             " · ",
             (f"{_unit(model)} {model.current}/{max_rounds}", "bold"),
             f" · {model.tokens:,} tok · {_clock(elapsed)} · ",
-            (model.domain or "-", "bold"),
+            (_team_label(model, compact=True), "bold"),
             " · ",
             (who, "bold $accent" if model.demo else "bold"),
             *([" · ", (fork, "bold $accent")] if fork else []),
         )
     return Content.assemble(
-        (model.domain or "-", "bold"),
+        (_team_label(model, compact=False), "bold"),
         " · ",
         *([(fork, "bold $accent"), " · "] if fork else []),
         (who, "bold $accent" if model.demo else "bold"),
