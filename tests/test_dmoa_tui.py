@@ -95,3 +95,17 @@ async def test_replay_shows_the_router_view_stepping_back_and_forth(tmp_path: Pa
         assert screen.model.current == 1 and "step 1: ProblemParser, Solver" in view.text
         assert "step 2" not in view.text
         assert all(isinstance(e, ev.Event) for e in screen.model.method_events)
+
+
+async def test_a_dmoa_run_offers_no_tau_or_k_in_keys_and_ignores_them(tmp_path: Path) -> None:
+    app = dmoa_app(tmp_path, "code")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: app.swarm_screen is not None and app.swarm_screen.model.run is not None)
+        screen = app.swarm_screen
+        await pilot.pause(0.1)
+        shown = {binding.action for _, binding, enabled, _ in screen.active_bindings.values() if enabled}
+        assert not shown & {"tau(0.05)", "tau(-0.05)", "k_in(1)", "k_in(-1)", "reroute"}
+        assert "toggle_pause" in shown  # the run's other keys stay
+        before = screen.control.params
+        await pilot.press("t", "k")
+        assert screen.control.params == before

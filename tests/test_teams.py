@@ -214,6 +214,17 @@ def test_each_agent_reaches_its_own_server_with_its_own_model(embedder: Any) -> 
         assert started.team["workers"][0]["model"] == "model-b"
 
 
+def test_the_manager_is_told_its_own_name_and_role(embedder: Any) -> None:
+    with ScriptedServer(demo_script) as server:
+        data = {**table(), "manager": {"name": "Chair", "role": "Keeps the team on the budget question."}}
+        settings = Settings(team="six", teams={"six": data}, domain="general", k_in=2, max_rounds=1)
+        asyncio.run(run_team(settings, server, embedder))
+        systems = {r.messages[0]["content"] for r in server.requests if r.role == "Manager"}
+    assert systems and all(
+        s.startswith("You are Chair,") and "Your role: Keeps the team on the budget question." in s for s in systems
+    )
+
+
 def test_a_model_the_endpoint_does_not_list_names_the_agent(embedder: Any) -> None:
     with ScriptedServer(demo_script, model="model-a") as a, ScriptedServer(demo_script, model="model-b") as b:
         data = table([

@@ -146,6 +146,12 @@ class RunModel:
             return None
 
     @property
+    def uses_tau(self) -> bool:
+        """tau and k_in mean something to the run's method (before a run starts: assume they do)."""
+        info = self.method_info
+        return self.run is None or info is None or info.uses_tau
+
+    @property
     def routes_by_tau(self) -> bool:
         """DyTopo's round loop (DyTopo and the graph baselines): round 1 broadcasts, tau/k_in route."""
         info = self.method_info

@@ -80,11 +80,14 @@ def worker_system_prompt(domain: Domain, role: Role, call: str = CALL_WORK, *, p
 
 def manager_system_prompt(domain: Domain) -> str:
     workers = ", ".join(w.name for w in domain.workers)
+    manager = domain.manager
+    # A user team's Manager brings its own words; the built-in teams' bar is their completion rule.
+    own = f"Your role: {manager.description}\n" if domain.team and manager.description else ""
     return (
-        f"You are Manager, the Workflow Orchestrator of a team ({workers}) solving one {domain.name} "
+        f"You are {manager.name}, the Workflow Orchestrator of a team ({workers}) solving one {domain.name} "
         "problem in rounds. After each round you read the team's public outputs and either set the next "
         "round's goal or end the run with the final answer.\n"
-        f"{domain.completion_rule}\n{_STRICT}\nUse exactly this shape:\n{_MANAGER_SCHEMA}"
+        f"{own}{domain.completion_rule}\n{_STRICT}\nUse exactly this shape:\n{_MANAGER_SCHEMA}"
     )
 
 

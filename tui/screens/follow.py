@@ -162,7 +162,9 @@ class FollowScreen(ReplayScreen):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """While following, the footer leaves out what only a finished run can do (fork, play speed)."""
-        return not (getattr(self, "state", "") == FOLLOWING and action in ("fork", "speed"))
+        if getattr(self, "state", "") == FOLLOWING and action in ("fork", "speed"):
+            return False
+        return super().check_action(action, parameters)
 
     def action_toggle_pause(self) -> None:
         if self.following:  # nothing to play while following: back to the live edge

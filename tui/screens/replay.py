@@ -82,7 +82,7 @@ class ReplayScreen(SwarmScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "back":
             return self.back_to is not None  # esc only means something when a picker is below
-        return True
+        return super().check_action(action, parameters)
 
     def action_back(self) -> None:
         app: Any = self.app

@@ -37,6 +37,7 @@ from .inbox import inbox_count
 
 FRAME_INTERVAL = 1 / 25  # how often streamed text reaches the panes
 NARROW_WIDTH, SHORT_HEIGHT = 100, 30
+TAU_ACTIONS = frozenset({"tau", "k_in", "reroute"})  # the keys that set or apply tau / k_in
 STREAMS_PER_FRAME = 6  # streaming panes redrawn per frame; the rest wait their turn (see _deferred_streams)
 CROWDED_AT = 9  # more agents than this: compact panes of a fixed height in a scrolling grid
 
@@ -135,6 +136,7 @@ class SwarmScreen(Screen[None]):
             return
         if isinstance(event, ev.RunStarted):
             self._ensure_panes()
+            self.refresh_bindings()  # the keys the run's method uses
             self.set_class(event.strategy == "dmoa", "-dmoa")
             self._show_method_view()
         elif isinstance(event, ev.AgentStarted):
@@ -144,6 +146,11 @@ class SwarmScreen(Screen[None]):
             self.on_notice(event)
         if render:
             self.refresh_all()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The tau / k_in keys only for a method that routes by them (DyTopo, the graph baselines): in a
+        DMoA or TopoDIM run they would change numbers nothing reads."""
+        return not (action in TAU_ACTIONS and not self.model.uses_tau)
 
     def _show_method_view(self) -> None:
         """A method with a view of its own (DMoA's router, TopoWeaver-R1's plans, TopoDIM's typed graph) shows
