@@ -131,6 +131,9 @@ def _error_body(message: str, kind: str, code: str | None) -> bytes:
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False  # stop() closes client sockets itself; never wait on a stalled handler
+    # socketserver's backlog of 5 dropped connections when a large team opened more at once, and each
+    # dropped one waited a second for its SYN to be sent again (bench/team_scale.py rounds of 1.25 s).
+    request_queue_size = 128
     owner: ScriptedServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:
