@@ -225,6 +225,29 @@ def test_the_manager_is_told_its_own_name_and_role(embedder: Any) -> None:
     )
 
 
+def test_runs_given_the_same_limits_share_each_endpoints_concurrency() -> None:
+    from core.runtime.runner import open_agent_clients
+
+    async def open_twice(shared: dict[str, asyncio.Semaphore] | None) -> list[Any]:
+        settings = Settings(team="six", teams={"six": table([
+            {"name": "Economist", "role": "Weighs costs.", "model": "model-b", "base_url": b.base_url},
+            {"name": "Engineer", "role": "Checks feasibility."},
+        ])}, domain="general")
+        backend = await open_backend(settings, server=a)
+        default = backend.llm
+        clients = [await open_agent_clients(settings, default, default.base_url, limits=shared) for _ in range(2)]
+        for client in {id(c): c for run in clients for c in run.values()}.values():
+            await client.close()
+        await backend.close()
+        return [run["Economist"]._limit for run in clients]
+
+    with ScriptedServer(demo_script, model="model-a") as a, ScriptedServer(demo_script, model="model-b") as b:
+        first, second = asyncio.run(open_twice({}))
+        assert first is second  # the MCP server's runs: one limit for model-b's endpoint
+        first, second = asyncio.run(open_twice(None))
+        assert first is not second
+
+
 def test_a_model_the_endpoint_does_not_list_names_the_agent(embedder: Any) -> None:
     with ScriptedServer(demo_script, model="model-a") as a, ScriptedServer(demo_script, model="model-b") as b:
         data = table([

@@ -242,6 +242,9 @@ class SwarmManager:
         self.clock = clock
         self.tasks: dict[str, SwarmTask] = {}
         self._backend_task: asyncio.Task[Any] | None = None
+        # Concurrency limits of the agents' own endpoints, by URL: shared by every run, as the main
+        # endpoint's client is (two runs of a team must not send twice max_concurrency calls to one server).
+        self._endpoint_limits: dict[str, asyncio.Semaphore] = {}
         self._warm: asyncio.Task[None] | None = None
         self.closed = False
 
@@ -444,7 +447,8 @@ class SwarmManager:
 
         if self.demo or not any(role.has_endpoint for role in (team.manager, *team.workers)):
             return {}
-        return await open_agent_clients(settings, backend.llm, backend.llm.base_url, team=team)
+        return await open_agent_clients(settings, backend.llm, backend.llm.base_url, team=team,
+                                        limits=self._endpoint_limits)
 
     @staticmethod
     async def _close_clients(clients: dict[str, Any], shared: Any) -> None:

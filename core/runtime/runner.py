@@ -96,16 +96,19 @@ async def open_agent_clients(
     *,
     on_status: Callable[[str], None] | None = None,
     team: Domain | None = None,
+    limits: dict[str, asyncio.Semaphore] | None = None,
 ) -> dict[str, LLMClient]:
     """One client per distinct (base URL, key variable, model) among a user team's agents that name their
-    own; clients of one base URL share its concurrency limit. A model the endpoint does not list, or an
-    endpoint that cannot be reached, is an EndpointError naming the agent and the endpoint."""
+    own; clients of one base URL share its concurrency limit (``limits``, by URL: pass the same dict to
+    share them across runs, as the MCP server does). A model the endpoint does not list, or an endpoint
+    that cannot be reached, is an EndpointError naming the agent and the endpoint."""
     try:
         team = team or resolve_team(settings)
     except ConfigError as exc:
         raise EndpointError(str(exc)) from None
     clients: dict[tuple[str, str, str], LLMClient] = {}
-    limits: dict[str, asyncio.Semaphore] = {default_url: default._limit}
+    limits = {} if limits is None else limits
+    limits.setdefault(default_url, default._limit)
     listed: dict[tuple[str, str], list[str]] = {}
     out: dict[str, LLMClient] = {}
     try:
