@@ -228,24 +228,25 @@ def test_the_manager_is_told_its_own_name_and_role(embedder: Any) -> None:
 def test_runs_given_the_same_limits_share_each_endpoints_concurrency() -> None:
     from core.runtime.runner import open_agent_clients
 
-    async def open_twice(shared: dict[str, asyncio.Semaphore] | None) -> list[Any]:
-        settings = Settings(team="six", teams={"six": table([
-            {"name": "Economist", "role": "Weighs costs.", "model": "model-b", "base_url": b.base_url},
-            {"name": "Engineer", "role": "Checks feasibility."},
-        ])}, domain="general")
-        backend = await open_backend(settings, server=a)
-        default = backend.llm
-        clients = [await open_agent_clients(settings, default, default.base_url, limits=shared) for _ in range(2)]
-        for client in {id(c): c for run in clients for c in run.values()}.values():
-            await client.close()
-        await backend.close()
-        return [run["Economist"]._limit for run in clients]
+    def one_limit_for_two_runs(shared: dict[str, asyncio.Semaphore] | None) -> bool:
+        async def open_twice(a: ScriptedServer, b: ScriptedServer) -> bool:
+            settings = Settings(team="six", teams={"six": table([
+                {"name": "Economist", "role": "Weighs costs.", "model": "model-b", "base_url": b.base_url},
+                {"name": "Engineer", "role": "Checks feasibility."},
+            ])}, domain="general")
+            backend = await open_backend(settings, server=a)
+            runs = [await open_agent_clients(settings, backend.llm, backend.llm.base_url, limits=shared)
+                    for _ in range(2)]
+            for client in {id(c): c for run in runs for c in run.values()}.values():
+                await client.close()
+            await backend.close()
+            return runs[0]["Economist"]._limit is runs[1]["Economist"]._limit
 
-    with ScriptedServer(demo_script, model="model-a") as a, ScriptedServer(demo_script, model="model-b") as b:
-        first, second = asyncio.run(open_twice({}))
-        assert first is second  # the MCP server's runs: one limit for model-b's endpoint
-        first, second = asyncio.run(open_twice(None))
-        assert first is not second
+        with ScriptedServer(demo_script, model="model-a") as a, ScriptedServer(demo_script, model="model-b") as b:
+            return asyncio.run(open_twice(a, b))
+
+    assert one_limit_for_two_runs({})  # the MCP server's runs: one limit for model-b's endpoint
+    assert not one_limit_for_two_runs(None)
 
 
 def test_a_model_the_endpoint_does_not_list_names_the_agent(embedder: Any) -> None:
