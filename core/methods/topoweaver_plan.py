@@ -21,8 +21,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from core.routing.dytopo import KIND_CROSS, KIND_REF, Edge, RoutingResult
 
 # --- vocabulary -------------------------------------------------------------------------------------
@@ -227,6 +225,8 @@ def validate_plan(
     if len(yaml_text) > MAX_YAML_CHARS:
         return Validation(TAG_PARSE, yaml_text[:MAX_YAML_CHARS], rule="parse",
                           message=f"the YAML is longer than {MAX_YAML_CHARS} characters")
+    import yaml  # here: only a TopoWeaver-R1 run needs PyYAML, and importing it slowed every start-up
+
     try:
         data = yaml.safe_load(yaml_text)
     except yaml.YAMLError as exc:
@@ -244,7 +244,7 @@ def validate_plan(
     return Validation(TAG_VALID, yaml_text, plan=plan, warnings=warnings)
 
 
-def _yaml_error(exc: yaml.YAMLError) -> str:
+def _yaml_error(exc: Exception) -> str:
     mark = getattr(exc, "problem_mark", None)
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
     where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -648,4 +648,6 @@ def plan_yaml(plan: Plan) -> str:
         **({"notes": plan.notes} if plan.notes else {}),
         "steps": [{"step": n, "agents": [a.to_dict() for a in step]} for n, step in enumerate(plan.steps, start=1)],
     }
+    import yaml
+
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100).strip()

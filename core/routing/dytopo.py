@@ -20,7 +20,6 @@ from dataclasses import asdict, dataclass, field
 from itertools import pairwise
 from typing import Any
 
-import networkx as nx
 import numpy as np
 
 REASON_K_IN = "k_in"
@@ -187,6 +186,10 @@ def paper_cyclic_order(names: list[str], edges: list[Edge]) -> list[str]:
     return order
 
 
+class CycleError(ValueError):
+    """order_and_tiers was given a graph with a cycle."""
+
+
 def _select_edges(
     names: list[str], rows: list[list[float]], tau: float, k_in: int
 ) -> tuple[list[Edge], list[RemovedEdge]]:
@@ -299,7 +302,7 @@ def _is_acyclic(names: list[str], edges: list[Edge]) -> bool:
 def order_and_tiers(names: list[str], edges: list[Edge]) -> tuple[list[str], list[list[str]]]:
     """Execution order of an acyclic graph (Kahn, alphabetically first ready node) and its tiers
     (topological generations, each sorted). The same as networkx's lexicographical_topological_sort and
-    topological_generations, including the NetworkXUnfeasible raised for a cycle."""
+    topological_generations; a cycle is a CycleError (a ValueError)."""
     succ = _graph(names, edges)
     degree = _in_degrees(succ)
     ready = [node for node, d in degree.items() if d == 0]
@@ -316,7 +319,7 @@ def order_and_tiers(names: list[str], edges: list[Edge]) -> tuple[list[str], lis
             if degree[head] == 0:
                 heapq.heappush(ready, head)
     if len(order) < len(succ):
-        raise nx.NetworkXUnfeasible("Graph contains a cycle or graph changed during iteration")
+        raise CycleError("the graph has a cycle: it has no execution order")
     tiers: list[list[str]] = [[] for _ in range(max(generation.values(), default=-1) + 1)]
     for node in order:
         tiers[generation[node]].append(node)

@@ -18,7 +18,6 @@ import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
-import networkx as nx
 import numpy as np
 
 from core.routing.dytopo import KIND_CONDITIONED, KIND_DEBATE, KIND_FEEDBACK, Edge, RemovedEdge, RoutingResult
@@ -380,6 +379,8 @@ def to_routing(graph: TypedGraph, steps: Sequence[CallStep], tau: float, k_in: i
     for step in steps:
         if step.mode == MODE_SOLUTION and step.agent not in order:
             order.append(step.agent)
+    import networkx as nx  # here, not at the top: importing it cost every start-up ~0.2 s for this one call
+
     dag = nx.DiGraph()
     dag.add_nodes_from(graph.active)
     dag.add_edges_from((e.src, e.dst) for e in graph.kept if e.kind in ACYCLIC_TYPES)
