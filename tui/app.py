@@ -31,6 +31,7 @@ _UNSET: Any = object()
 MAX_TOASTS = 3  # notices shown at once; older ones make room (errors last)
 _SEVERITY_RANK = {"information": 0, "warning": 1, "error": 2}
 EMBEDDER_THREAD = "swarm-tui-embedder"
+CLIENT_THREAD = "swarm-tui-client"  # imports the openai SDK while the first frames draw
 
 
 class SwarmApp(App[int]):
@@ -80,6 +81,8 @@ class SwarmApp(App[int]):
         self._from_launch: tuple[str, bool] | None = None  # (problem, demo) of a run started from the form
         self._fork_origin: Any = None  # the replay screen a fork started from, until the fork gets going
         self._embedder_thread: threading.Thread | None = None
+        self._client_thread: threading.Thread | None = None
+        self._client_loaded = threading.Event()
         self._toast_counts: dict[str, int] = {}  # notification identity -> how many times it was said
 
     # --- notices ------------------------------------------------------------------------------
@@ -115,11 +118,12 @@ class SwarmApp(App[int]):
 
     # --- start-up -----------------------------------------------------------------------------
     def on_mount(self) -> None:
+        self.call_after_refresh(self._preload_client)  # after the first frame, which it would slow down
         self._register_themes()
         if self.settings.keymap:
             self.apply_keymap(self.settings.keymap)
         if self.problem is None:  # the form or a replay: load while the user reads; a run warms up itself
-            self.warm_up_embedder()
+            self.call_after_refresh(self.warm_up_embedder)  # after the first frame (a thread would slow it)
         if self.replay_events is not None:
             from .screens.replay import ReplayScreen
 
@@ -162,6 +166,27 @@ class SwarmApp(App[int]):
             error = write_state(self.state_path, theme=theme)
             if error:
                 self.notify(error, severity="warning")
+
+    def _preload_client(self) -> None:
+        """Import the model client (the openai SDK: ~0.8 s) in a daemon thread from the first frame on, so
+        neither that frame nor the screen while a run opens its endpoint waits for it."""
+        if self._client_loaded.is_set() or self._client_thread is not None:
+            return
+
+        def load() -> None:
+            try:
+                import core.llm.client  # noqa: F401
+            finally:
+                self._client_loaded.set()
+
+        self._client_thread = threading.Thread(target=load, name=CLIENT_THREAD, daemon=True)
+        self._client_thread.start()
+
+    async def client_loaded(self) -> None:
+        """Wait, without blocking the screen, until the model client is imported (at once if it is)."""
+        self._preload_client()
+        while not self._client_loaded.is_set():
+            await asyncio.sleep(0.02)
 
     def warm_up_embedder(self) -> None:
         """Start loading MiniLM (once). A run calls this when its first model call is answering, so the

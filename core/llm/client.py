@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 import openai
 
 from core.llm.stream import DONE, StreamError, StreamState, read_chunk, sse_data
+from core.llm.tokens import estimate_tokens
 from core.runtime.config import ConfigError, check_base_url, strip_userinfo
 from core.sessions.model import redact_url
 
@@ -81,11 +82,6 @@ class ChatResult:
     # Per generated token, the top logprobs the endpoint returned (asked for with top_logprobs=k);
     # None when not asked for or when the endpoint sent none.
     top_logprobs: list[list[float]] | None = None
-
-
-def estimate_tokens(text: str) -> int:
-    """Rough token count (about 4 characters a token) for servers that report no usage."""
-    return max(1, len(text) // 4) if text else 0
 
 
 def _prompt_chars(messages: list[dict[str, str]]) -> int:

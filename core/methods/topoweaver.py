@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 from core.evaluation.extract import docstring_examples, extract_tests, latest_code
 from core.evaluation.math_answers import answer_or_text, extract_answer
 from core.evaluation.sandbox import SandboxLimits, arun_code
-from core.llm.client import EndpointError, LLMClient
 from core.methods.registry import MethodInfo, OptionSpec, register
 from core.methods.topoweaver_events import PlanProposed, TurnEnded
 from core.methods.topoweaver_plan import (
@@ -69,6 +68,7 @@ from core.runtime.engine import STATUS_DONE, AgentResult, Evaluation, RunAborted
 from core.sessions.model import redact_url
 
 if TYPE_CHECKING:
+    from core.llm.client import LLMClient
     from core.runtime.engine import SwarmEngine
 
 NAME = "topoweaver"
@@ -172,6 +172,7 @@ class TopoWeaverMethod:
             return None
         settings = self.rt.settings
         base_url = self.orchestrator_base_url or self.rt.llm.base_url
+        from core.llm.client import EndpointError
         from core.runtime.runner import client_for  # the runner imports the method registry lazily too
 
         client = client_for(

@@ -13,13 +13,10 @@ import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-import openai
+from typing import TYPE_CHECKING, Any, Protocol
 
 from core.evaluation.extract import latest_code
 from core.evaluation.math_answers import extract_answer
-from core.llm.client import ChatResult, LLMClient
 from core.llm.embeddings import Embedder, EmbeddingError
 from core.routing.strategies import TopologyStrategy
 from core.runtime import events as ev
@@ -90,12 +87,14 @@ class RoundEvaluator(Protocol):
     async def evaluate(self, round_no: int, problem: str, outputs: dict[str, AgentResult]) -> Evaluation | None: ...
 
 
-_FATAL_API_ERRORS = (
-    openai.APIConnectionError,
-    openai.AuthenticationError,
-    openai.PermissionDeniedError,
-    openai.NotFoundError,
-)
+if TYPE_CHECKING:  # the openai SDK takes ~0.8 s to import: the launch form's first frame does not wait for it
+    from core.llm.client import ChatResult, LLMClient
+
+
+def _fatal_api_errors() -> tuple[type[BaseException], ...]:
+    import openai
+
+    return (openai.APIConnectionError, openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
 
 
 class Method(Protocol):
@@ -393,6 +392,8 @@ class SwarmEngine:
         A reply that does not parse, or was cut off at max_tokens, is asked for once more, with the error.
         The endpoint is asked for the contract's JSON schema (core.runtime.parsing.response_schema).
         ``client``: another endpoint or model for this call (e.g. a method's own orchestrator model)."""
+        import openai  # loaded with the client already; not at the top (see TYPE_CHECKING above)
+
         llm = client or self.agent_clients.get(agent) or self.llm
         role = self._roles.get(agent)
         if role is not None and (role.temperature is not None or role.max_tokens is not None):
@@ -418,7 +419,7 @@ class SwarmEngine:
             except openai.OpenAIError as exc:
                 # No later call can succeed either: the server is gone, refuses the key, has no such
                 # model (a model name it does not serve answers 404), never answers or rate-limits us.
-                unreachable = isinstance(exc, _FATAL_API_ERRORS)
+                unreachable = isinstance(exc, _fatal_api_errors())
                 tally.count(replied=usage is not None, parsed=False)
                 error = llm.describe_error(exc)
                 if agent in self.agent_clients and client is None:  # say whose endpoint failed

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.llm.client import estimate_tokens
+from core.llm.tokens import estimate_tokens
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,9 @@ class RunScreen(SwarmScreen):
 
     async def _run_engine(self) -> None:
         """Open the endpoint (or the demo server), then run the engine to its end."""
+        client_loaded = getattr(self.app, "client_loaded", None)
+        if client_loaded is not None:  # imported in a thread: the screen keeps drawing meanwhile
+            await client_loaded()
         from core.llm.client import EndpointError
         from core.llm.embeddings import EmbeddingError, shared_embedder
         from core.runtime.runner import build_engine, open_backend
