@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import sys
 import threading
@@ -32,6 +33,13 @@ MAX_TOASTS = 3  # notices shown at once; older ones make room (errors last)
 _SEVERITY_RANK = {"information": 0, "warning": 1, "error": 2}
 EMBEDDER_THREAD = "swarm-tui-embedder"
 CLIENT_THREAD = "swarm-tui-client"  # imports the openai SDK while the first frames draw
+
+
+def settle_heap() -> None:
+    """Take every object alive now (modules, the openai SDK's types, the model, the screen) out of the cyclic
+    garbage collector's walks. Its full collections otherwise went over all of them again and again:
+    pauses of 100–200 ms every second or two while 16 agents streamed (bench/tui_stream.py --agents 16)."""
+    gc.freeze()
 
 
 class SwarmApp(App[int]):
@@ -177,6 +185,7 @@ class SwarmApp(App[int]):
             try:
                 import core.llm.client  # noqa: F401
             finally:
+                settle_heap()
                 self._client_loaded.set()
 
         self._client_thread = threading.Thread(target=load, name=CLIENT_THREAD, daemon=True)
@@ -211,6 +220,7 @@ class SwarmApp(App[int]):
         except Exception as exc:  # EmbeddingError, or anything torch raises: one line for the user
             self.post_message(EmbedderReady(str(exc) or type(exc).__name__))
         else:
+            settle_heap()
             self.post_message(EmbedderReady())
 
     def on_embedder_ready(self, message: EmbedderReady) -> None:

@@ -68,7 +68,7 @@ class StreamView(ScrollView, can_focus=True):
         self.highlight = ""  # a search: its occurrences are marked
         self.current: tuple[int, int] | None = None  # (row, column) of the search's current match
         self._frame: tuple[Style, int, int] | None = None  # this redraw's (style, top row, width)
-        self._strips: LRUCache[tuple[str, int, Style], Strip] = LRUCache(256)
+        self._strips: LRUCache[tuple[str, int, Style], Strip] = LRUCache(64)
 
     def set_highlight(self, query: str, current: tuple[int, int] | None = None) -> None:
         if (query, current) != (self.highlight, self.current):
