@@ -1,5 +1,6 @@
-"""Many agents streaming at once (issue 14: 16 agents): the bridge coalesces deltas without reordering an
-agent's events, every pane gets all of its text, and no pane waits more than a few frames for its turn."""
+"""Streaming panes: with many agents at once (issue 14: 16 agents) the bridge coalesces deltas without
+reordering an agent's events, every pane gets all of its text, and no pane waits more than a few frames for
+its turn; a pane keeps following its text when it shrinks, and stops when the reader scrolls up."""
 
 from __future__ import annotations
 
@@ -92,3 +93,32 @@ async def test_sixteen_streaming_panes_each_get_a_turn_within_a_few_frames_and_a
         for _ in range(math.ceil(len(NAMES) / STREAMS_PER_FRAME) - 1):
             screen._sync_panes()
         assert {name: pane_text(app, name) for name in NAMES} == expected  # nobody left waiting
+
+
+async def test_a_stream_keeps_following_its_end_when_the_view_shrinks_and_stops_when_the_reader_scrolls_up() -> None:
+    from textual.app import App, ComposeResult
+    from textual.widgets import Static
+
+    class Pane(App[None]):
+        CSS = "StreamView { height: 1fr; } #qk { height: 3; display: none; } #qk.-shown { display: block; }"
+
+        def compose(self) -> ComposeResult:
+            yield Static("Q: …\nK: …", id="qk")
+            yield StreamView()
+
+    app = Pane()
+    async with app.run_test(size=(40, 12)) as pilot:
+        view = app.query_one(StreamView)
+        view.append("".join(f"line {i}\n" for i in range(30)))
+        await pilot.pause()
+        app.query_one("#qk").add_class("-shown")  # the agent's descriptors appear above its text
+        await pilot.pause()
+        for i in range(30, 40):
+            view.append(f"line {i}\n")
+            await pilot.pause()
+        assert view.scroll_y == view.max_scroll_y > 0  # the newest line is in view
+        view.scroll_to(y=3, animate=False, immediate=True)  # the reader goes back up
+        await pilot.pause()
+        view.append("line 40\n")
+        await pilot.pause()
+        assert view.scroll_y == 3  # left where the reader is

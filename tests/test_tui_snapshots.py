@@ -23,9 +23,15 @@ def events(embedder: object) -> tuple[ev.Event, ...]:
     return pinned_demo_events()
 
 
+async def steady_cursor(pilot: Any) -> None:
+    """The problem box's cursor shown steadily: a blinking one made the frame depend on the moment taken."""
+    pilot.app.screen.query_one("#problem").cursor_blink = False
+    await pilot.pause()
+
+
 def test_launch_form(snap_compare: Any) -> None:
     app = SwarmApp(Settings(sessions_dir="/nonexistent"), demo=True, state_path=None, load_embedder=False)
-    assert snap_compare(app, terminal_size=SIZE)
+    assert snap_compare(app, terminal_size=SIZE, run_before=steady_cursor)
 
 
 def test_run_mid_round(snap_compare: Any, events: tuple[ev.Event, ...]) -> None:
@@ -91,7 +97,7 @@ def test_session_picker(snap_compare: Any, tmp_path: Any, monkeypatch: pytest.Mo
 # --- 80x24, the light theme, and the views issue 15 added ------------------------------------------------------------
 def test_launch_form_80x24(snap_compare: Any) -> None:
     app = SwarmApp(Settings(sessions_dir="/nonexistent"), demo=True, state_path=None, load_embedder=False)
-    assert snap_compare(app, terminal_size=SMALL)
+    assert snap_compare(app, terminal_size=SMALL, run_before=steady_cursor)
 
 
 def test_run_finished_80x24(snap_compare: Any, events: tuple[ev.Event, ...]) -> None:

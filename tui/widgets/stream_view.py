@@ -68,6 +68,7 @@ class StreamView(ScrollView, can_focus=True):
         self.highlight = ""  # a search: its occurrences are marked
         self.current: tuple[int, int] | None = None  # (row, column) of the search's current match
         self._frame: tuple[Style, int, int] | None = None  # this redraw's (style, top row, width)
+        self._at_end = True  # following the text as it arrives (see watch_scroll_y)
         self._strips: LRUCache[tuple[str, int, Style], Strip] = LRUCache(64)
 
     def set_highlight(self, query: str, current: tuple[int, int] | None = None) -> None:
@@ -140,7 +141,7 @@ class StreamView(ScrollView, can_focus=True):
     def append(self, text: str) -> None:
         if not text:
             return
-        at_bottom = self.scroll_y >= self.max_scroll_y - 1
+        at_bottom = self._at_end
         parts = text.split("\n")
         first = len(self._lines) - 1
         self._lines[-1] += parts[0].translate(_CONTROL)
@@ -151,11 +152,20 @@ class StreamView(ScrollView, can_focus=True):
             self.scroll_end(animate=False, immediate=True, x_axis=False)
         self.refresh()
 
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        # Whether the view follows new text: at the end after this scroll (the user's or ours). Kept here, not
+        # worked out at the next append, because the view shrinking (an agent's Q/K lines appearing above it)
+        # moves the end away without anyone scrolling.
+        self._at_end = new >= self.max_scroll_y - 1
+
     def on_resize(self) -> None:
         width = self._width()
         if width != self._wrap_width:
             self._wrap_width = width
             self._rewrap_all()
+        if self._at_end:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # rich_style walks the DOM for the background: once per redraw, not once per row.
