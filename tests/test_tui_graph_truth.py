@@ -235,3 +235,21 @@ def test_model_drops_a_preview_once_the_work_starts(events: tuple[ev.Event, ...]
     assert model.preview is None
     model.apply(dataclasses.replace(changed, params={**model.params, "k_in": 2}))
     assert model.preview is None and model.rounds[2].work_started
+
+
+async def test_the_graph_pane_redraws_to_its_new_width_when_the_layout_narrows_it(events: tuple[ev.Event, ...]) -> None:
+    """The run finishing gives the graph pane less room: what it shows is drawn again to fit, not wrapped."""
+    app = feed_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await post_events(app, pilot, [e for e in events if not isinstance(e, ev.RunFinished)])
+        graph = app.screen.query_one(GraphPane)
+        await pilot.press("g")
+        await pilot.pause()
+        running_width = graph.scrollable_content_region.width
+        await post_events(app, pilot, [e for e in events if isinstance(e, ev.RunFinished)])
+        await pilot.pause(0.2)
+        width = graph.scrollable_content_region.width
+        assert width < running_width  # the finished layout narrows it
+        names = ("q \\ k", *(e.agent for e in events if isinstance(e, ev.AgentStarted)))
+        rows = [line for line in graph.text.splitlines() if line.startswith(names)]
+        assert rows and max(len(line) for line in rows) <= width  # the matrix's rows, each on one line

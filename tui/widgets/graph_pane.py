@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
@@ -29,10 +31,18 @@ class GraphPane(VerticalScroll):
         self.show_removed = False
         self._key: tuple[object, ...] | None = None
         self._lines: list[Text] = []
+        self._shown: tuple[RunModel, int, dict[str, Any]] | None = None  # what sync last drew, for a resize
         self.border_title = "graph"
 
     def compose(self):  # type: ignore[no-untyped-def]
         yield Static("", id="graph-body")
+
+    def on_resize(self) -> None:
+        # Drawn to the width it had: a pane that changed size (the run finished and the layout moved)
+        # is drawn again, or its lines would wrap or leave room unused.
+        if self._shown is not None:
+            model, round_no, extra = self._shown
+            self.sync(model, round_no, **extra)
 
     def copy_text(self) -> str:
         return plain(self._lines)
@@ -80,6 +90,7 @@ class GraphPane(VerticalScroll):
         active: frozenset[str] = frozenset(),
     ) -> None:
         """Draw round ``round_no``; ``override`` (a preview or a what-if graph) replaces its routing."""
+        self._shown = (model, round_no, {"override": override, "tag": tag, "active": active})
         width = max(20, self.scrollable_content_region.width)
         height = self.scrollable_content_region.height
         rv = model.round_view(round_no)
@@ -99,7 +110,12 @@ class GraphPane(VerticalScroll):
         options = GraphOptions(show_removed=self.show_removed, height=height, tag=tag, active=active,
                                styles=self._styles(), tiered=model.tiered, baseline=baseline)
         if routing is not None:
-            lines = render_matrix(routing, width, options) if self.matrix else render_graph(routing, width, options)
+            draw = render_matrix if self.matrix else render_graph
+            lines = draw(routing, width, options)
+            if len(lines) > height and not self.show_vertical_scrollbar:
+                # Taller than the pane: the scrollbar about to appear takes its columns, and lines drawn to
+                # the full width would wrap (a matrix's rows broke in two).
+                lines = draw(routing, max(20, width - self.styles.scrollbar_size_vertical), options)
             if tag == "PREVIEW" and model.finished is not None:
                 lines.append(Text("the run has ended: this is what these values would have built", "italic"))
             elif tag == "PREVIEW":
