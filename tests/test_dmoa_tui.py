@@ -3,6 +3,7 @@ scripted server, real MiniLM), the router view in place of the graph, the Select
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from tui.app import SwarmApp
 from tui.screens.replay import ReplayScreen
 from tui.widgets.dmoa_view import DmoaView
 from tui.widgets.graph_pane import GraphPane
+from tui.widgets.header import ParamsBar
 from tui.widgets.manager_pane import ManagerPane
 
 pytestmark = pytest.mark.usefixtures("embedder")
@@ -97,7 +99,7 @@ async def test_replay_shows_the_router_view_stepping_back_and_forth(tmp_path: Pa
         assert all(isinstance(e, ev.Event) for e in screen.model.method_events)
 
 
-async def test_a_dmoa_run_offers_no_tau_or_k_in_keys_and_ignores_them(tmp_path: Path) -> None:
+async def test_a_dmoa_run_offers_no_tau_k_in_or_graph_keys_and_counts_steps(tmp_path: Path) -> None:
     app = dmoa_app(tmp_path, "code")
     async with app.run_test(size=(160, 48)) as pilot:
         await wait_for(pilot, lambda: app.swarm_screen is not None and app.swarm_screen.model.run is not None)
@@ -105,7 +107,11 @@ async def test_a_dmoa_run_offers_no_tau_or_k_in_keys_and_ignores_them(tmp_path: 
         await pilot.pause(0.1)
         shown = {binding.action for _, binding, enabled, _ in screen.active_bindings.values() if enabled}
         assert not shown & {"tau(0.05)", "tau(-0.05)", "k_in(1)", "k_in(-1)", "reroute"}
+        assert not shown & {"toggle_matrix", "toggle_removed"}  # the router view has no graph to switch
         assert "toggle_pause" in shown  # the run's other keys stay
         before = screen.control.params
         await pilot.press("t", "k")
         assert screen.control.params == before
+        await wait_for(pilot, lambda: screen.model.current >= 1)
+        await pilot.pause(0.1)
+        assert re.search(r"live step \d+", screen.query_one(ParamsBar).render().plain)

@@ -38,6 +38,7 @@ from .inbox import inbox_count
 FRAME_INTERVAL = 1 / 25  # how often streamed text reaches the panes
 NARROW_WIDTH, SHORT_HEIGHT = 100, 30
 TAU_ACTIONS = frozenset({"tau", "k_in", "reroute"})  # the keys that set or apply tau / k_in
+GRAPH_ACTIONS = frozenset({"toggle_matrix", "toggle_removed"})  # the graph pane's keys
 STREAMS_PER_FRAME = 6  # streaming panes redrawn per frame; the rest wait their turn (see _deferred_streams)
 CROWDED_AT = 9  # more agents than this: compact panes of a fixed height in a scrolling grid
 
@@ -149,8 +150,15 @@ class SwarmScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The tau / k_in keys only for a method that routes by them (DyTopo, the graph baselines): in a
-        DMoA or TopoDIM run they would change numbers nothing reads."""
-        return not (action in TAU_ACTIONS and not self.model.uses_tau)
+        DMoA or TopoDIM run they would change numbers nothing reads. The graph keys (g, d) only where a view
+        reads them: the graph pane, or TopoDIM's typed graph (its edge distributions, its pruned edges); DMoA's
+        and TopoWeaver-R1's views have none."""
+        if action in TAU_ACTIONS:
+            return self.model.uses_tau
+        if action in GRAPH_ACTIONS:
+            views = [*self.query(GraphPane), *self.query(TopoDIMView)]
+            return not views or any(view.display for view in views)
+        return True
 
     def _show_method_view(self) -> None:
         """A method with a view of its own (DMoA's router, TopoWeaver-R1's plans, TopoDIM's typed graph) shows

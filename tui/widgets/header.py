@@ -204,14 +204,15 @@ class ParamsBar(Static):
     def _parts(model: RunModel, view_round: int | None, tau: float, k_in: object, own: bool, extra: str,
                tests: str, live: bool, compact: bool) -> list[str]:
         p = model.params
+        unit = _unit(model)  # round, step or turn: what the run's method counts
         if compact:  # a small terminal: the values, hardly any labels
-            viewing = (f"R{view_round}/{model.current}{' (its values)' if own else ''}" if view_round is not None
-                       else f"{'live ' if live else ''}R{model.current}")
+            viewing = (f"{unit[0].upper()}{view_round}/{model.current}{' (its values)' if own else ''}"
+                       if view_round is not None else f"{'live ' if live else ''}{unit[0].upper()}{model.current}")
         else:
             viewing = (
-                f"viewing round {view_round} of {model.current}{' (its tau, k_in)' if own else ''} (, . to browse)"
+                f"viewing {unit} {view_round} of {model.current}{' (its tau, k_in)' if own else ''} (, . to browse)"
                 if view_round is not None
-                else f"{'live ' if live else ''}round {model.current}"
+                else f"{'live ' if live else ''}{unit} {model.current}"
             )
         routed = model.routes_by_tau
         parts = [
