@@ -336,3 +336,20 @@ async def test_a_crash_inside_a_swarm_is_reported_failed_and_its_log_ends(
     assert entry.session_path is not None and has_ended(log_path_for(entry.session_path))
     saved = load_session(entry.session_path)
     assert saved.outcome is None and saved.completed_rounds == 1
+
+
+async def test_the_server_configs_strategy_table_gives_defaults_the_client_can_override(
+    tmp_path: Path, embedder: Any
+) -> None:
+    settings = Settings(max_retries=0, strategy_options={"star": {"hub": "Tester"}})
+    async with connected(tmp_path, embedder, settings=settings) as (session, _, _):
+        from_config = await ok(session, "swarm_start", task=DEMO_PROBLEMS["code"], strategy="star", max_rounds=2)
+        from_client = await ok(session, "swarm_start", task=DEMO_PROBLEMS["code"], strategy="star", max_rounds=2,
+                               options={"hub": "Designer"})
+        hubs = []
+        for started in (from_config, from_client):
+            await poll_until(session, started["task_id"], finished)
+            result = await ok(session, "swarm_result", task_id=started["task_id"], include_topology=True)
+            hubs.append({e["dst"] for r in result["topology"] for g in r["graphs"] for e in g["edges"]})
+    assert from_config["options"]["method"] == {"hub": "Tester"}
+    assert hubs == [{"Tester"}, {"Designer"}]

@@ -362,6 +362,10 @@ class SwarmManager:
                 "(put only what the swarm needs beyond the task)"
             )
         checked = _check_options(options, strategy)
+        # The server config's [strategy.NAME] table gives the method's defaults, as in the CLI; the client's win.
+        configured = self.settings.strategy_options.get(strategy) or {}
+        if configured:
+            checked["method"] = {**configured, **checked.get("method", {})}
         method_for(strategy, chosen, checked.get("method"))  # the method's options against this team, now
         notes: list[str] = []
         if not get_method_info(strategy).uses_tau:
