@@ -12,7 +12,7 @@ import asyncio
 import signal
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from core.bench.runner import (
     BenchRunner,
@@ -31,6 +31,7 @@ from core.bench.runner import (
 from core.runtime.config import Settings
 
 from .cli_options import EXIT_USAGE, OneLineParser, add_run_options, int_range, settings_from_args
+from .progress_line import ProgressLine
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -67,37 +68,13 @@ def build_parser() -> OneLineParser:
     return parser
 
 
-class Progress:
-    """``[12/40] dytopo HumanEval/3 ✓ 2 rounds 5.1s``: redrawn in place on a terminal, plain lines
-    otherwise (logs, CI)."""
-
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-        self.tty = bool(getattr(out, "isatty", lambda: False)())
-        self._open = False
+class Progress(ProgressLine):
+    """``[12/40] dytopo HumanEval/3 ✓ 2 rounds 5.1s``."""
 
     def __call__(self, row: Row, done: int, total: int) -> None:
         mark = "✓" if row.correct else "✗"
         rounds = f"{row.rounds} round" + ("" if row.rounds == 1 else "s")
-        line = f"[{done}/{total}] {row.strategy} {row.task_id} {mark} {rounds} {row.wall_s:.1f}s"
-        if self.tty:
-            filled = round(20 * done / total) if total else 20
-            self.out.write(f"\r\x1b[2K[{'#' * filled}{'.' * (20 - filled)}] {line}")
-            self._open = True
-        else:
-            self.out.write(line + "\n")
-        self.out.flush()
-
-    def note(self, text: str) -> None:
-        self.close()
-        self.out.write(text + "\n")
-        self.out.flush()
-
-    def close(self) -> None:
-        if self._open:
-            self.out.write("\n")
-            self.out.flush()
-            self._open = False
+        self.show(f"[{done}/{total}] {row.strategy} {row.task_id} {mark} {rounds} {row.wall_s:.1f}s", done, total)
 
 
 def _count(n: int, noun: str) -> str:

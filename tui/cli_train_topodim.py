@@ -24,6 +24,7 @@ from .cli_options import (
     settings_from_args,
     unit_interval,
 )
+from .progress_line import ProgressLine
 
 if TYPE_CHECKING:
     from core.bench.runner import Dataset, Problem
@@ -67,13 +68,11 @@ def build_parser() -> OneLineParser:
     return parser
 
 
-class Bar:
+class Bar(ProgressLine):
     """``[#####.....] step 3/8 HumanEval/2  R 0.87 (task 1.00, div 0.55)  b 0.42  τ 1.36``."""
 
     def __init__(self, out: TextIO) -> None:
-        self.out = out
-        self.tty = bool(getattr(out, "isatty", lambda: False)())
-        self._open = False
+        super().__init__(out, note_prefix="  ! ")
 
     def __call__(self, report: StepReport) -> None:
         def mean(values: list[float]) -> float:
@@ -84,24 +83,7 @@ class Bar:
             f"(task {mean(report.task_rewards):.2f}, div {mean(report.diversity):.2f})  "
             f"b {report.baseline:.2f}  τ {report.temperature:.2f}  loss {report.loss:+.3f}"
         )
-        if self.tty:
-            filled = round(20 * report.step / report.total) if report.total else 20
-            self.out.write(f"\r\x1b[2K[{'#' * filled}{'.' * (20 - filled)}] {line}")
-            self._open = True
-        else:
-            self.out.write(line + "\n")
-        self.out.flush()
-
-    def note(self, text: str) -> None:
-        self.close()
-        self.out.write(f"  ! {text}\n")
-        self.out.flush()
-
-    def close(self) -> None:
-        if self._open:
-            self.out.write("\n")
-            self.out.flush()
-            self._open = False
+        self.show(line, report.step, report.total)
 
 
 def main(argv: list[str]) -> int:
