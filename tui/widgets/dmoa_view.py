@@ -14,14 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from core.methods.dmoa_events import DmoaRouted, StepRecord, steps_from_events
 
 from ..model import RunModel
-from .theme_colors import theme_color
+from .drawing_pane import DrawingPane
 
 TITLE = "DMoA router"
 
@@ -172,10 +170,9 @@ def render_dmoa(steps: dict[int, StepRecord], viewed: int, width: int, styles: D
     return lines
 
 
-class DmoaView(VerticalScroll):
+class DmoaView(DrawingPane):
     """The router view; its data comes only from the RunModel (live and replay alike)."""
 
-    ALLOW_MAXIMIZE = True
     SCOPED_CSS = False
     DEFAULT_CSS = """
     DmoaView { width: 8fr; display: none; }
@@ -185,23 +182,7 @@ class DmoaView(VerticalScroll):
     """
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, classes="pane", can_focus=True)
-        self.border_title = TITLE
-        self._key: tuple[object, ...] | None = None
-        self._lines: list[Text] = []
-
-    def compose(self) -> ComposeResult:
-        yield Static("", id="dmoa-body")
-
-    def copy_text(self) -> str:
-        return "\n".join(line.plain.rstrip() for line in self._lines)
-
-    @property
-    def text(self) -> str:
-        return self.copy_text()
-
-    def _color(self, name: str, fallback: str) -> str:
-        return theme_color(self.app, name, fallback)
+        super().__init__(TITLE, "dmoa-body", id=id)
 
     def _styles(self) -> DmoaStyles:
         accent, primary = self._color("accent", "yellow"), self._color("primary", "blue")

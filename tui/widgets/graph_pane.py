@@ -5,37 +5,27 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
-from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from core.routing.dytopo import RoutingResult
 
 from ..model import RunModel
+from .drawing_pane import DrawingPane
 from .graph_render import (
     GraphOptions,
     GraphStyles,
-    plain,
     render_broadcast,
     render_graph,
     render_matrix,
 )
-from .theme_colors import theme_color
 
 
-class GraphPane(VerticalScroll):
-    ALLOW_MAXIMIZE = True
-
+class GraphPane(DrawingPane):
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, classes="pane", can_focus=True)
+        super().__init__("graph", "graph-body", id=id)
         self.matrix = False
         self.show_removed = False
-        self._key: tuple[object, ...] | None = None
-        self._lines: list[Text] = []
         self._shown: tuple[RunModel, int, dict[str, Any]] | None = None  # what sync last drew, for a resize
-        self.border_title = "graph"
-
-    def compose(self):  # type: ignore[no-untyped-def]
-        yield Static("", id="graph-body")
 
     def on_resize(self) -> None:
         # Drawn to the width it had: a pane that changed size (the run finished and the layout moved)
@@ -43,16 +33,6 @@ class GraphPane(VerticalScroll):
         if self._shown is not None:
             model, round_no, extra = self._shown
             self.sync(model, round_no, **extra)
-
-    def copy_text(self) -> str:
-        return plain(self._lines)
-
-    @property
-    def text(self) -> str:
-        return self.copy_text()
-
-    def _color(self, name: str, fallback: str) -> str:
-        return theme_color(self.app, name, fallback)
 
     def _styles(self) -> GraphStyles:
         fg = self._color("foreground", "white")

@@ -15,13 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rich.text import Text
-from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from core.methods.topodim_events import TopoDIMCall, TopoDIMGraph
 from core.runtime import events as ev
 
-from .theme_colors import theme_color
+from .drawing_pane import DrawingPane
 
 STRATEGY = "topodim"
 SHORT = {"conditioned": "cond", "feedback": "fbk", "debate": "dbt", "none": "∅"}
@@ -228,14 +227,9 @@ def render_topodim(
     return lines
 
 
-def plain(lines: list[Text]) -> str:
-    return "\n".join(line.plain.rstrip() for line in lines)
-
-
-class TopoDIMView(VerticalScroll):
+class TopoDIMView(DrawingPane):
     """Shown in the graph pane's place for TopoDIM runs (tui.screens.swarm_view)."""
 
-    ALLOW_MAXIMIZE = True
     SCOPED_CSS = False
     DEFAULT_CSS = """
     TopoDIMView { width: 5fr; display: none; }
@@ -244,23 +238,7 @@ class TopoDIMView(VerticalScroll):
     """
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, classes="pane", can_focus=True)
-        self.border_title = "TopoDIM typed graph"
-        self._key: tuple[object, ...] | None = None
-        self._lines: list[Text] = []
-
-    def compose(self):  # type: ignore[no-untyped-def]
-        yield Static("", id="topodim-body")
-
-    def copy_text(self) -> str:
-        return plain(self._lines)
-
-    @property
-    def text(self) -> str:
-        return self.copy_text()
-
-    def _color(self, name: str, fallback: str) -> str:
-        return theme_color(self.app, name, fallback)
+        super().__init__("TopoDIM typed graph", "topodim-body", id=id)
 
     def _styles(self) -> ViewStyles:
         return ViewStyles(
