@@ -24,12 +24,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from core.compose.runner import build_engine, open_backend
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import ScriptedServer
 from core.llm.embeddings import shared_embedder
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from core.runtime.runner import build_engine, open_backend
 
 TARGET = 1.05
 

@@ -27,11 +27,11 @@ DEFAULT_BASELINE = "6a7b457"  # before the prompt economy changes (issue 16)
 
 def measure(protocol: str) -> dict[str, list[int]]:
     """{call kind: [calls, prompt characters]} for one run of this checkout (run in-process)."""
+    from core.compose.runner import build_engine, open_backend
     from core.demo.scripts import DEMO_PROBLEMS, demo_script
     from core.demo.server import ScriptedServer
     from core.llm.embeddings import shared_embedder
     from core.runtime.config import Settings
-    from core.runtime.runner import build_engine, open_backend
 
     async def run(server: ScriptedServer) -> None:
         settings = Settings(domain="code", max_rounds=3, tau=0.3, k_in=3, protocol=protocol)

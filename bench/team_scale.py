@@ -22,13 +22,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from core.compose.runner import build_engine, open_backend
 from core.demo.scripts import demo_script
 from core.demo.server import ScriptedServer
 from core.llm.embeddings import Embedder, shared_embedder
 from core.routing.dytopo import route
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from core.runtime.runner import build_engine, open_backend
 
 ROUTE_TARGET_MS = 5.0
 TOPICS = ["costs", "safety", "law", "users", "timeline", "data", "security", "ethics", "operations", "energy"]

@@ -6,17 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from core.runtime.config import (
-    DEFAULT_BASE_URL,
-    CallLimits,
-    ConfigError,
-    Settings,
-    check_base_url,
-    load_settings,
-    resolve_api_key,
-    resolve_base_url,
-    strip_userinfo,
-)
+from core.llm.urls import DEFAULT_BASE_URL, URLError, check_base_url, strip_userinfo
+from core.runtime.config import CallLimits, ConfigError, Settings, resolve_api_key, resolve_base_url
+from core.runtime.config_file import load_settings
 
 
 def _config(tmp_path: Path, text: str) -> Path:
@@ -100,7 +92,7 @@ def test_good_endpoint_urls_pass(url: str) -> None:
 
 def test_userinfo_is_refused_in_settings_but_stripped_for_the_client() -> None:
     secret = "http://user:secret@host:8/v1"
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(URLError) as info:
         check_base_url(secret)
     assert "secret" not in str(info.value)
     assert check_base_url(secret, allow_userinfo=True) == secret

@@ -18,10 +18,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from core.compose.runner import build_engine, open_backend
 from core.demo.requests import RequestInfo
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import ScriptedServer
-from core.methods import build_method
+from core.methods.catalogue import build_method
 from core.methods.dmoa import SELECTOR, SUMMARIZER, DmoaMethod, choose, reset_ttt
 from core.methods.dmoa_events import CALL_SELECT, CALL_STEP, CALL_SUMMARY, DmoaRouted, DmoaStepDone, steps_from_events
 from core.routing.dytopo import KIND_HANDOFF, RoutingResult
@@ -29,7 +30,6 @@ from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.domains import Domain, Role, get_domain
 from core.runtime.engine import SwarmEngine
-from core.runtime.runner import build_engine, open_backend
 from core.sessions.export import export_session
 from core.sessions.fork import fork_point
 from core.sessions.model import session_from_events

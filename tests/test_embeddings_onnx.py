@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.demo.scripts import _SCENARIOS
+from core.demo.scenarios import SCENARIOS
 from core.llm.embeddings import Embedder, bundled_model_path
 from core.llm.onnx_minilm import ENV_BACKEND, OnnxMiniLM
 from core.routing.dytopo import route_from_similarity, similarity_matrix
@@ -25,7 +25,7 @@ def backends() -> tuple[Embedder, Embedder]:
 def _pairs() -> list[tuple[str, str]]:
     """The conformance pairs: the paper's Table 9 pair, and every demo team's round-2 descriptors."""
     pairs = [(TESTER_QUERY, DEVELOPER_KEY)]
-    for scenario in _SCENARIOS.values():
+    for scenario in SCENARIOS.values():
         for table in scenario.descriptors.values():
             pairs += [table[r] for r in sorted(table)]
     return pairs
@@ -51,7 +51,7 @@ def test_onnx_and_torch_vectors_and_similarities_agree(backends: tuple[Embedder,
 
 def test_onnx_and_torch_route_the_demo_rounds_identically(backends: tuple[Embedder, Embedder]) -> None:
     onnx, torch = backends
-    for scenario in _SCENARIOS.values():
+    for scenario in SCENARIOS.values():
         names = sorted(scenario.descriptors)
         queries = [scenario.descriptors[n][min(scenario.descriptors[n])][0] for n in names]
         keys = [scenario.descriptors[n][min(scenario.descriptors[n])][1] for n in names]

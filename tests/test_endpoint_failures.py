@@ -19,13 +19,13 @@ from typing import Any
 
 import pytest
 
+from core.compose.runner import build_engine, open_backend
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import FaultRule, RequestInfo, ScriptedServer
 from core.llm.client import EndpointError
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.parsing import DESCRIPTOR_SCHEMA, MANAGER_SCHEMA, WORK_SCHEMA
-from core.runtime.runner import build_engine, open_backend
 from tests.test_engine import of, run_swarm
 from tui.cli import main as cli_main
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from core.compose.runner import Backend, build_engine, open_backend
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import FaultRule, RequestInfo, ScriptedServer
 from core.routing.dytopo import RoutingResult, route_from_similarity
@@ -16,7 +17,6 @@ from core.runtime.config import Settings
 from core.runtime.control import MODE_STEP, Params, RunControl
 from core.runtime.domains import get_domain
 from core.runtime.engine import SwarmEngine
-from core.runtime.runner import Backend, build_engine, open_backend
 
 
 async def run_swarm(

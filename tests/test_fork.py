@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from core.compose.runner import build_engine, open_backend
 from core.demo.scripts import DEMO_PROBLEMS
 from core.demo.server import ScriptedServer
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from core.runtime.runner import build_engine, open_backend
 from core.sessions.fork import fork_point
 from core.sessions.model import session_from_events
 from core.sessions.store import load_session

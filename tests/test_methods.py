@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
+from core.compose.runner import build_engine, open_backend
 from core.demo.scripts import DEMO_PROBLEMS
 from core.demo.server import ScriptedServer
-from core.methods import MethodError, build_method, get_method_info, method_names
+from core.methods.catalogue import build_method, get_method_info, method_names
+from core.methods.registry import MethodError
 from core.routing.dytopo import (
     KIND_DEBATE,
     KIND_FEEDBACK,
@@ -20,10 +22,10 @@ from core.routing.dytopo import (
     RoutingResult,
 )
 from core.runtime import events as ev
-from core.runtime.config import ConfigError, Settings, load_settings
+from core.runtime.config import ConfigError, Settings
+from core.runtime.config_file import load_settings
 from core.runtime.domains import get_domain
 from core.runtime.engine import SwarmEngine
-from core.runtime.runner import build_engine, open_backend
 from core.sessions.export import export_session
 from core.sessions.model import Session, session_from_events
 from core.sessions.store import load_session, save_session

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from core.compose.runner import build_engine, open_backend
 from core.demo.scripts import DEMO_PROBLEMS
 from core.demo.server import RequestInfo, ScriptedServer
-from core.evaluation.round_check import CodeExecutionEvaluator
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from core.runtime.runner import build_engine, open_backend
+from core.runtime.round_check import CodeExecutionEvaluator
 from tests.test_engine import of
 
 BROKEN = "```python\ndef make_palindrome(string: str) -> str:\n    return string\n```"

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from core.compose.runner import build_engine, open_backend
 from core.demo.scripts import DEMO_PROBLEMS
 from core.demo.server import ScriptedServer
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from core.runtime.runner import build_engine, open_backend
 from core.sessions.export import export_session
 from core.sessions.model import SCHEMA_VERSION, Session, SessionFormatError, session_from_events, upgrade
 from core.sessions.store import (

@@ -71,8 +71,8 @@ def test_unknown_strategy_is_a_clear_error() -> None:
 async def test_broadcast_strategy_delivers_every_message_at_the_barrier(
     demo_server: ScriptedServer, embedder: Any
 ) -> None:
+    from core.compose.runner import build_engine, open_backend
     from core.demo.scripts import DEMO_PROBLEMS
-    from core.runtime.runner import build_engine, open_backend
 
     settings = Settings(max_rounds=2)
     backend = await open_backend(settings, server=demo_server)

@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
+from core.compose.runner import build_engine, open_backend
 from core.demo.scripts import demo_script
 from core.demo.server import ScriptedServer
 from core.llm.client import EndpointError
 from core.runtime import events as ev
-from core.runtime.config import ConfigError, Settings, load_settings
-from core.runtime.runner import build_engine, open_backend
+from core.runtime.config import ConfigError, Settings
+from core.runtime.config_file import load_settings
 from core.runtime.teams import MAX_WORKERS, resolve_team, team_from_table, team_record, with_team
 from core.sessions.fork import fork_point
 from core.sessions.model import Session, session_from_events
@@ -226,7 +227,7 @@ def test_the_manager_is_told_its_own_name_and_role(embedder: Any) -> None:
 
 
 def test_runs_given_the_same_limits_share_each_endpoints_concurrency() -> None:
-    from core.runtime.runner import open_agent_clients
+    from core.compose.runner import open_agent_clients
 
     def one_limit_for_two_runs(shared: dict[str, asyncio.Semaphore] | None) -> bool:
         async def open_twice(a: ScriptedServer, b: ScriptedServer) -> bool:

@@ -56,9 +56,9 @@ async def test_sixteen_agents_run_and_every_pane_is_usable(tmp_path: Path, size:
 async def test_replay_shows_the_recorded_team_and_its_models(tmp_path: Path, embedder: Any) -> None:
     import asyncio
 
+    from core.compose.runner import build_engine, open_backend
     from core.demo.server import ScriptedServer
     from core.runtime import events as ev
-    from core.runtime.runner import build_engine, open_backend
     from core.sessions.model import session_from_events
     from core.sessions.store import load_session, save_session
     from tui.app import SwarmApp

@@ -11,13 +11,13 @@ import pytest
 import torch
 
 from core.bench.runner import load_dataset
+from core.compose.runner import open_backend
+from core.compose.train_topodim import TopoDIMTrainer, TrainError, TrainPlan, distill
 from core.demo.bench_script import benchmark_script
 from core.demo.server import ScriptedServer
 from core.methods.topodim_policy import load_checkpoint
-from core.methods.topodim_train import TopoDIMTrainer, TrainError, TrainPlan, distill
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from core.runtime.runner import open_backend
 from tui.cli_train_topodim import main
 
 pytestmark = pytest.mark.usefixtures("embedder")

@@ -14,12 +14,14 @@ from typing import Any
 import pytest
 
 from core.bench.runner import BenchRunner, Problem, humaneval_task
+from core.compose.runner import build_engine, open_backend
 from core.demo.bench_script import benchmark_script
 from core.demo.requests import RequestInfo
-from core.demo.scripts import _DRAFT_CODE, DEMO_PROBLEMS, FINAL_CODE
+from core.demo.scenarios import DEMO_PROBLEMS, DRAFT_CODE, FINAL_CODE
 from core.demo.server import FaultRule, ScriptedServer
 from core.demo.topoweaver_script import topoweaver_script
-from core.methods import MethodError, build_method
+from core.methods.catalogue import build_method
+from core.methods.registry import MethodError
 from core.methods.topoweaver import run_metrics
 from core.methods.topoweaver_events import PlanProposed, TurnEnded
 from core.methods.topoweaver_prompts import CALL_AGENT, CALL_ORCHESTRATE
@@ -28,7 +30,6 @@ from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.domains import get_domain
 from core.runtime.engine import SwarmEngine
-from core.runtime.runner import build_engine, open_backend
 from core.sessions.export import export_session
 from core.sessions.model import Session, session_from_events
 from tui.headless import ProgressPrinter
@@ -106,7 +107,7 @@ def script_with(
 def always_draft(info: RequestInfo) -> str | None:
     """A coder and debugger that never fix the off-by-one; a tester with the decisive case."""
     if info.role.startswith(("coder", "debugger")):
-        return f"```python\n{_DRAFT_CODE}\n```"
+        return f"```python\n{DRAFT_CODE}\n```"
     if info.role.startswith("tester"):
         return TESTS
     return None

@@ -63,7 +63,7 @@ async def test_the_live_demo_shows_plans_dag_density_tester_and_history(tmp_path
 
 
 async def _record(script: object) -> list[ev.Event]:
-    from core.runtime.runner import build_engine, open_backend
+    from core.compose.runner import build_engine, open_backend
 
     settings = Settings(strategy="topoweaver", sessions_dir="/nonexistent")
     events: list[ev.Event] = []

@@ -34,8 +34,8 @@ def big_team(workers: int) -> dict[str, Any]:
 
 
 async def _collect(domain: str, protocol: str = "phased", workers: int = 0) -> list[ev.Event]:
+    from core.compose.runner import build_engine, open_backend
     from core.llm.embeddings import shared_embedder
-    from core.runtime.runner import build_engine, open_backend
 
     team: dict[str, Any] = {"team": "big", "teams": {"big": big_team(workers)}, "max_rounds": 2} if workers else {}
     settings = Settings(domain=domain, sessions_dir="/nonexistent", protocol=protocol, **team)

@@ -357,7 +357,8 @@ def run_replay(session: Any, path: Path | str, *, settings: Settings | None = No
     ``settings`` and ``demo`` say where a fork from the replay continues (default: the config file's
     endpoint)."""
     if settings is None:
-        from core.runtime.config import ConfigError, load_settings
+        from core.runtime.config import ConfigError
+        from core.runtime.config_file import load_settings
 
         try:
             settings = load_settings()

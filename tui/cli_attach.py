@@ -11,7 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from core.runtime.config import ConfigError, Settings, load_settings
+from core.runtime.config import ConfigError, Settings
+from core.runtime.config_file import load_settings
 from core.sessions.eventlog import LOG_SUFFIX, EventLogReader, find_task, log_path_for, logged_runs
 
 from .cli_options import EXIT_USAGE, OneLineParser

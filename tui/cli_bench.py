@@ -136,11 +136,11 @@ async def _bench(
     out: Path,
 ) -> int:
     # Heavy imports (torch via the embedder, the openai client) only once the input is known good.
+    from core.compose.runner import open_backend
     from core.demo.bench_script import benchmark_script
     from core.demo.server import ScriptedServer
     from core.llm.client import EndpointError
     from core.llm.embeddings import EmbeddingError, shared_embedder
-    from core.runtime.runner import open_backend
 
     progress = Progress(sys.stderr)
     log = ResultsLog(out / "results.jsonl")

@@ -11,17 +11,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
 
-from core.methods import MethodError, build_method, get_method_info, parse_option_flags
-from core.runtime.config import (
-    DEFAULT_BASE_URL,
-    DOMAINS,
-    PROTOCOLS,
-    ConfigError,
-    Settings,
-    check_base_url,
-    load_settings,
-    resolve_base_url,
-)
+from core.llm.urls import DEFAULT_BASE_URL, URLError, check_base_url
+from core.methods.catalogue import build_method, get_method_info
+from core.methods.registry import MethodError, parse_option_flags
+from core.runtime.config import DOMAINS, PROTOCOLS, ConfigError, Settings, resolve_base_url
+from core.runtime.config_file import load_settings
 from core.runtime.teams import resolve_team, table_from_record, with_team
 from core.runtime.textsafe import printable
 
@@ -173,7 +167,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             # validate() checked --base-url and the config file; this one came from $OPENAI_BASE_URL.
             try:
                 check_base_url(url)
-            except ConfigError as exc:
+            except URLError as exc:
                 raise ConfigError(f"$OPENAI_BASE_URL: {exc}") from None
         if hasattr(args, "method_options"):
             flags = list(args.method_options or [])

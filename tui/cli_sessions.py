@@ -13,7 +13,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.runtime.config import ConfigError, load_settings
+from core.runtime.config import ConfigError
+from core.runtime.config_file import load_settings
 from core.runtime.textsafe import printable
 from core.sessions.export import FORMATS, export_session
 from core.sessions.model import Session, SessionFormatError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.methods import get_method_info, method_names
+from core.methods.catalogue import get_method_info, method_names
 
 from .cli_options import OneLineParser
 

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from core.runtime.config import ConfigError, load_settings
+from core.runtime.config import ConfigError
+from core.runtime.config_file import load_settings
 from core.runtime.teams import describe_teams, load_team_file
 
 from .cli_options import OneLineParser, fail

@@ -22,7 +22,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from core.methods import MethodError, get_method_info, parse_option_flags
+from core.methods.catalogue import get_method_info
+from core.methods.registry import MethodError, parse_option_flags
 from core.runtime import events as ev
 from core.runtime.config import Settings
 
@@ -144,6 +145,7 @@ async def _train(args: argparse.Namespace, settings: Settings, dataset: Any, pro
                  options: dict[str, Any]) -> int:
     import openai
 
+    from core.compose.runner import build_engine, open_backend
     from core.demo.bench_script import benchmark_script
     from core.demo.server import ScriptedServer
     from core.llm.client import EndpointError
@@ -151,7 +153,6 @@ async def _train(args: argparse.Namespace, settings: Settings, dataset: Any, pro
     from core.methods.dmoa import DmoaMethod, dmoa_pool
     from core.methods.dmoa_train import RouterError, RouterStore, mean_loss, train
     from core.runtime.domains import get_domain
-    from core.runtime.runner import build_engine, open_backend
 
     err = sys.stderr
     server = ScriptedServer(benchmark_script(dataset.problems)).start() if args.demo else None

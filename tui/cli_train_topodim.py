@@ -28,7 +28,7 @@ from .progress_line import ProgressLine
 
 if TYPE_CHECKING:
     from core.bench.runner import Dataset, Problem
-    from core.methods.topodim_train import StepReport
+    from core.compose.train_topodim import StepReport
     from core.runtime.config import Settings
 
 EXIT_FAILED = 1
@@ -132,8 +132,8 @@ def main(argv: list[str]) -> int:
 
 
 async def _distill(args: argparse.Namespace, settings: Settings, problems: list[Problem], weights: Path) -> int:
+    from core.compose.train_topodim import TrainError, distill
     from core.llm.embeddings import EmbeddingError, shared_embedder
-    from core.methods.topodim_train import TrainError, distill
 
     embedder = shared_embedder(settings.embedding_model_path)
     print(f"distilling {weights} into per-agent policies on {len(problems)} queries ({args.distill_steps} steps)",
@@ -153,12 +153,12 @@ async def _distill(args: argparse.Namespace, settings: Settings, problems: list[
 async def _train(
     args: argparse.Namespace, settings: Settings, dataset: Dataset, problems: list[Problem], weights: Path
 ) -> int:
+    from core.compose.runner import open_backend
+    from core.compose.train_topodim import TopoDIMTrainer, TrainError, TrainPlan
     from core.demo.bench_script import benchmark_script
     from core.demo.server import ScriptedServer
     from core.llm.client import EndpointError
     from core.llm.embeddings import EmbeddingError, shared_embedder
-    from core.methods.topodim_train import TopoDIMTrainer, TrainError, TrainPlan
-    from core.runtime.runner import open_backend
 
     plan = TrainPlan(
         dataset=str(Path(args.dataset).resolve()), offset=args.offset, limit=args.limit, epochs=args.epochs,

@@ -16,18 +16,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from core.compose.runner import Backend, build_engine, open_backend
 from core.evaluation.math_answers import answer_or_text, answers_equivalent
-from core.evaluation.round_check import CodeExecutionEvaluator
 from core.llm.client import EndpointError
 from core.llm.embeddings import shared_embedder
-from core.methods import MethodError, get_method_info
+from core.methods.catalogue import get_method_info
+from core.methods.registry import MethodError
 from core.routing.dytopo import RoutingResult, edge_label
 from core.runtime import events as ev
 from core.runtime.config import Settings
+from core.runtime.engine import ForkPoint
 from core.runtime.parsing import contract_warning
-from core.runtime.runner import Backend, build_engine, open_backend
+from core.runtime.round_check import CodeExecutionEvaluator
 from core.runtime.textsafe import json_safe, printable
-from core.sessions.fork import ForkPoint
 from core.sessions.store import SessionRecorder
 
 EXIT_FAILED = 1

@@ -138,7 +138,8 @@ class RunModel:
     @property
     def method_info(self) -> Any:
         """The run's method from the registry (None for a method this version does not know)."""
-        from core.methods import MethodError, get_method_info
+        from core.methods.catalogue import get_method_info
+        from core.methods.registry import MethodError
 
         try:
             return get_method_info(self.strategy)

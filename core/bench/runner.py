@@ -28,17 +28,17 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from core.compose.runner import Backend, build_engine
 from core.evaluation.extract import latest_code
 from core.evaluation.math_answers import answer_or_text, answers_equivalent
-from core.evaluation.round_check import CodeExecutionEvaluator
 from core.evaluation.sandbox import SandboxLimits, arun_code
 from core.llm.embeddings import Embedder
-from core.methods import build_method, get_method_info, method_names
+from core.methods.catalogue import build_method, get_method_info, method_names
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.domains import Domain, get_domain
 from core.runtime.engine import Method, SwarmEngine
-from core.runtime.runner import Backend, build_engine
+from core.runtime.round_check import CodeExecutionEvaluator
 from core.runtime.teams import resolve_team
 from core.sessions.store import SessionRecorder
 

@@ -5,7 +5,7 @@ team and problems as the DyTopo demo: HumanEval/10, a MATH fraction, a monorepo 
 the router picks, each step's text fits it. The Summarizer says [CONTINUE] with what is missing until
 the scenario's last step (code: step 3, math and general: step 2), then [FINAL] with the answer; told
 it is the last step (L_max), it gives [FINAL] at once. The Selector (router = llm) picks the agents a
-competent lead would. Other calls go to core.demo.scripts.demo_script.
+competent lead would. Other calls get the DyTopo family's replies (core.demo.scenarios).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 
 from core.demo.requests import RequestInfo
+from core.demo.scenarios import SCENARIOS, dytopo_reply
 from core.methods.dmoa_events import CALL_SELECT, CALL_STEP, CALL_SUMMARY
 
 FINAL_STEP = {"code": 3, "math": 2, "general": 2}
@@ -64,9 +65,7 @@ def _at(table: dict[int, object], step: int) -> object:
 
 
 def _final(domain: str) -> str:
-    from core.demo.scripts import _SCENARIOS
-
-    answer = _SCENARIOS[domain].final_answer
+    answer = SCENARIOS[domain].final_answer
     if domain == "code":
         return f"[FINAL]\nThe fixed suffix scan passes every case the Tester listed.\n```python\n{answer.rstrip()}\n```"
     return f"[FINAL] {answer}"
@@ -79,9 +78,7 @@ def summary_reply(domain: str, step: int, last: bool) -> str:
 
 
 def step_reply(domain: str, role: str, step: int) -> str:
-    from core.demo.scripts import _SCENARIOS
-
-    work = _SCENARIOS[domain].work.get(role)
+    work = SCENARIOS[domain].work.get(role)
     if not work:  # an agent the script does not know (a larger pool): a short, well-formed turn
         return f"{role}, step {step}: I checked the previous responses from my role's side; nothing to correct."
     text = _at(work, step).public  # type: ignore[attr-defined]
@@ -102,9 +99,7 @@ def dmoa_script(info: RequestInfo) -> str:
         return selector_reply(domain, info.round)
     if info.call == CALL_STEP:
         return step_reply(domain, info.role, info.round)
-    from core.demo.scripts import demo_script
-
-    return demo_script(info)
+    return dytopo_reply(info)  # a call DMoA shares with the DyTopo family
 
 
 def bench_reply(info: RequestInfo, domain: str, answer: str) -> str:

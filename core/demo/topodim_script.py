@@ -23,8 +23,11 @@ from __future__ import annotations
 import json
 
 from core.demo.requests import RequestInfo
-from core.demo.scripts import FINAL_CODE
+from core.demo.scenarios import FINAL_CODE
 from core.methods.topodim import CALL_GRAPH, CALLS, MARK
+
+# The calls TopoDIM makes (core.methods.topodim): answered by this script.
+TOPODIM_CALLS = frozenset({"typed-graph", "solution", "evaluate", "revise", "challenge", "defend", "final"})
 
 TOPODIM_CALLS = frozenset(CALLS)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from core.demo.requests import RequestInfo
-from core.demo.scripts import _DRAFT_CODE, FINAL_CODE
+from core.demo.scenarios import DRAFT_CODE, FINAL_CODE
 from core.methods.topoweaver_prompts import CALL_AGENT, CALL_ORCHESTRATE, CALLS
 
 __all__ = ["CALLS", "bench_reply", "topoweaver_script"]
@@ -94,7 +94,7 @@ _CODE_WORK: dict[str, dict[int, str]] = {
         "s + reverse(s[:i]). O(n^2) time, O(n) extra space.",
     },
     "coder": {
-        1: "Implementation of the suffix scan:\n" + _py(_DRAFT_CODE),
+        1: "Implementation of the suffix scan:\n" + _py(DRAFT_CODE),
         2: "My turn-1 draft started the scan at i = 1, which is why 'x' became 'xx'. The scan now starts at "
         "i = 0:\n" + _py(FINAL_CODE),
     },

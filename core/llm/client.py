@@ -32,8 +32,7 @@ import openai
 
 from core.llm.stream import DONE, StreamError, StreamState, read_chunk, sse_data
 from core.llm.tokens import estimate_tokens
-from core.runtime.config import ConfigError, check_base_url, strip_userinfo
-from core.sessions.model import redact_url
+from core.llm.urls import URLError, check_base_url, redact_url, strip_userinfo
 
 try:  # the openai SDK moved to the httpx2 fork; older releases use httpx
     import httpx2 as httpx
@@ -170,11 +169,11 @@ class LLMClient:
         sampling_extras: dict[str, Any] | None = None,
         on_status: StatusCallback | None = None,
     ) -> None:
-        """Raises EndpointError (one line) for a URL that cannot be used (see config.check_base_url).
+        """Raises EndpointError (one line) for a URL that cannot be used (see urls.check_base_url).
         ``user:password@`` in the URL is dropped: the API key is the only credential sent."""
         try:
             check_base_url(base_url, allow_userinfo=True)
-        except ConfigError as exc:
+        except URLError as exc:
             raise EndpointError(str(exc)) from None
         self.base_url = base_url
         self.model = model or ""

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from core.methods import MethodError, build_method, get_method_info, method_names
+from core.methods.catalogue import build_method, get_method_info, method_names
+from core.methods.registry import MethodError
 from core.runtime import events as ev
 from core.runtime.config import DOMAINS, PROTOCOLS, ConfigError, Settings
 from core.runtime.control import RunControl
@@ -428,7 +429,7 @@ class SwarmManager:
         """The shared backend, opened once. The opening runs as its own task, shielded: a swarm that is
         cancelled while it waits does not abort the opening the others share. A failed opening is
         retried by the next swarm."""
-        from core.runtime.runner import open_backend
+        from core.compose.runner import open_backend
 
         if self._backend_task is None or (self._backend_task.done() and (
                 self._backend_task.cancelled() or self._backend_task.exception() is not None)):
@@ -447,7 +448,7 @@ class SwarmManager:
         """Clients for the run's agents that name their own model or endpoint, as the CLI opens them (one
         per distinct endpoint, models checked against its list). None in demo mode: there every agent
         talks to the scripted server, as in the CLI."""
-        from core.runtime.runner import open_agent_clients
+        from core.compose.runner import open_agent_clients
 
         if self.demo or not any(role.has_endpoint for role in (team.manager, *team.workers)):
             return {}
@@ -469,8 +470,8 @@ class SwarmManager:
 
     async def _run(self, entry: SwarmTask, settings: Settings) -> None:
         """The swarm's asyncio task: never raises (except the server's own shutdown cancel)."""
-        from core.evaluation.round_check import CodeExecutionEvaluator
-        from core.runtime.runner import build_engine
+        from core.compose.runner import build_engine
+        from core.runtime.round_check import CodeExecutionEvaluator
 
         loop = asyncio.get_running_loop()
         timers: list[asyncio.TimerHandle] = []

@@ -1,9 +1,9 @@
 """The method registry: every way of wiring a team that the engine can host, with its options.
 
 A method module registers a ``MethodInfo`` (name, one-line summary, the options it takes, what its
-steps are called, a factory). Everything that offers a choice of method — ``--strategy``, the launch
-form, ``swarm-tui strategies``, the benchmark runner, the MCP server — reads this one table, and option
-values from the config file (``[strategy.NAME]``) or flags are checked here, once.
+steps are called, a factory). A leaf of the methods layer: it imports no method. Everything that offers
+a choice of method reads the table through ``core.methods.catalogue``, which imports every method, and
+option values from the config file (``[strategy.NAME]``) or flags are checked here, once.
 """
 
 from __future__ import annotations
@@ -120,7 +120,6 @@ class MethodInfo:
 
 
 _REGISTRY: dict[str, MethodInfo] = {}
-_LOADED = False
 
 
 def register(info: MethodInfo) -> MethodInfo:
@@ -128,27 +127,9 @@ def register(info: MethodInfo) -> MethodInfo:
     return info
 
 
-_FIRST = ("dytopo", "single", "single-turn", "random", "broadcast", "chain", "star")
-
-
-def method_names() -> list[str]:
-    """DyTopo and its baselines first, then the other methods as registered (whatever was imported first)."""
-    _load_builtin_methods()
-    return sorted(_REGISTRY, key=lambda name: _FIRST.index(name) if name in _FIRST else len(_FIRST))
-
-
-def get_method_info(name: str) -> MethodInfo:
-    _load_builtin_methods()
-    info = _REGISTRY.get(name)
-    if info is None:
-        raise MethodError(f"unknown strategy {name!r}: choose one of {', '.join(_REGISTRY)}")
-    return info
-
-
-def build_method(name: str, options: Mapping[str, Any] | None, domain: Domain) -> Method:
-    """A fresh method for one run, its options checked (MethodError, one line, if not)."""
-    info = get_method_info(name)
-    return info.factory(info.resolve(options), domain)
+def registered() -> dict[str, MethodInfo]:
+    """The methods registered so far (core.methods.catalogue imports them all)."""
+    return dict(_REGISTRY)
 
 
 def parse_option_flags(values: list[str] | None) -> dict[str, str]:
@@ -160,20 +141,3 @@ def parse_option_flags(values: list[str] | None) -> dict[str, str]:
             raise MethodError(f"option {item!r} must look like key=value")
         out[key.strip().replace("-", "_")] = value.strip()
     return out
-
-
-_BUILTINS_LOADED = False
-
-
-def _load_builtin_methods() -> None:
-    """Import the method modules once; each registers itself. (A flag, not "is the table empty": a module
-    imported on its own first, e.g. core.methods.topodim by the demo script, registers only itself.)"""
-    global _BUILTINS_LOADED
-    if _BUILTINS_LOADED:
-        return
-    _BUILTINS_LOADED = True
-    import core.methods.baselines
-    import core.methods.dmoa
-    import core.methods.dytopo
-    import core.methods.topodim
-    import core.methods.topoweaver  # noqa: F401

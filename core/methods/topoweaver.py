@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from core.evaluation.extract import docstring_examples, extract_tests, latest_code
 from core.evaluation.math_answers import answer_or_text, extract_answer
 from core.evaluation.sandbox import SandboxLimits, arun_code
+from core.llm.urls import redact_url
 from core.methods.registry import MethodInfo, OptionSpec, register
 from core.methods.topoweaver_events import PlanProposed, TurnEnded
 from core.methods.topoweaver_plan import (
@@ -65,7 +66,6 @@ from core.runtime.config import resolve_api_key
 from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
 from core.runtime.domains import Domain
 from core.runtime.engine import STATUS_DONE, AgentResult, Evaluation, RunAborted
-from core.sessions.model import redact_url
 
 if TYPE_CHECKING:
     from core.llm.client import LLMClient
@@ -173,7 +173,7 @@ class TopoWeaverMethod:
         settings = self.rt.settings
         base_url = self.orchestrator_base_url or self.rt.llm.base_url
         from core.llm.client import EndpointError
-        from core.runtime.runner import client_for  # the runner imports the method registry lazily too
+        from core.runtime.clients import client_for  # imports the openai SDK: only when a second model is asked for
 
         client = client_for(
             settings, base_url, resolve_api_key(settings), self.orchestrator_model or None, max_concurrency=1

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from core.evaluation.extract import latest_code
 from core.evaluation.math_answers import extract_answer
 from core.llm.embeddings import Embedder, EmbeddingError
-from core.routing.strategies import TopologyStrategy
+from core.llm.urls import redact_url
 from core.runtime import events as ev
 from core.runtime.config import CallLimits, Settings
 from core.runtime.control import Params, RunControl
@@ -35,8 +35,6 @@ from core.runtime.parsing import (
 )
 from core.runtime.prompts import repair_request, worker_request, worker_system_prompt
 from core.runtime.teams import team_record
-from core.sessions.fork import ForkPoint
-from core.sessions.model import redact_url
 
 STATUS_DONE = "done"
 STATUS_UNPARSED = "unparsed"
@@ -57,6 +55,14 @@ class RunSpec:
     # The team (a user team from core.runtime.teams, or a built-in Domain); None: the domain's built-in one.
     team: Domain | None = None
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+
+
+@dataclass(frozen=True)
+class ForkPoint:
+    parent: dict[str, Any]  # {"session": str, "round": int}
+    round: int  # the last recorded round kept; the fork runs round + 1 next
+    history: list[ev.Event]  # the parent's events of rounds 1..round
+    goal: str  # the goal for round + 1
 
 
 @dataclass
@@ -124,11 +130,10 @@ class SwarmEngine:
         embedder: Embedder,
         sinks: list[ev.EventSink] | None = None,
         *,
+        method: Method,
         control: RunControl | None = None,
-        strategy: TopologyStrategy | None = None,
         evaluator: RoundEvaluator | None = None,
         fork: ForkPoint | None = None,
-        method: Method | None = None,
     ) -> None:
         self.spec = spec
         self.fork = fork
@@ -136,15 +141,12 @@ class SwarmEngine:
         self.domain: Domain = spec.team or get_domain(spec.domain)
         self.workers = self.domain.worker_names
         self.llm = llm
-        # Agents of a user team with their own model or endpoint: name -> client (core.runtime.runner).
+        # Agents of a user team with their own model or endpoint: name -> client (core.compose.runner).
         self.agent_clients: dict[str, LLMClient] = {}
         self._roles = {r.name: r for r in (self.domain.manager, *self.domain.workers)}
         self.embedder = embedder
         self.sinks: list[ev.EventSink] = list(sinks or [])
-        if method is None:
-            from core.methods.dytopo import DyTopoMethod
-
-            method = DyTopoMethod(strategy)
+        # The method is chosen by the composition root (core.compose.runner): the engine hosts any of them.
         self.method: Method = method
         self.evaluator = evaluator
         params = Params(settings.tau, settings.k_in, settings.max_rounds)

@@ -56,8 +56,6 @@ def event_from_dict(data: dict[str, Any]) -> Event:
         raise EventFormatError("an event must be an object")
     kind = data.get("type")
     cls = _REGISTRY.get(kind) if isinstance(kind, str) else None
-    if cls is None and isinstance(kind, str):
-        cls = event_types().get(kind)  # a method's own event type, its module not imported yet
     if cls is None:
         raise EventFormatError(f"unknown event type {kind!r}")
     names = {f.name for f in fields(cls)}
@@ -304,17 +302,7 @@ class TestRun(Event):
 EventSink = Callable[[Event], None]
 
 
-_methods_loaded = False
-
-
 def event_types() -> dict[str, type[Event]]:
-    """Every event type, the methods' own included: a method module registers its events when it is
-    imported, so they are loaded here (lazily: core.methods imports this module) before a recorded
-    stream is read back."""
-    global _methods_loaded
-    if not _methods_loaded:
-        _methods_loaded = True
-        from core.methods.registry import _load_builtin_methods
-
-        _load_builtin_methods()
+    """Every event type registered so far. A method module registers its own events when it is imported:
+    whoever reads a recorded stream back (core.sessions) imports core.methods.catalogue first."""
     return dict(_REGISTRY)

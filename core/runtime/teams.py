@@ -3,7 +3,7 @@
 A team is a ``Domain`` (core.runtime.domains) whose ``name`` is its domain kind (code, math or general:
 which answer extraction and verification apply) and whose ``team`` is the user's name for it, so every
 piece of code that takes a Domain runs a user team unchanged. Each agent may carry its own model,
-endpoint, API key variable and sampling settings (``Role.model`` ...); core.runtime.runner opens one
+endpoint, API key variable and sampling settings (``Role.model`` ...); core.compose.runner opens one
 client per distinct endpoint.
 
 Table shape (field names fixed so configs are portable)::
@@ -25,7 +25,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from core.runtime.config import DOMAINS, ConfigError, Settings, check_base_url
+from core.llm.urls import URLError, check_base_url, redact_url
+from core.runtime.config import DOMAINS, ConfigError, Settings
 from core.runtime.domains import DOMAIN_BY_NAME, Domain, Role, get_domain
 
 MIN_WORKERS = 2
@@ -67,7 +68,7 @@ def _agent(data: Any, where: str) -> Role:
     if base_url is not None:
         try:
             check_base_url(base_url)
-        except ConfigError as exc:
+        except URLError as exc:
             raise ConfigError(f"{where}: base_url: {exc}") from None
     key_env = _text(data.get("api_key_env"), where, "api_key_env")
     if key_env is not None and not _ENV_NAME.match(key_env):
@@ -227,8 +228,6 @@ def team_record(team: Domain) -> dict[str, Any]:
     Empty for the built-in teams."""
     if not team.team:
         return {}
-    from core.sessions.model import redact_url
-
     def agent(role: Role) -> dict[str, Any]:
         out: dict[str, Any] = {"name": role.name, "role": role.description}
         if role.title != role.name:

@@ -7,24 +7,14 @@ exactly as it did live, then runs the next round with the goal the Manager set.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from core.runtime import events as ev
+from core.runtime.engine import ForkPoint
 from core.sessions.model import Session
 
 # Events that belong to the parent run as a whole, not to its rounds: the fork emits its own.
 _RUN_LEVEL = (ev.RunStarted, ev.RunFinished, ev.ControlChanged)
 
 FALLBACK_GOAL = "Continue from the previous round: check the team's answer, fix what is wrong and finish it."
-
-
-@dataclass(frozen=True)
-class ForkPoint:
-    parent: dict[str, Any]  # {"session": str, "round": int}
-    round: int  # the last recorded round kept; the fork runs round + 1 next
-    history: list[ev.Event]  # the parent's events of rounds 1..round
-    goal: str  # the goal for round + 1
 
 
 def fork_point(session: Session, round_no: int, session_ref: str) -> ForkPoint:

@@ -16,9 +16,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
+import core.methods.catalogue  # noqa: F401  (registers every method's own event types, read back here)
 from core import __version__
+from core.llm.urls import redact_url
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 
@@ -200,24 +201,6 @@ class Session:
             raise exc.with_source(source) if source else exc from None
         except RecursionError:
             raise SessionFormatError("the data is nested too deeply", source) from None
-
-
-def redact_url(url: str) -> str:
-    """The endpoint without anything that may carry a secret: user:password@ and the query string
-    (some gateways take ?api-key=...). Never write a key into a session."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "(unparsable URL)"
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    netloc = host + (f":{port}" if port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", "")) if parts.scheme else url.split("?")[0]
 
 
 def record_dict(event: ev.Event | Mapping[str, Any]) -> dict[str, Any]:
@@ -451,8 +434,6 @@ def _rebuild_event(data: Any, index: int) -> ev.Event:
         raise SessionFormatError(f"{where} must be an object, got {_describe(data)}")
     kind = data.get("type")
     cls = ev.event_types().get(kind) if isinstance(kind, str) else None
-    if cls is None and isinstance(kind, str):
-        cls = _method_event_type(kind)
     if cls is None:
         raise SessionFormatError(f"{where} has unknown event type {_short(kind)}")
     where = f"event {index} ({kind})"
@@ -475,14 +456,6 @@ def _rebuild_event(data: Any, index: int) -> ev.Event:
     if round_no < 0:
         raise SessionFormatError(f"{where}: round number {round_no} is negative")
     return event
-
-
-def _method_event_type(kind: str) -> type[ev.Event] | None:
-    """A method's own event type (e.g. DMoA's): the method modules register theirs when imported."""
-    from core.methods.registry import method_names  # here, not at the top: the methods import this module
-
-    method_names()
-    return ev.event_types().get(kind)
 
 
 def _check_params(params: dict[str, Any], where: str) -> None:

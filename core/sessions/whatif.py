@@ -33,7 +33,8 @@ class WhatIfUnsupported(ValueError):
 def what_if_refusal(session: Session) -> str:
     """Why this session cannot be re-routed ("" when it can): what-if is DyTopo's, whose graphs come
     from tau and k_in; other methods' graphs (a baseline's fixed graph, a typed or learned one) do not."""
-    from core.methods import MethodError, get_method_info
+    from core.methods.catalogue import get_method_info
+    from core.methods.registry import MethodError
 
     strategy = session.metadata.strategy or "dytopo"
     try:

@@ -13,7 +13,8 @@ from textual.screen import Screen
 from textual.widgets import Button, Input, Label, Select, Static, Switch, TextArea
 
 from core.demo.scripts import DEMO_PROBLEMS
-from core.methods import MethodError, build_method, method_names
+from core.methods.catalogue import build_method, method_names
+from core.methods.registry import MethodError
 from core.runtime.config import DOMAINS, PROTOCOLS, ConfigError, Settings, resolve_base_url
 from core.runtime.domains import Domain, get_domain
 from core.runtime.teams import team_from_table

@@ -16,9 +16,9 @@ from core.demo.server import ScriptedServer
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.control import MODE_STEP, Params, RunControl
+from core.runtime.engine import ForkPoint
 from core.runtime.teams import resolve_team
 from core.runtime.textsafe import printable
-from core.sessions.fork import ForkPoint
 from core.sessions.model import Session, SessionFormatError
 from core.sessions.store import SessionRecorder
 
@@ -95,9 +95,9 @@ class RunScreen(SwarmScreen):
         client_loaded = getattr(self.app, "client_loaded", None)
         if client_loaded is not None:  # imported in a thread: the screen keeps drawing meanwhile
             await client_loaded()
+        from core.compose.runner import build_engine, open_backend
         from core.llm.client import EndpointError
         from core.llm.embeddings import EmbeddingError, shared_embedder
-        from core.runtime.runner import build_engine, open_backend
 
         try:
             backend = await open_backend(

@@ -12,15 +12,17 @@ from dataclasses import dataclass, field
 from core.demo.server import ScriptedServer
 from core.llm.client import EndpointError, LLMClient
 from core.llm.embeddings import Embedder, shared_embedder
+from core.llm.urls import redact_url
+from core.methods.catalogue import build_method
+from core.methods.dytopo import DyTopoMethod
 from core.routing.strategies import TopologyStrategy
+from core.runtime.clients import client_for
 from core.runtime.config import ConfigError, Settings, resolve_api_key, resolve_base_url
 from core.runtime.control import Params, RunControl
 from core.runtime.domains import Domain
-from core.runtime.engine import Method, RoundEvaluator, RunSpec, SwarmEngine
+from core.runtime.engine import ForkPoint, Method, RoundEvaluator, RunSpec, SwarmEngine
 from core.runtime.events import EventSink
 from core.runtime.teams import resolve_team
-from core.sessions.fork import ForkPoint
-from core.sessions.model import redact_url
 
 
 @dataclass
@@ -40,10 +42,6 @@ class Backend:
             await client.close()
         if self.server is not None:
             self.server.stop()
-
-
-def sampling_extras(settings: Settings) -> dict[str, float | int | None]:
-    return {"top_p": settings.top_p, "top_k": settings.top_k, "min_p": settings.min_p}
 
 
 async def open_backend(
@@ -150,31 +148,6 @@ async def open_agent_clients(
     return out
 
 
-def client_for(
-    settings: Settings,
-    url: str,
-    api_key: str,
-    model: str | None,
-    *,
-    on_status: Callable[[str], None] | None = None,
-    max_concurrency: int | None = None,
-) -> LLMClient:
-    """An LLM client with the settings' timeouts, retries, bounded waits and sampling: the run's own, an
-    agent's own endpoint, or a method's second model (TopoWeaver-R1's orchestrator) are all made here."""
-    return LLMClient(
-        url,
-        api_key,
-        model,
-        timeout=settings.call_timeout,
-        first_byte_timeout=settings.first_byte_timeout,
-        max_retries=settings.max_retries,
-        max_retry_wait=settings.max_retry_wait,
-        max_concurrency=max_concurrency or settings.max_concurrency,
-        sampling_extras=sampling_extras(settings),
-        on_status=on_status,
-    )
-
-
 def _agent_client(
     settings: Settings, url: str, key_env: str, model: str | None, on_status: Callable[[str], None] | None
 ) -> LLMClient:
@@ -210,9 +183,9 @@ def build_engine(
         parent=parent,
     )
     n_workers = len(team.workers)
-    if method is None and strategy is None:
-        from core.methods import build_method
-
+    if method is None and strategy is not None:  # DyTopo over a fixed topology (the baselines' graphs)
+        method = DyTopoMethod(strategy)
+    elif method is None:
         options = settings.strategy_options.get(settings.strategy)
         method = build_method(settings.strategy, options, team)
     if control is None:
@@ -225,9 +198,8 @@ def build_engine(
         backend.llm,
         embedder or shared_embedder(settings.embedding_model_path),
         sinks,
-        control=control,
-        strategy=strategy,
         method=method,
+        control=control,
         evaluator=evaluator,
         fork=fork,
     )

@@ -21,10 +21,10 @@ from typing import Any
 import torch
 
 from core.bench.runner import Problem, score
-from core.evaluation.round_check import CodeExecutionEvaluator
+from core.compose.runner import Backend, build_engine
 from core.evaluation.sandbox import SandboxLimits
 from core.llm.embeddings import Embedder
-from core.methods.registry import get_method_info
+from core.methods.catalogue import get_method_info
 from core.methods.topodim import TopoDIMMethod, team_roles
 from core.methods.topodim_policy import (
     LocalPolicies,
@@ -46,7 +46,7 @@ from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.domains import get_domain
 from core.runtime.engine import SwarmEngine
-from core.runtime.runner import Backend, build_engine
+from core.runtime.round_check import CodeExecutionEvaluator
 
 
 class TrainError(RuntimeError):
