@@ -58,8 +58,8 @@ def serve(agents: int, rate: float, seconds: float) -> None:
 
 
 async def bench(base_url: str, agents: int, rate: float, seconds: float) -> dict[str, float | bool]:
+    from core.llm.call_id import CallId
     from core.llm.client import LLMClient
-    from core.runtime.prompts import call_header
     from tui.app import SwarmApp
     from tui.bridge import EventBridge
     from tui.streamtext import display_text
@@ -88,7 +88,8 @@ async def bench(base_url: str, agents: int, rate: float, seconds: float) -> dict
         async def stream(name: str) -> str:
             bridge(ev.AgentStarted(round=1, agent=name, call="work"))
             result = await client.chat(
-                [{"role": "user", "content": call_header(name, "work", 1)}], temperature=0, max_tokens=10,
+                [{"role": "user", "content": "Work on the task."}], temperature=0, max_tokens=10,
+                call_id=CallId(name, "work", 1),
                 on_delta=lambda text: bridge(ev.AgentDelta(round=1, agent=name, call="work", text=text)),
             )
             return result.text

@@ -17,6 +17,7 @@ from math_verify import parse, verify
 
 from core.demo.scripts import DEMO_MODEL, DEMO_PROBLEMS, FINAL_CODE, demo_script
 from core.demo.server import FaultRule, RequestInfo, ScriptedServer
+from core.llm.call_id import CALL_ID_HEADER, CallId
 from core.runtime.domains import DOMAIN_BY_NAME, get_domain
 from core.runtime.events import CALL_DESCRIPTORS, CALL_MANAGER, CALL_PLAN, CALL_SINGLE_PASS, CALL_WORK
 from core.runtime.prompts import (
@@ -47,6 +48,14 @@ def echo_script(info: RequestInfo) -> str:
     )
 
 
+class CallMessages(list):
+    """A request's messages and the call they are (sent as the X-Swarm-Call header, as the engine does)."""
+
+    def __init__(self, messages: list[dict[str, Any]], call: CallId) -> None:
+        super().__init__(messages)
+        self.call = call
+
+
 def worker_messages(
     role: str = "Developer",
     call: str = CALL_WORK,
@@ -67,26 +76,47 @@ def worker_messages(
             {"role": "assistant", "content": "oops"},
             {"role": "user", "content": repair_request("bad JSON")},
         ]
-    return msgs
+    return CallMessages(msgs, CallId(role, call, round_no))
 
 
 def manager_messages(round_no: int, max_rounds: int = 5, domain: str = "code") -> list[dict[str, Any]]:
     dom = get_domain(domain)
-    return [
+    msgs = [
         {"role": "system", "content": manager_system_prompt(dom)},
         {
             "role": "user",
             "content": manager_request(round_no, max_rounds, DEMO_PROBLEMS[domain], "goal", "outputs"),
         },
     ]
+    return CallMessages(msgs, CallId("Manager", CALL_MANAGER, round_no))
 
 
-def client(server: ScriptedServer, **kw: Any) -> openai.OpenAI:
+class _Completions:
+    """The real client's chat.completions, sending each CallMessages' call in its header."""
+
+    def __init__(self, real: openai.OpenAI) -> None:
+        self._real = real
+
+    def create(self, *, messages: list[dict[str, Any]], **kw: Any) -> Any:
+        call = getattr(messages, "call", None)
+        if call is not None:
+            kw.setdefault("extra_headers", {CALL_ID_HEADER: call.header_value()})
+        return self._real.chat.completions.create(messages=list(messages), **kw)
+
+
+class _CallClient:
+    def __init__(self, real: openai.OpenAI) -> None:
+        self.models = real.models
+        self.completions = _Completions(real)
+        self.chat = self
+
+
+def client(server: ScriptedServer, **kw: Any) -> _CallClient:
     kw.setdefault("max_retries", 0)
-    return openai.OpenAI(base_url=server.base_url, api_key="test-key", **kw)
+    return _CallClient(openai.OpenAI(base_url=server.base_url, api_key="test-key", **kw))
 
 
-def stream_text(c: openai.OpenAI, messages: list[dict[str, Any]], **kw: Any) -> tuple[str, Any, int]:
+def stream_text(c: _CallClient, messages: list[dict[str, Any]], **kw: Any) -> tuple[str, Any, int]:
     """(content, usage or None, number of content chunks)."""
     parts: list[str] = []
     usage = None
@@ -101,7 +131,8 @@ def stream_text(c: openai.OpenAI, messages: list[dict[str, Any]], **kw: Any) -> 
 def expected_reply(messages: list[dict[str, Any]]) -> str:
     from core.demo.server import parse_request
 
-    return demo_script(parse_request({"messages": messages}))
+    call = getattr(messages, "call", None)
+    return demo_script(parse_request({"messages": list(messages)}, call.header_value() if call else None))
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +196,9 @@ async def test_async_client_concurrent_streams() -> None:
 
         async def one(role: str) -> tuple[str, str]:
             msgs = worker_messages(role, CALL_WORK, 1)
-            stream = await aclient.chat.completions.create(model=DEMO_MODEL, messages=msgs, stream=True)
+            stream = await aclient.chat.completions.create(
+                model=DEMO_MODEL, messages=msgs, stream=True, extra_headers={CALL_ID_HEADER: msgs.call.header_value()}
+            )
             parts = [c.choices[0].delta.content or "" async for c in stream if c.choices]
             return "".join(parts), expected_reply(msgs)
 
@@ -458,7 +491,8 @@ def _demo_info(domain: str, role: str, call: str, round_no: int, max_rounds: int
     from core.demo.server import parse_request
 
     return parse_request(
-        {"messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
+        {"messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]},
+        CallId(role, call, round_no).header_value(),
     )
 
 

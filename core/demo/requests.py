@@ -1,4 +1,5 @@
-"""What the scripted server hears: a chat request parsed into who is calling, which call and round.
+"""What the scripted server hears: a chat request parsed into who is calling, which call and round
+(from the X-Swarm-Call header the client sends, core.llm.call_id).
 
 Scripts (core.demo.scripts and the per-method scripts) are functions of a RequestInfo, so they depend on
 this module only, never on the server that calls them.
@@ -11,14 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from core.runtime.prompts import CALL_HEADER_RE
+from core.llm.call_id import parse_call_id
 
 _DOMAIN_RE = re.compile(r"solving one (code|math|general) problem")
 
 
 @dataclass
 class RequestInfo:
-    role: str  # "" when the request has no call header
+    role: str  # "" when the request names no call (no X-Swarm-Call header)
     call: str
     round: int
     domain: str
@@ -44,7 +45,8 @@ def text_of(content: Any) -> str:
     return ""
 
 
-def parse_request(body: dict[str, Any]) -> RequestInfo:
+def parse_request(body: dict[str, Any], call_header: str | None = None) -> RequestInfo:
+    """The request's body and its X-Swarm-Call header value (None when it has none)."""
     messages = body.get("messages")
     if not isinstance(messages, list):
         messages = []
@@ -52,11 +54,11 @@ def parse_request(body: dict[str, Any]) -> RequestInfo:
     users = [text_of(m.get("content")) for m in messages if m.get("role") == "user"]
     system = "\n".join(text_of(m.get("content")) for m in messages if m.get("role") == "system")
     domain_match = _DOMAIN_RE.search(system)
-    header = CALL_HEADER_RE.search(users[0]) if users else None
+    call = parse_call_id(call_header)
     return RequestInfo(
-        role=header["role"] if header else "",
-        call=header["call"] if header else "",
-        round=int(header["round"]) if header else 0,
+        role=call.role if call else "",
+        call=call.call if call else "",
+        round=call.round if call else 0,
         domain=domain_match[1] if domain_match else "code",
         is_repair=len(users) > 1,
         messages=messages,

@@ -23,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from core.demo.requests import RequestInfo, Script, estimate_tokens, parse_request, text_of
+from core.llm.call_id import CALL_ID_HEADER
 from core.runtime.events import CALL_MANAGER, CALL_PLAN
 
 FAULT_KINDS = (
@@ -332,7 +333,7 @@ class ScriptedServer:
 
     # -- serving (runs on a handler thread) --
     def _serve_completion(self, handler: _Handler, body: dict[str, Any]) -> None:
-        info = parse_request(body)
+        info = parse_request(body, handler.headers.get(CALL_ID_HEADER))
         with self._lock:
             self.requests.append(info)
             self._counter += 1

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 import openai
 
+from core.llm.call_id import CALL_ID_HEADER, CallId
 from core.llm.stream import DONE, StreamError, StreamState, read_chunk, sse_data
 from core.llm.tokens import estimate_tokens
 from core.llm.urls import URLError, check_base_url, redact_url, strip_userinfo
@@ -372,10 +373,12 @@ class LLMClient:
         on_delta: DeltaCallback | None = None,
         on_retry: Callable[[str], None] | None = None,
         top_logprobs: int = 0,
+        call_id: CallId | None = None,
     ) -> ChatResult:
         """One streamed completion. ``schema``: the ``json_schema`` object (name, schema, strict) of the
         contract the reply must follow, asked for when the endpoint accepts it. ``top_logprobs`` > 0 asks for
-        each token's top logprobs (``ChatResult.top_logprobs``). Raises openai.OpenAIError subclasses when it
+        each token's top logprobs (``ChatResult.top_logprobs``). ``call_id`` names the call in a request header
+(for the scripted server and proxies; never in the messages). Raises openai.OpenAIError subclasses when it
         finally fails (EndpointUnavailable when it gave up waiting)."""
         async with self._limit:
             self.calls += 1
@@ -385,6 +388,8 @@ class LLMClient:
             while True:
                 attempts += 1
                 request = self._request(messages, temperature, max_tokens, json_mode, schema, top_logprobs)
+                if call_id is not None:
+                    request["extra_headers"] = {CALL_ID_HEADER: call_id.header_value()}
                 logprobs: list[list[float]] = []
                 try:
                     text, usage, finish = await self._stream(request, on_delta, logprobs)

@@ -23,7 +23,6 @@ from core.runtime import events as ev
 from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
 from core.runtime.domains import Domain
 from core.runtime.parsing import ParseError, extract_json_object
-from core.runtime.prompts import call_header
 
 if TYPE_CHECKING:
     from core.runtime.engine import SwarmEngine
@@ -47,7 +46,7 @@ def solo_messages(domain: str, problem: str) -> list[dict[str, str]]:
     ask = "Solve it and give the final answer." if domain == "math" else "Solve it."
     return [
         {"role": "system", "content": SOLO_SYSTEM[domain]},
-        {"role": "user", "content": f"{call_header(SOLO, CALL_SINGLE, 1)}\nPROBLEM:\n{problem}\n\n{ask}"},
+        {"role": "user", "content": f"PROBLEM:\n{problem}\n\n{ask}"},
     ]
 
 

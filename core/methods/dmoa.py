@@ -63,7 +63,6 @@ from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
 from core.runtime.domains import Domain
 from core.runtime.engine import STATUS_DONE, AgentResult, RunAborted
 from core.runtime.parsing import ParseError, extract_json_object
-from core.runtime.prompts import call_header
 
 if TYPE_CHECKING:
     from core.methods.dmoa_train import GRURouter, RouterSession, Trace
@@ -133,7 +132,7 @@ def _numbered(responses: Sequence[tuple[str, str]]) -> str:
 def agent_request(
     name: str, step: int, problem: str, previous: Sequence[tuple[str, str]], feedback: str = ""
 ) -> str:
-    parts = [call_header(name, CALL_STEP, step), f"PROBLEM:\n{problem}"]
+    parts = [f"PROBLEM:\n{problem}"]
     if previous:
         parts.append(
             "The experts of the previous step answered below. Read them critically: keep what is reliable, "
@@ -167,7 +166,6 @@ def summarizer_request(
     step: int, l_max: int, problem: str, responses: Sequence[tuple[str, str]], feedback: str = ""
 ) -> str:
     parts = [
-        call_header(SUMMARIZER, CALL_SUMMARY, step),
         f"PROBLEM:\n{problem}",
         f"RESPONSES FROM STEP {step}:\n{_numbered(responses) if responses else '(no expert answered this step)'}",
     ]
@@ -195,7 +193,7 @@ def selector_system_prompt(domain: str, pool: Sequence[PoolAgent], k_max: int) -
 
 
 def selector_request(step: int, problem: str, previous: Sequence[tuple[str, str]], k_max: int) -> str:
-    parts = [call_header(SELECTOR, CALL_SELECT, step), f"PROBLEM:\n{problem}"]
+    parts = [f"PROBLEM:\n{problem}"]
     if previous:
         parts.append(f"RESPONSES FROM STEP {step - 1}:\n{_numbered(previous)}")
     parts.append(f"Choose up to {k_max} experts for step {step}.")

@@ -62,7 +62,6 @@ from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
 from core.runtime.domains import Domain, Role
 from core.runtime.engine import STATUS_DONE, Evaluation, RunAborted
 from core.runtime.parsing import ParseError, extract_json_object
-from core.runtime.prompts import call_header
 
 if TYPE_CHECKING:
     from core.methods.topodim_policy import PolicySample, TopoDIMPolicy
@@ -406,7 +405,7 @@ class TopoDIMMethod:
             },
             {
                 "role": "user",
-                "content": f"{call_header(self.decider, CALL_GRAPH, 1)}\nPROBLEM:\n{rt.spec.problem}\n\n"
+                "content": f"PROBLEM:\n{rt.spec.problem}\n\n"
                 f"TEAM, in this order:\n{team}\n\n"
                 "LINK TYPES (A->B):\n"
                 "- conditioned: B answers after A and builds on A's answer.\n"
@@ -578,7 +577,7 @@ class TopoDIMMethod:
         return f"[{name}{title}{note}]\n{clip(text)}"
 
     def _user(self, step: CallStep, body: str, ask: str) -> str:
-        return f"{call_header(step.agent, step.mode, 1)}\nPROBLEM:\n{self.rt.spec.problem}\n\n{body}{ask}"
+        return f"PROBLEM:\n{self.rt.spec.problem}\n\n{body}{ask}"
 
     # --- execution (§3.2 "Execution order", App. B) ------------------------------------------------
     async def _execute(self, steps: list[CallStep], graph: TypedGraph) -> dict[str, str]:
@@ -766,7 +765,7 @@ class TopoDIMMethod:
             },
             {
                 "role": "user",
-                "content": f"{call_header(self.decider, MODE_FINAL, 1)}\nPROBLEM:\n{rt.spec.problem}\n\n"
+                "content": f"PROBLEM:\n{rt.spec.problem}\n\n"
                 f"THE TEAM'S ANSWERS ({len(order)} agents):\n{peers}\n\n{checks}"
                 "Weigh these answers and write the final answer to the problem.",
             },

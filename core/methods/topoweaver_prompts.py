@@ -3,8 +3,7 @@ system prompt: the agent types and their constraints, the difficulty levels, sca
 difficulty, the rules for the first and the last step, the turn limit) and the agents' (eq. 15: the
 problem, the role, the last turn's summary, the agent's own earlier outputs, the outputs it refs).
 
-Every user message starts with the call header (core.runtime.prompts.call_header) and holds the
-problem after a ``PROBLEM:`` line, as the scripted servers expect.
+Every user message holds the problem after a ``PROBLEM:`` line, as the scripted servers expect.
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ from core.methods.topoweaver_plan import (
     agent_types,
     checker_roles,
 )
-from core.runtime.prompts import call_header
 
 ORCHESTRATOR = "Orchestrator"
 CALL_ORCHESTRATE = "tw-orchestrate"  # the orchestrator writes a turn's plan
@@ -131,7 +129,6 @@ def orchestrator_request(problem: str, turn: int, turns: int, history: list[Turn
         else f"Write the plan for turn {turn} of at most {turns}, changing what the history shows did not work."
     )
     return (
-        f"{call_header(ORCHESTRATOR, CALL_ORCHESTRATE, turn)}\n"
         f"PROBLEM:\n{problem}\n\n" + (f"HISTORY OF EARLIER TURNS:\n{past}\n\n" if past else "") + ask
     )
 
@@ -198,7 +195,6 @@ def agent_request(
     """``memory``: (turn, text) of this agent's own earlier outputs; ``reads``: (label, text) of the
     outputs it refs (eq. 15's View, Mem and in-neighbour messages)."""
     parts = [
-        call_header(agent.id, CALL_AGENT, turn),
         f"PROBLEM:\n{problem}\n",
         f"YOUR ROLE: {agent.type} (agent {agent.id}, step {agent.step} of {steps}, turn {turn})",
     ]

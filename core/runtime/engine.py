@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from core.evaluation.extract import latest_code
 from core.evaluation.math_answers import extract_answer
+from core.llm.call_id import CallId
 from core.llm.embeddings import Embedder, EmbeddingError
 from core.llm.urls import redact_url
 from core.runtime import events as ev
@@ -416,6 +417,7 @@ class SwarmEngine:
                     schema=response_schema(parser) if json_mode else None,
                     on_delta=lambda text: self.emit(ev.AgentDelta(round=self.round, agent=agent, call=call, text=text)),
                     on_retry=lambda message: self._retrying(agent, call, message),
+                    call_id=CallId(agent, call, self.round),
                     **({"top_logprobs": top_logprobs} if top_logprobs > 0 else {}),
                 )
             except openai.OpenAIError as exc:

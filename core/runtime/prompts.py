@@ -1,23 +1,13 @@
 """Prompts: strict-JSON contracts for workers and the Manager (paper Appendix B, in our own words).
 
-Every user message starts with a call header line, ``### swarm-tui call: role=<Agent> call=<kind>
-round=<n>``. It tells a real model where it is, and lets the scripted server (core.demo.server)
-pick its reply without guessing. Keep CALL_HEADER_RE in step with call_header().
+Which call a request is (agent, call kind, round) travels in an HTTP header (core.llm.call_id), not in
+the messages: a real model reads only the task.
 """
 
 from __future__ import annotations
 
-import re
-
 from core.runtime.domains import Domain, Role
-from core.runtime.events import CALL_DESCRIPTORS, CALL_MANAGER, CALL_PLAN, CALL_SINGLE_PASS, CALL_WORK
-
-CALL_HEADER_RE = re.compile(r"^### swarm-tui call: role=(?P<role>\w+) call=(?P<call>[\w-]+) round=(?P<round>\d+)", re.M)
-
-
-def call_header(role: str, call: str, round_no: int) -> str:
-    return f"### swarm-tui call: role={role} call={call} round={round_no}"
-
+from core.runtime.events import CALL_DESCRIPTORS, CALL_SINGLE_PASS, CALL_WORK
 
 # JSON field names of the contracts. The parser accepts the paper's spellings too (see core.runtime.parsing).
 WORKER_FIELDS = ("public", "private", "query", "key")
@@ -93,7 +83,6 @@ def manager_system_prompt(domain: Domain) -> str:
 
 def plan_request(problem: str, max_rounds: int) -> str:
     return (
-        f"{call_header('Manager', CALL_PLAN, 1)}\n"
         f"PROBLEM:\n{problem}\n\n"
         f"The team has at most {max_rounds} rounds. Set the goal for round 1 (terminate must be false)."
     )
@@ -120,7 +109,6 @@ def worker_request(call: str, role: str, round_no: int, problem: str, goal: str,
     if call == CALL_DESCRIPTORS:  # one sentence of needs and offers: the goal and memory carry the detail
         problem = problem_digest(problem)
     return (
-        f"{call_header(role, call, round_no)}\n"
         f"PROBLEM:\n{problem}\n\nROUND {round_no} GOAL:\n{goal}\n\n" + (f"{context}\n\n" if context else "") + ask
     )
 
@@ -142,7 +130,6 @@ def problem_digest(problem: str, limit: int = DIGEST_CHARS) -> str:
 def manager_request(round_no: int, max_rounds: int, problem: str, goal: str, outputs: str, extra: str = "") -> str:
     last = round_no >= max_rounds
     return (
-        f"{call_header('Manager', CALL_MANAGER, round_no)}\n"
         f"PROBLEM:\n{problem}\n\nROUND {round_no} GOAL:\n{goal}\n\n"
         f"TEAM OUTPUTS THIS ROUND:\n{outputs}\n\n"
         + (f"{extra}\n\n" if extra else "")
