@@ -1,0 +1,52 @@
+"""Sessions saved before the layers refactor (app 0.1, main at b459718) still load, replay and re-route.
+
+The fixtures were saved by that revision's `swarm-tui --demo --headless --strategy NAME --save FILE`.
+Their replays must rebuild every event, each method's own event types included (DMoA's, TopoWeaver-R1's,
+TopoDIM's), now that the method registry no longer imports the methods on demand.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.sessions.store import load_session
+from core.sessions.whatif import reroute_session, what_if_refusal
+
+FIXTURES = Path(__file__).parent / "fixtures" / "sessions_0.1"
+STRATEGIES = ("dytopo", "single", "dmoa", "topoweaver", "topodim")
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_session_saved_before_the_refactor_loads_and_replays(strategy: str) -> None:
+    session = load_session(FIXTURES / f"{strategy}.json")
+    assert session.metadata.strategy == strategy
+    assert session.outcome is not None and session.outcome.final_answer
+    replayed = session.replay_events()
+    assert len(replayed) == len(session.events)
+    assert [e.type for e in replayed] == [e["type"] for e in session.events]
+
+
+def test_a_saved_dytopo_session_re_routes_at_another_tau() -> None:
+    session = load_session(FIXTURES / "dytopo.json")
+    assert what_if_refusal(session) == ""
+    diffs = reroute_session(session, tau=0.9, k_in=1)
+    assert diffs, "no routed round to re-route"
+
+
+@pytest.mark.parametrize("strategy", ("dmoa", "topoweaver", "topodim"))
+def test_a_fresh_process_reads_a_methods_own_events(strategy: str) -> None:
+    """In a new interpreter nothing has imported the methods yet: reading the session must load them."""
+    code = (
+        "import sys; from core.sessions.store import load_session; "
+        f"s = load_session(sys.argv[1]); print(len(s.replay_events()))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(FIXTURES / f"{strategy}.json")],
+        capture_output=True, text=True, cwd=Path(__file__).parent.parent, timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout.strip()) > 0
