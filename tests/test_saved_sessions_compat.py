@@ -42,7 +42,7 @@ def test_a_fresh_process_reads_a_methods_own_events(strategy: str) -> None:
     """In a new interpreter nothing has imported the methods yet: reading the session must load them."""
     code = (
         "import sys; from core.sessions.store import load_session; "
-        f"s = load_session(sys.argv[1]); print(len(s.replay_events()))"
+        "s = load_session(sys.argv[1]); print(len(s.replay_events()))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code, str(FIXTURES / f"{strategy}.json")],
