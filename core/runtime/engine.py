@@ -417,7 +417,8 @@ class SwarmEngine:
                     schema=response_schema(parser) if json_mode else None,
                     on_delta=lambda text: self.emit(ev.AgentDelta(round=self.round, agent=agent, call=call, text=text)),
                     on_retry=lambda message: self._retrying(agent, call, message),
-                    call_id=CallId(agent, call, self.round),
+                    # A decision call is named by its kind, "Manager", whatever the team calls its Manager.
+                    call_id=CallId("Manager" if decision else agent, call, self.round),
                     **({"top_logprobs": top_logprobs} if top_logprobs > 0 else {}),
                 )
             except openai.OpenAIError as exc:
