@@ -14,16 +14,9 @@ from typing import Any
 
 import pytest
 
-from core.bench.runner import (
-    CSV_FIELDS,
-    DatasetError,
-    Problem,
-    bench_method,
-    humaneval_program,
-    load_dataset,
-    score_code,
-    session_name,
-)
+from core.bench.runner import CSV_FIELDS, bench_method, session_name
+from core.datasets.problems import DatasetError, Problem, load_dataset
+from core.datasets.verdicts import humaneval_program, score_code
 from core.demo.bench_script import benchmark_script
 from core.demo.server import RequestInfo, ScriptedServer
 from core.evaluation.extract import docstring_examples

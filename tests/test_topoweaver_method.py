@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from core.bench.runner import BenchRunner, Problem, humaneval_task
+from core.bench.runner import BenchRunner
 from core.compose.runner import build_engine, open_backend
+from core.datasets.problems import Problem, humaneval_task
 from core.demo.bench_script import benchmark_script
 from core.demo.requests import RequestInfo
 from core.demo.scenarios import DEMO_PROBLEMS, DRAFT_CODE, FINAL_CODE

@@ -16,18 +16,16 @@ from typing import Any
 
 from core.bench.runner import (
     BenchRunner,
-    Dataset,
-    DatasetError,
     ResultsLog,
     Row,
     format_table,
-    load_dataset,
     order_rows,
     parse_strategies,
     plan_jobs,
     summarize,
     write_results,
 )
+from core.datasets.problems import Dataset, DatasetError, load_dataset
 from core.runtime.config import Settings
 
 from .cli_options import EXIT_USAGE, OneLineParser, add_run_options, int_range, settings_from_args

@@ -88,7 +88,7 @@ def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
     settings = settings_from_args(args)
     try:
-        from core.bench.runner import DatasetError, load_dataset
+        from core.datasets.problems import DatasetError, load_dataset
 
         try:
             dataset = load_dataset(args.dataset)

@@ -27,8 +27,8 @@ from .cli_options import (
 from .progress_line import ProgressLine
 
 if TYPE_CHECKING:
-    from core.bench.runner import Dataset, Problem
     from core.compose.train_topodim import StepReport
+    from core.datasets.problems import Dataset, Problem
     from core.runtime.config import Settings
 
 EXIT_FAILED = 1
@@ -89,7 +89,7 @@ class Bar(ProgressLine):
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     settings = settings_from_args(args)
-    from core.bench.runner import DatasetError, load_dataset
+    from core.datasets.problems import DatasetError, load_dataset
     from core.methods.registry import MethodError
     from core.methods.topodim import parse_edge_types
 

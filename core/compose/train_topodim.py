@@ -20,8 +20,9 @@ from typing import Any
 
 import torch
 
-from core.bench.runner import Problem, score
 from core.compose.runner import Backend, build_engine
+from core.datasets.problems import Problem
+from core.datasets.verdicts import score
 from core.evaluation.sandbox import SandboxLimits
 from core.llm.embeddings import Embedder
 from core.methods.catalogue import get_method_info

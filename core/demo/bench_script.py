@@ -19,7 +19,7 @@ from core.demo.requests import RequestInfo, Script
 from core.runtime.events import CALL_DESCRIPTORS, CALL_MANAGER, CALL_PLAN
 
 if TYPE_CHECKING:  # benchmark imports this module; the import is only for type hints
-    from core.bench.runner import Problem
+    from core.datasets.problems import Problem
 
 SOLO_ROLE = "Solo"
 SOLO_CALL = "single"
