@@ -27,7 +27,10 @@ DEFAULT_BASELINE = "6a7b457"  # before the prompt economy changes (issue 16)
 
 def measure(protocol: str) -> dict[str, list[int]]:
     """{call kind: [calls, prompt characters]} for one run of this checkout (run in-process)."""
-    from core.compose.runner import build_engine, open_backend
+    try:
+        from core.compose.runner import build_engine, open_backend
+    except ImportError:  # a baseline revision from before the layers refactor
+        from core.runtime.runner import build_engine, open_backend  # type: ignore[no-redef]
     from core.demo.scripts import DEMO_PROBLEMS, demo_script
     from core.demo.server import ScriptedServer
     from core.llm.embeddings import shared_embedder
