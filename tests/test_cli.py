@@ -174,3 +174,11 @@ def test_the_api_key_is_never_written(tmp_path: Path) -> None:
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert secret not in path.read_text(errors="replace")
+
+
+def test_version_prints_the_package_version() -> None:
+    from importlib.metadata import version
+
+    out = swarm("--version")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"swarm-tui {version('swarm-tui')}"

@@ -11,6 +11,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from core import __version__
+
 from .cli_options import (
     CliError,
     OneLineParser,
@@ -32,6 +34,7 @@ def build_parser() -> OneLineParser:
         "train METHOD DATASET | mcp | attach TASK_ID "
         "(each has --help).",
     )
+    parser.add_argument("--version", action="version", version=f"swarm-tui {__version__}")
     parser.add_argument("problem", nargs="?", help="the problem text, or - to read it from stdin")
     parser.add_argument("-f", "--file", type=Path, help="read the problem from a file")
     parser.add_argument(
