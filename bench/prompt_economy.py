@@ -7,6 +7,8 @@ prompt characters and estimated tokens per call kind, and the after/before ratio
 Every routed message and the problem still reach their recipients: the engine tests check that.
 
     python bench/prompt_economy.py [--baseline REV] [--protocol phased|single-pass]
+
+Both memory rules are measured: the default, accumulate (DyTopo eq. 3), and the latest-message economy.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_BASELINE = "6a7b457"  # before the prompt economy changes (issue 16)
 
 
-def measure(protocol: str) -> dict[str, list[int]]:
+def measure(protocol: str, memory: str | None = None) -> dict[str, list[int]]:
     """{call kind: [calls, prompt characters]} for one run of this checkout (run in-process)."""
     try:
         from core.compose.runner import build_engine, open_backend
@@ -37,7 +39,8 @@ def measure(protocol: str) -> dict[str, list[int]]:
     from core.runtime.config import Settings
 
     async def run(server: ScriptedServer) -> None:
-        settings = Settings(domain="code", max_rounds=3, tau=0.3, k_in=3, protocol=protocol)
+        options = {"dytopo": {"memory": memory}} if memory else {}
+        settings = Settings(domain="code", max_rounds=3, tau=0.3, k_in=3, protocol=protocol, strategy_options=options)
         backend = await open_backend(settings, server=server)
         try:
             engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [], embedder=shared_embedder())
@@ -86,8 +89,15 @@ def main() -> int:
     sys.path.insert(0, str(ROOT))
     with tempfile.TemporaryDirectory() as cwd:  # runs autosave into ./sessions: keep the checkout clean
         os.chdir(cwd)
-        after = measure(args.protocol)
+        runs = {rule: measure(args.protocol, rule) for rule in ("accumulate", "latest")}
     before = measure_at(args.baseline, args.protocol)
+    for rule, after in runs.items():
+        print(f"\n== -o memory={rule}" + (" (the default: DyTopo eq. 3)" if rule == "accumulate" else " (economy)"))
+        table(args, before, after)
+    return 0
+
+
+def table(args: argparse.Namespace, before: dict[str, list[int]], after: dict[str, list[int]]) -> None:
     print(f"3-round code run, {args.protocol}, scripted server; baseline {args.baseline} vs this checkout")
     print(f"{'call kind':<13}{'calls':>6}{'chars before':>14}{'chars after':>13}{'tokens before':>15}"
           f"{'tokens after':>14}{'ratio':>7}")
@@ -103,7 +113,6 @@ def main() -> int:
           f"{ratio:>7.2f}")
     verdict = "PASS" if ratio <= 0.70 else "FAIL"
     print(f"prompt characters after/before: {ratio:.3f} (target <= 0.70): {verdict}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -92,11 +92,19 @@ def test_context_vector_is_the_alpha_weighted_sum() -> None:
 def test_entropy_is_renormalised_over_the_returned_top_k() -> None:
     # Two equally likely alternatives carrying only half the mass: renormalised, the entropy is log 2.
     assert token_entropy([math.log(0.25), math.log(0.25)]) == pytest.approx(math.log(2))
-    assert token_entropy([0.0]) is None  # a lone logprob says nothing about the spread
+    assert token_entropy([0.0]) == 0.0  # P = 1: a certain token has entropy 0
+    assert token_entropy([]) is None and token_entropy([float("nan")]) is None  # no distribution at all
     assert token_entropy([-0.01, -9.0, -12.0]) < 0.01  # a confident token
-    assert predictive_entropy(None) is None and predictive_entropy([[-0.1]]) is None
+    assert predictive_entropy(None) is None and predictive_entropy([[]]) is None
     tokens = [[math.log(0.5), math.log(0.5)], [0.0, -50.0]]
     assert predictive_entropy(tokens) == pytest.approx((math.log(2) + 0.0) / 2, abs=1e-9)  # eq. 13: the mean
+
+
+def test_eq13_counts_a_token_returned_with_its_single_logprob() -> None:
+    # [a ln 2 spread, a certain token given as the single logprob 0.0]: the mean over M = 2 tokens is ln 2 / 2.
+    assert predictive_entropy([[math.log(0.5), math.log(0.5)], [0.0]]) == pytest.approx(math.log(2) / 2)
+    # A token the server sent nothing for is not part of M.
+    assert predictive_entropy([[math.log(0.5), math.log(0.5)], []]) == pytest.approx(math.log(2))
 
 
 def test_rank_loss_counts_only_pairs_ordered_by_confidence() -> None:

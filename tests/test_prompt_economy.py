@@ -16,7 +16,7 @@ from core.llm.embeddings import Embedder
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.events import CALL_DESCRIPTORS, CALL_SINGLE_PASS, CALL_WORK
-from core.runtime.memory import AgentMemory, MemoryItem
+from core.runtime.memory import MEMORY_LATEST, AgentMemory, MemoryItem
 from tests.test_engine import of, run_swarm
 
 
@@ -119,8 +119,8 @@ async def test_the_reference_payload_can_be_chosen_for_single_pass(embedder: Any
     assert "PRIVATE from" in d["content"] and "PUBLIC from" in d["content"]
 
 
-def test_memory_shows_the_newest_message_of_each_sender() -> None:
-    memory = AgentMemory()
+def test_memory_latest_shows_the_newest_message_of_each_sender() -> None:
+    memory = AgentMemory(rule=MEMORY_LATEST)
     memory.add(MemoryItem(1, "own", "Tester", "draft tests"))
     memory.add(MemoryItem(1, "broadcast", "Developer", "draft code"))
     memory.add(MemoryItem(1, "broadcast", "Researcher", "analysis"))
@@ -134,3 +134,17 @@ def test_memory_shows_the_newest_message_of_each_sender() -> None:
     inbox_newer, _, _ = memory.render(10_000, newer_from=frozenset({"Developer"}))
     assert "fixed code" not in inbox_newer and "analysis" in inbox_newer
     assert len(memory.items) == 5  # nothing is lost from the record
+
+
+def test_memory_accumulates_by_default_as_eq_3() -> None:
+    memory = AgentMemory()
+    memory.add(MemoryItem(1, "own", "Tester", "draft tests"))
+    memory.add(MemoryItem(1, "broadcast", "Developer", "draft code"))
+    memory.add(MemoryItem(2, "own", "Tester", "final tests"))
+    memory.add(MemoryItem(2, "routed", "Developer", "fixed code", 0.8))
+    text, dropped, _ = memory.render(10_000, newer_from=frozenset({"Developer"}))
+    assert dropped == 0
+    for part in ("draft tests", "draft code", "final tests", "fixed code"):
+        assert part in text
+    trimmed, dropped, _ = memory.render(20)  # the budget trim still drops the oldest first
+    assert dropped >= 1 and "fixed code" in trimmed and "draft tests" not in trimmed

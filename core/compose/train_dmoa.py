@@ -49,7 +49,8 @@ def dmoa_training_options(settings: Settings, flags: dict[str, str]) -> dict[str
 
 
 async def probe_logprobs(llm: Any, top: int) -> bool:
-    """Does the endpoint return per-token top logprobs? One short request says."""
+    """Does the endpoint return per-token top logprobs, a spread of several per token? One short request
+    says (a single logprob per token would make every entropy 0: nothing to learn from)."""
     reply = await llm.chat(
         [{"role": "user", "content": "Reply with one word: ready."}],
         temperature=0.0,
@@ -57,7 +58,8 @@ async def probe_logprobs(llm: Any, top: int) -> bool:
         json_mode=False,
         top_logprobs=top,
     )
-    return predictive_entropy(reply.top_logprobs) is not None
+    tokens = reply.top_logprobs or []
+    return predictive_entropy(tokens) is not None and (top < 2 or any(len(t) >= 2 for t in tokens))
 
 
 async def train_router(

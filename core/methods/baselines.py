@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from core.evaluation.math_answers import answer_or_text
-from core.methods.dytopo import DyTopoMethod
+from core.methods.dytopo import MEMORY_OPTION, DyTopoMethod
 from core.methods.registry import MethodInfo, OptionSpec, register
 from core.routing.strategies import BroadcastStrategy, ChainStrategy, DyTopoStrategy, RandomStrategy, StarStrategy
 from core.runtime import events as ev
@@ -99,7 +99,7 @@ def _star(options: dict[str, Any], domain: Domain) -> DyTopoMethod:
         from core.methods.registry import MethodError
 
         raise MethodError(f"[strategy.star] hub must be one of {', '.join(domain.worker_names)}, got {hub!r}")
-    return DyTopoMethod(StarStrategy(hub))
+    return DyTopoMethod(StarStrategy(hub), memory=options["memory"])
 
 
 _SEED = OptionSpec("seed", "int", 0, "random graph seed (the same seed gives the same graphs)", low=0)
@@ -120,7 +120,10 @@ register(
         name="single-turn",
         summary="the DyTopo team for one round only (baseline)",
         round_one_broadcast=True,
-        factory=lambda options, domain: DyTopoMethod(DyTopoStrategy(), name="single-turn", round_limit=1),
+        factory=lambda options, domain: DyTopoMethod(
+            DyTopoStrategy(), name="single-turn", round_limit=1, memory=options["memory"]
+        ),
+        options=(MEMORY_OPTION,),
         uses_tau=True,
         what_if=True,
         family="baseline",
@@ -131,8 +134,8 @@ register(
         name="random",
         summary="DyTopo's rounds over a random acyclic graph with DyTopo's edge count (baseline)",
         round_one_broadcast=True,
-        factory=lambda options, domain: DyTopoMethod(RandomStrategy(options["seed"])),
-        options=(_SEED,),
+        factory=lambda options, domain: DyTopoMethod(RandomStrategy(options["seed"]), memory=options["memory"]),
+        options=(_SEED, MEMORY_OPTION),
         uses_tau=True,
         family="baseline",
     )
@@ -142,7 +145,8 @@ register(
         name="broadcast",
         summary="every worker hears every other worker, delivered at the barrier (baseline)",
         round_one_broadcast=True,
-        factory=lambda options, domain: DyTopoMethod(BroadcastStrategy()),
+        factory=lambda options, domain: DyTopoMethod(BroadcastStrategy(), memory=options["memory"]),
+        options=(MEMORY_OPTION,),
         family="baseline",
     )
 )
@@ -151,7 +155,8 @@ register(
         name="chain",
         summary="a fixed pipeline in roster order (baseline)",
         round_one_broadcast=True,
-        factory=lambda options, domain: DyTopoMethod(ChainStrategy()),
+        factory=lambda options, domain: DyTopoMethod(ChainStrategy(), memory=options["memory"]),
+        options=(MEMORY_OPTION,),
         family="baseline",
     )
 )
@@ -161,7 +166,7 @@ register(
         summary="every worker sends to one hub, which works last (baseline)",
         round_one_broadcast=True,
         factory=_star,
-        options=(_HUB,),
+        options=(_HUB, MEMORY_OPTION),
         family="baseline",
     )
 )

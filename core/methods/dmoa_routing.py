@@ -95,11 +95,12 @@ def cosine(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> 
 
 
 def token_entropy(top_logprobs: Sequence[float]) -> float | None:
-    """The entropy of one token's distribution, estimated from the top-k logprobs returned: the k
-    probabilities are renormalised to sum to 1, then -sum p log p. None with fewer than two values
-    (a lone chosen-token logprob says nothing about the spread)."""
+    """The inner sum of eq. 13 for one token, -sum_x P(x|x_<j) log P(x|x_<j), over the top-k logprobs
+    returned, renormalised to sum to 1. A lone logprob is a distribution with all its mass on one token:
+    entropy 0 (a server that is certain, or asked for top_logprobs=1, says so). None only when the token
+    came with no finite logprob at all: there is no distribution to measure."""
     values = [float(v) for v in top_logprobs if isinstance(v, int | float) and math.isfinite(v)]
-    if len(values) < 2:
+    if not values:
         return None
     p = softmax(values)  # exp(lp) / sum(exp(lp)): the renormalised top-k distribution
     p = p[p > 0]
@@ -107,8 +108,10 @@ def token_entropy(top_logprobs: Sequence[float]) -> float | None:
 
 
 def predictive_entropy(tokens: Sequence[Sequence[float]] | None) -> float | None:
-    """Eq. 13: PE = -(1/M) sum_j sum_x P(x|x_<j) log P(x|x_<j), averaged over the M generated tokens
-    that came with at least two top logprobs. None when no token did (the endpoint gave no logprobs)."""
+    """Eq. 13: PE = -(1/M) sum_j sum_x P(x|x_<j) log P(x|x_<j), the mean over the M generated tokens,
+    a token with a single logprob counting with entropy 0. A token the server sent no logprob for is left
+    out of M: nothing is known of its distribution, and counting it as 0 would make an agent look certain
+    because its server was terse. None when no token had a distribution (the endpoint gave no logprobs)."""
     if not tokens:
         return None
     entropies = [h for h in (token_entropy(t) for t in tokens) if h is not None]

@@ -26,7 +26,7 @@ from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
 from core.runtime.convergence import text_similarity
 from core.runtime.domains import Domain
 from core.runtime.engine import AgentResult, Evaluation
-from core.runtime.memory import MemoryItem
+from core.runtime.memory import MEMORY_ACCUMULATE, MEMORY_RULES, MemoryItem
 from core.runtime.prompts import manager_request, manager_system_prompt, plan_request
 
 if TYPE_CHECKING:
@@ -54,6 +54,17 @@ def message_for(sender: AgentResult, recipient: str, payload: str = PAYLOAD_BOTH
     return sender.public
 
 
+# Shared by DyTopo and the baselines that run its rounds (core.methods.baselines).
+MEMORY_OPTION = OptionSpec(
+    "memory",
+    "choice",
+    MEMORY_ACCUMULATE,
+    "what a worker's prompt shows of its memory: accumulate (eq. 3: every earlier output and message) or "
+    "latest (only the newest message per teammate: fewer tokens, not the paper)",
+    choices=MEMORY_RULES,
+)
+
+
 class DyTopoMethod:
     """The DyTopo round loop over a graph strategy (DyTopo's own routing, or a baseline's fixed graph)."""
 
@@ -64,11 +75,13 @@ class DyTopoMethod:
         name: str | None = None,
         round_limit: int | None = None,
         payload: str = PAYLOAD_AUTO,
+        memory: str = MEMORY_ACCUMULATE,
     ) -> None:
         self.graph: TopologyStrategy = graph or DyTopoStrategy()
         self.name = name or self.graph.name
         self.round_limit = round_limit  # single-turn: one round whatever max_rounds says
         self.payload_option = payload
+        self.memory_rule = memory  # core.runtime.memory: accumulate (eq. 3) or latest
         self.payload = PAYLOAD_BOTH
         self._similarity: np.ndarray | None = None  # current round's, for re-routing
         self._descriptor_vectors: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # embedded on arrival
@@ -94,6 +107,8 @@ class DyTopoMethod:
         if self.payload == PAYLOAD_AUTO:
             self.payload = PAYLOAD_PRIVATE if single_pass else PAYLOAD_BOTH
         rt.private_messages_only = self.payload == PAYLOAD_PRIVATE
+        for memory in rt.memory.values():
+            memory.rule = self.memory_rule
         start_round, goal = 0, ""
         if rt.fork is not None:
             self._replay_history(rt.fork.history)
@@ -488,7 +503,9 @@ register(
         name="dytopo",
         summary="Manager goal each round; workers' query/key descriptors, MiniLM and tau/k_in decide who hears whom",
         round_one_broadcast=True,
-        factory=lambda options, domain: DyTopoMethod(DyTopoStrategy(), payload=options["payload"]),
+        factory=lambda options, domain: DyTopoMethod(
+            DyTopoStrategy(), payload=options["payload"], memory=options["memory"]
+        ),
         options=(
             OptionSpec(
                 "payload",
@@ -498,6 +515,7 @@ register(
                 "(private in single-pass, private+public in phased)",
                 choices=PAYLOADS,
             ),
+            MEMORY_OPTION,
         ),
         unit="round",
         substep="phase",

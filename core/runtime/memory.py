@@ -2,6 +2,12 @@
 
 Items are appended in order; when rendering for a prompt the oldest items go first until the rest fits
 the budget, and the caller is told how much was dropped so it can be recorded as an event.
+
+Two rules for what a prompt shows (a method's ``memory`` option):
+* ``accumulate`` (the default, DyTopo eq. 3): H_i(t+1) = H_i(t) ∪ own output ∪ routed messages, so every
+  earlier own output and every message routed in earlier rounds;
+* ``latest``: only the newest item per sender (an economy: fewer prompt tokens, but a teammate's earlier
+  messages vanish once a newer one arrives, which the paper does not do).
 """
 
 from __future__ import annotations
@@ -30,24 +36,31 @@ class MemoryItem:
         return f"[round {self.round}, {label}]\n{self.text}"
 
 
+MEMORY_ACCUMULATE = "accumulate"
+MEMORY_LATEST = "latest"
+MEMORY_RULES = (MEMORY_ACCUMULATE, MEMORY_LATEST)
+
+
 @dataclass
 class AgentMemory:
     items: list[MemoryItem] = field(default_factory=list)
     dropped_items: int = 0  # total dropped so far, for the record
+    rule: str = MEMORY_ACCUMULATE  # MEMORY_RULES
 
     def add(self, item: MemoryItem) -> None:
         if item.text.strip():
             self.items.append(item)
 
     def visible(self, since_round: int = 0, newer_from: frozenset[str] = frozenset()) -> list[MemoryItem]:
-        """The items a prompt shows: from ``since_round`` on, and only the newest item per source.
+        """The items a prompt shows, from ``since_round`` on.
 
-        A sender's newer message supersedes its older ones (a revised draft, the latest test results, your
-        own latest output): repeating every earlier version in every later prompt was most of what a
-        DyTopo prompt carried, and none of it is new to the recipient. Nothing is lost from the record:
-        the session keeps every message, and the oldest-first budget trim below still applies.
-        ``newer_from``: teammates whose message of this round is in the prompt's inbox (it supersedes theirs
-        in memory)."""
+        ``accumulate`` (eq. 3) shows them all. ``latest`` shows only the newest item per source: a sender's
+        newer message supersedes its older ones (a revised draft, the latest test results, your own latest
+        output), and ``newer_from`` names teammates whose message of this round is in the prompt's inbox
+        (it supersedes theirs in memory). Nothing is lost from the record either way: the session keeps
+        every message, and the oldest-first budget trim below applies to both rules."""
+        if self.rule == MEMORY_ACCUMULATE:
+            return [item for item in self.items if item.round >= since_round]
         newest: dict[tuple[str, str], int] = {}
         for index, item in enumerate(self.items):
             newest[(_source_group(item.kind), item.source)] = index
