@@ -37,7 +37,9 @@ def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, floa
     centre = p + z2 / (2 * n)
     spread = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
     denominator = 1 + z2 / n
-    return max(0.0, (centre - spread) / denominator), min(1.0, (centre + spread) / denominator)
+    low = 0.0 if successes == 0 else (centre - spread) / denominator  # exact at the edges (no rounding dust)
+    high = 1.0 if successes == n else (centre + spread) / denominator
+    return low, high
 
 
 def _percentile(sorted_values: Sequence[float], q: float) -> float:
