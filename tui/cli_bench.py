@@ -11,6 +11,8 @@ import argparse
 import asyncio
 import signal
 import sys
+from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,8 @@ from core.bench.runner import (
     order_rows,
     parse_strategies,
     plan_jobs,
+    resolved_options,
+    split_option_flags,
     summarize,
     write_results,
 )
@@ -62,17 +66,55 @@ def build_parser() -> OneLineParser:
     parser.add_argument(
         "--resume", action="store_true", help="skip (problem, strategy) pairs already in OUT/results.jsonl"
     )
+    parser.add_argument(
+        "--repeats", type=int_range(1, 100), default=1,
+        help="runs of every (problem, strategy) pair; intervals then come from a bootstrap over problems",
+    )
+    parser.add_argument(
+        "--seed", type=int_range(0, None), default=0,
+        help="seed the repeats' seeds derive from (random graphs, TopoDIM/DMoA samplers, the request seed)",
+    )
+    parser.add_argument(
+        "-o", "--option", dest="bench_options", action="append", default=[], metavar="[METHOD.]KEY=VALUE",
+        help="a method option: KEY=VALUE for every chosen method that has it, METHOD.KEY=VALUE for one "
+        "(e.g. -o single.samples=5: self-consistency, the equal-budget single-agent baseline)",
+    )
     add_run_options(parser, method=False)
     return parser
 
 
 class Progress(ProgressLine):
-    """``[12/40] dytopo HumanEval/3 ✓ 2 rounds 5.1s``."""
+    """``[12/40] dytopo HumanEval/3 ✓ 2 rounds 5.1s · dytopo 6/20 ETA 1m10s``: the ETA of the row's method
+    is its runs left times the mean wall time of its finished runs, divided by the concurrency."""
+
+    def __init__(self, out: Any, left: dict[str, int] | None = None, concurrency: int = 1) -> None:
+        super().__init__(out)
+        self.left = dict(left or {})  # runs still to do, per strategy
+        self.planned = dict(self.left)
+        self.walls: dict[str, list[float]] = {}
+        self.concurrency = concurrency
+
+    def eta(self, strategy: str) -> str:
+        walls = self.walls.get(strategy) or []
+        left = self.left.get(strategy, 0)
+        if not walls or not left:
+            return "done" if not left else "ETA ?"
+        seconds = round(left * sum(walls) / len(walls) / self.concurrency)
+        return f"ETA {seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"ETA {seconds}s"
 
     def __call__(self, row: Row, done: int, total: int) -> None:
         mark = "✓" if row.correct else "✗"
         rounds = f"{row.rounds} round" + ("" if row.rounds == 1 else "s")
-        self.show(f"[{done}/{total}] {row.strategy} {row.task_id} {mark} {rounds} {row.wall_s:.1f}s", done, total)
+        self.walls.setdefault(row.strategy, []).append(row.wall_s)
+        if row.strategy in self.left:
+            self.left[row.strategy] = max(0, self.left[row.strategy] - 1)
+        planned = self.planned.get(row.strategy, 0)
+        mine = f"{row.strategy} {planned - self.left.get(row.strategy, 0)}/{planned} {self.eta(row.strategy)}"
+        rep = f" r{row.repeat}" if row.repeat else ""
+        self.show(
+            f"[{done}/{total}] {row.strategy} {row.task_id}{rep} {mark} {rounds} {row.wall_s:.1f}s · {mine}",
+            done, total,
+        )
 
 
 def _count(n: int, noun: str) -> str:
@@ -107,6 +149,8 @@ def main(argv: list[str]) -> int:
     settings = settings_from_args(args)
     try:
         strategies = parse_strategies(args.strategy)
+        given = split_option_flags(args.bench_options, strategies)
+        settings = replace(settings, strategy_options={**settings.strategy_options, **given})
         dataset = _dataset(args.dataset)
         _check_domain(args, dataset)
         problems = dataset.select(args.offset, args.limit)
@@ -140,9 +184,9 @@ async def _bench(
     from core.llm.client import EndpointError
     from core.llm.embeddings import EmbeddingError, shared_embedder
 
-    progress = Progress(sys.stderr)
     log = ResultsLog(out / "results.jsonl")
-    jobs, finished = plan_jobs(problems, strategies, log.read() if args.resume else [])
+    jobs, finished = plan_jobs(problems, strategies, log.read() if args.resume else [], args.repeats)
+    progress = Progress(sys.stderr, Counter(strategy for _, strategy, _ in jobs), args.concurrency)
     if args.resume and finished:
         progress.note(f"resuming: {len(finished)} finished pairs skipped, {len(jobs)} to run")
     embedder = shared_embedder(settings.embedding_model_path)
@@ -152,7 +196,10 @@ async def _bench(
     except EndpointError as exc:
         print(f"swarm-tui bench: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    runner = BenchRunner(settings, backend, embedder, out, concurrency=args.concurrency, on_row=progress)
+    runner = BenchRunner(
+        settings, backend, embedder, out, concurrency=args.concurrency, on_row=progress,
+        repeats=args.repeats, seed=args.seed,
+    )
     loop = asyncio.get_running_loop()
     handled: list[int] = []
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -187,6 +234,9 @@ async def _bench(
         "limit": args.limit,
         "problems": len(problems),
         "strategies": strategies,
+        "repeats": args.repeats,
+        "seed": args.seed,
+        "options": resolved_options(strategies, settings.strategy_options),
         "model": backend.model,
         "base_url": backend.base_url,
         "demo": backend.demo,
@@ -196,7 +246,7 @@ async def _bench(
             "max_rounds": settings.max_rounds,
             "protocol": settings.protocol,
         },
-        "complete": len(rows) == len(problems) * len(strategies),
+        "complete": len(rows) == len(problems) * len(strategies) * args.repeats,
     }
     written = write_results(out, rows, strategies, meta) if rows else []
     if rows:
@@ -210,7 +260,7 @@ async def _bench(
         print(f"swarm-tui bench: {runner.fatal}", file=sys.stderr)
         return EXIT_FAILED
     if runner.stopped:
-        left = len(problems) * len(strategies) - len(rows)
+        left = len(problems) * len(strategies) * args.repeats - len(rows)
         print(
             f"swarm-tui bench: interrupted with {left} pairs left; run again with --resume to finish", file=sys.stderr
         )

@@ -32,6 +32,7 @@ from core.datasets.problems import Problem
 from core.datasets.verdicts import score
 from core.evaluation.sandbox import SandboxLimits
 from core.llm.embeddings import Embedder
+from core.llm.request_seed import REQUEST_SEED
 from core.methods.catalogue import build_method, get_method_info, method_names
 from core.runtime import events as ev
 from core.runtime.config import Settings
@@ -63,6 +64,8 @@ class Row:
     session: str = ""  # the session file, relative to the output folder
     answer: str = ""  # the final answer (trimmed); only in the JSON files
     metrics: dict[str, float] = field(default_factory=dict)  # the method's own figures; JSON files only
+    repeat: int = 0  # which of the --repeats runs of this (problem, strategy) pair
+    seed: int | None = None  # the repeat's seed (method samplers, the request `seed`)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -74,6 +77,50 @@ class Row:
 
 
 CSV_FIELDS = [f for f in Row.__dataclass_fields__ if f not in ("answer", "metrics")]
+Job = tuple[Problem, str, int]  # (problem, strategy, repeat)
+
+
+def repeat_seed(seed: int, repeat: int) -> int:
+    """The seed of repeat r, derived from --seed S: a hash, so nearby S values share no repeat seed."""
+    digest = hashlib.sha256(f"swarm-bench:{seed}:{repeat}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def split_option_flags(flags: Sequence[str], strategies: Sequence[str]) -> dict[str, dict[str, str]]:
+    """``-o key=value`` (every chosen method that has the option) and ``-o method.key=value`` (that one)
+    as options per strategy, each checked by its method. ValueError with one line."""
+    from core.methods.registry import MethodError, parse_option_flags
+
+    out: dict[str, dict[str, str]] = {s: {} for s in strategies}
+    for key, value in parse_option_flags(list(flags)).items():
+        method, dot, name = key.partition(".")
+        if dot:
+            if method not in out:
+                chosen = ", ".join(strategies)
+                raise ValueError(f"-o {key}={value}: {method} is not among the strategies run ({chosen})")
+            targets = [(method, name)]
+        else:
+            targets = [(s, key) for s in strategies if any(o.name == key for o in get_method_info(s).options)]
+            if not targets:
+                raise ValueError(f"-o {key}={value}: no chosen strategy has an option {key!r} (swarm-tui strategies)")
+        for strategy, option in targets:
+            out[strategy][option] = value
+    try:
+        for strategy, given in out.items():
+            get_method_info(strategy).resolve(given)
+    except MethodError as exc:
+        raise ValueError(str(exc)) from None
+    return {s: given for s, given in out.items() if given}
+
+
+def resolved_options(strategies: Sequence[str], given: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Every option of every strategy as the runs used it (defaults filled in), for results and report."""
+    resolved = {s: get_method_info(s).resolve(given.get(s)) for s in strategies}
+    for options in resolved.values():
+        if "seed" in options:  # BenchRunner.options_for: each repeat's seed replaces it (see the rows)
+            options["seed"] = "per repeat (the rows' seed)"
+    return resolved
+
 SUMMARY_FIELDS = [
     "strategy",
     "problems",
@@ -274,6 +321,10 @@ class BenchRunner:
     rows: list[Row] = field(default_factory=list)
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
+    repeats: int = 1
+    seed: int = 0
+    on_start: Callable[[str], None] | None = None  # a pair began (strategy): progress counts what runs
+
     @property
     def log(self) -> ResultsLog:
         return ResultsLog(self.out / "results.jsonl")
@@ -295,22 +346,28 @@ class BenchRunner:
         for task in list(self._tasks):
             task.cancel()
 
-    async def run(self, jobs: Sequence[tuple[Problem, str]], done_before: int = 0) -> list[Row]:
+    async def run(self, jobs: Sequence[Job | tuple[Problem, str]], done_before: int = 0) -> list[Row]:
+        """Run the jobs; a (problem, strategy) pair without a repeat is repeat 0."""
         limit = asyncio.Semaphore(self.concurrency)
         total = done_before + len(jobs)
 
-        async def one(problem: Problem, strategy: str) -> None:
+        async def one(problem: Problem, strategy: str, repeat: int) -> None:
             async with limit:
                 if self.stopped:
                     return
-                row = await self.run_one(problem, strategy)
+                if self.on_start is not None:
+                    self.on_start(strategy)
+                seed = repeat_seed(self.seed, repeat)
+                REQUEST_SEED.set(seed)  # this task's context only: every call of the run sends it
+                row = await self.run_one(problem, strategy, repeat, seed)
             self.log.append(row)
             self.rows.append(row)
             if self.on_row is not None:
                 self.on_row(row, done_before + len(self.rows), total)
 
-        for problem, strategy in jobs:
-            task = asyncio.create_task(one(problem, strategy))
+        for job in jobs:
+            problem, strategy, repeat = job if len(job) == 3 else (*job, 0)
+            task = asyncio.create_task(one(problem, strategy, repeat))
             self._tasks.add(task)
         try:
             results = await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -329,12 +386,13 @@ class BenchRunner:
         self.stop()
         return EndpointFailure(message)
 
-    async def run_one(self, problem: Problem, strategy: str) -> Row:
+    async def run_one(self, problem: Problem, strategy: str, repeat: int = 0, seed: int | None = None) -> Row:
         settings = self.settings_for(problem, strategy)
         folder = self.out / "sessions" / strategy
-        recorder = SessionRecorder(folder, path=folder / f"{session_name(problem.task_id)}.json")
+        name = session_name(problem.task_id) + (f"-r{repeat}" if repeat else "")  # repeat 0 keeps the old name
+        recorder = SessionRecorder(folder, path=folder / f"{name}.json")
         start = time.perf_counter()
-        run = await self._run_engine(problem, strategy, settings, recorder)
+        run = await self._run_engine(problem, strategy, settings, recorder, seed)
         wall = time.perf_counter() - start
         if run.end_reason == "error":
             raise self._fail(run.detail)
@@ -354,9 +412,20 @@ class BenchRunner:
             session=str(recorder.path.relative_to(self.out)) if recorder.path and recorder.saves else "",
             answer=run.final_answer[:ANSWER_CHARS],
             metrics=run.metrics,
+            repeat=repeat,
+            seed=seed,
         )
 
-    async def _run_engine(self, problem: Problem, strategy: str, settings: Settings, recorder: SessionRecorder) -> _Run:
+    def options_for(self, strategy: str, seed: int | None) -> dict[str, Any]:
+        """The strategy's options; a method with a ``seed`` option (random, TopoDIM, DMoA) takes the repeat's."""
+        options = dict(self.settings.strategy_options.get(strategy) or {})
+        if seed is not None and any(o.name == "seed" for o in get_method_info(strategy).options):
+            options["seed"] = seed
+        return options
+
+    async def _run_engine(
+        self, problem: Problem, strategy: str, settings: Settings, recorder: SessionRecorder, seed: int | None = None
+    ) -> _Run:
         evaluator = CodeExecutionEvaluator(limits=self.limits) if problem.domain == "code" else None
         events: list[ev.Event] = []
         engine: SwarmEngine = build_engine(
@@ -365,7 +434,7 @@ class BenchRunner:
             self.backend,
             [recorder, lambda e: None if isinstance(e, ev.AgentDelta) else events.append(e)],
             embedder=self.embedder,
-            method=bench_method(strategy, resolve_team(settings), self.settings.strategy_options.get(strategy)),
+            method=bench_method(strategy, resolve_team(settings), self.options_for(strategy, seed)),
             evaluator=evaluator,
         )
         finished = await engine.run()
@@ -384,19 +453,26 @@ class BenchRunner:
 
 
 def plan_jobs(
-    problems: Sequence[Problem], strategies: Sequence[str], finished: Sequence[Row]
-) -> tuple[list[tuple[Problem, str]], list[Row]]:
-    """The pairs still to run (problem-major), and the finished rows that belong to this selection."""
-    wanted = {(p.task_id, s) for p in problems for s in strategies}
-    kept: dict[tuple[str, str], Row] = {}
+    problems: Sequence[Problem], strategies: Sequence[str], finished: Sequence[Row], repeats: int = 1
+) -> tuple[list[Job], list[Row]]:
+    """The (problem, strategy, repeat) runs still to do (repeat-major, then problem), and the finished
+    rows that belong to this selection. Repeat-major: a sweep cut short has whole repeats, not R
+    repeats of the first problems."""
+    wanted = {(p.task_id, s, r) for p in problems for s in strategies for r in range(repeats)}
+    kept: dict[tuple[str, str, int], Row] = {}
     for row in finished:
-        if (row.task_id, row.strategy) in wanted:
-            kept[(row.task_id, row.strategy)] = row  # a pair recorded twice: the later row wins
-    jobs = [(p, s) for p in problems for s in strategies if (p.task_id, s) not in kept]
+        key = (row.task_id, row.strategy, row.repeat)
+        if key in wanted:
+            kept[key] = row  # a run recorded twice: the later row wins
+    jobs = [
+        (p, s, r) for r in range(repeats) for p in problems for s in strategies if (p.task_id, s, r) not in kept
+    ]
     return jobs, list(kept.values())
 
 
 def order_rows(rows: Sequence[Row], problems: Sequence[Problem], strategies: Sequence[str]) -> list[Row]:
     position = {p.task_id: i for i, p in enumerate(problems)}
     rank = {s: i for i, s in enumerate(strategies)}
-    return sorted(rows, key=lambda r: (rank.get(r.strategy, len(rank)), position.get(r.task_id, len(position))))
+    return sorted(
+        rows, key=lambda r: (rank.get(r.strategy, len(rank)), position.get(r.task_id, len(position)), r.repeat)
+    )

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 import openai
 
 from core.llm.call_id import CALL_ID_HEADER, CallId
+from core.llm.request_seed import REQUEST_SEED
 from core.llm.stream import DONE, StreamError, StreamState, read_chunk, sse_data
 from core.llm.tokens import estimate_tokens
 from core.llm.urls import URLError, check_base_url, redact_url, strip_userinfo
@@ -287,6 +288,9 @@ class LLMClient:
             "stream": True,
             "stream_options": {"include_usage": True},
         }
+        seed = REQUEST_SEED.get()
+        if seed is not None:
+            body["seed"] = seed
         extra_body: dict[str, Any] = {}
         if "top_p" in self._extras:
             body["top_p"] = self._extras["top_p"]

@@ -13,9 +13,14 @@ comparison isolates the topology; ``single`` is a method of its own.
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from core.evaluation.extract import docstring_examples, latest_code
 from core.evaluation.math_answers import answer_or_text
+from core.evaluation.sandbox import arun_code
+from core.llm.request_seed import REQUEST_SEED
 from core.methods.dytopo import MEMORY_OPTION, DyTopoMethod
 from core.methods.registry import MethodInfo, OptionSpec, register
 from core.routing.strategies import BroadcastStrategy, ChainStrategy, DyTopoStrategy, RandomStrategy, StarStrategy
@@ -65,9 +70,17 @@ def solo_answer(domain: str, text: str) -> str:
 
 
 class SingleAgentMethod:
-    """One agent, one call: the floor every team must beat (DyTopo Table 2, "single agent")."""
+    """One agent, one call: the floor every team must beat (DyTopo Table 2, "single agent").
+
+    With ``samples`` K > 1 it is self-consistency (Wang et al. 2023): K independent answers, then the
+    majority answer (math) or, for code, the first sample that passes the problem's visible examples,
+    else the most common code. It is the equal-budget single-agent baseline: choose K so its tokens
+    match a team's (the benchmark report prints tokens per problem beside accuracy)."""
 
     name = "single"
+
+    def __init__(self, samples: int = 1) -> None:
+        self.samples = samples
 
     def roster(self, domain: Domain) -> tuple[str, list[str], dict[str, str]]:
         return "", [SOLO], {SOLO: SOLO_SYSTEM[domain.name]}
@@ -77,20 +90,60 @@ class SingleAgentMethod:
         await rt.checkpoint(BOUNDARY_ROUND)
         rt.round = 1
         rt.emit(ev.RoundStarted(round=1, params=rt.control.params.as_dict()))
-        rt.start_phase(ev.PHASE_WORK, "one agent, one call")
+        what = "one agent, one call" if self.samples == 1 else f"one agent, {self.samples} samples"
+        rt.start_phase(ev.PHASE_WORK, what)
         await rt.checkpoint(BOUNDARY_PHASE)
-        result, _ = await rt.agent_call(
-            SOLO, CALL_SINGLE, solo_messages(domain, rt.spec.problem), json_mode=domain == "math"
-        )
-        rt.abort_if_unreachable({SOLO: result})
+        answers: list[str] = []
+        base_seed = REQUEST_SEED.get()
+        for index in range(self.samples):  # one after another: the agent's pane shows one reply at a time
+            # Each sample its own request seed, or a seed-honouring server would repeat the first reply.
+            token = REQUEST_SEED.set(base_seed + index) if base_seed is not None else None
+            try:
+                result, _ = await rt.agent_call(
+                    SOLO, CALL_SINGLE, solo_messages(domain, rt.spec.problem), json_mode=domain == "math"
+                )
+            finally:
+                if token is not None:
+                    REQUEST_SEED.reset(token)
+            rt.abort_if_unreachable({SOLO: result})
+            if result.public:
+                answers.append(rt.extract_answer()[0] if domain == "code" else solo_answer(domain, result.public))
         rt.emit(ev.RoundFinished(round=1, prompt_tokens=rt.prompt_tokens, completion_tokens=rt.completion_tokens))
-        if not result.public:
-            return "failed", result.error or "no answer", "", ""
-        answer = solo_answer(domain, result.public)
+        answers = [a for a in answers if a.strip()]
+        if not answers:
+            return "failed", "no answer", "", ""
+        if self.samples == 1:
+            return "single", what, answers[0], f"extracted:{SOLO}"
         if domain == "code":
-            answer, source = rt.extract_answer()
-            return "single", "one agent, one call", answer, source
-        return "single", "one agent, one call", answer, f"extracted:{SOLO}"
+            chosen, how = await _code_vote(answers, rt.spec.problem)
+        else:
+            chosen, how = _majority(answers)
+        return "single", f"{what}: {how}", chosen, f"extracted:{SOLO}"
+
+
+def _vote_key(answer: str) -> str:
+    """Answers that differ only in spacing or math delimiters vote together."""
+    return re.sub(r"\s+", "", answer).strip("$").lower()
+
+
+def _majority(answers: list[str]) -> tuple[str, str]:
+    """The most common answer (ties: the one given first) and how many samples gave it."""
+    counts = Counter(_vote_key(a) for a in answers)
+    best = max(counts.values())
+    chosen = next(a for a in answers if counts[_vote_key(a)] == best)
+    return chosen, f"majority {best}/{len(answers)}"
+
+
+async def _code_vote(answers: list[str], problem: str) -> tuple[str, str]:
+    """The first code that passes the problem's visible examples (its docstring), else the most common."""
+    examples = docstring_examples(problem)
+    if examples:
+        for index, answer in enumerate(answers, 1):
+            code = latest_code([answer])
+            if code and (await arun_code(code, examples)).passed:
+                return answer, f"sample {index} passed the visible examples"
+    chosen, how = _majority(answers)
+    return chosen, f"none passed the visible examples; {how}"
 
 
 def _star(options: dict[str, Any], domain: Domain) -> DyTopoMethod:
@@ -109,7 +162,13 @@ register(
     MethodInfo(
         name="single",
         summary="one agent, one call, no team (baseline)",
-        factory=lambda options, domain: SingleAgentMethod(),
+        factory=lambda options, domain: SingleAgentMethod(options["samples"]),
+        options=(
+            OptionSpec(
+                "samples", "int", 1, "answers sampled; >1 is self-consistency (majority vote; code: first to "
+                "pass the visible examples) — the equal-budget single-agent baseline", low=1, high=64,
+            ),
+        ),
         unit="round",
         substep="call",
         family="baseline",
