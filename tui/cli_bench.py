@@ -144,7 +144,29 @@ def _out_dir(args: argparse.Namespace, dataset: Dataset) -> Path:
     return out
 
 
+def report_main(argv: list[str]) -> int:
+    """``swarm-tui bench report DIR [DIR...]``: report.md, report.json and plots into the first DIR."""
+    from core.bench.report import ReportError, write_report
+
+    parser = OneLineParser(
+        prog="swarm-tui bench report",
+        description="Write report.md (95% intervals, paired tests, per-problem table), report.json and "
+        "plots (PNG + SVG) for one or more bench output folders (several merge, e.g. one per model).",
+    )
+    parser.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="bench output folders")
+    args = parser.parse_args(argv)
+    try:
+        written = write_report(args.dirs)
+    except ReportError as exc:
+        print(f"swarm-tui bench report: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"report: {', '.join(str(p) for p in written)}")
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["report"]:
+        return report_main(argv[1:])
     args = build_parser().parse_args(argv)
     settings = settings_from_args(args)
     try:
@@ -256,6 +278,10 @@ async def _bench(
         )
         print(format_table(summarize(rows, strategies)))
         print(f"results: {', '.join(str(p) for p in written)}; sessions in {out / 'sessions'}")
+        from core.bench.report import write_report
+
+        report = write_report([out])
+        print(f"report: {report[0]} (plots beside it)")
     if runner.fatal is not None:
         print(f"swarm-tui bench: {runner.fatal}", file=sys.stderr)
         return EXIT_FAILED
