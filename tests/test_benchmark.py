@@ -44,6 +44,8 @@ ROW_COLUMNS = [
     "calls",
     "detail",
     "session",
+    "repeat",
+    "seed",
 ]
 SUMMARY_COLUMNS = [
     "strategy",
