@@ -93,3 +93,37 @@ def test_several_folders_merge_with_a_model_column(tmp_path: Path) -> None:
     md = (first / "report.md").read_text(encoding="utf-8")
     assert "| model | method |" in md
     assert "| m1 | dytopo | 14/20 |" in md and "| m2 | dytopo | 8/20 |" in md
+
+
+def test_several_base_urls_share_the_calls(tmp_path: Path, capsys) -> None:
+    from core.datasets.problems import load_dataset
+    from core.demo.bench_script import benchmark_script
+    from core.demo.server import ScriptedServer
+    from tui.cli import main
+
+    script = benchmark_script(load_dataset(HUMANEVAL).problems)
+    with ScriptedServer(script, latency=0.05) as first, ScriptedServer(script, latency=0.05) as second:
+        code = main(["bench", str(HUMANEVAL), "--out", str(tmp_path), "--limit", "4", "--strategy", "single",
+                     "--concurrency", "4", "--base-url", first.base_url, "--base-url", second.base_url])
+        assert code == 0
+        chats = [len([r for r in s.requests if r.messages]) for s in (first, second)]
+        urls = [first.base_url, second.base_url]
+    assert sum(chats) == 4 and min(chats) >= 1  # both endpoints served calls
+    assert results(tmp_path)["base_urls"] == urls
+    assert "calls per endpoint" in capsys.readouterr().err
+
+
+def test_a_bad_second_base_url_is_one_line(tmp_path: Path, right_server, capsys) -> None:  # noqa: F811
+    code = main_bench(tmp_path, right_server.base_url, "ftp://nowhere")
+    assert code == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "ftp" in err[0]
+
+
+def main_bench(out: Path, *urls: str) -> int:
+    from tui.cli import main
+
+    argv = ["bench", str(HUMANEVAL), "--out", str(out), "--limit", "1", "--strategy", "single"]
+    for url in urls:
+        argv += ["--base-url", url]
+    return main(argv)

@@ -79,7 +79,7 @@ def build_parser() -> OneLineParser:
         help="a method option: KEY=VALUE for every chosen method that has it, METHOD.KEY=VALUE for one "
         "(e.g. -o single.samples=5: self-consistency, the equal-budget single-agent baseline)",
     )
-    add_run_options(parser, method=False)
+    add_run_options(parser, method=False, several_urls=True)
     return parser
 
 
@@ -144,6 +144,16 @@ def _out_dir(args: argparse.Namespace, dataset: Dataset) -> Path:
     return out
 
 
+def _pool(settings: Settings, backend: Any, urls: list[str]) -> Any:
+    """The run's client and one per further --base-url (same model and key), as one pool (core.llm.pool)."""
+    from core.llm.pool import LLMPool
+    from core.runtime.clients import client_for
+    from core.runtime.config import resolve_api_key
+
+    extra = [client_for(settings, url, resolve_api_key(settings), backend.model) for url in urls[1:]]
+    return LLMPool([backend.llm, *extra])
+
+
 def report_main(argv: list[str]) -> int:
     """``swarm-tui bench report DIR [DIR...]``: report.md, report.json and plots into the first DIR."""
     from core.bench.report import ReportError, write_report
@@ -205,6 +215,8 @@ async def _bench(
     from core.demo.server import ScriptedServer
     from core.llm.client import EndpointError
     from core.llm.embeddings import EmbeddingError, shared_embedder
+    from core.llm.pool import LLMPool
+    from core.llm.urls import redact_url
 
     log = ResultsLog(out / "results.jsonl")
     jobs, finished = plan_jobs(problems, strategies, log.read() if args.resume else [], args.repeats)
@@ -218,6 +230,13 @@ async def _bench(
     except EndpointError as exc:
         print(f"swarm-tui bench: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    if len(args.base_url or []) > 1 and not backend.demo:
+        try:
+            backend.llm = _pool(settings, backend, args.base_url)
+        except EndpointError as exc:
+            await backend.close()
+            print(f"swarm-tui bench: {exc}", file=sys.stderr)
+            return EXIT_FAILED
     runner = BenchRunner(
         settings, backend, embedder, out, concurrency=args.concurrency, on_row=progress,
         repeats=args.repeats, seed=args.seed,
@@ -248,6 +267,9 @@ async def _bench(
             loop.remove_signal_handler(sig)
         await backend.close()
     progress.close()
+    if isinstance(backend.llm, LLMPool):
+        spread = ", ".join(f"{m.shown_url} {n}" for m, n in zip(backend.llm.members, backend.llm.served, strict=True))
+        progress.note(f"calls per endpoint: {spread}")
     rows = order_rows([*finished, *runner.rows], problems, strategies)
     meta = {
         "dataset": str(dataset.path),
@@ -261,6 +283,7 @@ async def _bench(
         "options": resolved_options(strategies, settings.strategy_options),
         "model": backend.model,
         "base_url": backend.base_url,
+        "base_urls": [redact_url(u) for u in args.base_url or []] if len(args.base_url or []) > 1 else None,
         "demo": backend.demo,
         "settings": {
             "tau": settings.tau,

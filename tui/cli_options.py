@@ -73,7 +73,7 @@ def int_range(low: int, high: int | None) -> type:
     return parse  # type: ignore[return-value]
 
 
-def add_run_options(parser: argparse.ArgumentParser, *, method: bool = True) -> None:
+def add_run_options(parser: argparse.ArgumentParser, *, method: bool = True, several_urls: bool = False) -> None:
     """Options shared by a live run, a fork and the benchmark runner (which names its own strategies)."""
     d = Settings()
     parser.add_argument("--domain", choices=DOMAINS, help=f"problem domain (default {d.domain})")
@@ -96,7 +96,9 @@ def add_run_options(parser: argparse.ArgumentParser, *, method: bool = True) -> 
     parser.add_argument(
         "--base-url",
         dest="base_url",
-        help="OpenAI-compatible endpoint (default: config, $OPENAI_BASE_URL, http://localhost:1234/v1)",
+        action="append" if several_urls else "store",  # the benchmark spreads calls over several
+        help="OpenAI-compatible endpoint (default: config, $OPENAI_BASE_URL, http://localhost:1234/v1)"
+        + ("; repeat it for endpoints serving the same model: calls go to the least busy" if several_urls else ""),
     )
     parser.add_argument("--model", help="model name (default: the first model the endpoint lists)")
     parser.add_argument(
@@ -143,6 +145,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             "team",
         )
     }
+    if isinstance(cli["base_url"], list):  # the benchmark's repeatable --base-url: the first is the run's
+        cli["base_url"] = cli["base_url"][0]
     if hasattr(args, "method_options"):  # a live run's --strategy (the benchmark's names a list)
         cli["strategy"] = getattr(args, "strategy", None)
     try:
