@@ -66,6 +66,7 @@ class SwarmApp(App[int]):
         server: Any = None,
         load_embedder: bool = True,
         start_engine: bool = True,
+        bench_report: Any = None,
     ) -> None:
         super().__init__()
         self.settings = settings or Settings()
@@ -82,6 +83,7 @@ class SwarmApp(App[int]):
         self.server = server
         self.load_embedder = load_embedder
         self.start_engine = start_engine
+        self.bench_report = bench_report  # core.bench.report.Report: open on the benchmark screen
         self.embeddings_ready = not load_embedder
         self._embedder_started = False
         self.swarm_screen: Any = None  # the screen showing the run (live or replay)
@@ -132,7 +134,11 @@ class SwarmApp(App[int]):
             self.apply_keymap(self.settings.keymap)
         if self.problem is None:  # the form or a replay: load while the user reads; a run warms up itself
             self.call_after_refresh(self.warm_up_embedder)  # after the first frame (a thread would slow it)
-        if self.replay_events is not None:
+        if self.bench_report is not None:
+            from .screens.bench import BenchScreen
+
+            self.push_screen(BenchScreen(self.bench_report))
+        elif self.replay_events is not None:
             from .screens.replay import ReplayScreen
 
             self.swarm_screen = ReplayScreen(
@@ -367,6 +373,12 @@ def run_replay(session: Any, path: Path | str, *, settings: Settings | None = No
     events = list(session.replay_events())
     app = SwarmApp(settings, replay=events, replay_source=str(path), replay_session=session, demo=demo,
                    load_embedder=False)
+    return run_and_exit(app)
+
+
+def run_bench_show(report: Any, settings: Settings | None = None) -> int:
+    """The benchmark screen for a loaded core.bench.report.Report (``swarm-tui bench show DIR``)."""
+    app = SwarmApp(settings or Settings(), bench_report=report, load_embedder=False)
     return run_and_exit(app)
 
 

@@ -174,9 +174,28 @@ def report_main(argv: list[str]) -> int:
     return 0
 
 
+def show_main(argv: list[str]) -> int:
+    """``swarm-tui bench show DIR [DIR...]``: the folders' table, plot and runs in the TUI."""
+    from core.bench.report import ReportError, build_report, load_folder
+
+    parser = OneLineParser(prog="swarm-tui bench show", description="Show bench output folders in the TUI.")
+    parser.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="bench output folders")
+    args = parser.parse_args(argv)
+    try:
+        report = build_report([load_folder(d) for d in args.dirs])
+    except ReportError as exc:
+        print(f"swarm-tui bench show: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    from .app import run_bench_show
+
+    return run_bench_show(report)
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["report"]:
         return report_main(argv[1:])
+    if argv[:1] == ["show"]:
+        return show_main(argv[1:])
     args = build_parser().parse_args(argv)
     settings = settings_from_args(args)
     try:

@@ -1,0 +1,142 @@
+"""A benchmark folder in the TUI (``swarm-tui bench show DIR``): the per-method table with 95%
+intervals, a terminal plot of accuracy against mean tokens, and the problem × method pass/fail grid.
+
+Enter on a cell of the grid opens that run (the problem under that method; repeat 0 with repeats) in the
+replay screen; esc there comes back here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import DataTable, Static
+from textual_plotext import PlotextPlot
+
+from core.bench.report import Report
+from core.runtime.textsafe import printable
+
+from ..widgets.footer import WrapFooter
+
+
+def method_lines(report: Report) -> list[tuple[str, ...]]:
+    """The per-method table's rows (as report.md's, shorter)."""
+    return [
+        (
+            m.label,
+            f"{m.solved}/{m.runs}",
+            f"{100 * m.accuracy:.1f}%",
+            f"[{100 * m.low:.1f}, {100 * m.high:.1f}] {m.interval}",
+            f"{m.prompt_tokens + m.completion_tokens:.0f}",
+            f"{m.accuracy_per_1k_tokens:.3f}",
+            f"{m.calls:.1f}",
+            f"{m.wall_s:.2f}",
+        )
+        for m in report.methods
+    ]
+
+
+class BenchScreen(Screen[None]):
+    BINDINGS = [
+        Binding("enter", "open_run", "open run", show=True),
+        Binding("q", "app.quit", "quit", show=True),
+    ]
+    DEFAULT_CSS = """
+    BenchScreen #bench-title { height: auto; padding: 0 1; text-style: bold; }
+    BenchScreen #bench-top { height: 14; }
+    BenchScreen #bench-methods { width: 3fr; }
+    BenchScreen #bench-plot { width: 2fr; min-width: 30; }
+    BenchScreen #bench-problems { height: 1fr; }
+    """
+
+    def __init__(self, report: Report) -> None:
+        super().__init__()
+        self.report = report
+        self.labels = [m.label for m in report.methods]
+
+    def compose(self) -> ComposeResult:
+        folders = ", ".join(f"{f.path} (model {f.model})" for f in self.report.folders)
+        yield Static(Text(printable(f"Benchmark: {folders} — accuracy with 95% intervals")), id="bench-title")
+        with Horizontal(id="bench-top"):
+            yield DataTable(id="bench-methods", cursor_type="row", zebra_stripes=True)
+            yield PlotextPlot(id="bench-plot")
+        yield DataTable(id="bench-problems", cursor_type="cell")
+        yield WrapFooter()
+
+    def on_mount(self) -> None:
+        methods = self.query_one("#bench-methods", DataTable)
+        methods.add_columns("method", "solved", "accuracy", "95% interval", "tokens", "acc/1k tok", "calls", "wall s")
+        for line in method_lines(self.report):
+            methods.add_row(*(Text(printable(cell)) for cell in line))
+        problems = self.query_one("#bench-problems", DataTable)
+        problems.add_columns("problem", *self.labels)
+        for task in self.report.problems:
+            cells: list[Text] = [Text(printable(task))]
+            for label in self.labels:
+                solved, runs = self.report.cells.get(label, {}).get(task, (0, 0))
+                mark = "·" if not runs else ("✓" if solved else "✗") if runs == 1 else f"{solved}/{runs}"
+                style = "dim" if not runs else "green" if solved == runs else "red" if not solved else "yellow"
+                cells.append(Text(mark, style=style))
+            problems.add_row(*cells, key=task)
+        self.draw_plot()
+        problems.focus()
+
+    def draw_plot(self) -> None:
+        widget = self.query_one("#bench-plot", PlotextPlot)
+        plt = widget.plt
+        plt.clear_figure()
+        for m in self.report.methods:
+            x = m.prompt_tokens + m.completion_tokens
+            plt.scatter([x], [100 * m.accuracy], label=m.label[:16])
+            plt.plot([x, x], [100 * m.low, 100 * m.high])  # the 95% interval as a vertical bar
+        plt.title("accuracy % vs mean tokens")
+        plt.ylim(0, 100)
+        widget.refresh()
+
+    def run_session(self, task: str, label: str) -> Path | None:
+        """The session file of a problem's run under a method (repeat 0 first), if it was saved."""
+        method = next((m for m in self.report.methods if m.label == label), None)
+        if method is None:
+            return None
+        folder = next((f for f in self.report.folders if f.model == method.model), self.report.folders[0])
+        runs = sorted(
+            (r for r in folder.rows if r.task_id == task and r.strategy == method.strategy), key=lambda r: r.repeat
+        )
+        for row in runs:
+            if row.session and (folder.path / row.session).is_file():
+                return folder.path / row.session
+        return None
+
+    def action_open_run(self) -> None:
+        problems = self.query_one("#bench-problems", DataTable)
+        row, column = problems.cursor_coordinate
+        if column == 0 or row >= len(self.report.problems):
+            self.app.notify("choose a method's cell of the problem (← →) to open its run")
+            return
+        task, label = self.report.problems[row], self.labels[column - 1]
+        path = self.run_session(task, label)
+        if path is None:
+            self.app.notify(f"no saved session for {task} under {label}", severity="warning")
+            return
+        from core.sessions.model import SessionFormatError
+        from core.sessions.store import load_session
+
+        try:
+            session = load_session(path)
+        except (OSError, SessionFormatError, ValueError) as exc:
+            self.app.notify(f"cannot open {path.name}: {exc}", severity="error")
+            return
+        app: Any = self.app
+        app.open_replay(session, path, picker=self)
+
+    def on_data_table_cell_selected(self, event: DataTable.CellSelected) -> None:
+        if event.data_table.id == "bench-problems":
+            self.action_open_run()
+
+    def action_reload(self) -> None:  # the app calls it when a replay opened from here closes
+        pass
