@@ -49,8 +49,8 @@ class BenchScreen(Screen[None]):
     DEFAULT_CSS = """
     BenchScreen #bench-title { height: auto; padding: 0 1; text-style: bold; }
     BenchScreen #bench-top { height: 14; }
-    BenchScreen #bench-methods { width: 3fr; }
-    BenchScreen #bench-plot { width: 2fr; min-width: 30; }
+    BenchScreen #bench-methods { width: auto; max-width: 70%; }
+    BenchScreen #bench-plot { width: 1fr; min-width: 30; }
     BenchScreen #bench-problems { height: 1fr; }
     """
 
@@ -87,15 +87,20 @@ class BenchScreen(Screen[None]):
         problems.focus()
 
     def draw_plot(self) -> None:
+        """Each method a point with its 95% interval as a vertical bar and its name beside it; the axes
+        start at 0 so distances read as ratios."""
         widget = self.query_one("#bench-plot", PlotextPlot)
         plt = widget.plt
         plt.clear_figure()
+        right = max((m.prompt_tokens + m.completion_tokens for m in self.report.methods), default=1.0) or 1.0
         for m in self.report.methods:
             x = m.prompt_tokens + m.completion_tokens
-            plt.scatter([x], [100 * m.accuracy], label=m.label[:16])
-            plt.plot([x, x], [100 * m.low, 100 * m.high])  # the 95% interval as a vertical bar
-        plt.title("accuracy % vs mean tokens")
-        plt.ylim(0, 100)
+            plt.plot([x, x], [100 * m.low, 100 * m.high], marker="braille")  # the 95% interval
+            plt.scatter([x], [100 * m.accuracy], marker="●")
+            plt.text(m.label[:14], x + right * 0.04, 100 * m.accuracy, alignment="left")  # beside its point
+        plt.title("accuracy % (95% interval) vs mean tokens")
+        plt.xlim(0, right * 1.3)  # room for the rightmost name
+        plt.ylim(0, 105)
         widget.refresh()
 
     def run_session(self, task: str, label: str) -> Path | None:
