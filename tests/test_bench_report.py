@@ -127,3 +127,17 @@ def main_bench(out: Path, *urls: str) -> int:
     for url in urls:
         argv += ["--base-url", url]
     return main(argv)
+
+
+def test_progress_shows_each_methods_count_and_the_sweeps_eta() -> None:
+    import io
+
+    from core.bench.runner import Row
+    from tui.cli_bench import Progress
+
+    out = io.StringIO()
+    progress = Progress(out, {"dytopo": 2, "single": 2}, concurrency=2)
+    progress(Row("P0", "dytopo", "code", True, 2, 10, 10, 4.0, "x"), 1, 4)
+    assert "dytopo 1/2" in out.getvalue() and "ETA 6s" in out.getvalue()  # (1 + 2) runs x 4 s / 2
+    progress(Row("P0", "single", "code", True, 1, 10, 10, 2.0, "x"), 2, 4)
+    assert out.getvalue().splitlines()[-1].endswith("single 1/2 ETA 3s")  # (1 x 4 + 1 x 2) / 2

@@ -84,8 +84,11 @@ def build_parser() -> OneLineParser:
 
 
 class Progress(ProgressLine):
-    """``[12/40] dytopo HumanEval/3 ✓ 2 rounds 5.1s · dytopo 6/20 ETA 1m10s``: the ETA of the row's method
-    is its runs left times the mean wall time of its finished runs, divided by the concurrency."""
+    """``[12/40] dytopo HumanEval/3 ✓ 2 rounds 5.1s · dytopo 6/20 ETA 1m10s``.
+
+    Runs of all methods interleave (problem-major), so every method finishes near the end of the sweep:
+    the ETA shown with a method is the sweep's, the runs left of each method times that method's mean
+    wall time so far (a method not seen yet counts at the mean of the others), over the concurrency."""
 
     def __init__(self, out: Any, left: dict[str, int] | None = None, concurrency: int = 1) -> None:
         super().__init__(out)
@@ -94,12 +97,14 @@ class Progress(ProgressLine):
         self.walls: dict[str, list[float]] = {}
         self.concurrency = concurrency
 
-    def eta(self, strategy: str) -> str:
-        walls = self.walls.get(strategy) or []
-        left = self.left.get(strategy, 0)
-        if not walls or not left:
-            return "done" if not left else "ETA ?"
-        seconds = round(left * sum(walls) / len(walls) / self.concurrency)
+    def eta(self) -> str:
+        means = {s: sum(w) / len(w) for s, w in self.walls.items() if w}
+        if not means:
+            return "ETA ?"
+        fallback = sum(means.values()) / len(means)
+        seconds = round(sum(n * means.get(s, fallback) for s, n in self.left.items()) / self.concurrency)
+        if not any(self.left.values()):
+            return "done"
         return f"ETA {seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"ETA {seconds}s"
 
     def __call__(self, row: Row, done: int, total: int) -> None:
@@ -109,10 +114,11 @@ class Progress(ProgressLine):
         if row.strategy in self.left:
             self.left[row.strategy] = max(0, self.left[row.strategy] - 1)
         planned = self.planned.get(row.strategy, 0)
-        mine = f"{row.strategy} {planned - self.left.get(row.strategy, 0)}/{planned} {self.eta(row.strategy)}"
+        mine = f"{row.strategy} {planned - self.left.get(row.strategy, 0)}/{planned}"
         rep = f" r{row.repeat}" if row.repeat else ""
         self.show(
-            f"[{done}/{total}] {row.strategy} {row.task_id}{rep} {mark} {rounds} {row.wall_s:.1f}s · {mine}",
+            f"[{done}/{total}] {row.strategy} {row.task_id}{rep} {mark} {rounds} {row.wall_s:.1f}s · {mine} "
+            f"{self.eta()}",
             done, total,
         )
 
