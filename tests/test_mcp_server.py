@@ -252,7 +252,7 @@ async def test_a_full_store_evicts_the_oldest_half_of_the_finished_tasks(tmp_pat
         ({"domain": "poetry"}, "unknown domain 'poetry': choose one of code, math, general"),
         ({"strategy": "telepathy"}, "unknown strategy 'telepathy': choose one of dytopo, single, single-turn"),
         ({"context": "x" * 4001}, "context is 4001 characters; the limit is 4000"),
-        ({"options": {"turbo": True}}, "unknown option 'turbo': the options are protocol, execute, budget_s, payload"),
+        ({"options": {"turbo": True}}, "unknown option 'turbo': the options are protocol, execute, budget_s, memory, payload"),
         ({"options": {"payload": "gossip"}}, "[strategy.dytopo] payload must be one of auto"),
         ({"options": {"protocol": "gossip"}}, "unknown protocol 'gossip'"),
         ({"options": {"execute": True}, "domain": "math"}, "option execute runs code tests: it needs domain code"),
