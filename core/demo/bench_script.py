@@ -45,8 +45,15 @@ class _Index:
         self.tasks = sorted(self.by_task, key=len, reverse=True)
 
     def find(self, info: RequestInfo) -> Problem | None:
-        users = [m for m in info.messages if m.get("role") == "user"]
-        text = str(users[0].get("content", "")) if users else ""
+        # The first user message, else the system prompt (DMoA puts the query there: P_sys = (Profile, P_usr)).
+        for role in ("user", "system"):
+            found = [m for m in info.messages if m.get("role") == role]
+            problem = self._in(str(found[0].get("content", ""))) if found else None
+            if problem is not None:
+                return problem
+        return None
+
+    def _in(self, text: str) -> Problem | None:
         at = text.find(_PROBLEM_MARK)
         if at < 0:
             return None

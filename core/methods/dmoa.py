@@ -20,6 +20,11 @@ team) run dense — every agent runs every step, with top logprobs, and the rout
 trajectory as in Alg. 1 — then the router is updated (AdamW, batch 8, 3 epochs) and saved; later runs
 route sparsely with it.
 
+The user's query is part of each agent's system prompt, P_sys = (Profile, P_usr) (METHODS.md §2.3); the
+user message carries P_last. ``-o query=user`` sends the query in the user message instead (the layout
+before swarm-tui followed the paper here). The Summarizer and the Selector get it in their user message
+(App. A.3: the Summarizer "receives" the query with the responses).
+
 Decisions where the paper is silent (marked [INFERRED] in METHODS.md or here):
 * P_last at step 1 is empty; the Summarizer sees only the routed agents' responses, dense or not.
 * A routed agent that gave no text drops out of X_{i+1} and alpha renormalises over the others.
@@ -115,14 +120,23 @@ _AGENT_STYLE = {
 }
 
 
-def agent_system_prompt(domain: str, agent: PoolAgent) -> str:
-    return (
+# Where an agent reads the user's query (the ``query`` option): the paper's P_sys = (Profile, P_usr) puts it
+# in the system prompt (METHODS.md §2.3); "user" sends it with P_last in the user message instead.
+QUERY_SYSTEM = "system"
+QUERY_USER = "user"
+QUERY_PLACES = (QUERY_SYSTEM, QUERY_USER)
+
+
+def agent_system_prompt(domain: str, agent: PoolAgent, problem: str = "") -> str:
+    """The profile; with ``problem``, followed by the user's query (P_sys = (Profile, P_usr))."""
+    profile = (
         f"You are {agent.name}, the {agent.title}: one expert of a pool solving one {domain} problem in "
         "steps. At each step a router picks a few experts; the experts it picks next read what you write.\n"
         f"Your role: {agent.profile}\n"
         "You have no tools in this run: reason in text. Give a concise, careful intermediate result that "
         f"moves the solution forward and that the next experts can build on. {_AGENT_STYLE.get(domain, '')}"
     )
+    return f"{profile}\n\nPROBLEM:\n{problem}" if problem else profile
 
 
 def _numbered(responses: Sequence[tuple[str, str]]) -> str:
@@ -132,7 +146,8 @@ def _numbered(responses: Sequence[tuple[str, str]]) -> str:
 def agent_request(
     name: str, step: int, problem: str, previous: Sequence[tuple[str, str]], feedback: str = ""
 ) -> str:
-    parts = [f"PROBLEM:\n{problem}"]
+    """P_last (and test results); with ``problem`` (query=user), the query first."""
+    parts = [f"PROBLEM:\n{problem}"] if problem else []
     if previous:
         parts.append(
             "The experts of the previous step answered below. Read them critically: keep what is reliable, "
@@ -331,6 +346,7 @@ class DmoaMethod:
         self.top_logprobs: int = int(options.get("top_logprobs", DEFAULT_TOP_LOGPROBS))
         self.weights_dir: str = str(options.get("weights_dir", "") or "")
         self.collect: bool = bool(options.get("collect", False))  # the trainer: run densely, keep the trace
+        self.query_place: str = str(options.get("query", QUERY_SYSTEM))  # P_sys = (Profile, P_usr) by default
         if self.ttt and self.router_kind != "gru":
             raise MethodError(f"[strategy.dmoa] ttt trains the GRU router: it needs router=gru, not {self.router_kind}")
         self.k_history: list[int] = []
@@ -557,9 +573,11 @@ class DmoaMethod:
     ) -> AgentResult:
         rt = self.rt
         agent = self.pool[self.names.index(name)]
+        in_system = self.query_place == QUERY_SYSTEM
+        problem = rt.spec.problem
         messages = [
-            {"role": "system", "content": agent_system_prompt(rt.domain.name, agent)},
-            {"role": "user", "content": agent_request(name, step, rt.spec.problem, previous, feedback)},
+            {"role": "system", "content": agent_system_prompt(rt.domain.name, agent, problem if in_system else "")},
+            {"role": "user", "content": agent_request(name, step, "" if in_system else problem, previous, feedback)},
         ]
         result, _ = await rt.agent_call(
             name, CALL_STEP, messages, top_logprobs=self.top_logprobs if self._dense else 0
@@ -814,6 +832,8 @@ register(
             OptionSpec("seed", "int", 0, "seed of the untrained router's initialisation and of training", low=0),
             OptionSpec("weights_dir", "str", "", "folder of the router weights (default: the user data dir)"),
             OptionSpec("collect", "bool", False, "run densely and keep the trace (what swarm-tui train dmoa does)"),
+            OptionSpec("query", "choice", QUERY_SYSTEM, "where an agent reads the user's query: system (the paper's "
+                       "P_sys = (Profile, P_usr)) or user (with the previous step's responses)", choices=QUERY_PLACES),
         ),
         unit="step",
         substep="phase",
