@@ -1,10 +1,12 @@
-"""``swarm-tui strategies``: every method the engine can host, one line each, with its options."""
+"""``swarm-tui strategies``: every method the engine can host, one line each, with its options;
+``--fidelity``: every known deviation from the papers, method by method (core.methods.fidelity)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from core.methods.catalogue import get_method_info, method_names
+from core.methods.fidelity import describe_fidelity
 
 from .cli_options import OneLineParser
 
@@ -32,6 +34,10 @@ def describe_methods() -> str:
 
 def main(argv: Sequence[str]) -> int:
     parser = OneLineParser(prog="swarm-tui strategies", description="List the methods that can wire a team.")
-    parser.parse_args(list(argv))
-    print(describe_methods())
+    parser.add_argument(
+        "--fidelity", action="store_true",
+        help="list every known deviation from the papers, with the reason and the switch that restores the paper",
+    )
+    args = parser.parse_args(list(argv))
+    print(describe_fidelity(method_names()) if args.fidelity else describe_methods())
     return 0
