@@ -26,6 +26,7 @@ from core.bench.runner import (
     write_results,
 )
 from core.datasets.problems import Dataset, DatasetError, load_dataset
+from core.methods.catalogue import get_method_info
 from core.runtime.config import Settings
 
 from .cli_options import EXIT_USAGE, OneLineParser, add_run_options, int_range, settings_from_args
@@ -197,6 +198,8 @@ async def _bench(
             "protocol": settings.protocol,
         },
         "complete": len(rows) == len(problems) * len(strategies),
+        # How each method was configured (defaults included): two columns are never compared blind.
+        "method_options": {s: get_method_info(s).resolve(settings.strategy_options.get(s)) for s in strategies},
     }
     written = write_results(out, rows, strategies, meta) if rows else []
     if rows:
@@ -205,6 +208,10 @@ async def _bench(
             + (" (demo)" if backend.demo else "")
         )
         print(format_table(summarize(rows, strategies)))
+        for name, values in meta["method_options"].items():
+            if values:
+                shown = ", ".join(f"{k}={v}" for k, v in sorted(values.items()) if v not in ("", None))
+                print(f"{name} options: {shown}")
         print(f"results: {', '.join(str(p) for p in written)}; sessions in {out / 'sessions'}")
     if runner.fatal is not None:
         print(f"swarm-tui bench: {runner.fatal}", file=sys.stderr)

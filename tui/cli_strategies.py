@@ -1,12 +1,11 @@
-"""``swarm-tui strategies``: every method the engine can host, one line each, with its options;
-``--fidelity``: every known deviation from the papers, method by method (core.methods.fidelity)."""
+"""``swarm-tui strategies``: every method the engine can host, one line each, with its options."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from core.methods.catalogue import get_method_info, method_names
-from core.methods.fidelity import describe_fidelity
+from core.methods.fidelity import fidelity_text
 
 from .cli_options import OneLineParser
 
@@ -29,6 +28,7 @@ def describe_methods() -> str:
             lines.append(f"{'':<{width}}    -o {spec.describe()}")
     lines.append("")
     lines.append("Choose one with --strategy NAME; set options with -o KEY=VALUE or a [strategy.NAME] table.")
+    lines.append("Where a method departs from its paper, and how to restore the paper: --fidelity.")
     return "\n".join(lines)
 
 
@@ -36,8 +36,9 @@ def main(argv: Sequence[str]) -> int:
     parser = OneLineParser(prog="swarm-tui strategies", description="List the methods that can wire a team.")
     parser.add_argument(
         "--fidelity", action="store_true",
-        help="list every known deviation from the papers, with the reason and the switch that restores the paper",
+        help="list every known departure from the papers, method by method, with the reason and the option "
+        "that restores the paper",
     )
     args = parser.parse_args(list(argv))
-    print(describe_fidelity(method_names()) if args.fidelity else describe_methods())
+    print(fidelity_text() if args.fidelity else describe_methods())
     return 0

@@ -84,9 +84,11 @@ class ProgressPrinter:
         except MethodError:  # a session from a build with other methods
             self._uses_tau = True
         team = ", ".join(e.workers) or f"{e.manager} (the agents join as it names them)"
+        options = ", ".join(f"{k}={v}" for k, v in sorted(e.method_options.items()) if v not in ("", None))
         self._line(
             f"problem ({e.domain}, {e.protocol}): {e.problem.splitlines()[0][:100]}\n"
-            f"model {e.model} at {e.base_url}; team: {team}"
+            f"model {e.model} at {e.base_url}; team: {team}\n"
+            f"method {e.strategy}" + (f" with {options}" if options else "")
         )
 
     def on_round_started(self, e: ev.RoundStarted) -> None:

@@ -1,207 +1,172 @@
-"""Every known deviation from the papers, method by method: the one place to read before comparing runs.
+"""Where each method departs from its paper: one list, with the reason and what restores the paper.
 
-Data, not prose: ``swarm-tui strategies --fidelity`` prints it, the README renders it, and a test checks
-that every method option named here exists in the registry and changes what a run sends. An entry says
-what the paper does, what swarm-tui does, why, and how to get the paper's behaviour (``paper_by``) or,
-where the paper is the default, the option that turns the economy on (``other_by``).
+``swarm-tui strategies --fidelity`` prints it and the README's "Fidelity" section says the same; a
+test checks that every option named here exists and changes what the method does. Defaults follow the
+papers; an economy or a reading the paper leaves open is listed here, never hidden in a docstring.
+
+``restore`` is what a user sets to get the paper's behaviour: ``-o KEY=VALUE`` for a method option
+(``option`` names it), a config-file setting, or a command. Empty when nothing can (a plain reading of
+an ambiguous passage, or something the app cannot do on a user's machine).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-# How an entry's switch is set: a method option (-o KEY=VALUE), a run setting (flag / config key), a command.
-VIA_OPTION = "option"
-VIA_SETTING = "setting"
-VIA_COMMAND = "command"
-
-
-@dataclass(frozen=True)
-class Switch:
-    via: str  # VIA_OPTION | VIA_SETTING | VIA_COMMAND
-    text: str  # option: "key=value"; setting: "--flag / config key"; command: the command line
-
-    def option(self) -> tuple[str, str]:
-        """(key, value) of a method option switch."""
-        key, _, value = self.text.partition("=")
-        return key, value
-
-    def render(self) -> str:
-        return f"-o {self.text}" if self.via == VIA_OPTION else self.text
-
 
 @dataclass(frozen=True)
 class Deviation:
-    methods: tuple[str, ...]  # the registered methods it applies to
-    topic: str
-    paper: str  # what the paper does (equation or section)
-    ours: str  # what swarm-tui does by default
-    reason: str
-    paper_by: Switch | None = None  # how to get the paper's behaviour, when it is not the default
-    other_by: Switch | None = None  # the paper is the default: the switch to the other behaviour
+    method: str  # a registered method name, or "all"
+    what: str  # what the app does
+    why: str  # the reason
+    restore: str = ""  # how to get the paper's behaviour back ("" when the app cannot)
+    option: tuple[str, str] | None = None  # (option, value) of the method that restores the paper
+    default_is_paper: bool = False  # the default already follows the paper; the entry names an opt-out
 
-    @property
-    def default_is_paper(self) -> bool:
-        return self.paper_by is None and self.other_by is not None
-
-
-_DYTOPO_ROUNDS = ("dytopo", "single-turn", "random", "broadcast", "chain", "star")
-_MULTI_ROUND = ("dytopo", "random", "broadcast", "chain", "star")  # single-turn has no later round
 
 DEVIATIONS: tuple[Deviation, ...] = (
+    # --- DyTopo (arXiv 2602.06039) and the reference deployment ---------------------------------------
     Deviation(
-        ("dytopo", "single-turn"), "edge threshold",
-        "eq. 6: an edge when S[i][j] > tau", "S[i][j] >= tau",
-        "the reference deployment builds A = (S >= tau); on float scores the two differ only on exact ties",
+        "dytopo",
+        "An edge is kept when cos(q_i, k_j) >= tau; eq. 6 writes > tau.",
+        "The reference deployment builds A = (S >= tau); with float scores the two differ only on exact ties.",
     ),
     Deviation(
-        _MULTI_ROUND, "memory",
-        "eq. 3: H_i(t+1) = H_i(t) ∪ own output ∪ routed messages",
-        "the paper's accumulating memory, trimmed oldest-first to context_budget_tokens (recorded as an event)",
-        "the economy keeps only the newest message per teammate: fewer prompt tokens, but earlier messages "
-        "vanish from later prompts",
-        other_by=Switch(VIA_OPTION, "memory=latest"),
+        "dytopo",
+        "Memory accumulates (eq. 3): a worker's prompt shows every earlier own output and routed message, "
+        "oldest dropped first when the context budget (context_budget_tokens) is exceeded, recorded as a "
+        "MemoryTrimmed event.",
+        "The paper's memory. memory=latest is an economy that shows only each teammate's newest message.",
+        "-o memory=accumulate (the default)",
+        ("memory", "accumulate"),
+        default_is_paper=True,
     ),
     Deviation(
-        ("dytopo",), "what an edge carries",
-        "eq. 3: the private message along a routed edge",
-        "auto: private in single-pass, private+public in the phased protocol",
-        "the phased protocol is the reference deployment's, and its messages carry both fields",
-        paper_by=Switch(VIA_OPTION, "payload=private"),
+        "dytopo",
+        "The default protocol is phased (descriptors, routing, then work each round), as the reference "
+        "deployment runs it; Algorithm 1 is single-pass (descriptors come with the previous round's work).",
+        "The reference deployment is the measured system; both protocols are implemented.",
+        "--protocol single-pass",
     ),
     Deviation(
-        _DYTOPO_ROUNDS, "round protocol",
-        "§3: single pass per round, agents in the routed order (eq. 10-11)",
-        "phased: every worker's descriptors, then routing, then work; cycles broken at the weakest edge",
-        "the reference deployment's lifecycle; the paper's order is kept for single-pass",
-        paper_by=Switch(VIA_SETTING, "--protocol single-pass / protocol"),
+        "dytopo",
+        "In the phased protocol an edge carries the sender's public and private text (payload auto); the "
+        "paper routes the private message only.",
+        "The reference deployment injects the whole output; single-pass already sends private only.",
+        "-o payload=private",
+        ("payload", "private"),
     ),
     Deviation(
-        _DYTOPO_ROUNDS, "sampling extras and /no_think",
-        "temperature and max tokens only",
-        "the same; top_p, top_k, min_p and /no_think on descriptor calls are opt-ins",
-        "the reference deployment sets them for Qwen3; off unless a run asks",
-        other_by=Switch(VIA_SETTING, "top_p / top_k / min_p / no_think (config)"),
+        "dytopo",
+        "A descriptor call sees the memory of the previous round only.",
+        "A descriptor states this round's needs and offers; older rounds reach it through the Manager's goal. "
+        "The paper does not say what the descriptor prompt holds.",
     ),
     Deviation(
-        ("dytopo", "single-turn"), "k_in",
-        "k_in any positive number", "k_in above N - 1 is refused with one line",
-        "an agent has at most N - 1 possible senders: a larger k_in would silently mean N - 1",
+        "dytopo",
+        "The reference's sampling extras (top_p 0.85, top_k 20, min_p 0.05) and /no_think on descriptor calls "
+        "are off by default.",
+        "They are tuned for Qwen3 on LM Studio; other servers reject or misread them.",
+        "config: top_p = 0.85, top_k = 20, min_p = 0.05, no_think = true",
     ),
     Deviation(
-        ("topodim",), "eqs. 6-7 readings",
-        "eq. 6 decodes relations pair by pair; eq. 7 masks edges that would close a cycle",
-        "a 4-way decoder over {none, conditioned, feedback, debate}; each pair (i, j) followed by (j, i); "
-        "the mask forbids a conditioned/debate edge i->j when a path j->i exists",
-        "the paper's notation leaves these open (METHODS.md §1.3); this reading keeps every structural rule",
+        "dytopo",
+        "k_in above N-1 is refused with one line.",
+        "An agent cannot have more inbound edges than teammates; the paper leaves k_in unbounded.",
     ),
     Deviation(
-        ("topodim",), "no edge kept",
-        "eq. 9: only agents with a kept edge run; the paper is silent when none is left",
-        "every agent answers alone, then the decision-maker",
-        "the public code's direct answer; a run with no agent would give no answer",
+        "random",
+        "The random baseline draws an acyclic graph with as many edges as DyTopo chose that round.",
+        "A fair random control needs the same density; the paper does not say how its random graphs are drawn.",
+    ),
+    # --- TopoDIM ----------------------------------------------------------------------------------------
+    Deviation(
+        "topodim",
+        "The default generator is prior: the Manager writes the typed graph with a confidence per edge "
+        "(one extra Manager call per problem); the paper's generator is a trained R-GCN policy.",
+        "An untrained policy draws noise; the paper initialises from an LLM-written prior graph (§3.2).",
+        "swarm-tui train topodim DATASET, then -o generator=policy",
+        ("generator", "policy"),
     ),
     Deviation(
-        ("topodim",), "graph generator",
-        "§3.2: the trained policy network draws the graph",
-        "prior: the Manager writes the typed graph in one extra call per problem",
-        "the policy needs training (swarm-tui train topodim); the prior is the paper's initialisation",
-        paper_by=Switch(VIA_OPTION, "generator=policy"),
+        "topodim",
+        "Eq. 6's pair order is read as (j = 2..N, i < j), each pair followed by its reverse, so an edge may "
+        "point either way; eq. 7's mask removes a conditioned or debate edge that would close a path j ⇝ i.",
+        "The paper's equations leave the direction of a pair and the path rule open (METHODS.md §1.3).",
     ),
     Deviation(
-        ("topodim",), "policy sizes",
-        "the R-GCN generator's sizes are not given",
-        "hidden 32, two R-GCN layers, tanh; untrained, a seeded initialisation",
-        "our choice where the paper is silent; train with swarm-tui train topodim",
-        paper_by=Switch(VIA_COMMAND, "swarm-tui train topodim"),
+        "topodim",
+        "When eq. 8-9 keep no edge at all, every agent answers alone and the decision-maker merges them "
+        "(recorded as a fallback).",
+        "Eq. 9 would leave no agent to run; the paper does not cover the empty graph.",
+    ),
+    # --- DMoA -------------------------------------------------------------------------------------------
+    Deviation(
+        "dmoa",
+        "The GRU router starts from a seeded initialisation until `swarm-tui train dmoa` (or -o ttt=N) "
+        "trains it; the paper routes with a trained router.",
+        "Training needs an endpoint that returns logprobs and a dataset slice; it is one command away.",
+        "swarm-tui train dmoa DATASET (or -o ttt=40)",
+        ("ttt", "40"),
     ),
     Deviation(
-        ("dmoa",), "router training",
-        "§4.2: the GRU router trained without labels (eqs. 13-15)",
-        "a seeded, untrained GRU until it is trained",
-        "training needs an endpoint that returns top logprobs",
-        paper_by=Switch(VIA_COMMAND, "swarm-tui train dmoa"),
+        "dmoa",
+        "Each agent's system prompt holds its profile and the problem, P_sys = (Profile, P_usr).",
+        "The paper's prompt layout. query_in=user moves the problem to the user message.",
+        "-o query_in=system (the default)",
+        ("query_in", "system"),
+        default_is_paper=True,
     ),
     Deviation(
-        ("dmoa",), "the query in the system prompt",
-        "§3: P_sys = (Profile, P_usr)",
-        "the paper's: each agent's system prompt holds the user's query",
-        "the other layout sends the query with the previous step's responses in the user message",
-        other_by=Switch(VIA_OPTION, "query=user"),
+        "dmoa",
+        "Eq. 13 averages the entropy over the generated tokens that came with a logprob; a token the server "
+        "sent none for is left out of M.",
+        "Nothing is known of that token's distribution; counting it as 0 would make a terse server look certain.",
     ),
+    # --- TopoWeaver-R1 ----------------------------------------------------------------------------------
     Deviation(
-        ("dmoa",), "eq. 13 without logprobs",
-        "eq. 13: the mean token entropy over all M generated tokens",
-        "the same, a single logprob counting as entropy 0; a token with no logprob at all is left out of M",
-        "nothing is known of that token's distribution; counting it 0 would make a terse server look certain",
+        "topoweaver",
+        "The Orchestrator is the user's own model prompted with the paper's rules, not the SFT+GRPO-trained "
+        "Qwen2.5-3B orchestrator.",
+        "No trained orchestrator weights are public; --orchestrator-model picks a different model for it.",
     ),
+    # --- every method -----------------------------------------------------------------------------------
     Deviation(
-        ("dmoa", "topoweaver"), "code execution",
-        "the agents have a code execution tool",
-        "off unless --execute; then the sandbox tests the latest code after every step or turn",
-        "running generated code is the user's choice (bubblewrap sandbox)",
-        paper_by=Switch(VIA_SETTING, "--execute / execute_code"),
-    ),
-    Deviation(
-        ("topoweaver",), "orchestrator",
-        "Qwen2.5-3B after SFT and GRPO",
-        "a prompted model (the run's, or orchestrator_model)",
-        "the trained orchestrator is not available; METHODS.md §3.7's untrained variant",
-    ),
-    Deviation(
-        ("topoweaver",), "invalid plan",
-        "Alg. 1: an invalid plan uses up its turn",
-        "the paper's",
-        "a difficulty template can run instead",
-        other_by=Switch(VIA_OPTION, "fallback=true"),
+        "all",
+        "Calls are capped by the token limits of the settings (descriptor_call, work_call, manager_call).",
+        "Bounded runs on small local models; the reference's limits are the defaults (256 / 4096 / 2000).",
     ),
 )
 
 
-def deviations_for(method: str) -> list[Deviation]:
-    return [d for d in DEVIATIONS if method in d.methods]
+def deviations(method: str | None = None) -> list[Deviation]:
+    """The list, or the entries of one method (its own and those for every method)."""
+    if method is None:
+        return list(DEVIATIONS)
+    return [d for d in DEVIATIONS if d.method in (method, "all")]
 
 
-def method_switches() -> list[tuple[str, Deviation, Switch]]:
-    """(method, deviation, switch) for every method option the list names (what the test runs)."""
-    out = []
-    for d in DEVIATIONS:
-        for switch in (d.paper_by, d.other_by):
-            if switch is not None and switch.via == VIA_OPTION:
-                out.extend((m, d, switch) for m in d.methods)
-    return out
-
-
-def how(d: Deviation) -> str:
-    """The switch, in words: how to get the paper's behaviour, or how to leave it."""
-    if d.paper_by is not None:
-        return f"the paper's: {d.paper_by.render()}"
-    if d.other_by is not None:
-        return f"the paper's by default; the alternative: {d.other_by.render()}"
-    return "no switch"
-
-
-def describe_fidelity(methods: list[str]) -> str:
-    """Plain text, method by method, for ``swarm-tui strategies --fidelity``."""
+def fidelity_text() -> str:
+    """The list as ``swarm-tui strategies --fidelity`` prints it."""
     lines: list[str] = []
-    for method in methods:
-        entries = deviations_for(method)
-        if not entries:
-            continue
-        lines.append(method)
-        for d in entries:
-            lines.append(f"  {d.topic}: {d.ours}")
-            lines.append(f"    paper: {d.paper}")
-            lines.append(f"    why: {d.reason}")
-            lines.append(f"    switch: {how(d)}")
+    current = ""
+    for d in DEVIATIONS:
+        if d.method != current:
+            current = d.method
+            lines.append(f"{'' if not lines else chr(10)}{current}")
+        mark = "paper by default" if d.default_is_paper else "differs from the paper"
+        lines.append(f"  - [{mark}] {d.what}")
+        lines.append(f"      why: {d.why}")
+        if d.restore:
+            lines.append(f"      to restore: {d.restore}")
     return "\n".join(lines)
 
 
-def fidelity_markdown(methods: list[str]) -> str:
-    """The README's table (tests check the README holds it)."""
-    rows = ["| Method | Topic | Paper | swarm-tui | Why | Switch |", "|---|---|---|---|---|---|"]
+def fidelity_markdown() -> str:
+    """The list as the README's Fidelity section shows it (a test keeps the two the same)."""
+    rows = ["| method | what the app does | why | to restore the paper |", "|---|---|---|---|"]
     for d in DEVIATIONS:
-        names = ", ".join(m for m in methods if m in d.methods)
-        cells = (names, d.topic, d.paper, d.ours, d.reason, how(d))
-        rows.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+        what = d.what + (" *(the paper's default)*" if d.default_is_paper else "")
+        cells = (d.method, what, d.why, f"`{d.restore}`" if d.restore else "—")
+        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(rows)
