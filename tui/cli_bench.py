@@ -27,6 +27,7 @@ from core.bench.runner import (
 )
 from core.datasets.problems import Dataset, DatasetError, load_dataset
 from core.methods.catalogue import get_method_info
+from core.methods.registry import format_options
 from core.runtime.config import Settings
 
 from .cli_options import EXIT_USAGE, OneLineParser, add_run_options, int_range, settings_from_args
@@ -210,8 +211,7 @@ async def _bench(
         print(format_table(summarize(rows, strategies)))
         for name, values in meta["method_options"].items():
             if values:
-                shown = ", ".join(f"{k}={v}" for k, v in sorted(values.items()) if v not in ("", None))
-                print(f"{name} options: {shown}")
+                print(f"{name} options: {format_options(values)}")
         print(f"results: {', '.join(str(p) for p in written)}; sessions in {out / 'sessions'}")
     if runner.fatal is not None:
         print(f"swarm-tui bench: {runner.fatal}", file=sys.stderr)

@@ -21,7 +21,7 @@ from core.evaluation.math_answers import answer_or_text, answers_equivalent
 from core.llm.client import EndpointError
 from core.llm.embeddings import shared_embedder
 from core.methods.catalogue import get_method_info
-from core.methods.registry import MethodError
+from core.methods.registry import MethodError, format_options
 from core.routing.dytopo import RoutingResult, edge_label
 from core.runtime import events as ev
 from core.runtime.config import Settings
@@ -84,7 +84,7 @@ class ProgressPrinter:
         except MethodError:  # a session from a build with other methods
             self._uses_tau = True
         team = ", ".join(e.workers) or f"{e.manager} (the agents join as it names them)"
-        options = ", ".join(f"{k}={v}" for k, v in sorted(e.method_options.items()) if v not in ("", None))
+        options = format_options(e.method_options)
         self._line(
             f"problem ({e.domain}, {e.protocol}): {e.problem.splitlines()[0][:100]}\n"
             f"model {e.model} at {e.base_url}; team: {team}\n"

@@ -75,6 +75,13 @@ DEVIATIONS: tuple[Deviation, ...] = (
         "An agent cannot have more inbound edges than teammates; the paper leaves k_in unbounded.",
     ),
     Deviation(
+        "dytopo",
+        "A run also ends when the workers' outputs stop changing (similarity >= convergence_threshold, 0.95), "
+        "as the reference deployment does; in the paper only the Manager halts (§3.5.2).",
+        "Saves rounds that would repeat the same outputs; the Manager still halts first when it can.",
+        "config: convergence_threshold = 1.01 (never reached)",
+    ),
+    Deviation(
         "random",
         "The random baseline draws an acyclic graph with as many edges as DyTopo chose that round.",
         "A fair random control needs the same density; the paper does not say how its random graphs are drawn.",
@@ -100,6 +107,11 @@ DEVIATIONS: tuple[Deviation, ...] = (
         "(recorded as a fallback).",
         "Eq. 9 would leave no agent to run; the paper does not cover the empty graph.",
     ),
+    Deviation(
+        "topodim",
+        "The policy's sizes are ours: hidden 32, two R-GCN layers, tanh (the public code: hidden 16).",
+        "The paper does not give them; the policy stays small enough to train on a CPU.",
+    ),
     # --- DMoA -------------------------------------------------------------------------------------------
     Deviation(
         "dmoa",
@@ -119,6 +131,20 @@ DEVIATIONS: tuple[Deviation, ...] = (
     ),
     Deviation(
         "dmoa",
+        "Eq. 13's inner sum runs over the top-k logprobs the server returns (top_logprobs, 5), renormalised, "
+        "not over the whole vocabulary.",
+        "OpenAI-compatible servers return at most 20 alternatives per token; the tail carries little mass.",
+        "-o top_logprobs=20 (the closest a server allows)",
+        ("top_logprobs", "20"),
+    ),
+    Deviation(
+        "dmoa",
+        "Where the paper is silent: P_last is empty at step 1, the routed agents run in parallel, and an agent "
+        "that gave no text drops out of X_{i+1} with alpha renormalised over the others.",
+        "Readings of Alg. 2 (METHODS.md §2.3-2.4), listed in core/methods/dmoa.py.",
+    ),
+    Deviation(
+        "dmoa",
         "Eq. 13 averages the entropy over the generated tokens that came with a logprob; a token the server "
         "sent none for is left out of M.",
         "Nothing is known of that token's distribution; counting it as 0 would make a terse server look certain.",
@@ -129,6 +155,22 @@ DEVIATIONS: tuple[Deviation, ...] = (
         "The Orchestrator is the user's own model prompted with the paper's rules, not the SFT+GRPO-trained "
         "Qwen2.5-3B orchestrator.",
         "No trained orchestrator weights are public; --orchestrator-model picks a different model for it.",
+    ),
+    Deviation(
+        "topoweaver",
+        "An invalid plan uses up its turn (Alg. 1), as in the paper; fallback=true runs a difficulty template "
+        "instead.",
+        "The template keeps a run useful on a model that cannot write the YAML; it is not the paper's.",
+        "-o fallback=false (the default)",
+        ("fallback", "false"),
+        default_is_paper=True,
+    ),
+    Deviation(
+        "topoweaver",
+        "The tester's verdict needs code execution: without --execute no turn can pass, so K turns always run "
+        "(DMoA's agents likewise test code only with --execute); the paper's agents always have a sandbox.",
+        "Running generated code is the user's choice (a bubblewrap sandbox).",
+        "--execute",
     ),
     # --- every method -----------------------------------------------------------------------------------
     Deviation(
