@@ -42,7 +42,7 @@ def test_self_consistency_samples_k_answers_and_options_are_recorded(tmp_path: P
                  server=right_server) == 0
     data = results(tmp_path)
     assert data["rows"][0]["calls"] == 3 and data["rows"][0]["correct"] is True
-    assert data["options"]["single"] == {"samples": 3}
+    assert data["method_options"]["single"] == {"samples": 3}
     assert "samples=3" in (tmp_path / "report.md").read_text(encoding="utf-8")
 
 

@@ -362,3 +362,20 @@ async def test_bench_reports_accuracy_steps_and_mean_k(tmp_path: Path, embedder:
     summary = summarize(rows, ["dmoa"])
     assert summary[0]["mean_k"] == rows[0].metrics["k"]
     assert "k " in format_table(summary)  # DMoA's mean k, on the method's own figures line
+
+
+@pytest.mark.parametrize(("query_in", "in_system"), [(None, True), ("system", True), ("user", False)])
+async def test_the_problem_sits_in_each_agents_system_prompt_as_the_paper_builds_it(
+    tmp_path: Path, embedder: Any, query_in: str | None, in_system: bool
+) -> None:
+    """P_sys = (Profile, P_usr) (§3.1) by default; -o query_in=user moves the problem to the user message."""
+    problem = DEMO_PROBLEMS["math"]
+    options = {"query_in": query_in} if query_in else {}
+    with ScriptedServer(demo_script) as server:
+        await run_dmoa(server, embedder, tmp_path, options=options)
+        steps = [r for r in server.requests if r.call == CALL_STEP]
+    assert steps
+    for request in steps:
+        system = "\n".join(str(m["content"]) for m in request.messages if m["role"] == "system")
+        assert (problem in system) is in_system
+        assert (problem in user_text(request)) is not in_system

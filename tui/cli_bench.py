@@ -30,6 +30,7 @@ from core.bench.runner import (
     write_results,
 )
 from core.datasets.problems import Dataset, DatasetError, load_dataset
+from core.methods.registry import format_options
 from core.runtime.config import Settings
 
 from .cli_options import EXIT_USAGE, OneLineParser, add_run_options, int_range, settings_from_args
@@ -305,7 +306,6 @@ async def _bench(
         "strategies": strategies,
         "repeats": args.repeats,
         "seed": args.seed,
-        "options": resolved_options(strategies, settings.strategy_options),
         "model": backend.model,
         "base_url": backend.base_url,
         "base_urls": [redact_url(u) for u in args.base_url or []] if len(args.base_url or []) > 1 else None,
@@ -317,6 +317,8 @@ async def _bench(
             "protocol": settings.protocol,
         },
         "complete": len(rows) == len(problems) * len(strategies) * args.repeats,
+        # How each method was configured (defaults included): two columns are never compared blind.
+        "method_options": resolved_options(strategies, settings.strategy_options),
     }
     written = write_results(out, rows, strategies, meta) if rows else []
     if rows:
@@ -325,6 +327,9 @@ async def _bench(
             + (" (demo)" if backend.demo else "")
         )
         print(format_table(summarize(rows, strategies)))
+        for name, values in meta["method_options"].items():
+            if values:
+                print(f"{name} options: {format_options(values)}")
         print(f"results: {', '.join(str(p) for p in written)}; sessions in {out / 'sessions'}")
         from core.bench.report import write_report
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from core.methods.catalogue import get_method_info, method_names
+from core.methods.fidelity import fidelity_text
 
 from .cli_options import OneLineParser
 
@@ -27,11 +28,17 @@ def describe_methods() -> str:
             lines.append(f"{'':<{width}}    -o {spec.describe()}")
     lines.append("")
     lines.append("Choose one with --strategy NAME; set options with -o KEY=VALUE or a [strategy.NAME] table.")
+    lines.append("Where a method departs from its paper, and how to restore the paper: --fidelity.")
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str]) -> int:
     parser = OneLineParser(prog="swarm-tui strategies", description="List the methods that can wire a team.")
-    parser.parse_args(list(argv))
-    print(describe_methods())
+    parser.add_argument(
+        "--fidelity", action="store_true",
+        help="list every known departure from the papers, method by method, with the reason and the option "
+        "that restores the paper",
+    )
+    args = parser.parse_args(list(argv))
+    print(fidelity_text() if args.fidelity else describe_methods())
     return 0

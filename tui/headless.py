@@ -21,7 +21,7 @@ from core.evaluation.math_answers import answer_or_text, answers_equivalent
 from core.llm.client import EndpointError
 from core.llm.embeddings import shared_embedder
 from core.methods.catalogue import get_method_info
-from core.methods.registry import MethodError
+from core.methods.registry import MethodError, format_options
 from core.routing.dytopo import RoutingResult, edge_label
 from core.runtime import events as ev
 from core.runtime.config import Settings
@@ -84,9 +84,11 @@ class ProgressPrinter:
         except MethodError:  # a session from a build with other methods
             self._uses_tau = True
         team = ", ".join(e.workers) or f"{e.manager} (the agents join as it names them)"
+        options = format_options(e.method_options)
         self._line(
             f"problem ({e.domain}, {e.protocol}): {e.problem.splitlines()[0][:100]}\n"
-            f"model {e.model} at {e.base_url}; team: {team}"
+            f"model {e.model} at {e.base_url}; team: {team}\n"
+            f"method {e.strategy}" + (f" with {options}" if options else "")
         )
 
     def on_round_started(self, e: ev.RoundStarted) -> None:

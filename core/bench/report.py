@@ -178,7 +178,7 @@ def build_report(folders: Sequence[Folder]) -> Report:
         order += [s for s in dict.fromkeys(r.strategy for r in folder.rows) if s not in order]
         by_strategy = {s: [r for r in folder.rows if r.strategy == s] for s in order}
         by_strategy = {s: rows for s, rows in by_strategy.items() if rows}
-        options = folder.meta.get("options") or {}
+        options = folder.meta.get("method_options") or {}
         for strategy, rows in by_strategy.items():
             label = f"{folder.model}/{strategy}" if several else strategy
             methods.append(method_stats(label, folder.model, strategy, rows, dict(options.get(strategy) or {})))

@@ -45,15 +45,19 @@ class _Index:
         self.tasks = sorted(self.by_task, key=len, reverse=True)
 
     def find(self, info: RequestInfo) -> Problem | None:
+        """The problem a request is about, at the PROBLEM: mark of its first user message, or of its system
+        prompt (DMoA puts the query there, as the paper does)."""
         users = [m for m in info.messages if m.get("role") == "user"]
-        text = str(users[0].get("content", "")) if users else ""
-        at = text.find(_PROBLEM_MARK)
-        if at < 0:
-            return None
-        rest = text[at + len(_PROBLEM_MARK) :]
-        for task in self.tasks:
-            if rest.startswith(task) and (len(rest) == len(task) or rest[len(task) :].startswith("\n")):
-                return self.by_task[task]
+        systems = [m for m in info.messages if m.get("role") == "system"]
+        for message in users[:1] + systems[:1]:
+            text = str(message.get("content", ""))
+            at = text.find(_PROBLEM_MARK)
+            if at < 0:
+                continue
+            rest = text[at + len(_PROBLEM_MARK) :]
+            for task in self.tasks:
+                if rest.startswith(task) and (len(rest) == len(task) or rest[len(task) :].startswith("\n")):
+                    return self.by_task[task]
         return None
 
 

@@ -179,10 +179,8 @@ register(
         name="single-turn",
         summary="the DyTopo team for one round only (baseline)",
         round_one_broadcast=True,
-        factory=lambda options, domain: DyTopoMethod(
-            DyTopoStrategy(), name="single-turn", round_limit=1, memory=options["memory"]
-        ),
-        options=(MEMORY_OPTION,),
+        # No memory option: one round, so no prompt shows an earlier round's memory.
+        factory=lambda options, domain: DyTopoMethod(DyTopoStrategy(), name="single-turn", round_limit=1),
         uses_tau=True,
         what_if=True,
         family="baseline",

@@ -35,6 +35,10 @@ def get_method_info(name: str) -> MethodInfo:
 
 
 def build_method(name: str, options: Mapping[str, Any] | None, domain: Domain) -> Method:
-    """A fresh method for one run, its options checked (MethodError, one line, if not)."""
+    """A fresh method for one run, its options checked (MethodError, one line, if not). The resolved
+    options, defaults included, ride on the method as ``options``: the run records them (RunStarted)."""
     info = get_method_info(name)
-    return info.factory(info.resolve(options), domain)
+    values = info.resolve(options)
+    method = info.factory(values, domain)
+    method.options = dict(values)  # type: ignore[attr-defined]
+    return method

@@ -20,6 +20,9 @@ team) run dense — every agent runs every step, with top logprobs, and the rout
 trajectory as in Alg. 1 — then the router is updated (AdamW, batch 8, 3 epochs) and saved; later runs
 route sparsely with it.
 
+Each agent's system prompt holds its profile and the user query, P_sys = (Profile, P_usr) (§3.1); its
+user message holds the previous step's responses (``query_in = "user"`` moves the query there instead).
+
 Decisions where the paper is silent (marked [INFERRED] in METHODS.md or here):
 * P_last at step 1 is empty; the Summarizer sees only the routed agents' responses, dense or not.
 * A routed agent that gave no text drops out of X_{i+1} and alpha renormalises over the others.
@@ -98,6 +101,11 @@ def default_k(n_agents: int) -> int:
     return max(1, min(DEFAULT_K, n_agents - 1))
 
 
+QUERY_IN_SYSTEM = "system"  # the paper: P_sys = (Profile, P_usr)
+QUERY_IN_USER = "user"
+QUERY_IN = (QUERY_IN_SYSTEM, QUERY_IN_USER)
+
+
 # --- prompts (our own words; the paper's App. A.3 says what each must convey) ----------------------
 
 _ANSWER_FORMAT = {
@@ -115,14 +123,17 @@ _AGENT_STYLE = {
 }
 
 
-def agent_system_prompt(domain: str, agent: PoolAgent) -> str:
-    return (
+def agent_system_prompt(domain: str, agent: PoolAgent, problem: str | None = None) -> str:
+    """The agent's system prompt. With ``problem`` it is P_sys = (Profile, P_usr) as the paper builds it
+    (§3.1, METHODS.md §2.3): the user query sits in the system prompt beside the profile."""
+    profile = (
         f"You are {agent.name}, the {agent.title}: one expert of a pool solving one {domain} problem in "
         "steps. At each step a router picks a few experts; the experts it picks next read what you write.\n"
         f"Your role: {agent.profile}\n"
         "You have no tools in this run: reason in text. Give a concise, careful intermediate result that "
         f"moves the solution forward and that the next experts can build on. {_AGENT_STYLE.get(domain, '')}"
     )
+    return profile if problem is None else f"{profile}\n\nPROBLEM:\n{problem}"
 
 
 def _numbered(responses: Sequence[tuple[str, str]]) -> str:
@@ -130,9 +141,11 @@ def _numbered(responses: Sequence[tuple[str, str]]) -> str:
 
 
 def agent_request(
-    name: str, step: int, problem: str, previous: Sequence[tuple[str, str]], feedback: str = ""
+    name: str, step: int, problem: str | None, previous: Sequence[tuple[str, str]], feedback: str = ""
 ) -> str:
-    parts = [f"PROBLEM:\n{problem}"]
+    """The agent's user message: the previous step's responses (P_last) and test results; the problem too
+    unless it is in the system prompt (``problem`` None)."""
+    parts = [] if problem is None else [f"PROBLEM:\n{problem}"]
     if previous:
         parts.append(
             "The experts of the previous step answered below. Read them critically: keep what is reliable, "
@@ -331,6 +344,7 @@ class DmoaMethod:
         self.top_logprobs: int = int(options.get("top_logprobs", DEFAULT_TOP_LOGPROBS))
         self.weights_dir: str = str(options.get("weights_dir", "") or "")
         self.collect: bool = bool(options.get("collect", False))  # the trainer: run densely, keep the trace
+        self.query_in: str = str(options.get("query_in", QUERY_IN_SYSTEM))  # where the user query goes
         if self.ttt and self.router_kind != "gru":
             raise MethodError(f"[strategy.dmoa] ttt trains the GRU router: it needs router=gru, not {self.router_kind}")
         self.k_history: list[int] = []
@@ -557,9 +571,11 @@ class DmoaMethod:
     ) -> AgentResult:
         rt = self.rt
         agent = self.pool[self.names.index(name)]
+        in_system = self.query_in == QUERY_IN_SYSTEM
+        problem = rt.spec.problem
         messages = [
-            {"role": "system", "content": agent_system_prompt(rt.domain.name, agent)},
-            {"role": "user", "content": agent_request(name, step, rt.spec.problem, previous, feedback)},
+            {"role": "system", "content": agent_system_prompt(rt.domain.name, agent, problem if in_system else None)},
+            {"role": "user", "content": agent_request(name, step, None if in_system else problem, previous, feedback)},
         ]
         result, _ = await rt.agent_call(
             name, CALL_STEP, messages, top_logprobs=self.top_logprobs if self._dense else 0
@@ -814,6 +830,9 @@ register(
             OptionSpec("seed", "int", 0, "seed of the untrained router's initialisation and of training", low=0),
             OptionSpec("weights_dir", "str", "", "folder of the router weights (default: the user data dir)"),
             OptionSpec("collect", "bool", False, "run densely and keep the trace (what swarm-tui train dmoa does)"),
+            OptionSpec("query_in", "choice", QUERY_IN_SYSTEM,
+                       "where an agent reads the problem: system (the paper's P_sys = (Profile, P_usr)) or user "
+                       "(the user message, beside the previous step's responses)", choices=QUERY_IN),
         ),
         unit="step",
         substep="phase",

@@ -132,6 +132,15 @@ def registered() -> dict[str, MethodInfo]:
     return dict(_REGISTRY)
 
 
+def format_options(values: Mapping[str, Any]) -> str:
+    """A method's resolved options as one line (``memory=accumulate, payload=auto``), empty values left
+    out: what headless, the bench and an exported session print next to a method's name."""
+    def text(value: Any) -> str:
+        return str(value).lower() if isinstance(value, bool) else str(value)
+
+    return ", ".join(f"{k}={text(v)}" for k, v in sorted(values.items()) if v not in ("", None))
+
+
 def parse_option_flags(values: list[str] | None) -> dict[str, str]:
     """``-o key=value`` flags as a dict (values stay text; the method's OptionSpec types them)."""
     out: dict[str, str] = {}

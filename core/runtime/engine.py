@@ -202,6 +202,7 @@ class SwarmEngine:
                 params=self.control.params.as_dict(),
                 parent=self.fork.parent if self.fork is not None else self.spec.parent,
                 team=team_record(self.domain),
+                method_options=dict(getattr(self.method, "options", None) or {}),
             )
         )
         self._task = asyncio.current_task()

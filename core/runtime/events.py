@@ -88,11 +88,16 @@ class RunStarted(Event):
     parent: dict[str, Any] | None = None  # {"session": path-or-id, "round": n} when forked
     # A user team (core.runtime.teams.team_record: roles, models, endpoints without secrets); {} built-in.
     team: dict[str, Any] = field(default_factory=dict)
+    # The method's options as resolved for this run, defaults included (core.methods.fidelity says which
+    # of them depart from the paper); {} in sessions saved before they were recorded.
+    method_options: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         data = super().to_dict()
         if not self.team:  # a built-in team: left out, so older sessions round-trip to the same dict
             del data["team"]
+        if not self.method_options:
+            del data["method_options"]
         return data
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from core.methods.registry import format_options
 from core.routing.dytopo import (
     KIND_CROSS,
     KIND_DEBATE,
@@ -69,6 +70,7 @@ def _markdown(session: Session) -> str:
         out.append("")
     out.append(f"- created: {session.created}" + (f", finished: {session.finished}" if session.finished else ""))
     out.append(f"- domain: {m.domain}; protocol: {m.protocol}; strategy: {m.strategy}")
+    out.append(f"- method options: {format_options(m.method_options) or 'none recorded'}")
     out.append(f"- model: {m.model} at {m.base_url}")
     out.append(f"- team: {m.manager} (manager), {', '.join(m.workers) or 'agents named at run time'}")
     if m.parent:

@@ -164,6 +164,13 @@ class Session:
         return self.metadata.parent
 
     @property
+    def method_options(self) -> dict[str, Any]:
+        """The method's options as the run resolved them, defaults included; {} when not recorded (a
+        session saved before they were) or for a method without options. Stored in run_started, so
+        the file's ``metadata.method_options`` holds them too."""
+        return dict(self.metadata.method_options)
+
+    @property
     def completed_rounds(self) -> int:
         return sum(1 for r in self.rounds if r.finished)
 
