@@ -253,11 +253,11 @@ def test_training_is_refused_without_logprobs(tmp_path: Path, capsys: pytest.Cap
     assert code == 1
     assert "training refused" in err and "logprobs" in err and len(err.strip().splitlines()) == 1
     assert len(served) == 1  # only the probe: no run was started
-    assert not list(tmp_path.glob("*.pt"))
+    assert not list(tmp_path.glob("*.npz"))
 
 
 def test_training_cli_trains_and_saves_per_domain_and_team(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from core.methods.dmoa_train import RouterStore
+    from core.methods.dmoa_router import RouterStore
     from tui.cli_train_dmoa import main
 
     dataset = _math_dataset(tmp_path / "m.jsonl")
@@ -279,7 +279,7 @@ async def test_test_time_training_goes_dense_then_updates_the_router(tmp_path: P
         reset_ttt()
     assert all(r.dense for r in of(first, DmoaRouted))
     assert any("router updated on 1 dense runs" in n.message for n in of(first, ev.Notice))
-    assert list(tmp_path.glob("math-3-*.pt"))
+    assert list(tmp_path.glob("math-3-*.npz"))
     assert not any(r.dense for r in of(second, DmoaRouted))
     assert "trained (ttt) on 1 queries" in of(second, DmoaRouted)[0].note
 
@@ -294,11 +294,11 @@ async def test_test_time_training_without_logprobs_goes_on_sparse(tmp_path: Path
     assert finished.reason == "summarizer"
     assert sum("test-time training is off" in n.message for n in of(events, ev.Notice)) == 1
     assert [r.dense for r in of(events, DmoaRouted)] == [True, False]
-    assert not list(tmp_path.glob("*.pt"))
+    assert not list(tmp_path.glob("*.npz"))
 
 
 async def test_damaged_weights_fall_back_to_a_seeded_router(tmp_path: Path, embedder: Any) -> None:
-    from core.methods.dmoa_train import RouterStore
+    from core.methods.dmoa_router import RouterStore
 
     RouterStore(tmp_path).path("math", ["ProblemParser", "Solver", "Verifier"]).write_bytes(b"not a torch file")
     with ScriptedServer(demo_script) as server:

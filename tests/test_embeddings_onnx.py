@@ -73,9 +73,36 @@ def test_torch_can_be_chosen_and_a_damaged_export_is_rebuilt(
     monkeypatch.delenv(ENV_BACKEND)
     folder = bundled_model_path()
     assert folder is not None
-    first = OnnxMiniLM(folder, cache_dir=tmp_path)
+    said: list[str] = []
+    first = OnnxMiniLM(folder, cache_dir=tmp_path, on_progress=said.append)
+    assert said and "one-time export" in said[0]  # a missing file: exported, with a progress line
+    expected = first.encode(["hello"])
     first.path.write_bytes(b"not an onnx file")
-    with pytest.raises(Exception, match="cannot load"):
-        OnnxMiniLM(folder, cache_dir=tmp_path)
-    again = OnnxMiniLM(folder, cache_dir=tmp_path)  # the damaged file was removed: exported anew
-    assert again.encode(["hello"]).shape == (1, 384)
+    said.clear()
+    again = OnnxMiniLM(folder, cache_dir=tmp_path, on_progress=said.append)  # damaged: rebuilt at once
+    assert any("damaged: rebuilding" in line for line in said)
+    assert np.allclose(again.encode(["hello"]), expected, atol=1e-5)
+
+
+def test_setup_exports_into_the_installation_and_a_fresh_home_finds_it(tmp_path: Path) -> None:
+    """`swarm-tui setup` leaves the ONNX file with the installation: a run from an empty home reads it
+    from there and never exports (so never imports torch)."""
+    import subprocess
+    import sys
+
+    from core.llm.onnx_minilm import onnx_dirs
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**__import__("os").environ, "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "XDG_DATA_HOME": str(tmp_path / "data"), "PYTHONPATH": str(root), "HF_HUB_OFFLINE": "1"}
+    setup = subprocess.run([sys.executable, "-m", "tui", "setup"], capture_output=True, text=True, env=env,
+                           timeout=600)
+    assert setup.returncode == 0, setup.stderr
+    assert str(onnx_dirs()[0]) in setup.stdout
+    code = ("import sys; from core.llm.embeddings import Embedder; e = Embedder(); e.load(); "
+            "print(e.source, 'torch' in sys.modules)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert "ONNX Runtime" in run.stdout and run.stdout.strip().endswith("False")
+    assert "one-time export" not in run.stderr
+    assert not (tmp_path / "cache" / "swarm-tui").exists()  # no export into the fresh home

@@ -221,8 +221,11 @@ class SwarmApp(App[int]):
         """Thread: load MiniLM so the first routing does not wait; touches no widget, only posts."""
         from core.llm.embeddings import shared_embedder
 
+        embedder = shared_embedder(self.settings.embedding_model_path)
+        # A one-time ONNX export (its file missing or damaged) is shown, not written over the screen.
+        embedder.on_progress = lambda text: self.call_from_thread(self.notify, text, timeout=15)
         try:
-            shared_embedder(self.settings.embedding_model_path).load()
+            embedder.load()
         except Exception as exc:  # EmbeddingError, or anything torch raises: one line for the user
             self.post_message(EmbedderReady(str(exc) or type(exc).__name__))
         else:

@@ -23,7 +23,9 @@ from .cli_options import (
     settings_from_args,
 )
 
-SUBCOMMANDS = ("replay", "sessions", "export", "bench", "strategies", "teams", "train", "mcp", "attach")
+SUBCOMMANDS = (
+    "replay", "sessions", "export", "bench", "strategies", "teams", "train", "mcp", "attach", "setup",
+)
 
 
 def build_parser() -> OneLineParser:
@@ -31,7 +33,7 @@ def build_parser() -> OneLineParser:
         prog="swarm-tui",
         description="Watch, step and steer an LLM swarm whose communication graph is rebuilt every round (DyTopo).",
         epilog="Subcommands: swarm-tui replay FILE | sessions | export FILE | bench DATASET | strategies | teams | "
-        "train METHOD DATASET | mcp | attach TASK_ID "
+        "train METHOD DATASET | mcp | attach TASK_ID | setup "
         "(each has --help).",
     )
     parser.add_argument("--version", action="version", version=f"swarm-tui {__version__}")
@@ -108,6 +110,10 @@ def _run_subcommand(name: str, argv: list[str]) -> int:
         from .cli_mcp import main as mcp_main
 
         return mcp_main(argv)
+    if name == "setup":
+        from .cli_setup import main as setup_main
+
+        return setup_main(argv)
     if name == "attach":
         from .cli_attach import main as attach_main
 

@@ -79,7 +79,8 @@ async def train_router(
 
     from core.llm.client import EndpointError
     from core.llm.embeddings import EmbeddingError
-    from core.methods.dmoa_train import GRURouter, RouterError, RouterInfo, RouterStore, mean_loss, train
+    from core.methods.dmoa_router import RouterError, RouterInfo, RouterStore, seeded_weights
+    from core.methods.dmoa_train import GRURouter, mean_loss, train
 
     server = ScriptedServer(benchmark_script(dataset.problems)).start() if demo else None
     try:
@@ -127,10 +128,11 @@ async def train_router(
         if not traces or method is None:
             raise TrainError("no problem left a usable trace; nothing was trained")
         try:
-            router, info = store.load(settings.domain, names, seed=options["seed"])
+            weights, info = store.load(settings.domain, names, seed=options["seed"])
         except RouterError as exc:
             say(f"{exc}; starting from a seeded router")
-            router, info = GRURouter(len(names), seed=options["seed"]), RouterInfo()
+            weights, info = seeded_weights(len(names), seed=options["seed"]), RouterInfo()
+        router = GRURouter.from_weights(weights)
         tau, k_max, adaptive = options["tau"], method.k_max, options["adaptive_k"]
         before = mean_loss(router, traces, tau=tau, k_max=k_max, adaptive=adaptive)
         say(f"training on {len(traces)} traces: mean ranking loss {before:.4f} (eq. 15)")
@@ -152,7 +154,7 @@ async def train_router(
         info.epochs += len(reports)
         info.last_loss = round(after, 6)
         try:
-            path = store.save(settings.domain, names, router, info)
+            path = store.save(settings.domain, names, router.to_weights(), info)
         except OSError as exc:
             raise TrainError(f"cannot save the router weights: {exc.strerror or exc}") from None
         say(f"mean ranking loss {before:.4f} → {after:.4f}; router weights saved to {path}")

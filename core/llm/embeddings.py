@@ -104,6 +104,9 @@ class Embedder:
         self.model_path = model_path
         self.use_onnx = use_onnx  # try ONNX Runtime first for a local folder (core.llm.onnx_minilm)
         self.onnx_note = ""  # why ONNX Runtime was not used, when it was tried and failed
+        # Hears "preparing MiniLM for ONNX Runtime …" when the one-time export runs (stderr by default;
+        # the TUI shows it as a notification instead).
+        self.on_progress: Callable[[str], None] = _to_stderr
         self._model: Any = None
         self._source = ""
         # One encode at a time: concurrent torch calls gain nothing on CPU.
@@ -159,7 +162,7 @@ class Embedder:
                     continue
                 if is_path and self.use_onnx and onnx_wanted():
                     try:  # the same vectors, faster: exported once into the user cache, then ONNX Runtime
-                        self._model = OnnxMiniLM(cand.location)
+                        self._model = OnnxMiniLM(cand.location, on_progress=self.on_progress)
                         self._source = f"{cand.label} ({cand.location}), ONNX Runtime"
                         return
                     except OnnxUnavailable as exc:
@@ -236,6 +239,10 @@ class Embedder:
     async def aembed(self, texts: list[str]) -> np.ndarray:
         """embed() in a worker thread: the event loop never blocks on the model."""
         return await asyncio.to_thread(self.embed, list(texts))
+
+
+def _to_stderr(message: str) -> None:
+    print(f"swarm-tui: {message}", file=sys.stderr, flush=True)
 
 
 def _first_line(exc: BaseException) -> str:

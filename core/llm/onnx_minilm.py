@@ -1,10 +1,13 @@
 """MiniLM through ONNX Runtime: the same vectors as sentence-transformers, in less time.
 
 The model is exported once from a local sentence-transformers folder (the bundled package or a
-configured path) into the user cache, with torch's exporter, and then run by onnxruntime with the
-folder's own fast tokenizer. Pooling follows the folder's pipeline (modules.json): mean over the
-attention mask, then L2 normalisation. Vectors match the torch backend to about 1e-7
-(tests/test_embeddings_onnx.py checks 1e-5 on the conformance pairs).
+configured path) with torch's exporter, by ``swarm-tui setup`` (the README's install command runs it),
+into the installation's data folder (``<prefix>/share/swarm-tui/minilm-onnx``: every user and every fresh
+home of that install finds it), or the user cache where that folder is not writable. Runs then use
+onnxruntime with the folder's own fast tokenizer and never import torch. A missing or damaged file is
+rebuilt with a progress line (``on_progress``), never a silent pause. Pooling follows the folder's
+pipeline (modules.json): mean over the attention mask, then L2 normalisation. Vectors match the torch
+backend to about 1e-7 (tests/test_embeddings_onnx.py checks 1e-5 on the conformance pairs).
 
 Nothing here downloads anything. Any failure (onnxruntime missing, an export that does not work with
 the installed torch/transformers, an unreadable cache) raises OnnxUnavailable and the caller falls back
@@ -13,11 +16,14 @@ to torch; ``SWARM_TUI_EMBEDDING_BACKEND=torch`` skips this backend.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import sys
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -90,10 +96,50 @@ def _export(folder: Path, target: Path) -> None:
         raise OnnxUnavailable(f"ONNX export failed: {type(exc).__name__}: {str(exc)[:160]}") from None
 
 
+def export_name(folder: Path) -> str:
+    """The exported file's name: it changes when the model's weights do."""
+    return f"{_fingerprint(folder)}.onnx"
+
+
+def onnx_dirs() -> list[Path]:
+    """Where an exported file is looked for, in order: the installation's data folder, the user cache."""
+    return [Path(sys.prefix) / "share" / "swarm-tui" / "minilm-onnx",
+            Path(platformdirs.user_cache_dir("swarm-tui")) / "minilm-onnx"]
+
+
+def writable_dir(folder: Path) -> bool:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK)
+
+
+def exported_model(folder: str | Path, dirs: list[Path] | None = None,
+                   on_progress: Callable[[str], None] | None = None) -> Path:
+    """The exported ONNX file for this model folder: found in ``dirs`` (default onnx_dirs()), else exported
+    now into the first writable one, saying so through ``on_progress``. OnnxUnavailable if it cannot be."""
+    folder = Path(folder)
+    name = export_name(folder)
+    dirs = dirs or onnx_dirs()
+    for where in dirs:
+        if (where / name).is_file():
+            return where / name
+    target = next((where for where in dirs if writable_dir(where)), None)
+    if target is None:
+        raise OnnxUnavailable(f"no writable folder for the ONNX export (tried {', '.join(map(str, dirs))})")
+    if on_progress is not None:
+        on_progress(f"preparing MiniLM for ONNX Runtime: a one-time export into {target} (about 10 s; "
+                    "`swarm-tui setup` does it at install)")
+    _export(folder, target / name)
+    return target / name
+
+
 class OnnxMiniLM:
     """The slice of SentenceTransformer's interface the Embedder uses: encode() and the dimension."""
 
-    def __init__(self, folder: str | Path, cache_dir: Path | None = None) -> None:
+    def __init__(self, folder: str | Path, cache_dir: Path | None = None,
+                 on_progress: Callable[[str], None] | None = None) -> None:
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -103,10 +149,8 @@ class OnnxMiniLM:
         tokenizer_file = folder / "tokenizer.json"
         if not tokenizer_file.is_file():
             raise OnnxUnavailable(f"{folder} has no tokenizer.json")
-        cache = cache_dir or Path(platformdirs.user_cache_dir("swarm-tui")) / "minilm-onnx"
-        self.path = cache / f"{_fingerprint(folder)}.onnx"
-        if not self.path.is_file():
-            _export(folder, self.path)
+        dirs = [cache_dir] if cache_dir is not None else None
+        self.path = exported_model(folder, dirs, on_progress)
         options = ort.SessionOptions()
         options.log_severity_level = 3  # errors only: nothing may scribble over the TUI
         # No spin-waiting between ops: on a CPU shared with a model server and the TUI it only burns time
@@ -114,9 +158,17 @@ class OnnxMiniLM:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             self.session = ort.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # a damaged cache file: export again next time
-            self.path.unlink(missing_ok=True)
-            raise OnnxUnavailable(f"cannot load {self.path}: {str(exc)[:160]}") from None
+        except Exception:  # a damaged file: export it again, once, and say so
+            damaged = self.path
+            with contextlib.suppress(OSError):
+                damaged.unlink()
+            if on_progress is not None:
+                on_progress(f"the ONNX copy of MiniLM at {damaged} is damaged: rebuilding it")
+            self.path = exported_model(folder, dirs, on_progress)
+            try:
+                self.session = ort.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
+            except Exception as exc:
+                raise OnnxUnavailable(f"cannot load {self.path}: {str(exc)[:160]}") from None
         self.tokenizer = Tokenizer.from_file(str(tokenizer_file))
         self.tokenizer.enable_truncation(max_length=_max_length(folder))
         self.tokenizer.enable_padding(pad_id=self.tokenizer.token_to_id("[PAD]") or 0, pad_token="[PAD]")

@@ -5,7 +5,8 @@ the pool of N agents; the top k_i run in parallel, each seeing the problem and e
 previous step's agents (the MoA-style P_last); X_{i+1} is the alpha-weighted sum of their response
 embeddings; a Summarizer reads the problem and the step's responses and answers ``[FINAL]`` with the
 answer or ``[CONTINUE]``. The equations live in core.methods.dmoa_routing (NumPy) and
-core.methods.dmoa_train (the GRU and its training, torch, imported only when the GRU router is used).
+core.methods.dmoa_router (the GRU router's forward pass in NumPy and its weights) and core.methods.dmoa_train
+(its training, torch, imported only when a run trains).
 
 Routers (``[strategy.dmoa] router``):
 
@@ -40,12 +41,14 @@ import asyncio
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from core.evaluation.extract import latest_code
 from core.methods.dmoa_events import CALL_SELECT, CALL_STEP, CALL_SUMMARY, DmoaRouted, DmoaStepDone
+from core.methods.dmoa_router import RouterError, RouterInfo, RouterSession, RouterStore, RouterWeights, seeded_weights
 from core.methods.dmoa_routing import (
     TAG_FINAL,
     adaptive_k,
@@ -68,7 +71,7 @@ from core.runtime.engine import STATUS_DONE, AgentResult, RunAborted
 from core.runtime.parsing import ParseError, extract_json_object
 
 if TYPE_CHECKING:
-    from core.methods.dmoa_train import GRURouter, RouterSession, Trace
+    from core.methods.dmoa_train import Trace
     from core.runtime.engine import SwarmEngine
 
 NAME = "dmoa"
@@ -350,7 +353,7 @@ class DmoaMethod:
         self.k_history: list[int] = []
         self.trace: Trace | None = None  # the dense run's trace (collect mode and TTT)
         self.router_note = ""
-        self._gru: GRURouter | None = None
+        self._gru: RouterWeights | None = None  # the NumPy router (no torch at inference)
         self._session: RouterSession | None = None
         self._profiles: np.ndarray | None = None
         self._ttt: TTTState | None = None
@@ -379,11 +382,7 @@ class DmoaMethod:
             await self._end_ttt(completed=completed)
 
     # --- set-up -------------------------------------------------------------------------------
-    def _store(self) -> Any:
-        from pathlib import Path
-
-        from core.methods.dmoa_train import RouterStore
-
+    def _store(self) -> RouterStore:
         return RouterStore(Path(self.weights_dir) if self.weights_dir else None)
 
     async def _prepare_router(self) -> None:
@@ -396,14 +395,12 @@ class DmoaMethod:
         if self.router_kind == "llm":
             self.router_note = "LLM selector (the Manager model): its weights, normalised"
             return
-        from core.methods.dmoa_train import GRURouter, RouterError, RouterInfo, RouterSession
-
         store = self._store()
         try:
             self._gru, info = await asyncio.to_thread(store.load, rt.domain.name, self.names, seed=self.seed)
         except RouterError as exc:
             rt.notice(f"{exc}; routing with a seeded initialisation instead", "warning")
-            self._gru, info = GRURouter(len(self.names), seed=self.seed), RouterInfo()
+            self._gru, info = seeded_weights(len(self.names), seed=self.seed), RouterInfo()
         self.router_note = info.describe() + ("" if info.trained_queries else f", seed {self.seed}")
         self._session = RouterSession(self._gru)
         self._dense = self.collect
@@ -714,13 +711,14 @@ class DmoaMethod:
             await self._update_router()
 
     async def _update_router(self) -> None:
-        """App. B.5: after the dense runs, one update pass (AdamW, batch 8, 3 epochs), then save."""
-        from core.methods.dmoa_train import RouterInfo, mean_loss, train
+        """App. B.5: after the dense runs, one update pass (AdamW, batch 8, 3 epochs), then save. Training
+        needs torch (imported here only); the updated weights go back to the NumPy router."""
+        from core.methods.dmoa_train import GRURouter, mean_loss, train
 
         state, rt = self._ttt, self.rt
         assert state is not None and self._gru is not None
         state.trained = True
-        router, traces = self._gru, list(state.traces)
+        router, traces = GRURouter.from_weights(self._gru), list(state.traces)
         try:
             before = await asyncio.to_thread(mean_loss, router, traces, tau=self.tau, k_max=self.k_max)
             reports = await asyncio.to_thread(
@@ -733,7 +731,8 @@ class DmoaMethod:
         store = self._store()
         info = RouterInfo(trained_queries=len(traces), epochs=len(reports), last_loss=round(after, 6), source="ttt")
         try:
-            path = await asyncio.to_thread(store.save, rt.domain.name, self.names, router, info)
+            self._gru = router.to_weights()
+            path = await asyncio.to_thread(store.save, rt.domain.name, self.names, self._gru, info)
             where = f"saved to {path}"
         except OSError as exc:
             where = f"not saved ({exc.strerror or exc})"

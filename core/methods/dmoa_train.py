@@ -1,46 +1,39 @@
 """DMoA's learned router and its label-free training (arXiv 2605.15706 §4.1-4.2, Alg. 1, App. B.3).
 
-* ``GRURouter`` — eq. 2 / 10: (h_i, o_i) = GRU(X_i, h_{i-1}) with hidden size d = 384 (one GRU cell,
-  so o_i = h_i), z_i = Linear(o_i) over the N agents of the pool; h_0 = 0 (Alg. 1 l.4). Until it is
-  trained its weights come from a seeded initialisation (METHODS.md §2.7 C).
+* ``GRURouter`` — eq. 2 / 10 in torch, for training: (h_i, o_i) = GRU(X_i, h_{i-1}) with hidden size
+  d = 384 (one GRU cell, so o_i = h_i), z_i = Linear(o_i) over the N agents of the pool; h_0 = 0
+  (Alg. 1 l.4). It starts from the NumPy router's weights (seeded until trained, METHODS.md §2.7 C).
 * ``Trace`` — what one dense query leaves for training: X_1, and per step every agent's response
   embedding R_hat and predictive entropy E (eq. 13).
 * ``trace_loss`` — eq. 15: (1/L) sum_i L_rank^(i), replaying the query through the router with
   gradients: z_i from the GRU, eq. 14 against C_i = softmax(-E_i), then X_{i+1} from the agents this
   router routes (Alg. 1 l.11), so the gradient reaches earlier steps through alpha and h (§4.1).
 * ``train`` — AdamW, lr 1e-3, batch 8, 3 epochs, gradient clip 1.0 (App. B.3).
-* ``RouterStore`` — weights per (domain, team) in the user data dir (``torch.load(weights_only=True)``).
+* ``GRURouter.from_weights`` / ``to_weights`` — to and from the NumPy router (core.methods.dmoa_router),
+  which runs inference and stores the weights (.npz) without torch.
 
-torch is imported here only; the method module imports this lazily, so choosing a method stays fast.
+Only training imports this module (and torch): ``swarm-tui train dmoa`` and test-time training.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import platformdirs
 import torch
 from torch import nn
 
+from core.methods.dmoa_router import DIM, RouterError, RouterWeights
 from core.methods.dmoa_routing import adaptive_k, keep_top_k
 
-DIM = 384  # all-MiniLM-L6-v2 (§5.1)
 LR = 1e-3  # App. B.3
 BATCH = 8
 EPOCHS = 3
 GRAD_CLIP = 1.0
-
-
-class RouterError(RuntimeError):
-    """Router weights cannot be used; the message is one line fit to show a user."""
 
 
 class GRURouter(nn.Module):
@@ -60,23 +53,30 @@ class GRURouter(nn.Module):
     def initial_state(self) -> torch.Tensor:
         return torch.zeros(1, self.dim)  # h_0 = 0 (Alg. 1 l.4)
 
+    @classmethod
+    def from_weights(cls, weights: RouterWeights) -> GRURouter:
+        """A trainable copy of the NumPy router's weights (core.methods.dmoa_router)."""
+        router = cls(weights.n_agents, dim=weights.dim)
+        state = {
+            "gru.weight_ih": weights.weight_ih, "gru.weight_hh": weights.weight_hh,
+            "gru.bias_ih": weights.bias_ih, "gru.bias_hh": weights.bias_hh,
+            "head.weight": weights.head_weight, "head.bias": weights.head_bias,
+        }
+        router.load_state_dict({k: torch.as_tensor(np.asarray(v, dtype=np.float32)) for k, v in state.items()})
+        return router
+
+    def to_weights(self) -> RouterWeights:
+        """The trained parameters as the NumPy router reads them."""
+        state = {k: v.detach().cpu().numpy().astype(np.float32) for k, v in self.state_dict().items()}
+        return RouterWeights(
+            state["gru.weight_ih"], state["gru.weight_hh"], state["gru.bias_ih"], state["gru.bias_hh"],
+            state["head.weight"], state["head.bias"],
+        )
+
     def forward(self, x: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """One step: (z_i of shape [N], h_i of shape [1, d]) from X_i [d] and h_{i-1} [1, d]."""
         h_next = self.gru(x.reshape(1, -1).to(torch.float32), h)
         return self.head(h_next).reshape(-1), h_next
-
-
-class RouterSession:
-    """One query's pass through a GRURouter at inference time (no gradients): feed X_i, get z_i."""
-
-    def __init__(self, router: GRURouter) -> None:
-        self.router = router
-        self.h = router.initial_state()
-
-    def step(self, x: np.ndarray) -> np.ndarray:
-        with torch.no_grad():
-            z, self.h = self.router(torch.as_tensor(np.asarray(x, dtype=np.float32)), self.h)
-        return z.numpy().astype(np.float64)
 
 
 # --- traces and the loss ------------------------------------------------------------------------
@@ -212,83 +212,3 @@ def mean_loss(router: GRURouter, traces: Sequence[Trace], *, tau: float, k_max: 
         losses = [trace_loss(router, t, tau, k_max, adaptive=adaptive) for t in traces]
     values = [float(v) for v in losses if v is not None]
     return float(np.mean(values)) if values else float("nan")
-
-
-# --- weights per (domain, team) --------------------------------------------------------------------
-
-
-def default_weights_dir() -> Path:
-    return Path(platformdirs.user_data_dir("swarm-tui")) / "dmoa"
-
-
-def team_key(domain: str, names: Sequence[str]) -> str:
-    digest = hashlib.sha1("\n".join(names).encode("utf-8")).hexdigest()[:10]
-    return f"{domain}-{len(names)}-{digest}"
-
-
-@dataclass
-class RouterInfo:
-    """What the weights file says about itself."""
-
-    trained_queries: int = 0
-    epochs: int = 0
-    last_loss: float | None = None
-    source: str = ""  # "few-shot" | "ttt" | "few-shot+ttt"
-
-    def describe(self) -> str:
-        if not self.trained_queries:
-            return "seeded initialisation (untrained)"
-        loss = f", loss {self.last_loss:.4f}" if self.last_loss is not None else ""
-        return f"trained ({self.source or 'few-shot'}) on {self.trained_queries} queries{loss}"
-
-
-class RouterStore:
-    """router weights at DIR/<domain>-<N>-<team hash>.pt, one file per (domain, team)."""
-
-    def __init__(self, folder: Path | None = None) -> None:
-        self.folder = Path(folder) if folder else default_weights_dir()
-
-    def path(self, domain: str, names: Sequence[str]) -> Path:
-        return self.folder / f"{team_key(domain, names)}.pt"
-
-    def load(self, domain: str, names: Sequence[str], *, seed: int = 0) -> tuple[GRURouter, RouterInfo]:
-        """The saved router for this team, or a seeded one when none is saved. RouterError (one line)
-        when a file exists but cannot be used; the caller falls back to a seeded router."""
-        router = GRURouter(len(names), seed=seed)
-        path = self.path(domain, names)
-        if not path.exists():
-            return router, RouterInfo()
-        try:
-            data = torch.load(path, map_location="cpu", weights_only=True)
-            meta = json.loads(data["meta"])
-            if list(meta.get("names", [])) != list(names):
-                raise RouterError(f"{path} was trained for another team ({', '.join(meta.get('names', []))})")
-            router.load_state_dict(data["state"])
-        except RouterError:
-            raise
-        except Exception as exc:  # a damaged or foreign file: say so, never crash the run
-            raise RouterError(f"cannot load router weights {path}: {type(exc).__name__}: {exc}") from None
-        info = RouterInfo(
-            trained_queries=int(meta.get("trained_queries", 0)),
-            epochs=int(meta.get("epochs", 0)),
-            last_loss=meta.get("last_loss"),
-            source=str(meta.get("source", "")),
-        )
-        router.eval()
-        return router, info
-
-    def save(self, domain: str, names: Sequence[str], router: GRURouter, info: RouterInfo) -> Path:
-        path = self.path(domain, names)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        meta = {
-            "names": list(names),
-            "domain": domain,
-            "trained_queries": info.trained_queries,
-            "epochs": info.epochs,
-            "last_loss": info.last_loss,
-            "source": info.source,
-        }
-        tmp = path.with_suffix(".pt.tmp")
-        torch.save({"state": router.state_dict(), "meta": json.dumps(meta)}, tmp)
-        tmp.replace(path)
-        return path
