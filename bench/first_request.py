@@ -8,8 +8,8 @@ measures how long loading MiniLM takes in a fresh process: the time a first requ
 waited for the model.
 
     python bench/first_request.py [--runs 3]
-Targets: first request <= 0.5 s after launch; exit promptly after the last reply. The floor printed
-with it is a fresh interpreter importing only the openai SDK, measured in the same run.
+Targets: first request within 0.1 s (MARGIN_S) of the floor, a fresh interpreter importing only the
+openai SDK, measured in the same run; exit promptly after the last reply.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from core.demo.server import ScriptedServer  # noqa: E402
 
 COMMAND = [sys.executable, "-m", "tui.cli", "--headless", "--max-rounds", "3"]
 
+
+MARGIN_S = 0.1  # one goal, one line: launch -> first request at most this much above the floor
 
 def one_run(tmp: Path) -> tuple[float, float, float]:
     """(launch -> first chat request, last reply -> process exit, whole run) in seconds."""
@@ -96,8 +98,9 @@ def main() -> int:
     print(f"MiniLM load in a fresh process (what a first request would wait for): {load:.2f} s")
     print(f"floor: a fresh interpreter importing only the openai SDK: {floor:.2f} s "
           f"(first request / floor = {statistics.median(firsts) / floor:.2f})")
-    verdict = "PASS" if statistics.median(firsts) <= 0.5 else "FAIL"
-    print(f"first request <= 0.5 s: {verdict}")
+    first = statistics.median(firsts)
+    verdict = "PASS" if first <= floor + MARGIN_S else "FAIL"
+    print(f"first request {first:.2f} s <= floor {floor:.2f} s + {MARGIN_S} s: {verdict}")
     return 0
 
 
