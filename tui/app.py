@@ -221,7 +221,7 @@ class SwarmApp(App[int]):
         """Thread: load MiniLM so the first routing does not wait; touches no widget, only posts."""
         from core.llm.embeddings import shared_embedder
 
-        embedder = shared_embedder(self.settings.embedding_model_path)
+        embedder = shared_embedder(self.settings.embedding_model_path, int8=self.settings.embedding_int8)
         # A one-time ONNX export (its file missing or damaged) is shown, not written over the screen.
         embedder.on_progress = lambda text: self.call_from_thread(self.notify, text, timeout=15)
         try:

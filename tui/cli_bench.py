@@ -249,7 +249,7 @@ async def _bench(
     progress = Progress(sys.stderr, Counter(strategy for _, strategy, _ in jobs), args.concurrency)
     if args.resume and finished:
         progress.note(f"resuming: {len(finished)} finished pairs skipped, {len(jobs)} to run")
-    embedder = shared_embedder(settings.embedding_model_path)
+    embedder = shared_embedder(settings.embedding_model_path, int8=settings.embedding_int8)
     server = ScriptedServer(benchmark_script(dataset.problems)).start() if args.demo else None
     try:
         backend = await open_backend(settings, demo=args.demo, server=server)

@@ -135,7 +135,7 @@ async def _distill(args: argparse.Namespace, settings: Settings, problems: list[
     from core.compose.train_topodim import TrainError, distill
     from core.llm.embeddings import EmbeddingError, shared_embedder
 
-    embedder = shared_embedder(settings.embedding_model_path)
+    embedder = shared_embedder(settings.embedding_model_path, int8=settings.embedding_int8)
     print(f"distilling {weights} into per-agent policies on {len(problems)} queries ({args.distill_steps} steps)",
           file=sys.stderr)
     try:
@@ -166,7 +166,7 @@ async def _train(
         edge_types=args.edge_types, agents=args.agents, seed=args.seed,
     )
     bar = Bar(sys.stderr)
-    embedder = shared_embedder(settings.embedding_model_path)
+    embedder = shared_embedder(settings.embedding_model_path, int8=settings.embedding_int8)
     server = ScriptedServer(benchmark_script(dataset.problems)).start() if args.demo else None
     try:
         backend = await open_backend(settings, demo=args.demo, server=server)

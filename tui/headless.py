@@ -215,7 +215,7 @@ async def _run(
     expect: str | None,
     fork: ForkPoint | None,
 ) -> int:
-    embedder = shared_embedder(settings.embedding_model_path)
+    embedder = shared_embedder(settings.embedding_model_path, int8=settings.embedding_int8)
     try:
         backend: Backend = await open_backend(settings, demo=demo, on_status=lambda text: say(f"  {text}"))
     except EndpointError as exc:

@@ -196,7 +196,7 @@ def build_engine(
         spec,
         settings,
         backend.llm,
-        embedder or shared_embedder(settings.embedding_model_path),
+        embedder or shared_embedder(settings.embedding_model_path, int8=settings.embedding_int8),
         sinks,
         method=method,
         control=control,

@@ -106,7 +106,7 @@ async def train_router(
             f"{mode}{dataset.name}: {len(problems)} problems, dense runs over {', '.join(names)}; "
             f"model {backend.model} at {backend.base_url}"
         )
-        embedder = shared_embedder(settings.embedding_model_path)
+        embedder = shared_embedder(settings.embedding_model_path, int8=settings.embedding_int8)
         try:
             await asyncio.to_thread(embedder.load)
         except EmbeddingError as exc:

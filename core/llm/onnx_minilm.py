@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -96,9 +97,9 @@ def _export(folder: Path, target: Path) -> None:
         raise OnnxUnavailable(f"ONNX export failed: {type(exc).__name__}: {str(exc)[:160]}") from None
 
 
-def export_name(folder: Path) -> str:
+def export_name(folder: Path, int8: bool = False) -> str:
     """The exported file's name: it changes when the model's weights do."""
-    return f"{_fingerprint(folder)}.onnx"
+    return f"{_fingerprint(folder)}{'.int8' if int8 else ''}.onnx"
 
 
 def onnx_dirs() -> list[Path]:
@@ -116,11 +117,12 @@ def writable_dir(folder: Path) -> bool:
 
 
 def exported_model(folder: str | Path, dirs: list[Path] | None = None,
-                   on_progress: Callable[[str], None] | None = None) -> Path:
+                   on_progress: Callable[[str], None] | None = None, *, int8: bool = False) -> Path:
     """The exported ONNX file for this model folder: found in ``dirs`` (default onnx_dirs()), else exported
-    now into the first writable one, saying so through ``on_progress``. OnnxUnavailable if it cannot be."""
+    now into the first writable one, saying so through ``on_progress``. OnnxUnavailable if it cannot be.
+    ``int8``: the dynamically quantised copy (int8 weights), made from the fp32 export."""
     folder = Path(folder)
-    name = export_name(folder)
+    name = export_name(folder, int8)
     dirs = dirs or onnx_dirs()
     for where in dirs:
         if (where / name).is_file():
@@ -128,6 +130,12 @@ def exported_model(folder: str | Path, dirs: list[Path] | None = None,
     target = next((where for where in dirs if writable_dir(where)), None)
     if target is None:
         raise OnnxUnavailable(f"no writable folder for the ONNX export (tried {', '.join(map(str, dirs))})")
+    if int8:
+        source = exported_model(folder, dirs, on_progress)
+        if on_progress is not None:
+            on_progress(f"quantising MiniLM to int8 into {target} (one time, a few seconds)")
+        _quantize(source, target / name)
+        return target / name
     if on_progress is not None:
         on_progress(f"preparing MiniLM for ONNX Runtime: a one-time export into {target} (about 10 s; "
                     "`swarm-tui setup` does it at install)")
@@ -135,11 +143,30 @@ def exported_model(folder: str | Path, dirs: list[Path] | None = None,
     return target / name
 
 
+def _quantize(source: Path, target: Path) -> None:
+    """Dynamic int8 quantisation of the fp32 export (weights int8, activations quantised per call), atomically."""
+    try:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    except Exception as exc:
+        raise OnnxUnavailable(f"cannot quantise to int8: {type(exc).__name__}: {exc}") from None
+    partial = target.with_name(target.name + ".tmp")
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):
+            warnings.simplefilter("ignore")
+            logging.getLogger().setLevel(logging.ERROR)  # its advice to pre-process is for vision models
+            # Per-channel weights kept the routed graph of 55 of 56 recorded rounds (per-tensor: 46); bench/routing.py
+            quantize_dynamic(str(source), str(partial), weight_type=QuantType.QInt8, per_channel=True)
+        partial.replace(target)
+    except Exception as exc:
+        partial.unlink(missing_ok=True)
+        raise OnnxUnavailable(f"int8 quantisation failed: {type(exc).__name__}: {str(exc)[:160]}") from None
+
+
 class OnnxMiniLM:
     """The slice of SentenceTransformer's interface the Embedder uses: encode() and the dimension."""
 
     def __init__(self, folder: str | Path, cache_dir: Path | None = None,
-                 on_progress: Callable[[str], None] | None = None) -> None:
+                 on_progress: Callable[[str], None] | None = None, *, int8: bool = False) -> None:
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -150,7 +177,7 @@ class OnnxMiniLM:
         if not tokenizer_file.is_file():
             raise OnnxUnavailable(f"{folder} has no tokenizer.json")
         dirs = [cache_dir] if cache_dir is not None else None
-        self.path = exported_model(folder, dirs, on_progress)
+        self.path = exported_model(folder, dirs, on_progress, int8=int8)
         options = ort.SessionOptions()
         options.log_severity_level = 3  # errors only: nothing may scribble over the TUI
         # No spin-waiting between ops: on a CPU shared with a model server and the TUI it only burns time
@@ -164,7 +191,7 @@ class OnnxMiniLM:
                 damaged.unlink()
             if on_progress is not None:
                 on_progress(f"the ONNX copy of MiniLM at {damaged} is damaged: rebuilding it")
-            self.path = exported_model(folder, dirs, on_progress)
+            self.path = exported_model(folder, dirs, on_progress, int8=int8)
             try:
                 self.session = ort.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
             except Exception as exc:

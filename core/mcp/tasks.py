@@ -258,7 +258,7 @@ class SwarmManager:
         if self._embedder is None:
             from core.llm.embeddings import shared_embedder
 
-            self._embedder = shared_embedder(self.settings.embedding_model_path)
+            self._embedder = shared_embedder(self.settings.embedding_model_path, int8=self.settings.embedding_int8)
         return self._embedder
 
     def warm_up(self) -> asyncio.Task[None]:

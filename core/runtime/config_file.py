@@ -100,7 +100,17 @@ def load_config_file(path: Path | None) -> dict[str, Any]:
     return settings
 
 
-_ENV_VARS: dict[str, tuple[str, type]] = {
+def _flag(text: str) -> bool:
+    """An environment variable's true/false (1/0, yes/no, on/off)."""
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(text)
+
+
+_ENV_VARS: dict[str, tuple[str, Any]] = {
     "SWARM_TUI_DOMAIN": ("domain", str),
     "SWARM_TUI_TAU": ("tau", float),
     "SWARM_TUI_K_IN": ("k_in", int),
@@ -111,6 +121,7 @@ _ENV_VARS: dict[str, tuple[str, type]] = {
     "SWARM_TUI_MODEL": ("model", str),
     "SWARM_TUI_SESSIONS_DIR": ("sessions_dir", str),
     "SWARM_TUI_EMBEDDING_MODEL_PATH": ("embedding_model_path", str),
+    "SWARM_TUI_EMBEDDING_INT8": ("embedding_int8", _flag),
 }
 
 

@@ -109,7 +109,7 @@ class RunScreen(SwarmScreen):
             return
         from ..headless import make_evaluator
 
-        embedder = shared_embedder(self.settings.embedding_model_path)
+        embedder = shared_embedder(self.settings.embedding_model_path, int8=self.settings.embedding_int8)
         engine = build_engine(
             self.problem, self.settings, backend, [EventBridge(self.app), self.recorder, self._warm_up],
             embedder=embedder, control=self.control, evaluator=make_evaluator(self.settings), fork=self.fork,
