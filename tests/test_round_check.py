@@ -81,17 +81,18 @@ async def test_without_execution_the_manager_claim_stands(embedder: Any) -> None
 
 async def test_code_without_isolation_is_announced_once_per_run(monkeypatch: Any) -> None:
     from core.evaluation import sandbox
+    from core.evaluation.sandbox import isolation
     from core.runtime.engine import AgentResult
 
     monkeypatch.setenv(sandbox.ISOLATION_ENV, "off")
-    sandbox._isolation.cache_clear()
+    isolation.probe_isolation.cache_clear()
     try:
         evaluator = CodeExecutionEvaluator()
         outputs = {"Developer": AgentResult("Developer", "done", public=FIXED)}
         first = await evaluator.evaluate(1, DEMO_PROBLEMS["code"], outputs)
         second = await evaluator.evaluate(2, DEMO_PROBLEMS["code"], outputs)
     finally:
-        sandbox._isolation.cache_clear()
+        isolation.probe_isolation.cache_clear()
     assert first is not None and second is not None
     notices = [e for e in first.events if isinstance(e, ev.Notice)]
     assert len(notices) == 1 and "without isolation" in notices[0].message

@@ -24,6 +24,7 @@ from core.evaluation.sandbox import (
     SandboxLimits,
     SandboxResult,
     arun_code,
+    isolation,
     isolation_status,
     run_code,
 )
@@ -724,10 +725,10 @@ def test_humaneval_scoring_runs_the_hidden_tests_in_the_judge() -> None:
 @pytest.fixture
 def no_isolation(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv(sandbox.ISOLATION_ENV, "off")
-    sandbox._isolation.cache_clear()
+    isolation.probe_isolation.cache_clear()
     yield
     monkeypatch.undo()
-    sandbox._isolation.cache_clear()
+    isolation.probe_isolation.cache_clear()
 
 
 def test_without_isolation_runs_still_classify(no_isolation: None) -> None:
@@ -747,27 +748,25 @@ def test_without_isolation_runs_still_classify(no_isolation: None) -> None:
 
 
 def test_a_missing_bwrap_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    monkeypatch.setattr(isolation.shutil, "which", lambda name: None)
     monkeypatch.delenv(sandbox.ISOLATION_ENV, raising=False)
-    sandbox._isolation.cache_clear()
+    isolation.probe_isolation.cache_clear()
     try:
         isolated, message = isolation_status()
         assert not isolated
         assert "bubblewrap (bwrap) not found; install it with apt-get install bubblewrap" in message
     finally:
         monkeypatch.undo()
-        sandbox._isolation.cache_clear()
+        isolation.probe_isolation.cache_clear()
 
 
 def test_an_interpreter_living_under_tmp_stays_visible_inside_the_private_tmp(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A checkout (and its venv) under /tmp, as CI's clone may be: the sandbox's own /tmp must not hide it.
-    from core.evaluation import sandbox
-
     venv = tmp_path / "venv" / "lib"
     venv.mkdir(parents=True)
-    monkeypatch.setattr(sandbox, "_python_paths", lambda: ["/usr", str(venv)])
-    args = sandbox._rebind_under_tmp()
+    monkeypatch.setattr(isolation, "python_paths", lambda: ["/usr", str(venv)])
+    args = isolation.rebind_under_tmp()
     real = os.path.realpath(venv)
     assert real.startswith("/tmp/") and args == ["--ro-bind", real, real]
