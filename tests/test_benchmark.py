@@ -46,6 +46,7 @@ ROW_COLUMNS = [
     "session",
     "repeat",
     "seed",
+    "rejected",
 ]
 SUMMARY_COLUMNS = [
     "strategy",

@@ -29,6 +29,9 @@ from core.bench.runner import (
     summarize,
     write_results,
 )
+from core.datasets.catalog import listing, resolve
+from core.datasets.formats import FORMAT_NAMES, get_format
+from core.datasets.hub import is_hub_name, load_hub
 from core.datasets.problems import Dataset, DatasetError, load_dataset
 from core.methods.registry import format_options
 from core.runtime.config import Settings
@@ -48,10 +51,17 @@ class _UserError(Exception):
 def build_parser() -> OneLineParser:
     parser = OneLineParser(
         prog="swarm-tui bench",
-        description="Run a HumanEval- or MATH-format JSONL dataset through topology strategies and "
+        description="Run a dataset (shipped, a local JSONL file, or from the hub) through topology strategies and "
         "compare accuracy, rounds, tokens and wall time.",
     )
-    parser.add_argument("dataset", type=Path, help="HumanEval or MATH JSONL file (detected by its fields)")
+    parser.add_argument(
+        "dataset", nargs="?",
+        help="a shipped dataset by name (humaneval, math500), a JSONL file in a known format (see --list), "
+        "or hf:OWNER/NAME with the hub extra",
+    )
+    parser.add_argument("--list", action="store_true", help="list the shipped datasets and the file formats")
+    parser.add_argument("--format", choices=FORMAT_NAMES, help="the file's format, when its fields are ambiguous")
+    parser.add_argument("--split", default="test", help="with hf:NAME: the split (default test)")
     parser.add_argument("--limit", type=int_range(1, None), help="run at most N problems")
     parser.add_argument("--offset", type=int_range(0, None), default=0, help="skip the first K problems")
     parser.add_argument(
@@ -129,15 +139,19 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun if n == 1 else plural}"
 
 
-def _dataset(path: Path) -> Dataset:
+def _dataset(args: argparse.Namespace) -> Dataset:
+    if not args.dataset:
+        raise _UserError("name a dataset (swarm-tui bench --list shows them) or a JSONL file")
     try:
-        return load_dataset(path)
+        if is_hub_name(args.dataset):
+            return load_hub(args.dataset, args.split, args.format)
+        return load_dataset(resolve(args.dataset), args.format)
     except DatasetError as exc:
         raise _UserError(str(exc)) from None
 
 
 def _check_domain(args: argparse.Namespace, dataset: Dataset) -> None:
-    wanted = "code" if dataset.name == "HumanEval" else "math"
+    wanted = get_format(dataset.kind).domain
     if args.domain is not None and args.domain != wanted:
         raise _UserError(f"--domain {args.domain} does not fit a {dataset.name} dataset (its domain is {wanted})")
 
@@ -204,12 +218,15 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["show"]:
         return show_main(argv[1:])
     args = build_parser().parse_args(argv)
+    if args.list:
+        print(listing())
+        return 0
     settings = settings_from_args(args)
     try:
         strategies = parse_strategies(args.strategy)
         given = split_option_flags(args.bench_options, strategies)
         settings = replace(settings, strategy_options={**settings.strategy_options, **given})
-        dataset = _dataset(args.dataset)
+        dataset = _dataset(args)
         _check_domain(args, dataset)
         problems = dataset.select(args.offset, args.limit)
         if not problems:

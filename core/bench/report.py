@@ -57,6 +57,7 @@ class MethodStats:
     calls: float
     wall_s: float
     options: dict[str, Any] = field(default_factory=dict)
+    rejected: int = 0  # runs whose code tried to pass with something other than plain data
 
 
 @dataclass
@@ -135,6 +136,7 @@ def method_stats(label: str, model: str, strategy: str, rows: Sequence[Row], opt
         calls=sum(r.calls for r in rows) / runs,
         wall_s=sum(r.wall_s for r in rows) / runs,
         options=options,
+        rejected=sum(1 for r in rows if r.rejected),
     )
 
 
@@ -279,6 +281,13 @@ def render_markdown(report: Report, plots: Sequence[str] = ()) -> str:
         out += [
             f"- {m.label}: " + ", ".join(f"{k}={v}" for k, v in sorted(m.options.items())) for m in with_options
         ]
+    forged = [m for m in report.methods if m.rejected]
+    out += ["", "## Rejected verdicts", ""]
+    out += (
+        [f"- {m.label}: {m.rejected} run(s) returned something other than plain data from the tested function "
+         "and failed (core.datasets.verdicts)" for m in forged]
+        if forged else ["None: no run's code tried to pass a test with a non-data object."]
+    )
     if plots:
         out += ["", "## Plots", ""] + [f"![{Path(p).stem}]({Path(p).name})" for p in plots if p.endswith(".png")]
     out += ["", "## Per problem", "", "✓ solved, ✗ not, k/n over repeats, · not run.", ""]

@@ -66,6 +66,7 @@ class Row:
     metrics: dict[str, float] = field(default_factory=dict)  # the method's own figures; JSON files only
     repeat: int = 0  # which of the --repeats runs of this (problem, strategy) pair
     seed: int | None = None  # the repeat's seed (method samplers, the request `seed`)
+    rejected: str = ""  # a pass the verdict refused (core.datasets.verdicts: e.g. "non-data return")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -409,6 +410,7 @@ class BenchRunner:
             end_reason=run.end_reason,
             calls=run.calls,
             detail=verdict.detail,
+            rejected=verdict.rejected,
             session=str(recorder.path.relative_to(self.out)) if recorder.path and recorder.saves else "",
             answer=run.final_answer[:ANSWER_CHARS],
             metrics=run.metrics,

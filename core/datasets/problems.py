@@ -1,50 +1,52 @@
-"""Benchmark problem sets: HumanEval- and MATH-format JSONL files read into problems a run can take.
+"""Benchmark problem sets: JSONL files in the seeds' formats, read into problems a run can take.
 
-A leaf: it knows nothing of runs. Each format names the fields it recognises, the domain its problems
-belong to and (core.datasets.verdicts) how a final answer is checked.
+A leaf: it knows nothing of runs. ``core.datasets.formats`` says which fields each format has, its domain
+and how its answer is checked (``core.datasets.verdicts``); the format of a file is detected from its first
+record's fields, or named (``--format``). Every bad line is one DatasetError naming the file, the line and
+the fields the format expects.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-KIND_HUMANEVAL = "humaneval"
-KIND_MATH = "math"
-_HUMANEVAL_FIELDS = ("task_id", "prompt", "test", "entry_point")
-_MATH_FIELDS = ("problem", "answer")
 
 
 class DatasetError(ValueError):
     """The dataset cannot be used; the message is one line fit to show a user."""
 
 
-# --- datasets ---------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Problem:
     task_id: str
-    domain: str  # "code" | "math"
+    domain: str  # "code" | "math" | "general"
     task: str  # the text the swarm is given
-    reference: str = ""  # MATH: the reference answer
+    reference: str = ""  # the reference answer (math: an expression; choices: a letter)
     prompt: str = ""  # HumanEval: the function stub with its docstring
     entry_point: str = ""
     test: str = ""  # HumanEval: the hidden tests, `def check(candidate): ...`
     canonical_solution: str = ""
+    kind: str = "humaneval"  # the format it came from (core.datasets.formats), which decides the verdict
+    choices: tuple[str, ...] = ()  # multiple choice: the options, in letter order
+    tests: tuple[str, ...] = ()  # MBPP: assert statements
+    setup: str = ""  # MBPP: test_setup_code
+    io_cases: tuple[tuple[str, str], ...] = ()  # stdin/stdout problems: (input, expected output)
+    reference_code: str = ""  # a program that solves it (the demo oracle writes it)
+    extra: dict[str, str] = field(default_factory=dict, compare=False)  # e.g. an MMLU subject
 
 
 @dataclass(frozen=True)
 class Dataset:
     path: Path
-    kind: str  # KIND_HUMANEVAL | KIND_MATH
+    kind: str  # the format's name (core.datasets.formats.FORMATS)
     problems: list[Problem]
 
     @property
     def name(self) -> str:
-        return "HumanEval" if self.kind == KIND_HUMANEVAL else "MATH"
+        from core.datasets.formats import get_format
+
+        return get_format(self.kind).display
 
     def select(self, offset: int = 0, limit: int | None = None) -> list[Problem]:
         end = None if limit is None else offset + limit
@@ -60,44 +62,11 @@ def humaneval_task(prompt: str, entry_point: str) -> str:
     )
 
 
-def _kind_of(record: dict[str, Any]) -> str | None:
-    if all(name in record for name in _HUMANEVAL_FIELDS):
-        return KIND_HUMANEVAL
-    if all(name in record for name in _MATH_FIELDS):
-        return KIND_MATH
-    return None
+def load_dataset(path: Path, fmt: str | None = None) -> Dataset:
+    """Read a JSONL file in one of the known formats (detected from the first record, or ``fmt``).
+    Raises DatasetError with one line naming the file and line."""
+    from core.datasets.formats import FORMATS, detect_format, get_format
 
-
-def _problem(record: dict[str, Any], kind: str, index: int, where: str) -> Problem:
-    fields = _HUMANEVAL_FIELDS if kind == KIND_HUMANEVAL else _MATH_FIELDS
-    for name in fields:
-        if not isinstance(record.get(name), str) or not record[name].strip():
-            raise DatasetError(f"{where}: field {name!r} must be non-empty text")
-    if kind == KIND_HUMANEVAL:
-        entry = record["entry_point"].strip()
-        if not entry.isidentifier():
-            raise DatasetError(f"{where}: entry_point {entry!r} is not a Python name")
-        canonical = record.get("canonical_solution")
-        return Problem(
-            task_id=record["task_id"].strip(),
-            domain="code",
-            task=humaneval_task(record["prompt"], entry),
-            prompt=record["prompt"],
-            entry_point=entry,
-            test=record["test"],
-            canonical_solution=canonical if isinstance(canonical, str) else "",
-        )
-    task_id = record.get("unique_id") or record.get("task_id") or record.get("id") or f"MATH/{index}"
-    return Problem(
-        task_id=str(task_id),
-        domain="math",
-        task=record["problem"].strip(),
-        reference=record["answer"].strip(),
-    )
-
-
-def load_dataset(path: Path) -> Dataset:
-    """Read a HumanEval- or MATH-format JSONL file. Raises DatasetError with one line."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -109,7 +78,7 @@ def load_dataset(path: Path) -> Dataset:
         raise DatasetError(f"{path}: not a text file (invalid UTF-8)") from None
     except OSError as exc:
         raise DatasetError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
-    kind: str | None = None
+    chosen = get_format(fmt) if fmt else None
     problems: list[Problem] = []
     seen: set[str] = set()
     for lineno, line in enumerate(text.splitlines(), start=1):
@@ -122,20 +91,20 @@ def load_dataset(path: Path) -> Dataset:
             raise DatasetError(f"{where}: not a JSON line ({exc})") from None
         if not isinstance(record, dict):
             raise DatasetError(f"{where}: each line must be a JSON object")
-        this = _kind_of(record)
-        if this is None:
-            raise DatasetError(
-                f"{where}: unknown dataset format (fields {', '.join(sorted(record)[:8]) or 'none'}): expected "
-                "HumanEval (task_id, prompt, test, entry_point) or MATH (problem, answer) JSON lines"
-            )
-        if kind is not None and this != kind:
-            raise DatasetError(f"{where}: a {this} record in a {kind} dataset")
-        kind = this
-        problem = _problem(record, kind, len(problems), where)
+        if chosen is None:
+            chosen = detect_format(record, where)
+        elif not chosen.matches(record):
+            other = next((f.name for f in FORMATS if f.matches(record)), "")
+            if other:
+                raise DatasetError(f"{where}: a {other} record in a {chosen.name} dataset")
+            missing = ", ".join(name for name in chosen.fields if name not in record)
+            raise DatasetError(f"{where}: missing field(s) {missing} (a {chosen.display} record has "
+                               f"{', '.join(chosen.fields)})")
+        problem = chosen.build(record, len(problems), where)
         if problem.task_id in seen:
             raise DatasetError(f"{where}: duplicate task id {problem.task_id!r}")
         seen.add(problem.task_id)
         problems.append(problem)
-    if kind is None:
+    if chosen is None:
         raise DatasetError(f"{path}: the dataset is empty")
-    return Dataset(path=path, kind=kind, problems=problems)
+    return Dataset(path=path, kind=chosen.name, problems=problems)

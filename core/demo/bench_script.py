@@ -108,23 +108,37 @@ _NOTES = (
 )
 
 
-def _answer(problem: Problem, correct: bool) -> str:
-    """The solution this script stands behind: code for HumanEval, an answer for MATH."""
+def oracle_answer(problem: Problem, correct: bool) -> str:
+    """The solution this script stands behind, from the problem's reference: a program for code (HumanEval's
+    canonical solution, MBPP's code, an APPS solution or a table of its cases), the letter for multiple
+    choice, the reference answer for math. ``correct=False``: a wrong one of the same kind."""
     if problem.domain == "code":
-        return problem.prompt + problem.canonical_solution if correct else wrong_code(problem.entry_point)
+        if correct:
+            return problem.reference_code or problem.prompt + problem.canonical_solution
+        return wrong_code(problem.entry_point) if problem.entry_point else "print('no idea')\n"
+    if problem.choices:
+        letters = [chr(ord("A") + i) for i in range(len(problem.choices))]
+        return problem.reference if correct else next(x for x in letters if x != problem.reference)
     return problem.reference if correct else WRONG_MATH_ANSWER
 
 
+def oracle_final(problem: Problem, correct: bool) -> str:
+    """The final answer as the team's Manager gives it (code in a fence)."""
+    answer = oracle_answer(problem, correct)
+    return _fenced(answer) if problem.domain == "code" else answer
+
+
+
 def _work(problem: Problem, role: str, round_no: int, correct: bool) -> dict[str, Any]:
-    answer = _answer(problem, correct)
-    fn = problem.entry_point
+    answer = oracle_answer(problem, correct)
+    fn = problem.entry_point or "the program"
     reply: dict[str, Any] = {"private": {}}
     if role == "Developer":
         reply["public"] = f"Implementation of {fn} (round {round_no}):\n{_fenced(answer)}"
     elif role == "Tester":
         # A smoke test on top of the docstring examples the evaluator adds by itself: problems
         # without examples still get a test run, so the Manager may end the run.
-        smoke = _fenced(f"assert callable({fn})")
+        smoke = _fenced(f"assert callable({problem.entry_point})" if problem.entry_point else "assert True")
         reply["public"] = f"Smoke test; the docstring examples are the decisive cases.\n{smoke}"
     elif role == "Solver":
         reply["public"] = f"Working step by step through the problem, the final answer is $\\boxed{{{answer}}}$."
@@ -149,8 +163,7 @@ def _manager(problem: Problem, info: RequestInfo, correct: bool) -> dict[str, An
         }
     text = "\n".join(str(m.get("content", "")) for m in info.messages if m.get("role") == "user")
     if info.round >= 2 or "This was the last round" in text:
-        answer = _answer(problem, correct)
-        final = _fenced(answer) if problem.domain == "code" else answer
+        final = oracle_final(problem, correct)
         return {"goal": "", "terminate": True, "reasoning": "The solution is ready.", "final_answer": final}
     return {
         "goal": f"Round {info.round + 1}: verify the draft and fix anything that fails.",
@@ -161,9 +174,11 @@ def _manager(problem: Problem, info: RequestInfo, correct: bool) -> dict[str, An
 
 
 def _solo(problem: Problem, correct: bool) -> str:
-    answer = _answer(problem, correct)
+    answer = oracle_answer(problem, correct)
     if problem.domain == "code":
         return f"Here is the solution.\n{_fenced(answer)}"
+    if problem.choices:
+        return f"Answer: {answer}"
     return json.dumps({"answer": answer})
 
 
@@ -183,16 +198,16 @@ def benchmark_script(problems: Sequence[Problem], *, correct: bool = True) -> Sc
         if info.call.startswith("dmoa-"):  # DMoA's calls (core.methods.dmoa_events.CALLS)
             from core.demo.dmoa_script import bench_reply
 
-            return bench_reply(info, problem.domain, _answer(problem, correct))
+            return bench_reply(info, problem.domain, oracle_answer(problem, correct))
         if info.call.startswith("tw-"):  # TopoWeaver-R1's orchestrator and agents
             from core.demo.topoweaver_script import bench_reply
 
-            return bench_reply(info, domain=problem.domain, answer=_answer(problem, correct),
+            return bench_reply(info, domain=problem.domain, answer=oracle_answer(problem, correct),
                                entry_point=problem.entry_point, correct=correct)
         if info.call in _TOPODIM_CALLS:
             from core.demo.topodim_script import bench_reply
 
-            reply = bench_reply(info, _answer(problem, correct), problem.domain)
+            reply = bench_reply(info, oracle_answer(problem, correct), problem.domain)
             if reply is not None:
                 return reply
         if info.role == "Manager" or info.call in (CALL_PLAN, CALL_MANAGER):
