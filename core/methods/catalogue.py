@@ -1,37 +1,60 @@
-"""Every built-in method, loaded: the one module that imports them all so that they register.
+"""Every built-in method, by name: the one place that knows which module registers which method.
 
 ``--strategy``, the launch form, ``swarm-tui strategies``, the benchmark runner, the MCP server and the
-session reader (a method's own event types) look methods up here; a method module imports only the
-registry, so adding a method means a module plus one line below.
+session reader (a method's own event types) look methods up here. A method's module is imported when that
+method is first asked for, so a run loads only its own method before its first request
+(bench/first_request.py); ``load_all`` imports every one (to list them all, or to read any session).
+Adding a method means a module that calls ``register`` plus one line in MODULES.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from typing import Any
 
-import core.methods.baselines
-import core.methods.dmoa
-import core.methods.dytopo
-import core.methods.topodim
-import core.methods.topoweaver  # noqa: F401  (each registers itself)
 from core.methods.registry import MethodError, MethodInfo, registered
 from core.runtime.domains import Domain
 from core.runtime.engine import Method
 
-_FIRST = ("dytopo", "single", "single-turn", "random", "broadcast", "chain", "star")
+# name -> the module that registers it, in the order `swarm-tui strategies` lists them.
+MODULES: dict[str, str] = {
+    "dytopo": "core.methods.dytopo",
+    "single": "core.methods.baselines",
+    "single-turn": "core.methods.baselines",
+    "random": "core.methods.baselines",
+    "broadcast": "core.methods.baselines",
+    "chain": "core.methods.baselines",
+    "star": "core.methods.baselines",
+    "topodim": "core.methods.topodim",
+    "dmoa": "core.methods.dmoa",
+    "topoweaver": "core.methods.topoweaver",
+}
 
 
 def method_names() -> list[str]:
-    """DyTopo and its baselines first, then the other methods in the order they registered."""
-    return sorted(registered(), key=lambda name: _FIRST.index(name) if name in _FIRST else len(_FIRST))
+    """DyTopo and its baselines first, then the other methods."""
+    return list(MODULES)
+
+
+def load_all() -> None:
+    """Import every method module (each registers itself and its own event types); cheap once done."""
+    global _all_loaded
+    if not _all_loaded:
+        for module in dict.fromkeys(MODULES.values()):
+            importlib.import_module(module)
+        _all_loaded = True
+
+
+_all_loaded = False
 
 
 def get_method_info(name: str) -> MethodInfo:
-    info = registered().get(name)
-    if info is None:
+    module = MODULES.get(name)
+    if module is None:
         raise MethodError(f"unknown strategy {name!r}: choose one of {', '.join(method_names())}")
-    return info
+    importlib.import_module(module)
+    return registered()[name]
 
 
 def build_method(name: str, options: Mapping[str, Any] | None, domain: Domain) -> Method:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.methods.catalogue import load_all
 from core.runtime import events as ev
 from core.sessions.model import record_dict
 
@@ -298,6 +299,7 @@ class EventLogReader:
                 self.end_reason = str(data.get("reason", ""))
                 continue
             try:
+                load_all()  # every method's own event types
                 yield ev.event_from_dict(data)
             except (ev.EventFormatError, TypeError, ValueError):
                 self.bad_lines += 1

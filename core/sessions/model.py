@@ -17,9 +17,9 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
-import core.methods.catalogue  # noqa: F401  (registers every method's own event types, read back here)
 from core import __version__
 from core.llm.urls import redact_url
+from core.methods.catalogue import load_all
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 
@@ -141,6 +141,7 @@ class Session:
 
     def __post_init__(self) -> None:
         _check_plain({"events": self.events}, "")  # also for sessions built in memory: must save as JSON
+        load_all()  # every method's own event types, before any is read back
         metadata, rounds, outcome = _derive(self.events)
         self.metadata, self.rounds, self.outcome = metadata, rounds, outcome
         self.created = _iso(metadata.ts)
@@ -183,6 +184,7 @@ class Session:
 
     def replay_events(self) -> list[ev.Event]:
         """The recorded events, rebuilt as the typed events the live consumers take."""
+        load_all()
         return [ev.event_from_dict(dict(e)) for e in self.events]
 
     def to_dict(self) -> dict[str, Any]:
@@ -440,6 +442,7 @@ def _rebuild_event(data: Any, index: int) -> ev.Event:
     if not isinstance(data, dict):
         raise SessionFormatError(f"{where} must be an object, got {_describe(data)}")
     kind = data.get("type")
+    load_all()
     cls = ev.event_types().get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise SessionFormatError(f"{where} has unknown event type {_short(kind)}")
