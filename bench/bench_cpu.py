@@ -31,7 +31,7 @@ TARGET_MS = 20.0
 
 def _serve(dataset: str, pipe: object) -> None:
     """The oracle server in its own process; it sends its URL, then serves until terminated."""
-    from core.datasets.problems import load_dataset
+    from core.datasets.loader import load_dataset
     from core.demo.bench_script import benchmark_script
     from core.demo.server import ScriptedServer
 

@@ -96,7 +96,7 @@ def test_several_folders_merge_with_a_model_column(tmp_path: Path) -> None:
 
 
 def test_several_base_urls_share_the_calls(tmp_path: Path, capsys) -> None:
-    from core.datasets.problems import load_dataset
+    from core.datasets.loader import load_dataset
     from core.demo.bench_script import benchmark_script
     from core.demo.server import ScriptedServer
     from tui.cli import main

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from core.bench.runner import CSV_FIELDS, bench_method, session_name
-from core.datasets.problems import DatasetError, Problem, load_dataset
+from core.datasets.loader import load_dataset
+from core.datasets.problems import DatasetError, Problem
 from core.datasets.verdicts import humaneval_program, score_code
 from core.demo.bench_script import benchmark_script
 from core.demo.server import RequestInfo, ScriptedServer

@@ -13,7 +13,8 @@ import pytest
 from core.datasets.catalog import SHIPPED, listing, resolve
 from core.datasets.formats import FORMAT_NAMES
 from core.datasets.hub import load_hub
-from core.datasets.problems import DatasetError, Problem, load_dataset
+from core.datasets.loader import load_dataset
+from core.datasets.problems import DatasetError, Problem
 from core.datasets.verdicts import REJECTED_NON_DATA, chosen_letter, score
 from core.demo.bench_script import oracle_final
 from tui.cli import main

@@ -346,7 +346,7 @@ async def test_session_round_trip_export_and_fork(tmp_path: Path, embedder: Any)
 
 async def test_bench_reports_accuracy_steps_and_mean_k(tmp_path: Path, embedder: Any) -> None:
     from core.bench.runner import BenchRunner, format_table, summarize
-    from core.datasets.problems import load_dataset
+    from core.datasets.loader import load_dataset
     from core.demo.bench_script import benchmark_script
 
     dataset = load_dataset(_math_dataset(tmp_path / "m.jsonl"))

@@ -12,7 +12,7 @@ import torch
 
 from core.compose.runner import open_backend
 from core.compose.train_topodim import TopoDIMTrainer, TrainError, TrainPlan, distill
-from core.datasets.problems import load_dataset
+from core.datasets.loader import load_dataset
 from core.demo.bench_script import benchmark_script
 from core.demo.server import ScriptedServer
 from core.methods.topodim_policy import load_checkpoint

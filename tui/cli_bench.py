@@ -32,7 +32,8 @@ from core.bench.runner import (
 from core.datasets.catalog import listing, resolve
 from core.datasets.formats import FORMAT_NAMES, get_format
 from core.datasets.hub import is_hub_name, load_hub
-from core.datasets.problems import Dataset, DatasetError, load_dataset
+from core.datasets.loader import load_dataset
+from core.datasets.problems import Dataset, DatasetError
 from core.methods.registry import format_options
 from core.runtime.config import Settings
 

@@ -88,7 +88,8 @@ def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
     settings = settings_from_args(args)
     try:
-        from core.datasets.problems import DatasetError, load_dataset
+        from core.datasets.loader import load_dataset
+        from core.datasets.problems import DatasetError
 
         try:
             dataset = load_dataset(args.dataset)

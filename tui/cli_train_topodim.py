@@ -89,7 +89,8 @@ class Bar(ProgressLine):
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     settings = settings_from_args(args)
-    from core.datasets.problems import DatasetError, load_dataset
+    from core.datasets.loader import load_dataset
+    from core.datasets.problems import DatasetError
     from core.methods.registry import MethodError
     from core.methods.topodim import parse_edge_types
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import platformdirs
 
-from core.datasets.problems import Dataset, DatasetError, load_dataset
+from core.datasets.loader import load_dataset
+from core.datasets.problems import Dataset, DatasetError
 
 PREFIX = "hf:"
 _NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
