@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -52,7 +53,12 @@ class BenchScreen(Screen[None]):
     BenchScreen #bench-methods { width: auto; max-width: 70%; }
     BenchScreen #bench-plot { width: 1fr; min-width: 30; }
     BenchScreen #bench-problems { height: 1fr; }
+    /* Narrow terminals: the plot goes under the table, which keeps its full width. */
+    BenchScreen.-narrow #bench-top { layout: vertical; height: auto; }
+    BenchScreen.-narrow #bench-methods { max-width: 100%; height: auto; }
+    BenchScreen.-narrow #bench-plot { height: 9; }
     """
+    NARROW = 130  # columns below which the table and the plot no longer fit side by side
 
     def __init__(self, report: Report) -> None:
         super().__init__()
@@ -68,7 +74,11 @@ class BenchScreen(Screen[None]):
         yield DataTable(id="bench-problems", cursor_type="cell")
         yield WrapFooter()
 
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.width < self.NARROW, "-narrow")
+
     def on_mount(self) -> None:
+        self.set_class(self.app.size.width < self.NARROW, "-narrow")
         methods = self.query_one("#bench-methods", DataTable)
         methods.add_columns("method", "solved", "accuracy", "95% interval", "tokens", "acc/1k tok", "calls", "wall s")
         for line in method_lines(self.report):
