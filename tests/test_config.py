@@ -110,3 +110,29 @@ def test_endpoint_and_key_resolution() -> None:
     assert resolve_base_url(Settings(base_url="http://flag/v1"), environ={"OPENAI_BASE_URL": "x"}) == "http://flag/v1"
     assert resolve_api_key(Settings(api_key_env="MY_KEY"), environ={"MY_KEY": "k-123"}) == "k-123"
     assert resolve_api_key(Settings(), environ={}) == "not-needed"  # local servers take any key
+
+
+@pytest.mark.parametrize(
+    ("url", "fragment"),
+    [
+        ("http://localhost:1234/v1" + "a" * 100_000, "characters long: the limit is 8,192"),
+        ("http://local\x01host:1234/v1", "holds the control character '\\x01'"),
+        ("http://[::1:1234/v1", "cannot be used"),
+    ],
+)
+def test_urls_the_http_stack_would_reject_are_one_line(url: str, fragment: str) -> None:
+    with pytest.raises(URLError) as info:
+        check_base_url(url)
+    message = str(info.value)
+    assert fragment in message and "\n" not in message and "\x01" not in message and len(message) < 400
+
+
+def test_a_bad_url_on_the_command_line_is_one_line_and_exit_2() -> None:
+    import subprocess
+    import sys
+
+    for url in ("http://localhost:1234/v1" + "a" * 100_000, "http://local\x01host:1234/v1"):
+        out = subprocess.run([sys.executable, "-m", "tui", "--headless", "--base-url", url, "x"],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 2 and "Traceback" not in out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1

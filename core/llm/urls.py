@@ -10,8 +10,24 @@ from urllib.parse import urlsplit, urlunsplit
 DEFAULT_BASE_URL = "http://localhost:1234/v1"  # LM Studio, the reference deployment's endpoint
 
 
+MAX_URL_CHARS = 8192  # far past any real endpoint; the HTTP stack itself refuses 65,536
+
+
 class URLError(ValueError):
     """An endpoint URL that cannot be used; the message is one line fit to show a user."""
+
+
+def _http_stack_parses(url: str) -> None:
+    """ValueError when the HTTP library the client sends with (httpx, or the SDK's httpx2 fork) would refuse
+    the URL: better one line now than its traceback at the first request."""
+    try:
+        import httpx2 as httpx
+    except ImportError:  # pragma: no cover - depends on the installed SDK
+        import httpx  # type: ignore[no-redef]
+    try:
+        httpx.URL(url)
+    except Exception as exc:  # InvalidURL and the like
+        raise ValueError(str(exc)) from None
 
 
 def check_base_url(url: str, *, allow_userinfo: bool = False) -> str:
@@ -19,6 +35,16 @@ def check_base_url(url: str, *, allow_userinfo: bool = False) -> str:
     URLError with one line otherwise. ``user:password@`` in the URL is refused (the HTTP client would
     send it as Basic auth instead of the API key) unless ``allow_userinfo``."""
     shown = url if len(url) <= 200 else url[:199] + "…"
+    shown = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in shown)  # never a control byte out
+    if len(url) > MAX_URL_CHARS:
+        raise URLError(f"the endpoint URL is {len(url):,} characters long: the limit is {MAX_URL_CHARS:,}")
+    bad = next((c for c in url.strip() if not c.isprintable()), None)
+    if bad is not None:
+        raise URLError(f"the endpoint URL '{shown}' holds the control character {bad!r}: type it again")
+    try:
+        _http_stack_parses(url.strip())
+    except ValueError as exc:
+        raise URLError(f"the endpoint URL {shown!r} cannot be used: {str(exc)[:120]}") from None
     try:
         parts = urlsplit(url.strip())
         host = parts.hostname
