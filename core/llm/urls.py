@@ -42,10 +42,6 @@ def check_base_url(url: str, *, allow_userinfo: bool = False) -> str:
     if bad is not None:
         raise URLError(f"the endpoint URL '{shown}' holds the control character {bad!r}: type it again")
     try:
-        _http_stack_parses(url.strip())
-    except ValueError as exc:
-        raise URLError(f"the endpoint URL {shown!r} cannot be used: {str(exc)[:120]}") from None
-    try:
         parts = urlsplit(url.strip())
         host = parts.hostname
     except ValueError as exc:  # "Invalid IPv6 URL"
@@ -67,6 +63,10 @@ def check_base_url(url: str, *, allow_userinfo: bool = False) -> str:
             "the endpoint URL holds a user name or password (user:password@): remove it and put the key in "
             "$OPENAI_API_KEY (or the variable named by --api-key-env), not in the URL"
         )
+    try:  # last: the checks above say what is wrong in clearer words
+        _http_stack_parses(url.strip())
+    except ValueError as exc:
+        raise URLError(f"the endpoint URL '{shown}' cannot be used: {str(exc)[:120]}") from None
     return url
 
 
