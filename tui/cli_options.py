@@ -114,6 +114,18 @@ def add_run_options(parser: argparse.ArgumentParser, *, method: bool = True, sev
         help=f"parallel model calls (default {d.max_concurrency})",
     )
     parser.add_argument(
+        "--time-budget", dest="time_budget", type=positive_number, metavar="SECONDS",
+        help="end the run after this many seconds with the best valid answer so far (reason: budget)",
+    )
+    parser.add_argument(
+        "--max-calls", dest="max_calls", type=int_range(1, None), metavar="N",
+        help="end the run after N model calls (re-asks included) with the best valid answer so far",
+    )
+    parser.add_argument(
+        "--max-tokens", dest="max_tokens", type=int_range(1, None), metavar="N",
+        help="cap every call's max_tokens (descriptor, work, manager and every method's own calls) at N",
+    )
+    parser.add_argument(
         "--config", type=Path, help="config file (default: the user config dir's swarm-tui/config.toml)"
     )
     parser.add_argument(
@@ -143,6 +155,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             "max_concurrency",
             "execute_code",
             "team",
+            "time_budget",
+            "max_calls",
+            "max_tokens",
         )
     }
     if isinstance(cli["base_url"], list):  # the benchmark's repeatable --base-url: the first is the run's

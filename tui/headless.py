@@ -157,6 +157,8 @@ class ProgressPrinter:
             f"\nfinished: {e.reason} — {e.detail}; {e.rounds} rounds, "
             f"{e.prompt_tokens} prompt + {e.completion_tokens} completion tokens"
         )
+        if not e.final_answer.strip():  # never a made-up answer: say there is none
+            self._line("no answer: no reply of the team passed the answer check")
 
 
 class JsonLinesWriter:

@@ -69,6 +69,11 @@ class Settings:
     # MiniLM quantised to int8 (ONNX Runtime dynamic quantisation): about twice as fast, an opt-in because
     # its vectors differ slightly (bench/routing.py prints how often the routed graph stays the same).
     embedding_int8: bool = False
+    # Bounds of one run (None: unbounded). At the bound the run cancels its calls in flight, keeps every
+    # finished call, and ends with reason "budget" and the best valid answer so far (or none).
+    time_budget: float | None = None  # seconds of wall time
+    max_calls: int | None = None  # model calls, re-asks included
+    max_tokens: int | None = None  # caps every call kind's max_tokens at once
     # Sessions and UI.
     sessions_dir: str = "sessions"
     theme: str = "textual-dark"
@@ -103,6 +108,12 @@ class Settings:
             raise ConfigError(f"first_byte_timeout must be positive, got {self.first_byte_timeout}")
         if self.max_retry_wait < 0:
             raise ConfigError(f"max_retry_wait must be 0 or more, got {self.max_retry_wait}")
+        if self.time_budget is not None and not self.time_budget > 0:
+            raise ConfigError(f"time_budget must be a positive number of seconds, got {self.time_budget}")
+        for name in ("max_calls", "max_tokens"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(f"{name} must be at least 1, got {value}")
         if self.base_url is not None:
             try:
                 check_base_url(self.base_url)

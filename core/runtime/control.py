@@ -96,12 +96,14 @@ class RunControl:
         self._pass_current = self.waiting
         self._changed()
 
-    def cancel(self) -> None:
+    def cancel(self, *, let_running_finish: bool = False) -> None:
+        """End the run. ``let_running_finish``: the calls already under way complete and the run ends at its
+        next checkpoint (a call budget spent); otherwise they are cancelled now (the user, a time budget)."""
         if self.cancelled:
             return
         self.cancelled = True
         self._wake.set()
-        if self.cancel_hook:
+        if self.cancel_hook and not let_running_finish:
             self.cancel_hook()
 
     def set_params(self, *, tau: float | None = None, k_in: int | None = None, max_rounds: int | None = None) -> Params:

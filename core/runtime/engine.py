@@ -156,6 +156,8 @@ class SwarmEngine:
         self.control.on_change = self._control_changed
         self.control.on_params = self._params_changed
         self.memory: dict[str, AgentMemory] = {name: AgentMemory() for name in self.workers}
+        self.budget_reached = ""  # why a bound (time_budget, max_calls) ended the run, once one did
+        self.calls_started = 0
         self.round = 0
         self.phase = ""
         self.prompt_tokens = 0
@@ -206,6 +208,7 @@ class SwarmEngine:
             )
         )
         self._task = asyncio.current_task()
+        watchdog = self._start_time_budget()
         try:
             reason, detail, answer, source = await self.method.run(self)
         except asyncio.CancelledError:
@@ -216,13 +219,32 @@ class SwarmEngine:
             if current is not None:
                 current.uncancel()
             answer, source = self.extract_answer()
-            reason, detail = "cancelled", "cancelled by the user"
+            reason, detail = ("budget", self.budget_reached) if self.budget_reached else (
+                "cancelled", "cancelled by the user")
         except (RunAborted, EmbeddingError) as exc:
             answer, source = self.extract_answer()
             reason, detail = "error", str(exc)
         finally:
             self._task = None  # a cancel from now on must not hit the caller's task (it awaited run())
+            if watchdog is not None:
+                watchdog.cancel()
         return self._finish(reason, detail, answer, source)
+
+    # --- budgets (settings time_budget, max_calls) ----------------------------------------------------
+    def _start_time_budget(self) -> asyncio.TimerHandle | None:
+        seconds = self.settings.time_budget
+        if not seconds:
+            return None
+        return asyncio.get_running_loop().call_later(seconds, self._stop_for_budget,
+                                                     f"the time budget of {seconds:g} s was reached")
+
+    def _stop_for_budget(self, why: str, *, let_running_finish: bool = False) -> None:
+        """End the run at a bound; finished calls stay in the record. Calls in flight are cancelled (the
+        time budget) or, when ``let_running_finish`` (the call budget: they are within it), complete."""
+        if not self.budget_reached and not self.control.cancelled:
+            self.budget_reached = why
+            self.notice(why + "; the run ends with the best valid answer so far", "warning")
+            self.control.cancel(let_running_finish=let_running_finish)
 
     def _cancel_now(self) -> None:
         if self._task is not None and not self._task.done():
@@ -405,10 +427,17 @@ class SwarmEngine:
                 limits.temperature if role.temperature is None else role.temperature,
                 limits.max_tokens if role.max_tokens is None else role.max_tokens,
             )
+        if self.settings.max_tokens is not None and limits.max_tokens > self.settings.max_tokens:
+            limits = CallLimits(limits.temperature, self.settings.max_tokens)  # --max-tokens caps every call
         usage: _Usage | None = None
         tally = self.reply_tally
         decision = call in (ev.CALL_PLAN, ev.CALL_MANAGER)
         for attempt in (1, 2):
+            if self.settings.max_calls is not None and self.calls_started >= self.settings.max_calls:
+                self._stop_for_budget(f"the budget of {self.settings.max_calls} model calls was reached",
+                                      let_running_finish=True)
+                raise asyncio.CancelledError  # this call is never sent; the run ends as "budget"
+            self.calls_started += 1
             try:
                 chat = await llm.chat(
                     messages,

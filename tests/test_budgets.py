@@ -1,0 +1,48 @@
+"""Bounded runs: --time-budget and --max-calls end a run with reason "budget", keep every finished call and
+send nothing past the bound; --max-tokens caps every call kind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from core.demo.scripts import demo_script
+from core.demo.server import ScriptedServer
+from core.runtime import events as ev
+from core.runtime.config import ConfigError, Settings
+from tests.test_engine import of, run_swarm
+
+
+@pytest.mark.parametrize("strategy", ["dytopo", "dmoa"])
+async def test_a_time_budget_ends_the_run_with_reason_budget(embedder: Any, strategy: str) -> None:
+    with ScriptedServer(demo_script, latency=0.4) as server:
+        settings = Settings(strategy=strategy, time_budget=1.0)
+        finished, events, _ = await run_swarm(server, embedder, settings=settings)
+        sent = len(server.requests)
+    assert finished.reason == "budget" and "time budget of 1 s" in finished.detail
+    done = of(events, ev.AgentFinished)
+    assert done, "the calls that finished before the budget are in the record"
+    assert len(done) <= sent  # a call cut off in flight is not recorded as finished
+    assert events[-1] is finished
+
+
+async def test_max_calls_sends_no_call_past_the_bound(embedder: Any) -> None:
+    with ScriptedServer(demo_script) as server:
+        finished, events, _ = await run_swarm(server, embedder, settings=Settings(max_calls=3))
+        chat_requests = [r for r in server.requests if r.call]
+    assert finished.reason == "budget" and "3 model calls" in finished.detail
+    assert len(chat_requests) == 3 and len(of(events, ev.AgentFinished)) == 3
+
+
+async def test_max_tokens_caps_every_call_kind(embedder: Any) -> None:
+    with ScriptedServer(demo_script) as server:
+        await run_swarm(server, embedder, settings=Settings(max_tokens=64, max_rounds=2))
+        asked = {r.call: r.body["max_tokens"] for r in server.requests if r.call}
+    assert asked and max(asked.values()) == 64 and {"plan", "descriptors", "work", "manager"} <= set(asked)
+
+
+@pytest.mark.parametrize(("field", "value"), [("time_budget", 0.0), ("max_calls", 0), ("max_tokens", 0)])
+def test_bad_bounds_are_refused(field: str, value: float) -> None:
+    with pytest.raises(ConfigError, match=field):
+        Settings(**{field: value}).validate()
