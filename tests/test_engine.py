@@ -417,7 +417,7 @@ def _never_terminates(info: RequestInfo) -> str:
         return json.dumps({"query": "I need the implementation.", "key": f"I provide {info.role} notes."})
     return json.dumps(
         {
-            "public": f"{info.role}: the same steady answer.",
+            "public": f"{info.role}: the same steady answer.\n```python\nanswer = 42\n```",
             "private": {},
             "query": "I need code.",
             "key": "I give notes.",
@@ -437,7 +437,7 @@ async def test_run_ends_at_max_rounds_with_an_extracted_answer(embedder: Any) ->
     with ScriptedServer(_never_terminates) as server:
         finished, _, _ = await run_swarm(server, embedder, settings=Settings(max_rounds=1))
     assert finished.reason == "max_rounds" and finished.rounds == 1
-    assert finished.final_answer == "Developer: the same steady answer."
+    assert finished.final_answer == "```python\nanswer = 42\n```"  # the answer role's code, extracted
 
 
 async def test_memory_stays_within_budget_and_drops_are_recorded(demo_server: ScriptedServer, embedder: Any) -> None:

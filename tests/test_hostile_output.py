@@ -53,7 +53,9 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def run_hostile(server: ScriptedServer, config: Path, *extra: str) -> int:
-    args = ["--headless", "--config", str(config), "--base-url", server.base_url, "--max-rounds", "1", *extra]
+    # The general domain: its answer check takes any text, so the hostile answer itself reaches every output.
+    args = ["--headless", "--config", str(config), "--base-url", server.base_url, "--max-rounds", "1",
+            "--domain", "general", *extra]
     return cli_main([*args, PROBLEM])
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -21,6 +22,7 @@ from core.llm.call_id import CallId
 from core.llm.embeddings import Embedder, EmbeddingError
 from core.llm.urls import redact_url
 from core.runtime import events as ev
+from core.runtime.answers import honest_answer
 from core.runtime.config import CallLimits, Settings
 from core.runtime.control import Params, RunControl
 from core.runtime.domains import Domain, get_domain
@@ -157,6 +159,8 @@ class SwarmEngine:
         self.control.on_params = self._params_changed
         self.memory: dict[str, AgentMemory] = {name: AgentMemory() for name in self.workers}
         self.budget_reached = ""  # why a bound (time_budget, max_calls) ended the run, once one did
+        # What the app itself sent (prompts, re-asks): a final answer that merely echoes it is refused.
+        self._sent_texts: deque[str] = deque(maxlen=400)
         self.calls_started = 0
         self.round = 0
         self.phase = ""
@@ -251,6 +255,9 @@ class SwarmEngine:
             self._task.cancel()
 
     def _finish(self, reason: str, detail: str, answer: str, source: str) -> ev.RunFinished:
+        answer, source, refused = honest_answer(answer, source, self.domain.name, self._sent_texts)
+        if refused:
+            self.notice(f"{refused}: the run ends with no answer", "warning")
         solved = self.last_evaluation.passed if self.last_evaluation is not None else None
         self.finished = ev.RunFinished(
             reason=reason,
@@ -432,6 +439,8 @@ class SwarmEngine:
         usage: _Usage | None = None
         tally = self.reply_tally
         decision = call in (ev.CALL_PLAN, ev.CALL_MANAGER)
+        # App-authored only: system prompts and re-asks (user messages also carry the team's own outputs).
+        self._sent_texts.extend(str(m.get("content", "")) for m in messages if m.get("role") == "system")
         for attempt in (1, 2):
             if self.settings.max_calls is not None and self.calls_started >= self.settings.max_calls:
                 self._stop_for_budget(f"the budget of {self.settings.max_calls} model calls was reached",
@@ -484,6 +493,7 @@ class SwarmEngine:
                     {"role": "assistant", "content": chat.text},
                     {"role": "user", "content": repair_request(str(exc))},
                 ]
+                self._sent_texts.append(messages[-1]["content"])
         return None, usage, "unreachable", False  # pragma: no cover - the loop always returns
 
     async def agent_call(

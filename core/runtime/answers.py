@@ -1,0 +1,73 @@
+"""Honest final answers: a run's answer comes only from a model's reply that passes the domain's answer
+check, never from text the app wrote (its prompts, re-asks and notes, or a model's echo of them).
+
+* code: Python that parses (in a fenced block or as the whole reply);
+* math: a final answer (the extracted expression, or the reply itself when it is one);
+* general: any text of the model's own.
+Anything else ends the run with an empty answer and ``answer_source: "none"``; the screen and the headless
+output then say "no answer", never a made-up one.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+
+from core.evaluation.extract import latest_code
+from core.evaluation.math_answers import answer_or_text
+
+SOURCE_NONE = "none"
+# Phrases only the app writes (its re-asks and markers): an answer holding one is an echo, not an answer.
+APP_PHRASES = (
+    "Your previous reply could not be used",
+    "Reply again with ONLY",
+    "[NO_YAML_FOUND]",
+    "### swarm-tui call",
+)
+_ECHO_MIN_CHARS = 40  # shorter answers (a number, a letter) appear in prompts by chance
+_SPACE = re.compile(r"\s+")
+
+
+def _normal(text: str) -> str:
+    return _SPACE.sub(" ", text).strip()
+
+
+def app_written(answer: str, app_texts: Iterable[str]) -> bool:
+    """Whether the answer is text the app wrote: one of its own phrases, or (40+ characters) a copy of part
+    of an app-authored text it sent (a system prompt, a re-ask)."""
+    if any(phrase in answer for phrase in APP_PHRASES):
+        return True
+    normal = _normal(answer)
+    if len(normal) < _ECHO_MIN_CHARS:
+        return False
+    return any(normal in _normal(text) for text in app_texts)
+
+
+def passes_answer_check(answer: str, domain: str) -> bool:
+    if not answer.strip():
+        return False
+    if domain == "code":
+        code = latest_code([answer])
+        if not code:
+            return False
+        try:
+            ast.parse(code)
+        except (SyntaxError, ValueError):
+            return False
+        return True
+    if domain == "math":
+        return bool(answer_or_text(answer).strip())
+    return True
+
+
+def honest_answer(answer: str, source: str, domain: str, app_texts: Iterable[str]) -> tuple[str, str, str]:
+    """(answer, source, why it was refused or "")."""
+    if not answer.strip():
+        return "", SOURCE_NONE, ""
+    if app_written(answer, app_texts):
+        return "", SOURCE_NONE, "the final answer was text the app wrote (a prompt, re-ask or note), not the model's"
+    if not passes_answer_check(answer, domain):
+        what = {"code": "Python code that parses", "math": "a final answer"}.get(domain, "an answer")
+        return "", SOURCE_NONE, f"the final answer held no {what}"
+    return answer, source, ""
