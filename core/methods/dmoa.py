@@ -639,7 +639,8 @@ class DmoaMethod:
             {"role": "system", "content": summarizer_system_prompt(rt.domain.name)},
             {"role": "user", "content": summarizer_request(step, self.l_max, rt.spec.problem, responses, feedback)},
         ]
-        result, _ = await rt.agent_call(SUMMARIZER, CALL_SUMMARY, messages, limits=rt.settings.manager_call)
+        result, _ = await rt.agent_call(SUMMARIZER, CALL_SUMMARY, messages, limits=rt.settings.manager_call,
+                                        reply_format="[FINAL] and the answer, or [CONTINUE] and what is missing")
         if result.connection_failed:
             raise RunAborted(result.error)
         if result.status == STATUS_DONE:

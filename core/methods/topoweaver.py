@@ -83,6 +83,10 @@ _VERDICT = re.compile(r"VERDICT\s*[:=]\s*\**\s*(CORRECT|INCORRECT)", re.I)
 _ANSWER = re.compile(r"^\s*\**ANSWER\**\s*[:=]\s*(.+?)\s*$", re.I | re.M)
 
 
+# A re-ask of the Orchestrator (a reply cut off at max_tokens) asks for its own format, never JSON.
+ORCHESTRATOR_REPLY_FORMAT = "the plan as one YAML block (```yaml ... ```) with the fields the instructions give"
+
+
 @dataclass
 class TurnRecord:
     """One turn as the next turns see it."""
@@ -224,7 +228,8 @@ class TopoWeaverMethod:
                 rt.spec.problem, turn, rt.control.params.max_rounds, self._history_notes())},
         ]
         reply, _ = await rt.agent_call(
-            ORCHESTRATOR, CALL_ORCHESTRATE, messages, limits=rt.settings.manager_call, client=self._client
+            ORCHESTRATOR, CALL_ORCHESTRATE, messages, limits=rt.settings.manager_call, client=self._client,
+            reply_format=ORCHESTRATOR_REPLY_FORMAT,
         )
         rt.abort_if_unreachable({ORCHESTRATOR: reply})  # no reply at all, even after retries: the run ends
         validation = validate_plan(reply.raw, domain=self.domain, turn=turn, earlier=self._ran)

@@ -36,7 +36,7 @@ from core.runtime.parsing import (
     parse_worker,
     response_schema,
 )
-from core.runtime.prompts import repair_request, worker_request, worker_system_prompt
+from core.runtime.prompts import JSON_REPLY, repair_request, worker_request, worker_system_prompt
 from core.runtime.teams import team_record
 
 STATUS_DONE = "done"
@@ -420,6 +420,7 @@ class SwarmEngine:
         json_mode: bool = True,
         top_logprobs: int = 0,
         client: LLMClient | None = None,
+        reply_format: str | None = None,
     ) -> tuple[Any | None, _Usage | None, str, bool]:
         """(parsed or None, usage summed over attempts, error text, connection failed).
         A reply that does not parse, or was cut off at max_tokens, is asked for once more, with the error.
@@ -441,6 +442,9 @@ class SwarmEngine:
         decision = call in (ev.CALL_PLAN, ev.CALL_MANAGER)
         # App-authored only: system prompts and re-asks (user messages also carry the team's own outputs).
         self._sent_texts.extend(str(m.get("content", "")) for m in messages if m.get("role") == "system")
+        # The format this call's role must write, for a re-ask: the caller's, the parser's own, or by mode.
+        reask_format = reply_format or getattr(parser, "reply_format", None) or (
+            JSON_REPLY if json_mode else "your reply in the format you were asked for, shorter")
         for attempt in (1, 2):
             if self.settings.max_calls is not None and self.calls_started >= self.settings.max_calls:
                 self._stop_for_budget(f"the budget of {self.settings.max_calls} model calls was reached",
@@ -477,10 +481,7 @@ class SwarmEngine:
                 if chat.finish_reason == "length" and (decision or attempt == 1):
                     # json-repair may complete a cut-off object: never take it as a decision, and ask a
                     # worker once more before using what it got.
-                    raise ParseError(
-                        f"the reply was cut off at the token limit ({limits.max_tokens} tokens): "
-                        "reply with a shorter JSON object"
-                    )
+                    raise ParseError(f"the reply was cut off at max_tokens ({limits.max_tokens} tokens): be shorter")
                 tally.count(replied=True, parsed=True)
                 return parsed, usage, "", False
             except ParseError as exc:
@@ -491,7 +492,7 @@ class SwarmEngine:
                 messages = [
                     *messages,
                     {"role": "assistant", "content": chat.text},
-                    {"role": "user", "content": repair_request(str(exc))},
+                    {"role": "user", "content": repair_request(str(exc), reask_format)},
                 ]
                 self._sent_texts.append(messages[-1]["content"])
         return None, usage, "unreachable", False  # pragma: no cover - the loop always returns
@@ -508,6 +509,7 @@ class SwarmEngine:
         tier: int | None = None,
         top_logprobs: int = 0,
         client: LLMClient | None = None,
+        reply_format: str | None = None,
     ) -> tuple[AgentResult, Any | None]:
         """One call of any method, announced (AgentStarted, deltas, AgentFinished) and accounted.
 
@@ -520,7 +522,7 @@ class SwarmEngine:
         self.emit(ev.AgentStarted(round=self.round, agent=name, call=call, tier=tier))
         parsed, usage, error, connection_failed = await self.call_and_parse(
             name, call, messages, limits, parser or _plain_text, json_mode=json_mode, top_logprobs=top_logprobs,
-            client=client,
+            client=client, reply_format=reply_format,
         )
         text = usage.text if usage else ""
         if parsed is not None or (parser is None and usage is not None):

@@ -339,6 +339,15 @@ def parse_manager(text: str) -> ManagerOutput:
     return _guarded(_parse_manager, text)
 
 
+# What each parser's re-ask asks for (core.runtime.prompts.repair_request): the contract's own field names.
+parse_worker.reply_format = "ONLY one JSON object with the fields public, private, query and key"  # type: ignore[attr-defined]
+parse_work.reply_format = "ONLY one JSON object with the fields public and private"  # type: ignore[attr-defined]
+parse_descriptors.reply_format = "ONLY one JSON object with the fields query and key"  # type: ignore[attr-defined]
+parse_manager.reply_format = (  # type: ignore[attr-defined]
+    "ONLY one JSON object with the fields goal, terminate, reasoning and final_answer"
+)
+
+
 # --- structured output ----------------------------------------------------------------------------
 # JSON schemas of the contracts, for servers that constrain decoding (``response_format`` of type
 # ``json_schema``; core.llm.client falls back to ``json_object``, then to none). They say what the prompts

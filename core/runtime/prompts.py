@@ -141,7 +141,10 @@ def manager_request(round_no: int, max_rounds: int, problem: str, goal: str, out
     )
 
 
-def repair_request(error: str) -> str:
-    return (
-        f"Your previous reply could not be used: {error}. Reply again with ONLY the JSON object in the required shape."
-    )
+JSON_REPLY = "ONLY the JSON object in the required shape"
+
+
+def repair_request(error: str, reply_format: str = JSON_REPLY) -> str:
+    """The re-ask after an unusable reply: what was wrong, and the format this call's role must write
+    (each parser names its own: a JSON object with its fields, a YAML plan, tagged plain text)."""
+    return f"Your previous reply could not be used: {error}. Reply again with {reply_format}."
