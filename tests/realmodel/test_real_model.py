@@ -1,0 +1,94 @@
+"""The app's properties against a real small model (not the model's skill): every method ends within its
+budget without a traceback, no final answer is the app's own text, the tokens counted are the server's, a
+session recorded on the real server replays, and a re-ask asks for the role's own format.
+
+Run: python -m tests.realmodel.setup_llama && python -m pytest -m realmodel -q
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from core.methods.catalogue import method_names
+from core.runtime.answers import APP_PHRASES
+from core.sessions.store import load_session
+from tests.realmodel.conftest import RealModel
+
+pytestmark = pytest.mark.realmodel
+ROOT = Path(__file__).resolve().parents[2]
+BUDGET_S = 15
+GRACE_S = 15  # start-up, MiniLM, the cancel and the save, on a busy 2-core machine
+
+
+def swarm(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess[str], float]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT), "SWARM_TUI_SESSIONS_DIR": str(cwd)}
+    start = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "tui", *args], capture_output=True, text=True, cwd=cwd, env=env,
+                         timeout=BUDGET_S + 120)
+    return out, time.monotonic() - start
+
+
+@pytest.mark.parametrize("strategy", method_names())
+def test_every_method_ends_within_its_time_budget(real_model: RealModel, tmp_path: Path, strategy: str) -> None:
+    save = tmp_path / "run.json"
+    out, took = swarm("--headless", "--base-url", real_model.base_url, "--strategy", strategy, "--domain", "math",
+                      "--time-budget", str(BUDGET_S), "--max-tokens", "96", "--save", str(save), "What is 17*23?",
+                      cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Traceback" not in out.stderr and took < BUDGET_S + GRACE_S, (took, out.stderr[-500:])
+    session = load_session(save)
+    answer = session.outcome.final_answer if session.outcome else ""
+    assert not any(phrase in answer for phrase in APP_PHRASES), answer[:300]  # never the app's own text
+    assert session.outcome is not None and (answer or session.outcome.answer_source == "none")
+
+
+def test_the_tokens_counted_are_the_servers(real_model: RealModel, tmp_path: Path) -> None:
+    recorded = real_model.recorded
+    with recorded.lock:
+        before = (recorded.prompt_tokens, recorded.completion_tokens, len(recorded.bodies))
+    save = tmp_path / "count.json"
+    out, _ = swarm("--headless", "--base-url", real_model.base_url, "--strategy", "single", "--domain", "math",
+                   "--max-tokens", "64", "--save", str(save), "What is 2+2?", cwd=tmp_path)
+    assert out.returncode in (0, 1), out.stderr[-1000:]
+    session = load_session(save)
+    assert session.outcome is not None
+    with recorded.lock:
+        prompt = recorded.prompt_tokens - before[0]
+        completion = recorded.completion_tokens - before[1]
+    assert (session.outcome.prompt_tokens, session.outcome.completion_tokens) == (prompt, completion)
+    assert prompt > 0
+
+
+def test_a_session_recorded_on_the_real_server_replays(real_model: RealModel, tmp_path: Path) -> None:
+    save = tmp_path / "replay.json"
+    out, _ = swarm("--headless", "--base-url", real_model.base_url, "--strategy", "dytopo", "--domain", "math",
+                   "--max-rounds", "1", "--max-tokens", "64", "--time-budget", "40", "--save", str(save),
+                   "What is 3*5?", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-1000:]
+    session = load_session(save)
+    assert len(session.replay_events()) == len(session.events) > 3
+    exported, _ = swarm("export", str(save), "--format", "md", cwd=tmp_path)
+    assert exported.returncode == 0 and "Traceback" not in exported.stderr
+
+
+def test_an_orchestrator_cut_off_is_asked_again_for_yaml(real_model: RealModel, tmp_path: Path) -> None:
+    recorded = real_model.recorded
+    with recorded.lock:
+        seen = len(recorded.bodies)
+    out, _ = swarm("--headless", "--base-url", real_model.base_url, "--strategy", "topoweaver", "--domain", "math",
+                   "--max-tokens", "8", "--time-budget", "40", "What is 6*7?", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-1000:]
+    with recorded.lock:
+        bodies = recorded.bodies[seen:]
+    reasks = [b for b in bodies if sum(m.get("role") == "user" for m in b.get("messages", [])) > 1
+              and "Orchestrator" in str(b["messages"][0].get("content", ""))]
+    assert reasks, "an 8-token plan is always cut off: the Orchestrator should have been asked again"
+    for body in reasks:
+        last = str(body["messages"][-1]["content"])
+        assert "YAML" in last and "JSON" not in last
