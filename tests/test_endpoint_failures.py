@@ -244,7 +244,7 @@ async def test_a_manager_reply_cut_off_is_asked_for_again_not_taken_as_the_decis
         finished, _, _ = await run_swarm(server, embedder, settings=Settings(max_rounds=2))
     asks = [r for r in server.requests if r.role == "Manager" and r.call == ev.CALL_MANAGER and r.round == 1]
     assert len(asks) == 2 and asks[1].is_repair
-    assert "cut off at the token limit (2000 tokens)" in asks[1].messages[-1]["content"]
+    assert "cut off at max_tokens (2000 tokens)" in asks[1].messages[-1]["content"]
     assert finished.reason == "manager" and finished.final_answer == FULL_ANSWER.strip()
 
 

@@ -94,12 +94,44 @@ def seconds(value: float) -> str:
     return f"{value:.3g}" if value < 1000 else f"{value:.0f}"
 
 
+_REFUSED = ("connection refused", "name or service not known", "nodename nor servname", "no route to host",
+            "temporary failure in name resolution", "network is unreachable")
+
+
+def connection_refused(exc: BaseException) -> bool:
+    """Whether a connection error means nothing listens there (refused, no such host), as opposed to a
+    connection that was made and then reset or dropped mid-call (the server is up)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError) or any(s in str(current).lower() for s in _REFUSED):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def endpoint_down(exc: BaseException) -> bool:
+    """Whether no later call can succeed either: nothing listens at the URL, the key is refused, or there is
+    no such model, or it stayed silent (or asked to wait) past the bounds of first_byte_timeout and
+    max_retry_wait. A reset or dropped connection, a 429 or a 5xx after the retries fails one call, not the run."""
+    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError | openai.NotFoundError):
+        return True
+    if isinstance(exc, EndpointUnavailable):  # gave up waiting: silent, or retrying past max_retry_wait
+        return True
+    if isinstance(exc, openai.APITimeoutError):
+        return False
+    return isinstance(exc, openai.APIConnectionError) and connection_refused(exc)
+
+
 def describe_api_error(exc: BaseException, base_url: str) -> str:
     """One line for a user, naming the URL; never includes request headers (they hold the key)."""
     if isinstance(exc, EndpointUnavailable | StreamError):
         return exc.message
     if isinstance(exc, openai.APITimeoutError):
         return f"the model endpoint {base_url} timed out"
+    if isinstance(exc, openai.APIConnectionError) and not connection_refused(exc):
+        return f"the connection to {base_url} was reset or dropped during the call (the server is up)"
     if isinstance(exc, openai.APIConnectionError):
         return (
             f"cannot reach the model endpoint at {base_url}: start your server there, point elsewhere with "

@@ -100,12 +100,6 @@ if TYPE_CHECKING:  # the openai SDK takes ~0.8 s to import: the launch form's fi
     from core.llm.client import ChatResult, LLMClient
 
 
-def _fatal_api_errors() -> tuple[type[BaseException], ...]:
-    import openai
-
-    return (openai.APIConnectionError, openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
-
-
 class Method(Protocol):
     """What the engine hosts (core.methods): a method drives one run to its end through the runtime."""
 
@@ -428,6 +422,8 @@ class SwarmEngine:
         ``client``: another endpoint or model for this call (e.g. a method's own orchestrator model)."""
         import openai  # loaded with the client already; not at the top (see TYPE_CHECKING above)
 
+        from core.llm.client import endpoint_down
+
         llm = client or self.agent_clients.get(agent) or self.llm
         role = self._roles.get(agent)
         if role is not None and (role.temperature is not None or role.max_tokens is not None):
@@ -467,7 +463,7 @@ class SwarmEngine:
             except openai.OpenAIError as exc:
                 # No later call can succeed either: the server is gone, refuses the key, has no such
                 # model (a model name it does not serve answers 404), never answers or rate-limits us.
-                unreachable = isinstance(exc, _fatal_api_errors())
+                unreachable = endpoint_down(exc)
                 tally.count(replied=usage is not None, parsed=False)
                 error = llm.describe_error(exc)
                 if agent in self.agent_clients and client is None:  # say whose endpoint failed
