@@ -26,6 +26,8 @@ SYSTEM = "You are the Manager of a team solving one code problem. Reply with ONL
         ("```python\ndef add(a, b) return\n```", "code", False),  # does not parse
         ("The function adds two numbers.", "code", False),  # prose, no code
         ("\\frac{14}{3}", "math", True),
+        ("The answer is $\\boxed{391}$.", "math", True),
+        ('{\n  "type": "json",\n  "data": {"x": 1}\n}', "math", False),  # a small model's stray JSON
         ("", "math", False),
         (repair_request("the reply was cut off"), "general", False),  # the app's own re-ask
         (SYSTEM, "general", False),  # an echo of a system prompt

@@ -2,7 +2,7 @@
 check, never from text the app wrote (its prompts, re-asks and notes, or a model's echo of them).
 
 * code: Python that parses (in a fenced block or as the whole reply);
-* math: a final answer (the extracted expression, or the reply itself when it is one);
+* math: a final answer (the extracted expression, or a reply that is itself one short expression);
 * general: any text of the model's own.
 Anything else ends the run with an empty answer and ``answer_source: "none"``; the screen and the headless
 output then say "no answer", never a made-up one.
@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 
 from core.evaluation.extract import latest_code
-from core.evaluation.math_answers import answer_or_text
+from core.evaluation.math_answers import answer_or_text, extract_answer
 
 SOURCE_NONE = "none"
 # Phrases only the app writes (its re-asks and markers): an answer holding one is an echo, not an answer.
@@ -25,6 +25,7 @@ APP_PHRASES = (
     "[NO_YAML_FOUND]",
     "### swarm-tui call",
 )
+_EXPRESSION_MAX_CHARS = 80  # a bare math answer longer than this (or over several lines) is prose, not one
 _ECHO_MIN_CHARS = 40  # shorter answers (a number, a letter) appear in prompts by chance
 _SPACE = re.compile(r"\s+")
 
@@ -56,8 +57,11 @@ def passes_answer_check(answer: str, domain: str) -> bool:
         except (SyntaxError, ValueError):
             return False
         return True
-    if domain == "math":
-        return bool(answer_or_text(answer).strip())
+    if domain == "math":  # an extracted final answer, or a reply that is itself one short expression
+        if extract_answer(answer):
+            return True
+        text = answer_or_text(answer).strip()
+        return bool(text) and len(text) <= _EXPRESSION_MAX_CHARS and "\n" not in text
     return True
 
 
