@@ -32,7 +32,7 @@ import openai
 
 from core.llm.call_id import CALL_ID_HEADER, CallId
 from core.llm.request_seed import REQUEST_SEED
-from core.llm.stream import DONE, StreamError, StreamState, read_chunk, sse_data
+from core.llm.stream import DONE, StreamError, StreamState, read_chunk, reply_text, sse_data
 from core.llm.tokens import estimate_tokens
 from core.llm.urls import URLError, check_base_url, redact_url, strip_userinfo
 
@@ -498,4 +498,4 @@ class LLMClient:
             ) from exc
         finally:
             await opened.__aexit__(None, None, None)
-        return "".join(state.parts), state.usage, state.finish
+        return reply_text(state), state.usage, state.finish

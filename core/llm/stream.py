@@ -42,9 +42,13 @@ async def sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
 
 @dataclass
 class StreamState:
-    """What a stream has said so far."""
+    """What a stream has said so far. Past ``max_chars`` the text is no longer kept (nor passed on as deltas):
+    only counted, so an oversized reply costs a bounded record (``text()`` marks the cut and the full size)."""
 
     parts: list[str] = field(default_factory=list)
+    max_chars: int = 1_000_000
+    kept: int = 0
+    total: int = 0
     usage: tuple[int, int] | None = None
     finish: str | None = None
     logprobs: list[list[float]] | None = None  # collected only when asked for
@@ -85,8 +89,23 @@ def read_chunk(data: str, state: StreamState, request: Any, url: str) -> list[st
             pieces.append(piece)
         if state.logprobs is not None and isinstance(choice.get("logprobs"), dict):
             state.logprobs.extend(token_top_logprobs(choice["logprobs"]))
-    state.parts.extend(pieces)
-    return pieces
+    kept: list[str] = []
+    for piece in pieces:
+        state.total += len(piece)
+        room = state.max_chars - state.kept
+        if room > 0:
+            kept.append(piece[:room])
+            state.kept += len(kept[-1])
+    state.parts.extend(kept)
+    return kept
+
+
+def reply_text(state: StreamState) -> str:
+    """The reply as kept: whole, or its first max_chars with a marker naming the full size."""
+    text = "".join(state.parts)
+    if state.total > state.kept:
+        text += f"\n[... reply cut by swarm-tui at {state.kept:,} of its {state.total:,} characters]"
+    return text
 
 
 def token_top_logprobs(choice_logprobs: dict[str, Any]) -> list[list[float]]:
