@@ -28,6 +28,7 @@ SYSTEM = "You are the Manager of a team solving one code problem. Reply with ONL
         ("\\frac{14}{3}", "math", True),
         ("The answer is $\\boxed{391}$.", "math", True),
         ('{\n  "type": "json",\n  "data": {"x": 1}\n}', "math", False),  # a small model's stray JSON
+        ("I'm glad to be a part of this journey.", "math", False),  # a sentence, not an expression
         ("", "math", False),
         (repair_request("the reply was cut off"), "general", False),  # the app's own re-ask
         (SYSTEM, "general", False),  # an echo of a system prompt

@@ -26,6 +26,7 @@ APP_PHRASES = (
     "### swarm-tui call",
 )
 _EXPRESSION_MAX_CHARS = 80  # a bare math answer longer than this (or over several lines) is prose, not one
+_MATHY = re.compile(r"[0-9\\=+\-*/^()]")  # a digit, an operator or LaTeX: an expression, not a sentence
 _ECHO_MIN_CHARS = 40  # shorter answers (a number, a letter) appear in prompts by chance
 _SPACE = re.compile(r"\s+")
 
@@ -61,7 +62,8 @@ def passes_answer_check(answer: str, domain: str) -> bool:
         if extract_answer(answer):
             return True
         text = answer_or_text(answer).strip()
-        return bool(text) and len(text) <= _EXPRESSION_MAX_CHARS and "\n" not in text
+        return (bool(text) and len(text) <= _EXPRESSION_MAX_CHARS and "\n" not in text
+                and len(text.split()) <= 8 and (bool(_MATHY.search(text)) or len(text) <= 3))  # or a choice: "B"
     return True
 
 
