@@ -7,7 +7,7 @@ finished children's, i.e. the sandbox checking the code) divided by the model ca
 Imports and the embedding model are loaded before the clock starts (a one-off cost, not per call).
 
     .venv/bin/python bench/bench_cpu.py [--limit 164] [--methods dytopo,single,random] [--repeats 2]
-                                        [--concurrency 8] [--dataset ../shared/datasets/humaneval.jsonl]
+                                        [--concurrency 8] [--dataset core/datasets/data/humaneval.jsonl]
 
 Target: <= 20 ms of CPU per call (the figure before issue 24).
 """
@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-DATASET = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "humaneval.jsonl"
+DATASET = Path(__file__).resolve().parents[1] / "core" / "datasets" / "data" / "humaneval.jsonl"
 TARGET_MS = 20.0
 
 

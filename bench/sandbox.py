@@ -36,7 +36,7 @@ TARGET_MS = 100.0
 TRIVIAL = "print(1)\n"
 SOLUTION = "def inc(x):\n    return x + 1\n"
 TESTS = ["assert inc(1) == 2", "assert inc(-1) == 0"]
-HUMANEVAL = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "humaneval.jsonl"
+HUMANEVAL = Path(__file__).resolve().parents[1] / "core" / "datasets" / "data" / "humaneval.jsonl"
 
 
 def p95(values: list[float]) -> float:

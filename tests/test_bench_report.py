@@ -7,12 +7,8 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import pytest
-
 from core.bench.report import write_report
 from tests.test_benchmark import HUMANEVAL, bench, results, right_server  # noqa: F401  (fixture)
-
-pytestmark = pytest.mark.skipif(not HUMANEVAL.exists(), reason="shared datasets missing")
 
 
 def test_repeats_run_every_pair_r_times_with_distinct_seeds_sent_to_the_server(

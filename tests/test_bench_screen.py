@@ -12,8 +12,6 @@ from core.bench.report import build_report, load_folder
 from tests.test_benchmark import HUMANEVAL, bench, right_server  # noqa: F401  (fixture)
 from tui.app import SwarmApp
 
-pytestmark = pytest.mark.skipif(not HUMANEVAL.exists(), reason="shared datasets missing")
-
 
 @pytest.fixture
 def folder(tmp_path: Path, right_server) -> Path:  # noqa: F811

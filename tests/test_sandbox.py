@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from core.datasets.catalog import DATA
 from core.evaluation import sandbox
 from core.evaluation.sandbox import (
     Outcome,
@@ -29,10 +30,7 @@ from core.evaluation.sandbox import (
     run_code,
 )
 
-DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
-HUMANEVAL = DATASETS / "humaneval.jsonl"
-if not HUMANEVAL.exists():  # the repo may sit elsewhere; the brief's layout is /work/main + /work/shared
-    HUMANEVAL = Path("/work/shared/datasets/humaneval.jsonl")
+HUMANEVAL = DATA / "humaneval.jsonl"  # the copy shipped in the package
 
 FAST = SandboxLimits(wall_seconds=1.5, cpu_seconds=1, memory_mb=256)
 

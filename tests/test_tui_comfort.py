@@ -349,7 +349,9 @@ async def test_header_shows_the_function_not_the_import_line() -> None:
 
 
 def test_headline_of_every_humaneval_prompt_is_its_function() -> None:
-    dataset = ROOT.parent / "shared" / "datasets" / "humaneval.jsonl"
+    from core.datasets.catalog import DATA
+
+    dataset = DATA / "humaneval.jsonl"
     assert headline(HUMANEVAL_0) == ("has_close_elements(numbers: List[float], threshold: float) -> bool — Check if "
                                      "in given list of numbers, are any two numbers closer to each other than given "
                                      "threshold.")
