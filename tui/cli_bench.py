@@ -22,10 +22,8 @@ from core.bench.runner import (
     Row,
     format_table,
     order_rows,
-    parse_strategies,
     plan_jobs,
     resolved_options,
-    split_option_flags,
     summarize,
     write_results,
 )
@@ -35,6 +33,7 @@ from core.datasets.hub import is_hub_name, load_hub
 from core.datasets.loader import load_dataset
 from core.datasets.problems import Dataset, DatasetError
 from core.methods.registry import format_options
+from core.methods.selection import parse_strategies, split_option_flags
 from core.runtime.config import Settings
 
 from .cli_options import EXIT_USAGE, OneLineParser, add_run_options, int_range, settings_from_args

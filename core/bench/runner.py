@@ -33,7 +33,7 @@ from core.datasets.verdicts import score
 from core.evaluation.sandbox import SandboxLimits
 from core.llm.embeddings import Embedder
 from core.llm.request_seed import REQUEST_SEED
-from core.methods.catalogue import build_method, get_method_info, method_names
+from core.methods.catalogue import build_method, get_method_info
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.domains import Domain, get_domain
@@ -85,33 +85,6 @@ def repeat_seed(seed: int, repeat: int) -> int:
     """The seed of repeat r, derived from --seed S: a hash, so nearby S values share no repeat seed."""
     digest = hashlib.sha256(f"swarm-bench:{seed}:{repeat}".encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
-
-
-def split_option_flags(flags: Sequence[str], strategies: Sequence[str]) -> dict[str, dict[str, str]]:
-    """``-o key=value`` (every chosen method that has the option) and ``-o method.key=value`` (that one)
-    as options per strategy, each checked by its method. ValueError with one line."""
-    from core.methods.registry import MethodError, parse_option_flags
-
-    out: dict[str, dict[str, str]] = {s: {} for s in strategies}
-    for key, value in parse_option_flags(list(flags)).items():
-        method, dot, name = key.partition(".")
-        if dot:
-            if method not in out:
-                chosen = ", ".join(strategies)
-                raise ValueError(f"-o {key}={value}: {method} is not among the strategies run ({chosen})")
-            targets = [(method, name)]
-        else:
-            targets = [(s, key) for s in strategies if any(o.name == key for o in get_method_info(s).options)]
-            if not targets:
-                raise ValueError(f"-o {key}={value}: no chosen strategy has an option {key!r} (swarm-tui strategies)")
-        for strategy, option in targets:
-            out[strategy][option] = value
-    try:
-        for strategy, given in out.items():
-            get_method_info(strategy).resolve(given)
-    except MethodError as exc:
-        raise ValueError(str(exc)) from None
-    return {s: given for s, given in out.items() if given}
 
 
 def resolved_options(strategies: Sequence[str], given: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -259,19 +232,6 @@ def write_results(out: Path, rows: Sequence[Row], strategies: Sequence[str], met
 def bench_method(name: str, domain: str | Domain, options: dict[str, Any] | None = None) -> Method:
     """The method a strategy name stands for, built for this problem's domain or team (core.methods)."""
     return build_method(name, options, get_domain(domain) if isinstance(domain, str) else domain)
-
-
-def parse_strategies(text: str) -> list[str]:
-    """``dytopo,single`` -> ["dytopo", "single"]; ``all`` -> every strategy. ValueError with one line."""
-    known = method_names()
-    names = [n.strip().lower() for n in text.split(",") if n.strip()]
-    if names == ["all"]:
-        return known
-    unknown = [n for n in names if n not in known]
-    if unknown or not names:
-        what = ", ".join(unknown) or "(none)"
-        raise ValueError(f"unknown strategy {what}: choose from {', '.join(known)} or all")
-    return list(dict.fromkeys(names))
 
 
 # --- the runner -------------------------------------------------------------------------------
