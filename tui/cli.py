@@ -24,7 +24,7 @@ from .cli_options import (
 )
 
 SUBCOMMANDS = (
-    "replay", "sessions", "export", "bench", "strategies", "teams", "train", "mcp", "attach", "setup",
+    "replay", "sessions", "export", "bench", "compare", "strategies", "teams", "train", "mcp", "attach", "setup",
 )
 
 
@@ -32,7 +32,8 @@ def build_parser() -> OneLineParser:
     parser = OneLineParser(
         prog="swarm-tui",
         description="Watch, step and steer an LLM swarm whose communication graph is rebuilt every round (DyTopo).",
-        epilog="Subcommands: swarm-tui replay FILE | sessions | export FILE | bench DATASET | strategies | teams | "
+        epilog="Subcommands: swarm-tui replay FILE | sessions | export FILE | bench DATASET | "
+        "compare PROBLEM --strategy A,B | strategies | teams | "
         "train METHOD DATASET | mcp | attach TASK_ID | setup "
         "(each has --help).",
     )
@@ -94,6 +95,10 @@ def _run_subcommand(name: str, argv: list[str]) -> int:
         from .cli_bench import main as bench_main
 
         return bench_main(argv)
+    if name == "compare":
+        from .cli_compare import main as compare_main
+
+        return compare_main(argv)
     if name == "train":
         from .cli_train import main as train_main
 

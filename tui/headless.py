@@ -162,16 +162,20 @@ class ProgressPrinter:
 
 
 class JsonLinesWriter:
-    def __init__(self, out: TextIO, on_closed: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, out: TextIO, on_closed: Callable[[], None] | None = None, extra: dict[str, str] | None = None
+    ) -> None:
         self.out = out
         self.on_closed = on_closed  # called once if the reader goes away: the run's output has nowhere to go
         self.closed = False
+        self.extra = dict(extra or {})  # fields every line carries (a comparison's "method")
 
     def __call__(self, event: ev.Event) -> None:
         if self.closed:
             return
         # json.dumps escapes C0 controls; json_safe the C1 ones it leaves raw. printable() then finds nothing.
-        if not write_or_silence(self.out, json_safe(json.dumps(event.to_dict(), ensure_ascii=False)) + "\n"):
+        data = {**event.to_dict(), **self.extra}
+        if not write_or_silence(self.out, json_safe(json.dumps(data, ensure_ascii=False)) + "\n"):
             self.closed = True
             if self.on_closed is not None:
                 self.on_closed()

@@ -23,6 +23,7 @@ from core.sessions.eventlog import EventLogWriter, live_state, log_path_for
 from core.sessions.model import Session, SessionFormatError, record_dict, session_from_events
 
 SUFFIXES = (".json", ".toml")
+COMPARE_SUFFIX = ".compare.json"  # a comparison's record (core.sessions.compare_record), not a session
 MAX_FILE_BYTES = 64 * 1024 * 1024  # a 10-round, 8-agent session with every embedding is a few MB
 
 # TOML has no null. A dict's None-valued keys are listed under NULL_KEY; a None list item becomes the
@@ -181,7 +182,7 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _read_regular_file(path: Path, source: str) -> bytes:
+def read_regular_file(path: Path, source: str) -> bytes:
     """The bytes of a regular file (symlinks followed) of at most MAX_FILE_BYTES. A FIFO, a device or a
     socket named *.json is refused before it is opened, and the file is opened non-blocking and checked
     again, so nothing here can block or read without end (a FIFO, /dev/zero)."""
@@ -212,7 +213,7 @@ def load_session(path: Path) -> Session:
         if not path.exists():
             raise SessionFormatError("no such file", source)
         fmt = _format_of(path)
-        raw = _read_regular_file(path, source)
+        raw = read_regular_file(path, source)
     except FileNotFoundError:
         raise SessionFormatError("no such file", source) from None
     except PermissionError:
@@ -306,6 +307,8 @@ def list_sessions(directory: Path) -> SessionListing:
     for path in sorted(directory.iterdir()):
         if path.name.startswith(".") or path.suffix.lower() not in SUFFIXES or not path.is_file():
             continue
+        if path.name.endswith(COMPARE_SUFFIX):
+            continue  # listed by core.sessions.compare_record.list_records
         if path.suffix.lower() == ".toml" and path.with_suffix(".json").is_file():
             continue  # the same session twice (a TOML twin or export): list the canonical JSON once
         try:

@@ -1,0 +1,53 @@
+"""A benchmark's runs of one problem, one column per method, for ``swarm-tui compare --bench DIR TASK_ID``:
+a person who sees that method A failed problem 17 and B passed it opens both runs side by side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.bench.runner import ResultsLog, Row
+from core.compose.compare_saved import SavedRun, row_from_session, unique_labels
+from core.sessions.compare_record import MAX_METHODS
+from core.sessions.model import SessionFormatError
+from core.sessions.store import load_session
+
+
+def bench_verdict(row: Row) -> str:
+    """The benchmark's own verdict on the run (its dataset's scoring), as the compare columns say it."""
+    word = "passed" if row.correct else "failed"
+    return f"{word} ({row.detail})" if row.detail else word
+
+
+def bench_runs(folder: Path, task_id: str, repeat: int = 0) -> list[SavedRun]:
+    """Every method's run of ``task_id`` (the given repeat) in a benchmark folder, in the order the
+    benchmark ran them. SessionFormatError with one line when there is nothing to open."""
+    folder = Path(folder)
+    log = ResultsLog(folder / "results.jsonl")
+    if not log.path.is_file():
+        raise SessionFormatError(f"{folder} holds no results.jsonl: not a benchmark folder")
+    rows = [r for r in log.read() if r.task_id == task_id and r.repeat == repeat]
+    if not rows:
+        known = sorted({r.task_id for r in log.read()})
+        hint = ", ".join(known[:6]) + (" …" if len(known) > 6 else "")
+        raise SessionFormatError(f"no run of problem {task_id!r} in {folder} (its problems: {hint or 'none'})")
+    latest: dict[str, Row] = {}
+    for row in rows:
+        latest[row.strategy] = row  # a pair recorded twice: the later row wins, as in the report
+    runs: list[SavedRun] = []
+    for row in list(latest.values())[:MAX_METHODS]:
+        if not row.session:
+            continue
+        path = (folder / row.session).resolve()
+        if not path.is_relative_to(folder.resolve()):
+            raise SessionFormatError(f"the session of {row.strategy} lies outside {folder}: {row.session}")
+        try:
+            session = load_session(path)
+        except SessionFormatError as exc:
+            raise SessionFormatError(f"the session of {row.strategy} for {task_id}: {exc}") from None
+        summary = row_from_session(session, path, row.strategy)
+        summary.verdict = bench_verdict(row)
+        summary.wall_s = row.wall_s  # measured by the benchmark around the whole run
+        runs.append(SavedRun(row.strategy, session, path, summary))
+    if not runs:
+        raise SessionFormatError(f"the runs of {task_id!r} in {folder} kept no session")
+    return unique_labels(runs)

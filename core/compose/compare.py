@@ -1,0 +1,267 @@
+"""A comparison: one run per method on the same problem, endpoint, model and team, sharing one backend
+(one client, one demo server) and one MiniLM, at most ``parallel`` at a time.
+
+Each method's run is an ordinary session (``NAME/METHOD.json``) and the comparison a record beside it
+(core.sessions.compare_record), saved when it starts, whenever a method ends and at the end, so a killed
+process loses no finished run. A method that cannot start or crashes ends its own row with the reason;
+the others go on. The headless CLI, the compare screen and the MCP server all run comparisons here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from core.compose.runner import Backend, build_engine
+from core.evaluation.math_answers import answer_or_text, answers_equivalent
+from core.llm.embeddings import Embedder
+from core.methods.catalogue import build_method, get_method_info
+from core.runtime import events as ev
+from core.runtime.config import Settings
+from core.runtime.control import MODE_AUTO, MODE_STEP, Params, RunControl
+from core.runtime.round_check import CodeExecutionEvaluator
+from core.runtime.teams import resolve_team
+from core.sessions.compare_record import CompareRecord, CompareRow, record_paths, save_record, sessions_folder
+from core.sessions.store import SessionRecorder
+
+SinkFactory = Callable[[str], list[ev.EventSink]]  # method name -> extra sinks for its run's events
+
+NO_VERDICT = "no verdict"
+NO_ANSWER = "no answer"
+
+
+def unit_word(method: str) -> str:
+    """What one step of the method is called on screen: DyTopo's round, TopoDIM's and DMoA's step,
+    TopoWeaver's turn, a baseline's call (core.methods.registry.MethodInfo.unit)."""
+    try:
+        return get_method_info(method).unit
+    except ValueError:
+        return "round"
+
+
+@dataclass
+class ComparePlan:
+    problem: str
+    settings: Settings  # shared by every run: endpoint, model, team, domain, rounds, budgets
+    methods: list[str]
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)  # per method: config table, then -o
+    parallel: int | None = None  # at most this many runs at once (None: all)
+    expect: str | None = None  # math: the verdict compares each answer to it
+    step: bool = False  # every run starts in step mode (the compare screen's lockstep)
+
+    def settings_for(self, method: str) -> Settings:
+        options = self.options.get(method) or {}
+        return replace(
+            self.settings, strategy=method,
+            strategy_options={**self.settings.strategy_options, method: options} if options else
+            self.settings.strategy_options,
+        )
+
+    def check(self) -> None:
+        """Every method exists and takes its options: MethodError (one line) now, not mid-comparison."""
+        team = resolve_team(self.settings)
+        for method in self.methods:
+            build_method(method, self.options.get(method), team)
+
+
+class RowTracker:
+    """An event sink folding one method's events into its summary row as they happen."""
+
+    def __init__(self, row: CompareRow, clock: Callable[[], float] = time.monotonic) -> None:
+        self.row = row
+        self.clock = clock
+        self.started_at: float | None = None
+        self.last_test: ev.TestRun | None = None
+        self.finished: ev.RunFinished | None = None
+
+    def __call__(self, event: ev.Event) -> None:
+        row = self.row
+        if isinstance(event, ev.AgentDelta):
+            return
+        if isinstance(event, ev.RunStarted):
+            self.started_at = self.clock()
+            row.state = "running"
+        elif isinstance(event, ev.AgentFinished):
+            row.calls += 1  # the headless contract: calls == this method's agent_finished events
+            row.prompt_tokens += event.prompt_tokens
+            row.completion_tokens += event.completion_tokens
+        elif isinstance(event, ev.RoundFinished):
+            row.rounds = event.round
+            row.prompt_tokens, row.completion_tokens = event.prompt_tokens, event.completion_tokens
+        elif isinstance(event, ev.TestRun):
+            self.last_test = event
+        elif isinstance(event, ev.RunFinished):
+            self.finished = event
+            row.rounds = event.rounds
+            row.prompt_tokens, row.completion_tokens = event.prompt_tokens, event.completion_tokens
+            row.answer = event.final_answer
+            row.reason = event.reason
+            row.state = "failed" if event.reason == "error" else "cancelled" if event.reason == "cancelled" else "done"
+            if event.reason == "error":
+                row.reason = event.detail or "error"
+        if self.started_at is not None:
+            row.wall_s = round(self.clock() - self.started_at, 3)
+
+
+def verdict_for(tracker: RowTracker, domain: str, expect: str | None) -> str:
+    """What the comparison can say about a finished run's answer: tests passed/failed (code with tests
+    run), equal or not to --expect (math equivalence), else "no verdict" — never a guess."""
+    row = tracker.row
+    if row.state == "failed":
+        return "failed"
+    if not row.answer.strip():
+        return NO_ANSWER
+    finished = tracker.finished
+    if finished is not None and getattr(finished, "demo_played", ""):  # the demo played another problem
+        return f"{NO_VERDICT} (demo played its own problem)"
+    if expect is not None:
+        return "matches expected" if answers_equivalent(answer_or_text(row.answer), expect) else "does not match expected"
+    if domain == "code" and tracker.last_test is not None:
+        test = tracker.last_test
+        return "tests passed" if test.passed else f"tests failed ({test.outcome})"
+    return NO_VERDICT
+
+
+class Comparison:
+    """Runs a ComparePlan on an open backend; ``controls`` pause, step and cancel each run."""
+
+    def __init__(
+        self,
+        plan: ComparePlan,
+        backend: Backend,
+        embedder: Embedder,
+        *,
+        sessions_dir: Path,
+        record_path: Path | None = None,
+        sinks_for: SinkFactory | None = None,
+        on_row: Callable[[CompareRow], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.plan = plan
+        self.backend = backend
+        self.embedder = embedder
+        self.sinks_for = sinks_for or (lambda _method: [])
+        self.on_row = on_row  # a run ended (its row is final)
+        self.clock = clock
+        now = time.time()
+        if record_path is None:
+            record_path, folder = record_paths(Path(sessions_dir), plan.problem, plan.settings.domain, now)
+        else:
+            folder = sessions_folder(record_path)
+        self.record_path, self.folder = Path(record_path), folder
+        self.rows = {m: CompareRow(m) for m in plan.methods}
+        self.trackers = {m: RowTracker(self.rows[m], clock) for m in plan.methods}
+        team = resolve_team(plan.settings)
+        params = Params(plan.settings.tau, plan.settings.k_in, plan.settings.max_rounds)
+        self.controls = {
+            m: RunControl(params, len(team.workers), mode=MODE_STEP if plan.step else MODE_AUTO) for m in plan.methods
+        }
+        self.recorders: dict[str, SessionRecorder] = {}
+        self.save_error = ""
+        self.cancelled = False
+        self.record = CompareRecord(
+            problem=plan.problem, domain=plan.settings.domain, model=backend.model, base_url=backend.base_url,
+            demo=backend.demo, methods=list(plan.methods),
+            options={m: get_method_info(m).resolve(plan.options.get(m)) for m in plan.methods},
+            settings=shared_settings(plan), rows=list(self.rows.values()), created=now,
+        )
+
+    @property
+    def failed(self) -> list[CompareRow]:
+        return [row for row in self.rows.values() if row.state == "failed"]
+
+    def cancel(self) -> None:
+        """Stop every run (their sessions so far are kept); runs not started yet do not start."""
+        self.cancelled = True
+        for control in self.controls.values():
+            control.cancel()
+
+    async def run(self) -> CompareRecord:
+        self.save()
+        limit = asyncio.Semaphore(self.plan.parallel or len(self.plan.methods))
+
+        async def one(method: str) -> None:
+            async with limit:
+                await self._run_one(method)
+            self.save()
+            if self.on_row is not None:
+                self.on_row(self.rows[method])
+
+        await asyncio.gather(*(one(m) for m in self.plan.methods))
+        self.save()
+        return self.record
+
+    async def _run_one(self, method: str) -> None:
+        row, tracker = self.rows[method], self.trackers[method]
+        if self.cancelled:
+            row.state, row.reason = "cancelled", "cancelled before it started"
+            return
+        settings = self.plan.settings_for(method)
+        recorder = SessionRecorder(self.folder, path=self.folder / f"{method}.json")
+        self.recorders[method] = recorder
+        evaluator = CodeExecutionEvaluator() if settings.execute_code and settings.domain == "code" else None
+        try:
+            engine = build_engine(
+                self.plan.problem, settings, self.backend, [tracker, recorder, *self.sinks_for(method)],
+                embedder=self.embedder, control=self.controls[method], evaluator=evaluator,
+            )
+            await engine.run()
+        except Exception as exc:  # one method's crash ends its own row, never the comparison
+            row.state, row.reason = "failed", f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        finally:
+            recorder.close("failed")  # a no-op after a normal end
+        if recorder.path is not None and recorder.saves:
+            row.session = str(recorder.path.relative_to(self.record_path.parent))
+        if recorder.error:
+            self.save_error = recorder.error
+        if row.state in ("waiting", "running"):  # ended without a run_finished (a crash mid-run)
+            row.state = "failed"
+        row.verdict = await asyncio.to_thread(verdict_for, tracker, settings.domain, self.plan.expect)
+
+    def save(self) -> bool:
+        try:
+            save_record(self.record, self.record_path)
+        except OSError as exc:
+            self.save_error = f"cannot save the comparison to {self.record_path}: {exc.strerror or exc}"
+            return False
+        return True
+
+
+def shared_settings(plan: ComparePlan) -> dict[str, Any]:
+    """The run settings every method shared, as the record and the exports show them."""
+    s = plan.settings
+    values: dict[str, Any] = {
+        "team": s.team or s.domain, "protocol": s.protocol, "max_rounds": s.max_rounds, "tau": s.tau,
+        "k_in": s.k_in, "max_concurrency": s.max_concurrency, "parallel": plan.parallel or len(plan.methods),
+        "time_budget": s.time_budget, "max_calls": s.max_calls, "max_tokens": s.max_tokens,
+    }
+    if plan.expect is not None:
+        values["expect"] = plan.expect
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def percent_change(value: float, first: float) -> str:
+    """The difference to the first column, as the summary shows it: "+12%", "-40%", "±0%", "—" (no base)."""
+    if first <= 0:
+        return "—"
+    change = round((value - first) / first * 100)
+    return "±0%" if change == 0 else f"{change:+d}%"
+
+
+def summary_rows(rows: Sequence[CompareRow]) -> list[dict[str, Any]]:
+    """The summary table's rows: the contract fields plus total tokens and the % differences to the first."""
+    if not rows:
+        return []
+    first = rows[0]
+    out = []
+    for row in rows:
+        data = row.contract()
+        data["total_tokens"] = row.total_tokens
+        data["tokens_vs_first"] = percent_change(row.total_tokens, first.total_tokens)
+        data["wall_vs_first"] = percent_change(row.wall_s, first.wall_s)
+        out.append(data)
+    return out
