@@ -16,6 +16,7 @@ from pathlib import Path
 from core.runtime.config import ConfigError
 from core.runtime.config_file import load_settings
 from core.runtime.textsafe import printable
+from core.sessions.compare_record import CompareSummary, list_records
 from core.sessions.export import FORMATS, export_session
 from core.sessions.model import Session, SessionFormatError
 from core.sessions.store import SUFFIXES, SessionSummary, list_sessions, load_session
@@ -115,7 +116,22 @@ def _sessions(argv: list[str]) -> int:
             _say(format_table(listing))
         for error in listing.errors:
             _say(f"swarm-tui: skipped {error}", err=True)
+        records, errors = list_records(directory)
+        if records:
+            _say(f"\ncomparisons in {directory} (open with swarm-tui compare FILE):")
+            _say(format_compares(records))
+        for error in errors:
+            _say(f"swarm-tui: skipped {error}", err=True)
     return 0
+
+
+def format_compares(rows: Sequence[CompareSummary]) -> str:
+    """A comparison per line: when, the problem, which methods, and its record's file."""
+    return "\n".join(
+        "  ".join([s.created, _cell(("[demo] " if s.demo else "") + s.problem, 48).ljust(48), s.domain.ljust(7),
+                   _cell("compare: " + ", ".join(s.methods), 40).ljust(40), printable(s.path.name)]).rstrip()
+        for s in rows
+    )
 
 
 # --- export ------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from core.compose.compare import Comparison, ComparePlan, summary_rows
+from core.compose.compare import ComparePlan, Comparison, summary_rows
 from core.compose.runner import open_backend
 from core.llm.client import EndpointError
 from core.llm.embeddings import shared_embedder
@@ -67,7 +67,8 @@ def format_summary(rows: list[CompareRow]) -> str:
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(SUMMARY_HEADERS)]
 
     def line(values: tuple[str, ...]) -> str:
-        return "  ".join(v.ljust(w) if i < 3 else v.rjust(w) for i, (v, w) in enumerate(zip(values, widths))).rstrip()
+        pairs = enumerate(zip(values, widths, strict=True))
+        return "  ".join(v.ljust(w) if i < 3 else v.rjust(w) for i, (v, w) in pairs).rstrip()
 
     return "\n".join([line(SUMMARY_HEADERS), line(tuple("-" * w for w in widths)), *(line(c) for c in cells)])
 

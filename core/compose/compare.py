@@ -119,7 +119,8 @@ def verdict_for(tracker: RowTracker, domain: str, expect: str | None) -> str:
     if finished is not None and getattr(finished, "demo_played", ""):  # the demo played another problem
         return f"{NO_VERDICT} (demo played its own problem)"
     if expect is not None:
-        return "matches expected" if answers_equivalent(answer_or_text(row.answer), expect) else "does not match expected"
+        equal = answers_equivalent(answer_or_text(row.answer), expect)
+        return "matches expected" if equal else "does not match expected"
     if domain == "code" and tracker.last_test is not None:
         test = tracker.last_test
         return "tests passed" if test.passed else f"tests failed ({test.outcome})"
