@@ -67,6 +67,7 @@ class SwarmApp(App[int]):
         load_embedder: bool = True,
         start_engine: bool = True,
         bench_report: Any = None,
+        compare: Callable[[], Any] | None = None,
     ) -> None:
         super().__init__()
         self.settings = settings or Settings()
@@ -84,6 +85,7 @@ class SwarmApp(App[int]):
         self.load_embedder = load_embedder
         self.start_engine = start_engine
         self.bench_report = bench_report  # core.bench.report.Report: open on the benchmark screen
+        self.compare = compare  # builds the compare screen to open (tui.screens.compare_live / compare_saved)
         self.embeddings_ready = not load_embedder
         self._embedder_started = False
         self.swarm_screen: Any = None  # the screen showing the run (live or replay)
@@ -138,6 +140,8 @@ class SwarmApp(App[int]):
             from .screens.bench import BenchScreen
 
             self.push_screen(BenchScreen(self.bench_report))
+        elif self.compare is not None:
+            self.push_screen(self.compare())
         elif self.replay_events is not None:
             from .screens.replay import ReplayScreen
 
@@ -382,6 +386,24 @@ def run_replay(session: Any, path: Path | str, *, settings: Settings | None = No
 def run_bench_show(report: Any, settings: Settings | None = None) -> int:
     """The benchmark screen for a loaded core.bench.report.Report (``swarm-tui bench show DIR``)."""
     app = SwarmApp(settings or Settings(), bench_report=report, load_embedder=False)
+    return run_and_exit(app)
+
+
+def run_compare_app(plan: Any, *, demo: bool = False, save: Path | None = None) -> int:
+    """The compare screen for a live comparison (a core.compose.compare.ComparePlan)."""
+    from .screens.compare_live import LiveCompareScreen
+
+    app = SwarmApp(plan.settings, demo=demo, load_embedder=False,
+                   compare=lambda: LiveCompareScreen(plan, demo=demo, save=save))
+    return run_and_exit(app)
+
+
+def run_compare_replay(runs: list[Any], source: str, *, settings: Settings | None = None, demo: bool = False) -> int:
+    """The compare screen over saved runs (core.compose.compare_saved.SavedRun), side by side in replay."""
+    from .screens.compare_saved import SavedCompareScreen
+
+    app = SwarmApp(settings or Settings(), demo=demo, load_embedder=False,
+                   compare=lambda: SavedCompareScreen(runs, source))
     return run_and_exit(app)
 
 

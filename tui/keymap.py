@@ -21,6 +21,7 @@ RESERVED = {"ctrl+q": "quit", "ctrl+p": "the command palette", "ctrl+c": "copy/q
 def binding_groups() -> dict[str, list[Binding]]:
     """Every screen's (and dialog's) bindings that carry an id, by where they are active together."""
     from .bindings import REPLAY_BINDINGS, RUN_BINDINGS
+    from .screens.compare import COMPARE_BINDINGS
     from .screens.confirm import ConfirmScreen
     from .screens.help import HelpScreen
     from .screens.inbox import InboxScreen
@@ -35,6 +36,7 @@ def binding_groups() -> dict[str, list[Binding]]:
     return {
         "run screen": own(RUN_BINDINGS),
         "replay screen": own(REPLAY_BINDINGS),
+        "compare screen": own(COMPARE_BINDINGS),
         "launch form": own(LaunchScreen.BINDINGS),
         "session picker": own(SessionPickerScreen.BINDINGS) + own(SessionTable.BINDINGS),
         "quit dialog": own(ConfirmScreen.BINDINGS),

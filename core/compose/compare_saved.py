@@ -93,3 +93,17 @@ def unique_labels(runs: list[SavedRun]) -> list[SavedRun]:
             run.label = f"{run.label} #{n}"
             run.row.method = run.label
     return runs
+
+
+def record_of_runs(runs: Sequence[SavedRun]) -> CompareRecord:
+    """A compare record in memory for saved runs opened side by side (exports need one)."""
+    first = runs[0].session.metadata
+    return CompareRecord(
+        problem=first.problem, domain=first.domain, model=first.model, base_url=first.base_url, demo=first.demo,
+        methods=[run.label for run in runs], options={run.label: run.session.method_options for run in runs},
+        rows=[run.row for run in runs], created=first.ts,
+    )
+
+
+def same_problem(runs: Sequence[SavedRun]) -> bool:
+    return len({run.session.problem.strip() for run in runs}) == 1

@@ -1,0 +1,85 @@
+"""A comparison as Markdown, JSON and CSV: the problem, the endpoint (already redacted in the record), the
+model, the shared settings, each method's options and the summary rows with their differences to the
+first method. What a person pastes into an issue or loads into a spreadsheet."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from core.compose.compare import summary_rows
+from core.runtime.textsafe import json_safe
+from core.sessions.compare_record import CompareRecord
+
+EXPORT_FORMATS = ("md", "json", "csv")
+CSV_COLUMNS = ("method", "state", "answer", "verdict", "calls", "prompt_tokens", "completion_tokens", "total_tokens",
+               "wall_s", "tokens_vs_first", "wall_vs_first", "reason", "session")
+
+
+def _cell(text: object) -> str:
+    """A Markdown table cell: one line, pipes escaped."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def to_markdown(record: CompareRecord) -> str:
+    lines = [
+        "# Comparison" + (" (demo: scripted server)" if record.demo else ""),
+        "",
+        f"- **model**: {record.model} at {record.base_url}",
+        f"- **domain**: {record.domain}",
+        "- **settings**: " + ", ".join(f"{k} {v}" for k, v in record.settings.items()),
+        "",
+        "## Problem",
+        "",
+        *(f"> {line}" for line in record.problem.splitlines() or [""]),
+        "",
+        "## Summary",
+        "",
+        "| method | answer | verdict | calls | prompt | completion | total | wall s | Δ tokens | Δ wall |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in summary_rows(record.rows):
+        answer = row["answer"] if len(row["answer"]) <= 60 else row["answer"][:59] + "…"
+        lines.append(
+            f"| {_cell(row['method'])} | {_cell(answer) or '—'} | {_cell(row['verdict'])} | {row['calls']} | "
+            f"{row['prompt_tokens']} | {row['completion_tokens']} | {row['total_tokens']} | {row['wall_s']:.1f} | "
+            f"{row['tokens_vs_first']} | {row['wall_vs_first']} |"
+        )
+    lines += ["", "Differences are to the first method. Options per method:", ""]
+    for method, options in record.options.items():
+        shown = ", ".join(f"{k}={v}" for k, v in options.items()) or "(none)"
+        lines.append(f"- **{method}**: {_cell(shown)}")
+    return "\n".join(lines) + "\n"
+
+
+def to_json(record: CompareRecord) -> str:
+    data = json.loads(record.to_json())
+    data["summary"] = summary_rows(record.rows)
+    return json_safe(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def to_csv(record: CompareRecord) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in summary_rows(record.rows):
+        writer.writerow(row)
+    return out.getvalue()
+
+
+WRITERS = {"md": to_markdown, "json": to_json, "csv": to_csv}
+
+
+def export_paths(record: CompareRecord, directory: Path) -> dict[str, Path]:
+    """Where each format goes: beside the record, named after it (``NAME.summary.md`` …)."""
+    stem = record.path.name.removesuffix(".compare.json") if record.path is not None else "comparison"
+    return {fmt: Path(directory) / f"{stem}.summary.{fmt}" for fmt in EXPORT_FORMATS}
+
+
+def export_record(record: CompareRecord, fmt: str, path: Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(WRITERS[fmt](record), encoding="utf-8")
+    return path

@@ -1,0 +1,199 @@
+"""The compare screen, driven with Pilot: live columns over the in-process demo server, focus, open and
+back, lockstep stepping, the summary's sort, exports that parse, saved comparisons in replay, and SVG
+snapshots of a saved comparison at 160×48 and 80×24."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.compose.compare import ComparePlan
+from core.compose.compare_saved import load_saved
+from core.demo.scripts import DEMO_PROBLEMS
+from core.runtime.config import Settings
+from tests.test_tui_support import wait_for
+from tui.app import SwarmApp
+from tui.screens.compare import SummaryTable
+from tui.screens.compare_live import CompareRunScreen, LiveCompareScreen
+from tui.screens.compare_saved import SavedCompareScreen
+
+FIXTURE = Path(__file__).parent / "fixtures" / "compare" / "demo-math.compare.json"
+WIDE, SMALL = (160, 48), (80, 24)
+
+
+def live_app(tmp: Path, methods: list[str], *, step: bool = False, domain: str = "math") -> SwarmApp:
+    settings = Settings(domain=domain, sessions_dir=str(tmp), max_rounds=3)
+    plan = ComparePlan(DEMO_PROBLEMS[domain], settings, methods, step=step)
+    return SwarmApp(settings, demo=True, state_path=None, load_embedder=False,
+                    compare=lambda: LiveCompareScreen(plan, demo=True, demo_chunk_delay=0.0))
+
+
+def saved_app() -> SwarmApp:
+    runs = load_saved([FIXTURE])
+    return SwarmApp(Settings(), state_path=None, load_embedder=False,
+                    compare=lambda: SavedCompareScreen(runs, str(FIXTURE)))
+
+
+def done(screen: LiveCompareScreen) -> bool:
+    return screen.comparison is not None and not screen.running
+
+
+async def test_live_columns_fill_and_summary_lists_every_method(tmp_path: Path, embedder: Any) -> None:
+    app = live_app(tmp_path, ["dytopo", "dmoa", "topoweaver"])
+    async with app.run_test(size=WIDE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, LiveCompareScreen)
+        await wait_for(pilot, lambda: done(screen))
+        await pilot.pause(0.3)
+        for method, column in screen.columns.items():
+            text = column.render().plain
+            assert column.row.state == "done" and column.row.calls > 0, method
+            assert "── answer" in text and "verdict: " in text
+        # Each column speaks its method's own unit.
+        assert screen.columns["dytopo"].render().plain.startswith("round ")
+        assert screen.columns["dmoa"].render().plain.startswith("step ")
+        assert screen.columns["topoweaver"].render().plain.startswith("turn ")
+        table = screen.query_one(SummaryTable)
+        assert table.row_count == 3
+        assert [table.get_row_at(i)[0] for i in range(3)] == ["dytopo", "dmoa", "topoweaver"]
+        assert table.get_row_at(0)[8] == "±0%"  # the first column is the base of the differences
+
+
+async def test_focus_open_and_back(tmp_path: Path, embedder: Any) -> None:
+    app = live_app(tmp_path, ["dytopo", "dmoa", "single"])
+    async with app.run_test(size=WIDE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, LiveCompareScreen)
+        await wait_for(pilot, lambda: done(screen))
+        await pilot.press("right")
+        assert screen.focused_method == "dmoa"
+        assert screen.columns["dmoa"].has_class("-focused") and not screen.columns["dytopo"].has_class("-focused")
+        await pilot.press("3")
+        assert screen.focused_method == "single"
+        await pilot.press("right")  # wraps around
+        assert screen.focused_method == "dytopo"
+        await pilot.press("2", "enter")
+        await pilot.pause(0.2)
+        detail = app.screen
+        assert isinstance(detail, CompareRunScreen) and detail.method == "dmoa"
+        assert detail.model.finished is not None  # its whole history was replayed into the full view
+        assert detail.model.strategy == "dmoa"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen
+
+
+async def test_lockstep_n_steps_every_method_and_shift_n_the_focused_one(tmp_path: Path, embedder: Any) -> None:
+    app = live_app(tmp_path, ["dytopo", "dmoa"], step=True)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, LiveCompareScreen)
+        await wait_for(pilot, lambda: screen.comparison is not None
+                       and all(c.waiting for c in screen.comparison.controls.values()))
+        assert all(row.calls == 0 for row in screen.rows.values())  # step mode: nothing ran before a key
+        await pilot.press("n")
+        await wait_for(pilot, lambda: all(c.waiting for c in screen.comparison.controls.values())  # type: ignore[union-attr]
+                       and all(row.calls > 0 for row in screen.rows.values()))
+        first = {m: row.calls for m, row in screen.rows.items()}
+        await pilot.press("right", "N")  # only DMoA moves on
+        await wait_for(pilot, lambda: screen.rows["dmoa"].calls > first["dmoa"]
+                       and (screen.comparison.controls["dmoa"].waiting  # type: ignore[union-attr]
+                            or screen.rows["dmoa"].state == "done"))
+        await pilot.pause(0.3)
+        assert screen.rows["dytopo"].calls == first["dytopo"]
+        await pilot.press("space")  # resume every method: both run to the end
+        await wait_for(pilot, lambda: done(screen))
+        assert all(row.state == "done" for row in screen.rows.values())
+
+
+async def test_export_files_parse(tmp_path: Path, embedder: Any) -> None:
+    app = live_app(tmp_path, ["dytopo", "single"])
+    async with app.run_test(size=WIDE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, LiveCompareScreen)
+        await wait_for(pilot, lambda: done(screen))
+        await pilot.press("e")
+        await pilot.pause()
+    stem = screen.record.path.name.removesuffix(".compare.json")  # type: ignore[union-attr]
+    data = json.loads((tmp_path / f"{stem}.summary.json").read_text())
+    assert [r["method"] for r in data["summary"]] == ["dytopo", "single"]
+    assert data["model"] == "scripted-demo" and "options" in data
+    rows = list(csv.DictReader(io.StringIO((tmp_path / f"{stem}.summary.csv").read_text())))
+    assert [r["method"] for r in rows] == ["dytopo", "single"]
+    assert int(rows[0]["calls"]) == screen.rows["dytopo"].calls
+    markdown = (tmp_path / f"{stem}.summary.md").read_text()
+    assert "| dytopo |" in markdown and "| single |" in markdown and "## Problem" in markdown
+
+
+async def test_summary_sorts_by_a_column_and_reverses() -> None:
+    app = saved_app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, SavedCompareScreen)
+        screen.sort_by(6)  # total tokens
+        await pilot.pause()
+        table = screen.query_one(SummaryTable)
+        totals = [int(table.get_row_at(i)[6].replace(",", "")) for i in range(table.row_count)]
+        assert totals == sorted(totals)
+        screen.sort_by(6)
+        await pilot.pause()
+        totals = [int(table.get_row_at(i)[6].replace(",", "")) for i in range(table.row_count)]
+        assert totals == sorted(totals, reverse=True)
+
+
+async def test_saved_columns_step_back_and_forth_in_lockstep() -> None:
+    app = saved_app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, SavedCompareScreen)
+        ends = dict(screen.cursor)
+        assert all(ends[label] == len(screen.replayed[label]) for label in ends)  # opens on the answers
+        await pilot.press("p")
+        assert all(screen.cursor[label] < ends[label] for label in ends)
+        dytopo = screen.columns["dytopo"]
+        assert dytopo.row.state == "replay" and dytopo.model.finished is None
+        await pilot.press("n")
+        assert screen.cursor == ends
+        assert dytopo.model.finished is not None and dytopo.row.verdict == "no verdict"
+        # enter opens that run in the replay screen; esc comes back to the columns.
+        await pilot.press("enter")
+        await pilot.pause()
+        from tui.screens.replay import ReplayScreen
+
+        assert isinstance(app.screen, ReplayScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen
+
+
+async def test_small_terminal_shows_tabs_and_the_summary_a_key_away() -> None:
+    app = saved_app()
+    async with app.run_test(size=SMALL) as pilot:
+        screen = app.screen
+        assert isinstance(screen, SavedCompareScreen)
+        shown = [m for m, c in screen.columns.items() if c.display]
+        assert screen.has_class("-narrow")
+        assert [m for m in shown if screen.columns[m].has_class("-focused")] == ["dytopo"]
+        assert not screen.query_one(SummaryTable).display or not screen.query_one(SummaryTable).region.height
+        await pilot.press("s")
+        await pilot.pause()
+        assert screen.query_one(SummaryTable).region.height > 0
+        assert screen.query_one("#cmp-columns").region.height == 0
+
+
+@pytest.mark.parametrize("size", [WIDE, SMALL], ids=["160x48", "80x24"])
+def test_snapshot_saved_comparison(snap_compare: Any, size: tuple[int, int]) -> None:
+    assert snap_compare(saved_app(), terminal_size=size)
+
+
+def test_snapshot_small_summary(snap_compare: Any) -> None:
+    async def run_before(pilot: Any) -> None:
+        await pilot.press("s")
+        await pilot.pause()
+
+    assert snap_compare(saved_app(), terminal_size=SMALL, run_before=run_before)

@@ -1,0 +1,322 @@
+"""The compare screen: one column per method on the same problem, a summary table under them.
+
+Live: the comparison (core.compose.compare) runs in a worker; each method's events come through its own
+bridge as MethodEvent messages and feed that method's column (a RunModel each). Saved: the columns replay
+recorded sessions, and n/p move every column one step of its own. At 80×24 the columns become tabs, one
+method at a time, the summary table a key (s) away.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import HorizontalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Static, Tab, Tabs
+
+from core.runtime import events as ev
+from core.runtime.textsafe import printable
+from core.sessions.compare_record import CompareRecord, CompareRow
+
+from ..bridge import EventBridge
+from ..widgets.compare_column import CompareColumn
+from ..widgets.footer import WrapFooter
+
+NARROW_WIDTH, SHORT_HEIGHT = 100, 30  # below either: tabs instead of columns
+TICK_S = 0.2  # columns and the summary redraw at most 5 times a second
+SUMMARY_COLUMNS = ("method", "answer", "verdict", "calls", "prompt", "completion", "total", "wall s", "Δ tokens",
+                   "Δ wall")
+SORT_KEYS: tuple[Callable[[dict[str, Any]], Any], ...] = (
+    lambda r: r["method"], lambda r: r["answer"], lambda r: r["verdict"], lambda r: r["calls"],
+    lambda r: r["prompt_tokens"], lambda r: r["completion_tokens"], lambda r: r["total_tokens"],
+    lambda r: r["wall_s"], lambda r: r["total_tokens"], lambda r: r["wall_s"],
+)
+
+COMPARE_BINDINGS: list[Binding] = [
+    Binding("left", "focus_column(-1)", "◀", id="compare_prev", tooltip="Focus the column on the left"),
+    Binding("right", "focus_column(1)", "▶", id="compare_next", tooltip="Focus the column on the right"),
+    Binding("s", "toggle_summary", "summary", id="compare_summary",
+            tooltip="Show or hide the summary table (at 80×24: switch between a column and the table)"),
+    Binding("enter", "open_column", "open", id="compare_open",
+            tooltip="Open the focused method's full run screen (esc comes back)"),
+    Binding("space", "toggle_pause", "pause", key_display="spc", id="compare_pause",
+            tooltip="Pause or resume every method"),
+    Binding("n", "step_all", "step all", id="compare_step_all",
+            tooltip="Every method one step of its own (round, step, turn); in replay: every column forward"),
+    Binding("N", "step_focused", "step one", id="compare_step_one",
+            tooltip="Only the focused method one step of its own"),
+    Binding("p", "back_all", "back all", id="compare_back_all", tooltip="Replay: every column one step back"),
+    Binding("o", "sort_next", "sort", id="compare_sort",
+            tooltip="Sort the summary by the next column (or click a header; again to reverse)"),
+    Binding("e", "export", "export", id="compare_export",
+            tooltip="Export the comparison as Markdown, JSON and CSV beside its record"),
+    *(Binding(str(i), f"focus_number({i})", str(i), show=False, id=f"compare_col{i}",
+              tooltip=f"Focus column {i}") for i in range(1, 10)),
+    Binding("question_mark,f1", "help", "help", id="help", tooltip="List every key and what it does"),
+    Binding("q", "request_quit", "quit", id="quit", tooltip="Quit (asks first while methods are running)"),
+]
+
+
+class MethodEvent(Message):
+    """One method's event, on its way to the compare screen."""
+
+    def __init__(self, method: str, event: ev.Event) -> None:
+        super().__init__()
+        self.method = method
+        self.event = event
+
+
+class MethodBridge(EventBridge):
+    """An engine sink for one method of a comparison: events become MethodEvent messages to the screen
+    (deltas coalesced as for a single run, see EventBridge)."""
+
+    def __init__(self, screen: Screen[Any], method: str) -> None:
+        super().__init__(screen.app)
+        self.screen = screen
+        self.method = method
+
+    def _post(self, event: ev.Event) -> None:
+        self.screen.post_message(MethodEvent(self.method, event))
+
+
+class SummaryTable(DataTable[str]):
+    """The summary, sortable. Keys stay with the screen (left/right move between columns), except at 80×24
+    while the table is shown alone: then it takes focus and left/right scroll its wide rows."""
+
+    can_focus = False
+
+
+class CompareScreen(Screen[None]):
+    BINDINGS = COMPARE_BINDINGS
+
+    def __init__(self, record: CompareRecord, *, live: bool) -> None:
+        super().__init__()
+        self.record = record
+        self.live = live
+        self.rows: dict[str, CompareRow] = {row.method: row for row in record.rows}
+        self.columns: dict[str, CompareColumn] = {}
+        self.events: dict[str, list[ev.Event]] = {row.method: [] for row in record.rows}
+        self.focused_index = 0
+        self.sort_column: int | None = None
+        self.sort_reverse = False
+        self.summary_toggled = False
+        self.detail: Any = None  # the full run screen opened from a column (live), while it is open
+        self.detail_method = ""
+
+    # --- layout -------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static(self.header_text(), id="cmp-header")
+        yield Tabs(*(Tab(printable(row.method), id=f"tab-{i}") for i, row in enumerate(self.record.rows)),
+                   id="cmp-tabs")
+        with HorizontalScroll(id="cmp-columns", can_focus=False):
+            for i, row in enumerate(self.record.rows):
+                column = CompareColumn(row.method, row, live=self.live, id=f"col-{i}")
+                self.columns[row.method] = column
+                yield column
+        table = SummaryTable(id="cmp-summary", zebra_stripes=True, cursor_type="none")
+        yield table
+        yield WrapFooter()
+
+    def header_text(self) -> str:
+        r = self.record
+        first = (r.problem.strip().splitlines() or [""])[0]
+        first = first if len(first) <= 90 else first[:89] + "…"
+        demo = "DEMO (scripted server) · " if r.demo else ""
+        return printable(f"compare · {demo}{r.model} at {r.base_url} · {r.domain}\n{first}")
+
+    def on_mount(self) -> None:
+        table = self.query_one(SummaryTable)
+        for label in SUMMARY_COLUMNS:
+            table.add_column(label, key=label)
+        self._relayout()
+        self._focus(0)
+        self.refresh_summary()
+        self.set_interval(TICK_S, self.tick)
+        self.started()
+
+    def started(self) -> None:
+        """After the screen is mounted: a subclass starts its runs or positions its replays here (not in its
+        own on_mount, which Textual would call besides this class's)."""
+
+    def on_resize(self) -> None:
+        self._relayout()
+
+    @property
+    def narrow(self) -> bool:
+        return self.size.width < NARROW_WIDTH or self.size.height < SHORT_HEIGHT
+
+    def _relayout(self) -> None:
+        self.set_class(self.narrow, "-narrow")
+        self.set_class(self.summary_toggled, "-summary-toggled")
+        table = self.query_one(SummaryTable)
+        alone = self.narrow and self.summary_toggled
+        table.can_focus = alone
+        if alone:
+            table.focus()
+        elif table.has_focus:
+            self.set_focus(None)
+
+    # --- events -------------------------------------------------------------------------------
+    def on_method_event(self, message: MethodEvent) -> None:
+        self.apply(message.method, message.event)
+
+    def apply(self, method: str, event: ev.Event) -> None:
+        column = self.columns.get(method)
+        if column is None:
+            return
+        self.events[method].append(event)
+        column.apply(event)
+        if self.detail is not None and self.detail_method == method and self.detail.is_attached:
+            self.detail.apply_event(event)
+
+    def tick(self) -> None:
+        for column in self.columns.values():
+            column.tick()
+        self.refresh_summary()
+
+    def summary(self) -> list[dict[str, Any]]:
+        from core.compose.compare import summary_rows
+
+        rows = summary_rows(list(self.rows.values()))
+        if self.sort_column is not None:
+            rows.sort(key=SORT_KEYS[self.sort_column], reverse=self.sort_reverse)
+        return rows
+
+    def refresh_summary(self) -> None:
+        table = self.query_one(SummaryTable)
+        cells = [
+            (
+                printable(r["method"]), _short(r["answer"], 28) or "—", _short(r["verdict"], 26), str(r["calls"]),
+                f"{r['prompt_tokens']:,}", f"{r['completion_tokens']:,}", f"{r['total_tokens']:,}",
+                f"{r['wall_s']:.1f}", r["tokens_vs_first"], r["wall_vs_first"],
+            )
+            for r in self.summary()
+        ]
+        if cells == getattr(self, "_shown_cells", None):
+            return
+        self._shown_cells = cells
+        table.clear()
+        for values in cells:
+            table.add_row(*values)
+        for i, column in enumerate(table.ordered_columns):
+            mark = "" if self.sort_column != i else (" ▼" if self.sort_reverse else " ▲")
+            column.label = column.label.__class__(SUMMARY_COLUMNS[i] + mark)
+        table.refresh()
+
+    # --- focus --------------------------------------------------------------------------------
+    @property
+    def focused_method(self) -> str:
+        return self.record.rows[self.focused_index].method
+
+    def _focus(self, index: int) -> None:
+        self.focused_index = max(0, min(len(self.record.rows) - 1, index))
+        for i, row in enumerate(self.record.rows):
+            self.columns[row.method].set_class(i == self.focused_index, "-focused")
+        tabs = self.query_one(Tabs)
+        if tabs.active != f"tab-{self.focused_index}":
+            tabs.active = f"tab-{self.focused_index}"
+        column = self.columns[self.focused_method]
+        self.query_one("#cmp-columns", HorizontalScroll).scroll_to_widget(column, animate=False)
+
+    def on_tabs_tab_activated(self, message: Tabs.TabActivated) -> None:
+        if message.tab is not None and message.tab.id:
+            index = int(message.tab.id.removeprefix("tab-"))
+            if index != self.focused_index:
+                self._focus(index)
+
+    def action_focus_column(self, step: int) -> None:
+        self._focus((self.focused_index + step) % len(self.record.rows))
+
+    def action_focus_number(self, number: int) -> None:
+        if number <= len(self.record.rows):
+            self._focus(number - 1)
+
+    # --- summary ------------------------------------------------------------------------------
+    def action_toggle_summary(self) -> None:
+        self.summary_toggled = not self.summary_toggled
+        self._relayout()
+
+    def on_data_table_header_selected(self, message: DataTable.HeaderSelected) -> None:
+        self.sort_by(message.column_index)
+
+    def sort_by(self, index: int) -> None:
+        if self.sort_column == index:
+            self.sort_reverse = not self.sort_reverse
+        else:
+            self.sort_column, self.sort_reverse = index, False
+        self.refresh_summary()
+
+    def action_sort_next(self) -> None:
+        self.sort_column = 0 if self.sort_column is None else (self.sort_column + 1) % len(SUMMARY_COLUMNS)
+        self.sort_reverse = False
+        self.refresh_summary()
+        self.notify(f"summary sorted by {SUMMARY_COLUMNS[self.sort_column]}", timeout=2)
+
+    # --- export -------------------------------------------------------------------------------
+    def export_dir(self) -> Path:
+        return self.record.path.parent if self.record.path is not None else Path.cwd()
+
+    def export(self, formats: tuple[str, ...]) -> list[Path]:
+        from core.compose.compare_export import export_paths, export_record
+
+        targets = export_paths(self.record, self.export_dir())
+        written = []
+        try:
+            for fmt in formats:
+                written.append(export_record(self.record, fmt, targets[fmt]))
+        except OSError as exc:
+            self.notify(f"cannot export: {exc.strerror or exc}", severity="error", timeout=10)
+            return written
+        self.notify("exported: " + ", ".join(str(p) for p in written), timeout=8)
+        return written
+
+    def action_export(self) -> None:
+        self.export(("md", "json", "csv"))
+
+    def palette_commands(self) -> list[tuple[str, str, Callable[[], object]]]:
+        names = {"md": "Markdown", "json": "JSON", "csv": "CSV"}
+        return [(f"Export comparison as {name}", "beside the compare record", lambda f=fmt: self.export((f,)))
+                for fmt, name in names.items()]
+
+    def action_help(self) -> None:
+        from .help import HelpScreen
+
+        self.app.push_screen(HelpScreen(self))
+
+    # --- running (the subclasses say what the keys do) -----------------------------------------
+    @property
+    def running(self) -> bool:
+        return False
+
+    def action_open_column(self) -> None: ...
+    def action_toggle_pause(self) -> None: ...
+    def action_step_all(self) -> None: ...
+    def action_step_focused(self) -> None: ...
+    def action_back_all(self) -> None: ...
+
+    def action_request_quit(self) -> None:
+        if not self.running:
+            self.app.exit(0)
+            return
+        from .confirm import ConfirmScreen
+
+        def answer(yes: bool) -> None:
+            if yes:
+                self.cancel()
+                self.app.exit(0)
+
+        self.app.push_screen(ConfirmScreen(
+            "Methods are still running. Quit? Their runs are cancelled; every session so far is kept.",
+            on_answer=answer))
+
+    def cancel(self) -> None: ...
+
+
+def _short(text: str, width: int) -> str:
+    text = " ".join(printable(text).split())
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -1,0 +1,124 @@
+"""One method's column on the compare screen: status in the method's own unit, cost so far, a compact view
+of its current topology, its latest message and, when done, its answer and verdict.
+
+It reads a RunModel (fed the method's events, tui.model) and the method's summary row; it draws only when
+``changes`` moved since its last draw (the screen ticks it a few times a second)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widget import Widget
+
+from core.methods.catalogue import get_method_info
+from core.methods.registry import MethodError
+from core.sessions.compare_record import CompareRow
+
+from ..model import RunModel
+
+LATEST_LINES = 4  # lines of the latest message shown
+STATE_STYLE = {"done": "green", "failed": "bold red", "cancelled": "yellow", "running": "cyan", "waiting": "dim",
+               "replay": "cyan"}
+
+
+def unit_of(method: str) -> str:
+    try:
+        return get_method_info(method.split(" #")[0]).unit
+    except MethodError:
+        return "round"
+
+
+def topology_line(model: RunModel, method: str) -> str:
+    """The current topology in one or two lines: DyTopo/TopoDIM edges, DMoA's selected agents,
+    TopoWeaver's layers."""
+    rv = model.round_view()
+    if rv is None:
+        return "—"
+    if rv.routing is None:
+        return "broadcast: everyone to everyone" if rv.broadcast else "not built yet"
+    routing = rv.routing
+    base = method.split(" #")[0]
+    if base == "dmoa":
+        chosen = routing.tiers[0] if routing.tiers else []
+        return "selected: " + (", ".join(chosen) or "none")
+    if base == "topoweaver" and routing.tiers:
+        return "layers: " + " | ".join(", ".join(tier) for tier in routing.tiers)
+    edges = ", ".join(f"{e.src}→{e.dst}" for e in routing.edges) or "no edges"
+    return f"{len(routing.edges)} edges: {edges}"
+
+
+class CompareColumn(Widget):
+    DEFAULT_CSS = """
+    CompareColumn { height: 1fr; min-width: 36; width: 1fr; border: round $panel; padding: 0 1; }
+    CompareColumn.-focused { border: round $accent; }
+    """
+
+    def __init__(self, method: str, row: CompareRow, *, live: bool, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.method = method
+        self.row = row
+        self.live = live
+        self.model = RunModel()
+        self.model.embeddings_ready = True
+        self.latest_agent = ""
+        self.changes = 0  # grows with every event applied
+        self._drawn = -1
+        self.unit = unit_of(method)
+        self.border_title = method
+
+    def apply(self, event: object) -> None:
+        from core.runtime import events as ev
+
+        self.model.apply(event)  # type: ignore[arg-type]
+        if isinstance(event, ev.AgentStarted | ev.AgentDelta | ev.AgentFinished):
+            self.latest_agent = event.agent
+        self.changes += 1
+
+    def tick(self) -> None:
+        """Redraw when something changed since the last draw (or the wall time moves on)."""
+        if self.changes != self._drawn or (self.live and self.row.state == "running"):
+            self._drawn = self.changes
+            self.refresh()
+
+    def status_line(self) -> Text:
+        m, row = self.model, self.row
+        limit = int(m.params.get("max_rounds", 0) or 0) if m.params else 0
+        where = f"{self.unit} {m.current}" + (f"/{limit}" if limit and self.unit != "call" else "") if m.current else ""
+        phase = m.phase if m.running and m.phase else ""
+        state = row.state
+        if m.running and m.control_status and m.control_status not in ("running", "starting"):
+            state = m.control_status  # paused / stepping
+        text = Text()
+        text.append(" · ".join(p for p in (where, phase) if p) or "starting", style="bold")
+        text.append("  ")
+        text.append(state, style=STATE_STYLE.get(row.state, ""))
+        return text
+
+    def render(self) -> Text:
+        m, row = self.model, self.row
+        out = Text(no_wrap=False, overflow="fold")
+        out.append_text(self.status_line())
+        out.append(f"\ncalls {row.calls} · {row.prompt_tokens:,} p + {row.completion_tokens:,} c tok · "
+                   f"{row.wall_s:.1f} s\n", style="")
+        out.append("topology: ", style="dim")
+        out.append(topology_line(m, self.method) + "\n")
+        if row.state == "failed":
+            out.append("\nfailed: ", style="bold red")
+            out.append(row.reason or "the run stopped")
+            out.append("\n")
+        if self.latest_agent:
+            rv = m.round_view()
+            agent = rv.agents.get(self.latest_agent) if rv is not None else None
+            body = (agent.text or agent.public or agent.error) if agent is not None else ""
+            lines = [line for line in body.splitlines() if line.strip()][-LATEST_LINES:]
+            out.append(f"\n── {self.latest_agent}\n", style="bold")
+            out.append("\n".join(lines) + "\n", style="")
+        if m.finished is not None or row.state in ("done", "cancelled"):
+            out.append("\n── answer", style="bold")
+            out.append(f" ({m.finished.answer_source or 'none'})\n" if m.finished is not None else "\n", style="dim")
+            answer = row.answer.strip()
+            shown = "\n".join(answer.splitlines()[:6]) if answer else "no answer"
+            out.append(shown + "\n", style="" if answer else "italic yellow")
+            out.append("verdict: ", style="dim")
+            out.append(row.verdict, style="green" if row.verdict in ("tests passed", "matches expected", "passed")
+                       or row.verdict.startswith("passed") else "")
+        return out
