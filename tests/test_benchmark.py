@@ -360,3 +360,24 @@ def test_the_solo_math_answer_is_read_from_json_or_text() -> None:
     problem = load_dataset(MATH).problems[0]
     assert solo_answer(problem.domain, '{"reasoning": "r", "answer": "\\\\frac{1}{2}"}') == "\\frac{1}{2}"
     assert solo_answer(problem.domain, "so the answer is $\\boxed{7}$") == "7"
+
+
+def test_compare_opens_every_method_run_of_one_benchmark_problem(humaneval_demo_run: tuple[Path, int]) -> None:
+    """swarm-tui compare --bench DIR TASK_ID: each method's session of that problem, with the bench's verdict."""
+    from core.bench.compare_runs import bench_runs
+    from core.sessions.model import SessionFormatError
+
+    out, code = humaneval_demo_run
+    assert code == 0
+    rows = {r["strategy"]: r for r in results(out)["rows"] if r["repeat"] == 0}
+    task_id = next(iter(results(out)["rows"]))["task_id"]
+    runs = bench_runs(out, task_id)
+    assert [run.label for run in runs] == ["dytopo", "single"]
+    for run in runs:
+        assert run.session.problem.strip() and run.path.is_file()
+        expected = next(r for r in results(out)["rows"] if r["task_id"] == task_id and r["strategy"] == run.label)
+        assert run.row.verdict.startswith("passed" if expected["correct"] else "failed")
+        assert run.row.calls == expected["calls"]
+    assert rows  # the benchmark recorded rows to compare against
+    with pytest.raises(SessionFormatError, match="no run of problem"):
+        bench_runs(out, "HumanEval/no-such-task")

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.bench.runner import ResultsLog, Row
+from core.bench.report import ReportError, load_folder
+from core.bench.runner import Row
 from core.compose.compare_saved import SavedRun, row_from_session, unique_labels
 from core.sessions.compare_record import MAX_METHODS
 from core.sessions.model import SessionFormatError
@@ -22,14 +23,17 @@ def bench_runs(folder: Path, task_id: str, repeat: int = 0) -> list[SavedRun]:
     """Every method's run of ``task_id`` (the given repeat) in a benchmark folder, in the order the
     benchmark ran them. SessionFormatError with one line when there is nothing to open."""
     folder = Path(folder)
-    log = ResultsLog(folder / "results.jsonl")
-    if not log.path.is_file():
-        raise SessionFormatError(f"{folder} holds no results.jsonl: not a benchmark folder")
-    rows = [r for r in log.read() if r.task_id == task_id and r.repeat == repeat]
+    try:
+        bench = load_folder(folder)
+    except ReportError as exc:
+        raise SessionFormatError(f"not a benchmark folder: {exc}") from None
+    rows = [r for r in bench.rows if r.task_id == task_id and r.repeat == repeat]
     if not rows:
-        known = sorted({r.task_id for r in log.read()})
+        known = sorted({r.task_id for r in bench.rows})
         hint = ", ".join(known[:6]) + (" …" if len(known) > 6 else "")
         raise SessionFormatError(f"no run of problem {task_id!r} in {folder} (its problems: {hint or 'none'})")
+    order = [str(s) for s in bench.meta.get("strategies") or []]
+    rows.sort(key=lambda r: order.index(r.strategy) if r.strategy in order else len(order))  # the bench's order
     latest: dict[str, Row] = {}
     for row in rows:
         latest[row.strategy] = row  # a pair recorded twice: the later row wins, as in the report
