@@ -197,3 +197,31 @@ def test_snapshot_small_summary(snap_compare: Any) -> None:
         await pilot.pause()
 
     assert snap_compare(saved_app(), terminal_size=SMALL, run_before=run_before)
+
+
+async def test_session_picker_lists_a_comparison_and_opens_it_side_by_side(tmp_path: Path) -> None:
+    import shutil
+
+    from textual.widgets import DataTable
+
+    from tests.test_tui_sessions import launch_app, picker_rows
+    from tui.screens.sessions import SessionPickerScreen
+
+    shutil.copytree(FIXTURE.parent, tmp_path, dirs_exist_ok=True)
+    app = launch_app(tmp_path)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.press("ctrl+l")
+        rows = await picker_rows(app, pilot)
+        index = next(i for i, r in enumerate(rows) if r[4].startswith("compare: "))
+        assert rows[index][4] == "compare: dytopo, dmoa, topoweaver, topodim"
+        assert rows[index][6] == FIXTURE.name
+        assert not [r for r in rows if r[6] in ("dytopo.json", "dmoa.json")]  # its sessions are in its folder
+        picker = app.screen
+        picker.query_one(DataTable).move_cursor(row=index)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, SavedCompareScreen)
+        assert list(app.screen.columns) == ["dytopo", "dmoa", "topoweaver", "topodim"]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is picker and isinstance(picker, SessionPickerScreen)

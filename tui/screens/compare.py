@@ -57,6 +57,7 @@ COMPARE_BINDINGS: list[Binding] = [
             tooltip="Export the comparison as Markdown, JSON and CSV beside its record"),
     *(Binding(str(i), f"focus_number({i})", str(i), show=False, id=f"compare_col{i}",
               tooltip=f"Focus column {i}") for i in range(1, 10)),
+    Binding("escape", "back", "back", id="compare_back", tooltip="Back to the session picker this was opened from"),
     Binding("question_mark,f1", "help", "help", id="help", tooltip="List every key and what it does"),
     Binding("q", "request_quit", "quit", id="quit", tooltip="Quit (asks first while methods are running)"),
 ]
@@ -107,6 +108,7 @@ class CompareScreen(Screen[None]):
         self.summary_toggled = False
         self.detail: Any = None  # the full run screen opened from a column (live), while it is open
         self.detail_method = ""
+        self.back_to: Screen[Any] | None = None  # the session picker it was opened from (esc goes back)
 
     # --- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -282,6 +284,15 @@ class CompareScreen(Screen[None]):
         names = {"md": "Markdown", "json": "JSON", "csv": "CSV"}
         return [(f"Export comparison as {name}", "beside the compare record", lambda f=fmt: self.export((f,)))
                 for fmt, name in names.items()]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "back":
+            return self.back_to is not None
+        return True
+
+    def action_back(self) -> None:
+        if self.back_to is not None and self.app.screen is self:
+            self.app.pop_screen()
 
     def action_help(self) -> None:
         from .help import HelpScreen

@@ -23,6 +23,7 @@ from textual.widgets import DataTable, Static
 
 from core.runtime.config import Settings
 from core.runtime.textsafe import printable
+from core.sessions.compare_record import CompareSummary, list_records
 from core.sessions.eventlog import live_state
 from core.sessions.model import SessionFormatError
 from core.sessions.store import SessionSummary, list_sessions, load_session
@@ -42,6 +43,7 @@ class Listing:
     errors: list[str] = field(default_factory=list)
     saved: int = 0
     examples: int = 0
+    compares: set[Path] = field(default_factory=set)  # rows that are compare records (they open side by side)
 
 
 def _same_dir(a: Path, b: Path) -> bool:
@@ -65,11 +67,23 @@ def gather(sessions_dir: Path, examples_dir: Path = EXAMPLES_DIR) -> Listing:
             continue
         out.rows += [(summary, example) for summary in found]
         out.errors += [str(error) for error in found.errors]
+        if not example:
+            records, errors = list_records(directory)
+            out.rows += [(_as_summary(record), False) for record in records]
+            out.compares.update(record.path for record in records)
+            out.errors += [str(error) for error in errors]
         if example:
             out.examples += len(found)
         else:
             out.saved += len(found)
     return out
+
+
+def _as_summary(record: CompareSummary) -> SessionSummary:
+    """A compare record as a row of the picker: its outcome column names the methods compared."""
+    return SessionSummary(path=record.path, created=record.created, problem=record.problem, domain=record.domain,
+                          rounds=0, outcome="compare: " + ", ".join(record.methods), tokens=0, demo=record.demo,
+                          parent=None)
 
 
 def _cell(text: str, width: int) -> str:
@@ -207,6 +221,9 @@ class SessionPickerScreen(Screen[None]):
         summary = self.listing.rows[index][0]
         path = summary.path
         app: Any = self.app
+        if path in self.listing.compares:
+            self._open_compare(path)
+            return
         if summary.live == "running" and live_state(path) == "running":
             # Still being written by another process: follow it live (it becomes a replay when it ends).
             from .follow import open_follow
@@ -221,6 +238,21 @@ class SessionPickerScreen(Screen[None]):
             return
         app: Any = self.app
         app.open_replay(session, path, picker=self)  # on top: esc in the replay comes back here
+
+    def _open_compare(self, path: Path) -> None:
+        """A compare record: its methods' sessions side by side (esc comes back here)."""
+        from core.compose.compare_saved import load_saved
+
+        from .compare_saved import SavedCompareScreen
+
+        try:
+            runs = load_saved([path])
+        except SessionFormatError as exc:
+            self.notify(str(exc), severity="error", timeout=12)
+            return
+        screen = SavedCompareScreen(runs, str(path))
+        screen.back_to = self
+        self.app.push_screen(screen)
 
     def action_reload(self) -> None:
         self.query_one("#picker-status", Static).update("reading sessions…")
