@@ -1,4 +1,4 @@
-"""The MCP server's four tools through the SDK's in-memory client, against the scripted model server
+"""The MCP server's five tools through the SDK's in-memory client, against the scripted model server
 (real HTTP, real openai client, real MiniLM): start -> poll -> result with topology, unknown ids, a
 result while running, cancel, a 500 storm, the wall-clock budget, eviction at 20, refused values and two
 swarms at once. Every wait is bounded."""
@@ -86,7 +86,7 @@ def finished(status: dict[str, Any]) -> bool:
 async def test_tools_are_published_with_input_and_output_schemas(tmp_path: Path, embedder: Any) -> None:
     async with connected(tmp_path, embedder) as (session, _, _):
         tools = {t.name: t for t in (await asyncio.wait_for(session.list_tools(), CALL_TIMEOUT)).tools}
-    assert set(tools) == {"swarm_start", "swarm_status", "swarm_result", "swarm_cancel"}
+    assert set(tools) == {"swarm_start", "swarm_compare", "swarm_status", "swarm_result", "swarm_cancel"}
     start = tools["swarm_start"].inputSchema["properties"]
     assert start["tau"]["maximum"] == 1.0 and start["tau"]["minimum"] == 0.0
     assert start["max_rounds"]["maximum"] == 10 and "(default code;" in start["domain"]["description"]
@@ -354,3 +354,26 @@ async def test_the_server_configs_strategy_table_gives_defaults_the_client_can_o
             hubs.append({e["dst"] for r in result["topology"] for g in r["graphs"] for e in g["edges"]})
     assert from_config["options"]["method"] == {"hub": "Tester"}
     assert hubs == [{"Tester"}, {"Designer"}]
+
+
+async def test_compare_runs_several_methods_under_one_task_id(tmp_path: Path, embedder: Any) -> None:
+    async with connected(tmp_path, embedder) as (session, _, _):
+        started = await ok(session, "swarm_compare", task=DEMO_PROBLEMS["math"], strategies="dytopo,dmoa",
+                           domain="math", options={"dmoa": {"k": 2}}, parallel=1)
+        assert started["strategy"] == "compare: dytopo,dmoa" and started["status"] == "running"
+        assert started["options"]["options"]["dmoa"] == {"k": 2}
+        status = await poll_until(session, started["task_id"], finished)
+        assert status["status"] == STATUS_COMPLETED
+        result = await ok(session, "swarm_result", task_id=started["task_id"])
+        rows = result["summary"]
+        assert [r["method"] for r in rows] == ["dytopo", "dmoa"]
+        assert all(r["state"] == "done" and r["calls"] > 0 and r["answer"] for r in rows)
+        assert status["llm_calls"] == sum(r["calls"] for r in rows)
+        assert status["tokens"] == sum(r["prompt_tokens"] + r["completion_tokens"] for r in rows)
+        record = Path(result["session_file"])
+        assert record.name.endswith(".compare.json") and record.is_file()
+        # Refused at once, one line each: one method, a method it does not run, an unknown method.
+        assert "2 to 10 methods" in await refused(session, "swarm_compare", task="x", strategies="dytopo")
+        assert "does not run" in await refused(session, "swarm_compare", task="x", strategies="dytopo,single",
+                                               options={"dmoa": {"k": 2}})
+        assert "unknown strategy" in await refused(session, "swarm_compare", task="x", strategies="dytopo,nope")

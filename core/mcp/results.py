@@ -97,6 +97,9 @@ class RunResult(BaseModel):
     error: str | None = None
     session_file: str | None = None
     topology: list[RoundTopology] | None = None
+    summary: list[dict[str, Any]] | None = Field(
+        None, description="a comparison (swarm_compare): one row per method — method, answer, verdict, calls, "
+        "prompt_tokens, completion_tokens, wall_s, session, state, reason")
     message: str
 
 
@@ -175,6 +178,8 @@ def result_result(entry: SwarmTask, include_topology: bool = False) -> RunResult
             message=f"still running ({_round_text(entry)}, phase {entry.phase}): no result yet; poll swarm_status "
             f"and call swarm_result when it says completed (in about {entry.poll_interval():g} s)",
         )
+    if entry.compare_rows is not None:
+        return _compare_result(entry, base)
     if finished is not None:
         base.update(final_answer=finished.final_answer, answer_source=finished.answer_source or None,
                     termination_reason=finished.reason, detail=finished.detail, rounds=finished.rounds)
@@ -185,6 +190,20 @@ def result_result(entry: SwarmTask, include_topology: bool = False) -> RunResult
     else:
         message = f"failed: {entry.error}"
     return RunResult(**base, message=message)
+
+
+def _compare_result(entry: SwarmTask, base: dict[str, Any]) -> RunResult:
+    """A comparison's result: no one answer, a summary row per method (the answers are in the rows)."""
+    rows = list(entry.compare_rows or [])
+    failed = [r["method"] for r in rows if r.get("state") == "failed"]
+    said = f"; failed: {', '.join(failed)}" if failed else ""
+    if entry.status == "completed":
+        message = f"compared {len(rows)} methods{said}: each row has its answer, verdict, calls, tokens and wall time"
+    elif entry.status == "cancelled":
+        message = f"cancelled: the rows hold what each method had when it stopped{said}"
+    else:
+        message = f"failed: {entry.error}"
+    return RunResult(**base, summary=rows, termination_reason=entry.status, message=message)
 
 
 def cancel_result(entry: SwarmTask, cancelled: bool) -> CancelResult:

@@ -1,4 +1,4 @@
-"""The MCP server: four tools (swarm_start, swarm_status, swarm_result, swarm_cancel) over stdio or
+"""The MCP server: five tools (swarm_start, swarm_compare, swarm_status, swarm_result, swarm_cancel) over stdio or
 streamable HTTP, on top of core.mcp.tasks.
 
 Needs the optional ``mcp`` extra (the official Python SDK, v1 FastMCP API); it is imported inside
@@ -115,6 +115,36 @@ def build_server(manager: SwarmManager, *, host: str = "127.0.0.1", port: int = 
         """Start a swarm on a task. Returns its task id at once; the run goes on in the background."""
         try:
             entry = manager.start(task, domain, strategy, tau, k_in, max_rounds, context, options, team=team)
+        except StartError as exc:
+            raise ToolError(str(exc)) from None
+        return start_result(entry, str(manager.sessions_dir))
+
+    @server.tool()
+    async def swarm_compare(
+        task: Annotated[str, Field(description="the problem every method solves")],
+        strategies: Annotated[
+            str, Field(description=f"the methods to compare, comma-separated, or all: {', '.join(STRATEGIES)}")
+        ],
+        domain: Annotated[str | None, Field(description=f"the domain: {', '.join(DOMAINS)}")] = None,
+        team: Annotated[str | None, Field(description="a team by name (see swarm_start's team)")] = None,
+        max_rounds: Annotated[int, Field(ge=1, le=MAX_ROUNDS_LIMIT, description="1..10")] = defaults.max_rounds,
+        context: Annotated[str, Field(description=f"extra material, at most {MAX_CONTEXT_CHARS} characters")] = "",
+        options: Annotated[
+            dict[str, dict[str, Any]] | None,
+            Field(description="each method's own options by method name, e.g. {\"dmoa\": {\"k\": 2}}"),
+        ] = None,
+        parallel: Annotated[
+            int | None, Field(ge=1, le=10, description="methods run at once (default all; 1 is fairer on one "
+                                                        "local GPU)")
+        ] = None,
+    ) -> StartResult:
+        """Run several methods on the same task, endpoint, model and team. Returns one task id at once:
+        swarm_status sums their progress, swarm_result has a summary row per method."""
+        from core.mcp.compare_tasks import start_compare
+
+        try:
+            entry = start_compare(manager, task, strategies, domain, max_rounds, context, options, parallel,
+                                  team=team)
         except StartError as exc:
             raise ToolError(str(exc)) from None
         return start_result(entry, str(manager.sessions_dir))

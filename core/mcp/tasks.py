@@ -112,6 +112,7 @@ class SwarmTask:
     recorder: SessionRecorder | None = field(default=None, repr=False)
     cancel_requested: bool = False
     timed_out: bool = False
+    compare_rows: list[dict[str, Any]] | None = None  # a comparison (core.mcp.compare_tasks): a row per method
 
     # --- progress, from the event stream --------------------------------------------------
     def observe(self, event: ev.Event) -> None:
