@@ -8,7 +8,11 @@ the event loop's lag (p50/p95/max of a 10 ms ticker), and CPU use of the app pro
 Targets: all text in the panes, lag p95 <= 50 ms, CPU < 1 core, with 6 agents and with a team of 16
 (issue 14: ``--agents 16``, 1,600 chunks a second in all).
 
+``--compare M`` streams into the compare screen instead: M methods side by side, each with ``--agents``
+agents streaming at once through its own bridge (issue 26: four methods streaming, the same targets).
+
     .venv/bin/python bench/tui_stream.py [--agents 6] [--rate 100] [--seconds 20]
+    .venv/bin/python bench/tui_stream.py --compare 4 --agents 2
 """
 
 from __future__ import annotations
@@ -119,11 +123,84 @@ async def bench(base_url: str, agents: int, rate: float, seconds: float) -> dict
         }
 
 
+async def bench_compare(base_url: str, methods: int, agents: int, rate: float,
+                        seconds: float) -> dict[str, float | bool]:
+    """The same streams into the compare screen: ``methods`` columns, ``agents`` streaming agents each."""
+    from core.llm.call_id import CallId
+    from core.llm.client import LLMClient
+    from core.sessions.compare_record import CompareRecord, CompareRow
+    from tui.app import SwarmApp
+    from tui.screens.compare import CompareScreen, MethodBridge
+    from tui.streamtext import display_text
+
+    labels = ["dytopo", "dmoa", "topoweaver", "topodim", "single", "random", "chain", "star", "broadcast",
+              "single-turn"][:methods]
+    record = CompareRecord(problem="streaming bench", domain="code", model="bench", base_url=base_url, demo=True,
+                           methods=labels, rows=[CompareRow(m, state="running") for m in labels])
+    app = SwarmApp(Settings(sessions_dir="/nonexistent"), state_path=None, load_embedder=False,
+                   compare=lambda: CompareScreen(record, live=True))
+    lags: list[float] = []
+    async with app.run_test(size=(160, 48), headless=True) as pilot:
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        names = [f"Agent{i}" for i in range(agents)]
+        bridges = {m: MethodBridge(screen, m) for m in labels}
+        for method, bridge in bridges.items():
+            bridge(ev.RunStarted(run_id=method, problem="streaming bench", domain="code", manager="", workers=names,
+                                 roles={}, protocol="phased", strategy=method, model="bench", base_url=base_url,
+                                 demo=True, params={"tau": 0.3, "k_in": 1, "max_rounds": 5}))
+            bridge(ev.RoundStarted(round=1, params={"tau": 0.3, "k_in": 1, "max_rounds": 5}))
+        await pilot.pause(0.3)
+        client = LLMClient(base_url, "bench", "bench", max_concurrency=methods * agents, timeout=60)
+        stop = asyncio.Event()
+
+        async def ticker() -> None:
+            while not stop.is_set():
+                t0 = time.perf_counter()
+                await asyncio.sleep(0.01)
+                lags.append(time.perf_counter() - t0 - 0.01)
+
+        async def stream(method: str, name: str) -> tuple[str, str, str]:
+            bridge = bridges[method]
+            bridge(ev.AgentStarted(round=1, agent=name, call="work"))
+            result = await client.chat(
+                [{"role": "user", "content": "Work on the task."}], temperature=0, max_tokens=10,
+                call_id=CallId(name, "work", 1),
+                on_delta=lambda text: bridge(ev.AgentDelta(round=1, agent=name, call="work", text=text)),
+            )
+            return method, name, result.text
+
+        tick = asyncio.create_task(ticker())
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        texts = await asyncio.gather(*(stream(m, n) for m in labels for n in names))
+        await pilot.pause(0.5)  # the last frame
+        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        stop.set()
+        await tick
+        await client.close()
+        ok = True
+        for method, name, raw in texts:
+            view = screen.columns[method].model.rounds[1].agents[name]
+            ok = ok and view.text == display_text(raw) and len(raw) >= rate * seconds * CHUNK * 0.9
+        lags.sort()
+        return {
+            "all_text_in_panes": ok,
+            "chunks_per_agent": round(len(texts[0][2]) / CHUNK),
+            "wall_s": wall,
+            "lag_p50_ms": 1000 * statistics.median(lags),
+            "lag_p95_ms": 1000 * lags[int(0.95 * (len(lags) - 1))],
+            "lag_max_ms": 1000 * lags[-1],
+            "cpu_cores": cpu / wall,
+        }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agents", type=int, default=6)
     parser.add_argument("--rate", type=float, default=100.0, help="chunks per second per agent")
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--compare", type=int, default=0, metavar="M",
+                        help="stream into the compare screen: M methods, --agents streaming agents each")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -137,12 +214,16 @@ def main() -> int:
     try:
         assert child.stdout is not None
         base_url = child.stdout.readline().strip()
-        result = asyncio.run(bench(base_url, args.agents, args.rate, args.seconds))
+        if args.compare:
+            result = asyncio.run(bench_compare(base_url, args.compare, args.agents, args.rate, args.seconds))
+        else:
+            result = asyncio.run(bench(base_url, args.agents, args.rate, args.seconds))
     finally:
         if child.stdin:
             child.stdin.close()
         child.wait(timeout=10)
-    print(f"{args.agents} agents x {args.rate:g} chunks/s x {args.seconds:g} s "
+    where = f"compare screen, {args.compare} methods x " if args.compare else ""
+    print(f"{where}{args.agents} agents x {args.rate:g} chunks/s x {args.seconds:g} s "
           f"({result['chunks_per_agent']} chunks each) in {result['wall_s']:.1f} s")
     print(f"all text in the panes: {'yes' if result['all_text_in_panes'] else 'NO'}")
     print(f"event-loop lag: p50 {result['lag_p50_ms']:.1f} ms, p95 {result['lag_p95_ms']:.1f} ms "
