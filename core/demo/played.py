@@ -25,7 +25,7 @@ def demo_answer_note(played: str) -> str:
 
 def demo_header(played: str) -> str:
     """Before the problem line of the TUI's header (short: the user's problem follows it)."""
-    return f"DEMO plays its own problem ({played}), not this one ·"
+    return f"DEMO plays {played} instead of:"
 
 
 TESTS_LABEL = "tests of the demo's own problem"  # what a test verdict is about, in place of "tests"

@@ -49,8 +49,8 @@ DEMO_PROBLEMS: dict[str, str] = {
 # plays its own scenario whatever it is asked, so its answer and verdict are about this one).
 DEMO_NAMES: dict[str, str] = {
     "code": "HumanEval/10 make_palindrome",
-    "math": "MATH: f(-2) + f(-1) + f(0) for f(x) = (3x-2)/(x-2)",
-    "general": "should a team of five move three web services into a monorepo",
+    "math": "MATH f(-2)+f(-1)+f(0) with f(x) = (3x-2)/(x-2)",
+    "general": "a monorepo for a team of five with three services",
 }
 
 

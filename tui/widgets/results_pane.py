@@ -34,7 +34,7 @@ def test_runs_content(runs: list[ev.TestRun], tests: str, finished: ev.RunFinish
         verdict = ("solved: yes — the last test run passed", "bold $success") if finished.solved else (
             "solved: NO — the tests did not pass", "bold $error")
         if demo_played:  # a verdict on the demo's problem, never on the user's
-            verdict = (f"demo's own problem {verdict[0].removeprefix('solved: ')}", verdict[1])
+            verdict = (f"the demo's own problem {verdict[0]}", verdict[1])
         lines.append(Content.assemble(verdict))
     return Content("\n").join(lines)
 
@@ -158,7 +158,10 @@ class RoundSparks(Vertical):
 
     def sync(self, model: RunModel) -> None:
         edges, tokens = model.edges_per_round(), model.tokens_per_round()
-        self.query_one("#edges-label", Label).update(f"edges/round  {' '.join(map(str, edges)) or '-'}")
-        self.query_one("#tokens-label", Label).update(f"tokens/round {' '.join(map(str, tokens)) or '-'}")
+        unit = model.unit  # per round, step or turn: the method's own word
+        width = len("tokens/") + len(unit) + 1
+        for name, data in (("edges", edges), ("tokens", tokens)):
+            values = " ".join(map(str, data)) or "-"
+            self.query_one(f"#{name}-label", Label).update(f"{name}/{unit}".ljust(width) + values)
         self.query_one("#edges-spark", Bars).set_data(edges)
         self.query_one("#tokens-spark", Bars).set_data(tokens)
