@@ -18,6 +18,7 @@ from core.demo.played import TESTS_LABEL, demo_answer_note, demo_banner, demo_ex
 from core.demo.scripts import DEMO_NAMES, DEMO_PROBLEMS, demo_script
 from core.demo.server import ScriptedServer
 from core.runtime.config import Settings
+from core.sessions.export import export_session
 from core.sessions.store import load_session
 from tests.test_cli import swarm
 from tests.test_tui_support import wait_for
@@ -60,6 +61,7 @@ def test_headless_text_says_what_the_demo_played_and_the_session_keeps_it(tmp_pa
     assert session.outcome.demo_played == MATH
     raw = json.loads(save.read_text())
     assert raw["metadata"]["demo_played"] == MATH and raw["outcome"]["demo_played"] == MATH
+    assert f"It played its own problem ({MATH}), not the one below" in export_session(session, "md")
     # Replayed, the run says it again: the model the screens draw from holds it.
     model = RunModel()
     for event in session.replay_events():
@@ -124,3 +126,17 @@ async def test_the_tui_shows_which_problem_the_demo_played(tmp_path: Path, probl
             assert result.display and demo_answer_note(MATH) in str(result.render())
         else:
             assert "DEMO plays" not in header and not result.display
+
+
+async def test_the_mcp_result_names_the_problem_the_demo_played(tmp_path: Path, embedder: object) -> None:
+    from tests.test_mcp_server import connected, finished, ok, poll_until
+
+    async with connected(tmp_path, embedder) as (session, _, _):
+        results = {}
+        for task in ("What is 17*23?", DEMO_PROBLEMS["math"]):
+            started = await ok(session, "swarm_start", task=task, domain="math")
+            await poll_until(session, started["task_id"], finished)
+            results[task] = await ok(session, "swarm_result", task_id=started["task_id"])
+    foreign, own = results["What is 17*23?"], results[DEMO_PROBLEMS["math"]]
+    assert foreign["demo_played"] == MATH and demo_answer_note(MATH) in foreign["message"]
+    assert own["demo_played"] is None and "not to yours" not in own["message"]
