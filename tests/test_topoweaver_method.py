@@ -397,7 +397,8 @@ async def test_headless_progress_and_json_lines_carry_the_plans() -> None:
         printer(event)
     text = out.getvalue()
     assert "team: Orchestrator (the agents join as it names them)" in text
-    assert "── round 1/2\n" in text and "tau" not in text.split("── round 1/2")[1].splitlines()[0]
+    # TopoWeaver steps by turns, and says so (core.methods.registry.MethodInfo.unit).
+    assert "── turn 1/2\n" in text and "tau" not in text.split("── turn 1/2")[1].splitlines()[0]
     assert "plan: VALID" in text and "interview (N_max 7): 5 agents in 3 steps" in text
     assert "density: |V| 5 · |E| 4 · s 3" in text and "S_complex(α=1) 3.60" in text
     assert "graph: coder_1@1→coder_1 (cross)" in text

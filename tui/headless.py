@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from core.compose.runner import Backend, build_engine, open_backend
+from core.demo.played import TESTS_LABEL, demo_answer_note, demo_banner, demo_expect_note
 from core.evaluation.math_answers import answer_or_text, answers_equivalent
 from core.llm.client import EndpointError
 from core.llm.embeddings import shared_embedder
@@ -61,6 +62,8 @@ class ProgressPrinter:
         self._max_rounds = 0
         self._decider = "manager"  # who decides: the run's manager role (DMoA: the Summarizer)
         self._uses_tau = True  # tau and k_in mean something to the run's method
+        self._unit = "round"  # what the method steps by (core.methods.registry.MethodInfo.unit)
+        self._tests = "tests"  # what a test verdict is about (the demo's own problem, when it plays that)
 
     def _line(self, text: str) -> None:
         # Made printable there. Progress is a side channel: the run goes on without it.
@@ -77,12 +80,16 @@ class ProgressPrinter:
     def on_run_started(self, e: ev.RunStarted) -> None:
         if e.demo:
             self._line("DEMO — scripted model server, no real model is answering")
+        if e.demo_played:
+            self._line(demo_banner(e.demo_played))
+            self._tests = TESTS_LABEL
         self._max_rounds = int(e.params["max_rounds"])
         self._decider = (e.manager or "manager").lower()
         try:
-            self._uses_tau = get_method_info(e.strategy).uses_tau
+            info = get_method_info(e.strategy)
+            self._uses_tau, self._unit = info.uses_tau, info.unit
         except MethodError:  # a session from a build with other methods
-            self._uses_tau = True
+            self._uses_tau, self._unit = True, "round"
         team = ", ".join(e.workers) or f"{e.manager} (the agents join as it names them)"
         options = format_options(e.method_options)
         self._line(
@@ -95,7 +102,7 @@ class ProgressPrinter:
         self._ran = []
         self._max_rounds = int(e.params["max_rounds"])
         values = f"  (tau {e.params['tau']:.2f}, k_in {e.params['k_in']})" if self._uses_tau else ""
-        self._line(f"\n── round {e.round}/{self._max_rounds}{values}")
+        self._line(f"\n── {self._unit} {e.round}/{self._max_rounds}{values}")
 
     def on_manager_decided(self, e: ev.ManagerDecided) -> None:
         if e.plan:
@@ -145,20 +152,23 @@ class ProgressPrinter:
         self._round_tokens = (e.prompt_tokens, e.completion_tokens)
         self._line(f"ran: {', '.join(self._ran)}")
         self._line(
-            f"tokens: {used[0]} prompt + {used[1]} completion this round; "
+            f"tokens: {used[0]} prompt + {used[1]} completion this {self._unit}; "
             f"{e.prompt_tokens + e.completion_tokens} in all"
         )
 
     def on_test_run(self, e: ev.TestRun) -> None:
-        self._line(f"tests: {e.outcome}" + (f" — {e.failing_test}" if e.failing_test else ""))
+        self._line(f"{self._tests}: {e.outcome}" + (f" — {e.failing_test}" if e.failing_test else ""))
 
     def on_run_finished(self, e: ev.RunFinished) -> None:
+        units = self._unit if e.rounds == 1 else f"{self._unit}s"
         self._line(
-            f"\nfinished: {e.reason} — {e.detail}; {e.rounds} rounds, "
+            f"\nfinished: {e.reason} — {e.detail}; {e.rounds} {units}, "
             f"{e.prompt_tokens} prompt + {e.completion_tokens} completion tokens"
         )
         if not e.final_answer.strip():  # never a made-up answer: say there is none
             self._line("no answer: no reply of the team passed the answer check")
+        elif e.demo_played:
+            self._line(demo_answer_note(e.demo_played))
 
 
 class JsonLinesWriter:
@@ -235,6 +245,8 @@ async def _run(
     )
     if isinstance(writer, JsonLinesWriter):
         writer.on_closed = engine.control.cancel
+        if engine.spec.demo_played:  # the JSON stream says it in run_started; a person reading stderr hears it too
+            say(demo_banner(engine.spec.demo_played))
     loop = asyncio.get_running_loop()
     try:
         loop.add_signal_handler(signal.SIGINT, engine.control.cancel)
@@ -262,6 +274,9 @@ async def _run(
         return EXIT_CANCELLED
     if finished.replies_total > 0 and finished.replies_parsed == 0:
         return EXIT_FAILED  # nothing the model said was usable: not a success, whatever the answer looks like
+    if expect is not None and finished.demo_played:
+        say(demo_expect_note(expect, finished.demo_played))
+        return EXIT_FAILED  # nothing was checked: not a success a script could mistake for a match
     if expect is not None:
         matches = await asyncio.to_thread(check_expected, finished.final_answer, expect)
         say(f"expected answer {expect!r}: {'matches' if matches else 'does NOT match'}")

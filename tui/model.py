@@ -24,6 +24,12 @@ BADGE_DESCRIPTORS = "writing descriptors"
 BADGE_WORKING = "working"
 
 
+def unit_mark(unit: str, number: int) -> str:
+    """A round, step or turn by number, short: "R2" for DyTopo's rounds (as the screens always said),
+    "step 2" / "turn 2" in the words of methods that step otherwise."""
+    return f"R{number}" if unit == "round" else f"{unit} {number}"
+
+
 @dataclass
 class AgentView:
     name: str
@@ -102,6 +108,7 @@ class RunModel:
         self.domain = ""
         self.model_name = ""
         self.demo = False
+        self.demo_played = ""  # the demo's own problem it played instead of the one asked (RunStarted.demo_played)
         self.protocol = ""
         self.manager = "Manager"
         self.workers: list[str] = []
@@ -145,6 +152,25 @@ class RunModel:
             return get_method_info(self.strategy)
         except MethodError:
             return None
+
+    @property
+    def unit(self) -> str:
+        """What the run's method steps by: round, step, turn (round for a method this version lacks)."""
+        info = self.method_info
+        return info.unit if info is not None else "round"
+
+    def place(self, round_no: int, view: AgentView | None) -> str:
+        """Where an agent ran in the unit shown, in its method's words: DyTopo's "tier 1", TopoWeaver's
+        plan "step 2", or, for a method whose agents of a unit run together (DMoA), "step 3"; "" when it
+        has no place there (it did not run, or the protocol runs every agent at once)."""
+        if view is None or view.tier is None:
+            return ""
+        info = self.method_info
+        if info is None:
+            return f"tier {view.tier}"
+        if not info.layer:
+            return f"{info.unit} {round_no}"
+        return f"{info.layer} {view.tier + info.layer_base}"
 
     @property
     def uses_tau(self) -> bool:
@@ -237,7 +263,7 @@ class RunModel:
     def _on_run_started(self, e: ev.RunStarted) -> None:
         self.run = e
         self.problem, self.domain, self.protocol = e.problem, e.domain, e.protocol
-        self.model_name, self.demo = e.model, e.demo
+        self.model_name, self.demo, self.demo_played = e.model, e.demo, e.demo_played
         self.manager, self.workers = e.manager, list(e.workers)
         self.extra_agents = []
         self.strategy = e.strategy or "dytopo"

@@ -180,6 +180,8 @@ def build_engine(
         model=backend.model,
         base_url=backend.base_url,
         demo=backend.demo,
+        # The demo server plays its own scenarios: say which, when it is not the problem asked.
+        demo_played=backend.server.plays_instead(problem, team.name) if backend.demo and backend.server else "",
         parent=parent,
     )
     n_workers = len(team.workers)

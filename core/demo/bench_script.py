@@ -182,13 +182,26 @@ def _solo(problem: Problem, correct: bool) -> str:
     return json.dumps({"answer": answer})
 
 
-def benchmark_script(problems: Sequence[Problem], *, correct: bool = True) -> Script:
-    """A Script answering requests about ``problems``; requests about anything else get the demo's
-    replies (so a stray problem still gets a well-formed answer)."""
-    index = _Index(problems)
+class _BenchScript:
+    """A Script answering requests about the benchmark's problems; requests about anything else get the
+    demo's replies (so a stray problem still gets a well-formed answer)."""
 
-    def script(info: RequestInfo) -> str:
-        problem = index.find(info)
+    def __init__(self, problems: Sequence[Problem], correct: bool) -> None:
+        self.index = _Index(problems)
+        self.correct = correct
+        self._tasks = {" ".join(task.split()) for task in self.index.by_task}
+
+    def plays_instead(self, problem: str, domain: str) -> str:
+        """"" for a problem of the benchmark (it plays that one), else the demo scenario it plays."""
+        if " ".join(problem.split()) in self._tasks:
+            return ""
+        from core.demo.scripts import demo_script
+
+        return demo_script.plays_instead(problem, domain)
+
+    def __call__(self, info: RequestInfo) -> str:
+        correct = self.correct
+        problem = self.index.find(info)
         if problem is None:
             from core.demo.scripts import demo_script
 
@@ -217,4 +230,8 @@ def benchmark_script(problems: Sequence[Problem], *, correct: bool = True) -> Sc
             return json.dumps({"query": query, "key": key})
         return json.dumps(_work(problem, info.role, info.round, correct))
 
-    return script
+
+def benchmark_script(problems: Sequence[Problem], *, correct: bool = True) -> Script:
+    """A Script answering requests about ``problems``; requests about anything else get the demo's
+    replies (so a stray problem still gets a well-formed answer)."""
+    return _BenchScript(problems, correct)

@@ -35,6 +35,13 @@ class RequestInfo:
 Script = Callable[[RequestInfo], str]  # returns the assistant message content
 
 
+def played_instead(script: Script, problem: str, domain: str) -> str:
+    """The problem ``script`` plays when a run asks it for ``problem``: a short name, or "" when it plays
+    that problem (or cannot say: a test's own script). Scripts that play fixed scenarios say so through a
+    ``plays_instead(problem, domain)`` method (core.demo.scripts.DemoScript, the benchmark script)."""
+    plays = getattr(script, "plays_instead", None)
+    return str(plays(problem, domain)) if callable(plays) else ""
+
 
 def text_of(content: Any) -> str:
     """Message content as text: a string, or the text parts of a content list."""

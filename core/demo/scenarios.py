@@ -45,6 +45,28 @@ DEMO_PROBLEMS: dict[str, str] = {
     ),
 }
 
+# What each scenario is, in a few words: named when a run asks the demo for another problem (the demo
+# plays its own scenario whatever it is asked, so its answer and verdict are about this one).
+DEMO_NAMES: dict[str, str] = {
+    "code": "HumanEval/10 make_palindrome",
+    "math": "MATH f(-2)+f(-1)+f(0) with f(x) = (3x-2)/(x-2)",
+    "general": "a monorepo for a team of five with three services",
+}
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.split())
+
+
+def demo_played(problem: str, domain: str) -> str:
+    """The scenario the demo plays instead of ``problem`` (its name, DEMO_NAMES), or "" when ``problem`` is
+    the demo's own problem for ``domain`` (whitespace aside: a file or a form may add a newline)."""
+    known = domain if domain in DEMO_PROBLEMS else "code"  # the scripts play code for a domain they lack
+    if _plain(problem) == _plain(DEMO_PROBLEMS[known]):
+        return ""
+    return DEMO_NAMES[known]
+
+
 # The correct solution the demo converges to (checked by tests against HumanEval's cases).
 FINAL_CODE = '''def is_palindrome(string: str) -> bool:
     """ Test if given string is a palindrome """

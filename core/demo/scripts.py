@@ -8,14 +8,26 @@ from __future__ import annotations
 
 from core.demo.dmoa_script import dmoa_script
 from core.demo.requests import RequestInfo
-from core.demo.scenarios import DEMO_MODEL, DEMO_PROBLEMS, FINAL_CODE, dytopo_reply
+from core.demo.scenarios import DEMO_MODEL, DEMO_NAMES, DEMO_PROBLEMS, FINAL_CODE, demo_played, dytopo_reply
 from core.demo.topodim_script import TOPODIM_CALLS, topodim_reply
 from core.demo.topoweaver_script import topoweaver_script
 
-__all__ = ["DEMO_MODEL", "DEMO_PROBLEMS", "FINAL_CODE", "demo_script"]
+__all__ = ["DEMO_MODEL", "DEMO_NAMES", "DEMO_PROBLEMS", "FINAL_CODE", "demo_played", "demo_script"]
 
 
-def demo_script(info: RequestInfo) -> str:
+class DemoScript:
+    """The ``--demo`` script: a Script (called per request) that can also say which problem it plays."""
+
+    def __call__(self, info: RequestInfo) -> str:
+        return _reply(info)
+
+    @staticmethod
+    def plays_instead(problem: str, domain: str) -> str:
+        """The demo's own problem it plays when asked ``problem`` ("" when that is its own)."""
+        return demo_played(problem, domain)
+
+
+def _reply(info: RequestInfo) -> str:
     """The scripted reply (a JSON string in core.runtime.prompts' contracts) for one request."""
     if info.call.startswith("dmoa-"):  # DMoA's calls (core.methods.dmoa_events.CALLS)
         return dmoa_script(info)
@@ -26,3 +38,6 @@ def demo_script(info: RequestInfo) -> str:
         if reply is not None:
             return reply
     return dytopo_reply(info)
+
+
+demo_script = DemoScript()

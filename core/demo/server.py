@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from core.demo.requests import RequestInfo, Script, estimate_tokens, parse_request, text_of
+from core.demo.requests import RequestInfo, Script, estimate_tokens, parse_request, played_instead, text_of
 from core.llm.call_id import CALL_ID_HEADER
 from core.runtime.events import CALL_MANAGER, CALL_PLAN
 
@@ -302,6 +302,10 @@ class ScriptedServer:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    def plays_instead(self, problem: str, domain: str) -> str:
+        """The problem the script plays when a run asks for ``problem`` ("" when it plays that one)."""
+        return played_instead(self.script, problem, domain)
 
     # -- faults --
     def add_fault(self, rule: FaultRule) -> None:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from core.demo.played import demo_answer_note
 from core.mcp.tasks import STATUS_RUNNING, SwarmTask
 from core.runtime import events as ev
 
@@ -100,6 +101,9 @@ class RunResult(BaseModel):
     summary: list[dict[str, Any]] | None = Field(
         None, description="a comparison (swarm_compare): one row per method — method, answer, verdict, calls, "
         "prompt_tokens, completion_tokens, wall_s, session, state, reason")
+    demo_played: str | None = Field(
+        None, description="a demo asked for another problem plays its own: this names it, and the answer is "
+        "about that problem, not the one asked")
     message: str
 
 
@@ -185,6 +189,9 @@ def result_result(entry: SwarmTask, include_topology: bool = False) -> RunResult
                     termination_reason=finished.reason, detail=finished.detail, rounds=finished.rounds)
     if entry.status == "completed":
         message = f"completed: {finished.reason if finished else 'done'} after {entry.round} round(s)"
+        if finished is not None and finished.demo_played:
+            base["demo_played"] = finished.demo_played
+            message += f"; {demo_answer_note(finished.demo_played)}"
     elif entry.status == "cancelled":
         message = "cancelled: the answer (if any) is what the team had when it stopped"
     else:

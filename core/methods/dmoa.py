@@ -836,6 +836,7 @@ register(
         ),
         unit="step",
         substep="phase",
+        layer="",  # a step's selected experts answer together: no tiers
         paper="Differentiable Mixture-of-Agents (Wu et al., arXiv 2605.15706), §4, Alg. 1-2",
     )
 )

@@ -95,6 +95,11 @@ class MethodInfo:
     options: tuple[OptionSpec, ...] = ()
     unit: str = "round"  # what N steps over: round, step, turn
     substep: str = "phase"  # what n steps over
+    # What an agent's pane calls its place in the unit's graph: DyTopo's "tier" (from 0, as its graph
+    # draws T0, T1, …), TopoWeaver's plan "step" (from 1, as its plans count them). "": the agents of one
+    # unit run together (DMoA's selected experts): the pane names the unit it ran in ("step 3").
+    layer: str = "tier"
+    layer_base: int = 0
     what_if: bool = False  # recorded graphs can be re-routed at another tau (DyTopo family only)
     uses_tau: bool = False  # tau and k_in mean something to it
     round_one_broadcast: bool = False  # DyTopo's round loop: round 1 broadcasts, later rounds route

@@ -594,6 +594,8 @@ register(
         ),
         unit="turn",
         substep="step",
+        layer="step",  # the plan's steps, counted from 1 as the plans print them
+        layer_base=1,
         paper="TopoWeaver-R1 (ICLR 2026 submission): Algorithm 1 with a prompted, untrained orchestrator",
         metrics=run_metrics,
     )

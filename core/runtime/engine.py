@@ -54,6 +54,9 @@ class RunSpec:
     model: str = ""
     base_url: str = ""
     demo: bool = False
+    # In a demo, the scripted server's own problem it plays instead of ``problem`` (its name); "" when it
+    # plays this one, or when no demo runs. Its answer and verdict are then about that problem, not this.
+    demo_played: str = ""
     parent: dict[str, Any] | None = None
     # The team (a user team from core.runtime.teams, or a built-in Domain); None: the domain's built-in one.
     team: Domain | None = None
@@ -199,6 +202,7 @@ class SwarmEngine:
                 model=self.spec.model or self.llm.model,
                 base_url=redact_url(self.spec.base_url or self.llm.base_url),
                 demo=self.spec.demo,
+                demo_played=self.spec.demo_played,
                 params=self.control.params.as_dict(),
                 parent=self.fork.parent if self.fork is not None else self.spec.parent,
                 team=team_record(self.domain),
@@ -264,6 +268,7 @@ class SwarmEngine:
             solved=solved,
             replies_parsed=self.reply_tally.parsed,
             replies_total=self.reply_tally.total,
+            demo_played=self.spec.demo_played,
         )
         self.emit(self.finished)
         return self.finished

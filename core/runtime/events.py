@@ -91,6 +91,9 @@ class RunStarted(Event):
     # The method's options as resolved for this run, defaults included (core.methods.fidelity says which
     # of them depart from the paper); {} in sessions saved before they were recorded.
     method_options: dict[str, Any] = field(default_factory=dict)
+    # A demo asked for a problem that is not its own plays its own scenario: this names it (its answer and
+    # verdict are about that one). "" otherwise, left out of the dict (sessions from before round-trip).
+    demo_played: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         data = super().to_dict()
@@ -98,6 +101,8 @@ class RunStarted(Event):
             del data["team"]
         if not self.method_options:
             del data["method_options"]
+        if not self.demo_played:
+            del data["demo_played"]
         return data
 
 
@@ -247,12 +252,16 @@ class RunFinished(Event):
     # -1 / 0: not counted (a session recorded before these fields existed).
     replies_parsed: int = -1
     replies_total: int = 0
+    # As RunStarted.demo_played, again here: whoever reads only the answer's event learns whose answer it is.
+    demo_played: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         data = super().to_dict()
         if self.replies_parsed == -1 and self.replies_total == 0:
             # Not counted: leave the fields out, so an older session round-trips to the same dict.
             del data["replies_parsed"], data["replies_total"]
+        if not self.demo_played:
+            del data["demo_played"]
         return data
 
 

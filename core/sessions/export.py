@@ -67,6 +67,9 @@ def _markdown(session: Session) -> str:
     out.append("")
     if m.demo:
         out.append("> DEMO session: a scripted model server answered, not a real model.")
+        if m.demo_played:  # the server played its own scenario: the answer and verdicts below are about it
+            out.append(f"> It played its own problem ({m.demo_played}), not the one below: the answer and any "
+                       "test verdict are about that problem.")
         out.append("")
     out.append(f"- created: {session.created}" + (f", finished: {session.finished}" if session.finished else ""))
     out.append(f"- domain: {m.domain}; protocol: {m.protocol}; strategy: {m.strategy}")

@@ -197,6 +197,7 @@ class SwarmScreen(Screen[None]):
         self._shown_delta_rev = self.model.delta_rev
         rv = self.model.round_view(self.shown_round)
         deferred = self._deferred_streams(rv)
+        unit = self.model.unit
         if deferred:
             self._shown_delta_rev = -1  # their text is shown on a later frame
         for name, pane in self._panes.items():
@@ -209,6 +210,7 @@ class SwarmScreen(Screen[None]):
             if idle and (not view.text or view.call == ev.CALL_DESCRIPTORS):
                 earlier = self._earlier_output(name, self.shown_round)
             pane.inbox_count = inbox_count(self.model, name, self.shown_round) if name != self.model.manager else 0
+            pane.place, pane.unit = self.model.place(self.shown_round, view), unit
             pane.sync(self.shown_round, view, earlier)
 
     def _deferred_streams(self, rv: RoundView | None) -> set[str]:

@@ -11,7 +11,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import ContentSwitcher, Markdown, Static
 
-from ..model import BADGE_DESCRIPTORS, BADGE_WAITING, BADGE_WORKING, AgentView
+from ..model import BADGE_DESCRIPTORS, BADGE_WAITING, BADGE_WORKING, AgentView, unit_mark
 from .stream_view import StreamView
 
 BADGE_STYLE = {
@@ -41,6 +41,8 @@ class AgentPane(Vertical):
         self.search_query = ""  # while a search runs, the pane shows its text plain, matches marked
         self._search_text: str | None = None
         self.inbox_count = 0  # messages routed to it for the round shown (the screen sets it)
+        self.place = ""  # where it ran in the unit shown, in its method's words ("tier 1", "step 2"); set by the screen
+        self.unit = "round"  # what the run's method steps by (the screen sets it)
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="descriptors", markup=False)
@@ -66,8 +68,8 @@ class AgentPane(Vertical):
         if not self._ready:
             return  # children not composed yet: on_mount shows it
         view = view or AgentView(self.agent)
-        meta = (round_no, view.status, view.call, view.query, view.key, view.tokens, view.tier, view.error,
-                earlier and earlier[0], self.inbox_count)
+        meta = (round_no, view.status, view.call, view.query, view.key, view.tokens, self.place, view.error,
+                earlier and earlier[0], self.inbox_count, self.unit)
         if meta != self._meta_key:
             self._meta_key = meta
             self._sync_meta(view, earlier[0] if earlier else None)
@@ -91,8 +93,8 @@ class AgentPane(Vertical):
             (self.agent, "bold"), " ", Content.from_markup(f"[{BADGE_STYLE.get(badge, '')}]\\[{badge}][/]")
         )
         sub = [self.model_name] if self.model_name else []
-        if view.tier is not None:
-            sub.append(f"tier {view.tier}")
+        if self.place:
+            sub.append(self.place)
         if self.inbox_count:
             sub.append(f"inbox {self.inbox_count}")  # enter on the pane shows it
         if view.tokens:
@@ -100,7 +102,7 @@ class AgentPane(Vertical):
         if view.latency_s:
             sub.append(f"{view.latency_s:.1f}s")
         if earlier_round is not None:
-            sub.append(f"R{earlier_round} output")
+            sub.append(f"{unit_mark(self.unit, earlier_round)} output")
         self.border_subtitle = " · ".join(sub)
         lines = []
         if view.query or view.key:

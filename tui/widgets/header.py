@@ -8,6 +8,8 @@ from pathlib import Path
 from textual.content import Content
 from textual.widgets import Static
 
+from core.demo.played import demo_header
+
 from ..model import RunModel
 
 
@@ -166,7 +168,9 @@ class RunHeader(Static):
         first = headline(problem) if problem else "starting…"
         body = problem if self.show_full else first
         self.set_class(self.show_full, "-full")
-        problem_line = Content.assemble(("▍", "$accent"), (body, "bold"))
+        # A demo playing its own problem says so before the problem: whatever follows is not about this one.
+        played = (demo_header(model.demo_played) + " ", "bold $warning") if model.demo_played else ""
+        problem_line = Content.assemble(("▍", "$accent"), played, (body, "bold"))
         status = status_line(model, elapsed, replay, self.content_region.width or None)
         # The full problem goes below the status line, so the state stays in view.
         lines = (status, problem_line) if self.show_full else (problem_line, status)

@@ -7,28 +7,34 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Label, Markdown, Static
 
+from core.demo.played import TESTS_LABEL, demo_answer_note, demo_banner
 from core.runtime import events as ev
 
-from ..model import RunModel
+from ..model import RunModel, unit_mark
 
 
-def test_runs_content(runs: list[ev.TestRun], tests: str, finished: ev.RunFinished | None) -> Content:
-    """Every sandboxed test run (round, outcome, failing test, duration), then the run's solved flag."""
+def test_runs_content(runs: list[ev.TestRun], tests: str, finished: ev.RunFinished | None,
+                      demo_played: str = "", unit: str = "round") -> Content:
+    """Every sandboxed test run (round, outcome, failing test, duration), then the run's solved flag.
+    ``demo_played``: the demo played its own problem, so the tests are that problem's, and say so."""
     if not runs:
-        return Content("tests: on — the first run comes after round 1" if tests == "on" else "")
-    lines = [Content.styled("test runs (sandbox)", "bold")]
+        return Content(f"tests: on — the first run comes after {unit} 1" if tests == "on" else "")
+    title = f"test runs (sandbox) — {TESTS_LABEL}, not yours" if demo_played else "test runs (sandbox)"
+    lines = [Content.styled(title, "bold $warning" if demo_played else "bold")]
     for run in runs:
         mark, style = ("✓", "$success") if run.passed else ("✗", "$error")
         failing = " ".join(run.failing_test.split())
         if len(failing) > 60:
             failing = failing[:59] + "…"
         lines.append(Content.assemble(
-            f"R{run.round} ", (f"{mark} {run.outcome}", f"bold {style}"),
+            f"{unit_mark(unit, run.round)} ", (f"{mark} {run.outcome}", f"bold {style}"),
             f"  {failing}" if failing else "", (f"  {run.duration_s:.2f}s", "$text-muted"),
         ))
     if finished is not None and finished.solved is not None:
         verdict = ("solved: yes — the last test run passed", "bold $success") if finished.solved else (
             "solved: NO — the tests did not pass", "bold $error")
+        if demo_played:  # a verdict on the demo's problem, never on the user's
+            verdict = (f"the demo's own problem {verdict[0]}", verdict[1])
         lines.append(Content.assemble(verdict))
     return Content("\n").join(lines)
 
@@ -43,8 +49,10 @@ class ResultsPane(VerticalScroll):
         self._reason = ""
         self._raw = ""  # the final answer as the engine gave it (what "copy" copies)
         self._tests: str | None = None
+        self._played: str | None = None
 
     def compose(self) -> ComposeResult:
+        yield Static("", id="demo-played", markup=False)
         yield Static("", id="tests")
         yield Markdown("", id="answer")
         yield Static("no result yet", id="reason")
@@ -55,7 +63,15 @@ class ResultsPane(VerticalScroll):
     def sync(self, model: RunModel, tests: str = "") -> None:
         """``tests``: "on" / "off" when the screen knows whether code tests run after each round."""
         f = model.finished
-        runs = test_runs_content(model.test_runs, tests, f)
+        note = (demo_answer_note(model.demo_played) if f is not None else demo_banner(model.demo_played)) \
+            if model.demo_played else ""
+        if note != self._played:
+            self._played = note
+            played = self.query_one("#demo-played", Static)
+            played.update(Content.styled(note, "bold $warning"))
+            played.display = bool(note)
+        unit = model.method_info.unit if model.method_info is not None else "round"
+        runs = test_runs_content(model.test_runs, tests, f, model.demo_played, unit)
         if str(runs) != self._tests:
             self._tests = str(runs)
             widget = self.query_one("#tests", Static)
@@ -68,6 +84,8 @@ class ResultsPane(VerticalScroll):
         else:
             source = f" (answer from {f.answer_source})" if f.answer_source else ""
             solved = "" if f.solved is None else (" · tests pass" if f.solved else " · tests FAIL")
+            if solved and model.demo_played:
+                solved += " (the demo's own problem)"
             reason = Content(f"{f.detail}{source}{solved}")
             self.border_title = Content.assemble(
                 "result · ended: ", (f.reason, "bold $success" if f.reason != "error" else "bold $error")
@@ -140,7 +158,10 @@ class RoundSparks(Vertical):
 
     def sync(self, model: RunModel) -> None:
         edges, tokens = model.edges_per_round(), model.tokens_per_round()
-        self.query_one("#edges-label", Label).update(f"edges/round  {' '.join(map(str, edges)) or '-'}")
-        self.query_one("#tokens-label", Label).update(f"tokens/round {' '.join(map(str, tokens)) or '-'}")
+        unit = model.unit  # per round, step or turn: the method's own word
+        width = len("tokens/") + len(unit) + 1
+        for name, data in (("edges", edges), ("tokens", tokens)):
+            values = " ".join(map(str, data)) or "-"
+            self.query_one(f"#{name}-label", Label).update(f"{name}/{unit}".ljust(width) + values)
         self.query_one("#edges-spark", Bars).set_data(edges)
         self.query_one("#tokens-spark", Bars).set_data(tokens)
