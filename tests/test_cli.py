@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def swarm(
     *args: str, stdin: str | None = None, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
+    # PYTHONPATH: this checkout's code, whatever the working directory (an editable install may point elsewhere).
+    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT), **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "tui.cli", *args],
         input=stdin,

@@ -160,3 +160,25 @@ def test_percent_differences_to_the_first_column() -> None:
     assert [r["total_tokens"] for r in summary] == [100, 200]
     assert [r["tokens_vs_first"] for r in summary] == ["±0%", "+100%"]
     assert [r["wall_vs_first"] for r in summary] == ["±0%", "-50%"]
+
+
+def test_a_demo_never_presents_its_own_problem_as_the_answer_to_yours(tmp_path: Path) -> None:
+    result = swarm(
+        "compare", "--demo", "--headless", "--json", "--domain", "math", "--strategy", "dytopo,dmoa",
+        "--expect", "391", "What is 17*23?", env={"SWARM_TUI_SESSIONS_DIR": str(tmp_path)}, cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    *events, summary = _lines(result.stdout)
+    starts = [e for e in events if e["type"] == "run_started"]
+    assert len(starts) == 2 and all(e["demo_played"] for e in starts)
+    for row in summary["rows"]:
+        # Neither "matches" nor "does not match": the scripted server did not play 17*23.
+        assert row["verdict"].startswith("no verdict: the demo played "), row
+    assert "plays its own problem" in result.stderr
+    # The demo's own problem: the verdict is about it.
+    own = swarm(
+        "compare", "--demo", "--headless", "--json", "--domain", "math", "--strategy", "dytopo,dmoa",
+        "--expect", "14/3", env={"SWARM_TUI_SESSIONS_DIR": str(tmp_path)}, cwd=tmp_path,
+    )
+    assert own.returncode == 0, own.stderr
+    assert [r["verdict"] for r in _lines(own.stdout)[-1]["rows"]] == ["matches expected", "matches expected"]

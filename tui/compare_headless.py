@@ -13,6 +13,7 @@ from typing import TextIO
 
 from core.compose.compare import ComparePlan, Comparison, summary_rows
 from core.compose.runner import open_backend
+from core.demo.played import demo_banner
 from core.llm.client import EndpointError
 from core.llm.embeddings import shared_embedder
 from core.runtime import events as ev
@@ -83,11 +84,18 @@ async def _compare(plan: ComparePlan, demo: bool, json_lines: bool, save: Path |
         return EXIT_FAILED
     writers: list[JsonLinesWriter] = []
 
+    def demo_truth(method: str) -> ev.EventSink:
+        """With --json there is no progress to carry the demo's warning: say it on stderr."""
+        def sink(event: ev.Event) -> None:
+            if isinstance(event, ev.RunStarted) and event.demo_played:
+                say(f"[{method}] {demo_banner(event.demo_played)}")
+        return sink
+
     def sinks_for(method: str) -> list[ev.EventSink]:
         if json_lines:
             writer = JsonLinesWriter(sys.stdout, extra={"method": method})
             writers.append(writer)
-            return [writer, embedder.warm_up_on_first_reply()]
+            return [writer, demo_truth(method), embedder.warm_up_on_first_reply()]
         return [ProgressPrinter(TaggedLines(sys.stderr, method)), embedder.warm_up_on_first_reply()]  # type: ignore[arg-type]
 
     def ended(row: CompareRow) -> None:

@@ -116,8 +116,8 @@ def verdict_for(tracker: RowTracker, domain: str, expect: str | None) -> str:
     if not row.answer.strip():
         return NO_ANSWER
     finished = tracker.finished
-    if finished is not None and getattr(finished, "demo_played", ""):  # the demo played another problem
-        return f"{NO_VERDICT} (demo played its own problem)"
+    if finished is not None and finished.demo_played:  # the scripted server played its own problem, not this one
+        return f"{NO_VERDICT}: the demo played {finished.demo_played}"
     if expect is not None:
         equal = answers_equivalent(answer_or_text(row.answer), expect)
         return "matches expected" if equal else "does not match expected"

@@ -108,6 +108,7 @@ class CompareScreen(Screen[None]):
         self.summary_toggled = False
         self.detail: Any = None  # the full run screen opened from a column (live), while it is open
         self.detail_method = ""
+        self.demo_played = ""  # the demo's own problem, when it played that instead of the one asked
         self.back_to: Screen[Any] | None = None  # the session picker it was opened from (esc goes back)
 
     # --- layout -------------------------------------------------------------------------------
@@ -129,7 +130,8 @@ class CompareScreen(Screen[None]):
         first = (r.problem.strip().splitlines() or [""])[0]
         first = first if len(first) <= 90 else first[:89] + "…"
         demo = "DEMO (scripted server) · " if r.demo else ""
-        return printable(f"compare · {demo}{r.model} at {r.base_url} · {r.domain}\n{first}")
+        played = f"DEMO plays {self.demo_played} instead of: " if self.demo_played else ""
+        return printable(f"compare · {demo}{r.model} at {r.base_url} · {r.domain}\n{played}{first}")
 
     def on_mount(self) -> None:
         table = self.query_one(SummaryTable)
@@ -173,6 +175,9 @@ class CompareScreen(Screen[None]):
             return
         self.events[method].append(event)
         column.apply(event)
+        if isinstance(event, ev.RunStarted) and event.demo_played and not self.demo_played:
+            self.demo_played = event.demo_played
+            self.query_one("#cmp-header", Static).update(self.header_text())
         if self.detail is not None and self.detail_method == method and self.detail.is_attached:
             self.detail.apply_event(event)
 

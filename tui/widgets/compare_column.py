@@ -97,6 +97,9 @@ class CompareColumn(Widget):
         m, row = self.model, self.row
         out = Text(no_wrap=False, overflow="fold")
         out.append_text(self.status_line())
+        played = m.run.demo_played if m.run is not None else ""
+        if played:  # never let a demo's answer read as the answer to the user's problem
+            out.append(f"\nDEMO plays {played}, not your problem", style="bold yellow")
         out.append(f"\ncalls {row.calls} · {row.prompt_tokens:,} p + {row.completion_tokens:,} c tok · "
                    f"{row.wall_s:.1f} s\n", style="")
         out.append("topology: ", style="dim")
