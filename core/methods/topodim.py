@@ -894,7 +894,7 @@ register(
         summary="one typed graph per problem (conditioned, feedback, debate edges), one pass, a decision-maker",
         factory=_factory,
         options=OPTIONS,
-        unit="round",
+        unit="step",  # one pass over its typed graph: a step, not a DyTopo round
         substep="call",
         paper="TopoDIM (Sun et al.): one-shot typed topology, eq. 4-12; prior/random generators untrained",
     )
