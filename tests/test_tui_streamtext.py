@@ -27,7 +27,9 @@ CASES = [
      "goal: fix it\nreasoning: tests fail"),
     ("```json\n" + json.dumps({"public": "fenced"}) + "\n```", "fenced"),
     (json.dumps({"private": {"A": "x"}, "query": "q", "public": "late"}), "query: q\n\nlate"),
-    ("Plain prose,\\n not JSON", "Plain prose,\n not JSON"),
+    # Prose that never was JSON is shown as written: its backslashes are the model's (LaTeX), not escapes.
+    ("Plain prose: $\\frac{14}{3}$ and \\boxed{7}", "Plain prose: $\\frac{14}{3}$ and \\boxed{7}"),
+    ("[FINAL] \\frac{14}{3}", "[FINAL] \\frac{14}{3}"),
     ('{"public": "ok so far" then garbage', '{"public": "ok so far" then garbage'),
     ('<think>plan</think>{"public": "x"}', '<think>plan</think>{"public": "x"}'),
 ]

@@ -13,6 +13,14 @@ import re
 _SIMPLE = {"n": "\n", "t": "    ", '"': '"', "\\": "\\", "/": "/", "r": "", "b": "", "f": ""}
 
 
+class Verbatim:
+    """The fallback for a reply that never looked like JSON (plain prose, DMoA's and TopoWeaver's agents):
+    its backslashes are the model's own (LaTeX's \\frac, \\boxed), not JSON escapes to undo."""
+
+    def feed(self, chunk: str) -> str:
+        return chunk
+
+
 class JsonUnescaper:
     def __init__(self) -> None:
         self._carry = ""
@@ -78,7 +86,7 @@ class ReplyStream:
         self._depth = 0  # nested value being skipped
         self._in_str = False
         self._str_escape = False
-        self._raw_unescaper: JsonUnescaper | None = None
+        self._raw_unescaper: JsonUnescaper | Verbatim | None = None
 
     def feed(self, chunk: str) -> str | None:
         self.raw += chunk
@@ -101,7 +109,9 @@ class ReplyStream:
                     continue
             if not self._step(chunk[i], out):
                 self._state = "raw"
-                self._raw_unescaper = JsonUnescaper()
+                # Broken JSON or JSON after a preamble is shown unescaped; prose that never was JSON as written.
+                json_like = self.raw.lstrip()[:1] in ("{", "`") or '{"' in self.raw
+                self._raw_unescaper = JsonUnescaper() if json_like else Verbatim()
                 self.text = self._raw_unescaper.feed(self.raw)
                 return None
             i += 1
