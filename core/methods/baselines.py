@@ -169,7 +169,7 @@ register(
                 "pass the visible examples) — the equal-budget single-agent baseline", low=1, high=64,
             ),
         ),
-        unit="round",
+        unit="call",  # one model call (K with samples): no rounds to count
         substep="call",
         family="baseline",
     )

@@ -28,6 +28,7 @@ from ..widgets.compare_column import CompareColumn
 from ..widgets.footer import WrapFooter
 
 NARROW_WIDTH, SHORT_HEIGHT = 100, 30  # below either: tabs instead of columns
+MIN_COLUMN = 38  # a column's least width: four fit in 160 cells, more scroll sideways
 TICK_S = 0.2  # columns and the summary redraw at most 5 times a second
 SUMMARY_COLUMNS = ("method", "answer", "verdict", "calls", "prompt", "completion", "total", "wall s", "Δ tokens",
                    "Δ wall")
@@ -157,6 +158,10 @@ class CompareScreen(Screen[None]):
     def _relayout(self) -> None:
         self.set_class(self.narrow, "-narrow")
         self.set_class(self.summary_toggled, "-summary-toggled")
+        # Widths in cells: fr units in a sideways-scrolling row gave every column the whole width.
+        width = max(MIN_COLUMN, self.size.width // max(1, len(self.columns)))
+        for column in self.columns.values():
+            column.styles.width = "1fr" if self.narrow else width
         table = self.query_one(SummaryTable)
         alone = self.narrow and self.summary_toggled
         table.can_focus = alone

@@ -48,7 +48,7 @@ def topology_line(model: RunModel, method: str) -> str:
 
 class CompareColumn(Widget):
     DEFAULT_CSS = """
-    CompareColumn { height: 1fr; min-width: 36; width: 1fr; border: round $panel; padding: 0 1; }
+    CompareColumn { height: 1fr; width: 1fr; border: round $panel; padding: 0 1; }
     CompareColumn.-focused { border: round $accent; }
     """
 
@@ -99,7 +99,7 @@ class CompareColumn(Widget):
         out.append_text(self.status_line())
         played = m.run.demo_played if m.run is not None else ""
         if played:  # never let a demo's answer read as the answer to the user's problem
-            out.append(f"\nDEMO plays {played}, not your problem", style="bold yellow")
+            out.append("\nDEMO: it played its own problem, not yours", style="bold yellow")
         out.append(f"\ncalls {row.calls} · {row.prompt_tokens:,} p + {row.completion_tokens:,} c tok · "
                    f"{row.wall_s:.1f} s\n", style="")
         out.append("topology: ", style="dim")
