@@ -64,6 +64,25 @@ async def test_live_columns_fill_and_summary_lists_every_method(tmp_path: Path, 
         assert table.get_row_at(0)[8] == "±0%"  # the first column is the base of the differences
 
 
+async def test_leaving_a_methods_full_view_does_not_stop_its_run(tmp_path: Path, embedder: Any) -> None:
+    app = live_app(tmp_path, ["dytopo", "dmoa"], step=True)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, LiveCompareScreen)
+        await wait_for(pilot, lambda: screen.comparison is not None
+                       and all(c.waiting for c in screen.comparison.controls.values()))
+        await pilot.press("2", "enter")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, CompareRunScreen)
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert app.screen is screen
+        assert not any(c.cancelled for c in screen.comparison.controls.values())  # type: ignore[union-attr]
+        await pilot.press("space")  # every method runs on to its own end
+        await wait_for(pilot, lambda: done(screen))
+        assert [row.state for row in screen.rows.values()] == ["done", "done"]
+
+
 async def test_focus_open_and_back(tmp_path: Path, embedder: Any) -> None:
     app = live_app(tmp_path, ["dytopo", "dmoa", "single"])
     async with app.run_test(size=WIDE) as pilot:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from textual import events
 from textual.binding import Binding
 
 from core.compose.compare import ComparePlan, Comparison
@@ -190,5 +191,7 @@ class CompareRunScreen(RunScreen):
     def action_request_quit(self) -> None:
         self.compare.action_request_quit()
 
-    def on_unmount(self) -> None:
-        pass  # leaving the full view must not cancel the method's run (RunScreen's own unmount would)
+    def on_unmount(self, event: events.Unmount) -> None:
+        # Leaving the full view must not cancel the method's run: Textual would call RunScreen's on_unmount
+        # (which cancels its run) after this one, unless the default is prevented.
+        event.prevent_default()
