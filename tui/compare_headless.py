@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from core.compose.compare import ComparePlan, Comparison, summary_rows
+from core.compose.compare import ComparePlan, Comparison, answer_gist, summary_rows
 from core.compose.runner import open_backend
 from core.demo.played import demo_banner
 from core.llm.client import EndpointError
@@ -59,7 +59,7 @@ def format_summary(rows: list[CompareRow]) -> str:
     """The summary table as plain text: one line per method, the differences to the first column."""
     cells = [
         (
-            r["method"], short(r["answer"], 32) or "—", short(r["verdict"], 28), str(r["calls"]),
+            r["method"], short(answer_gist(r["answer"]), 32) or "—", short(r["verdict"], 28), str(r["calls"]),
             str(r["prompt_tokens"]), str(r["completion_tokens"]), str(r["total_tokens"]), f"{r['wall_s']:.1f}",
             r["tokens_vs_first"], r["wall_vs_first"],
         )

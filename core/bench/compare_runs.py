@@ -16,7 +16,9 @@ from core.sessions.store import load_session
 def bench_verdict(row: Row) -> str:
     """The benchmark's own verdict on the run (its dataset's scoring), as the compare columns say it."""
     word = "passed" if row.correct else "failed"
-    return f"{word} ({row.detail})" if row.detail else word
+    if not row.detail or row.detail.lower().startswith(word):
+        return row.detail or word  # e.g. "PASSED (1/1 tests passed)" says it already
+    return f"{word}: {row.detail}"
 
 
 def bench_runs(folder: Path, task_id: str, repeat: int = 0) -> list[SavedRun]:

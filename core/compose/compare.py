@@ -245,6 +245,12 @@ def shared_settings(plan: ComparePlan) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
 
 
+def answer_gist(answer: str) -> str:
+    """An answer on one line for a summary cell: code fences dropped, whitespace collapsed."""
+    lines = [line for line in answer.strip().splitlines() if not line.strip().startswith("```")]
+    return " ".join(" ".join(lines).split())
+
+
 def percent_change(value: float, first: float) -> str:
     """The difference to the first column, as the summary shows it: "+12%", "-40%", "±0%", "—" (no base)."""
     if first <= 0:

@@ -19,6 +19,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Static, Tab, Tabs
 
+from core.compose.compare import answer_gist, summary_rows
 from core.runtime import events as ev
 from core.runtime.textsafe import printable
 from core.sessions.compare_record import CompareRecord, CompareRow
@@ -192,7 +193,6 @@ class CompareScreen(Screen[None]):
         self.refresh_summary()
 
     def summary(self) -> list[dict[str, Any]]:
-        from core.compose.compare import summary_rows
 
         rows = summary_rows(list(self.rows.values()))
         if self.sort_column is not None:
@@ -203,7 +203,8 @@ class CompareScreen(Screen[None]):
         table = self.query_one(SummaryTable)
         cells = [
             (
-                printable(r["method"]), _short(r["answer"], 28) or "—", _short(r["verdict"], 26), str(r["calls"]),
+                printable(r["method"]), _short(answer_gist(r["answer"]), 28) or "—", _short(r["verdict"], 26),
+                str(r["calls"]),
                 f"{r['prompt_tokens']:,}", f"{r['completion_tokens']:,}", f"{r['total_tokens']:,}",
                 f"{r['wall_s']:.1f}", r["tokens_vs_first"], r["wall_vs_first"],
             )
