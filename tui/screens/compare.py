@@ -179,7 +179,8 @@ class CompareScreen(Screen[None]):
         column = self.columns.get(method)
         if column is None:
             return
-        self.events[method].append(event)
+        if not isinstance(event, ev.AgentDelta):  # a full view opened later starts from the finished calls
+            self.events[method].append(event)
         column.apply(event)
         if isinstance(event, ev.RunStarted) and event.demo_played and not self.demo_played:
             self.demo_played = event.demo_played
