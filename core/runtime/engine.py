@@ -25,7 +25,7 @@ from core.llm.urls import redact_url
 from core.runtime import events as ev
 from core.runtime.answers import honest_answer
 from core.runtime.config import CallLimits, Settings
-from core.runtime.context import Shrink, prompt_chars, shrink_pieces
+from core.runtime.context import Shrink, cut_text, prompt_chars, shrink_pieces
 from core.runtime.control import Params, RunControl
 from core.runtime.domains import Domain, get_domain
 from core.runtime.memory import AgentMemory, MemoryItem
@@ -582,6 +582,13 @@ class SwarmEngine:
             if smaller is not None and prompt_chars(smaller) < prompt_chars(base):
                 before, base = prompt_chars(sent), smaller
                 sent = [*base, *extra]
+        over = llm.estimate_prompt_tokens(sent) - limit
+        if extra and over > 0:  # a re-ask: the reply it quotes is cut (it only shows what was wrong)
+            reply = extra[0]["content"]
+            keep = max(0, len(reply) - int(over * llm.chars_per_token))
+            if keep < len(reply):
+                before = before or prompt_chars(sent)
+                sent = [*base, {**extra[0], "content": cut_text(reply, keep)}, *extra[1:]]
         room = n_ctx - llm.estimate_prompt_tokens(sent) - margin
         if room >= min(max_tokens, 32):
             max_tokens = min(max_tokens, room)
