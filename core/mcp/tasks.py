@@ -184,13 +184,16 @@ def _check_options(options: Mapping[str, Any] | None, strategy: str = "dytopo") 
         return {}
     if not isinstance(options, Mapping):
         raise StartError(f"options must be an object, got {type(options).__name__}")
-    method_options = {spec.name for spec in get_method_info(strategy).options}
+    specs = get_method_info(strategy).options
+    method_options = {spec.name for spec in specs}
     unknown = sorted(set(options) - set(OPTIONS) - method_options)
     if unknown:
-        known = [*OPTIONS, *sorted(method_options)]
+        known = [*OPTIONS, *sorted(spec.name for spec in specs if not spec.call_table)]
+        kinds = [spec.name.removesuffix("_max_tokens") for spec in specs if spec.name.endswith("_max_tokens")]
+        calls = f"; and KIND_max_tokens, KIND_temperature for KIND in {', '.join(kinds)}" if kinds else ""
         raise StartError(
             f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}: "
-            f"the options are {', '.join(known)}"
+            f"the options are {', '.join(known)}{calls}"
         )
     out: dict[str, Any] = {}
     method_values = {k: v for k, v in options.items() if k in method_options and k not in OPTIONS}

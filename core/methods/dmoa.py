@@ -62,7 +62,7 @@ from core.methods.dmoa_routing import (
     rank_loss,
     softmax,
 )
-from core.methods.registry import MethodError, MethodInfo, OptionSpec, register
+from core.methods.registry import MethodError, MethodInfo, OptionSpec, call_options, register
 from core.routing.dytopo import KIND_HANDOFF, Edge, RoutingResult
 from core.runtime import events as ev
 from core.runtime.context import Messages, Shrink, shrink_pieces
@@ -531,7 +531,7 @@ class DmoaMethod:
             SELECTOR,
             CALL_SELECT,
             messages,
-            limits=rt.settings.manager_call,
+            limits=rt.call_limits("selector", rt.settings.manager_call),
             parser=lambda text: parse_selection(text, self.names, self.k_max),
             json_mode=True,
             shrink=shrink,
@@ -591,7 +591,8 @@ class DmoaMethod:
             {"role": "user", "content": agent_request(name, step, None if in_system else problem, responses, feedback)},
         ])
         result, _ = await rt.agent_call(
-            name, CALL_STEP, messages, top_logprobs=self.top_logprobs if self._dense else 0, shrink=shrink
+            name, CALL_STEP, messages, limits=rt.call_limits("agent", rt.settings.work_call),
+            top_logprobs=self.top_logprobs if self._dense else 0, shrink=shrink,
         )
         return result
 
@@ -655,7 +656,8 @@ class DmoaMethod:
             {"role": "system", "content": summarizer_system_prompt(rt.domain.name)},
             {"role": "user", "content": summarizer_request(step, self.l_max, rt.spec.problem, shown, feedback)},
         ])
-        result, _ = await rt.agent_call(SUMMARIZER, CALL_SUMMARY, messages, limits=rt.settings.manager_call,
+        result, _ = await rt.agent_call(SUMMARIZER, CALL_SUMMARY, messages,
+                                        limits=rt.call_limits("summarizer", rt.settings.manager_call),
                                         reply_format="[FINAL] and the answer, or [CONTINUE] and what is missing",
                                         shrink=shrink)
         if result.connection_failed:
@@ -850,6 +852,9 @@ register(
             OptionSpec("query_in", "choice", QUERY_IN_SYSTEM,
                        "where an agent reads the problem: system (the paper's P_sys = (Profile, P_usr)) or user "
                        "(the user message, beside the previous step's responses)", choices=QUERY_IN),
+            *call_options("agent", "the pool's agents' calls", "work_call"),
+            *call_options("summarizer", "the Summarizer's calls", "manager_call"),
+            *call_options("selector", "the Selector's calls (router llm)", "manager_call"),
         ),
         unit="step",
         substep="phase",

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.methods.registry import MethodInfo, OptionSpec, register
+from core.methods.registry import MethodInfo, OptionSpec, call_options, register
 from core.routing.dytopo import RoutingResult, similarity_matrix
 from core.routing.strategies import DyTopoStrategy, TopologyStrategy
 from core.runtime import events as ev
@@ -63,6 +63,13 @@ MEMORY_OPTION = OptionSpec(
     "what a worker's prompt shows of its memory: accumulate (eq. 3: every earlier output and message) or "
     "latest (only the newest message per teammate: fewer tokens, not the paper)",
     choices=MEMORY_RULES,
+)
+
+# Each call kind's own max_tokens and temperature, for DyTopo and the baselines that run its rounds.
+CALL_OPTIONS = (
+    *call_options("manager", "the Manager's calls", "manager_call"),
+    *call_options("worker", "the workers' work calls", "work_call"),
+    *call_options("descriptor", "the workers' descriptor calls", "descriptor_call"),
 )
 
 
@@ -524,6 +531,7 @@ register(
                 choices=PAYLOADS,
             ),
             MEMORY_OPTION,
+            *CALL_OPTIONS,
         ),
         unit="round",
         substep="phase",

@@ -35,7 +35,7 @@ import numpy as np
 
 from core.evaluation.extract import docstring_examples, latest_code
 from core.evaluation.math_answers import answer_or_text, extract_answer
-from core.methods.registry import MethodError, MethodInfo, OptionSpec, register
+from core.methods.registry import MethodError, MethodInfo, OptionSpec, call_options, register
 from core.methods.topodim_events import TopoDIMCall, TopoDIMGraph, describe_call
 from core.routing.topodim import (
     EDGE_TYPES,
@@ -443,7 +443,8 @@ class TopoDIMMethod:
             },
         ]
         result, proposal = await rt.agent_call(
-            self.decider, CALL_GRAPH, messages, limits=rt.settings.manager_call, parser=parse_prior, json_mode=True
+            self.decider, CALL_GRAPH, messages, limits=rt.call_limits("decider", rt.settings.manager_call),
+            parser=parse_prior, json_mode=True,
         )
         _abort_if_unreachable(result)
         if proposal is None:
@@ -631,7 +632,8 @@ class TopoDIMMethod:
                     {"role": "user", "content": self._user(step, body, ask)},
                 ]
 
-            result, _ = await rt.agent_call(step.agent, step.mode, make(PEER_CHARS), shrink=clip_shrink(make))
+            result, _ = await rt.agent_call(step.agent, step.mode, make(PEER_CHARS), shrink=clip_shrink(make),
+                                            limits=rt.call_limits("agent", rt.settings.work_call))
             _abort_if_unreachable(result)
             text = usable_text(result) if result.status == STATUS_DONE else ""
             if not text:
@@ -809,7 +811,8 @@ class TopoDIMMethod:
             ]
 
         rt.emit(self._call_event(step))
-        result, _ = await rt.agent_call(self.decider, MODE_FINAL, make(PEER_CHARS), limits=rt.settings.manager_call,
+        result, _ = await rt.agent_call(self.decider, MODE_FINAL, make(PEER_CHARS),
+                                        limits=rt.call_limits("decider", rt.settings.manager_call),
                                         shrink=clip_shrink(make))
         _abort_if_unreachable(result)
         text = usable_text(result) if result.status == STATUS_DONE else ""
@@ -925,6 +928,8 @@ OPTIONS = (
                low=2, high=6),
     OptionSpec("weights", "str", "",
                "policy/decentralized: weights file (default: the user data dir's swarm-tui/topodim/policy.pt)"),
+    *call_options("agent", "the agents' solution, review and debate calls", "work_call"),
+    *call_options("decider", "the decision-maker's graph and final calls", "manager_call"),
 )
 
 register(

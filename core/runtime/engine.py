@@ -371,6 +371,18 @@ class SwarmEngine:
         fixed = (len(self.spec.problem) + len(goal) + len(inbox)) // 4 + 800  # prompts and schema
         return max(200, self.settings.context_budget_tokens - fixed)
 
+    def call_limits(self, kind: str, base: CallLimits) -> CallLimits:
+        """The temperature and max_tokens of one kind of call: the settings' table for it (``base``), overlaid
+        by the method's own options ``KIND_max_tokens`` and ``KIND_temperature`` when set (-o or
+        [strategy.NAME]). A team file's per-agent values and --max-tokens apply on top (call_and_parse)."""
+        options = getattr(self.method, "options", None) or {}
+        temperature = options.get(f"{kind}_temperature")
+        max_tokens = options.get(f"{kind}_max_tokens")
+        return CallLimits(
+            base.temperature if temperature is None else float(temperature),
+            base.max_tokens if max_tokens is None else int(max_tokens),
+        )
+
     async def worker_call(
         self,
         name: str,
@@ -381,7 +393,8 @@ class SwarmEngine:
         tier: int | None = None,
         inbox_from: frozenset[str] = frozenset(),
     ) -> AgentResult:
-        limits = self.settings.descriptor_call if call == ev.CALL_DESCRIPTORS else self.settings.work_call
+        limits = (self.call_limits("descriptor", self.settings.descriptor_call) if call == ev.CALL_DESCRIPTORS
+                  else self.call_limits("worker", self.settings.work_call))
         parser: Callable[[str], Any] = {ev.CALL_DESCRIPTORS: parse_descriptors, ev.CALL_WORK: parse_work}.get(
             call, parse_worker
         )
@@ -681,7 +694,7 @@ class SwarmEngine:
         name = self.domain.manager.name
         self.emit(ev.AgentStarted(round=self.round, agent=name, call=call))
         parsed, chat, error, unreachable, _ = await self.call_and_parse(
-            name, call, messages, self.settings.manager_call, parse_manager, shrink=shrink
+            name, call, messages, self.call_limits("manager", self.settings.manager_call), parse_manager, shrink=shrink
         )
         if parsed is not None:
             result = AgentResult(name, STATUS_DONE, public=parsed.reasoning, raw=chat.text if chat else "")
