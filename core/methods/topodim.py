@@ -283,12 +283,10 @@ def clip(text: str, limit: int = PEER_CHARS) -> str:
 def clip_shrink(make: Callable[[int], Messages]) -> Shrink:
     """TopoDIM's own rule for a prompt over the model's context: every teammate's text it quotes is clipped
     (clip) to one smaller limit, the largest that fits; None when even the smallest does not shrink it."""
-    whole = prompt_chars(make(PEER_CHARS))
-
     def shrink(most_chars: int) -> Messages | None:
         low, high = MIN_PEER_CHARS, PEER_CHARS
         best = make(low)
-        if prompt_chars(best) >= whole:
+        if prompt_chars(best) >= prompt_chars(make(PEER_CHARS)):
             return None
         while low < high:  # the largest limit whose prompt fits
             middle = (low + high + 1) // 2

@@ -72,12 +72,15 @@ def shrink_pieces(
     """A shrink for a prompt that ``build`` makes from remembered pieces (oldest first) and the pieces it
     reads this turn (see fit_pieces). ``on_drop`` hears how many of the oldest pieces a shrink left out."""
     droppable, shared = list(droppable), list(shared)
-    whole = prompt_chars(build(droppable, shared))
-    bare = prompt_chars(build([], ["" for _ in shared]))
-    pieces = sum(len(p) for p in droppable) + sum(len(p) for p in shared)
-    overhead = max(0, whole - bare - pieces)  # labels and separators around the pieces
+    sizes: list[int] = []  # measured on the first shrink: most prompts never need one
 
     def shrink(most_chars: int) -> Messages | None:
+        if not sizes:
+            whole = prompt_chars(build(droppable, shared))
+            bare = prompt_chars(build([], ["" for _ in shared]))
+            pieces = sum(len(p) for p in droppable) + sum(len(p) for p in shared)
+            sizes.extend((bare, max(0, whole - bare - pieces)))  # the rest, and the labels around the pieces
+        bare, overhead = sizes
         drop, cut = fit_pieces(droppable, shared, most_chars - bare - overhead)
         if not drop and cut == shared:
             return None

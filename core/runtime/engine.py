@@ -349,6 +349,7 @@ class SwarmEngine:
         """DyTopo's memory rule when a prompt must fit the context: the oldest memory items go first, for
         good (as the token budget drops them), then this round's inbox is cut."""
         memory = self.memory[name]
+        # The memory as the prompt showed it (after its budget trim); the shrink reads it only when needed.
         shown = memory.rendered(since_round=self._memory_since(call), newer_from=inbox_from)
 
         def build(kept: list[str], shared: list[str]) -> list[dict[str, str]]:
