@@ -125,3 +125,17 @@ def test_fitting_drops_the_oldest_first_then_cuts_to_equal_shares() -> None:
     smaller = shrink(400)
     assert smaller is not None and "m1" not in smaller[1]["content"] and "m2" in smaller[1]["content"]
     assert shrink(10_000) is None  # nothing to trim when it fits
+
+
+def test_topodim_clips_every_quoted_answer_to_one_smaller_limit() -> None:
+    from core.methods.topodim import clip, clip_shrink
+
+    answers = ["a" * 5000, "b" * 3000]
+
+    def make(limit: int) -> list[dict[str, str]]:
+        return [{"role": "user", "content": "PROBLEM\n" + "\n".join(clip(a, limit) for a in answers)}]
+
+    smaller = clip_shrink(make)(4000)
+    assert smaller is not None and len(smaller[0]["content"]) <= 4000
+    assert smaller[0]["content"].count("cut:") == 2  # both answers clipped alike, each marked
+    assert clip_shrink(lambda limit: [{"role": "user", "content": "short"}])(10) is None  # nothing to clip
