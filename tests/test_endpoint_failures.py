@@ -97,7 +97,7 @@ async def test_startup_against_a_silent_endpoint_is_bounded_and_says_what_it_wai
 
 async def test_a_call_that_is_never_answered_ends_the_run_without_retrying(silent: SilentServer, embedder: Any) -> None:
     settings = Settings(base_url=silent.base_url, model="m", first_byte_timeout=1.0)
-    backend = await open_backend(settings)  # a model is given: nothing is asked before the run
+    backend = await open_backend(settings)  # a model is given: only the context size is asked (/props), in vain
     events: list[ev.Event] = []
     start = time.monotonic()
     try:
@@ -108,7 +108,8 @@ async def test_a_call_that_is_never_answered_ends_the_run_without_retrying(silen
     assert time.monotonic() - start < 10
     assert finished.reason == "error"
     assert finished.detail.startswith(f"no answer from {silent.base_url} in 1 s")
-    assert len(silent.connections) == 1  # the Manager's plan call, once: no retry, no worker called
+    # The /props probe when the backend opened, then the Manager's plan call, once: no retry, no worker called.
+    assert len(silent.connections) == 2
     assert not of(events, ev.AgentStarted, call=ev.CALL_WORK)
 
 

@@ -211,6 +211,26 @@ async def test_a_swarm_over_its_wall_clock_budget_is_stopped_and_reported_failed
     assert status["elapsed_s"] < 30
 
 
+async def test_a_time_budget_ends_the_run_as_completed_with_reason_budget(tmp_path: Path, embedder: Any) -> None:
+    slow = ScriptedServer(demo_script, latency=0.4)
+    async with connected(tmp_path, embedder, server=slow) as (session, _, _):
+        started = await ok(session, "swarm_start", task=DEMO_PROBLEMS["code"], options={"time_budget": 2})
+        assert started["budget_s"] >= 2 + 1  # the hard stop leaves the run time to end on its own
+        status = await poll_until(session, started["task_id"], finished, timeout=60)
+        result = await ok(session, "swarm_result", task_id=started["task_id"])
+    assert status["status"] == "completed" and status["termination_reason"] == "budget", status
+    assert "time budget of 2 s" in result["detail"]
+
+
+async def test_max_calls_ends_the_run_after_that_many_model_calls(tmp_path: Path, embedder: Any) -> None:
+    async with connected(tmp_path, embedder) as (session, _, scripted):
+        started = await ok(session, "swarm_start", task=DEMO_PROBLEMS["code"], options={"max_calls": 3})
+        status = await poll_until(session, started["task_id"], finished)
+        sent = len(scripted.requests)
+    assert status["status"] == "completed" and status["termination_reason"] == "budget", status
+    assert sent == 3  # the Manager's plan and two workers' calls: the rest were never sent
+
+
 async def test_a_full_store_evicts_the_oldest_half_of_the_finished_tasks(tmp_path: Path, embedder: Any) -> None:
     async with connected(tmp_path, embedder) as (session, manager, _):
         now = time.time()
@@ -253,7 +273,13 @@ async def test_a_full_store_evicts_the_oldest_half_of_the_finished_tasks(tmp_pat
         ({"strategy": "telepathy"}, "unknown strategy 'telepathy': choose one of dytopo, single, single-turn"),
         ({"context": "x" * 4001}, "context is 4001 characters; the limit is 4000"),
         ({"options": {"turbo": True}},
-         "unknown option 'turbo': the options are protocol, execute, budget_s, memory, payload"),
+         "unknown option 'turbo': the options are protocol, execute, budget_s, time_budget, max_calls, memory, "
+         "payload; and KIND_max_tokens, KIND_temperature for KIND in manager, worker, descriptor"),
+        ({"options": {"time_budget": 0}}, "option time_budget must be between 1 and 36000 seconds, got 0"),
+        ({"options": {"time_budget": 60, "budget_s": 30}}, "option time_budget (60 s) must be shorter than budget_s"),
+        ({"options": {"max_calls": 2.5}}, "option max_calls must be a whole number, got 2.5"),
+        ({"options": {"max_calls": 0}}, "option max_calls must be between 1 and 100000, got 0"),
+        ({"options": {"manager_max_tokens": 0}}, "[strategy.dytopo] manager_max_tokens must be between 1"),
         ({"options": {"payload": "gossip"}}, "[strategy.dytopo] payload must be one of auto"),
         ({"options": {"protocol": "gossip"}}, "unknown protocol 'gossip'"),
         ({"options": {"execute": True}, "domain": "math"}, "option execute runs code tests: it needs domain code"),

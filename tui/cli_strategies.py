@@ -24,8 +24,15 @@ def describe_methods() -> str:
         if info.what_if:
             extras.append("what-if re-routing")
         lines.append(f"{'':<{width}}  ({'; '.join(extras)})")
+        kinds = []
         for spec in info.options:
-            lines.append(f"{'':<{width}}    -o {spec.describe()}")
+            if not spec.call_table:
+                lines.append(f"{'':<{width}}    -o {spec.describe()}")
+            elif spec.name.endswith("_max_tokens"):
+                kinds.append(f"{spec.name.removesuffix('_max_tokens')} [{spec.call_table}]")
+        if kinds:  # each call kind's two options, on one line
+            lines.append(f"{'':<{width}}    -o KIND_max_tokens=N, -o KIND_temperature=T (unset: the config table): "
+                         + ", ".join(kinds))
     lines.append("")
     lines.append("Choose one with --strategy NAME; set options with -o KEY=VALUE or a [strategy.NAME] table.")
     lines.append("Where a method departs from its paper, and how to restore the paper: --fidelity.")

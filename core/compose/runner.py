@@ -71,6 +71,8 @@ async def open_backend(
         raise
     try:
         model = await llm.ensure_model()
+        # Where the server reports its context (llama.cpp's /props), prompts are planned within it.
+        await llm.probe_context_size()
     except BaseException:
         await llm.close()
         if server is not None:
@@ -140,6 +142,7 @@ async def open_agent_clients(
                         await client.ensure_model()
                     except EndpointError as exc:
                         raise EndpointError(f"{where}: {exc}") from None
+                await client.probe_context_size()
             out[role.name] = client
     except BaseException:
         for client in clients.values():

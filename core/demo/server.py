@@ -46,6 +46,9 @@ FAULT_KINDS = (
     "garbage_chunk",  # one chunk, then a data line that is not JSON (and holds an escape sequence)
 )
 
+# How each server refuses a request that does not fit its context (ScriptedServer's ``overflow_style``).
+OVERFLOW_STYLES = ("llama.cpp", "vllm", "ollama", "openai")
+
 _GENERIC_REPLY = json.dumps({"reply": "Hello from the swarm-tui scripted server."})
 
 
@@ -126,6 +129,27 @@ def _error_body(message: str, kind: str, code: str | None) -> bytes:
     return json.dumps({"error": {"message": message, "type": kind, "param": None, "code": code}}).encode()
 
 
+def overflow_body(style: str, prompt_tokens: int, max_tokens: int, n_ctx: int) -> bytes:
+    """The 400 body a server sends for a request over its context, in its own words and shape."""
+    if style == "llama.cpp":
+        message = (f"request ({prompt_tokens} tokens) exceeds the available context size ({n_ctx} tokens), "
+                   "try increasing it")
+        return json.dumps({"error": {"code": 400, "message": message, "type": "exceed_context_size_error",
+                                     "n_prompt_tokens": prompt_tokens, "n_ctx": n_ctx}}).encode()
+    if style == "vllm":  # vLLM's error object sits at the top level, not under "error"
+        message = (f"This model's maximum context length is {n_ctx} tokens. However, you requested "
+                   f"{prompt_tokens + max_tokens} tokens ({prompt_tokens} in the messages, {max_tokens} in the "
+                   "completion). Please reduce the length of the messages or completion.")
+        return json.dumps({"object": "error", "message": message, "type": "BadRequestError", "param": None,
+                           "code": 400}).encode()
+    if style == "ollama":
+        return _error_body("the input length exceeds the context length", "invalid_request_error", None)
+    message = (f"This model's maximum context length is {n_ctx} tokens. However, your messages resulted in "
+               f"{prompt_tokens} tokens. Please reduce the length of the messages.")
+    return json.dumps({"error": {"message": message, "type": "invalid_request_error", "param": "messages",
+                                 "code": "context_length_exceeded"}}).encode()
+
+
 # --- the server ----------------------------------------------------------------------------------
 
 
@@ -186,7 +210,11 @@ class _Handler(BaseHTTPRequestHandler):
     # -- routes --
     def do_GET(self) -> None:
         owner = self.server.owner
-        if self._path().endswith("/models"):
+        if self._path() == "/props" and owner.report_context and owner.context_size:
+            # llama.cpp's server properties: the context of one request slot
+            data = {"default_generation_settings": {"n_ctx": owner.context_size}, "total_slots": 1}
+            self._send_json(200, json.dumps(data).encode())
+        elif self._path().endswith("/models"):
             data = {
                 "object": "list",
                 "data": [{"id": owner.model, "object": "model", "owned_by": "swarm-tui"}],
@@ -232,9 +260,18 @@ class ScriptedServer:
         usage: bool = True,
         stall_seconds: float = 30.0,
         logprobs: bool = True,
+        context_size: int | None = None,
+        overflow_style: str = "llama.cpp",
+        report_context: bool = False,
     ) -> None:
         """``logprobs``: answer a request's ``logprobs``/``top_logprobs`` (deterministic per text, see
-        scripted_logprobs); False plays an endpoint that ignores them."""
+        scripted_logprobs); False plays an endpoint that ignores them.
+
+        ``context_size``: the model's context in (estimated) tokens; a request over it is refused as
+        ``overflow_style`` (OVERFLOW_STYLES) refuses one: the prompt alone over it, or for vLLM the prompt
+        plus max_tokens. ``report_context`` serves it at GET /props, as llama.cpp does."""
+        if overflow_style not in OVERFLOW_STYLES:
+            raise ValueError(f"unknown overflow style {overflow_style!r}: choose one of {', '.join(OVERFLOW_STYLES)}")
         if script is None:
             from core.demo.scripts import demo_script  # lazy: only when no script is given
 
@@ -247,7 +284,11 @@ class ScriptedServer:
         self.usage = usage
         self.stall_seconds = stall_seconds
         self.logprobs = logprobs
+        self.context_size = context_size
+        self.overflow_style = overflow_style
+        self.report_context = report_context
         self.requests: list[RequestInfo] = []
+        self.overflowed: list[RequestInfo] = []  # the requests refused as over the context
         self._faults: list[FaultRule] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -342,6 +383,8 @@ class ScriptedServer:
             self.requests.append(info)
             self._counter += 1
             completion_id = f"chatcmpl-scripted-{self._counter}"
+        if self._refuse_overflow(handler, info):
+            return
         fault = self._take_fault(info)
         kind = fault.kind if fault else ""
 
@@ -422,6 +465,21 @@ class ScriptedServer:
             self._stream(handler, completion_id, content, usage if want_usage else None, kind, top)
         else:
             self._respond(handler, completion_id, content, usage if self.usage else None, kind, top)
+
+    def _refuse_overflow(self, handler: _Handler, info: RequestInfo) -> bool:
+        """Answer a request over the context as the chosen server would; False when it fits."""
+        if not self.context_size:
+            return False
+        prompt = estimate_tokens("".join(text_of(m.get("content")) for m in info.messages))
+        max_tokens = info.body.get("max_tokens")
+        max_tokens = max_tokens if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) else 0
+        needed = prompt + max_tokens if self.overflow_style == "vllm" else prompt
+        if needed <= self.context_size:
+            return False
+        with self._lock:
+            self.overflowed.append(info)
+        handler._send_json(400, overflow_body(self.overflow_style, prompt, max_tokens, self.context_size))
+        return True
 
     def _top_logprobs(self, body: dict[str, Any]) -> int:
         """How many top logprobs per token to send: 0 when not asked (or when playing a server without them)."""

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 import openai
 
 from core.llm.call_id import CALL_ID_HEADER, CallId
+from core.llm.overflow import context_overflow
 from core.llm.request_seed import REQUEST_SEED
 from core.llm.stream import DONE, StreamError, StreamState, read_chunk, reply_text, sse_data
 from core.llm.tokens import estimate_tokens
@@ -229,6 +230,40 @@ class LLMClient:
         self.schema_supported: bool | None = None
         self.json_mode_supported: bool | None = None
         self.calls = 0
+        # The model's context in tokens, when the server says it (llama.cpp's /props, or an overflow error
+        # that names it), and how many prompt characters make a token, learned from the usage it reports:
+        # prompts are planned within the context from these (core.runtime.engine).
+        self.context_size: int | None = None
+        self.chars_per_token = 4.0
+
+    def estimate_prompt_tokens(self, messages: list[dict[str, str]]) -> int:
+        """The prompt's tokens as this endpoint counts them, from its characters (a few per message for the
+        chat template)."""
+        return math.ceil(_prompt_chars(messages) / self.chars_per_token) + 4 * len(messages)
+
+    def _learn_chars_per_token(self, messages: list[dict[str, str]], prompt_tokens: int) -> None:
+        chars = _prompt_chars(messages)
+        if prompt_tokens > 8 * len(messages) and chars > 0:
+            self.chars_per_token = max(1.0, min(8.0, chars / prompt_tokens))
+
+    async def probe_context_size(self, wait: float = 5.0) -> int | None:
+        """The context size of one request slot, where the server reports it (llama.cpp's GET /props,
+        ``default_generation_settings.n_ctx``); None when it does not say (any error, any other server)."""
+        root = strip_userinfo(self.base_url).rstrip("/")
+        root = root[: -len("/v1")] if root.endswith("/v1") else root
+        try:
+            response = await asyncio.wait_for(
+                self._client.get(f"{root}/props", cast_to=httpx.Response), timeout=min(wait, self.first_byte_timeout)
+            )
+            data = response.json()
+        except (openai.OpenAIError, httpx.HTTPError, TimeoutError, ValueError):
+            return None
+        settings = data.get("default_generation_settings") if isinstance(data, dict) else None
+        n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+        if isinstance(n_ctx, int) and not isinstance(n_ctx, bool) and n_ctx > 0:
+            self.context_size = n_ctx
+            return n_ctx
+        return None
 
     @property
     def shown_url(self) -> str:
@@ -356,6 +391,18 @@ class LLMClient:
             return True
         return False
 
+    def _learn_overflow(self, messages: list[dict[str, str]], exc: BaseException) -> bool:
+        """Whether ``exc`` says the request exceeds the context; what it tells of the context size and of
+        the prompt's tokens is kept for planning the next prompts."""
+        overflow = context_overflow(exc)
+        if overflow is None:
+            return False
+        if overflow.n_ctx:
+            self.context_size = overflow.n_ctx
+        if overflow.prompt_tokens:
+            self._learn_chars_per_token(messages, overflow.prompt_tokens)
+        return True
+
     def _format_accepted(self, request: dict[str, Any]) -> None:
         kind = (request.get("response_format") or {}).get("type")
         if kind == "json_schema":
@@ -430,6 +477,8 @@ class LLMClient:
                 try:
                     text, usage, finish = await self._stream(request, on_delta, logprobs)
                 except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+                    if self._learn_overflow(messages, exc):
+                        raise  # the caller shrinks the prompt (core.runtime.engine); never a format to drop
                     if "response_format" in request and self._format_rejected(request, exc, on_retry):
                         continue
                     raise
@@ -443,6 +492,8 @@ class LLMClient:
                 except EndpointUnavailable:
                     raise
                 except (openai.APIStatusError, openai.APIConnectionError) as exc:
+                    if self._learn_overflow(messages, exc):
+                        raise  # the same request would fail again: not retried here
                     delay = self._retry_wait(exc, retries, waited)
                     retries += 1
                     waited += delay
@@ -458,6 +509,7 @@ class LLMClient:
             latency = time.perf_counter() - start
             tops = logprobs if top_logprobs > 0 and logprobs else None
             if usage is not None:
+                self._learn_chars_per_token(messages, usage[0])
                 return ChatResult(text, usage[0], usage[1], False, latency, attempts, finish, tops)
             return ChatResult(
                 text,

@@ -88,7 +88,8 @@ class RunResult(BaseModel):
     status: Status
     final_answer: str | None = None
     answer_source: str | None = None
-    termination_reason: str | None = Field(None, description="manager, max_rounds, converged, cancelled, error")
+    termination_reason: str | None = Field(
+        None, description="manager, max_rounds, converged, budget (time_budget or max_calls), cancelled, error")
     detail: str = ""
     rounds: int
     prompt_tokens: int

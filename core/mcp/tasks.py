@@ -52,7 +52,12 @@ STRATEGIES = tuple(method_names())
 OPTIONS: dict[str, str] = {
     "protocol": f"round protocol: {' | '.join(PROTOCOLS)} (default: the server's, phased)",
     "execute": "true/false: code domain, run the latest code against the tests in a sandbox after every round",
-    "budget_s": "wall-clock budget in seconds, 1..36000 (default max_rounds x the server's per-round budget)",
+    "budget_s": "wall-clock budget in seconds, 1..36000 (default max_rounds x the server's per-round budget); "
+    "past it the run is torn down and reported as failed",
+    "time_budget": "seconds, 1..36000: the run cancels its calls in flight and ends as completed with reason "
+    "budget and the best valid answer so far (like --time-budget); shorter than budget_s",
+    "max_calls": "model calls, 1..100000, re-asks included: past it the run ends with reason budget (like "
+    "--max-calls)",
 }
 
 
@@ -185,13 +190,16 @@ def _check_options(options: Mapping[str, Any] | None, strategy: str = "dytopo") 
         return {}
     if not isinstance(options, Mapping):
         raise StartError(f"options must be an object, got {type(options).__name__}")
-    method_options = {spec.name for spec in get_method_info(strategy).options}
+    specs = get_method_info(strategy).options
+    method_options = {spec.name for spec in specs}
     unknown = sorted(set(options) - set(OPTIONS) - method_options)
     if unknown:
-        known = [*OPTIONS, *sorted(method_options)]
+        known = [*OPTIONS, *sorted(spec.name for spec in specs if not spec.call_table)]
+        kinds = [spec.name.removesuffix("_max_tokens") for spec in specs if spec.name.endswith("_max_tokens")]
+        calls = f"; and KIND_max_tokens, KIND_temperature for KIND in {', '.join(kinds)}" if kinds else ""
         raise StartError(
             f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}: "
-            f"the options are {', '.join(known)}"
+            f"the options are {', '.join(known)}{calls}"
         )
     out: dict[str, Any] = {}
     method_values = {k: v for k, v in options.items() if k in method_options and k not in OPTIONS}
@@ -214,6 +222,21 @@ def _check_options(options: Mapping[str, Any] | None, strategy: str = "dytopo") 
         if not 1 <= budget <= 36000:
             raise StartError(f"option budget_s must be between 1 and 36000 seconds, got {options['budget_s']!r}")
         out["budget_s"] = budget
+    if "time_budget" in options:
+        seconds = _number("option time_budget", options["time_budget"])
+        if not 1 <= seconds <= 36000:
+            raise StartError(f"option time_budget must be between 1 and 36000 seconds, got {options['time_budget']!r}")
+        if "budget_s" in out and seconds >= out["budget_s"]:
+            raise StartError(
+                f"option time_budget ({seconds:g} s) must be shorter than budget_s ({out['budget_s']:g} s), the hard "
+                "stop that reports the run as failed"
+            )
+        out["time_budget"] = seconds
+    if "max_calls" in options:
+        calls = _whole("option max_calls", options["max_calls"])
+        if not 1 <= calls <= 100000:
+            raise StartError(f"option max_calls must be between 1 and 100000, got {calls}")
+        out["max_calls"] = calls
     return out
 
 
@@ -384,6 +407,7 @@ class SwarmManager:
             settings = replace(self.settings, team=chosen.team or None).with_overrides(
                 domain=chosen.name, tau=tau, k_in=k_in, max_rounds=max_rounds,
                 protocol=checked.get("protocol"), execute_code=execute,
+                time_budget=checked.get("time_budget"), max_calls=checked.get("max_calls"),
             )
             settings.validate(n_workers=n_workers)
         except ConfigError as exc:
@@ -412,6 +436,8 @@ class SwarmManager:
         chosen = resolve_team(settings)
         self._make_room()
         budget = checked.get("budget_s", settings.max_rounds * self.round_budget_s)
+        if "time_budget" in checked and "budget_s" not in checked:  # the run's own ending comes first
+            budget = max(budget, checked["time_budget"] + self.cancel_grace_s)
         task_id = uuid.uuid4().hex[:12]
         while task_id in self.tasks:  # pragma: no cover - 48 random bits
             task_id = uuid.uuid4().hex[:12]

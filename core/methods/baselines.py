@@ -21,8 +21,8 @@ from core.evaluation.extract import docstring_examples, latest_code
 from core.evaluation.math_answers import answer_or_text
 from core.evaluation.sandbox import arun_code
 from core.llm.request_seed import REQUEST_SEED
-from core.methods.dytopo import MEMORY_OPTION, DyTopoMethod
-from core.methods.registry import MethodInfo, OptionSpec, register
+from core.methods.dytopo import CALL_OPTIONS, MEMORY_OPTION, DyTopoMethod
+from core.methods.registry import MethodInfo, OptionSpec, call_options, register
 from core.routing.strategies import BroadcastStrategy, ChainStrategy, DyTopoStrategy, RandomStrategy, StarStrategy
 from core.runtime import events as ev
 from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
@@ -100,7 +100,8 @@ class SingleAgentMethod:
             token = REQUEST_SEED.set(base_seed + index) if base_seed is not None else None
             try:
                 result, _ = await rt.agent_call(
-                    SOLO, CALL_SINGLE, solo_messages(domain, rt.spec.problem), json_mode=domain == "math"
+                    SOLO, CALL_SINGLE, solo_messages(domain, rt.spec.problem), json_mode=domain == "math",
+                    limits=rt.call_limits("agent", rt.settings.work_call),
                 )
             finally:
                 if token is not None:
@@ -168,6 +169,7 @@ register(
                 "samples", "int", 1, "answers sampled; >1 is self-consistency (majority vote; code: first to "
                 "pass the visible examples) — the equal-budget single-agent baseline", low=1, high=64,
             ),
+            *call_options("agent", "the agent's calls", "work_call"),
         ),
         unit="call",  # one model call (K with samples): no rounds to count
         substep="call",
@@ -181,6 +183,7 @@ register(
         round_one_broadcast=True,
         # No memory option: one round, so no prompt shows an earlier round's memory.
         factory=lambda options, domain: DyTopoMethod(DyTopoStrategy(), name="single-turn", round_limit=1),
+        options=CALL_OPTIONS,
         uses_tau=True,
         what_if=True,
         family="baseline",
@@ -192,7 +195,7 @@ register(
         summary="DyTopo's rounds over a random acyclic graph with DyTopo's edge count (baseline)",
         round_one_broadcast=True,
         factory=lambda options, domain: DyTopoMethod(RandomStrategy(options["seed"]), memory=options["memory"]),
-        options=(_SEED, MEMORY_OPTION),
+        options=(_SEED, MEMORY_OPTION, *CALL_OPTIONS),
         uses_tau=True,
         family="baseline",
     )
@@ -203,7 +206,7 @@ register(
         summary="every worker hears every other worker, delivered at the barrier (baseline)",
         round_one_broadcast=True,
         factory=lambda options, domain: DyTopoMethod(BroadcastStrategy(), memory=options["memory"]),
-        options=(MEMORY_OPTION,),
+        options=(MEMORY_OPTION, *CALL_OPTIONS),
         family="baseline",
     )
 )
@@ -213,7 +216,7 @@ register(
         summary="a fixed pipeline in roster order (baseline)",
         round_one_broadcast=True,
         factory=lambda options, domain: DyTopoMethod(ChainStrategy(), memory=options["memory"]),
-        options=(MEMORY_OPTION,),
+        options=(MEMORY_OPTION, *CALL_OPTIONS),
         family="baseline",
     )
 )
@@ -223,7 +226,7 @@ register(
         summary="every worker sends to one hub, which works last (baseline)",
         round_one_broadcast=True,
         factory=_star,
-        options=(_HUB, MEMORY_OPTION),
+        options=(_HUB, MEMORY_OPTION, *CALL_OPTIONS),
         family="baseline",
     )
 )

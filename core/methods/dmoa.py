@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,9 +62,10 @@ from core.methods.dmoa_routing import (
     rank_loss,
     softmax,
 )
-from core.methods.registry import MethodError, MethodInfo, OptionSpec, register
+from core.methods.registry import MethodError, MethodInfo, OptionSpec, call_options, register
 from core.routing.dytopo import KIND_HANDOFF, Edge, RoutingResult
 from core.runtime import events as ev
+from core.runtime.context import Messages, Shrink, shrink_pieces
 from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
 from core.runtime.domains import Domain
 from core.runtime.engine import STATUS_DONE, AgentResult, RunAborted
@@ -247,6 +248,20 @@ def parse_selection(text: str, names: Sequence[str], k_max: int) -> list[tuple[s
     chosen = chosen[: max(1, k_max)]
     total = sum(w for _, w in chosen)
     return [(name, w / total) for name, w in chosen]
+
+
+def fitted(
+    responses: Sequence[tuple[str, str]], make: Callable[[list[tuple[str, str]]], Messages]
+) -> tuple[Messages, Shrink]:
+    """A prompt ``make`` builds around one step's responses, and how to fit it to the model's context: the
+    responses are all of one step (P_last), so each is cut to an equal share (core.runtime.context)."""
+    names = [name for name, _ in responses]
+
+    def build(_: list[str], texts: list[str]) -> Messages:
+        return make(list(zip(names, texts, strict=True)))
+
+    texts = [text for _, text in responses]
+    return build([], texts), shrink_pieces(build, [], texts)
 
 
 # --- routing ---------------------------------------------------------------------------------------
@@ -508,17 +523,18 @@ class DmoaMethod:
     async def _select(self, step: int, previous: list[tuple[str, str]], x: np.ndarray) -> Choice:
         """The *w LLM Selector* ablation: one Manager-model call per step picks up to K agents."""
         rt = self.rt
-        messages = [
+        messages, shrink = fitted(previous, lambda responses: [
             {"role": "system", "content": selector_system_prompt(rt.domain.name, self.pool, self.k_max)},
-            {"role": "user", "content": selector_request(step, rt.spec.problem, previous, self.k_max)},
-        ]
+            {"role": "user", "content": selector_request(step, rt.spec.problem, responses, self.k_max)},
+        ])
         result, picked = await rt.agent_call(
             SELECTOR,
             CALL_SELECT,
             messages,
-            limits=rt.settings.manager_call,
+            limits=rt.call_limits("selector", rt.settings.manager_call),
             parser=lambda text: parse_selection(text, self.names, self.k_max),
             json_mode=True,
+            shrink=shrink,
         )
         if result.connection_failed:
             raise RunAborted(result.error)
@@ -570,12 +586,13 @@ class DmoaMethod:
         agent = self.pool[self.names.index(name)]
         in_system = self.query_in == QUERY_IN_SYSTEM
         problem = rt.spec.problem
-        messages = [
+        messages, shrink = fitted(previous, lambda responses: [
             {"role": "system", "content": agent_system_prompt(rt.domain.name, agent, problem if in_system else None)},
-            {"role": "user", "content": agent_request(name, step, None if in_system else problem, previous, feedback)},
-        ]
+            {"role": "user", "content": agent_request(name, step, None if in_system else problem, responses, feedback)},
+        ])
         result, _ = await rt.agent_call(
-            name, CALL_STEP, messages, top_logprobs=self.top_logprobs if self._dense else 0
+            name, CALL_STEP, messages, limits=rt.call_limits("agent", rt.settings.work_call),
+            top_logprobs=self.top_logprobs if self._dense else 0, shrink=shrink,
         )
         return result
 
@@ -635,12 +652,14 @@ class DmoaMethod:
     ) -> tuple[str, str, str, str] | None:
         rt = self.rt
         last = step >= self.l_max
-        messages = [
+        messages, shrink = fitted(responses, lambda shown: [
             {"role": "system", "content": summarizer_system_prompt(rt.domain.name)},
-            {"role": "user", "content": summarizer_request(step, self.l_max, rt.spec.problem, responses, feedback)},
-        ]
-        result, _ = await rt.agent_call(SUMMARIZER, CALL_SUMMARY, messages, limits=rt.settings.manager_call,
-                                        reply_format="[FINAL] and the answer, or [CONTINUE] and what is missing")
+            {"role": "user", "content": summarizer_request(step, self.l_max, rt.spec.problem, shown, feedback)},
+        ])
+        result, _ = await rt.agent_call(SUMMARIZER, CALL_SUMMARY, messages,
+                                        limits=rt.call_limits("summarizer", rt.settings.manager_call),
+                                        reply_format="[FINAL] and the answer, or [CONTINUE] and what is missing",
+                                        shrink=shrink)
         if result.connection_failed:
             raise RunAborted(result.error)
         if result.status == STATUS_DONE:
@@ -833,6 +852,9 @@ register(
             OptionSpec("query_in", "choice", QUERY_IN_SYSTEM,
                        "where an agent reads the problem: system (the paper's P_sys = (Profile, P_usr)) or user "
                        "(the user message, beside the previous step's responses)", choices=QUERY_IN),
+            *call_options("agent", "the pool's agents' calls", "work_call"),
+            *call_options("summarizer", "the Summarizer's calls", "manager_call"),
+            *call_options("selector", "the Selector's calls (router llm)", "manager_call"),
         ),
         unit="step",
         substep="phase",

@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.methods.registry import MethodInfo, OptionSpec, register
+from core.methods.registry import MethodInfo, OptionSpec, call_options, register
 from core.routing.dytopo import RoutingResult, similarity_matrix
 from core.routing.strategies import DyTopoStrategy, TopologyStrategy
 from core.runtime import events as ev
+from core.runtime.context import shrink_pieces
 from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
 from core.runtime.convergence import text_similarity
 from core.runtime.domains import Domain
@@ -62,6 +63,13 @@ MEMORY_OPTION = OptionSpec(
     "what a worker's prompt shows of its memory: accumulate (eq. 3: every earlier output and message) or "
     "latest (only the newest message per teammate: fewer tokens, not the paper)",
     choices=MEMORY_RULES,
+)
+
+# Each call kind's own max_tokens and temperature, for DyTopo and the baselines that run its rounds.
+CALL_OPTIONS = (
+    *call_options("manager", "the Manager's calls", "manager_call"),
+    *call_options("worker", "the workers' work calls", "work_call"),
+    *call_options("descriptor", "the workers' descriptor calls", "descriptor_call"),
 )
 
 
@@ -439,24 +447,31 @@ class DyTopoMethod:
         self, round_no: int, goal: str, outputs: dict[str, AgentResult], evaluation: Evaluation | None
     ) -> Any | None:
         self.rt.start_phase(ev.PHASE_MANAGER, "Manager reviews the round")
-        order = self._routing.order if (self._routing and round_no > 1) else self.rt.workers
-        summary = "\n\n".join(
-            f"## {name} ({outputs[name].status})\n{outputs[name].public or '(no output)'}"
-            + (f"\nAnswer: {outputs[name].answer}" if outputs[name].answer else "")
-            for name in order
-            if name in outputs
-        )
+        order = [name for name in (self._routing.order if (self._routing and round_no > 1) else self.rt.workers)
+                 if name in outputs]
         extra = f"TEST RESULTS:\n{evaluation.feedback}" if evaluation is not None else ""
-        messages = [
-            {"role": "system", "content": manager_system_prompt(self.rt.domain)},
-            {
-                "role": "user",
-                "content": manager_request(
-                    round_no, self._max_rounds, self.rt.spec.problem, goal, summary, extra
-                ),
-            },
-        ]
-        decision, status = await self.rt.manager_call(ev.CALL_MANAGER, messages)
+
+        def build(_: list[str], texts: list[str]) -> list[dict[str, str]]:
+            summary = "\n\n".join(
+                f"## {name} ({outputs[name].status})\n{text or '(no output)'}"
+                + (f"\nAnswer: {outputs[name].answer}" if outputs[name].answer else "")
+                for name, text in zip(order, texts, strict=True)
+            )
+            return [
+                {"role": "system", "content": manager_system_prompt(self.rt.domain)},
+                {
+                    "role": "user",
+                    "content": manager_request(
+                        round_no, self._max_rounds, self.rt.spec.problem, goal, summary, extra
+                    ),
+                },
+            ]
+
+        texts = [outputs[name].public for name in order]
+        # Over the model's context, every worker's output is cut to an equal share (the round is one step).
+        decision, status = await self.rt.manager_call(
+            ev.CALL_MANAGER, build([], texts), shrink=shrink_pieces(build, [], texts)
+        )
         tests_fail = evaluation is not None and not evaluation.passed
         if decision is not None and decision.terminate and tests_fail and round_no < self._max_rounds:
             # The Manager may not end a run as solved while the tests fail.
@@ -516,6 +531,7 @@ register(
                 choices=PAYLOADS,
             ),
             MEMORY_OPTION,
+            *CALL_OPTIONS,
         ),
         unit="round",
         substep="phase",

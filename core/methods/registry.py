@@ -32,6 +32,7 @@ class OptionSpec:
     low: float | None = None
     high: float | None = None
     choices: tuple[str, ...] = ()
+    call_table: str = ""  # a call kind's max_tokens or temperature (call_options): the table it overrides
 
     def describe(self) -> str:
         if self.kind == "choice":
@@ -45,6 +46,8 @@ class OptionSpec:
     def check(self, method: str, value: Any) -> Any:
         """The value in its proper type, or MethodError naming the method, option and allowed range."""
         where = f"[strategy.{method}] {self.name}"
+        if value is None and self.default is None:  # "not set" (a recorded run's options hold it so)
+            return None
         if isinstance(value, str) and self.kind in ("float", "int", "bool"):
             value = _from_text(where, self.kind, value)
         if self.kind == "bool":
@@ -84,6 +87,25 @@ def _from_text(where: str, kind: str, text: str) -> Any:
         raise MethodError(f"{where} must be {what}, got {text!r}") from None
 
 
+# The settings table each call kind's limits come from, unless its own options say otherwise.
+CALL_TABLES = {"manager_call", "work_call", "descriptor_call"}
+MAX_TOKENS_SUFFIX = "_max_tokens"
+TEMPERATURE_SUFFIX = "_temperature"
+
+
+def call_options(kind: str, calls: str, table: str) -> tuple[OptionSpec, OptionSpec]:
+    """A call kind's own max_tokens and temperature (``-o summarizer_max_tokens=300``): unset, the settings'
+    ``[table]`` values apply; --max-tokens caps them, and a team file's per-agent values win over them.
+    ``calls`` names the calls, as in "the Summarizer's calls"."""
+    assert table in CALL_TABLES
+    return (
+        OptionSpec(f"{kind}{MAX_TOKENS_SUFFIX}", "int", None, f"max_tokens of {calls} (unset: [{table}])",
+                   low=1, high=1_000_000, call_table=table),
+        OptionSpec(f"{kind}{TEMPERATURE_SUFFIX}", "float", None, f"temperature of {calls} (unset: [{table}])",
+                   low=0.0, high=2.0, call_table=table),
+    )
+
+
 MethodFactory = Callable[[dict[str, Any], Domain], Method]
 
 
@@ -116,12 +138,13 @@ class MethodInfo:
         raise MethodError(f"{self.name} has no option {name!r} (its options: {known})")
 
     def resolve(self, given: Mapping[str, Any] | None) -> dict[str, Any]:
-        """Defaults overlaid with the given values, each checked."""
+        """Defaults overlaid with the given values, each checked. Options left unset (a call kind's limits,
+        which then come from the config table) are left out, so a run records only what was chosen."""
         values = {spec.name: spec.default for spec in self.options}
         for key, value in (given or {}).items():
             spec = self.option(key.replace("-", "_"))
             values[spec.name] = spec.check(self.name, value)
-        return values
+        return {name: value for name, value in values.items() if value is not None}
 
 
 _REGISTRY: dict[str, MethodInfo] = {}

@@ -26,6 +26,7 @@ import asyncio
 import hashlib
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +35,7 @@ import numpy as np
 
 from core.evaluation.extract import docstring_examples, latest_code
 from core.evaluation.math_answers import answer_or_text, extract_answer
-from core.methods.registry import MethodError, MethodInfo, OptionSpec, register
+from core.methods.registry import MethodError, MethodInfo, OptionSpec, call_options, register
 from core.methods.topodim_events import TopoDIMCall, TopoDIMGraph, describe_call
 from core.routing.topodim import (
     EDGE_TYPES,
@@ -58,6 +59,7 @@ from core.routing.topodim import (
     to_routing,
 )
 from core.runtime import events as ev
+from core.runtime.context import Messages, Shrink, prompt_chars
 from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
 from core.runtime.domains import Domain, Role
 from core.runtime.engine import STATUS_DONE, Evaluation, RunAborted
@@ -74,6 +76,7 @@ MARK = "one-shot typed interaction graph"  # in every system prompt, so scripts 
 GENERATORS = ("prior", "random", "policy", "decentralized")
 POLICY_GENERATORS = ("policy", "decentralized")
 PEER_CHARS = 8000  # at most this much of one teammate's answer is quoted in another's prompt
+MIN_PEER_CHARS = 200  # the least of it quoted when the prompt must fit a small context
 
 # TopoDIM runs with five agents (§4.1). The domains' teams have three or four workers; these roles fill
 # a team up, taken in order (the code ones from the paper's code roster, App. G; the others from its
@@ -277,6 +280,26 @@ def clip(text: str, limit: int = PEER_CHARS) -> str:
     return text[:limit] + f"\n… (cut: {len(text) - limit} more characters)"
 
 
+def clip_shrink(make: Callable[[int], Messages]) -> Shrink:
+    """TopoDIM's own rule for a prompt over the model's context: every teammate's text it quotes is clipped
+    (clip) to one smaller limit, the largest that fits; None when even the smallest does not shrink it."""
+    def shrink(most_chars: int) -> Messages | None:
+        low, high = MIN_PEER_CHARS, PEER_CHARS
+        best = make(low)
+        if prompt_chars(best) >= prompt_chars(make(PEER_CHARS)):
+            return None
+        while low < high:  # the largest limit whose prompt fits
+            middle = (low + high + 1) // 2
+            candidate = make(middle)
+            if prompt_chars(candidate) <= most_chars:
+                low, best = middle, candidate
+            else:
+                high = middle - 1
+        return best
+
+    return shrink
+
+
 # --- the method ------------------------------------------------------------------------------------
 
 
@@ -418,7 +441,8 @@ class TopoDIMMethod:
             },
         ]
         result, proposal = await rt.agent_call(
-            self.decider, CALL_GRAPH, messages, limits=rt.settings.manager_call, parser=parse_prior, json_mode=True
+            self.decider, CALL_GRAPH, messages, limits=rt.call_limits("decider", rt.settings.manager_call),
+            parser=parse_prior, json_mode=True,
         )
         _abort_if_unreachable(result)
         if proposal is None:
@@ -571,10 +595,10 @@ class TopoDIMMethod:
             f"{_FORMAT.get(self.rt.domain.name, _FORMAT['general'])}"
         )
 
-    def _peer(self, name: str, text: str, note: str = "") -> str:
+    def _peer(self, name: str, text: str, note: str = "", limit: int = PEER_CHARS) -> str:
         role = self.roles.get(name)
         title = f", the {role.title}" if role else ""
-        return f"[{name}{title}{note}]\n{clip(text)}"
+        return f"[{name}{title}{note}]\n{clip(text, limit)}"
 
     def _user(self, step: CallStep, body: str, ask: str) -> str:
         return f"PROBLEM:\n{self.rt.spec.problem}\n\n{body}{ask}"
@@ -592,17 +616,22 @@ class TopoDIMMethod:
                 await rt.checkpoint(BOUNDARY_PHASE)
             what = describe_call(step.mode, step.agent, step.partner)
             rt.start_phase(ev.PHASE_WORK, f"call {step.index}/{step.total}: {what}")
-            body, ask, missing = self._request(step, answers, reviews, debates, inputs)
+            missing = self._request(step, answers, reviews, debates, inputs)[2]
             if missing:
                 rt.emit(self._call_event(step, skipped=True, reason=missing))
                 rt.notice(f"TopoDIM call {step.index}/{step.total} skipped: {missing}", "warning", step.agent)
                 continue
             rt.emit(self._call_event(step))
-            messages = [
-                {"role": "system", "content": self._system(step.agent)},
-                {"role": "user", "content": self._user(step, body, ask)},
-            ]
-            result, _ = await rt.agent_call(step.agent, step.mode, messages)
+
+            def make(limit: int, step: CallStep = step) -> Messages:
+                body, ask, _ = self._request(step, answers, reviews, debates, inputs, limit)
+                return [
+                    {"role": "system", "content": self._system(step.agent)},
+                    {"role": "user", "content": self._user(step, body, ask)},
+                ]
+
+            result, _ = await rt.agent_call(step.agent, step.mode, make(PEER_CHARS), shrink=clip_shrink(make),
+                                            limits=rt.call_limits("agent", rt.settings.work_call))
             _abort_if_unreachable(result)
             text = usable_text(result) if result.status == STATUS_DONE else ""
             if not text:
@@ -630,20 +659,23 @@ class TopoDIMMethod:
         reviews: dict[tuple[str, str], str],
         debates: dict[tuple[str, str], list[str]],
         inputs: dict[str, list[str]],
+        limit: int = PEER_CHARS,
     ) -> tuple[str, str, str]:
-        """(context blocks, the ask, what is missing so the call cannot be made)."""
+        """(context blocks, the ask, what is missing so the call cannot be made). ``limit``: the most of one
+        teammate's text quoted (clip), smaller when the prompt must fit the model's context."""
         agent, partner = step.agent, step.partner
         if step.mode == MODE_SOLUTION:
             blocks = []
-            given = [self._peer(src, answers[src]) for src in inputs[agent] if answers.get(src)]
+            given = [self._peer(src, answers[src], limit=limit) for src in inputs[agent] if answers.get(src)]
             if given:
                 blocks.append("ANSWERS YOU BUILD ON (conditioned inputs):\n" + "\n\n".join(given))
             for (src, challenger), turns in debates.items():
                 if challenger == agent:
                     claim, challenge, *defence = [*turns, ""]
                     blocks.append(
-                        f"YOUR DEBATE WITH {src}:\n{src}'s answer:\n{clip(claim)}\n\nYour challenge:\n{clip(challenge)}"
-                        f"\n\n{src}'s reply:\n{clip(defence[0]) or '(no reply)'}"
+                        f"YOUR DEBATE WITH {src}:\n{src}'s answer:\n{clip(claim, limit)}\n\n"
+                        f"Your challenge:\n{clip(challenge, limit)}\n\n"
+                        f"{src}'s reply:\n{clip(defence[0], limit) or '(no reply)'}"
                     )
             ask = (
                 "Solve the problem from your role's angle. Use what your teammates gave you where it is right "
@@ -656,7 +688,7 @@ class TopoDIMMethod:
             if not answers.get(partner):
                 return "", "", f"{partner} has no answer to review"
             return (
-                f"ANSWER TO REVIEW:\n{self._peer(partner, answers[partner])}\n\n",
+                f"ANSWER TO REVIEW:\n{self._peer(partner, answers[partner], limit=limit)}\n\n",
                 "Review this answer for correctness and completeness. Name each concrete error and what should "
                 "change; do not rewrite the whole answer.",
                 "",
@@ -666,7 +698,8 @@ class TopoDIMMethod:
             if not review or not answers.get(agent):
                 return "", "", f"no review from {partner} to revise with"
             return (
-                f"YOUR ANSWER:\n{clip(answers[agent])}\n\nREVIEW FROM {self._peer(partner, review)}\n\n",
+                f"YOUR ANSWER:\n{clip(answers[agent], limit)}\n\n"
+                f"REVIEW FROM {self._peer(partner, review, limit=limit)}\n\n",
                 "Revise your answer where the review is right (say briefly where you disagree) and give your "
                 "complete revised answer.",
                 "",
@@ -675,7 +708,7 @@ class TopoDIMMethod:
             if not answers.get(partner):
                 return "", "", f"{partner} has no answer to challenge"
             return (
-                f"ANSWER TO CHALLENGE:\n{self._peer(partner, answers[partner])}\n\n",
+                f"ANSWER TO CHALLENGE:\n{self._peer(partner, answers[partner], limit=limit)}\n\n",
                 "Challenge it: point at its weakest step or assumption and give a counter-example or a better "
                 "alternative. Be specific.",
                 "",
@@ -685,7 +718,8 @@ class TopoDIMMethod:
             if not turns or not turns[1] or not answers.get(agent):
                 return "", "", f"no challenge from {partner} to answer"
             return (
-                f"YOUR ANSWER:\n{clip(answers[agent])}\n\nCHALLENGE FROM {self._peer(partner, turns[1])}\n\n",
+                f"YOUR ANSWER:\n{clip(answers[agent], limit)}\n\n"
+                f"CHALLENGE FROM {self._peer(partner, turns[1], limit=limit)}\n\n",
                 "Answer the challenge: defend what holds, correct what does not, and give your complete answer "
                 "at the end.",
                 "",
@@ -753,25 +787,31 @@ class TopoDIMMethod:
         rt.start_phase(ev.PHASE_MANAGER, f"call {step.index}/{step.total}: the decision-maker reads every kept agent")
         checks, verdicts = await self._candidate_checks(answers)
         order = [n for n in graph.active if answers.get(n)]
-        peers = "\n\n".join(self._peer(n, answers[n], self.notes.get(n, "")) for n in order) or "(no answers)"
         domain = rt.domain.name
-        messages = [
-            {
-                "role": "system",
-                "content": f"You are {self.decider}, the decision-maker of a team of {len(self.names)} agents solving "
-                f"one {domain} problem in a single pass over a {MARK} (TopoDIM). You read every answer the "
-                "team produced and write the final answer. Think critically: the majority can be wrong, and a "
-                f"review or a debate may have exposed an error.\n{_FINAL_FORMAT.get(domain, _FINAL_FORMAT['general'])}",
-            },
-            {
-                "role": "user",
-                "content": f"PROBLEM:\n{rt.spec.problem}\n\n"
-                f"THE TEAM'S ANSWERS ({len(order)} agents):\n{peers}\n\n{checks}"
-                "Weigh these answers and write the final answer to the problem.",
-            },
-        ]
+
+        def make(limit: int) -> Messages:
+            peers = "\n\n".join(self._peer(n, answers[n], self.notes.get(n, ""), limit) for n in order)
+            return [
+                {
+                    "role": "system",
+                    "content": f"You are {self.decider}, the decision-maker of a team of {len(self.names)} agents "
+                    f"solving one {domain} problem in a single pass over a {MARK} (TopoDIM). You read every answer "
+                    "the team produced and write the final answer. Think critically: the majority can be wrong, and "
+                    f"a review or a debate may have exposed an error.\n"
+                    f"{_FINAL_FORMAT.get(domain, _FINAL_FORMAT['general'])}",
+                },
+                {
+                    "role": "user",
+                    "content": f"PROBLEM:\n{rt.spec.problem}\n\n"
+                    f"THE TEAM'S ANSWERS ({len(order)} agents):\n{peers or '(no answers)'}\n\n{checks}"
+                    "Weigh these answers and write the final answer to the problem.",
+                },
+            ]
+
         rt.emit(self._call_event(step))
-        result, _ = await rt.agent_call(self.decider, MODE_FINAL, messages, limits=rt.settings.manager_call)
+        result, _ = await rt.agent_call(self.decider, MODE_FINAL, make(PEER_CHARS),
+                                        limits=rt.call_limits("decider", rt.settings.manager_call),
+                                        shrink=clip_shrink(make))
         _abort_if_unreachable(result)
         text = usable_text(result) if result.status == STATUS_DONE else ""
         answer, source = self._answer(text, answers, verdicts)
@@ -886,6 +926,8 @@ OPTIONS = (
                low=2, high=6),
     OptionSpec("weights", "str", "",
                "policy/decentralized: weights file (default: the user data dir's swarm-tui/topodim/policy.pt)"),
+    *call_options("agent", "the agents' solution, review and debate calls", "work_call"),
+    *call_options("decider", "the decision-maker's graph and final calls", "manager_call"),
 )
 
 register(

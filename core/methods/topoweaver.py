@@ -30,7 +30,7 @@ from core.evaluation.extract import docstring_examples, extract_tests, latest_co
 from core.evaluation.math_answers import answer_or_text, extract_answer
 from core.evaluation.sandbox import SandboxLimits, arun_code
 from core.llm.urls import redact_url
-from core.methods.registry import MethodInfo, OptionSpec, register
+from core.methods.registry import MethodInfo, OptionSpec, call_options, register
 from core.methods.topoweaver_events import PlanProposed, TurnEnded
 from core.methods.topoweaver_plan import (
     CODER,
@@ -63,6 +63,7 @@ from core.methods.topoweaver_prompts import (
 )
 from core.runtime import events as ev
 from core.runtime.config import resolve_api_key
+from core.runtime.context import Messages, shrink_pieces
 from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
 from core.runtime.domains import Domain
 from core.runtime.engine import STATUS_DONE, AgentResult, Evaluation, RunAborted
@@ -222,14 +223,22 @@ class TopoWeaverMethod:
     async def _turn(self, turn: int) -> TurnRecord:
         rt = self.rt
         rt.start_phase(PHASE_ORCHESTRATE, f"turn {turn}: the Orchestrator writes the plan")
-        messages = [
-            {"role": "system", "content": orchestrator_system_prompt(self.domain, rt.control.params.max_rounds)},
-            {"role": "user", "content": orchestrator_request(
-                rt.spec.problem, turn, rt.control.params.max_rounds, self._history_notes())},
-        ]
+        notes = self._history_notes()
+
+        def build(kept: list[str], _: list[str]) -> Messages:
+            shown = notes[len(notes) - len(kept):] if kept else []
+            return [
+                {"role": "system", "content": orchestrator_system_prompt(self.domain, rt.control.params.max_rounds)},
+                {"role": "user", "content": orchestrator_request(
+                    rt.spec.problem, turn, rt.control.params.max_rounds, shown)},
+            ]
+
+        texts = [note.text for note in notes]
+        # Over the model's context, the history H loses its oldest turns first.
         reply, _ = await rt.agent_call(
-            ORCHESTRATOR, CALL_ORCHESTRATE, messages, limits=rt.settings.manager_call, client=self._client,
-            reply_format=ORCHESTRATOR_REPLY_FORMAT,
+            ORCHESTRATOR, CALL_ORCHESTRATE, build(texts, []), client=self._client,
+            limits=rt.call_limits("orchestrator", rt.settings.manager_call),
+            reply_format=ORCHESTRATOR_REPLY_FORMAT, shrink=shrink_pieces(build, texts),
         )
         rt.abort_if_unreachable({ORCHESTRATOR: reply})  # no reply at all, even after retries: the run ends
         validation = validate_plan(reply.raw, domain=self.domain, turn=turn, earlier=self._ran)
@@ -357,14 +366,22 @@ class TopoWeaverMethod:
             reads.append((f"{ref} ({kind})", outputs[ref].public if ref in outputs else ""))
         for name, ref_turn in agent.cross_refs:
             reads.append((f"{name}, turn {ref_turn}", self._memory.get(name, {}).get(ref_turn, "")))
-        messages = [
-            {"role": "system", "content": agent_system_prompt(self.domain, agent)},
-            {"role": "user", "content": agent_request(
-                self.rt.spec.problem, agent, turn=turn, steps=len(plan.steps), view=view, memory=memory,
-                reads=reads)},
-        ]
+        def build(kept: list[str], texts: list[str]) -> Messages:
+            mine = memory[len(memory) - len(kept):] if kept else []
+            return [
+                {"role": "system", "content": agent_system_prompt(self.domain, agent)},
+                {"role": "user", "content": agent_request(
+                    self.rt.spec.problem, agent, turn=turn, steps=len(plan.steps), view=view,
+                    memory=[(t, text) for (t, _), text in zip(mine, kept, strict=True)],
+                    reads=[(label, text) for (label, _), text in zip(reads, texts, strict=True)])},
+            ]
+
+        # Over the model's context: its own oldest outputs go first, then what it reads is cut to equal shares.
+        own, read = [text for _, text in memory], [text for _, text in reads]
         result, _ = await self.rt.agent_call(
-            agent.id, CALL_AGENT, messages, limits=self.rt.settings.work_call, tier=agent.step - 1
+            agent.id, CALL_AGENT, build(own, read), limits=self.rt.call_limits("agent", self.rt.settings.work_call),
+            tier=agent.step - 1,
+            shrink=shrink_pieces(build, own, read),
         )
         return result
 
@@ -591,6 +608,8 @@ register(
             OptionSpec("orchestrator_base_url", "str", "", "the orchestrator's endpoint (default: the run's)"),
             OptionSpec("fallback", "bool", False, "run a difficulty template when the plan is invalid "
                        "(the paper just uses up the turn)"),
+            *call_options("orchestrator", "the Orchestrator's calls", "manager_call"),
+            *call_options("agent", "the plan's agents' calls", "work_call"),
         ),
         unit="turn",
         substep="step",

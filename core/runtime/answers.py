@@ -74,6 +74,6 @@ def honest_answer(answer: str, source: str, domain: str, app_texts: Iterable[str
     if app_written(answer, app_texts):
         return "", SOURCE_NONE, "the final answer was text the app wrote (a prompt, re-ask or note), not the model's"
     if not passes_answer_check(answer, domain):
-        what = {"code": "Python code that parses", "math": "a final answer"}.get(domain, "an answer")
+        what = {"code": "Python code that parses", "math": "final expression"}.get(domain, "answer")
         return "", SOURCE_NONE, f"the final answer held no {what}"
     return answer, source, ""

@@ -14,16 +14,18 @@ import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from core.evaluation.extract import latest_code
 from core.evaluation.math_answers import extract_answer
 from core.llm.call_id import CallId
 from core.llm.embeddings import Embedder, EmbeddingError
+from core.llm.tokens import estimate_tokens
 from core.llm.urls import redact_url
 from core.runtime import events as ev
 from core.runtime.answers import honest_answer
 from core.runtime.config import CallLimits, Settings
+from core.runtime.context import Shrink, cut_text, prompt_chars, shrink_pieces
 from core.runtime.control import Params, RunControl
 from core.runtime.domains import Domain, get_domain
 from core.runtime.memory import AgentMemory, MemoryItem
@@ -84,6 +86,17 @@ class AgentResult:
     error: str = ""
     connection_failed: bool = False
     top_logprobs: list[list[float]] | None = None  # per token, when the call asked for them (agent_call)
+    context_overflow: bool = False  # the prompt did not fit the model's context, even trimmed: no reply
+
+
+class CallOutcome(NamedTuple):
+    """What call_and_parse ends with."""
+
+    parsed: Any | None
+    usage: _Usage | None
+    error: str
+    unreachable: bool  # no later call can succeed either (the endpoint is down, refuses us, ...)
+    overflow: bool = False  # the prompt does not fit the model's context, even trimmed
 
 
 @dataclass
@@ -300,7 +313,8 @@ class SwarmEngine:
     def abort_if_unreachable(self, results: dict[str, AgentResult]) -> None:
         """End the run when no call of a phase got any reply (the endpoint is unreachable, refuses us,
         or fails every call even after the SDK's retries): going on would only repeat the failure."""
-        if results and all(r.status == STATUS_FAILED for r in results.values()):
+        # A prompt over the model's context fails its own call only: the server answered, it is not down.
+        if results and all(r.status == STATUS_FAILED and not r.context_overflow for r in results.values()):
             raise RunAborted(next(iter(results.values())).error)
         for name, result in results.items():  # an agent's own endpoint is gone: its calls cannot succeed
             if result.connection_failed and name in self.agent_clients:
@@ -309,13 +323,18 @@ class SwarmEngine:
     def _worker_messages(
         self, name: str, call: str, goal: str, inbox: str, inbox_from: frozenset[str] = frozenset()
     ) -> list[dict[str, str]]:
-        # A descriptor call states needs and offers for this round: the last round's memory is its context.
-        since = self.round - 1 if call == ev.CALL_DESCRIPTORS else 0
         memory_text, dropped, dropped_tokens = self.memory[name].render(
-            self._memory_budget(goal, inbox), since_round=since, newer_from=inbox_from
+            self._memory_budget(goal, inbox), since_round=self._memory_since(call), newer_from=inbox_from
         )
         if dropped:
             self.emit(ev.MemoryTrimmed(round=self.round, agent=name, dropped=dropped, dropped_tokens=dropped_tokens))
+        return self._compose_worker(name, call, goal, memory_text, inbox)
+
+    def _memory_since(self, call: str) -> int:
+        # A descriptor call states needs and offers for this round: the last round's memory is its context.
+        return self.round - 1 if call == ev.CALL_DESCRIPTORS else 0
+
+    def _compose_worker(self, name: str, call: str, goal: str, memory_text: str, inbox: str) -> list[dict[str, str]]:
         content = worker_request(call, name, self.round, self.spec.problem, goal, memory_text, inbox)
         if call == ev.CALL_DESCRIPTORS and self.settings.no_think:
             content += " /no_think"
@@ -329,10 +348,46 @@ class SwarmEngine:
             {"role": "user", "content": content},
         ]
 
+    def _worker_shrink(
+        self, name: str, call: str, goal: str, inbox: str, inbox_from: frozenset[str]
+    ) -> Shrink:
+        """DyTopo's memory rule when a prompt must fit the context: the oldest memory items go first, for
+        good (as the token budget drops them), then this round's inbox is cut."""
+        memory = self.memory[name]
+        # The memory as the prompt showed it (after its budget trim); the shrink reads it only when needed.
+        shown = memory.rendered(since_round=self._memory_since(call), newer_from=inbox_from)
+
+        def build(kept: list[str], shared: list[str]) -> list[dict[str, str]]:
+            return self._compose_worker(name, call, goal, "\n\n".join(kept), shared[0] if shared else "")
+
+        forgotten = [0]  # a later shrink of the same prompt drops more, never the same items twice
+
+        def forget(count: int) -> None:
+            gone, forgotten[0] = shown[forgotten[0]:count], max(forgotten[0], count)
+            if not gone:
+                return
+            memory.forget([item for item, _ in gone])
+            tokens = sum(estimate_tokens(text) + 1 for _, text in gone)
+            self.emit(ev.MemoryTrimmed(round=self.round, agent=name, dropped=len(gone), dropped_tokens=tokens))
+
+        return shrink_pieces(build, [text for _, text in shown], [inbox] if inbox else [], on_drop=forget)
+
     def _memory_budget(self, goal: str, inbox: str) -> int:
         """What is left of the context budget for memory once the fixed parts are in."""
         fixed = (len(self.spec.problem) + len(goal) + len(inbox)) // 4 + 800  # prompts and schema
         return max(200, self.settings.context_budget_tokens - fixed)
+
+    def call_limits(self, kind: str, base: CallLimits) -> CallLimits:
+        """The temperature and max_tokens of one kind of call: the settings' table for it (``base``), overlaid
+        by the method's own options ``KIND_max_tokens`` and ``KIND_temperature`` when set (-o or
+        [strategy.NAME]). A team file's per-agent values and --max-tokens apply on top (call_and_parse)."""
+        options = getattr(self.method, "options", None) or {}
+        temperature = options.get(f"{kind}_temperature")
+        max_tokens = options.get(f"{kind}_max_tokens")
+        return CallLimits(
+            base.temperature if temperature is None else float(temperature),
+            base.max_tokens if max_tokens is None else int(max_tokens),
+        )
 
     async def worker_call(
         self,
@@ -344,15 +399,18 @@ class SwarmEngine:
         tier: int | None = None,
         inbox_from: frozenset[str] = frozenset(),
     ) -> AgentResult:
-        limits = self.settings.descriptor_call if call == ev.CALL_DESCRIPTORS else self.settings.work_call
+        limits = (self.call_limits("descriptor", self.settings.descriptor_call) if call == ev.CALL_DESCRIPTORS
+                  else self.call_limits("worker", self.settings.work_call))
         parser: Callable[[str], Any] = {ev.CALL_DESCRIPTORS: parse_descriptors, ev.CALL_WORK: parse_work}.get(
             call, parse_worker
         )
         messages = self._worker_messages(name, call, goal, inbox, inbox_from)
         self.emit(ev.AgentStarted(round=self.round, agent=name, call=call, tier=tier))
-        outcome = await self.call_and_parse(name, call, messages, limits, parser)
+        outcome = await self.call_and_parse(
+            name, call, messages, limits, parser, shrink=self._worker_shrink(name, call, goal, inbox, inbox_from)
+        )
         role = self.domain.role(name)
-        parsed, chat, error, connection_failed = outcome
+        parsed, chat, error, connection_failed, overflow = outcome
         if parsed is not None:
             result = AgentResult(
                 agent=name,
@@ -376,6 +434,7 @@ class SwarmEngine:
                 raw=raw,
                 error=error,
                 connection_failed=connection_failed,
+                context_overflow=overflow,
             )
             self.notice(f"{name}: {'reply unparsed' if chat else 'call failed'} ({error})", "warning", name)
         self._latest_update(call, result)
@@ -420,14 +479,18 @@ class SwarmEngine:
         top_logprobs: int = 0,
         client: LLMClient | None = None,
         reply_format: str | None = None,
-    ) -> tuple[Any | None, _Usage | None, str, bool]:
-        """(parsed or None, usage summed over attempts, error text, connection failed).
+        shrink: Shrink | None = None,
+    ) -> CallOutcome:
+        """(parsed or None, usage summed over attempts, error text, connection failed, context overflow).
         A reply that does not parse, or was cut off at max_tokens, is asked for once more, with the error.
         The endpoint is asked for the contract's JSON schema (core.runtime.parsing.response_schema).
-        ``client``: another endpoint or model for this call (e.g. a method's own orchestrator model)."""
+        ``client``: another endpoint or model for this call (e.g. a method's own orchestrator model).
+        ``shrink``: how the method trims this prompt (core.runtime.context): used to fit a known context from
+        the start, and once when the server refuses the request as over its context."""
         import openai  # loaded with the client already; not at the top (see TYPE_CHECKING above)
 
         from core.llm.client import endpoint_down
+        from core.llm.overflow import context_overflow
 
         llm = client or self.agent_clients.get(agent) or self.llm
         role = self._roles.get(agent)
@@ -446,7 +509,14 @@ class SwarmEngine:
         # The format this call's role must write, for a re-ask: the caller's, the parser's own, or by mode.
         reask_format = reply_format or getattr(parser, "reply_format", None) or (
             JSON_REPLY if json_mode else "your reply in the format you were asked for, shorter")
-        for attempt in (1, 2):
+        base, extra = messages, []  # the method's prompt, and a re-ask's turns after it
+        overflow_retried = False
+        attempt = 1
+        while True:
+            base, sent, max_tokens, before = self._fit_context(llm, base, extra, shrink, limits.max_tokens)
+            if before:
+                self.notice(f"{agent}: prompt trimmed to fit the model's context of {llm.context_size} tokens "
+                            f"({before} → {prompt_chars(sent)} characters, oldest messages first)", "info", agent)
             if self.settings.max_calls is not None and self.calls_started >= self.settings.max_calls:
                 self._stop_for_budget(f"the budget of {self.settings.max_calls} model calls was reached",
                                       let_running_finish=True)
@@ -454,9 +524,9 @@ class SwarmEngine:
             self.calls_started += 1
             try:
                 chat = await llm.chat(
-                    messages,
+                    sent,
                     temperature=limits.temperature,
-                    max_tokens=limits.max_tokens,
+                    max_tokens=max_tokens,
                     json_mode=json_mode,
                     schema=response_schema(parser) if json_mode else None,
                     on_delta=lambda text: self.emit(ev.AgentDelta(round=self.round, agent=agent, call=call, text=text)),
@@ -466,6 +536,19 @@ class SwarmEngine:
                     **({"top_logprobs": top_logprobs} if top_logprobs > 0 else {}),
                 )
             except openai.OpenAIError as exc:
+                overflow = context_overflow(exc)
+                if overflow is not None:
+                    retry = None if overflow_retried else self._after_overflow(
+                        llm, base, extra, shrink, limits.max_tokens, sent, max_tokens)
+                    if retry is not None:
+                        overflow_retried, base = True, retry[0]
+                        self.notice(f"{agent}: {overflow.describe()}; asking once more with {retry[1]}", "warning",
+                                    agent)
+                        self.emit(ev.AgentStarted(round=self.round, agent=agent, call=call))
+                        continue
+                    tally.count(replied=usage is not None, parsed=False)
+                    why = "even after trimming it once" if overflow_retried else "and nothing in it can be trimmed"
+                    return CallOutcome(None, usage, f"{overflow.describe()}, {why}", False, True)
                 # No later call can succeed either: the server is gone, refuses the key, has no such
                 # model (a model name it does not serve answers 404), never answers or rate-limits us.
                 unreachable = endpoint_down(exc)
@@ -473,7 +556,7 @@ class SwarmEngine:
                 error = llm.describe_error(exc)
                 if agent in self.agent_clients and client is None:  # say whose endpoint failed
                     error = f"agent {agent} (model {llm.model or '?'} at {llm.shown_url}): {error}"
-                return None, usage, error, unreachable
+                return CallOutcome(None, usage, error, unreachable)
             usage = _Usage.add(usage, chat)
             self.prompt_tokens += chat.prompt_tokens
             self.completion_tokens += chat.completion_tokens
@@ -482,21 +565,83 @@ class SwarmEngine:
                 if chat.finish_reason == "length" and (decision or attempt == 1):
                     # json-repair may complete a cut-off object: never take it as a decision, and ask a
                     # worker once more before using what it got.
-                    raise ParseError(f"the reply was cut off at max_tokens ({limits.max_tokens} tokens): be shorter")
+                    raise ParseError(f"the reply was cut off at max_tokens ({max_tokens} tokens): be shorter")
                 tally.count(replied=True, parsed=True)
-                return parsed, usage, "", False
+                return CallOutcome(parsed, usage, "", False)
             except ParseError as exc:
                 if attempt == 2:
                     tally.count(replied=True, parsed=False)
-                    return None, usage, str(exc), False
+                    return CallOutcome(None, usage, str(exc), False)
+                attempt = 2
                 self._retrying(agent, call, f"reply did not parse ({exc}); asking again")
-                messages = [
-                    *messages,
+                extra = [
                     {"role": "assistant", "content": chat.text},
                     {"role": "user", "content": repair_request(str(exc), reask_format)},
                 ]
-                self._sent_texts.append(messages[-1]["content"])
-        return None, usage, "unreachable", False  # pragma: no cover - the loop always returns
+                self._sent_texts.append(extra[-1]["content"])
+
+    @staticmethod
+    def _fit_context(
+        llm: LLMClient, base: list[dict[str, str]], extra: list[dict[str, str]], shrink: Shrink | None, max_tokens: int
+    ) -> tuple[list[dict[str, str]], list[dict[str, str]], int, int]:
+        """Plan a request within the model's context when it is known (llama.cpp's /props, or an earlier
+        overflow error): the prompt keeps room for the reply (max_tokens, at most a quarter of it) and is
+        trimmed by ``shrink`` when it does not; max_tokens never asks for more than the context leaves.
+        (the method's prompt, the messages to send, max_tokens, the prompt's characters before a trim or 0)."""
+        sent = [*base, *extra]
+        n_ctx = llm.context_size
+        if not n_ctx:
+            return base, sent, max_tokens, 0
+        margin = max(16, n_ctx // 32)  # the character estimate of a prompt's tokens is not exact
+        limit = n_ctx - min(max_tokens, n_ctx // 4) - margin
+        before = 0
+        if shrink is not None and llm.estimate_prompt_tokens(sent) > limit:
+            most = int((limit - 4 * len(sent)) * llm.chars_per_token) - prompt_chars(extra)
+            smaller = shrink(max(0, most))
+            if smaller is not None and prompt_chars(smaller) < prompt_chars(base):
+                before, base = prompt_chars(sent), smaller
+                sent = [*base, *extra]
+        over = llm.estimate_prompt_tokens(sent) - limit
+        if extra and over > 0:  # a re-ask: the reply it quotes is cut (it only shows what was wrong)
+            reply = extra[0]["content"]
+            keep = max(0, len(reply) - int(over * llm.chars_per_token))
+            if keep < len(reply):
+                before = before or prompt_chars(sent)
+                sent = [*base, {**extra[0], "content": cut_text(reply, keep)}, *extra[1:]]
+        room = n_ctx - llm.estimate_prompt_tokens(sent) - margin
+        if room >= min(max_tokens, 32):
+            max_tokens = min(max_tokens, room)
+        return base, sent, max_tokens, before
+
+    def _after_overflow(
+        self,
+        llm: LLMClient,
+        base: list[dict[str, str]],
+        extra: list[dict[str, str]],
+        shrink: Shrink | None,
+        max_tokens: int,
+        sent: list[dict[str, str]],
+        sent_max_tokens: int,
+    ) -> tuple[list[dict[str, str]], str] | None:
+        """The prompt to retry with after the server refused ``sent`` as over its context, and what changed;
+        None when nothing can be made smaller. The client has learned what the error said (the context size,
+        the prompt's tokens); without a context size the prompt is cut to half."""
+        new_base, new_sent, new_max, _ = self._fit_context(llm, base, extra, shrink, max_tokens)
+        if prompt_chars(new_sent) >= prompt_chars(sent) and new_max >= sent_max_tokens:
+            smaller = shrink(prompt_chars(base) // 2) if shrink is not None else None
+            if smaller is None:
+                return None
+            new_base, new_sent = smaller, [*smaller, *extra]
+            new_max = self._fit_context(llm, new_base, extra, None, max_tokens)[2]
+        changes = []
+        if prompt_chars(new_sent) < prompt_chars(sent):
+            changes.append(f"the prompt trimmed from {prompt_chars(sent)} to {prompt_chars(new_sent)} characters "
+                           "(oldest messages first)")
+        if new_max < sent_max_tokens:
+            changes.append(f"max_tokens {new_max}")
+        if not changes:
+            return None
+        return new_base, " and ".join(changes)
 
     async def agent_call(
         self,
@@ -511,6 +656,7 @@ class SwarmEngine:
         top_logprobs: int = 0,
         client: LLMClient | None = None,
         reply_format: str | None = None,
+        shrink: Shrink | None = None,
     ) -> tuple[AgentResult, Any | None]:
         """One call of any method, announced (AgentStarted, deltas, AgentFinished) and accounted.
 
@@ -518,12 +664,14 @@ class SwarmEngine:
         reply's text is the result; with one, a reply that does not parse is re-asked once and the parsed
         value comes back beside the result. A connection-level failure is marked on the result; the
         caller decides whether the run can go on (abort_if_unreachable). ``top_logprobs`` > 0 asks for each
-        token's top logprobs, returned on the result (None when the endpoint sends none)."""
+        token's top logprobs, returned on the result (None when the endpoint sends none). ``shrink``: how the
+        method trims this prompt to fit the model's context (core.runtime.context); without one a prompt over
+        the context fails this call only."""
         limits = limits or self.settings.work_call
         self.emit(ev.AgentStarted(round=self.round, agent=name, call=call, tier=tier))
-        parsed, usage, error, connection_failed = await self.call_and_parse(
+        parsed, usage, error, connection_failed, overflow = await self.call_and_parse(
             name, call, messages, limits, parser or _plain_text, json_mode=json_mode, top_logprobs=top_logprobs,
-            client=client, reply_format=reply_format,
+            client=client, reply_format=reply_format, shrink=shrink,
         )
         text = usage.text if usage else ""
         if parsed is not None or (parser is None and usage is not None):
@@ -531,7 +679,8 @@ class SwarmEngine:
         else:
             status = STATUS_UNPARSED if usage else STATUS_FAILED
             result = AgentResult(
-                name, status, public=text.strip(), raw=text, error=error, connection_failed=connection_failed
+                name, status, public=text.strip(), raw=text, error=error, connection_failed=connection_failed,
+                context_overflow=overflow,
             )
             self.notice(f"{name}: {'reply unparsed' if usage else 'call failed'} ({error})", "warning", name)
         result.top_logprobs = usage.top_logprobs if usage else None
@@ -545,11 +694,13 @@ class SwarmEngine:
         self.emit(ev.AgentStarted(round=self.round, agent=agent, call=call))
 
     # --- manager ------------------------------------------------------------------------------
-    async def manager_call(self, call: str, messages: list[dict[str, str]]) -> tuple[Any | None, str]:
+    async def manager_call(
+        self, call: str, messages: list[dict[str, str]], *, shrink: Shrink | None = None
+    ) -> tuple[Any | None, str]:
         name = self.domain.manager.name
         self.emit(ev.AgentStarted(round=self.round, agent=name, call=call))
-        parsed, chat, error, unreachable = await self.call_and_parse(
-            name, call, messages, self.settings.manager_call, parse_manager
+        parsed, chat, error, unreachable, _ = await self.call_and_parse(
+            name, call, messages, self.call_limits("manager", self.settings.manager_call), parse_manager, shrink=shrink
         )
         if parsed is not None:
             result = AgentResult(name, STATUS_DONE, public=parsed.reasoning, raw=chat.text if chat else "")

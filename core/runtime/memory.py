@@ -73,6 +73,19 @@ class AgentMemory:
             and not (item.kind in ("broadcast", "routed") and item.source in newer_from)
         ]
 
+    def rendered(
+        self, *, since_round: int = 0, newer_from: frozenset[str] = frozenset()
+    ) -> list[tuple[MemoryItem, str]]:
+        """The visible items, oldest first, each with its text as a prompt shows it."""
+        return [(item, item.render()) for item in self.visible(since_round, newer_from)]
+
+    def forget(self, items: list[MemoryItem]) -> None:
+        """Drop these items for good (the oldest first, as render does when over its budget)."""
+        cut = set(map(id, items))
+        before = len(self.items)
+        self.items = [item for item in self.items if id(item) not in cut]
+        self.dropped_items += before - len(self.items)
+
     def render(
         self, budget_tokens: int, *, since_round: int = 0, newer_from: frozenset[str] = frozenset()
     ) -> tuple[str, int, int]:

@@ -4,6 +4,7 @@ skips on a developer's machine, and fails in CI (CI=true), where .ci/run sets it
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import http.server
 import json
@@ -33,6 +34,7 @@ def _free_port() -> int:
 @dataclass
 class Recorded:
     bodies: list[dict[str, Any]] = field(default_factory=list)
+    refusals: list[str] = field(default_factory=list)  # the bodies of chat requests the server refused (4xx)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -58,12 +60,19 @@ def _usage_of(payload: bytes) -> tuple[int, int]:
     return prompt, completion
 
 
-def _proxy(upstream_port: int, recorded: Recorded) -> http.server.ThreadingHTTPServer:
+def _proxy(upstream_port: int, recorded: Recorded, *, hide_props: bool = False) -> http.server.ThreadingHTTPServer:
+    """``hide_props``: answer GET /props with 404, as a server that does not report its context does."""
+
     class Handler(http.server.BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
             pass
 
         def _forward(self, body: bytes | None) -> None:
+            if hide_props and self.path.rstrip("/").endswith("/props"):
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=300)
             headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
             conn.request(self.command, self.path, body=body, headers=headers)
@@ -75,6 +84,9 @@ def _proxy(upstream_port: int, recorded: Recorded) -> http.server.ThreadingHTTPS
                     recorded.bodies.append(json.loads(body))
                     recorded.prompt_tokens += prompt
                     recorded.completion_tokens += completion
+            elif body and self.path.endswith("/chat/completions") and 400 <= reply.status < 500:
+                with recorded.lock:
+                    recorded.refusals.append(payload.decode("utf-8", "replace"))
             self.send_response(reply.status)
             for key, value in reply.getheaders():
                 if key.lower() not in ("transfer-encoding", "content-length", "connection"):
@@ -90,11 +102,17 @@ def _proxy(upstream_port: int, recorded: Recorded) -> http.server.ThreadingHTTPS
         def do_POST(self) -> None:
             self._forward(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
 
-    return http.server.ThreadingHTTPServer(("127.0.0.1", _free_port()), Handler)
+    class Quiet(http.server.ThreadingHTTPServer):
+        daemon_threads = True
+
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            pass  # the app hung up (a cancelled call, a time budget): nothing to report
+
+    return Quiet(("127.0.0.1", _free_port()), Handler)
 
 
-@pytest.fixture(scope="session")
-def real_model() -> Iterator[RealModel]:
+@contextlib.contextmanager
+def _serve(ctx_size: int, parallel: int, *, hide_props: bool = False) -> Iterator[RealModel]:
     if not SERVER.is_file() or not MODEL.is_file():
         message = "llama-server or the model is missing: python -m tests.realmodel.setup_llama builds them"
         if os.environ.get("CI"):
@@ -102,8 +120,8 @@ def real_model() -> Iterator[RealModel]:
         pytest.skip(message)
     port = _free_port()
     process = subprocess.Popen(
-        [str(SERVER), "-m", str(MODEL), "--host", "127.0.0.1", "--port", str(port), "-t", "2", "-c", "4096",
-         "--parallel", "2"],
+        [str(SERVER), "-m", str(MODEL), "--host", "127.0.0.1", "--port", str(port), "-t", "2", "-c", str(ctx_size),
+         "--parallel", str(parallel)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
@@ -122,7 +140,7 @@ def real_model() -> Iterator[RealModel]:
         else:
             pytest.fail("llama-server did not become healthy within 60 s")
         recorded = Recorded()
-        proxy = _proxy(port, recorded)
+        proxy = _proxy(port, recorded, hide_props=hide_props)
         threading.Thread(target=proxy.serve_forever, daemon=True).start()
         yield RealModel(f"http://127.0.0.1:{proxy.server_address[1]}/v1", recorded)
         proxy.shutdown()
@@ -132,3 +150,17 @@ def real_model() -> Iterator[RealModel]:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@pytest.fixture(scope="session")
+def real_model() -> Iterator[RealModel]:
+    with _serve(4096, 2) as model:
+        yield model
+
+
+@pytest.fixture()
+def small_context_model() -> Iterator[RealModel]:
+    """A context of 512 tokens a request (1024 over 2 slots; llama.cpp's least is 512) that the server does not
+    report (/props hidden): prompts go over it, and the app learns its size from the server's refusal."""
+    with _serve(1024, 2, hide_props=True) as model:
+        yield model

@@ -92,3 +92,25 @@ def test_an_orchestrator_cut_off_is_asked_again_for_yaml(real_model: RealModel, 
     for body in reasks:
         last = str(body["messages"][-1]["content"])
         assert "YAML" in last and "JSON" not in last
+
+
+def test_a_context_overflow_is_survived(small_context_model: RealModel, tmp_path: Path) -> None:
+    """Round 1's replies make the Manager's review, and round 2's memory, longer than a context of 512 tokens
+    that the server does not report. The app reads the size from llama.cpp's refusal, trims the prompt by the
+    method's memory rule, asks once more and says so; the run ends normally."""
+    save = tmp_path / "overflow.json"
+    problem = ("A shop sells pencils in boxes. Each box holds 12 pencils and costs 3 dollars; a single pencil "
+               "costs 40 cents. Explain which is cheaper per pencil, by how much, and how many boxes and single "
+               "pencils a class of 29 pupils should buy to spend the least. ") * 2
+    out, _ = swarm("--headless", "--base-url", small_context_model.base_url, "--strategy", "dytopo",
+                   "--domain", "math", "--max-rounds", "2", "--max-tokens", "128", "--time-budget", "150",
+                   "--save", str(save), problem.strip(), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Traceback" not in out.stderr and "Traceback" not in out.stdout
+    recorded = small_context_model.recorded
+    with recorded.lock:
+        refusals = list(recorded.refusals)
+    assert refusals and all("exceed_context_size_error" in r for r in refusals)
+    assert "exceeds the model's context" in out.stderr and "asking once more" in out.stderr  # the notice
+    session = load_session(save)
+    assert session.outcome is not None and session.outcome.reason != "error"
