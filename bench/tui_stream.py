@@ -61,6 +61,27 @@ def serve(agents: int, rate: float, seconds: float) -> None:
     server.stop()
 
 
+async def ticker(stop: asyncio.Event, lags: list[float]) -> None:
+    """The event loop's lag: how late a 10 ms sleep wakes, until ``stop``."""
+    while not stop.is_set():
+        t0 = time.perf_counter()
+        await asyncio.sleep(0.01)
+        lags.append(time.perf_counter() - t0 - 0.01)
+
+
+def figures(ok: bool, chunks: int, wall: float, cpu: float, lags: list[float]) -> dict[str, float | bool]:
+    lags.sort()
+    return {
+        "all_text_in_panes": ok,
+        "chunks_per_agent": chunks,
+        "wall_s": wall,
+        "lag_p50_ms": 1000 * statistics.median(lags),
+        "lag_p95_ms": 1000 * lags[int(0.95 * (len(lags) - 1))],
+        "lag_max_ms": 1000 * lags[-1],
+        "cpu_cores": cpu / wall,
+    }
+
+
 async def bench(base_url: str, agents: int, rate: float, seconds: float) -> dict[str, float | bool]:
     from core.llm.call_id import CallId
     from core.llm.client import LLMClient
@@ -83,12 +104,6 @@ async def bench(base_url: str, agents: int, rate: float, seconds: float) -> dict
         client = LLMClient(base_url, "bench", "bench", max_concurrency=agents, timeout=60)
         stop = asyncio.Event()
 
-        async def ticker() -> None:
-            while not stop.is_set():
-                t0 = time.perf_counter()
-                await asyncio.sleep(0.01)
-                lags.append(time.perf_counter() - t0 - 0.01)
-
         async def stream(name: str) -> str:
             bridge(ev.AgentStarted(round=1, agent=name, call="work"))
             result = await client.chat(
@@ -98,7 +113,7 @@ async def bench(base_url: str, agents: int, rate: float, seconds: float) -> dict
             )
             return result.text
 
-        tick = asyncio.create_task(ticker())
+        tick = asyncio.create_task(ticker(stop, lags))
         cpu0, wall0 = time.process_time(), time.perf_counter()
         texts = await asyncio.gather(*(stream(n) for n in names))
         await pilot.pause(0.3)  # the last frame
@@ -111,16 +126,7 @@ async def bench(base_url: str, agents: int, rate: float, seconds: float) -> dict
             expected = display_text(raw)
             shown = app.swarm_screen.query_one(f"#agent-{name}", AgentPane).copy_text()
             ok = ok and shown == expected and len(raw) >= rate * seconds * CHUNK * 0.9
-        lags.sort()
-        return {
-            "all_text_in_panes": ok,
-            "chunks_per_agent": round(len(texts[0]) / CHUNK),
-            "wall_s": wall,
-            "lag_p50_ms": 1000 * statistics.median(lags),
-            "lag_p95_ms": 1000 * lags[int(0.95 * (len(lags) - 1))],
-            "lag_max_ms": 1000 * lags[-1],
-            "cpu_cores": cpu / wall,
-        }
+        return figures(ok, round(len(texts[0]) / CHUNK), wall, cpu, lags)
 
 
 async def bench_compare(base_url: str, methods: int, agents: int, rate: float,
@@ -154,12 +160,6 @@ async def bench_compare(base_url: str, methods: int, agents: int, rate: float,
         client = LLMClient(base_url, "bench", "bench", max_concurrency=methods * agents, timeout=60)
         stop = asyncio.Event()
 
-        async def ticker() -> None:
-            while not stop.is_set():
-                t0 = time.perf_counter()
-                await asyncio.sleep(0.01)
-                lags.append(time.perf_counter() - t0 - 0.01)
-
         async def stream(method: str, name: str) -> tuple[str, str, str]:
             bridge = bridges[method]
             bridge(ev.AgentStarted(round=1, agent=name, call="work"))
@@ -170,7 +170,7 @@ async def bench_compare(base_url: str, methods: int, agents: int, rate: float,
             )
             return method, name, result.text
 
-        tick = asyncio.create_task(ticker())
+        tick = asyncio.create_task(ticker(stop, lags))
         cpu0, wall0 = time.process_time(), time.perf_counter()
         texts = await asyncio.gather(*(stream(m, n) for m in labels for n in names))
         await pilot.pause(0.5)  # the last frame
@@ -182,16 +182,7 @@ async def bench_compare(base_url: str, methods: int, agents: int, rate: float,
         for method, name, raw in texts:
             view = screen.columns[method].model.rounds[1].agents[name]
             ok = ok and view.text == display_text(raw) and len(raw) >= rate * seconds * CHUNK * 0.9
-        lags.sort()
-        return {
-            "all_text_in_panes": ok,
-            "chunks_per_agent": round(len(texts[0][2]) / CHUNK),
-            "wall_s": wall,
-            "lag_p50_ms": 1000 * statistics.median(lags),
-            "lag_p95_ms": 1000 * lags[int(0.95 * (len(lags) - 1))],
-            "lag_max_ms": 1000 * lags[-1],
-            "cpu_cores": cpu / wall,
-        }
+        return figures(ok, round(len(texts[0][2]) / CHUNK), wall, cpu, lags)
 
 
 def main() -> int:

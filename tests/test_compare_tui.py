@@ -39,6 +39,15 @@ def saved_app() -> SwarmApp:
                     compare=lambda: SavedCompareScreen(runs, str(FIXTURE)))
 
 
+async def every_method_waiting(app: SwarmApp, pilot: Any) -> LiveCompareScreen:
+    """The live compare screen, once every method of a --step comparison waits for its first step."""
+    screen = app.screen
+    assert isinstance(screen, LiveCompareScreen)
+    await wait_for(pilot, lambda: screen.comparison is not None
+                   and all(c.waiting for c in screen.comparison.controls.values()))
+    return screen
+
+
 def done(screen: LiveCompareScreen) -> bool:
     return screen.comparison is not None and not screen.running
 
@@ -67,10 +76,7 @@ async def test_live_columns_fill_and_summary_lists_every_method(tmp_path: Path, 
 async def test_leaving_a_methods_full_view_does_not_stop_its_run(tmp_path: Path, embedder: Any) -> None:
     app = live_app(tmp_path, ["dytopo", "dmoa"], step=True)
     async with app.run_test(size=WIDE) as pilot:
-        screen = app.screen
-        assert isinstance(screen, LiveCompareScreen)
-        await wait_for(pilot, lambda: screen.comparison is not None
-                       and all(c.waiting for c in screen.comparison.controls.values()))
+        screen = await every_method_waiting(app, pilot)
         await pilot.press("2", "enter")
         await pilot.pause(0.2)
         assert isinstance(app.screen, CompareRunScreen)
@@ -110,10 +116,7 @@ async def test_focus_open_and_back(tmp_path: Path, embedder: Any) -> None:
 async def test_lockstep_n_steps_every_method_and_shift_n_the_focused_one(tmp_path: Path, embedder: Any) -> None:
     app = live_app(tmp_path, ["dytopo", "dmoa"], step=True)
     async with app.run_test(size=WIDE) as pilot:
-        screen = app.screen
-        assert isinstance(screen, LiveCompareScreen)
-        await wait_for(pilot, lambda: screen.comparison is not None
-                       and all(c.waiting for c in screen.comparison.controls.values()))
+        screen = await every_method_waiting(app, pilot)
         assert all(row.calls == 0 for row in screen.rows.values())  # step mode: nothing ran before a key
         await pilot.press("n")
         await wait_for(pilot, lambda: all(c.waiting for c in screen.comparison.controls.values())  # type: ignore[union-attr]

@@ -114,3 +114,28 @@ def test_a_context_overflow_is_survived(small_context_model: RealModel, tmp_path
     assert "exceeds the model's context" in out.stderr and "asking once more" in out.stderr  # the notice
     session = load_session(save)
     assert session.outcome is not None and session.outcome.reason != "error"
+
+
+def test_a_comparison_on_the_real_server_is_bounded_honest_and_counted(real_model: RealModel, tmp_path: Path) -> None:
+    """compare --json over the real server: every method within its call budget (every call it starts
+    completes, so the server's token totals are the rows' sums), and no row's answer is the app's text."""
+    import json
+
+    recorded = real_model.recorded
+    with recorded.lock:
+        before = (recorded.prompt_tokens, recorded.completion_tokens)
+    out, _ = swarm("compare", "--headless", "--json", "--base-url", real_model.base_url, "--strategy",
+                      "dytopo,dmoa,single", "--parallel", "1", "--domain", "math", "--max-calls", "6",
+                      "--max-tokens", "64", "What is 17*23?", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Traceback" not in out.stderr
+    summary = json.loads(out.stdout.splitlines()[-1])
+    rows = summary["rows"]
+    assert [r["method"] for r in rows] == ["dytopo", "dmoa", "single"]
+    assert all(r["state"] == "done" for r in rows), rows
+    for row in rows:
+        assert not any(phrase in row["answer"] for phrase in APP_PHRASES), row["answer"][:300]
+        assert row["answer"] or row["verdict"] == "no answer"
+    with recorded.lock:
+        used = (recorded.prompt_tokens - before[0], recorded.completion_tokens - before[1])
+    assert (sum(r["prompt_tokens"] for r in rows), sum(r["completion_tokens"] for r in rows)) == used
