@@ -8,7 +8,6 @@ plain source that ``core.evaluation.sandbox`` can run; nothing is executed in th
 from __future__ import annotations
 
 import ast
-import doctest
 import re
 import sys
 import textwrap
@@ -312,6 +311,8 @@ def docstring_examples(prompt: str) -> list[str]:
     tracebacks) are skipped. Also one-line prose examples of functions the prompt defines, such as
     ``f(1, 2) ==> 3`` or ``f("a") ➞ True``, when the expected value is a Python literal.
     """
+    import doctest  # 10 ms of start-up otherwise, for the code domain's docstring examples only
+
     try:
         examples = doctest.DocTestParser().get_examples(prompt)
     except ValueError:  # inconsistent indentation in the docstring

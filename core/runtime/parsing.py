@@ -16,8 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import json_repair
-
 
 class ParseError(ValueError):
     """A reply cannot be used; str(e) is one short line saying why."""
@@ -157,6 +155,10 @@ def _strict(candidate: str) -> dict[str, Any] | None:
 
 
 def _repaired(candidate: str) -> dict[str, Any] | None:
+    # Imported on the first broken reply, not at start-up: most replies parse, and the first request waits
+    # for every import before it (bench/first_request.py).
+    import json_repair
+
     try:
         value = json_repair.repair_json(candidate, return_objects=True)
     except Exception:  # the repair library's failure modes are not part of our contract
