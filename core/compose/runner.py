@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from core.demo.server import ScriptedServer
 from core.llm.client import EndpointError, LLMClient
 from core.llm.embeddings import Embedder, shared_embedder
 from core.llm.urls import redact_url
@@ -23,6 +23,9 @@ from core.runtime.domains import Domain
 from core.runtime.engine import ForkPoint, Method, RoundEvaluator, RunSpec, SwarmEngine
 from core.runtime.events import EventSink
 from core.runtime.teams import resolve_team
+
+if TYPE_CHECKING:  # the demo server is imported by a demo run only (http.server: start-up time)
+    from core.demo.server import ScriptedServer
 
 
 @dataclass
@@ -57,6 +60,7 @@ async def open_backend(
     within first_byte_timeout, ...). ``on_status`` hears "contacting URL … N s" while it waits."""
     if demo and server is None:
         from core.demo.scripts import demo_script
+        from core.demo.server import ScriptedServer
 
         server = ScriptedServer(demo_script, chunk_delay=demo_chunk_delay).start()
     if server is not None:

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 from core.llm.onnx_minilm import OnnxMiniLM, OnnxUnavailable, onnx_wanted
 
 HUB_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"

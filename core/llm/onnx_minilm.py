@@ -28,8 +28,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import platformdirs
+
+from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 
 ENV_BACKEND = "SWARM_TUI_EMBEDDING_BACKEND"  # "torch" turns ONNX Runtime off
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")

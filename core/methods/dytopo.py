@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 from core.methods.registry import MethodInfo, OptionSpec, call_options, register
 from core.routing.dytopo import RoutingResult, similarity_matrix
 from core.routing.strategies import DyTopoStrategy, TopologyStrategy

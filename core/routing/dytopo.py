@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from itertools import pairwise
 from typing import Any
 
-import numpy as np
+from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 
 REASON_K_IN = "k_in"
 REASON_CYCLE = "cycle"

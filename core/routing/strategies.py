@@ -13,8 +13,7 @@ import itertools
 import random
 from typing import Protocol
 
-import numpy as np
-
+from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 from core.routing.dytopo import KIND_FIXED, Edge, RoutingResult, order_and_tiers, route_from_similarity
 
 

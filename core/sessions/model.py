@@ -141,7 +141,6 @@ class Session:
 
     def __post_init__(self) -> None:
         _check_plain({"events": self.events}, "")  # also for sessions built in memory: must save as JSON
-        load_all()  # every method's own event types, before any is read back
         metadata, rounds, outcome = _derive(self.events)
         self.metadata, self.rounds, self.outcome = metadata, rounds, outcome
         self.created = _iso(metadata.ts)
@@ -184,7 +183,9 @@ class Session:
 
     def replay_events(self) -> list[ev.Event]:
         """The recorded events, rebuilt as the typed events the live consumers take."""
-        load_all()
+        known = ev.event_types()
+        if any(e.get("type") not in known for e in self.events):
+            load_all()  # a method's own event types whose module is not loaded yet
         return [ev.event_from_dict(dict(e)) for e in self.events]
 
     def to_dict(self) -> dict[str, Any]:
@@ -442,7 +443,10 @@ def _rebuild_event(data: Any, index: int) -> ev.Event:
     if not isinstance(data, dict):
         raise SessionFormatError(f"{where} must be an object, got {_describe(data)}")
     kind = data.get("type")
-    load_all()
+    if isinstance(kind, str) and kind not in ev.event_types():
+        # Every method's own event types, only when one is missing: a run saving its own session has its
+        # method loaded, and must not import every other method before its first request.
+        load_all()
     cls = ev.event_types().get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise SessionFormatError(f"{where} has unknown event type {_short(kind)}")
