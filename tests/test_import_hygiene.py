@@ -33,3 +33,22 @@ def test_headless_cli_path_does_not_import_textual() -> None:
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+
+
+def test_a_runs_path_to_its_first_request_does_not_load_numpy() -> None:
+    """NumPy (~80 ms) loads when a run first embeds or routes, after its first request (bench/first_request.py):
+    the modules a headless DyTopo run imports before that request leave it unloaded, and it still works."""
+    script = (
+        "import sys\n"
+        "import tui.cli, tui.headless, core.compose.runner, core.methods.dytopo, core.routing.dytopo\n"
+        "from core.runtime import events as ev\n"
+        "from core.sessions.model import session_from_events\n"
+        "print('loaded' if 'numpy._core' in sys.modules else 'deferred')\n"
+        "import numpy as np\n"
+        "from core.routing.dytopo import similarity_matrix\n"
+        "print(float(similarity_matrix(np.eye(2, dtype=np.float32), np.eye(2, dtype=np.float32))[0][0]))\n"
+    )
+    root = CORE.parent
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=root)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["deferred", "1.0"], result.stdout
