@@ -19,7 +19,7 @@ from typing import Any
 
 from core import __version__
 from core.llm.urls import redact_url
-from core.methods.catalogue import load_all
+from core.methods.catalogue import ensure_event_type
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 
@@ -141,7 +141,6 @@ class Session:
 
     def __post_init__(self) -> None:
         _check_plain({"events": self.events}, "")  # also for sessions built in memory: must save as JSON
-        load_all()  # every method's own event types, before any is read back
         metadata, rounds, outcome = _derive(self.events)
         self.metadata, self.rounds, self.outcome = metadata, rounds, outcome
         self.created = _iso(metadata.ts)
@@ -184,7 +183,8 @@ class Session:
 
     def replay_events(self) -> list[ev.Event]:
         """The recorded events, rebuilt as the typed events the live consumers take."""
-        load_all()
+        for e in self.events:
+            ensure_event_type(e.get("type"))
         return [ev.event_from_dict(dict(e)) for e in self.events]
 
     def to_dict(self) -> dict[str, Any]:
@@ -442,7 +442,7 @@ def _rebuild_event(data: Any, index: int) -> ev.Event:
     if not isinstance(data, dict):
         raise SessionFormatError(f"{where} must be an object, got {_describe(data)}")
     kind = data.get("type")
-    load_all()
+    ensure_event_type(kind)
     cls = ev.event_types().get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise SessionFormatError(f"{where} has unknown event type {_short(kind)}")
