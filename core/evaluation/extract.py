@@ -8,7 +8,6 @@ plain source that ``core.evaluation.sandbox`` can run; nothing is executed in th
 from __future__ import annotations
 
 import ast
-import doctest
 import re
 import sys
 import textwrap
@@ -312,6 +311,8 @@ def docstring_examples(prompt: str) -> list[str]:
     tracebacks) are skipped. Also one-line prose examples of functions the prompt defines, such as
     ``f(1, 2) ==> 3`` or ``f("a") ➞ True``, when the expected value is a Python literal.
     """
+    import doctest  # here, not at the top: it pulls in pdb and unittest, which a run's start never needs
+
     try:
         examples = doctest.DocTestParser().get_examples(prompt)
     except ValueError:  # inconsistent indentation in the docstring

@@ -15,8 +15,8 @@ from typing import Any
 
 from core.methods.registry import MethodError, MethodInfo, registered
 from core.runtime.domains import Domain
-from core.runtime.events import event_types
 from core.runtime.engine import Method
+from core.runtime.events import event_types
 
 # name -> the module that registers it, in the order `swarm-tui strategies` lists them.
 MODULES: dict[str, str] = {
