@@ -1,6 +1,7 @@
 """Routing latency: embed 2N descriptors with real MiniLM (CPU) + route(), for N = 4, 6, 8 agents.
 
-Target (issue 2): <= 60 ms at N = 6, judged on p95. Run: .venv/bin/python bench/routing.py [--reps 50]
+Target (issue 27): p50 <= 25 ms at N = 6, fp32, fresh descriptors (one verdict line).
+Run: .venv/bin/python bench/routing.py [--reps 50]
 This prints figures only; it is a script, not a timed test.
 """
 

@@ -9,7 +9,7 @@ import pytest
 
 from core.demo.scenarios import SCENARIOS
 from core.llm.embeddings import Embedder, bundled_model_path
-from core.llm.onnx_minilm import ENV_BACKEND, OnnxMiniLM
+from core.llm.onnx_minilm import ENV_BACKEND, OnnxMiniLM, length_buckets
 from core.routing.dytopo import route_from_similarity, similarity_matrix
 from tests.test_embeddings import DEVELOPER_KEY, TESTER_QUERY
 
@@ -61,6 +61,25 @@ def test_onnx_and_torch_route_the_demo_rounds_identically(backends: tuple[Embedd
             graphs.append(route_from_similarity(names, sim, 0.3, 2, break_cycles=True))
         assert [(e.src, e.dst) for e in graphs[0].edges] == [(e.src, e.dst) for e in graphs[1].edges]
         assert graphs[0].order == graphs[1].order
+
+
+def test_a_text_gets_the_same_vector_whatever_it_is_batched_with(backends: tuple[Embedder, Embedder]) -> None:
+    # encode() runs texts in length buckets padded to their own longest: a vector must not depend on that.
+    onnx, _ = backends
+    texts = [*[t for pair in _pairs() for t in pair][:14], "ok", "a much longer descriptor " * 12]
+    together = onnx._model.encode(texts)
+    alone = np.concatenate([onnx._model.encode([t]) for t in texts])
+    assert float(np.abs(together - alone).max()) < 1e-5
+
+
+def test_length_buckets_cover_every_text_once_and_respect_the_batch_size() -> None:
+    lengths = [19, 13, 23, 14, 13, 13, 23, 20, 21, 27, 14, 15, 90, 5]
+    for batch_size in (1, 4, 32):
+        buckets = length_buckets(lengths, batch_size)
+        assert sorted(i for b in buckets for i in b) == list(range(len(lengths)))
+        assert all(0 < len(b) <= batch_size for b in buckets)
+    assert length_buckets([], 32) == []
+    assert length_buckets([12] * 5, 32) == [[0, 1, 2, 3, 4]]  # equal lengths: one call
 
 
 def test_torch_can_be_chosen_and_a_damaged_export_is_rebuilt(

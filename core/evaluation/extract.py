@@ -311,7 +311,7 @@ def docstring_examples(prompt: str) -> list[str]:
     tracebacks) are skipped. Also one-line prose examples of functions the prompt defines, such as
     ``f(1, 2) ==> 3`` or ``f("a") ➞ True``, when the expected value is a Python literal.
     """
-    import doctest  # 10 ms of start-up otherwise, for the code domain's docstring examples only
+    import doctest  # here, not at the top: it pulls in pdb and unittest, which a run's start never needs
 
     try:
         examples = doctest.DocTestParser().get_examples(prompt)

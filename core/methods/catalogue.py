@@ -16,6 +16,7 @@ from typing import Any
 from core.methods.registry import MethodError, MethodInfo, registered
 from core.runtime.domains import Domain
 from core.runtime.engine import Method
+from core.runtime.events import event_types
 
 # name -> the module that registers it, in the order `swarm-tui strategies` lists them.
 MODULES: dict[str, str] = {
@@ -47,6 +48,14 @@ def load_all() -> None:
 
 
 _all_loaded = False
+
+
+def ensure_event_type(kind: object) -> None:
+    """Before an event dict is rebuilt: a type not registered yet belongs to a method not imported so far
+    (a session of another method), so every method is imported then, and only then. A live run has its
+    own method's types already and loads no other method."""
+    if isinstance(kind, str) and kind not in event_types():
+        load_all()
 
 
 def get_method_info(name: str) -> MethodInfo:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.methods.catalogue import load_all
+from core.methods.catalogue import ensure_event_type
 from core.runtime import events as ev
 from core.sessions.model import record_dict
 
@@ -299,7 +299,7 @@ class EventLogReader:
                 self.end_reason = str(data.get("reason", ""))
                 continue
             try:
-                load_all()  # every method's own event types
+                ensure_event_type(kind)  # another method's event types are imported when first met
                 yield ev.event_from_dict(data)
             except (ev.EventFormatError, TypeError, ValueError):
                 self.bad_lines += 1

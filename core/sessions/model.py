@@ -19,7 +19,7 @@ from typing import Any
 
 from core import __version__
 from core.llm.urls import redact_url
-from core.methods.catalogue import load_all
+from core.methods.catalogue import ensure_event_type
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 
@@ -183,9 +183,8 @@ class Session:
 
     def replay_events(self) -> list[ev.Event]:
         """The recorded events, rebuilt as the typed events the live consumers take."""
-        known = ev.event_types()
-        if any(e.get("type") not in known for e in self.events):
-            load_all()  # a method's own event types whose module is not loaded yet
+        for e in self.events:
+            ensure_event_type(e.get("type"))
         return [ev.event_from_dict(dict(e)) for e in self.events]
 
     def to_dict(self) -> dict[str, Any]:
@@ -443,10 +442,7 @@ def _rebuild_event(data: Any, index: int) -> ev.Event:
     if not isinstance(data, dict):
         raise SessionFormatError(f"{where} must be an object, got {_describe(data)}")
     kind = data.get("type")
-    if isinstance(kind, str) and kind not in ev.event_types():
-        # Every method's own event types, only when one is missing: a run saving its own session has its
-        # method loaded, and must not import every other method before its first request.
-        load_all()
+    ensure_event_type(kind)
     cls = ev.event_types().get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise SessionFormatError(f"{where} has unknown event type {_short(kind)}")
