@@ -20,6 +20,7 @@ from core.compose.runner import Backend, build_engine
 from core.evaluation.math_answers import answer_or_text, answers_equivalent
 from core.llm.embeddings import Embedder
 from core.methods.catalogue import build_method, get_method_info
+from core.methods.registry import MethodError
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.control import MODE_AUTO, MODE_STEP, Params, RunControl
@@ -39,7 +40,7 @@ def unit_word(method: str) -> str:
     TopoWeaver's turn, a baseline's call (core.methods.registry.MethodInfo.unit)."""
     try:
         return get_method_info(method).unit
-    except ValueError:
+    except MethodError:  # a session of a method this version does not know
         return "round"
 
 

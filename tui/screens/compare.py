@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import HorizontalScroll
@@ -108,6 +109,7 @@ class CompareScreen(Screen[None]):
         self.sort_column: int | None = None
         self.sort_reverse = False
         self.summary_toggled = False
+        self._shown_cells: list[tuple[str, ...]] | None = None  # the summary as last drawn
         self.detail: Any = None  # the full run screen opened from a column (live), while it is open
         self.detail_method = ""
         self.demo_played = ""  # the demo's own problem, when it played that instead of the one asked
@@ -211,7 +213,7 @@ class CompareScreen(Screen[None]):
             )
             for r in self.summary()
         ]
-        if cells == getattr(self, "_shown_cells", None):
+        if cells == self._shown_cells:
             return
         self._shown_cells = cells
         table.clear()
@@ -219,7 +221,7 @@ class CompareScreen(Screen[None]):
             table.add_row(*values)
         for i, column in enumerate(table.ordered_columns):
             mark = "" if self.sort_column != i else (" ▼" if self.sort_reverse else " ▲")
-            column.label = column.label.__class__(SUMMARY_COLUMNS[i] + mark)
+            column.label = Text(SUMMARY_COLUMNS[i] + mark)
         table.refresh()
 
     # --- focus --------------------------------------------------------------------------------

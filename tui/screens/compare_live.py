@@ -11,6 +11,7 @@ from textual import events
 from textual.binding import Binding
 
 from core.compose.compare import ComparePlan, Comparison
+from core.llm.urls import redact_url
 from core.runtime.config import resolve_base_url
 from core.runtime.control import MODE_AUTO
 from core.sessions.compare_record import CompareRecord, CompareRow
@@ -22,8 +23,6 @@ from .run import RunScreen
 
 def _placeholder_record(plan: ComparePlan, demo: bool) -> CompareRecord:
     """What the header and columns show until the endpoint answers and the comparison starts."""
-    from core.llm.urls import redact_url
-
     s = plan.settings
     return CompareRecord(
         problem=plan.problem, domain=s.domain, model=s.model or "…", base_url="demo" if demo else

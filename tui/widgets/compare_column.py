@@ -9,8 +9,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-from core.methods.catalogue import get_method_info
-from core.methods.registry import MethodError
+from core.compose.compare import unit_word
+from core.runtime import events as ev
 from core.sessions.compare_record import CompareRow
 
 from ..model import RunModel
@@ -18,13 +18,6 @@ from ..model import RunModel
 LATEST_LINES = 4  # lines of the latest message shown
 STATE_STYLE = {"done": "green", "failed": "bold red", "cancelled": "yellow", "running": "cyan", "waiting": "dim",
                "replay": "cyan"}
-
-
-def unit_of(method: str) -> str:
-    try:
-        return get_method_info(method.split(" #")[0]).unit
-    except MethodError:
-        return "round"
 
 
 def topology_line(model: RunModel, method: str) -> str:
@@ -62,13 +55,11 @@ class CompareColumn(Widget):
         self.latest_agent = ""
         self.changes = 0  # grows with every event applied
         self._drawn = -1
-        self.unit = unit_of(method)
+        self.unit = unit_word(method.split(" #")[0])  # a second run of one method is "dytopo #2"
         self.border_title = method
 
-    def apply(self, event: object) -> None:
-        from core.runtime import events as ev
-
-        self.model.apply(event)  # type: ignore[arg-type]
+    def apply(self, event: ev.Event) -> None:
+        self.model.apply(event)
         if isinstance(event, ev.AgentStarted | ev.AgentDelta | ev.AgentFinished):
             self.latest_agent = event.agent
         self.changes += 1
