@@ -142,9 +142,9 @@ async def bench_compare(base_url: str, methods: int, agents: int, rate: float,
     labels = ["dytopo", "dmoa", "topoweaver", "topodim", "single", "random", "chain", "star", "broadcast",
               "single-turn"][:methods]
     record = CompareRecord(problem="streaming bench", domain="code", model="bench", base_url=base_url, demo=True,
-                           methods=labels, rows=[CompareRow(m, state="running") for m in labels])
+                           rows=[CompareRow(m, state="running") for m in labels])
     app = SwarmApp(Settings(sessions_dir="/nonexistent"), state_path=None, load_embedder=False,
-                   compare=lambda: CompareScreen(record, live=True))
+                   compare=lambda: CompareScreen(record))
     lags: list[float] = []
     async with app.run_test(size=(160, 48), headless=True) as pilot:
         screen = app.screen

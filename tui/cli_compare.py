@@ -15,6 +15,7 @@ from pathlib import Path
 from core.methods.registry import MethodError
 from core.methods.selection import parse_strategies, split_option_flags
 from core.runtime.config import Settings
+from core.sessions.compare_record import RECORD_SUFFIX, is_record_file
 from core.sessions.model import SessionFormatError
 from core.sessions.store import SUFFIXES
 
@@ -138,8 +139,8 @@ def _run_live(args: argparse.Namespace) -> int:
         fail("give the problem as one argument (quote it), or saved files that exist")
     if args.json and not args.headless:
         fail("--json goes with --headless")
-    if args.save is not None and not args.save.name.endswith(".compare.json"):
-        fail(f"--save {args.save}: a compare record's name ends in .compare.json")
+    if args.save is not None and not is_record_file(args.save):
+        fail(f"--save {args.save}: a compare record's name ends in {RECORD_SUFFIX}")
     args.problem = args.inputs[0] if args.inputs else None
     settings: Settings = settings_from_args(args)
     problem = read_problem(args)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from core.runtime.config import ConfigError
 from core.runtime.config_file import load_settings
-from core.runtime.textsafe import printable
+from core.runtime.textsafe import one_line, printable
 from core.sessions.compare_record import CompareSummary, list_records
 from core.sessions.export import FORMATS, export_session
 from core.sessions.model import Session, SessionFormatError
@@ -65,17 +65,12 @@ def _say(text: str = "", *, err: bool = False) -> None:
     print(printable(text), file=sys.stderr if err else sys.stdout)
 
 
-def _cell(text: str, width: int) -> str:
-    text = " ".join(printable(text).split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def format_table(rows: Sequence[SessionSummary]) -> str:
     headers = ("date", "problem", "domain", "rounds", "outcome", "tokens", "file")
     cells = [
         (
             s.created,
-            _cell(("[demo] " if s.demo else "") + s.problem, 48),
+            one_line(("[demo] " if s.demo else "") + s.problem, 48),
             s.domain,
             str(s.rounds),
             s.outcome,
@@ -128,8 +123,8 @@ def _sessions(argv: list[str]) -> int:
 def format_compares(rows: Sequence[CompareSummary]) -> str:
     """A comparison per line: when, the problem, which methods, and its record's file."""
     return "\n".join(
-        "  ".join([s.created, _cell(("[demo] " if s.demo else "") + s.problem, 48).ljust(48), s.domain.ljust(7),
-                   _cell("compare: " + ", ".join(s.methods), 40).ljust(40), printable(s.path.name)]).rstrip()
+        "  ".join([s.created, one_line(("[demo] " if s.demo else "") + s.problem, 48).ljust(48), s.domain.ljust(7),
+                   one_line("compare: " + ", ".join(s.methods), 40).ljust(40), printable(s.path.name)]).rstrip()
         for s in rows
     )
 

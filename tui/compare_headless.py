@@ -17,7 +17,7 @@ from core.demo.played import demo_banner
 from core.llm.client import EndpointError
 from core.llm.embeddings import shared_embedder
 from core.runtime import events as ev
-from core.runtime.textsafe import json_safe, printable
+from core.runtime.textsafe import json_safe, one_line
 from core.sessions.compare_record import CompareRow
 
 from .headless import EXIT_CANCELLED, EXIT_FAILED, JsonLinesWriter, ProgressPrinter, say, write_or_silence
@@ -49,17 +49,11 @@ class TaggedLines:
         return self.out.fileno()
 
 
-def short(text: str, width: int) -> str:
-    """One line of at most ``width`` characters, control characters shown, not sent."""
-    text = " ".join(printable(text).split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def format_summary(rows: list[CompareRow]) -> str:
     """The summary table as plain text: one line per method, the differences to the first column."""
     cells = [
         (
-            r["method"], short(answer_gist(r["answer"]), 32) or "—", short(r["verdict"], 28), str(r["calls"]),
+            r["method"], one_line(answer_gist(r["answer"]), 32) or "—", one_line(r["verdict"], 28), str(r["calls"]),
             str(r["prompt_tokens"]), str(r["completion_tokens"]), str(r["total_tokens"]), f"{r['wall_s']:.1f}",
             r["tokens_vs_first"], r["wall_vs_first"],
         )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from core.bench.report import ReportError, load_folder
 from core.bench.runner import Row
-from core.compose.compare_saved import SavedRun, row_from_session, unique_labels
+from core.compose.compare_saved import SavedRun, saved_run, unique_labels
 from core.sessions.compare_record import MAX_METHODS
 from core.sessions.model import SessionFormatError
 from core.sessions.store import load_session
@@ -50,10 +50,10 @@ def bench_runs(folder: Path, task_id: str, repeat: int = 0) -> list[SavedRun]:
             session = load_session(path)
         except SessionFormatError as exc:
             raise SessionFormatError(f"the session of {row.strategy} for {task_id}: {exc}") from None
-        summary = row_from_session(session, path, row.strategy)
-        summary.verdict = bench_verdict(row)
-        summary.wall_s = row.wall_s  # measured by the benchmark around the whole run
-        runs.append(SavedRun(row.strategy, session, path, summary))
+        run = saved_run(session, path, row.strategy)
+        run.row.verdict = bench_verdict(row)
+        run.row.wall_s = row.wall_s  # measured by the benchmark around the whole run
+        runs.append(run)
     if not runs:
         raise SessionFormatError(f"the runs of {task_id!r} in {folder} kept no session")
     return unique_labels(runs)

@@ -167,7 +167,7 @@ class Comparison:
         self.cancelled = False
         self.record = CompareRecord(
             problem=plan.problem, domain=plan.settings.domain, model=backend.model, base_url=backend.base_url,
-            demo=backend.demo, methods=list(plan.methods),
+            demo=backend.demo,
             options={m: get_method_info(m).resolve(plan.options.get(m)) for m in plan.methods},
             settings=shared_settings(plan), rows=list(self.rows.values()), created=now,
         )

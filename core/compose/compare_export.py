@@ -11,7 +11,7 @@ from pathlib import Path
 
 from core.compose.compare import summary_rows
 from core.runtime.textsafe import json_safe
-from core.sessions.compare_record import CompareRecord
+from core.sessions.compare_record import CompareRecord, sessions_folder
 
 EXPORT_FORMATS = ("md", "json", "csv")
 CSV_COLUMNS = ("method", "state", "answer", "verdict", "calls", "prompt_tokens", "completion_tokens", "total_tokens",
@@ -74,7 +74,7 @@ WRITERS = {"md": to_markdown, "json": to_json, "csv": to_csv}
 
 def export_paths(record: CompareRecord, directory: Path) -> dict[str, Path]:
     """Where each format goes: beside the record, named after it (``NAME.summary.md`` …)."""
-    stem = record.path.name.removesuffix(".compare.json") if record.path is not None else "comparison"
+    stem = sessions_folder(record.path).name if record.path is not None else "comparison"
     return {fmt: Path(directory) / f"{stem}.summary.{fmt}" for fmt in EXPORT_FORMATS}
 
 

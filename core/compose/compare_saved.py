@@ -20,6 +20,7 @@ class SavedRun:
     session: Session
     path: Path
     row: CompareRow
+    events: list[ev.Event]  # the session's recorded events, rebuilt once (its column replays them)
 
 
 class _EventClock:
@@ -32,20 +33,28 @@ class _EventClock:
         return self.now
 
 
-def row_from_session(session: Session, path: Path, label: str = "") -> CompareRow:
-    """A recorded run's summary row, folded from its events the way a live run's is."""
+def fold_events(label: str, events: Sequence[ev.Event]) -> RowTracker:
+    """A recorded run's events folded into a summary row, the way a live run's are, its wall time from
+    the events' own times."""
     clock = _EventClock()
-    tracker = RowTracker(CompareRow(label or session.metadata.strategy), clock)
-    events: list[ev.Event] = session.replay_events()
+    tracker = RowTracker(CompareRow(label), clock)
     for event in events:
         clock.now = event.ts
         tracker(event)
+    return tracker
+
+
+def saved_run(session: Session, path: Path, label: str = "") -> SavedRun:
+    """A recorded run as a column: its events rebuilt once, and its summary row folded from them."""
+    label = label or session.metadata.strategy
+    events = session.replay_events()
+    tracker = fold_events(label, events)
     row = tracker.row
     if session.outcome is None:
         row.state, row.reason = "incomplete", "the run did not finish"
     row.session = str(path)
     row.verdict = verdict_for(tracker, session.domain, None)
-    return row
+    return SavedRun(label, session, path, row, events)
 
 
 def load_saved(paths: Sequence[Path]) -> list[SavedRun]:
@@ -56,8 +65,7 @@ def load_saved(paths: Sequence[Path]) -> list[SavedRun]:
         if looks_like_record(path):
             runs.extend(runs_of_record(load_record(path)))
         else:
-            session = load_session(path)
-            runs.append(SavedRun(session.metadata.strategy, session, path, row_from_session(session, path)))
+            runs.append(saved_run(load_session(path), path))
     if not runs:
         raise SessionFormatError("nothing to compare: no session in the files given")
     if len(runs) > MAX_METHODS:
@@ -77,9 +85,9 @@ def runs_of_record(record: CompareRecord) -> list[SavedRun]:
             session = load_session(path)
         except SessionFormatError as exc:
             raise SessionFormatError(f"{record.path}: the session of {saved.method}: {exc}") from None
-        row = row_from_session(session, path, saved.method)
-        row.verdict = saved.verdict
-        runs.append(SavedRun(saved.method, session, path, row))
+        run = saved_run(session, path, saved.method)
+        run.row.verdict = saved.verdict
+        runs.append(run)
     return runs
 
 
@@ -100,7 +108,7 @@ def record_of_runs(runs: Sequence[SavedRun]) -> CompareRecord:
     first = runs[0].session.metadata
     return CompareRecord(
         problem=first.problem, domain=first.domain, model=first.model, base_url=first.base_url, demo=first.demo,
-        methods=[run.label for run in runs], options={run.label: run.session.method_options for run in runs},
+        options={run.label: run.session.method_options for run in runs},
         rows=[run.row for run in runs], created=first.ts,
     )
 

@@ -17,9 +17,9 @@ from core.compose.compare import ComparePlan, Comparison
 from core.mcp.tasks import STATUS_CANCELLED, STATUS_COMPLETED, STATUS_FAILED, StartError, SwarmManager, SwarmTask
 from core.methods.registry import MethodError
 from core.methods.selection import parse_strategies
+from core.runtime import events as ev
 from core.runtime.teams import resolve_team
-
-MAX_METHODS = 10
+from core.sessions.compare_record import MAX_METHODS
 
 
 class _CompareControl:
@@ -80,24 +80,22 @@ def start_compare(
         if not isinstance(mine, Mapping):
             raise StartError(f"options of {method} must be a table of option names and values")
         per_method[method] = {**(settings.strategy_options.get(method) or {}), **mine}
-    entry_task = task.strip()
-    problem = entry_task if not str(context or "").strip() else f"{entry_task}\n\nContext:\n{str(context).strip()}"
-    plan = ComparePlan(problem, settings, methods, options=per_method, parallel=parallel)
-    try:
-        plan.check()
-    except MethodError as exc:
-        raise StartError(str(exc)) from None
-    manager._make_room()
-    task_id = uuid.uuid4().hex[:12]
     chosen = resolve_team(settings)
     entry = SwarmTask(
-        id=task_id, task=entry_task, domain=settings.domain, strategy="compare: " + ",".join(methods),
+        id="", task=task.strip(), domain=settings.domain, strategy="compare: " + ",".join(methods),
         params={"tau": settings.tau, "k_in": settings.k_in, "max_rounds": settings.max_rounds},
         options={"methods": methods, "options": per_method, "parallel": parallel or len(methods)},
         context=str(context or ""), budget_s=float(settings.max_rounds * manager.round_budget_s * len(methods)),
         notes=notes, team=chosen.team_name, agents=[chosen.manager.name, *chosen.worker_names],
         started_at=manager.clock(),
     )
+    plan = ComparePlan(manager.problem_text(entry), settings, methods, options=per_method, parallel=parallel)
+    try:
+        plan.check()
+    except MethodError as exc:
+        raise StartError(str(exc)) from None
+    manager._make_room()
+    entry.id = task_id = uuid.uuid4().hex[:12]
     manager.tasks[task_id] = entry
     entry.handle = asyncio.get_running_loop().create_task(_run(manager, entry, plan), name=f"compare-{task_id}")
     return entry
@@ -125,8 +123,13 @@ async def _run(manager: SwarmManager, entry: SwarmTask, plan: ComparePlan) -> No
         backend = await manager._open_backend()
         entry.phase = "loading embeddings"
         await manager.embedder.aload()
+
+        def sync(event: ev.Event) -> None:
+            if not isinstance(event, ev.AgentDelta):  # token deltas move no figure of the status
+                _sync(entry, comparison)
+
         comparison = Comparison(plan, backend, manager.embedder, sessions_dir=Path(plan.settings.sessions_dir),
-                                sinks_for=lambda _m: [lambda _e: _sync(entry, comparison)])
+                                sinks_for=lambda _method: [sync])
         entry.control = _CompareControl(comparison)  # type: ignore[assignment]
         entry.session_path = comparison.record_path
         if entry.cancel_requested or entry.timed_out:

@@ -49,6 +49,13 @@ def printable(text: str) -> str:
     return _CONTROL_RE.sub(_picture, text)
 
 
+def one_line(text: str, width: int) -> str:
+    """``text`` made printable, on one line (whitespace runs collapsed), cut to ``width`` with an ellipsis:
+    a table cell."""
+    text = " ".join(printable(text).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def has_controls(text: str) -> bool:
     return bool(_CONTROL_RE.search(text))
 

@@ -9,10 +9,7 @@ make the app read an arbitrary file.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -20,7 +17,7 @@ from typing import Any
 
 from core.runtime.textsafe import json_safe
 from core.sessions.model import SessionFormatError
-from core.sessions.store import COMPARE_SUFFIX, read_regular_file, slugify
+from core.sessions.store import COMPARE_SUFFIX, read_regular_file, slugify, write_atomically
 
 RECORD_FORMAT = "swarm-tui-compare"
 RECORD_VERSION = 1
@@ -64,12 +61,15 @@ class CompareRecord:
     model: str
     base_url: str  # already redacted (core.llm.urls.redact_url)
     demo: bool
-    methods: list[str]
     options: dict[str, dict[str, Any]] = field(default_factory=dict)  # per method, as the runs used them
     settings: dict[str, Any] = field(default_factory=dict)  # shared run settings (rounds, tau, budgets, ...)
     rows: list[CompareRow] = field(default_factory=list)
     created: float = 0.0
     path: Path | None = None  # where it was read from or saved to
+
+    @property
+    def methods(self) -> list[str]:
+        return [row.method for row in self.rows]
 
     def to_json(self) -> str:
         data = {
@@ -109,27 +109,13 @@ def record_paths(directory: Path, problem: str, domain: str, when: float) -> tup
 def sessions_folder(record_path: Path) -> Path:
     """The folder beside a record that holds its methods' sessions."""
     name = record_path.name
-    return record_path.with_name(name[: -len(RECORD_SUFFIX)] if name.endswith(RECORD_SUFFIX) else record_path.stem)
+    return record_path.with_name(name.removesuffix(RECORD_SUFFIX) if name.endswith(RECORD_SUFFIX) else record_path.stem)
 
 
 def save_record(record: CompareRecord, path: Path) -> Path:
-    """Atomic write (temp file, fsync, rename): a reader or a crash sees the old record or the new one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(record.to_json())
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    record.path = path
-    return path
+    """Atomic, as a session is saved: a reader or a crash sees the old record or the new one."""
+    record.path = write_atomically(Path(path), record.to_json())
+    return record.path
 
 
 def is_record_file(path: Path) -> bool:
@@ -168,14 +154,12 @@ def load_record(path: Path) -> CompareRecord:
         raise SessionFormatError(f"compare record version {data.get('version')!r} is not {RECORD_VERSION}", source)
     try:
         rows = [_row(item, path.parent) for item in _list(data, "rows")]
-        methods = [str(m) for m in _list(data, "methods")]
         record = CompareRecord(
             problem=_text(data, "problem"),
             domain=_text(data, "domain"),
             model=_text(data, "model"),
             base_url=_text(data, "base_url"),
             demo=bool(data.get("demo", False)),
-            methods=methods,
             options={str(k): dict(v) for k, v in _dict(data, "options").items() if isinstance(v, dict)},
             settings=_dict(data, "settings"),
             rows=rows,
@@ -268,7 +252,7 @@ def list_records(directory: Path) -> tuple[list[CompareSummary], list[SessionFor
             created=datetime.fromtimestamp(record.created).strftime("%Y-%m-%d %H:%M"),
             problem=lines[0] if lines else "",
             domain=record.domain,
-            methods=[row.method for row in record.rows],
+            methods=record.methods,
             demo=record.demo,
         ))
     found.sort(key=lambda s: (s.created, s.path.name), reverse=True)

@@ -150,10 +150,16 @@ def _file_mode(path: Path) -> int:
 
 
 def save_session(session: Session, path: Path) -> Path:
-    """Write atomically: a temp file in the same directory, flushed, then renamed over the target,
-    so a reader (or a crash) only ever sees the old file or the new one."""
+    """Write atomically (write_atomically): a reader or a crash only ever sees the old file or the new one."""
     path = Path(path)
     text = session_to_toml(session) if _format_of(path) == "toml" else session_to_json(session)
+    return write_atomically(path, text)
+
+
+def write_atomically(path: Path, text: str) -> Path:
+    """A temp file in the same directory, flushed to disk, then renamed over the target, so a reader (or a
+    crash) only ever sees the old file or the new one. Sessions and compare records are written so."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

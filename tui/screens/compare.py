@@ -22,7 +22,7 @@ from textual.widgets import DataTable, Static, Tab, Tabs
 
 from core.compose.compare import answer_gist, summary_rows
 from core.runtime import events as ev
-from core.runtime.textsafe import printable
+from core.runtime.textsafe import one_line, printable
 from core.sessions.compare_record import CompareRecord, CompareRow
 
 from ..bridge import EventBridge
@@ -98,10 +98,9 @@ class SummaryTable(DataTable[str]):
 class CompareScreen(Screen[None]):
     BINDINGS = COMPARE_BINDINGS
 
-    def __init__(self, record: CompareRecord, *, live: bool) -> None:
+    def __init__(self, record: CompareRecord) -> None:
         super().__init__()
         self.record = record
-        self.live = live
         self.rows: dict[str, CompareRow] = {row.method: row for row in record.rows}
         self.columns: dict[str, CompareColumn] = {}
         self.events: dict[str, list[ev.Event]] = {row.method: [] for row in record.rows}
@@ -122,7 +121,7 @@ class CompareScreen(Screen[None]):
                    id="cmp-tabs")
         with HorizontalScroll(id="cmp-columns", can_focus=False):
             for i, row in enumerate(self.record.rows):
-                column = CompareColumn(row.method, row, live=self.live, id=f"col-{i}")
+                column = CompareColumn(row.method, row, id=f"col-{i}")
                 self.columns[row.method] = column
                 yield column
         table = SummaryTable(id="cmp-summary", zebra_stripes=True, cursor_type="none")
@@ -206,7 +205,7 @@ class CompareScreen(Screen[None]):
         table = self.query_one(SummaryTable)
         cells = [
             (
-                printable(r["method"]), _short(answer_gist(r["answer"]), 28) or "—", _short(r["verdict"], 26),
+                printable(r["method"]), one_line(answer_gist(r["answer"]), 28) or "—", one_line(r["verdict"], 26),
                 str(r["calls"]),
                 f"{r['prompt_tokens']:,}", f"{r['completion_tokens']:,}", f"{r['total_tokens']:,}",
                 f"{r['wall_s']:.1f}", r["tokens_vs_first"], r["wall_vs_first"],
@@ -340,8 +339,3 @@ class CompareScreen(Screen[None]):
             on_answer=answer))
 
     def cancel(self) -> None: ...
-
-
-def _short(text: str, width: int) -> str:
-    text = " ".join(printable(text).split())
-    return text if len(text) <= width else text[: width - 1] + "…"

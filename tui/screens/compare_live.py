@@ -26,7 +26,7 @@ def _placeholder_record(plan: ComparePlan, demo: bool) -> CompareRecord:
     s = plan.settings
     return CompareRecord(
         problem=plan.problem, domain=s.domain, model=s.model or "…", base_url="demo" if demo else
-        redact_url(resolve_base_url(s)), demo=demo, methods=list(plan.methods),
+        redact_url(resolve_base_url(s)), demo=demo,
         rows=[CompareRow(m) for m in plan.methods],
     )
 
@@ -34,7 +34,7 @@ def _placeholder_record(plan: ComparePlan, demo: bool) -> CompareRecord:
 class LiveCompareScreen(CompareScreen):
     def __init__(self, plan: ComparePlan, *, demo: bool = False, save: Path | None = None,
                  demo_chunk_delay: float = 0.02, server: Any = None) -> None:
-        super().__init__(_placeholder_record(plan, demo), live=True)
+        super().__init__(_placeholder_record(plan, demo))
         self.plan = plan
         self.demo = demo
         self.save = save
@@ -87,6 +87,7 @@ class LiveCompareScreen(CompareScreen):
         self.rows = comparison.rows
         for method, column in self.columns.items():
             column.row = comparison.rows[method]
+            column.changes += 1
         self.query_one("#cmp-header").update(self.header_text())  # type: ignore[attr-defined]
 
     def fail_all(self, message: str) -> None:

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
-from core.compose.compare import RowTracker
-from core.compose.compare_saved import SavedRun, record_of_runs, same_problem
+from core.compose.compare_saved import SavedRun, fold_events, record_of_runs, same_problem
 from core.runtime import events as ev
 from core.sessions.compare_record import CompareRow
 
@@ -15,20 +14,12 @@ from ..model import RunModel
 from .compare import CompareScreen
 
 
-class _EventTime:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 class SavedCompareScreen(CompareScreen):
     def __init__(self, runs: list[SavedRun], source: str = "") -> None:
-        super().__init__(record_of_runs(runs), live=False)
+        super().__init__(record_of_runs(runs))
         self.runs = {run.label: run for run in runs}
         self.source = source
-        self.replayed = {run.label: run.session.replay_events() for run in runs}
+        self.replayed = {run.label: run.events for run in runs}
         self.cursor = {run.label: 0 for run in runs}
 
     def started(self) -> None:
@@ -66,14 +57,10 @@ class SavedCompareScreen(CompareScreen):
         events = self.replayed[label]
         if position >= len(events):
             return self.runs[label].row
-        clock = _EventTime()
-        tracker = RowTracker(CompareRow(label), clock)
-        for event in events[:position]:
-            clock.now = event.ts
-            tracker(event)
-        if tracker.row.state == "running":
-            tracker.row.state = "replay"  # recorded, shown part way through
-        return tracker.row
+        row = fold_events(label, events[:position]).row
+        if row.state == "running":
+            row.state = "replay"  # recorded, shown part way through
+        return row
 
     def _step(self, labels: list[str], forward: bool) -> None:
         for label in labels:
@@ -107,7 +94,7 @@ class SavedCompareScreen(CompareScreen):
         from .replay import ReplayScreen
 
         run = self.runs[self.focused_method]
-        replay = ReplayScreen(run.session.replay_events(), source=str(run.path), session=run.session)
+        replay = ReplayScreen(list(run.events), source=str(run.path), session=run.session)
         replay.back_to = (self, getattr(self.app, "swarm_screen", None))
         self.app.swarm_screen = replay  # type: ignore[attr-defined]
         self.app.push_screen(replay)

@@ -45,11 +45,10 @@ class CompareColumn(Widget):
     CompareColumn.-focused { border: round $accent; }
     """
 
-    def __init__(self, method: str, row: CompareRow, *, live: bool, id: str | None = None) -> None:
+    def __init__(self, method: str, row: CompareRow, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.method = method
         self.row = row
-        self.live = live
         self.model = RunModel()
         self.model.embeddings_ready = True
         self.latest_agent = ""
@@ -65,8 +64,8 @@ class CompareColumn(Widget):
         self.changes += 1
 
     def tick(self) -> None:
-        """Redraw when something changed since the last draw (or the wall time moves on)."""
-        if self.changes != self._drawn or (self.live and self.row.state == "running"):
+        """Redraw when something changed since the last draw (its row's figures move with events only)."""
+        if self.changes != self._drawn:
             self._drawn = self.changes
             self.refresh()
 
