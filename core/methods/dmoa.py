@@ -44,9 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from core.evaluation.extract import latest_code
+from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 from core.methods.dmoa_events import CALL_SELECT, CALL_STEP, CALL_SUMMARY, DmoaRouted, DmoaStepDone
 from core.methods.dmoa_router import RouterError, RouterInfo, RouterSession, RouterStore, RouterWeights, seeded_weights
 from core.methods.dmoa_routing import (

@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import platformdirs
+
+from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 
 DIM = 384  # all-MiniLM-L6-v2 (§5.1)
 

@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
+from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 
 TAG_FINAL = "FINAL"
 TAG_CONTINUE = "CONTINUE"

@@ -31,10 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from core.evaluation.extract import docstring_examples, latest_code
 from core.evaluation.math_answers import answer_or_text, extract_answer
+from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 from core.methods.registry import MethodError, MethodInfo, OptionSpec, call_options, register
 from core.methods.topodim_events import TopoDIMCall, TopoDIMGraph, describe_call
 from core.routing.topodim import (

@@ -18,8 +18,7 @@ import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
+from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 from core.routing.dytopo import KIND_CONDITIONED, KIND_DEBATE, KIND_FEEDBACK, Edge, RemovedEdge, RoutingResult
 
 NONE = "none"
