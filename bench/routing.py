@@ -11,16 +11,18 @@ This prints figures only; it is a script, not a timed test.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere as a script
 
 from core.llm.embeddings import Embedder, bundled_model_path
-from core.routing.dytopo import route
+from core.routing.dytopo import route, similarity_matrix
 
 TARGET_MS = 25.0  # p50 at N = 6
 TARGET_N = 6
@@ -88,8 +90,6 @@ def linear_floor_ms(folder: Path, texts: list[str], reps: int) -> tuple[float, i
     """(p50 ms, tokens): the model's linear layers alone (Q, K, V, output, and the two feed-forward
     matrices, per layer) on as many token rows as the texts have, as NumPy matmuls. No fp32 MiniLM can
     embed these texts faster on this machine than its BLAS multiplies these matrices."""
-    import json
-
     import numpy as np
     from tokenizers import Tokenizer
 
@@ -115,13 +115,20 @@ def linear_floor_ms(folder: Path, texts: list[str], reps: int) -> tuple[float, i
     return statistics.median(samples), tokens
 
 
-def agreement(fp32: Embedder, int8: Embedder, folders: list[Path]) -> tuple[int, int, int]:
-    """(rounds with the same edges, rounds compared, sessions read): every recorded DyTopo round's
-    descriptors routed at that round's tau and k_in, once with each model."""
-    from core.routing.dytopo import route
+@dataclass
+class Agreement:
+    same: int = 0  # distinct rounds routed to the same edges by both models
+    rounds: int = 0  # distinct rounds compared (a scripted demo repeats its rounds: each counts once)
+    sessions: int = 0
+    errors: list[float] = field(default_factory=list)  # |similarity int8 - fp32| of every query-key pair
+
+
+def recorded_rounds(folders: list[Path]) -> tuple[list[tuple[list[str], list[str], float, int]], int]:
+    """(rounds, sessions read): each distinct recorded DyTopo round as (names, queries + keys, tau, k_in)."""
     from core.sessions.store import load_session
 
-    same = total = sessions = 0
+    rounds: dict[str, tuple[list[str], list[str], float, int]] = {}
+    sessions = 0
     for path in sorted({p for folder in folders for p in folder.rglob("*.json")}):
         try:
             session = load_session(path)
@@ -137,15 +144,26 @@ def agreement(fp32: Embedder, int8: Embedder, folders: list[Path]) -> tuple[int,
                 names = [n for n in routing.get("names", []) if n in given]
                 if len(names) < 2:
                     continue
-                graphs = []
-                for embedder in (fp32, int8):
-                    vectors = embedder.embed([given[n]["query"] for n in names] + [given[n]["key"] for n in names])
-                    result = route(names, vectors[: len(names)], vectors[len(names) :],
-                                   tau=float(routing["tau"]), k_in=int(routing["k_in"]))
-                    graphs.append({(e.src, e.dst) for e in result.edges})
-                total += 1
-                same += graphs[0] == graphs[1]
-    return same, total, sessions
+                texts = [given[n]["query"] for n in names] + [given[n]["key"] for n in names]
+                tau, k_in = float(routing["tau"]), int(routing["k_in"])
+                rounds[json.dumps([names, texts, tau, k_in])] = (names, texts, tau, k_in)
+    return list(rounds.values()), sessions
+
+
+def agreement(fp32: Embedder, int8: Embedder, folders: list[Path]) -> Agreement:
+    """Every distinct recorded round's descriptors routed at its tau and k_in, once with each model."""
+    rounds, sessions = recorded_rounds(folders)
+    result = Agreement(rounds=len(rounds), sessions=sessions)
+    for names, texts, tau, k_in in rounds:
+        n = len(names)
+        graphs, sims = [], []
+        for embedder in (fp32, int8):
+            vectors = embedder.embed(texts)
+            sims.append(similarity_matrix(vectors[:n], vectors[n:]))
+            graphs.append({(e.src, e.dst) for e in route(names, vectors[:n], vectors[n:], tau=tau, k_in=k_in).edges})
+        result.same += graphs[0] == graphs[1]
+        result.errors += [abs(float(a) - float(b)) for a, b in zip(sims[0].ravel(), sims[1].ravel(), strict=True)]
+    return result
 
 
 def main() -> int:
@@ -180,10 +198,14 @@ def main() -> int:
             if n == TARGET_N and model is embedder and cached == "none":
                 verdict_p50 = p50
     folders = args.sessions or [root / "sessions", root / "tests" / "fixtures"]
-    same, total, sessions = agreement(embedder, int8, folders)
-    share = f"{100 * same / total:.1f}%" if total else "n/a"
-    print(f"int8 vs fp32: the same edges in {same}/{total} recorded rounds ({share}; target >= 99%), "
-          f"{sessions} sessions from {', '.join(str(f) for f in folders)}")
+    agreed = agreement(embedder, int8, folders)
+    share = f"{100 * agreed.same / agreed.rounds:.1f}%" if agreed.rounds else "n/a"
+    print(f"int8 vs fp32: the same edges in {agreed.same}/{agreed.rounds} distinct recorded rounds ({share}; target "
+          f">= 99%), from {agreed.sessions} sessions in {', '.join(str(f) for f in folders)}")
+    if agreed.errors:
+        print(f"  similarity error |int8 - fp32| over {len(agreed.errors)} query-key pairs: mean "
+              f"{statistics.mean(agreed.errors):.4f}, p95 {percentile(agreed.errors, 95):.4f}, "
+              f"max {max(agreed.errors):.4f} (an edge flips when a pair sits this close to tau)")
     roles = DESCRIPTORS[:TARGET_N]
     folder = bundled_model_path()
     assert folder is not None, "the floor is measured on the bundled model's shapes"

@@ -119,7 +119,7 @@ def _publish(scratch: Path, target: Path) -> None:
     created 0600), and remove the same model's files of an older export format beside it."""
     scratch.chmod(0o644)
     os.replace(scratch, target)
-    fingerprint = target.name.split("-", 1)[0].split(".", 1)[0]
+    fingerprint = target.name.split("-", 1)[0]  # export_name(): FINGERPRINT-FORMAT[.int8].onnx
     for old in target.parent.glob(f"{fingerprint}*.onnx"):
         if not old.name.startswith(f"{fingerprint}-{EXPORT_FORMAT}"):
             with contextlib.suppress(OSError):
@@ -183,7 +183,9 @@ def _quantize(source: Path, target: Path) -> None:
         with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):
             warnings.simplefilter("ignore")
             logging.getLogger().setLevel(logging.ERROR)  # its advice to pre-process is for vision models
-            # Per-channel weights kept the routed graph of 55 of 56 recorded rounds (per-tensor: 46); bench/routing.py
+            # Per-channel weights; activations get one scale per tensor per call, so an int8 vector moves a
+            # little with the texts it is packed with. Keeping a layer in fp32 cost most of the speed-up for a
+            # small gain in agreement (bench/routing.py prints it): all MatMuls are quantised.
             quantize_dynamic(str(source), str(partial), weight_type=QuantType.QInt8, per_channel=True)
         _publish(partial, target)
     except Exception as exc:
