@@ -141,7 +141,8 @@ def build_server(manager: SwarmManager, *, host: str = "127.0.0.1", port: int = 
             float | None,
             Field(description="seconds, 1..36000, for each method's run from its own start: past it the run "
                   "cancels its calls in flight and ends with reason budget and its best valid answer so far "
-                  "(like --time-budget)"),
+                  "(like --time-budget); what its cut-off calls cost is counted, as estimates (the row's "
+                  "tokens_estimated)"),
         ] = None,
         max_calls: Annotated[
             int | None,

@@ -20,7 +20,7 @@ from core.evaluation.extract import latest_code
 from core.evaluation.math_answers import extract_answer
 from core.llm.call_id import CallId
 from core.llm.embeddings import Embedder, EmbeddingError
-from core.llm.tokens import estimate_tokens
+from core.llm.tokens import CutOffCost, estimate_tokens
 from core.llm.urls import redact_url
 from core.runtime import events as ev
 from core.runtime.answers import honest_answer
@@ -176,6 +176,8 @@ class SwarmEngine:
         self.phase = ""
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        # Of those, how many are estimates (calls cut off in flight, servers that report no usage): RunFinished.
+        self.estimated_tokens = 0
         self._task: asyncio.Task[Any] | None = None
         self.latest: dict[str, AgentResult] = {}
         # DyTopo's edge payload: True when only the private message travels (set by the method).
@@ -278,6 +280,7 @@ class SwarmEngine:
             rounds=self.round,
             prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens,
+            tokens_estimated=self.estimated_tokens,
             solved=solved,
             replies_parsed=self.reply_tally.parsed,
             replies_total=self.reply_tally.total,
@@ -522,6 +525,7 @@ class SwarmEngine:
                                       let_running_finish=True)
                 raise asyncio.CancelledError  # this call is never sent; the run ends as "budget"
             self.calls_started += 1
+            cut_off = CutOffCost()
             try:
                 chat = await llm.chat(
                     sent,
@@ -534,7 +538,11 @@ class SwarmEngine:
                     # A decision call is named by its kind, "Manager", whatever the team calls its Manager.
                     call_id=CallId("Manager" if decision else agent, call, self.round),
                     **({"top_logprobs": top_logprobs} if top_logprobs > 0 else {}),
+                    cut_off=cut_off,
                 )
+            except asyncio.CancelledError:
+                self._count_cut_off(agent, call, cut_off)
+                raise
             except openai.OpenAIError as exc:
                 overflow = context_overflow(exc)
                 if overflow is not None:
@@ -560,6 +568,8 @@ class SwarmEngine:
             usage = _Usage.add(usage, chat)
             self.prompt_tokens += chat.prompt_tokens
             self.completion_tokens += chat.completion_tokens
+            if chat.usage_estimated:
+                self.estimated_tokens += chat.prompt_tokens + chat.completion_tokens
             try:
                 parsed = parser(chat.text)
                 if chat.finish_reason == "length" and (decision or attempt == 1):
@@ -579,6 +589,21 @@ class SwarmEngine:
                     {"role": "user", "content": repair_request(str(exc), reask_format)},
                 ]
                 self._sent_texts.append(extra[-1]["content"])
+
+    def _count_cut_off(self, agent: str, call: str, cost: CutOffCost) -> None:
+        """A call cancelled in flight (the time budget, a cancel) still cost what the server did: its tokens
+        go into the run's totals, and a notice records them (the call itself never finishes)."""
+        if not cost.sent:
+            return
+        self.prompt_tokens += cost.prompt_tokens
+        self.completion_tokens += cost.completion_tokens
+        if cost.estimated:
+            self.estimated_tokens += cost.tokens
+        self.notice(
+            f"{agent}: {call} call cut off in flight; its {'~' if cost.estimated else ''}{cost.prompt_tokens} prompt "
+            f"+ {cost.completion_tokens} completion tokens{' (estimated)' if cost.estimated else ''} are counted",
+            "info", agent,
+        )
 
     @staticmethod
     def _fit_context(
