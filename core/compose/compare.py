@@ -20,7 +20,6 @@ from core.compose.runner import Backend, build_engine
 from core.evaluation.math_answers import answer_or_text, answers_equivalent
 from core.llm.embeddings import Embedder
 from core.methods.catalogue import build_method, get_method_info
-from core.methods.registry import MethodError
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.control import MODE_AUTO, MODE_STEP, Params, RunControl
@@ -33,15 +32,6 @@ SinkFactory = Callable[[str], list[ev.EventSink]]  # method name -> extra sinks 
 
 NO_VERDICT = "no verdict"
 NO_ANSWER = "no answer"
-
-
-def unit_word(method: str) -> str:
-    """What one step of the method is called on screen: DyTopo's round, TopoDIM's and DMoA's step,
-    TopoWeaver's turn, a baseline's call (core.methods.registry.MethodInfo.unit)."""
-    try:
-        return get_method_info(method).unit
-    except MethodError:  # a session of a method this version does not know
-        return "round"
 
 
 @dataclass

@@ -22,7 +22,7 @@ from core.evaluation.math_answers import answer_or_text
 from core.evaluation.sandbox import arun_code
 from core.llm.request_seed import REQUEST_SEED
 from core.methods.dytopo import CALL_OPTIONS, MEMORY_OPTION, DyTopoMethod
-from core.methods.registry import MethodInfo, OptionSpec, call_options, register
+from core.methods.registry import MethodInfo, OptionSpec, call_options, no_unit_limit, one_unit, register
 from core.routing.strategies import BroadcastStrategy, ChainStrategy, DyTopoStrategy, RandomStrategy, StarStrategy
 from core.runtime import events as ev
 from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
@@ -172,6 +172,7 @@ register(
             *call_options("agent", "the agent's calls", "work_call"),
         ),
         unit="call",  # one model call (K with samples): no rounds to count
+        unit_limit=no_unit_limit,
         substep="call",
         family="baseline",
     )
@@ -183,6 +184,7 @@ register(
         round_one_broadcast=True,
         # No memory option: one round, so no prompt shows an earlier round's memory.
         factory=lambda options, domain: DyTopoMethod(DyTopoStrategy(), name="single-turn", round_limit=1),
+        unit_limit=one_unit,
         options=CALL_OPTIONS,
         uses_tau=True,
         what_if=True,

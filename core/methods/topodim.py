@@ -35,7 +35,7 @@ import numpy as np
 
 from core.evaluation.extract import docstring_examples, latest_code
 from core.evaluation.math_answers import answer_or_text, extract_answer
-from core.methods.registry import MethodError, MethodInfo, OptionSpec, call_options, register
+from core.methods.registry import MethodError, MethodInfo, OptionSpec, call_options, one_unit, register
 from core.methods.topodim_events import TopoDIMCall, TopoDIMGraph, describe_call
 from core.routing.topodim import (
     EDGE_TYPES,
@@ -937,6 +937,7 @@ register(
         factory=_factory,
         options=OPTIONS,
         unit="step",  # one pass over its typed graph: a step, not a DyTopo round
+        unit_limit=one_unit,
         substep="call",
         paper="TopoDIM (Sun et al.): one-shot typed topology, eq. 4-12; prior/random generators untrained",
     )
