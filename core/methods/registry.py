@@ -8,7 +8,7 @@ option values from the config file (``[strategy.NAME]``) or flags are checked he
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,6 +104,13 @@ def call_options(kind: str, calls: str, table: str) -> tuple[OptionSpec, OptionS
         OptionSpec(f"{kind}{TEMPERATURE_SUFFIX}", "float", None, f"temperature of {calls} (unset: [{table}])",
                    low=0.0, high=2.0, call_table=table),
     )
+
+
+def call_tables(specs: Iterable[OptionSpec]) -> dict[str, str]:
+    """Each call kind's settings table, as its call_options record it (``{"manager": "manager_call"}``): what a
+    method class hands the engine as ``call_tables`` (SwarmEngine.call_limits reads it)."""
+    return {spec.name.removesuffix(MAX_TOKENS_SUFFIX): spec.call_table for spec in specs
+            if spec.call_table and spec.name.endswith(MAX_TOKENS_SUFFIX)}
 
 
 MethodFactory = Callable[[dict[str, Any], Domain], Method]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -120,6 +120,9 @@ class Method(Protocol):
     """What the engine hosts (core.methods): a method drives one run to its end through the runtime."""
 
     name: str
+    # Each call kind's settings table (``{"manager": "manager_call"}``), as the method's call options record
+    # it (core.methods.registry.call_tables): call_limits reads it, so a kind is paired with its table once.
+    call_tables: Mapping[str, str]
 
     def roster(self, domain: Domain) -> tuple[str, list[str], dict[str, str]]:
         """(manager name or "", the agents shown from the start, role descriptions) for RunStarted."""
@@ -380,10 +383,12 @@ class SwarmEngine:
         fixed = (len(self.spec.problem) + len(goal) + len(inbox)) // 4 + 800  # prompts and schema
         return max(200, self.settings.context_budget_tokens - fixed)
 
-    def call_limits(self, kind: str, base: CallLimits) -> CallLimits:
-        """The temperature and max_tokens of one kind of call: the settings' table for it (``base``), overlaid
-        by the method's own options ``KIND_max_tokens`` and ``KIND_temperature`` when set (-o or
-        [strategy.NAME]). A team file's per-agent values and --max-tokens apply on top (call_and_parse)."""
+    def call_limits(self, kind: str) -> CallLimits:
+        """The temperature and max_tokens of one kind of call: the settings' table the method names for it
+        (Method.call_tables: manager_call, work_call or descriptor_call), overlaid by the method's own options
+        ``KIND_max_tokens`` and ``KIND_temperature`` when set (-o or [strategy.NAME]). A team file's per-agent
+        values and --max-tokens apply on top (call_and_parse)."""
+        base: CallLimits = getattr(self.settings, self.method.call_tables[kind])
         options = getattr(self.method, "options", None) or {}
         temperature = options.get(f"{kind}_temperature")
         max_tokens = options.get(f"{kind}_max_tokens")
@@ -402,8 +407,7 @@ class SwarmEngine:
         tier: int | None = None,
         inbox_from: frozenset[str] = frozenset(),
     ) -> AgentResult:
-        limits = (self.call_limits("descriptor", self.settings.descriptor_call) if call == ev.CALL_DESCRIPTORS
-                  else self.call_limits("worker", self.settings.work_call))
+        limits = self.call_limits("descriptor" if call == ev.CALL_DESCRIPTORS else "worker")
         parser: Callable[[str], Any] = {ev.CALL_DESCRIPTORS: parse_descriptors, ev.CALL_WORK: parse_work}.get(
             call, parse_worker
         )
@@ -725,7 +729,7 @@ class SwarmEngine:
         name = self.domain.manager.name
         self.emit(ev.AgentStarted(round=self.round, agent=name, call=call))
         parsed, chat, error, unreachable, _ = await self.call_and_parse(
-            name, call, messages, self.call_limits("manager", self.settings.manager_call), parse_manager, shrink=shrink
+            name, call, messages, self.call_limits("manager"), parse_manager, shrink=shrink
         )
         if parsed is not None:
             result = AgentResult(name, STATUS_DONE, public=parsed.reasoning, raw=chat.text if chat else "")
