@@ -108,3 +108,11 @@ async def test_unset_call_kinds_use_the_config_tables(embedder: Any) -> None:
         sent = {(r.role, r.call): (r.body["max_tokens"], r.body["temperature"]) for r in server.requests}
     assert sent[("Summarizer", "dmoa-summarize")] == (333, 0.05)
     assert sent[("Solver", "dmoa-step")] == (444, 0.6)
+
+
+@pytest.mark.parametrize("strategy", sorted(KINDS))
+def test_a_method_hands_the_engine_the_table_of_each_call_kind_its_options_name(strategy: str) -> None:
+    method = build_method(strategy, None, get_domain("math"))
+    tables = {spec.name.removesuffix("_max_tokens"): spec.call_table
+              for spec in get_method_info(strategy).options if spec.name.endswith("_max_tokens")}
+    assert dict(method.call_tables) == tables and set(tables) == set(KINDS[strategy])

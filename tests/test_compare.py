@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from core.compose.compare import percent_change, summary_rows
+from core.compose.compare_export import to_csv, to_markdown
 from core.compose.compare_saved import load_saved
 from core.demo.server import FaultRule
 from core.sessions.compare_record import CompareRow, list_records, load_record
@@ -182,3 +183,30 @@ def test_a_demo_never_presents_its_own_problem_as_the_answer_to_yours(tmp_path: 
     )
     assert own.returncode == 0, own.stderr
     assert [r["verdict"] for r in _lines(own.stdout)[-1]["rows"]] == ["matches expected", "matches expected"]
+
+
+def test_tokens_of_calls_cut_off_by_the_time_budget_are_counted_and_marked(  # type: ignore[no-untyped-def]
+    tmp_path: Path, demo_server
+) -> None:
+    demo_server.add_fault(FaultRule("stall", call="work", times=0))  # one piece of every reply, then silence
+    result = swarm(
+        "compare", "--headless", "--domain", "math", "--strategy", "dytopo,single", "--time-budget", "1",
+        "--base-url", demo_server.base_url, "What is 17*23?",
+        env={"SWARM_TUI_SESSIONS_DIR": str(tmp_path), "OPENAI_API_KEY": "sk-test"}, cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    table = result.stdout.splitlines()
+    dytopo = next(line for line in table if line.startswith("dytopo"))
+    assert "~" in dytopo
+    assert table[-1].startswith("~ tokens include estimates (dytopo ") and "cut off in flight" in table[-1]
+    (record_path,) = tmp_path.glob("*.compare.json")
+    record = load_record(record_path)
+    row = record.rows[0]
+    assert row.method == "dytopo" and row.reason == "budget" and 0 < row.tokens_estimated < row.total_tokens
+    session = load_session(record.session_path(row))  # type: ignore[arg-type]
+    assert session.outcome is not None and session.tokens == row.total_tokens
+    cut_off = [n for r in session.rounds for n in r.notices if "cut off in flight" in n.message]
+    assert cut_off  # the session says which calls were cut off and what they were counted as
+    markdown = to_markdown(record)
+    assert f"~{row.total_tokens}" in markdown and "~ tokens include estimates" in markdown
+    assert "tokens_estimated" in to_csv(record).splitlines()[0]

@@ -21,6 +21,7 @@ from tui.app import SwarmApp
 from tui.screens.compare import SummaryTable
 from tui.screens.compare_live import CompareRunScreen, LiveCompareScreen
 from tui.screens.compare_saved import SavedCompareScreen
+from tui.widgets.header import ParamsBar, RunHeader
 
 FIXTURE = Path(__file__).parent / "fixtures" / "compare" / "demo-math.compare.json"
 WIDE, SMALL = (160, 48), (80, 24)
@@ -111,6 +112,31 @@ async def test_focus_open_and_back(tmp_path: Path, embedder: Any) -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is screen
+
+
+@pytest.mark.parametrize("size", [WIDE, SMALL])
+async def test_a_methods_full_view_counts_in_its_own_unit(tmp_path: Path, embedder: Any, size: tuple[int, int]) -> None:
+    # max_rounds is 3: DyTopo's rounds count against it; single's one call and single-turn's one round do not.
+    app = live_app(tmp_path, ["dytopo", "single", "single-turn", "topodim"])
+    async with app.run_test(size=size) as pilot:
+        screen = app.screen
+        assert isinstance(screen, LiveCompareScreen)
+        await wait_for(pilot, lambda: done(screen))
+        shown = {}
+        for number, method in enumerate(["dytopo", "single", "single-turn", "topodim"], 1):
+            await pilot.press(str(number), "enter")
+            await pilot.pause(0.2)
+            detail = app.screen
+            assert isinstance(detail, CompareRunScreen) and detail.method == method
+            shown[method] = (detail.query_one(RunHeader).render().plain, detail.query_one(ParamsBar).render().plain)
+            await pilot.press("escape")
+            await pilot.pause()
+    header, bar = shown["single"]
+    assert "call 1 " in header and "call 1/" not in header, header
+    assert "max" not in bar, bar
+    assert "round 1/1 " in shown["single-turn"][0] and "step 1/1 " in shown["topodim"][0]
+    rounds = screen.rows["dytopo"].rounds
+    assert f"round {rounds}/3 " in shown["dytopo"][0] and "max" in shown["dytopo"][1]
 
 
 async def test_lockstep_n_steps_every_method_and_shift_n_the_focused_one(tmp_path: Path, embedder: Any) -> None:

@@ -24,6 +24,7 @@ from core.demo.server import FaultRule, ScriptedServer
 from core.mcp.server import build_server
 from core.mcp.tasks import MAX_TASKS, STATUS_COMPLETED, STATUS_RUNNING, SwarmManager, SwarmTask
 from core.runtime.config import Settings
+from core.sessions.compare_record import load_record
 from core.sessions.eventlog import find_task, has_ended, log_path_for, read_header
 from core.sessions.store import load_session
 
@@ -93,6 +94,9 @@ async def test_tools_are_published_with_input_and_output_schemas(tmp_path: Path,
     assert start["domain"]["default"] is None  # so that a domain given beside a team can be checked
     assert start["strategy"]["default"] == "dytopo" and "chain" in start["strategy"]["description"]
     assert tools["swarm_start"].inputSchema["required"] == ["task"]
+    compare = tools["swarm_compare"].inputSchema["properties"]
+    assert "each method's run" in compare["time_budget"]["description"]
+    assert "each method's run" in compare["max_calls"]["description"]
     for name, field in (("swarm_start", "task_id"), ("swarm_status", "poll_interval_s"),
                         ("swarm_result", "topology"), ("swarm_cancel", "cancelled")):
         assert field in tools[name].outputSchema["properties"], name
@@ -403,3 +407,44 @@ async def test_compare_runs_several_methods_under_one_task_id(tmp_path: Path, em
         assert "does not run" in await refused(session, "swarm_compare", task="x", strategies="dytopo,single",
                                                options={"dmoa": {"k": 2}})
         assert "unknown strategy" in await refused(session, "swarm_compare", task="x", strategies="dytopo,nope")
+
+
+async def test_compare_bounds_every_method_by_time_budget_and_max_calls(tmp_path: Path, embedder: Any) -> None:
+    slow = ScriptedServer(demo_script, latency=0.4)
+    async with connected(tmp_path, embedder, server=slow) as (session, _, _):
+        started = await ok(session, "swarm_compare", task=DEMO_PROBLEMS["code"], strategies="dytopo,dmoa",
+                           time_budget=2)
+        assert started["options"]["time_budget"] == 2 and started["budget_s"] >= 2 * 2 + 1
+        status = await poll_until(session, started["task_id"], finished, timeout=60)
+        result = await ok(session, "swarm_result", task_id=started["task_id"])
+    assert status["status"] == STATUS_COMPLETED, status
+    assert [(r["method"], r["reason"]) for r in result["summary"]] == [("dytopo", "budget"), ("dmoa", "budget")]
+
+    async with connected(tmp_path, embedder) as (session, _, scripted):
+        started = await ok(session, "swarm_compare", task=DEMO_PROBLEMS["code"], strategies="dytopo,single",
+                           max_calls=3, parallel=1)
+        await poll_until(session, started["task_id"], finished)
+        result = await ok(session, "swarm_result", task_id=started["task_id"])
+        sent = len([r for r in scripted.requests if r.call])
+        record = load_record(Path(result["session_file"]))
+    rows = {r["method"]: r for r in result["summary"]}
+    assert rows["dytopo"]["reason"] == "budget" and rows["dytopo"]["calls"] == 3
+    assert rows["single"]["calls"] == 1  # within its bound: it ends on its own
+    assert sent == 4 and record.settings["max_calls"] == 3
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({"time_budget": 0}, "option time_budget must be between 1 and 36000 seconds, got 0"),
+        ({"max_calls": 0}, "option max_calls must be between 1 and 100000, got 0"),
+    ],
+)
+async def test_compare_refuses_bounds_as_a_single_run_does(
+    tmp_path: Path, embedder: Any, arguments: dict[str, Any], expected: str
+) -> None:
+    async with connected(tmp_path, embedder) as (session, manager, _):
+        assert expected in await refused(session, "swarm_compare", task="Solve it.", strategies="dytopo,single",
+                                         **arguments)
+        assert expected in await refused(session, "swarm_start", task="Solve it.", options=arguments)
+        assert manager.tasks == {}

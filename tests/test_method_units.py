@@ -28,6 +28,8 @@ def test_headless_progress_steps_by_the_method_s_unit(tmp_path: Path) -> None:
     assert "── turn 1/2" in weaver.stderr and "; 1 turn, " in weaver.stderr
     dytopo = swarm("--headless", "--demo", "--domain", "math", env=env)
     assert "── round 2/5" in dytopo.stderr and "; 2 rounds, " in dytopo.stderr  # DyTopo as it always was
+    single = swarm("--headless", "--demo", "--strategy", "single", "--domain", "math", env=env)
+    assert "── call 1\n" in single.stderr and "call 1/" not in single.stderr  # one call: no max_rounds to count
 
 
 def app_for(tmp: Path, strategy: str, domain: str) -> SwarmApp:

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from core.compose.compare import ComparePlan, Comparison, answer_gist, summary_rows
+from core.compose.compare import ComparePlan, Comparison, answer_gist, estimated_note, summary_rows
 from core.compose.runner import open_backend
 from core.demo.played import demo_banner
 from core.llm.client import EndpointError
@@ -50,12 +50,13 @@ class TaggedLines:
 
 
 def format_summary(rows: list[CompareRow]) -> str:
-    """The summary table as plain text: one line per method, the differences to the first column."""
+    """The summary table as plain text: one line per method, the differences to the first column; "~" marks
+    tokens that hold estimates, explained under the table."""
     cells = [
         (
             r["method"], one_line(answer_gist(r["answer"]), 32) or "—", one_line(r["verdict"], 28), str(r["calls"]),
-            str(r["prompt_tokens"]), str(r["completion_tokens"]), str(r["total_tokens"]), f"{r['wall_s']:.1f}",
-            r["tokens_vs_first"], r["wall_vs_first"],
+            *(f"{r['tokens_mark']}{r[key]}" for key in ("prompt_tokens", "completion_tokens", "total_tokens")),
+            f"{r['wall_s']:.1f}", r["tokens_vs_first"], r["wall_vs_first"],
         )
         for r in summary_rows(rows)
     ]
@@ -65,7 +66,9 @@ def format_summary(rows: list[CompareRow]) -> str:
         pairs = enumerate(zip(values, widths, strict=True))
         return "  ".join(v.ljust(w) if i < 3 else v.rjust(w) for i, (v, w) in pairs).rstrip()
 
-    return "\n".join([line(SUMMARY_HEADERS), line(tuple("-" * w for w in widths)), *(line(c) for c in cells)])
+    note = estimated_note(rows)
+    return "\n".join([line(SUMMARY_HEADERS), line(tuple("-" * w for w in widths)), *(line(c) for c in cells),
+                      *([note] if note else [])])
 
 
 async def _compare(plan: ComparePlan, demo: bool, json_lines: bool, save: Path | None) -> int:

@@ -21,7 +21,7 @@ from core.demo.played import TESTS_LABEL, demo_answer_note, demo_banner, demo_ex
 from core.evaluation.math_answers import answer_or_text, answers_equivalent
 from core.llm.client import EndpointError
 from core.llm.embeddings import shared_embedder
-from core.methods.catalogue import get_method_info
+from core.methods.catalogue import get_method_info, unit_position
 from core.methods.registry import MethodError, format_options
 from core.routing.dytopo import RoutingResult, edge_label
 from core.runtime import events as ev
@@ -63,6 +63,7 @@ class ProgressPrinter:
         self._decider = "manager"  # who decides: the run's manager role (DMoA: the Summarizer)
         self._uses_tau = True  # tau and k_in mean something to the run's method
         self._unit = "round"  # what the method steps by (core.methods.registry.MethodInfo.unit)
+        self._strategy = ""  # the run's method: its position reads "round 2/5", "call 1" (unit_position)
         self._tests = "tests"  # what a test verdict is about (the demo's own problem, when it plays that)
 
     def _line(self, text: str) -> None:
@@ -84,6 +85,7 @@ class ProgressPrinter:
             self._line(demo_banner(e.demo_played))
             self._tests = TESTS_LABEL
         self._max_rounds = int(e.params["max_rounds"])
+        self._strategy = e.strategy
         self._decider = (e.manager or "manager").lower()
         try:
             info = get_method_info(e.strategy)
@@ -102,7 +104,7 @@ class ProgressPrinter:
         self._ran = []
         self._max_rounds = int(e.params["max_rounds"])
         values = f"  (tau {e.params['tau']:.2f}, k_in {e.params['k_in']})" if self._uses_tau else ""
-        self._line(f"\n── {self._unit} {e.round}/{self._max_rounds}{values}")
+        self._line(f"\n── {unit_position(self._strategy, e.round, self._max_rounds)}{values}")
 
     def on_manager_decided(self, e: ev.ManagerDecided) -> None:
         if e.plan:

@@ -159,6 +159,23 @@ class RunModel:
         info = self.method_info
         return info.unit if info is not None else "round"
 
+    @property
+    def unit_limit(self) -> int | None:
+        """The most units the run takes (MethodInfo.unit_limit of the params' max_rounds); None: its method
+        counts none (single), or no params yet."""
+        max_rounds = int(self.params.get("max_rounds", 0) or 0) if self.params else 0
+        info = self.method_info
+        if not max_rounds:
+            return None
+        return info.unit_limit(max_rounds) if info is not None else max_rounds
+
+    @property
+    def position(self) -> str:
+        """Where the run is in its method's unit: "round 2/5", "step 1/1", "call 1"."""
+        from core.methods.catalogue import unit_position
+
+        return unit_position(self.strategy, self.current, int(self.params.get("max_rounds", 0) or 0))
+
     def place(self, round_no: int, view: AgentView | None) -> str:
         """Where an agent ran in the unit shown, in its method's words: DyTopo's "tier 1", TopoWeaver's
         plan "step 2", or, for a method whose agents of a unit run together (DMoA), "step 3"; "" when it

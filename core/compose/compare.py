@@ -20,7 +20,6 @@ from core.compose.runner import Backend, build_engine
 from core.evaluation.math_answers import answer_or_text, answers_equivalent
 from core.llm.embeddings import Embedder
 from core.methods.catalogue import build_method, get_method_info
-from core.methods.registry import MethodError
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.control import MODE_AUTO, MODE_STEP, Params, RunControl
@@ -33,15 +32,6 @@ SinkFactory = Callable[[str], list[ev.EventSink]]  # method name -> extra sinks 
 
 NO_VERDICT = "no verdict"
 NO_ANSWER = "no answer"
-
-
-def unit_word(method: str) -> str:
-    """What one step of the method is called on screen: DyTopo's round, TopoDIM's and DMoA's step,
-    TopoWeaver's turn, a baseline's call (core.methods.registry.MethodInfo.unit)."""
-    try:
-        return get_method_info(method).unit
-    except MethodError:  # a session of a method this version does not know
-        return "round"
 
 
 @dataclass
@@ -99,6 +89,7 @@ class RowTracker:
             self.finished = event
             row.rounds = event.rounds
             row.prompt_tokens, row.completion_tokens = event.prompt_tokens, event.completion_tokens
+            row.tokens_estimated = event.tokens_estimated
             row.answer = event.final_answer
             row.reason = event.reason
             row.state = "failed" if event.reason == "error" else "cancelled" if event.reason == "cancelled" else "done"
@@ -260,8 +251,21 @@ def percent_change(value: float, first: float) -> str:
     return "±0%" if change == 0 else f"{change:+d}%"
 
 
+ESTIMATED_MARK = "~"
+
+
+def estimated_note(rows: Sequence[CompareRow]) -> str:
+    """The footnote the summary's "~" points to: which methods' tokens hold estimates, and why; "" if none."""
+    marked = [f"{row.method} {row.tokens_estimated:,} of {row.total_tokens:,}" for row in rows if row.tokens_estimated]
+    if not marked:
+        return ""
+    return (f"{ESTIMATED_MARK} tokens include estimates ({'; '.join(marked)}): calls cut off in flight by the time "
+            "budget or a cancel, or a server that reports no usage")
+
+
 def summary_rows(rows: Sequence[CompareRow]) -> list[dict[str, Any]]:
-    """The summary table's rows: the contract fields plus total tokens and the % differences to the first."""
+    """The summary table's rows: the contract fields plus total tokens and the % differences to the first;
+    ``tokens_mark`` is "~" for a row whose tokens hold estimates (see estimated_note), else ""."""
     if not rows:
         return []
     first = rows[0]
@@ -269,6 +273,7 @@ def summary_rows(rows: Sequence[CompareRow]) -> list[dict[str, Any]]:
     for row in rows:
         data = row.contract()
         data["total_tokens"] = row.total_tokens
+        data["tokens_mark"] = ESTIMATED_MARK if row.tokens_estimated else ""
         data["tokens_vs_first"] = percent_change(row.total_tokens, first.total_tokens)
         data["wall_vs_first"] = percent_change(row.wall_s, first.wall_s)
         out.append(data)

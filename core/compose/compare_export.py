@@ -9,13 +9,13 @@ import io
 import json
 from pathlib import Path
 
-from core.compose.compare import summary_rows
+from core.compose.compare import estimated_note, summary_rows
 from core.runtime.textsafe import json_safe
 from core.sessions.compare_record import CompareRecord, sessions_folder
 
 EXPORT_FORMATS = ("md", "json", "csv")
 CSV_COLUMNS = ("method", "state", "answer", "verdict", "calls", "prompt_tokens", "completion_tokens", "total_tokens",
-               "wall_s", "tokens_vs_first", "wall_vs_first", "reason", "session")
+               "tokens_estimated", "wall_s", "tokens_vs_first", "wall_vs_first", "reason", "session")
 
 
 def _cell(text: object) -> str:
@@ -42,12 +42,14 @@ def to_markdown(record: CompareRecord) -> str:
     ]
     for row in summary_rows(record.rows):
         answer = row["answer"] if len(row["answer"]) <= 60 else row["answer"][:59] + "…"
+        mark = row["tokens_mark"]
         lines.append(
             f"| {_cell(row['method'])} | {_cell(answer) or '—'} | {_cell(row['verdict'])} | {row['calls']} | "
-            f"{row['prompt_tokens']} | {row['completion_tokens']} | {row['total_tokens']} | {row['wall_s']:.1f} | "
-            f"{row['tokens_vs_first']} | {row['wall_vs_first']} |"
+            f"{mark}{row['prompt_tokens']} | {mark}{row['completion_tokens']} | {mark}{row['total_tokens']} | "
+            f"{row['wall_s']:.1f} | {row['tokens_vs_first']} | {row['wall_vs_first']} |"
         )
-    lines += ["", "Differences are to the first method. Options per method:", ""]
+    note = estimated_note(record.rows)
+    lines += ["", *([_cell(note), ""] if note else []), "Differences are to the first method. Options per method:", ""]
     for method, options in record.options.items():
         shown = ", ".join(f"{k}={v}" for k, v in options.items()) or "(none)"
         lines.append(f"- **{method}**: {_cell(shown)}")

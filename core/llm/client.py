@@ -34,7 +34,7 @@ from core.llm.call_id import CALL_ID_HEADER, CallId
 from core.llm.overflow import context_overflow
 from core.llm.request_seed import REQUEST_SEED
 from core.llm.stream import DONE, StreamError, StreamState, read_chunk, reply_text, sse_data
-from core.llm.tokens import estimate_tokens
+from core.llm.tokens import CutOffCost, estimate_usage
 from core.llm.urls import URLError, check_base_url, redact_url, strip_userinfo
 
 try:  # the openai SDK moved to the httpx2 fork; older releases use httpx
@@ -84,6 +84,19 @@ class ChatResult:
     # Per generated token, the top logprobs the endpoint returned (asked for with top_logprobs=k);
     # None when not asked for or when the endpoint sent none.
     top_logprobs: list[list[float]] | None = None
+
+
+def _cut_off_cost(cost: CutOffCost, messages: list[dict[str, str]], state: StreamState) -> None:
+    """What a call cancelled mid-way had cost: the server's usage when it sent one, else an estimate from
+    the prompt and the reply streamed so far (nothing when the request had not gone out)."""
+    if not state.sent:
+        return
+    cost.sent = True
+    if state.usage is not None:
+        cost.prompt_tokens, cost.completion_tokens = state.usage
+        return
+    cost.prompt_tokens, cost.completion_tokens = estimate_usage(messages, reply_text(state))
+    cost.estimated = True
 
 
 def _prompt_chars(messages: list[dict[str, str]]) -> int:
@@ -457,12 +470,14 @@ class LLMClient:
         on_retry: Callable[[str], None] | None = None,
         top_logprobs: int = 0,
         call_id: CallId | None = None,
+        cut_off: CutOffCost | None = None,
     ) -> ChatResult:
         """One streamed completion. ``schema``: the ``json_schema`` object (name, schema, strict) of the
         contract the reply must follow, asked for when the endpoint accepts it. ``top_logprobs`` > 0 asks for
         each token's top logprobs (``ChatResult.top_logprobs``). ``call_id`` names the call in a request header
 (for the scripted server and proxies; never in the messages). Raises openai.OpenAIError subclasses when it
-        finally fails (EndpointUnavailable when it gave up waiting)."""
+        finally fails (EndpointUnavailable when it gave up waiting). ``cut_off``: filled when the call is cancelled
+        after its request went out, with what it had cost (the caller counts it: the server did the work)."""
         async with self._limit:
             self.calls += 1
             start = time.perf_counter()
@@ -473,9 +488,13 @@ class LLMClient:
                 request = self._request(messages, temperature, max_tokens, json_mode, schema, top_logprobs)
                 if call_id is not None:
                     request["extra_headers"] = {CALL_ID_HEADER: call_id.header_value()}
-                logprobs: list[list[float]] = []
+                state = StreamState(logprobs=[] if top_logprobs > 0 else None)
                 try:
-                    text, usage, finish = await self._stream(request, on_delta, logprobs)
+                    text, usage, finish = await self._stream(request, on_delta, state)
+                except asyncio.CancelledError:
+                    if cut_off is not None:
+                        _cut_off_cost(cut_off, messages, state)
+                    raise
                 except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
                     if self._learn_overflow(messages, exc):
                         raise  # the caller shrinks the prompt (core.runtime.engine); never a format to drop
@@ -507,29 +526,21 @@ class LLMClient:
                 self._format_accepted(request)
                 break
             latency = time.perf_counter() - start
-            tops = logprobs if top_logprobs > 0 and logprobs else None
+            tops = state.logprobs or None
             if usage is not None:
                 self._learn_chars_per_token(messages, usage[0])
                 return ChatResult(text, usage[0], usage[1], False, latency, attempts, finish, tops)
-            return ChatResult(
-                text,
-                estimate_tokens("x" * _prompt_chars(messages)),
-                estimate_tokens(text),
-                True,
-                latency,
-                attempts,
-                finish,
-                tops,
-            )
+            return ChatResult(text, *estimate_usage(messages, text), True, latency, attempts, finish, tops)
 
     async def _stream(
-        self, request: dict[str, Any], on_delta: DeltaCallback | None, logprobs: list[list[float]] | None = None
+        self, request: dict[str, Any], on_delta: DeltaCallback | None, state: StreamState
     ) -> tuple[str, tuple[int, int] | None, str | None]:
         # The SDK sends the request (auth, timeouts, status errors); the body is read as raw SSE lines
-        # (core/llm/stream.py), skipping the SDK's per-chunk model construction.
+        # (core/llm/stream.py), skipping the SDK's per-chunk model construction. ``state`` is the caller's:
+        # what streamed before a cancel stays readable there.
         opened = self._client.chat.completions.with_streaming_response.create(**request)
+        state.sent = True
         response = await self._answer_within(opened.__aenter__())
-        state = StreamState(logprobs=logprobs)
         http_request = response.http_response.request
         try:
             done = False

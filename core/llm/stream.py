@@ -52,6 +52,7 @@ class StreamState:
     usage: tuple[int, int] | None = None
     finish: str | None = None
     logprobs: list[list[float]] | None = None  # collected only when asked for
+    sent: bool = False  # the request went out (LLMClient: a call cut off after this still cost its prompt)
 
 
 def _count(value: Any) -> int:

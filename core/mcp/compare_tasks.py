@@ -56,10 +56,13 @@ def start_compare(
     parallel: Any = None,
     *,
     team: Any = None,
+    time_budget: Any = None,
+    max_calls: Any = None,
 ) -> SwarmTask:
     """Validate, schedule, and return the comparison's entry at once (StartError if refused).
     ``options``: {method: {option: value}}, each checked by its method; the server's [strategy.NAME] tables
-    give the defaults, as for a single swarm."""
+    give the defaults, as for a single swarm. ``time_budget`` and ``max_calls`` bound every method's run,
+    each from its own start, checked as swarm_start's options of those names."""
     if manager.closed:
         raise StartError("the server is shutting down")
     methods = _methods(strategies)
@@ -72,8 +75,12 @@ def start_compare(
     if parallel is not None and (isinstance(parallel, bool) or not isinstance(parallel, int)
                                  or not 1 <= parallel <= MAX_METHODS):
         raise StartError(f"parallel must be a whole number from 1 to {MAX_METHODS}")
-    settings, _checked, notes = manager.validate(task, domain, methods[0], manager.settings.tau, None, max_rounds,
-                                                 context, None, team=team)
+    # The bounds go through swarm_start's own option check: the same limits and messages, and the run
+    # settings every method's run is built from carry them.
+    bounds = {k: v for k, v in (("time_budget", time_budget), ("max_calls", max_calls)) if v is not None}
+    settings, checked, notes = manager.validate(task, domain, methods[0], manager.settings.tau, None, max_rounds,
+                                                context, bounds, team=team)
+    bounds = {k: checked[k] for k in bounds}
     per_method: dict[str, dict[str, Any]] = {}
     for method in methods:
         mine = given.get(method) or {}
@@ -84,8 +91,8 @@ def start_compare(
     entry = SwarmTask(
         id="", task=task.strip(), domain=settings.domain, strategy="compare: " + ",".join(methods),
         params={"tau": settings.tau, "k_in": settings.k_in, "max_rounds": settings.max_rounds},
-        options={"methods": methods, "options": per_method, "parallel": parallel or len(methods)},
-        context=str(context or ""), budget_s=float(settings.max_rounds * manager.round_budget_s * len(methods)),
+        options={"methods": methods, "options": per_method, "parallel": parallel or len(methods), **bounds},
+        context=str(context or ""), budget_s=manager.wall_budget(bounds, settings.max_rounds, len(methods)),
         notes=notes, team=chosen.team_name, agents=[chosen.manager.name, *chosen.worker_names],
         started_at=manager.clock(),
     )

@@ -101,7 +101,8 @@ class RunResult(BaseModel):
     topology: list[RoundTopology] | None = None
     summary: list[dict[str, Any]] | None = Field(
         None, description="a comparison (swarm_compare): one row per method — method, answer, verdict, calls, "
-        "prompt_tokens, completion_tokens, wall_s, session, state, reason")
+        "prompt_tokens, completion_tokens, wall_s, session, state, reason, rounds, tokens_estimated (how many of "
+        "its tokens are estimates: calls cut off by time_budget or a cancel, a server that reports no usage)")
     demo_played: str | None = Field(
         None, description="a demo asked for another problem plays its own: this names it, and the answer is "
         "about that problem, not the one asked")

@@ -137,14 +137,27 @@ def build_server(manager: SwarmManager, *, host: str = "127.0.0.1", port: int = 
             int | None, Field(ge=1, le=10, description="methods run at once (default all; 1 is fairer on one "
                                                         "local GPU)")
         ] = None,
+        time_budget: Annotated[
+            float | None,
+            Field(description="seconds, 1..36000, for each method's run from its own start: past it the run "
+                  "cancels its calls in flight and ends with reason budget and its best valid answer so far "
+                  "(like --time-budget); what its cut-off calls cost is counted, as estimates (the row's "
+                  "tokens_estimated)"),
+        ] = None,
+        max_calls: Annotated[
+            int | None,
+            Field(description="model calls, 1..100000, re-asks included, for each method's run: past it the run "
+                  "ends with reason budget (like --max-calls)"),
+        ] = None,
     ) -> StartResult:
         """Run several methods on the same task, endpoint, model and team. Returns one task id at once:
-        swarm_status sums their progress, swarm_result has a summary row per method."""
+        swarm_status sums their progress, swarm_result has a summary row per method. time_budget and
+        max_calls bound every method's run alike (each row's reason says budget when one ended it)."""
         from core.mcp.compare_tasks import start_compare
 
         try:
             entry = start_compare(manager, task, strategies, domain, max_rounds, context, options, parallel,
-                                  team=team)
+                                  team=team, time_budget=time_budget, max_calls=max_calls)
         except StartError as exc:
             raise ToolError(str(exc)) from None
         return start_result(entry, str(manager.sessions_dir))

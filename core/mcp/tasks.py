@@ -435,9 +435,7 @@ class SwarmManager:
         )
         chosen = resolve_team(settings)
         self._make_room()
-        budget = checked.get("budget_s", settings.max_rounds * self.round_budget_s)
-        if "time_budget" in checked and "budget_s" not in checked:  # the run's own ending comes first
-            budget = max(budget, checked["time_budget"] + self.cancel_grace_s)
+        budget = self.wall_budget(checked, settings.max_rounds)
         task_id = uuid.uuid4().hex[:12]
         while task_id in self.tasks:  # pragma: no cover - 48 random bits
             task_id = uuid.uuid4().hex[:12]
@@ -450,6 +448,15 @@ class SwarmManager:
         self.tasks[task_id] = entry
         entry.handle = asyncio.get_running_loop().create_task(self._run(entry, settings), name=f"swarm-{task_id}")
         return entry
+
+    def wall_budget(self, checked: Mapping[str, Any], max_rounds: int, runs: int = 1) -> float:
+        """The hard stop of a task of ``runs`` runs (one swarm, or a comparison's methods): budget_s when
+        given, else max_rounds x the per-round budget a run; a time_budget leaves each run time to end on
+        its own (its budget ending comes first, then the grace a cancel gets)."""
+        budget = checked.get("budget_s", max_rounds * self.round_budget_s * runs)
+        if "time_budget" in checked and "budget_s" not in checked:
+            budget = max(budget, runs * checked["time_budget"] + self.cancel_grace_s)
+        return float(budget)
 
     # --- running --------------------------------------------------------------------------
     async def _open_backend(self) -> Any:

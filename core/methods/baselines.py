@@ -22,7 +22,7 @@ from core.evaluation.math_answers import answer_or_text
 from core.evaluation.sandbox import arun_code
 from core.llm.request_seed import REQUEST_SEED
 from core.methods.dytopo import CALL_OPTIONS, MEMORY_OPTION, DyTopoMethod
-from core.methods.registry import MethodInfo, OptionSpec, call_options, register
+from core.methods.registry import MethodInfo, OptionSpec, call_options, call_tables, no_unit_limit, one_unit, register
 from core.routing.strategies import BroadcastStrategy, ChainStrategy, DyTopoStrategy, RandomStrategy, StarStrategy
 from core.runtime import events as ev
 from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
@@ -69,6 +69,9 @@ def solo_answer(domain: str, text: str) -> str:
     return answer_or_text(text)
 
 
+AGENT_CALL_OPTIONS = call_options("agent", "the agent's calls", "work_call")
+
+
 class SingleAgentMethod:
     """One agent, one call: the floor every team must beat (DyTopo Table 2, "single agent").
 
@@ -78,6 +81,7 @@ class SingleAgentMethod:
     match a team's (the benchmark report prints tokens per problem beside accuracy)."""
 
     name = "single"
+    call_tables = call_tables(AGENT_CALL_OPTIONS)  # each call kind's settings table, for the engine's call_limits
 
     def __init__(self, samples: int = 1) -> None:
         self.samples = samples
@@ -101,7 +105,7 @@ class SingleAgentMethod:
             try:
                 result, _ = await rt.agent_call(
                     SOLO, CALL_SINGLE, solo_messages(domain, rt.spec.problem), json_mode=domain == "math",
-                    limits=rt.call_limits("agent", rt.settings.work_call),
+                    limits=rt.call_limits("agent"),
                 )
             finally:
                 if token is not None:
@@ -169,9 +173,10 @@ register(
                 "samples", "int", 1, "answers sampled; >1 is self-consistency (majority vote; code: first to "
                 "pass the visible examples) — the equal-budget single-agent baseline", low=1, high=64,
             ),
-            *call_options("agent", "the agent's calls", "work_call"),
+            *AGENT_CALL_OPTIONS,
         ),
         unit="call",  # one model call (K with samples): no rounds to count
+        unit_limit=no_unit_limit,
         substep="call",
         family="baseline",
     )
@@ -183,6 +188,7 @@ register(
         round_one_broadcast=True,
         # No memory option: one round, so no prompt shows an earlier round's memory.
         factory=lambda options, domain: DyTopoMethod(DyTopoStrategy(), name="single-turn", round_limit=1),
+        unit_limit=one_unit,
         options=CALL_OPTIONS,
         uses_tau=True,
         what_if=True,

@@ -66,6 +66,14 @@ def get_method_info(name: str) -> MethodInfo:
     return registered()[name]
 
 
+def unit_position(strategy: str, current: int, max_rounds: int) -> str:
+    """MethodInfo.position; a session of a method this version does not know counts rounds of max_rounds."""
+    try:
+        return get_method_info(strategy).position(current, max_rounds)
+    except MethodError:
+        return f"round {current}/{max_rounds}" if max_rounds else f"round {current}"
+
+
 def build_method(name: str, options: Mapping[str, Any] | None, domain: Domain) -> Method:
     """A fresh method for one run, its options checked (MethodError, one line, if not). The resolved
     options, defaults included, ride on the method as ``options``: the run records them (RunStarted)."""

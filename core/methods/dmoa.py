@@ -61,7 +61,7 @@ from core.methods.dmoa_routing import (
     rank_loss,
     softmax,
 )
-from core.methods.registry import MethodError, MethodInfo, OptionSpec, call_options, register
+from core.methods.registry import MethodError, MethodInfo, OptionSpec, call_options, call_tables, register
 from core.routing.dytopo import KIND_HANDOFF, Edge, RoutingResult
 from core.runtime import events as ev
 from core.runtime.context import Messages, Shrink, shrink_pieces
@@ -341,8 +341,16 @@ class _Step:
     sender_alpha: list[float]
 
 
+CALL_OPTIONS = (
+    *call_options("agent", "the pool's agents' calls", "work_call"),
+    *call_options("summarizer", "the Summarizer's calls", "manager_call"),
+    *call_options("selector", "the Selector's calls (router llm)", "manager_call"),
+)
+
+
 class DmoaMethod:
     name = NAME
+    call_tables = call_tables(CALL_OPTIONS)  # each call kind's settings table, for the engine's call_limits
 
     def __init__(self, options: dict[str, Any], domain: Domain) -> None:
         self.pool = dmoa_pool(domain)
@@ -530,7 +538,7 @@ class DmoaMethod:
             SELECTOR,
             CALL_SELECT,
             messages,
-            limits=rt.call_limits("selector", rt.settings.manager_call),
+            limits=rt.call_limits("selector"),
             parser=lambda text: parse_selection(text, self.names, self.k_max),
             json_mode=True,
             shrink=shrink,
@@ -590,7 +598,7 @@ class DmoaMethod:
             {"role": "user", "content": agent_request(name, step, None if in_system else problem, responses, feedback)},
         ])
         result, _ = await rt.agent_call(
-            name, CALL_STEP, messages, limits=rt.call_limits("agent", rt.settings.work_call),
+            name, CALL_STEP, messages, limits=rt.call_limits("agent"),
             top_logprobs=self.top_logprobs if self._dense else 0, shrink=shrink,
         )
         return result
@@ -656,7 +664,7 @@ class DmoaMethod:
             {"role": "user", "content": summarizer_request(step, self.l_max, rt.spec.problem, shown, feedback)},
         ])
         result, _ = await rt.agent_call(SUMMARIZER, CALL_SUMMARY, messages,
-                                        limits=rt.call_limits("summarizer", rt.settings.manager_call),
+                                        limits=rt.call_limits("summarizer"),
                                         reply_format="[FINAL] and the answer, or [CONTINUE] and what is missing",
                                         shrink=shrink)
         if result.connection_failed:
@@ -851,9 +859,7 @@ register(
             OptionSpec("query_in", "choice", QUERY_IN_SYSTEM,
                        "where an agent reads the problem: system (the paper's P_sys = (Profile, P_usr)) or user "
                        "(the user message, beside the previous step's responses)", choices=QUERY_IN),
-            *call_options("agent", "the pool's agents' calls", "work_call"),
-            *call_options("summarizer", "the Summarizer's calls", "manager_call"),
-            *call_options("selector", "the Selector's calls (router llm)", "manager_call"),
+            *CALL_OPTIONS,
         ),
         unit="step",
         substep="phase",

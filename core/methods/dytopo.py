@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
-from core.methods.registry import MethodInfo, OptionSpec, call_options, register
+from core.methods.registry import MethodInfo, OptionSpec, call_options, call_tables, register
 from core.routing.dytopo import RoutingResult, similarity_matrix
 from core.routing.strategies import DyTopoStrategy, TopologyStrategy
 from core.runtime import events as ev
@@ -74,6 +74,8 @@ CALL_OPTIONS = (
 
 class DyTopoMethod:
     """The DyTopo round loop over a graph strategy (DyTopo's own routing, or a baseline's fixed graph)."""
+
+    call_tables = call_tables(CALL_OPTIONS)  # each call kind's settings table, for the engine's call_limits
 
     def __init__(
         self,

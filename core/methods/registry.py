@@ -8,7 +8,7 @@ option values from the config file (``[strategy.NAME]``) or flags are checked he
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,7 +106,32 @@ def call_options(kind: str, calls: str, table: str) -> tuple[OptionSpec, OptionS
     )
 
 
+def call_tables(specs: Iterable[OptionSpec]) -> dict[str, str]:
+    """Each call kind's settings table, as its call_options record it (``{"manager": "manager_call"}``): what a
+    method class hands the engine as ``call_tables`` (SwarmEngine.call_limits reads it)."""
+    return {spec.name.removesuffix(MAX_TOKENS_SUFFIX): spec.call_table for spec in specs
+            if spec.call_table and spec.name.endswith(MAX_TOKENS_SUFFIX)}
+
+
 MethodFactory = Callable[[dict[str, Any], Domain], Method]
+
+
+# How many units a run of a method takes at most, from the run's max_rounds (MethodInfo.unit_limit): what
+# "round 2/5" counts against. None: the method has no such count (one call, or K samples, in one unit).
+def max_rounds_limit(max_rounds: int) -> int | None:
+    """max_rounds, as the run's params say it now (DyTopo's rounds; DMoA and TopoWeaver set it to their
+    L_max and K)."""
+    return max_rounds
+
+
+def one_unit(_max_rounds: int) -> int | None:
+    """One unit whatever max_rounds says (single-turn's one round, TopoDIM's one pass)."""
+    return 1
+
+
+def no_unit_limit(_max_rounds: int) -> int | None:
+    """Nothing to count against (single: one agent, its call or K samples, no rounds)."""
+    return None
 
 
 @dataclass(frozen=True)
@@ -116,6 +141,7 @@ class MethodInfo:
     factory: MethodFactory  # (checked options, domain) -> a fresh Method for one run
     options: tuple[OptionSpec, ...] = ()
     unit: str = "round"  # what N steps over: round, step, turn
+    unit_limit: Callable[[int], int | None] = max_rounds_limit  # the most units a run takes (see position)
     substep: str = "phase"  # what n steps over
     # What an agent's pane calls its place in the unit's graph: DyTopo's "tier" (from 0, as its graph
     # draws T0, T1, …), TopoWeaver's plan "step" (from 1, as its plans count them). "": the agents of one
@@ -136,6 +162,11 @@ class MethodInfo:
                 return spec
         known = ", ".join(s.name for s in self.options) or "none"
         raise MethodError(f"{self.name} has no option {name!r} (its options: {known})")
+
+    def position(self, current: int, max_rounds: int) -> str:
+        """Where a run is, in the method's own unit: "round 2/5", "step 1/1", "call 1" (no limit to show)."""
+        limit = self.unit_limit(max_rounds) if max_rounds else None
+        return f"{self.unit} {current}" + (f"/{limit}" if limit else "")
 
     def resolve(self, given: Mapping[str, Any] | None) -> dict[str, Any]:
         """Defaults overlaid with the given values, each checked. Options left unset (a call kind's limits,

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from core.evaluation.extract import docstring_examples, latest_code
 from core.evaluation.math_answers import answer_or_text, extract_answer
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
-from core.methods.registry import MethodError, MethodInfo, OptionSpec, call_options, register
+from core.methods.registry import MethodError, MethodInfo, OptionSpec, call_options, call_tables, one_unit, register
 from core.methods.topodim_events import TopoDIMCall, TopoDIMGraph, describe_call
 from core.routing.topodim import (
     EDGE_TYPES,
@@ -311,10 +311,17 @@ class _Generated:
     sample: PolicySample | None = None
 
 
+CALL_OPTIONS = (
+    *call_options("agent", "the agents' solution, review and debate calls", "work_call"),
+    *call_options("decider", "the decision-maker's graph and final calls", "manager_call"),
+)
+
+
 class TopoDIMMethod:
     """One typed graph, one pass, one decision (TopoDIM Alg. 1, inference)."""
 
     name = NAME
+    call_tables = call_tables(CALL_OPTIONS)  # each call kind's settings table, for the engine's call_limits
 
     def __init__(
         self,
@@ -440,7 +447,7 @@ class TopoDIMMethod:
             },
         ]
         result, proposal = await rt.agent_call(
-            self.decider, CALL_GRAPH, messages, limits=rt.call_limits("decider", rt.settings.manager_call),
+            self.decider, CALL_GRAPH, messages, limits=rt.call_limits("decider"),
             parser=parse_prior, json_mode=True,
         )
         _abort_if_unreachable(result)
@@ -630,7 +637,7 @@ class TopoDIMMethod:
                 ]
 
             result, _ = await rt.agent_call(step.agent, step.mode, make(PEER_CHARS), shrink=clip_shrink(make),
-                                            limits=rt.call_limits("agent", rt.settings.work_call))
+                                            limits=rt.call_limits("agent"))
             _abort_if_unreachable(result)
             text = usable_text(result) if result.status == STATUS_DONE else ""
             if not text:
@@ -809,7 +816,7 @@ class TopoDIMMethod:
 
         rt.emit(self._call_event(step))
         result, _ = await rt.agent_call(self.decider, MODE_FINAL, make(PEER_CHARS),
-                                        limits=rt.call_limits("decider", rt.settings.manager_call),
+                                        limits=rt.call_limits("decider"),
                                         shrink=clip_shrink(make))
         _abort_if_unreachable(result)
         text = usable_text(result) if result.status == STATUS_DONE else ""
@@ -925,8 +932,7 @@ OPTIONS = (
                low=2, high=6),
     OptionSpec("weights", "str", "",
                "policy/decentralized: weights file (default: the user data dir's swarm-tui/topodim/policy.pt)"),
-    *call_options("agent", "the agents' solution, review and debate calls", "work_call"),
-    *call_options("decider", "the decision-maker's graph and final calls", "manager_call"),
+    *CALL_OPTIONS,
 )
 
 register(
@@ -936,6 +942,7 @@ register(
         factory=_factory,
         options=OPTIONS,
         unit="step",  # one pass over its typed graph: a step, not a DyTopo round
+        unit_limit=one_unit,
         substep="call",
         paper="TopoDIM (Sun et al.): one-shot typed topology, eq. 4-12; prior/random generators untrained",
     )

@@ -30,7 +30,7 @@ from core.evaluation.extract import docstring_examples, extract_tests, latest_co
 from core.evaluation.math_answers import answer_or_text, extract_answer
 from core.evaluation.sandbox import SandboxLimits, arun_code
 from core.llm.urls import redact_url
-from core.methods.registry import MethodInfo, OptionSpec, call_options, register
+from core.methods.registry import MethodInfo, OptionSpec, call_options, call_tables, register
 from core.methods.topoweaver_events import PlanProposed, TurnEnded
 from core.methods.topoweaver_plan import (
     CODER,
@@ -129,8 +129,15 @@ class _Answer:
     passed: bool = False
 
 
+CALL_OPTIONS = (
+    *call_options("orchestrator", "the Orchestrator's calls", "manager_call"),
+    *call_options("agent", "the plan's agents' calls", "work_call"),
+)
+
+
 class TopoWeaverMethod:
     name = NAME
+    call_tables = call_tables(CALL_OPTIONS)  # each call kind's settings table, for the engine's call_limits
 
     def __init__(
         self,
@@ -237,7 +244,7 @@ class TopoWeaverMethod:
         # Over the model's context, the history H loses its oldest turns first.
         reply, _ = await rt.agent_call(
             ORCHESTRATOR, CALL_ORCHESTRATE, build(texts, []), client=self._client,
-            limits=rt.call_limits("orchestrator", rt.settings.manager_call),
+            limits=rt.call_limits("orchestrator"),
             reply_format=ORCHESTRATOR_REPLY_FORMAT, shrink=shrink_pieces(build, texts),
         )
         rt.abort_if_unreachable({ORCHESTRATOR: reply})  # no reply at all, even after retries: the run ends
@@ -379,7 +386,7 @@ class TopoWeaverMethod:
         # Over the model's context: its own oldest outputs go first, then what it reads is cut to equal shares.
         own, read = [text for _, text in memory], [text for _, text in reads]
         result, _ = await self.rt.agent_call(
-            agent.id, CALL_AGENT, build(own, read), limits=self.rt.call_limits("agent", self.rt.settings.work_call),
+            agent.id, CALL_AGENT, build(own, read), limits=self.rt.call_limits("agent"),
             tier=agent.step - 1,
             shrink=shrink_pieces(build, own, read),
         )
@@ -608,8 +615,7 @@ register(
             OptionSpec("orchestrator_base_url", "str", "", "the orchestrator's endpoint (default: the run's)"),
             OptionSpec("fallback", "bool", False, "run a difficulty template when the plan is invalid "
                        "(the paper just uses up the turn)"),
-            *call_options("orchestrator", "the Orchestrator's calls", "manager_call"),
-            *call_options("agent", "the plan's agents' calls", "work_call"),
+            *CALL_OPTIONS,
         ),
         unit="turn",
         substep="step",

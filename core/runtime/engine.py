@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -20,7 +20,7 @@ from core.evaluation.extract import latest_code
 from core.evaluation.math_answers import extract_answer
 from core.llm.call_id import CallId
 from core.llm.embeddings import Embedder, EmbeddingError
-from core.llm.tokens import estimate_tokens
+from core.llm.tokens import CutOffCost, estimate_tokens
 from core.llm.urls import redact_url
 from core.runtime import events as ev
 from core.runtime.answers import honest_answer
@@ -120,6 +120,9 @@ class Method(Protocol):
     """What the engine hosts (core.methods): a method drives one run to its end through the runtime."""
 
     name: str
+    # Each call kind's settings table (``{"manager": "manager_call"}``), as the method's call options record
+    # it (core.methods.registry.call_tables): call_limits reads it, so a kind is paired with its table once.
+    call_tables: Mapping[str, str]
 
     def roster(self, domain: Domain) -> tuple[str, list[str], dict[str, str]]:
         """(manager name or "", the agents shown from the start, role descriptions) for RunStarted."""
@@ -176,6 +179,8 @@ class SwarmEngine:
         self.phase = ""
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        # Of those, how many are estimates (calls cut off in flight, servers that report no usage): RunFinished.
+        self.estimated_tokens = 0
         self._task: asyncio.Task[Any] | None = None
         self.latest: dict[str, AgentResult] = {}
         # DyTopo's edge payload: True when only the private message travels (set by the method).
@@ -278,6 +283,7 @@ class SwarmEngine:
             rounds=self.round,
             prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens,
+            tokens_estimated=self.estimated_tokens,
             solved=solved,
             replies_parsed=self.reply_tally.parsed,
             replies_total=self.reply_tally.total,
@@ -377,10 +383,12 @@ class SwarmEngine:
         fixed = (len(self.spec.problem) + len(goal) + len(inbox)) // 4 + 800  # prompts and schema
         return max(200, self.settings.context_budget_tokens - fixed)
 
-    def call_limits(self, kind: str, base: CallLimits) -> CallLimits:
-        """The temperature and max_tokens of one kind of call: the settings' table for it (``base``), overlaid
-        by the method's own options ``KIND_max_tokens`` and ``KIND_temperature`` when set (-o or
-        [strategy.NAME]). A team file's per-agent values and --max-tokens apply on top (call_and_parse)."""
+    def call_limits(self, kind: str) -> CallLimits:
+        """The temperature and max_tokens of one kind of call: the settings' table the method names for it
+        (Method.call_tables: manager_call, work_call or descriptor_call), overlaid by the method's own options
+        ``KIND_max_tokens`` and ``KIND_temperature`` when set (-o or [strategy.NAME]). A team file's per-agent
+        values and --max-tokens apply on top (call_and_parse)."""
+        base: CallLimits = getattr(self.settings, self.method.call_tables[kind])
         options = getattr(self.method, "options", None) or {}
         temperature = options.get(f"{kind}_temperature")
         max_tokens = options.get(f"{kind}_max_tokens")
@@ -399,8 +407,7 @@ class SwarmEngine:
         tier: int | None = None,
         inbox_from: frozenset[str] = frozenset(),
     ) -> AgentResult:
-        limits = (self.call_limits("descriptor", self.settings.descriptor_call) if call == ev.CALL_DESCRIPTORS
-                  else self.call_limits("worker", self.settings.work_call))
+        limits = self.call_limits("descriptor" if call == ev.CALL_DESCRIPTORS else "worker")
         parser: Callable[[str], Any] = {ev.CALL_DESCRIPTORS: parse_descriptors, ev.CALL_WORK: parse_work}.get(
             call, parse_worker
         )
@@ -522,6 +529,7 @@ class SwarmEngine:
                                       let_running_finish=True)
                 raise asyncio.CancelledError  # this call is never sent; the run ends as "budget"
             self.calls_started += 1
+            cut_off = CutOffCost()
             try:
                 chat = await llm.chat(
                     sent,
@@ -534,7 +542,11 @@ class SwarmEngine:
                     # A decision call is named by its kind, "Manager", whatever the team calls its Manager.
                     call_id=CallId("Manager" if decision else agent, call, self.round),
                     **({"top_logprobs": top_logprobs} if top_logprobs > 0 else {}),
+                    cut_off=cut_off,
                 )
+            except asyncio.CancelledError:
+                self._count_cut_off(agent, call, cut_off)
+                raise
             except openai.OpenAIError as exc:
                 overflow = context_overflow(exc)
                 if overflow is not None:
@@ -560,6 +572,8 @@ class SwarmEngine:
             usage = _Usage.add(usage, chat)
             self.prompt_tokens += chat.prompt_tokens
             self.completion_tokens += chat.completion_tokens
+            if chat.usage_estimated:
+                self.estimated_tokens += chat.prompt_tokens + chat.completion_tokens
             try:
                 parsed = parser(chat.text)
                 if chat.finish_reason == "length" and (decision or attempt == 1):
@@ -579,6 +593,21 @@ class SwarmEngine:
                     {"role": "user", "content": repair_request(str(exc), reask_format)},
                 ]
                 self._sent_texts.append(extra[-1]["content"])
+
+    def _count_cut_off(self, agent: str, call: str, cost: CutOffCost) -> None:
+        """A call cancelled in flight (the time budget, a cancel) still cost what the server did: its tokens
+        go into the run's totals, and a notice records them (the call itself never finishes)."""
+        if not cost.sent:
+            return
+        self.prompt_tokens += cost.prompt_tokens
+        self.completion_tokens += cost.completion_tokens
+        if cost.estimated:
+            self.estimated_tokens += cost.tokens
+        self.notice(
+            f"{agent}: {call} call cut off in flight; its {'~' if cost.estimated else ''}{cost.prompt_tokens} prompt "
+            f"+ {cost.completion_tokens} completion tokens{' (estimated)' if cost.estimated else ''} are counted",
+            "info", agent,
+        )
 
     @staticmethod
     def _fit_context(
@@ -700,7 +729,7 @@ class SwarmEngine:
         name = self.domain.manager.name
         self.emit(ev.AgentStarted(round=self.round, agent=name, call=call))
         parsed, chat, error, unreachable, _ = await self.call_and_parse(
-            name, call, messages, self.call_limits("manager", self.settings.manager_call), parse_manager, shrink=shrink
+            name, call, messages, self.call_limits("manager"), parse_manager, shrink=shrink
         )
         if parsed is not None:
             result = AgentResult(name, STATUS_DONE, public=parsed.reasoning, raw=chat.text if chat else "")

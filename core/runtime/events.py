@@ -254,6 +254,9 @@ class RunFinished(Event):
     replies_total: int = 0
     # As RunStarted.demo_played, again here: whoever reads only the answer's event learns whose answer it is.
     demo_played: str = ""
+    # Of prompt_tokens + completion_tokens, how many are estimates rather than the server's count: calls cut
+    # off in flight (a time budget, a cancel) and servers that report no usage. 0 in older sessions.
+    tokens_estimated: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         data = super().to_dict()
@@ -262,6 +265,8 @@ class RunFinished(Event):
             del data["replies_parsed"], data["replies_total"]
         if not self.demo_played:
             del data["demo_played"]
+        if not self.tokens_estimated:
+            del data["tokens_estimated"]
         return data
 
 

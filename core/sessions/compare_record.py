@@ -43,6 +43,9 @@ class CompareRow:
     state: str = "waiting"  # waiting | running | done | failed | cancelled
     reason: str = ""  # the run's end reason (answered, budget, max_rounds, ...) or why it failed
     rounds: int = 0  # completed rounds, in the method's own unit
+    # Of the tokens, how many are estimates (calls cut off in flight, a server that reports no usage):
+    # RunFinished.tokens_estimated. 0 in records saved before it was kept.
+    tokens_estimated: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -216,6 +219,7 @@ def _row(item: Any, base: Path) -> CompareRow:
         state=str(item.get("state", "done")),
         reason=str(item.get("reason", "")),
         rounds=int(item.get("rounds", 0)),
+        tokens_estimated=int(item.get("tokens_estimated", 0)),
     )
 
 

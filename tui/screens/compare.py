@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Static, Tab, Tabs
 
-from core.compose.compare import answer_gist, summary_rows
+from core.compose.compare import answer_gist, estimated_note, summary_rows
 from core.runtime import events as ev
 from core.runtime.textsafe import one_line, printable
 from core.sessions.compare_record import CompareRecord, CompareRow
@@ -207,7 +207,7 @@ class CompareScreen(Screen[None]):
             (
                 printable(r["method"]), one_line(answer_gist(r["answer"]), 28) or "—", one_line(r["verdict"], 26),
                 str(r["calls"]),
-                f"{r['prompt_tokens']:,}", f"{r['completion_tokens']:,}", f"{r['total_tokens']:,}",
+                *(f"{r['tokens_mark']}{r[key]:,}" for key in ("prompt_tokens", "completion_tokens", "total_tokens")),
                 f"{r['wall_s']:.1f}", r["tokens_vs_first"], r["wall_vs_first"],
             )
             for r in self.summary()
@@ -215,6 +215,7 @@ class CompareScreen(Screen[None]):
         if cells == self._shown_cells:
             return
         self._shown_cells = cells
+        table.border_title = printable(estimated_note(list(self.rows.values())))  # what a "~" means
         table.clear()
         for values in cells:
             table.add_row(*values)

@@ -9,7 +9,6 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-from core.compose.compare import unit_word
 from core.runtime import events as ev
 from core.sessions.compare_record import CompareRow
 
@@ -54,7 +53,6 @@ class CompareColumn(Widget):
         self.latest_agent = ""
         self.changes = 0  # grows with every event applied
         self._drawn = -1
-        self.unit = unit_word(method.split(" #")[0])  # a second run of one method is "dytopo #2"
         self.border_title = method
 
     def apply(self, event: ev.Event) -> None:
@@ -71,8 +69,7 @@ class CompareColumn(Widget):
 
     def status_line(self) -> Text:
         m, row = self.model, self.row
-        limit = int(m.params.get("max_rounds", 0) or 0) if m.params else 0
-        where = f"{self.unit} {m.current}" + (f"/{limit}" if limit and self.unit != "call" else "") if m.current else ""
+        where = m.position if m.current else ""
         phase = m.phase if m.running and m.phase else ""
         state = row.state
         if m.running and m.control_status and m.control_status not in ("running", "starting"):

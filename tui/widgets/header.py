@@ -117,7 +117,6 @@ def _team_label(model: RunModel, compact: bool) -> str:
 
 def _status_line(model: RunModel, elapsed: float, replay: str, *, compact: bool, detail: bool = True,
                  status_room: int | None = None) -> Content:
-    max_rounds = model.params.get("max_rounds", "?")
     who = ("DEMO" if compact else "DEMO (scripted server)") if model.demo else (model.model_name or "model ?")
     phase = f" · phase {model.phase}" if model.phase else ""
     if model.phase_detail and not compact and detail:
@@ -134,7 +133,7 @@ def _status_line(model: RunModel, elapsed: float, replay: str, *, compact: bool,
             (status, f"bold {style}".strip()),
             phase,
             " · ",
-            (f"{_unit(model)} {model.current}/{max_rounds}", "bold"),
+            (model.position, "bold"),
             f" · {model.tokens:,} tok · {_clock(elapsed)} · ",
             (_team_label(model, compact=True), "bold"),
             " · ",
@@ -147,7 +146,7 @@ def _status_line(model: RunModel, elapsed: float, replay: str, *, compact: bool,
         *([(fork, "bold $accent"), " · "] if fork else []),
         (who, "bold $accent" if model.demo else "bold"),
         " · ",
-        (f"{_unit(model)} {model.current}/{max_rounds}", "bold"),
+        (model.position, "bold"),
         # Tokens and time before the status: a finished run's reason is long and would push them out.
         f" · {model.tokens:,} tok · {_clock(elapsed)} · ",
         (status, f"bold {style}".strip()),
@@ -222,7 +221,9 @@ class ParamsBar(Static):
         parts = [
             *([] if model.strategy == "dytopo" else [f"method [b]{model.strategy}[/]"]),
             *([f"tau [b]{tau:.2f}[/]", f"k_in [b]{k_in}[/]"] if routed else []),
-            f"max [b]{p['max_rounds']}[/]" if compact else f"max_rounds [b]{p['max_rounds']}[/]",
+            # max_rounds only where it bounds the run (not single's one call, single-turn's one round).
+            *([f"max [b]{p['max_rounds']}[/]" if compact else f"max_rounds [b]{p['max_rounds']}[/]"]
+              if model.unit_limit == p["max_rounds"] else []),
             *([(f"[b]{model.protocol or '-'}[/]" if compact else f"protocol [b]{model.protocol or '-'}[/]")]
               if routed else []),
             f"[b]{model.mode}[/]" if compact else f"mode [b]{model.mode}[/]",
