@@ -74,6 +74,17 @@ async def test_live_columns_fill_and_summary_lists_every_method(tmp_path: Path, 
         assert table.get_row_at(0)[8] == "±0%"  # the first column is the base of the differences
 
 
+async def test_a_one_agent_method_says_it_has_no_topology(tmp_path: Path, embedder: Any) -> None:
+    # `single` never builds a graph: its column says so rather than waiting for one.
+    app = live_app(tmp_path, ["dytopo", "single"])
+    async with app.run_test(size=WIDE) as pilot:
+        screen = app.screen
+        await wait_for(pilot, lambda: done(screen))
+        await pilot.pause(0.3)
+        assert "topology: none: one agent" in screen.columns["single"].render().plain
+        assert " edges" in screen.columns["dytopo"].render().plain
+
+
 async def test_leaving_a_methods_full_view_does_not_stop_its_run(tmp_path: Path, embedder: Any) -> None:
     app = live_app(tmp_path, ["dytopo", "dmoa"], step=True)
     async with app.run_test(size=WIDE) as pilot:

@@ -26,7 +26,11 @@ def topology_line(model: RunModel, method: str) -> str:
     if rv is None:
         return "—"
     if rv.routing is None:
-        return "broadcast: everyone to everyone" if rv.broadcast else "not built yet"
+        if rv.broadcast:
+            return "broadcast: everyone to everyone"
+        if len(model.agents) < 2:
+            return "none: one agent"
+        return "none built" if model.finished is not None else "not built yet"
     routing = rv.routing
     base = method.split(" #")[0]
     if base == "dmoa":
