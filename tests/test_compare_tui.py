@@ -21,6 +21,7 @@ from tui.app import SwarmApp
 from tui.screens.compare import SummaryTable
 from tui.screens.compare_live import CompareRunScreen, LiveCompareScreen
 from tui.screens.compare_saved import SavedCompareScreen
+from tui.widgets.graph_pane import GraphPane
 from tui.widgets.header import ParamsBar, RunHeader
 
 FIXTURE = Path(__file__).parent / "fixtures" / "compare" / "demo-math.compare.json"
@@ -133,13 +134,14 @@ async def test_a_methods_full_view_counts_in_its_own_unit(tmp_path: Path, embedd
         screen = app.screen
         assert isinstance(screen, LiveCompareScreen)
         await wait_for(pilot, lambda: done(screen))
-        shown = {}
+        shown, graphs = {}, {}
         for number, method in enumerate(["dytopo", "single", "single-turn", "topodim"], 1):
             await pilot.press(str(number), "enter")
             await pilot.pause(0.2)
             detail = app.screen
             assert isinstance(detail, CompareRunScreen) and detail.method == method
             shown[method] = (detail.query_one(RunHeader).render().plain, detail.query_one(ParamsBar).render().plain)
+            graphs[method] = str(detail.query_one(GraphPane).border_title)
             await pilot.press("escape")
             await pilot.pause()
     header, bar = shown["single"]
@@ -148,6 +150,8 @@ async def test_a_methods_full_view_counts_in_its_own_unit(tmp_path: Path, embedd
     assert "round 1/1 " in shown["single-turn"][0] and "step 1/1 " in shown["topodim"][0]
     rounds = screen.rows["dytopo"].rounds
     assert f"round {rounds}/3 " in shown["dytopo"][0] and "max" in shown["dytopo"][1]
+    assert graphs == {"dytopo": f"graph · round {rounds}", "single": "graph · call 1",
+                      "single-turn": "graph · round 1", "topodim": "graph · step 1"}
 
 
 async def test_lockstep_n_steps_every_method_and_shift_n_the_focused_one(tmp_path: Path, embedder: Any) -> None:

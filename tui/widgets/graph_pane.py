@@ -86,7 +86,8 @@ class GraphPane(DrawingPane):
             return
         self._key = key
         view = "similarity" if self.matrix else "graph"
-        self.border_title = f"{view} · round {round_no}" if round_no else view
+        unit = model.method_info.unit if model.method_info is not None else "round"
+        self.border_title = f"{view} · {unit} {round_no}" if round_no else view
         options = GraphOptions(show_removed=self.show_removed, height=height, tag=tag, active=active,
                                styles=self._styles(), tiered=model.tiered, baseline=baseline)
         if routing is not None:
@@ -105,7 +106,6 @@ class GraphPane(DrawingPane):
                 lines += self._next_routing(model, rv.routing)
         elif not model.routes_by_tau and model.run is not None:
             info = model.method_info
-            unit = info.unit if info is not None else "round"
             lines = [Text(f"{model.strategy}: no graph in this {unit}" if rv is not None else
                           f"{model.strategy}: waiting for {unit} 1", "italic")]
             if info is not None:
