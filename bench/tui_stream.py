@@ -25,7 +25,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -33,6 +35,7 @@ from core.runtime import events as ev
 from core.runtime.config import Settings
 
 CHUNK = 16
+T = TypeVar("T")
 
 
 def content_for(agent: str, chunks: int) -> str:
@@ -82,8 +85,37 @@ def figures(ok: bool, chunks: int, wall: float, cpu: float, lags: list[float]) -
     }
 
 
-async def bench(base_url: str, agents: int, rate: float, seconds: float) -> dict[str, float | bool]:
+async def stream_work(client: Any, bridge: Callable[[Any], None], name: str) -> str:
+    """One agent's work call, its deltas fed to the screen through ``bridge`` as a live run feeds them."""
     from core.llm.call_id import CallId
+
+    bridge(ev.AgentStarted(round=1, agent=name, call="work"))
+    result = await client.chat(
+        [{"role": "user", "content": "Work on the task."}], temperature=0, max_tokens=10,
+        call_id=CallId(name, "work", 1),
+        on_delta=lambda text: bridge(ev.AgentDelta(round=1, agent=name, call="work", text=text)),
+    )
+    return str(result.text)
+
+
+async def timed(pilot: Any, client: Any, streams: list[Awaitable[T]],
+                last_frame: float) -> tuple[list[T], float, float, list[float]]:
+    """(results, wall s, CPU s, event-loop lags) of running ``streams`` at once and drawing the last frame;
+    the client is closed after."""
+    lags: list[float] = []
+    stop = asyncio.Event()
+    tick = asyncio.create_task(ticker(stop, lags))
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    results = await asyncio.gather(*streams)
+    await pilot.pause(last_frame)
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    stop.set()
+    await tick
+    await client.close()
+    return list(results), wall, cpu, lags
+
+
+async def bench(base_url: str, agents: int, rate: float, seconds: float) -> dict[str, float | bool]:
     from core.llm.client import LLMClient
     from tui.app import SwarmApp
     from tui.bridge import EventBridge
@@ -93,7 +125,6 @@ async def bench(base_url: str, agents: int, rate: float, seconds: float) -> dict
     names = [f"Agent{i}" for i in range(agents)]
     app = SwarmApp(Settings(sessions_dir="/nonexistent"), problem="streaming bench", state_path=None,
                    load_embedder=False, start_engine=False)
-    lags: list[float] = []
     async with app.run_test(size=(200, 60), headless=True) as pilot:
         bridge = EventBridge(app)
         bridge(ev.RunStarted(run_id="bench", problem="streaming bench", domain="code", manager=names[0],
@@ -102,25 +133,7 @@ async def bench(base_url: str, agents: int, rate: float, seconds: float) -> dict
         bridge(ev.RoundStarted(round=1, params={"tau": 0.3, "k_in": 3, "max_rounds": 5}))
         await pilot.pause(0.3)
         client = LLMClient(base_url, "bench", "bench", max_concurrency=agents, timeout=60)
-        stop = asyncio.Event()
-
-        async def stream(name: str) -> str:
-            bridge(ev.AgentStarted(round=1, agent=name, call="work"))
-            result = await client.chat(
-                [{"role": "user", "content": "Work on the task."}], temperature=0, max_tokens=10,
-                call_id=CallId(name, "work", 1),
-                on_delta=lambda text: bridge(ev.AgentDelta(round=1, agent=name, call="work", text=text)),
-            )
-            return result.text
-
-        tick = asyncio.create_task(ticker(stop, lags))
-        cpu0, wall0 = time.process_time(), time.perf_counter()
-        texts = await asyncio.gather(*(stream(n) for n in names))
-        await pilot.pause(0.3)  # the last frame
-        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-        stop.set()
-        await tick
-        await client.close()
+        texts, wall, cpu, lags = await timed(pilot, client, [stream_work(client, bridge, n) for n in names], 0.3)
         ok = True
         for name, raw in zip(names, texts, strict=True):
             expected = display_text(raw)
@@ -132,7 +145,6 @@ async def bench(base_url: str, agents: int, rate: float, seconds: float) -> dict
 async def bench_compare(base_url: str, methods: int, agents: int, rate: float,
                         seconds: float) -> dict[str, float | bool]:
     """The same streams into the compare screen: ``methods`` columns, ``agents`` streaming agents each."""
-    from core.llm.call_id import CallId
     from core.llm.client import LLMClient
     from core.sessions.compare_record import CompareRecord, CompareRow
     from tui.app import SwarmApp
@@ -145,7 +157,6 @@ async def bench_compare(base_url: str, methods: int, agents: int, rate: float,
                            rows=[CompareRow(m, state="running") for m in labels])
     app = SwarmApp(Settings(sessions_dir="/nonexistent"), state_path=None, load_embedder=False,
                    compare=lambda: CompareScreen(record))
-    lags: list[float] = []
     async with app.run_test(size=(160, 48), headless=True) as pilot:
         screen = app.screen
         assert isinstance(screen, CompareScreen)
@@ -158,31 +169,13 @@ async def bench_compare(base_url: str, methods: int, agents: int, rate: float,
             bridge(ev.RoundStarted(round=1, params={"tau": 0.3, "k_in": 1, "max_rounds": 5}))
         await pilot.pause(0.3)
         client = LLMClient(base_url, "bench", "bench", max_concurrency=methods * agents, timeout=60)
-        stop = asyncio.Event()
-
-        async def stream(method: str, name: str) -> tuple[str, str, str]:
-            bridge = bridges[method]
-            bridge(ev.AgentStarted(round=1, agent=name, call="work"))
-            result = await client.chat(
-                [{"role": "user", "content": "Work on the task."}], temperature=0, max_tokens=10,
-                call_id=CallId(name, "work", 1),
-                on_delta=lambda text: bridge(ev.AgentDelta(round=1, agent=name, call="work", text=text)),
-            )
-            return method, name, result.text
-
-        tick = asyncio.create_task(ticker(stop, lags))
-        cpu0, wall0 = time.process_time(), time.perf_counter()
-        texts = await asyncio.gather(*(stream(m, n) for m in labels for n in names))
-        await pilot.pause(0.5)  # the last frame
-        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-        stop.set()
-        await tick
-        await client.close()
+        pairs = [(m, n) for m in labels for n in names]
+        texts, wall, cpu, lags = await timed(pilot, client, [stream_work(client, bridges[m], n) for m, n in pairs], 0.5)
         ok = True
-        for method, name, raw in texts:
+        for (method, name), raw in zip(pairs, texts, strict=True):
             view = screen.columns[method].model.rounds[1].agents[name]
             ok = ok and view.text == display_text(raw) and len(raw) >= rate * seconds * CHUNK * 0.9
-        return figures(ok, round(len(texts[0][2]) / CHUNK), wall, cpu, lags)
+        return figures(ok, round(len(texts[0]) / CHUNK), wall, cpu, lags)
 
 
 def main() -> int:
