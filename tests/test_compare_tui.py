@@ -54,12 +54,18 @@ def done(screen: LiveCompareScreen) -> bool:
     return screen.comparison is not None and not screen.running
 
 
+async def every_method_done(app: SwarmApp, pilot: Any) -> LiveCompareScreen:
+    """The live compare screen, once every method of the comparison has ended."""
+    screen = app.screen
+    assert isinstance(screen, LiveCompareScreen)
+    await wait_for(pilot, lambda: done(screen))
+    return screen
+
+
 async def test_live_columns_fill_and_summary_lists_every_method(tmp_path: Path, embedder: Any) -> None:
     app = live_app(tmp_path, ["dytopo", "dmoa", "topoweaver"])
     async with app.run_test(size=WIDE) as pilot:
-        screen = app.screen
-        assert isinstance(screen, LiveCompareScreen)
-        await wait_for(pilot, lambda: done(screen))
+        screen = await every_method_done(app, pilot)
         await pilot.pause(0.3)
         for method, column in screen.columns.items():
             text = column.render().plain
@@ -79,8 +85,7 @@ async def test_a_one_agent_method_says_it_has_no_topology(tmp_path: Path, embedd
     # `single` never builds a graph: its column says so rather than waiting for one.
     app = live_app(tmp_path, ["dytopo", "single"])
     async with app.run_test(size=WIDE) as pilot:
-        screen = app.screen
-        await wait_for(pilot, lambda: done(screen))
+        screen = await every_method_done(app, pilot)
         await pilot.pause(0.3)
         assert "topology: none: one agent" in screen.columns["single"].render().plain
         assert " edges" in screen.columns["dytopo"].render().plain
@@ -105,9 +110,7 @@ async def test_leaving_a_methods_full_view_does_not_stop_its_run(tmp_path: Path,
 async def test_focus_open_and_back(tmp_path: Path, embedder: Any) -> None:
     app = live_app(tmp_path, ["dytopo", "dmoa", "single"])
     async with app.run_test(size=WIDE) as pilot:
-        screen = app.screen
-        assert isinstance(screen, LiveCompareScreen)
-        await wait_for(pilot, lambda: done(screen))
+        screen = await every_method_done(app, pilot)
         await pilot.press("right")
         assert screen.focused_method == "dmoa"
         assert screen.columns["dmoa"].has_class("-focused") and not screen.columns["dytopo"].has_class("-focused")
@@ -131,9 +134,7 @@ async def test_a_methods_full_view_counts_in_its_own_unit(tmp_path: Path, embedd
     # max_rounds is 3: DyTopo's rounds count against it; single's one call and single-turn's one round do not.
     app = live_app(tmp_path, ["dytopo", "single", "single-turn", "topodim"])
     async with app.run_test(size=size) as pilot:
-        screen = app.screen
-        assert isinstance(screen, LiveCompareScreen)
-        await wait_for(pilot, lambda: done(screen))
+        screen = await every_method_done(app, pilot)
         shown, graphs = {}, {}
         for number, method in enumerate(["dytopo", "single", "single-turn", "topodim"], 1):
             await pilot.press(str(number), "enter")
@@ -177,9 +178,7 @@ async def test_lockstep_n_steps_every_method_and_shift_n_the_focused_one(tmp_pat
 async def test_export_files_parse(tmp_path: Path, embedder: Any) -> None:
     app = live_app(tmp_path, ["dytopo", "single"])
     async with app.run_test(size=WIDE) as pilot:
-        screen = app.screen
-        assert isinstance(screen, LiveCompareScreen)
-        await wait_for(pilot, lambda: done(screen))
+        screen = await every_method_done(app, pilot)
         await pilot.press("e")
         await pilot.pause()
     stem = screen.record.path.name.removesuffix(".compare.json")  # type: ignore[union-attr]
