@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere as a script
 
 from core.llm.embeddings import Embedder, bundled_model_path
-from core.routing.dytopo import route, similarity_matrix
+from core.routing.dytopo import route
 
 TARGET_MS = 25.0  # p50 at N = 6
 TARGET_N = 6
@@ -156,13 +156,11 @@ def agreement(fp32: Embedder, int8: Embedder, folders: list[Path]) -> Agreement:
     result = Agreement(rounds=len(rounds), sessions=sessions)
     for names, texts, tau, k_in in rounds:
         n = len(names)
-        graphs, sims = [], []
-        for embedder in (fp32, int8):
-            vectors = embedder.embed(texts)
-            sims.append(similarity_matrix(vectors[:n], vectors[n:]))
-            graphs.append({(e.src, e.dst) for e in route(names, vectors[:n], vectors[n:], tau=tau, k_in=k_in).edges})
-        result.same += graphs[0] == graphs[1]
-        result.errors += [abs(float(a) - float(b)) for a, b in zip(sims[0].ravel(), sims[1].ravel(), strict=True)]
+        full, quantised = (route(names, vectors[:n], vectors[n:], tau=tau, k_in=k_in)
+                           for vectors in (fp32.embed(texts), int8.embed(texts)))
+        result.same += {(e.src, e.dst) for e in full.edges} == {(e.src, e.dst) for e in quantised.edges}
+        result.errors += [abs(a - b) for row_a, row_b in zip(full.similarity, quantised.similarity, strict=True)
+                          for a, b in zip(row_a, row_b, strict=True)]
     return result
 
 
