@@ -27,6 +27,7 @@ from core.routing.strategies import BroadcastStrategy, ChainStrategy, DyTopoStra
 from core.runtime import events as ev
 from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
 from core.runtime.domains import Domain
+from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.parsing import ParseError, extract_json_object
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ class SingleAgentMethod:
     def roster(self, domain: Domain) -> tuple[str, list[str], dict[str, str]]:
         return "", [SOLO], {SOLO: SOLO_SYSTEM[domain.name]}
 
-    async def run(self, rt: SwarmEngine) -> tuple[str, str, str, str]:
+    async def run(self, rt: SwarmEngine) -> RunOutcome:
         domain = rt.domain.name
         await rt.checkpoint(BOUNDARY_ROUND)
         rt.round = 1
@@ -116,14 +117,14 @@ class SingleAgentMethod:
         rt.emit(ev.RoundFinished(round=1, prompt_tokens=rt.prompt_tokens, completion_tokens=rt.completion_tokens))
         answers = [a for a in answers if a.strip()]
         if not answers:
-            return "failed", "no answer", "", ""
+            return RunOutcome(EndReason.FAILED, "no answer", "", "")
         if self.samples == 1:
-            return "single", what, answers[0], f"extracted:{SOLO}"
+            return RunOutcome(EndReason.SINGLE, what, answers[0], f"extracted:{SOLO}")
         if domain == "code":
             chosen, how = await _code_vote(answers, rt.spec.problem)
         else:
             chosen, how = _majority(answers)
-        return "single", f"{what}: {how}", chosen, f"extracted:{SOLO}"
+        return RunOutcome(EndReason.SINGLE, f"{what}: {how}", chosen, f"extracted:{SOLO}")
 
 
 def _vote_key(answer: str) -> str:

@@ -68,6 +68,7 @@ from core.runtime.context import Messages, Shrink, shrink_pieces
 from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
 from core.runtime.domains import Domain
 from core.runtime.engine import STATUS_DONE, AgentResult, RunAborted
+from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.parsing import ParseError, extract_json_object
 
 if TYPE_CHECKING:
@@ -392,7 +393,7 @@ class DmoaMethod:
         """For the benchmark: the mean number of routed agents per step."""
         return {"k": round(float(np.mean(self.k_history)), 3)} if self.k_history else {}
 
-    async def run(self, rt: SwarmEngine) -> tuple[str, str, str, str]:
+    async def run(self, rt: SwarmEngine) -> RunOutcome:
         self.rt = rt
         await self._prepare_router()
         completed = False
@@ -439,7 +440,7 @@ class DmoaMethod:
                 )
 
     # --- the steps ------------------------------------------------------------------------------
-    async def _run_steps(self) -> tuple[str, str, str, str]:
+    async def _run_steps(self) -> RunOutcome:
         rt = self.rt
         start, step_state = 0, None
         if rt.fork is not None:
@@ -503,7 +504,7 @@ class DmoaMethod:
                 return outcome
             x_prev, step_state = x, next_state
         answer, source = rt.extract_answer()  # a fork from the last step: nothing left to run
-        return "max_rounds", f"reached L_max ({self.l_max} steps)", answer, source
+        return RunOutcome(EndReason.MAX_ROUNDS, f"reached L_max ({self.l_max} steps)", answer, source)
 
     def _params(self) -> dict[str, Any]:
         """What a step runs with, in the params shape every consumer knows: tau is DMoA's routing
@@ -656,7 +657,7 @@ class DmoaMethod:
         feedback: str,
         choice: Choice,
         entropy: dict[str, float],
-    ) -> tuple[str, str, str, str] | None:
+    ) -> RunOutcome | None:
         rt = self.rt
         last = step >= self.l_max
         messages, shrink = fitted(responses, lambda shown: [
@@ -713,9 +714,9 @@ class DmoaMethod:
             )
         )
         if tag == TAG_FINAL:
-            return "summarizer", f"the Summarizer gave [FINAL] at step {step}", answer, source
+            return RunOutcome(EndReason.SUMMARIZER, f"the Summarizer gave [FINAL] at step {step}", answer, source)
         if last:
-            return "max_rounds", f"reached L_max ({self.l_max} steps)", answer, source
+            return RunOutcome(EndReason.MAX_ROUNDS, f"reached L_max ({self.l_max} steps)", answer, source)
         return None
 
     def _forced_answer(self, body: str) -> tuple[str, str]:

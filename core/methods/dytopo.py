@@ -27,6 +27,7 @@ from core.runtime.convergence import text_similarity
 from core.runtime.domains import Domain
 from core.runtime.engine import AgentResult, Evaluation
 from core.runtime.memory import MEMORY_ACCUMULATE, MEMORY_RULES, MemoryItem
+from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.prompts import manager_request, manager_system_prompt, plan_request
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ class DyTopoMethod:
         limit = self.rt.control.params.max_rounds
         return min(limit, self.round_limit) if self.round_limit else limit
 
-    async def run(self, rt: SwarmEngine) -> tuple[str, str, str, str]:
+    async def run(self, rt: SwarmEngine) -> RunOutcome:
         self.rt = rt
         rt.control.reroute_hook = self._reroute_now
         single_pass = rt.spec.protocol == "single-pass"
@@ -124,7 +125,7 @@ class DyTopoMethod:
             start_round, goal = rt.fork.round, rt.fork.goal
         return await self._run_rounds(start_round, goal)
 
-    async def _run_rounds(self, round_no: int, goal: str) -> tuple[str, str, str, str]:
+    async def _run_rounds(self, round_no: int, goal: str) -> RunOutcome:
         """Run rounds after round_no (0 for a fresh run, the fork round for a fork)."""
         while True:
             round_no += 1
@@ -132,7 +133,7 @@ class DyTopoMethod:
             if round_no > self._max_rounds:
                 # A fork from the last allowed round, or max_rounds lowered while waiting to start this one.
                 answer, source = self.rt.extract_answer()
-                return "max_rounds", f"reached max_rounds ({round_no - 1})", answer, source
+                return RunOutcome(EndReason.MAX_ROUNDS, f"reached max_rounds ({round_no - 1})", answer, source)
             self.rt.round = round_no
             self._can_reroute = False
             self.rt.emit(ev.RoundStarted(round=round_no, params=self.rt.control.params.as_dict()))
@@ -160,21 +161,21 @@ class DyTopoMethod:
                 )
             )
             if decision is not None and decision.terminate:
-                answer = decision.final_answer
-                if answer:
-                    return "manager", decision.reasoning or "the Manager ended the run", answer, "manager"
+                why = decision.reasoning or "the Manager ended the run"
+                if decision.final_answer:
+                    return RunOutcome(EndReason.MANAGER, why, decision.final_answer, "manager")
                 answer, source = self.rt.extract_answer()
-                return "manager", decision.reasoning or "the Manager ended the run", answer, source
+                return RunOutcome(EndReason.MANAGER, why, answer, source)
             if round_no >= self._max_rounds:
                 answer = decision.final_answer if decision is not None else ""
                 if answer:
-                    return "max_rounds", f"reached max_rounds ({round_no})", answer, "manager"
+                    return RunOutcome(EndReason.MAX_ROUNDS, f"reached max_rounds ({round_no})", answer, "manager")
                 answer, source = self.rt.extract_answer()
-                return "max_rounds", f"reached max_rounds ({round_no})", answer, source
+                return RunOutcome(EndReason.MAX_ROUNDS, f"reached max_rounds ({round_no})", answer, source)
             if convergence is not None and convergence >= self.rt.settings.convergence_threshold:
                 answer, source = self.rt.extract_answer()
-                return (
-                    "converged",
+                return RunOutcome(
+                    EndReason.CONVERGED,
                     f"outputs stopped changing (similarity {convergence:.2f} ≥ "
                     f"{self.rt.settings.convergence_threshold:.2f})",
                     answer,

@@ -62,6 +62,7 @@ from core.runtime.context import Messages, Shrink, prompt_chars
 from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
 from core.runtime.domains import Domain, Role
 from core.runtime.engine import STATUS_DONE, Evaluation, RunAborted
+from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.parsing import ParseError, extract_json_object
 
 if TYPE_CHECKING:
@@ -357,7 +358,7 @@ class TopoDIMMethod:
         return domain.manager.name, [r.name for r in team_roles(domain, self.size)], roles
 
     # --- run --------------------------------------------------------------------------------
-    async def run(self, rt: SwarmEngine) -> tuple[str, str, str, str]:
+    async def run(self, rt: SwarmEngine) -> RunOutcome:
         self.rt = rt
         self.roles = {r.name: r for r in team_roles(rt.domain, self.size)}
         self.names = list(self.roles)
@@ -788,7 +789,7 @@ class TopoDIMMethod:
         text = f"SANDBOX: each candidate's code run against the problem's {len(examples)} examples:\n"
         return text + "\n".join(lines) + "\n\n", verdicts
 
-    async def _decide(self, step: CallStep, graph: TypedGraph, answers: dict[str, str]) -> tuple[str, str, str, str]:
+    async def _decide(self, step: CallStep, graph: TypedGraph, answers: dict[str, str]) -> RunOutcome:
         rt = self.rt
         rt.start_phase(ev.PHASE_MANAGER, f"call {step.index}/{step.total}: the decision-maker reads every kept agent")
         checks, verdicts = await self._candidate_checks(answers)
@@ -844,7 +845,7 @@ class TopoDIMMethod:
         )
         if graph.fallback:
             detail = f"one-shot complete: no edge survived, {len(graph.active)} agents answered alone"
-        return "one-shot", detail, answer, source
+        return RunOutcome(EndReason.ONE_SHOT, detail, answer, source)
 
     def _answer(self, text: str, answers: dict[str, str], verdicts: dict[str, bool]) -> tuple[str, str]:
         """The decision-maker's answer in the domain's form, else the team's best (a candidate that passed

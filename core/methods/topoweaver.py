@@ -67,6 +67,7 @@ from core.runtime.context import Messages, shrink_pieces
 from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
 from core.runtime.domains import Domain
 from core.runtime.engine import STATUS_DONE, AgentResult, Evaluation, RunAborted
+from core.runtime.outcome import EndReason, RunOutcome
 
 if TYPE_CHECKING:
     from core.llm.client import LLMClient
@@ -164,7 +165,7 @@ class TopoWeaverMethod:
         return ORCHESTRATOR, [], {ORCHESTRATOR: "writes each turn's team as a layered DAG in YAML"}
 
     # --- the run ------------------------------------------------------------------------------
-    async def run(self, rt: SwarmEngine) -> tuple[str, str, str, str]:
+    async def run(self, rt: SwarmEngine) -> RunOutcome:
         self.rt = rt
         self.domain = rt.domain.name
         try:
@@ -200,7 +201,7 @@ class TopoWeaverMethod:
         )
         return client
 
-    async def _run_turns(self, turn: int = 0) -> tuple[str, str, str, str]:
+    async def _run_turns(self, turn: int = 0) -> RunOutcome:
         """Turns after ``turn`` (0 for a fresh run, the fork's last kept turn for a fork)."""
         rt = self.rt
         if rt.control.params.max_rounds != self.turns:
@@ -209,12 +210,12 @@ class TopoWeaverMethod:
             self.domain == "code") else "the verifier's verdict is the answer check"
         rt.notice(f"TopoWeaver-R1: up to {self.turns} turn(s); {check}", "info")
         if self._records and self._records[-1].passed:  # a fork from the turn that passed: nothing to do
-            return self._finish("passed", f"the check passed in turn {turn} (before the fork)")
+            return self._finish(EndReason.PASSED, f"the check passed in turn {turn} (before the fork)")
         while True:
             turn += 1
             await rt.checkpoint(BOUNDARY_ROUND)
             if turn > rt.control.params.max_rounds:
-                return self._finish("max_turns", f"{turn - 1} turn(s) used, none passed")
+                return self._finish(EndReason.MAX_TURNS, f"{turn - 1} turn(s) used, none passed")
             rt.round = turn
             rt.emit(ev.RoundStarted(round=turn, params=rt.control.params.as_dict()))
             record = await self._turn(turn)
@@ -223,9 +224,9 @@ class TopoWeaverMethod:
             if record.passed:
                 what = ("the tester's sandbox run passed" if self.domain == "code" else
                         "the verifier accepted the answer")
-                return self._finish("passed", f"{what} in turn {turn}")
+                return self._finish(EndReason.PASSED, f"{what} in turn {turn}")
             if turn >= rt.control.params.max_rounds:
-                return self._finish("max_turns", f"{turn} turn(s) used, none passed (last: {record.status})")
+                return self._finish(EndReason.MAX_TURNS, f"{turn} turn(s) used, none passed (last: {record.status})")
 
     async def _turn(self, turn: int) -> TurnRecord:
         rt = self.rt
@@ -558,9 +559,9 @@ class TopoWeaverMethod:
                         return f"```python\n{code}\n```", f"extracted:{agent_id}"
         return "", ""
 
-    def _finish(self, reason: str, detail: str) -> tuple[str, str, str, str]:
+    def _finish(self, reason: EndReason, detail: str) -> RunOutcome:
         answer, source = self._final()
-        return reason, detail, answer, source
+        return RunOutcome(reason, detail, answer, source)
 
     def _leave_answer(self) -> None:
         """On cancel or abort the engine extracts the answer from the latest outputs: put ours last."""

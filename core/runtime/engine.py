@@ -29,6 +29,7 @@ from core.runtime.context import Shrink, cut_text, prompt_chars, shrink_pieces
 from core.runtime.control import Params, RunControl
 from core.runtime.domains import Domain, get_domain
 from core.runtime.memory import AgentMemory, MemoryItem
+from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.parsing import (
     ParseError,
     ReplyTally,
@@ -128,8 +129,8 @@ class Method(Protocol):
         """(manager name or "", the agents shown from the start, role descriptions) for RunStarted."""
         ...
 
-    async def run(self, rt: SwarmEngine) -> tuple[str, str, str, str]:
-        """Drive the run; return (reason, detail, final answer, answer source) for RunFinished."""
+    async def run(self, rt: SwarmEngine) -> RunOutcome:
+        """Drive the run; return why it ended and its answer, for RunFinished."""
         ...
 
 
@@ -230,7 +231,7 @@ class SwarmEngine:
         self._task = asyncio.current_task()
         watchdog = self._start_time_budget()
         try:
-            reason, detail, answer, source = await self.method.run(self)
+            outcome = await self.method.run(self)
         except asyncio.CancelledError:
             if not self.control.cancelled:
                 raise
@@ -239,16 +240,16 @@ class SwarmEngine:
             if current is not None:
                 current.uncancel()
             answer, source = self.extract_answer()
-            reason, detail = ("budget", self.budget_reached) if self.budget_reached else (
-                "cancelled", "cancelled by the user")
+            outcome = (RunOutcome(EndReason.BUDGET, self.budget_reached, answer, source) if self.budget_reached
+                       else RunOutcome(EndReason.CANCELLED, "cancelled by the user", answer, source))
         except (RunAborted, EmbeddingError) as exc:
             answer, source = self.extract_answer()
-            reason, detail = "error", str(exc)
+            outcome = RunOutcome(EndReason.ERROR, str(exc), answer, source)
         finally:
             self._task = None  # a cancel from now on must not hit the caller's task (it awaited run())
             if watchdog is not None:
                 watchdog.cancel()
-        return self._finish(reason, detail, answer, source)
+        return self._finish(outcome)
 
     # --- budgets (settings time_budget, max_calls) ----------------------------------------------------
     def _start_time_budget(self) -> asyncio.TimerHandle | None:
@@ -270,14 +271,14 @@ class SwarmEngine:
         if self._task is not None and not self._task.done():
             self._task.cancel()
 
-    def _finish(self, reason: str, detail: str, answer: str, source: str) -> ev.RunFinished:
-        answer, source, refused = honest_answer(answer, source, self.domain.name, self._sent_texts)
+    def _finish(self, outcome: RunOutcome) -> ev.RunFinished:
+        answer, source, refused = honest_answer(outcome.answer, outcome.source, self.domain.name, self._sent_texts)
         if refused:
             self.notice(f"{refused}: the run ends with no answer", "warning")
         solved = self.last_evaluation.passed if self.last_evaluation is not None else None
         self.finished = ev.RunFinished(
-            reason=reason,
-            detail=detail,
+            reason=EndReason(outcome.reason).value,  # the plain string: sessions store it as before
+            detail=outcome.detail,
             final_answer=answer,
             answer_source=source,
             rounds=self.round,

@@ -239,8 +239,7 @@ class RoundFinished(Event):
 @dataclass(kw_only=True)
 class RunFinished(Event):
     type: ClassVar[str] = "run_finished"
-    # reason: "manager" | "max_rounds" | "converged" | "cancelled" | "error"
-    reason: str
+    reason: str  # a core.runtime.outcome.EndReason value ("manager", "max_rounds", "budget", ...)
     detail: str
     final_answer: str
     answer_source: str  # "manager" or "extracted:<Agent>" or ""
