@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Tabs
 
 from core.compose.compare import ComparePlan
 from core.compose.compare_saved import load_saved
 from core.demo.scripts import DEMO_PROBLEMS
 from core.runtime.config import Settings
-from tests.test_tui_support import wait_for
+from tests.test_tui_support import press_at_once, quiet_second, wait_for
 from tui.app import SwarmApp
 from tui.screens.compare import SummaryTable
 from tui.screens.compare_live import CompareRunScreen, LiveCompareScreen
@@ -231,6 +232,27 @@ async def test_saved_columns_step_back_and_forth_in_lockstep() -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is screen
+
+
+@pytest.mark.parametrize("size", [WIDE, SMALL])
+async def test_quick_arrow_presses_leave_the_screen_idle(size: tuple[int, int]) -> None:
+    """Two → presses queued at once used to start two tabs refocusing each other for good: a core at 100 %
+    until quit, and the number keys no longer switched tabs."""
+    app = saved_app()
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause(0.3)
+        screen = app.screen
+        assert isinstance(screen, SavedCompareScreen)
+        for _ in range(3):
+            press_at_once(app, "right", "right")
+            await pilot.pause(0.3)
+        cpu, handled = await quiet_second(pilot)
+        # Idle: a few callbacks (about 40 here; the spin handled ~1,000 and used ~0.4 s of CPU).
+        assert handled < 100, handled
+        assert cpu < 0.2, cpu
+        assert screen.focused_index == 6 % len(screen.columns)  # every press moved once, none twice
+        await pilot.press("2")
+        assert screen.focused_index == 1 and screen.query_one("#cmp-tabs", Tabs).active == "tab-1"
 
 
 async def test_small_terminal_shows_tabs_and_the_summary_a_key_away() -> None:

@@ -159,3 +159,38 @@ async def wait_for(pilot: Any, condition: Callable[[], bool], *, timeout: float 
         if loop.time() > end:
             raise AssertionError("condition never became true")
         await pilot.pause(0.05)
+
+
+async def quiet_second(pilot: Any, seconds: float = 1.0) -> tuple[float, int]:
+    """(CPU seconds this process used, messages every widget handled) while nobody touches the app for
+    ``seconds``: an idle screen handles its timers' few ticks and nothing else."""
+    import time
+
+    from textual.message_pump import MessagePump
+
+    handled = 0
+    dispatch = MessagePump._dispatch_message
+
+    async def counting(self: MessagePump, message: Any) -> None:
+        nonlocal handled
+        handled += 1
+        await dispatch(self, message)
+
+    MessagePump._dispatch_message = counting  # type: ignore[method-assign]
+    try:
+        cpu = time.process_time()
+        await pilot.pause(seconds)
+        return time.process_time() - cpu, handled
+    finally:
+        MessagePump._dispatch_message = dispatch  # type: ignore[method-assign]
+
+
+def press_at_once(app: Any, *keys: str) -> None:
+    """Keys as a fast typist sends them: all queued before the app handles the first (Pilot's press waits
+    for the app to go idle after each)."""
+    from textual import events
+
+    for key in keys:
+        event = events.Key(key, None)
+        event.set_sender(app)
+        app._driver.send_message(event)

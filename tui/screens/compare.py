@@ -235,12 +235,17 @@ class CompareScreen(Screen[None]):
             self.columns[row.method].set_class(i == self.focused_index, "-focused")
         tabs = self.query_one(Tabs)
         if tabs.active != f"tab-{self.focused_index}":
-            tabs.active = f"tab-{self.focused_index}"
+            # No TabActivated echo: two quick presses queued two echoes that each refocused the other tab,
+            # back and forth for good (a core at 100 % until quit).
+            with tabs.prevent(Tabs.TabActivated):
+                tabs.active = f"tab-{self.focused_index}"
         column = self.columns[self.focused_method]
         self.query_one("#cmp-columns", HorizontalScroll).scroll_to_widget(column, animate=False)
 
     def on_tabs_tab_activated(self, message: Tabs.TabActivated) -> None:
-        if message.tab is not None and message.tab.id:
+        """A tab clicked (or moved to with the tab bar's own keys)."""
+        tabs = self.query_one(Tabs)
+        if message.tab is not None and message.tab.id and message.tab.id == tabs.active:  # stale ones: ignored
             index = int(message.tab.id.removeprefix("tab-"))
             if index != self.focused_index:
                 self._focus(index)
