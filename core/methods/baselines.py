@@ -29,11 +29,16 @@ from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
 from core.runtime.domains import Domain
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.parsing import ParseError, extract_json_object
+from core.runtime.steering import GRAPH_ACTIONS, ROUND_ACTIONS, SteerKind
 
 if TYPE_CHECKING:
     from core.runtime.engine import SwarmEngine
 
 SOLO = "Solo"
+
+# The graph baselines run DyTopo's rounds, so they take its round actions; their graph is the baseline itself.
+_FIXED_GRAPH = "its graph is the baseline's own, not routed: a pin or cut would make it another method"
+ROUND_STEERING: dict[str, Any] = {"steering": ROUND_ACTIONS, "steering_why": dict.fromkeys(GRAPH_ACTIONS, _FIXED_GRAPH)}
 CALL_SINGLE = "single"
 
 SOLO_SYSTEM = {
@@ -180,6 +185,8 @@ register(
         unit_limit=no_unit_limit,
         substep="call",
         family="baseline",
+        steering=frozenset({SteerKind.STOP}),
+        steering_why={kind: "one agent answers in one call: nothing runs after it to steer" for kind in SteerKind},
     )
 )
 register(
@@ -194,6 +201,8 @@ register(
         uses_tau=True,
         what_if=True,
         family="baseline",
+        steering=ROUND_ACTIONS - {SteerKind.CONTINUE},
+        steering_why={**ROUND_STEERING["steering_why"], SteerKind.CONTINUE: "it runs one round by definition"},
     )
 )
 register(
@@ -205,6 +214,7 @@ register(
         options=(_SEED, MEMORY_OPTION, *CALL_OPTIONS),
         uses_tau=True,
         family="baseline",
+        **ROUND_STEERING,
     )
 )
 register(
@@ -215,6 +225,7 @@ register(
         factory=lambda options, domain: DyTopoMethod(BroadcastStrategy(), memory=options["memory"]),
         options=(MEMORY_OPTION, *CALL_OPTIONS),
         family="baseline",
+        **ROUND_STEERING,
     )
 )
 register(
@@ -225,6 +236,7 @@ register(
         factory=lambda options, domain: DyTopoMethod(ChainStrategy(), memory=options["memory"]),
         options=(MEMORY_OPTION, *CALL_OPTIONS),
         family="baseline",
+        **ROUND_STEERING,
     )
 )
 register(
@@ -235,5 +247,6 @@ register(
         factory=_star,
         options=(_HUB, MEMORY_OPTION, *CALL_OPTIONS),
         family="baseline",
+        **ROUND_STEERING,
     )
 )

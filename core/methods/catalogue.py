@@ -17,6 +17,7 @@ from core.methods.registry import MethodError, MethodInfo, registered
 from core.runtime.domains import Domain
 from core.runtime.engine import Method
 from core.runtime.events import event_types
+from core.runtime.steering import SteerKind
 
 # name -> the module that registers it, in the order `swarm-tui strategies` lists them.
 MODULES: dict[str, str] = {
@@ -72,6 +73,22 @@ def unit_position(strategy: str, current: int, max_rounds: int) -> str:
         return get_method_info(strategy).position(current, max_rounds)
     except MethodError:
         return f"round {current}/{max_rounds}" if max_rounds else f"round {current}"
+
+
+def steering_of(name: str) -> frozenset[SteerKind]:
+    """The steering actions a method takes (MethodInfo.steering); none for a method this version lacks."""
+    try:
+        return get_method_info(name).steering
+    except MethodError:
+        return frozenset()
+
+
+def steering_refusal(name: str, kind: SteerKind | str) -> str:
+    """One line: why method ``name`` does not take ``kind``; "" when it does."""
+    try:
+        return get_method_info(name).why_not(kind)
+    except MethodError as exc:
+        return str(exc)
 
 
 def build_method(name: str, options: Mapping[str, Any] | None, domain: Domain) -> Method:

@@ -70,6 +70,7 @@ from core.runtime.domains import Domain
 from core.runtime.engine import STATUS_DONE, AgentResult, RunAborted
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.parsing import ParseError, extract_json_object
+from core.runtime.steering import SteerKind
 
 if TYPE_CHECKING:
     from core.methods.dmoa_train import Trace
@@ -865,6 +866,11 @@ register(
         unit="step",
         substep="phase",
         layer="",  # a step's selected experts answer together: no tiers
+        steering=frozenset({SteerKind.FORCE, SteerKind.EXCLUDE, SteerKind.NOTE, SteerKind.STOP}),
+        steering_why=dict.fromkeys(
+            (SteerKind.PIN, SteerKind.CUT, SteerKind.RELEASE, SteerKind.GOAL),
+            "its router selects the agents of each step: force or exclude an agent at the next step instead",
+        ),
         paper="Differentiable Mixture-of-Agents (Wu et al., arXiv 2605.15706), §4, Alg. 1-2",
     )
 )

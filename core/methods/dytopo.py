@@ -29,6 +29,7 @@ from core.runtime.engine import AgentResult, Evaluation
 from core.runtime.memory import MEMORY_ACCUMULATE, MEMORY_RULES, MemoryItem
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.prompts import manager_request, manager_system_prompt, plan_request
+from core.runtime.steering import GRAPH_ACTIONS, ROUND_ACTIONS
 
 if TYPE_CHECKING:
     from core.runtime.engine import SwarmEngine
@@ -539,6 +540,7 @@ register(
         substep="phase",
         what_if=True,
         uses_tau=True,
+        steering=ROUND_ACTIONS | GRAPH_ACTIONS,
         paper="DyTopo (arXiv 2602.06039); phased rounds as the reference deployment, single-pass as Algorithm 1",
     )
 )

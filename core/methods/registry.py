@@ -15,6 +15,7 @@ from typing import Any
 from core.runtime.domains import Domain
 from core.runtime.engine import Method
 from core.runtime.events import Event
+from core.runtime.steering import SteerKind
 
 
 class MethodError(ValueError):
@@ -155,6 +156,22 @@ class MethodInfo:
     family: str = field(default="")  # e.g. "baseline"
     # A finished run's own figures for the benchmark (e.g. a valid-plan rate), from its event stream.
     metrics: Callable[[list[Event]], dict[str, float]] | None = None
+    # The steering actions a run of it takes (core.runtime.steering); the TUI offers only these. steering_why:
+    # why it does not take one, for the actions where a reason says more than the list of what it takes.
+    steering: frozenset[SteerKind] = frozenset({SteerKind.STOP})
+    steering_why: Mapping[SteerKind, str] = field(default_factory=dict)
+
+    def why_not(self, kind: SteerKind | str) -> str:
+        """One line saying why this method does not take ``kind``, or "" when it does."""
+        try:
+            kind = SteerKind(kind)
+        except ValueError:
+            return f"unknown steering action {kind!r}"
+        if kind in self.steering:
+            return ""
+        takes = ", ".join(k.value for k in SteerKind if k in self.steering) or "nothing"
+        why = self.steering_why.get(kind)
+        return f"{self.name} cannot take {kind.value}" + (f": {why}" if why else "") + f" (it takes {takes})"
 
     def option(self, name: str) -> OptionSpec:
         for spec in self.options:

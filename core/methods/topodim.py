@@ -64,6 +64,7 @@ from core.runtime.domains import Domain, Role
 from core.runtime.engine import STATUS_DONE, Evaluation, RunAborted
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.parsing import ParseError, extract_json_object
+from core.runtime.steering import SteerKind
 
 if TYPE_CHECKING:
     from core.methods.topodim_policy import PolicySample, TopoDIMPolicy
@@ -945,6 +946,11 @@ register(
         unit="step",  # one pass over its typed graph: a step, not a DyTopo round
         unit_limit=one_unit,
         substep="call",
+        steering=frozenset({SteerKind.EDGE_ADD, SteerKind.EDGE_REMOVE, SteerKind.STOP}),
+        steering_why=dict.fromkeys(
+            (SteerKind.PIN, SteerKind.CUT, SteerKind.RELEASE, SteerKind.GOAL),
+            "its graph is typed and built once: add or remove a typed edge (edge_add, edge_remove) before it executes",
+        ),
         paper="TopoDIM (Sun et al.): one-shot typed topology, eq. 4-12; prior/random generators untrained",
     )
 )

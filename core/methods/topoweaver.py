@@ -68,6 +68,7 @@ from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
 from core.runtime.domains import Domain
 from core.runtime.engine import STATUS_DONE, AgentResult, Evaluation, RunAborted
 from core.runtime.outcome import EndReason, RunOutcome
+from core.runtime.steering import SteerKind
 
 if TYPE_CHECKING:
     from core.llm.client import LLMClient
@@ -622,6 +623,11 @@ register(
         substep="step",
         layer="step",  # the plan's steps, counted from 1 as the plans print them
         layer_base=1,
+        steering=frozenset({SteerKind.PLAN, SteerKind.STOP}),
+        steering_why=dict.fromkeys(
+            (SteerKind.PIN, SteerKind.CUT, SteerKind.RELEASE, SteerKind.GOAL),
+            "the Orchestrator's plan decides who runs and who reads whom: edit the plan (plan) before it runs",
+        ),
         paper="TopoWeaver-R1 (ICLR 2026 submission): Algorithm 1 with a prompted, untrained orchestrator",
         metrics=run_metrics,
     )

@@ -11,6 +11,16 @@ repeatedly removing the lowest-weight edge of a cycle found (ties: the alphabeti
 order with Kahn's algorithm taking the alphabetically first ready node; tiers are the topological
 generations. The paper's order for a cyclic graph (greedy minimum restricted in-degree, eq. 10–11) is
 computed on the graph before cycle breaking, for the single-pass protocol.
+
+A person steering the run (core.runtime.steering) adds three sets, and these rules hold:
+* a pinned edge src→dst is in the graph whatever its score (kind "pinned"); it counts toward dst's k_in,
+  so each pin takes the place of dst's weakest routed edge (pins beyond k_in are all kept, and then
+  nothing is routed into dst); cycle breaking never removes a pin (only routed edges of the cycle);
+* a cut edge is never in the graph; every cut pair is listed in ``removed`` with reason "cut by user";
+* a silenced agent has no edge in or out (listed in ``inactive``; its routed edges at or above tau are
+  removed with reason "silenced", pins to or from it wait until it is restored);
+* a pin to oneself, or a pin that closes a cycle of pins when the graph must be acyclic, is refused
+  before it gets here (check_pin: one line naming the cycle).
 """
 
 from __future__ import annotations
@@ -24,6 +34,8 @@ from core.lazy import numpy as np  # loaded at first use: after the first reques
 
 REASON_K_IN = "k_in"
 REASON_CYCLE = "cycle"
+REASON_CUT = "cut by user"  # a steering cut (core.runtime.steering)
+REASON_SILENCED = "silenced"  # an edge of an agent the user silenced
 
 # Edge kinds: what an edge means in the method that drew it. DyTopo's are "routed"; the other methods
 # draw typed graphs in the same shape (score is then a probability or a weight).
@@ -35,8 +47,10 @@ KIND_DEBATE = "debate"  # TopoDIM: the target challenges the source, which defen
 KIND_REF = "ref"  # TopoWeaver-R1: an agent reads an earlier step's agent
 KIND_CROSS = "cross"  # TopoWeaver-R1: an agent reads its own output from the previous turn
 KIND_HANDOFF = "handoff"  # DMoA: the previous step's responses reach this step's agents (weight alpha)
+KIND_PINNED = "pinned"  # DyTopo steered: the user keeps this edge whatever its score
 EDGE_KINDS = (
     KIND_ROUTED,
+    KIND_PINNED,
     KIND_FIXED,
     KIND_CONDITIONED,
     KIND_FEEDBACK,
@@ -52,6 +66,7 @@ EDGE_KINDS = (
 EDGE_GLYPHS: dict[str, tuple[str, str]] = {
     KIND_ROUTED: ("─", "─▶"),
     KIND_FIXED: ("─", "─▶"),
+    KIND_PINNED: ("━", "━▶"),
     KIND_CONDITIONED: ("─", "─▶"),
     KIND_FEEDBACK: ("┄", "┄↺"),
     KIND_DEBATE: ("═", "═⇄"),
@@ -75,7 +90,7 @@ class Edge:
 
 def edge_label(e: Edge) -> str:
     """The score of a routed edge; the kind of a typed one (with its weight when that means something)."""
-    if e.kind in (KIND_ROUTED, KIND_FIXED):
+    if e.kind in (KIND_ROUTED, KIND_FIXED, KIND_PINNED):
         return f"{e.score:.2f}"
     if e.kind in (KIND_REF, KIND_CROSS):
         return e.kind
@@ -115,8 +130,12 @@ class RoutingResult:
 
     @property
     def typed(self) -> bool:
-        """True when the graph carries a method's typed edges rather than DyTopo's routed ones."""
-        return any(e.kind not in (KIND_ROUTED, KIND_FIXED) for e in self.edges) or bool(self.inactive)
+        """True when the graph carries a method's typed edges rather than DyTopo's routed ones (a pin is a
+        routed edge the user kept; agents a user silenced in a routed graph do not make it typed)."""
+        routed = (KIND_ROUTED, KIND_FIXED, KIND_PINNED)
+        if any(e.kind not in routed for e in self.edges):
+            return True
+        return bool(self.inactive) and not any(e.kind in routed for e in self.edges) and not self.removed
 
     @property
     def possible_edges(self) -> int:
@@ -190,20 +209,47 @@ class CycleError(ValueError):
     """order_and_tiers was given a graph with a cycle."""
 
 
+EdgeSet = frozenset[tuple[str, str]]
+_NONE: EdgeSet = frozenset()
+
+
 def _select_edges(
-    names: list[str], rows: list[list[float]], tau: float, k_in: int
+    names: list[str],
+    rows: list[list[float]],
+    tau: float,
+    k_in: int,
+    pinned: EdgeSet = _NONE,
+    cut: EdgeSet = _NONE,
+    silenced: frozenset[str] = frozenset(),
 ) -> tuple[list[Edge], list[RemovedEdge]]:
     """The threshold (eq. 6, inclusive) and the k_in strongest inbound edges per agent (ties: lower
-    source name first)."""
+    source name first); a user's pins take routed places, cuts and silenced agents none (module doc)."""
     kept: list[Edge] = []
     removed: list[RemovedEdge] = []
+    steered = bool(pinned or cut or silenced)
+    index = {name: j for j, name in enumerate(names)}
     for i, dst in enumerate(names):
         row = rows[i]
+        if steered:
+            pins = sorted((index[s] for s, d in pinned if d == dst and s in index and s != dst
+                           and s not in silenced and dst not in silenced), key=lambda j: (-row[j], names[j]))
+            kept.extend(Edge(names[j], dst, row[j], KIND_PINNED) for j in pins)
+            removed.extend(RemovedEdge(names[j], dst, row[j], REASON_CUT) for j in range(len(names))
+                           if (names[j], dst) in cut and j != i)
+            gone = {j for j in range(len(names)) if (names[j], dst) in cut} | set(pins)
+            silent = [j for j in range(len(names)) if j != i and j not in gone and row[j] >= tau
+                      and (dst in silenced or names[j] in silenced)]
+            removed.extend(RemovedEdge(names[j], dst, row[j], REASON_SILENCED) for j in silent)
+            gone |= set(silent)
+            slots = max(0, k_in - len(pins))
+        else:
+            gone, slots = set(), k_in
         # Sort source indices, not Edge objects: most candidates are cut by k_in and never need an Edge.
         # The sort is stable on the same keys as before, so equal keys keep their input order.
-        ranked = sorted((j for j in range(len(names)) if j != i and row[j] >= tau), key=lambda j: (-row[j], names[j]))
-        kept.extend(Edge(names[j], dst, row[j]) for j in ranked[:k_in])
-        removed.extend(RemovedEdge(names[j], dst, row[j], REASON_K_IN) for j in ranked[k_in:])
+        ranked = sorted((j for j in range(len(names)) if j != i and row[j] >= tau and j not in gone),
+                        key=lambda j: (-row[j], names[j]))
+        kept.extend(Edge(names[j], dst, row[j]) for j in ranked[:slots])
+        removed.extend(RemovedEdge(names[j], dst, row[j], REASON_K_IN) for j in ranked[slots:])
     return kept, removed
 
 
@@ -252,13 +298,16 @@ def _break_cycles(names: list[str], edges: list[Edge]) -> tuple[list[Edge], list
     for e in sorted(edges, key=lambda e: (e.src, e.dst)):
         succ.setdefault(e.src, {})[e.dst] = e.score
         succ.setdefault(e.dst, {})
+    pins = {(e.src, e.dst) for e in edges if e.kind == KIND_PINNED}
     removed: list[RemovedEdge] = []
     # Each search starts over, as find_cycle did: which cycle comes next depends on the whole graph.
     while cycle := _first_cycle(succ):
-        # Lowest weight goes; among equal weights the alphabetically last (src, dst) goes, so the
+        # A user's pin is never the one removed (pins alone are acyclic: check_pin); of the others the
+        # lowest weight goes; among equal weights the alphabetically last (src, dst) goes, so the
         # choice never depends on where the search happened to enter the cycle.
-        lowest = min(succ[u][v] for u, v in cycle)
-        src, dst = max((u, v) for u, v in cycle if succ[u][v] == lowest)
+        candidates = [(u, v) for u, v in cycle if (u, v) not in pins] or cycle
+        lowest = min(succ[u][v] for u, v in candidates)
+        src, dst = max((u, v) for u, v in candidates if succ[u][v] == lowest)
         removed.append(RemovedEdge(src, dst, succ[src][dst], REASON_CYCLE))
         del succ[src][dst]
     remaining = [e for e in edges if e.dst in succ[e.src]]
@@ -356,15 +405,19 @@ def route_from_similarity(
     k_in: int,
     *,
     break_cycles: bool = True,
+    pinned: EdgeSet = _NONE,
+    cut: EdgeSet = _NONE,
+    silenced: frozenset[str] = frozenset(),
 ) -> RoutingResult:
-    """The same as route(), from a similarity matrix already computed (what-if re-routing)."""
+    """The same as route(), from a similarity matrix already computed (what-if re-routing). ``pinned``,
+    ``cut`` and ``silenced``: a person's steering (module doc for the rules)."""
     sim = np.asarray(sim, dtype=np.float64)
     if sim.shape != (len(names), len(names)):
         raise ValueError(f"similarity matrix is {sim.shape}, expected {len(names)}x{len(names)}")
     if k_in < 1:
         raise ValueError("k_in must be at least 1")
     rows = sim.tolist()  # plain floats: indexing a numpy matrix per element is slow
-    selected, removed = _select_edges(names, rows, tau, k_in)
+    selected, removed = _select_edges(names, rows, tau, k_in, pinned, cut, silenced)
     paper_order = paper_cyclic_order(names, selected)
     if break_cycles:
         kept, cycle_removed = _break_cycles(names, selected)
@@ -387,7 +440,46 @@ def route_from_similarity(
         tiers=tiers,
         paper_order=paper_order,
         acyclic=acyclic,
+        inactive=[name for name in names if name in silenced],
     )
+
+
+def pin_cycle(pins: EdgeSet, src: str, dst: str) -> list[str]:
+    """The cycle that pinning src→dst would close among the pins already kept, as the agents along it
+    (``[dst, ..., src, dst]``), or [] when it closes none: a path of pins from dst back to src."""
+    succ: dict[str, list[str]] = {}
+    for a, b in sorted(pins):
+        succ.setdefault(a, []).append(b)
+    path = [dst]
+    seen = {dst}
+
+    def walk(node: str) -> bool:
+        if node == src:
+            return True
+        for nxt in succ.get(node, []):
+            if nxt not in seen:
+                seen.add(nxt)
+                path.append(nxt)
+                if walk(nxt):
+                    return True
+                path.pop()
+        return False
+
+    return [*path, dst] if walk(dst) else []
+
+
+def check_pin(pins: EdgeSet, src: str, dst: str, *, acyclic: bool) -> str:
+    """The one-line refusal of pinning src→dst, or "": a pin to oneself; a pin closing a cycle of pins in
+    a graph that must be acyclic (DyTopo's phased work runs in tiers; its cycle breaking never removes a
+    pin, so a cycle of pins could not be broken)."""
+    if src == dst:
+        return f"cannot pin {src}→{dst}: an agent does not send to itself"
+    if acyclic:
+        cycle = pin_cycle(pins, src, dst)
+        if cycle:
+            return (f"cannot pin {src}→{dst}: it would close the cycle {'→'.join(cycle)} of pinned edges "
+                    "(the graph must stay acyclic; release one first)")
+    return ""
 
 
 def edge_diff(before: RoutingResult, after: RoutingResult) -> tuple[list[Edge], list[Edge]]:

@@ -14,7 +14,7 @@ import random
 from typing import Protocol
 
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
-from core.routing.dytopo import KIND_FIXED, Edge, RoutingResult, order_and_tiers, route_from_similarity
+from core.routing.dytopo import KIND_FIXED, Edge, EdgeSet, RoutingResult, order_and_tiers, route_from_similarity
 
 
 class TopologyStrategy(Protocol):
@@ -54,9 +54,21 @@ class DyTopoStrategy:
     name = "dytopo"
 
     def build(
-        self, round_no: int, names: list[str], similarity: np.ndarray, tau: float, k_in: int, *, break_cycles: bool
+        self,
+        round_no: int,
+        names: list[str],
+        similarity: np.ndarray,
+        tau: float,
+        k_in: int,
+        *,
+        break_cycles: bool,
+        pinned: EdgeSet = frozenset(),
+        cut: EdgeSet = frozenset(),
+        silenced: frozenset[str] = frozenset(),
     ) -> RoutingResult:
-        return route_from_similarity(names, similarity, tau, k_in, break_cycles=break_cycles)
+        """``pinned``, ``cut``, ``silenced``: a person's steering (core.routing.dytopo's rules)."""
+        return route_from_similarity(names, similarity, tau, k_in, break_cycles=break_cycles, pinned=pinned,
+                                     cut=cut, silenced=silenced)
 
 
 class RandomStrategy:

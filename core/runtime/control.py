@@ -11,6 +11,8 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from core.runtime.steering import SteerAction, SteerError, SteerKind
+
 MODE_AUTO = "auto"
 MODE_STEP = "step"
 
@@ -42,10 +44,20 @@ class RunControl:
         self._stop_at = BOUNDARY_PHASE  # in step mode: stop at the next phase, or only at a round start
         self.waiting = False  # True while the engine sits at a checkpoint
         self.cancelled = False
+        self.stop_reason = ""  # set when a steering "stop" ended the run (RunFinished's detail)
         self.cancel_hook: Callable[[], None] | None = None
         self.reroute_hook: Callable[[], bool] | None = None  # set by the engine; False if too late
         self.on_change: Callable[[str], None] | None = None  # engine emits a ControlChanged event
         self.on_params: Callable[[Params, list[str]], None] | None = None  # engine emits ParamsChanged
+        # Steering (core.runtime.steering): the method sets steer_hook, which applies one action and returns
+        # "" or the one-line reason it refuses it; the engine sets on_steered (it emits UserSteered).
+        self.steer_hook: Callable[[SteerAction], str] | None = None
+        self.on_steered: Callable[[SteerAction, str], None] | None = None
+        self.no_steering = "this method takes no steering actions"  # the refusal when no hook is set
+        self._steer_queue: list[SteerAction] = []
+        self.at_barrier = False  # True while the engine is at a checkpoint (actions apply at once)
+        self.barrier_round = 0  # the round a checkpoint stands before (the next round at a round boundary)
+        self.ended = False  # the run has finished: steering is refused
 
     # --- status -------------------------------------------------------------------------------
     @property
@@ -106,6 +118,12 @@ class RunControl:
         if self.cancel_hook and not let_running_finish:
             self.cancel_hook()
 
+    def stop(self, why: str = "stopped by the user: the run ends with the best answer so far") -> None:
+        """End the run as a steering "stop": at a barrier it ends there (the calls are done), otherwise the
+        calls in flight are cancelled now (their tokens count, as any cut-off call's)."""
+        self.stop_reason = why
+        self.cancel(let_running_finish=self.at_barrier)
+
     def set_params(self, *, tau: float | None = None, k_in: int | None = None, max_rounds: int | None = None) -> Params:
         """Clamp to the valid ranges; applies at the next routing (or now, with reroute_now)."""
         old = self._params
@@ -125,11 +143,69 @@ class RunControl:
         """Recompute the current round's graph with the current parameters, if its work has not begun."""
         return bool(self.reroute_hook and self.reroute_hook())
 
+    def steer(self, action: SteerAction) -> None:
+        """Take a steering action. At a barrier (the run waits at a checkpoint) it applies at once; an
+        action that says ``when: "now"`` is handed to the method at once (it cancels and re-asks a call in
+        flight where it can); otherwise it waits for the next barrier, or for the barrier before its
+        ``at_round``. Each one ends as one UserSteered event, taken or refused. After the run ended there
+        is no stream to record it in: SteerError, one line."""
+        if self.ended:
+            raise SteerError(f"the run has ended: {action.describe()} was not taken")
+        if (self.at_barrier and self._due(action)) or (action.when == "now" and action.at_round is None):
+            self._apply(action)
+        else:
+            self._steer_queue.append(action)
+
+    @property
+    def pending_steering(self) -> list[SteerAction]:
+        """Actions waiting for their barrier, oldest first."""
+        return list(self._steer_queue)
+
+    def _due(self, action: SteerAction) -> bool:
+        return action.at_round is None or action.at_round <= self.barrier_round
+
+    def _apply(self, action: SteerAction) -> None:
+        if self.steer_hook is not None:
+            reason = self.steer_hook(action)
+        elif action.action is SteerKind.STOP:  # every method can be stopped: no hook needed for it
+            self.stop()
+            reason = ""
+        else:
+            reason = self.no_steering
+        if self.on_steered is not None:
+            self.on_steered(action, reason)
+
+    def _apply_due(self) -> None:
+        due = [a for a in self._steer_queue if self._due(a)]
+        self._steer_queue = [a for a in self._steer_queue if not self._due(a)]
+        for action in due:
+            self._apply(action)
+
+    def end_steering(self) -> None:
+        """The run is over: what still waited for a barrier is refused (one event each), later ones raise."""
+        waiting, self._steer_queue = self._steer_queue, []
+        self.ended = True
+        for action in waiting:
+            if self.on_steered is not None:
+                self.on_steered(action, "the run ended before the barrier it waited for")
+
     # --- engine side --------------------------------------------------------------------------
-    async def checkpoint(self, boundary: str) -> None:
-        """Called by the engine between phases; returns when the engine may go on."""
+    async def checkpoint(self, boundary: str, round_no: int = 0) -> None:
+        """Called by the engine between phases; returns when the engine may go on. ``round_no``: the round
+        this barrier stands before (a round boundary) or in; steering actions due by then apply here."""
+        self.barrier_round = round_no
+        self.at_barrier = True
+        try:
+            await self._wait_at(boundary)
+        finally:
+            self.at_barrier = False
+
+    async def _wait_at(self, boundary: str) -> None:
         while True:
             if self.cancelled:
+                raise asyncio.CancelledError
+            self._apply_due()
+            if self.cancelled:  # a stop action ends the run here
                 raise asyncio.CancelledError
             if self._pass_current:
                 self._pass_current = False

@@ -26,7 +26,7 @@ from core.runtime import events as ev
 from core.runtime.answers import honest_answer
 from core.runtime.config import CallLimits, Settings
 from core.runtime.context import Shrink, cut_text, prompt_chars, shrink_pieces
-from core.runtime.control import Params, RunControl
+from core.runtime.control import BOUNDARY_ROUND, Params, RunControl
 from core.runtime.domains import Domain, get_domain
 from core.runtime.memory import AgentMemory, MemoryItem
 from core.runtime.outcome import EndReason, RunOutcome
@@ -40,6 +40,7 @@ from core.runtime.parsing import (
     response_schema,
 )
 from core.runtime.prompts import JSON_REPLY, repair_request, worker_request, worker_system_prompt
+from core.runtime.steering import SteerAction
 from core.runtime.teams import team_record
 
 STATUS_DONE = "done"
@@ -171,6 +172,7 @@ class SwarmEngine:
         self.control.cancel_hook = self._cancel_now
         self.control.on_change = self._control_changed
         self.control.on_params = self._params_changed
+        self.control.on_steered = self._steered
         self.memory: dict[str, AgentMemory] = {name: AgentMemory() for name in self.workers}
         self.budget_reached = ""  # why a bound (time_budget, max_calls) ended the run, once one did
         # What the app itself sent (prompts, re-asks): a final answer that merely echoes it is refused.
@@ -200,6 +202,10 @@ class SwarmEngine:
 
     def _params_changed(self, params: Params, changed: list[str]) -> None:
         self.emit(ev.ParamsChanged(round=self.round, params=params.as_dict(), changed=changed))
+
+    def _steered(self, action: SteerAction, reason: str) -> None:
+        self.emit(ev.UserSteered(round=self.round, phase=self.phase, action=action.action.value, target=action.target,
+                                 payload=action.as_payload(), accepted=not reason, reason=reason))
 
     def notice(self, message: str, severity: str = "warning", agent: str = "") -> None:
         self.emit(ev.Notice(round=self.round, severity=severity, message=message, agent=agent))
@@ -240,8 +246,9 @@ class SwarmEngine:
             if current is not None:
                 current.uncancel()
             answer, source = self.extract_answer()
+            why = self.control.stop_reason or "cancelled by the user"  # a steering "stop" says so
             outcome = (RunOutcome(EndReason.BUDGET, self.budget_reached, answer, source) if self.budget_reached
-                       else RunOutcome(EndReason.CANCELLED, "cancelled by the user", answer, source))
+                       else RunOutcome(EndReason.CANCELLED, why, answer, source))
         except (RunAborted, EmbeddingError) as exc:
             answer, source = self.extract_answer()
             outcome = RunOutcome(EndReason.ERROR, str(exc), answer, source)
@@ -272,6 +279,7 @@ class SwarmEngine:
             self._task.cancel()
 
     def _finish(self, outcome: RunOutcome) -> ev.RunFinished:
+        self.control.end_steering()  # actions still waiting for a barrier are refused before the end
         answer, source, refused = honest_answer(outcome.answer, outcome.source, self.domain.name, self._sent_texts)
         if refused:
             self.notice(f"{refused}: the run ends with no answer", "warning")
@@ -294,7 +302,8 @@ class SwarmEngine:
         return self.finished
 
     async def checkpoint(self, boundary: str) -> None:
-        await self.control.checkpoint(boundary)
+        # The barrier hook: steering actions due here are applied by the method (RunControl.steer_hook).
+        await self.control.checkpoint(boundary, self.round + 1 if boundary == BOUNDARY_ROUND else self.round)
 
     def start_phase(self, phase: str, detail: str = "") -> None:
         self.phase = phase

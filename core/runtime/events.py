@@ -317,6 +317,21 @@ class TestRun(Event):
     duration_s: float = 0.0
 
 
+@_register
+@dataclass(kw_only=True)
+class UserSteered(Event):
+    """A steering action (core.runtime.steering), taken or refused: one event per action."""
+
+    type: ClassVar[str] = "user_steered"
+    round: int
+    phase: str  # the phase the run was in (or had just finished) when it applied
+    action: str  # SteerKind's value: note, goal, pin, cut, ...
+    target: str  # "Tester", "all", "Developer→Tester", or "" (goal, stop, continue, plan)
+    payload: dict[str, Any] = field(default_factory=dict)  # what was given: text, when, rounds, model, ...
+    accepted: bool = True
+    reason: str = ""  # why it was refused; "" when taken
+
+
 EventSink = Callable[[Event], None]
 
 
