@@ -77,9 +77,12 @@ async def test_phased_prompts_carry_the_problem_and_every_routed_message(
             # Every message is in the prompt, unless the same sender's newer message to it is there instead.
             assert d["content"] in text or any(x["content"] in text for x in newer), (d["src"], d["dst"])
     # Only the call's own reply shape is sent: a work call is never told the descriptor-only shape.
-    assert all('"query"' not in r.messages[0]["content"] for r in work)
+    def sent(r: RequestInfo) -> str:
+        return "\n".join(str(m["content"]) for m in r.messages)
+
+    assert all('"query"' not in sent(r) for r in work)
     descriptors = [r for r in demo_server.requests if r.call == CALL_DESCRIPTORS]
-    assert descriptors and all('"public"' not in r.messages[0]["content"] for r in descriptors)
+    assert descriptors and all('"public"' not in sent(r) for r in descriptors)
 
 
 def _private_notes(info: RequestInfo) -> str:

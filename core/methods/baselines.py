@@ -21,9 +21,16 @@ from core.evaluation.extract import docstring_examples, latest_code
 from core.evaluation.math_answers import answer_or_text
 from core.evaluation.sandbox import arun_code
 from core.llm.request_seed import REQUEST_SEED
-from core.methods.dytopo import CALL_OPTIONS, MEMORY_OPTION, DyTopoMethod
+from core.methods.dytopo import CALL_OPTIONS, MEMORY_OPTION, PROMPT_ORDER_OPTION, DyTopoMethod
 from core.methods.registry import MethodInfo, OptionSpec, call_options, call_tables, no_unit_limit, one_unit, register
-from core.routing.strategies import BroadcastStrategy, ChainStrategy, DyTopoStrategy, RandomStrategy, StarStrategy
+from core.routing.strategies import (
+    BroadcastStrategy,
+    ChainStrategy,
+    DyTopoStrategy,
+    RandomStrategy,
+    StarStrategy,
+    TopologyStrategy,
+)
 from core.runtime import events as ev
 from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
 from core.runtime.domains import Domain
@@ -163,7 +170,12 @@ def _star(options: dict[str, Any], domain: Domain) -> DyTopoMethod:
         from core.methods.registry import MethodError
 
         raise MethodError(f"[strategy.star] hub must be one of {', '.join(domain.worker_names)}, got {hub!r}")
-    return DyTopoMethod(StarStrategy(hub), memory=options["memory"])
+    return _rounds_over(StarStrategy(hub), options)
+
+
+def _rounds_over(graph: TopologyStrategy, options: dict[str, Any]) -> DyTopoMethod:
+    """DyTopo's rounds over a baseline's graph, with the memory rule and prompt order chosen."""
+    return DyTopoMethod(graph, memory=options["memory"], prompt_order=options["prompt_order"])
 
 
 _SEED = OptionSpec("seed", "int", 0, "random graph seed (the same seed gives the same graphs)", low=0)
@@ -210,8 +222,8 @@ register(
         name="random",
         summary="DyTopo's rounds over a random acyclic graph with DyTopo's edge count (baseline)",
         round_one_broadcast=True,
-        factory=lambda options, domain: DyTopoMethod(RandomStrategy(options["seed"]), memory=options["memory"]),
-        options=(_SEED, MEMORY_OPTION, *CALL_OPTIONS),
+        factory=lambda options, domain: _rounds_over(RandomStrategy(options["seed"]), options),
+        options=(_SEED, MEMORY_OPTION, PROMPT_ORDER_OPTION, *CALL_OPTIONS),
         uses_tau=True,
         family="baseline",
         **ROUND_STEERING,
@@ -222,8 +234,8 @@ register(
         name="broadcast",
         summary="every worker hears every other worker, delivered at the barrier (baseline)",
         round_one_broadcast=True,
-        factory=lambda options, domain: DyTopoMethod(BroadcastStrategy(), memory=options["memory"]),
-        options=(MEMORY_OPTION, *CALL_OPTIONS),
+        factory=lambda options, domain: _rounds_over(BroadcastStrategy(), options),
+        options=(MEMORY_OPTION, PROMPT_ORDER_OPTION, *CALL_OPTIONS),
         family="baseline",
         **ROUND_STEERING,
     )
@@ -233,8 +245,8 @@ register(
         name="chain",
         summary="a fixed pipeline in roster order (baseline)",
         round_one_broadcast=True,
-        factory=lambda options, domain: DyTopoMethod(ChainStrategy(), memory=options["memory"]),
-        options=(MEMORY_OPTION, *CALL_OPTIONS),
+        factory=lambda options, domain: _rounds_over(ChainStrategy(), options),
+        options=(MEMORY_OPTION, PROMPT_ORDER_OPTION, *CALL_OPTIONS),
         family="baseline",
         **ROUND_STEERING,
     )
@@ -245,7 +257,7 @@ register(
         summary="every worker sends to one hub, which works last (baseline)",
         round_one_broadcast=True,
         factory=_star,
-        options=(_HUB, MEMORY_OPTION, *CALL_OPTIONS),
+        options=(_HUB, MEMORY_OPTION, PROMPT_ORDER_OPTION, *CALL_OPTIONS),
         family="baseline",
         **ROUND_STEERING,
     )

@@ -28,7 +28,7 @@ from core.runtime.domains import Domain
 from core.runtime.engine import AgentResult, Evaluation
 from core.runtime.memory import MEMORY_ACCUMULATE, MEMORY_RULES, MemoryItem
 from core.runtime.outcome import EndReason, RunOutcome
-from core.runtime.prompts import manager_request, manager_system_prompt, plan_request
+from core.runtime.prompts import PROMPT_CACHE, PROMPT_ORDERS, manager_request, manager_system_prompt, plan_request
 from core.runtime.steering import GRAPH_ACTIONS, ROUND_ACTIONS
 
 if TYPE_CHECKING:
@@ -66,6 +66,17 @@ MEMORY_OPTION = OptionSpec(
     choices=MEMORY_RULES,
 )
 
+# Shared by DyTopo and its baselines: the order of a worker prompt's parts (core.runtime.prompts).
+PROMPT_ORDER_OPTION = OptionSpec(
+    "prompt_order",
+    "choice",
+    PROMPT_CACHE,
+    "cache: what persists first (role, problem, memory as it arrived), then the round's goal, inbox and reply "
+    "shape, so a server's prefix cache prefills each token once; paper: the reference's order (reply shape in "
+    "the system prompt, goal before memory). The same text either way",
+    choices=PROMPT_ORDERS,
+)
+
 # Each call kind's own max_tokens and temperature, for DyTopo and the baselines that run its rounds.
 CALL_OPTIONS = (
     *call_options("manager", "the Manager's calls", "manager_call"),
@@ -87,12 +98,14 @@ class DyTopoMethod:
         round_limit: int | None = None,
         payload: str = PAYLOAD_AUTO,
         memory: str = MEMORY_ACCUMULATE,
+        prompt_order: str = PROMPT_CACHE,
     ) -> None:
         self.graph: TopologyStrategy = graph or DyTopoStrategy()
         self.name = name or self.graph.name
         self.round_limit = round_limit  # single-turn: one round whatever max_rounds says
         self.payload_option = payload
         self.memory_rule = memory  # core.runtime.memory: accumulate (eq. 3) or latest
+        self.prompt_order = prompt_order  # core.runtime.prompts: cache (append-only) or paper
         self.payload = PAYLOAD_BOTH
         self._similarity: np.ndarray | None = None  # current round's, for re-routing
         self._descriptor_vectors: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # embedded on arrival
@@ -118,6 +131,7 @@ class DyTopoMethod:
         if self.payload == PAYLOAD_AUTO:
             self.payload = PAYLOAD_PRIVATE if single_pass else PAYLOAD_BOTH
         rt.private_messages_only = self.payload == PAYLOAD_PRIVATE
+        rt.prompt_order = self.prompt_order
         for memory in rt.memory.values():
             memory.rule = self.memory_rule
         start_round, goal = 0, ""
@@ -522,7 +536,8 @@ register(
         summary="Manager goal each round; workers' query/key descriptors, MiniLM and tau/k_in decide who hears whom",
         round_one_broadcast=True,
         factory=lambda options, domain: DyTopoMethod(
-            DyTopoStrategy(), payload=options["payload"], memory=options["memory"]
+            DyTopoStrategy(), payload=options["payload"], memory=options["memory"],
+            prompt_order=options["prompt_order"],
         ),
         options=(
             OptionSpec(
@@ -534,6 +549,7 @@ register(
                 choices=PAYLOADS,
             ),
             MEMORY_OPTION,
+            PROMPT_ORDER_OPTION,
             *CALL_OPTIONS,
         ),
         unit="round",

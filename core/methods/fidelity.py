@@ -58,6 +58,18 @@ DEVIATIONS: tuple[Deviation, ...] = (
     ),
     Deviation(
         "dytopo",
+        "Worker prompts are ordered for a server's prefix cache: the role (with a single-pass call's reply "
+        "shape) in the system prompt, then the problem, the memory as it arrived, the round's goal, the inbox, "
+        "the ask and a phased call's reply shape; the reference puts the reply shape in the system prompt and "
+        "the goal before the memory. Trimming memory to fit the context, or memory=latest dropping a "
+        "superseded message, breaks the shared prefix once at the item dropped.",
+        "The same text in another order: each prompt begins with the agent's previous one, so a local server "
+        "(llama.cpp slots, vLLM prefix caching) prefills it once (bench/prefix_cache.py).",
+        "-o prompt_order=paper",
+        ("prompt_order", "paper"),
+    ),
+    Deviation(
+        "dytopo",
         "A descriptor call sees the memory of the previous round only.",
         "A descriptor states this round's needs and offers; older rounds reach it through the Manager's goal. "
         "The paper does not say what the descriptor prompt holds.",

@@ -39,7 +39,7 @@ from core.runtime.parsing import (
     parse_worker,
     response_schema,
 )
-from core.runtime.prompts import JSON_REPLY, repair_request, worker_request, worker_system_prompt
+from core.runtime.prompts import JSON_REPLY, PROMPT_CACHE, repair_request, worker_messages
 from core.runtime.steering import SteerAction
 from core.runtime.teams import team_record
 
@@ -188,6 +188,8 @@ class SwarmEngine:
         self.latest: dict[str, AgentResult] = {}
         # DyTopo's edge payload: True when only the private message travels (set by the method).
         self.private_messages_only = False
+        # How worker prompts are ordered (core.runtime.prompts PROMPT_ORDERS; set by the method).
+        self.prompt_order = PROMPT_CACHE
         self.last_evaluation: Evaluation | None = None
         self.finished: ev.RunFinished | None = None
         self.reply_tally = ReplyTally()  # model calls that got a reply / that parsed, for RunFinished
@@ -351,18 +353,11 @@ class SwarmEngine:
         return self.round - 1 if call == ev.CALL_DESCRIPTORS else 0
 
     def _compose_worker(self, name: str, call: str, goal: str, memory_text: str, inbox: str) -> list[dict[str, str]]:
-        content = worker_request(call, name, self.round, self.spec.problem, goal, memory_text, inbox)
-        if call == ev.CALL_DESCRIPTORS and self.settings.no_think:
-            content += " /no_think"
-        return [
-            {
-                "role": "system",
-                "content": worker_system_prompt(
-                    self.domain, self.domain.role(name), call, private_only=self.private_messages_only
-                ),
-            },
-            {"role": "user", "content": content},
-        ]
+        return worker_messages(
+            self.domain, self.domain.role(name), call, round_no=self.round, problem=self.spec.problem, goal=goal,
+            memory=memory_text, inbox=inbox, private_only=self.private_messages_only, order=self.prompt_order,
+            suffix=" /no_think" if call == ev.CALL_DESCRIPTORS and self.settings.no_think else "",
+        )
 
     def _worker_shrink(
         self, name: str, call: str, goal: str, inbox: str, inbox_from: frozenset[str]

@@ -46,17 +46,32 @@ _STRICT = "Reply with ONLY one JSON object: no prose, no Markdown fences; escape
 _SPECIFIC = "query and key route messages by meaning: name functions, steps, quantities."
 
 
-def worker_system_prompt(domain: Domain, role: Role, call: str = CALL_WORK, *, private_only: bool = False) -> str:
-    """The role and the one reply shape this call needs. ``private_only``: only the private message
-    travels along an edge (the paper's eq. 3), so the shape says which field teammates receive."""
+# How a prompt's parts are ordered (the methods' ``prompt_order`` option). The parts are the same either way.
+# "cache": what persists comes first and what is new comes last (role, problem, memory in the order it
+# arrived, then this round's goal and inbox, then the call's instruction and reply shape), so each prompt of
+# an agent begins with its previous one and a server's prefix cache (llama.cpp slots, vLLM prefix caching,
+# SGLang's radix cache) prefills each token once. "paper": the reference templates' order (the reply shape in
+# the system prompt, the round's goal before the memory).
+PROMPT_CACHE = "cache"
+PROMPT_PAPER = "paper"
+PROMPT_ORDERS = (PROMPT_CACHE, PROMPT_PAPER)
+
+
+def worker_intro(domain: Domain, role: Role) -> str:
+    """Who the worker is: the part of its system prompt every call kind shares."""
     teammates = ", ".join(w.name for w in domain.workers if w.name != role.name)
-    intro = (
+    return (
         f"You are {role.name}, the {role.title}, in a team solving one {domain.name} problem in rounds "
         f"whose goals a Manager sets. Teammates: {teammates}.\n"
         f"Your role: {role.description}\n{_STRICT}\n"
     )
+
+
+def reply_shape(domain: Domain, role: Role, call: str = CALL_WORK, *, private_only: bool = False) -> str:
+    """The one reply shape this call needs. ``private_only``: only the private message travels along an
+    edge (the paper's eq. 3), so the shape says which field teammates receive."""
     if call == CALL_DESCRIPTORS:
-        return f"{intro}Use exactly this shape:\n{_DESCRIPTOR_SCHEMA}\n{_SPECIFIC}"
+        return f"Use exactly this shape:\n{_DESCRIPTOR_SCHEMA}\n{_SPECIFIC}"
     answer_field = ',\n  "answer": "your final answer, as short as possible (e.g. a number or expression)"'
     public, private = (_PUBLIC_RECORD, _PRIVATE_MESSAGE) if private_only else (_PUBLIC_SHARED, _PRIVATE_NOTE)
     # A phased work call (CALL_WORK) stated its descriptors in phase A; a single-pass call gives the next ones.
@@ -65,7 +80,12 @@ def worker_system_prompt(domain: Domain, role: Role, call: str = CALL_WORK, *, p
         extra += answer_field
     schema = _WORK_SCHEMA % (public, private, extra)
     tail = f"\n{_SPECIFIC}" if call == CALL_SINGLE_PASS else ""
-    return f"{intro}Use exactly this shape:\n{schema}{tail}"
+    return f"Use exactly this shape:\n{schema}{tail}"
+
+
+def worker_system_prompt(domain: Domain, role: Role, call: str = CALL_WORK, *, private_only: bool = False) -> str:
+    """The role and the one reply shape this call needs (the paper order's system prompt)."""
+    return worker_intro(domain, role) + reply_shape(domain, role, call, private_only=private_only)
 
 
 def manager_system_prompt(domain: Domain) -> str:
@@ -97,20 +117,74 @@ def _context_block(memory: str, inbox: str) -> str:
     return "\n\n".join(parts)
 
 
+_ASKS = {
+    CALL_WORK: "Do your part of this round's goal. Reply with the full work JSON.",
+    CALL_SINGLE_PASS: "Do your part of this round's goal. Reply with the full work JSON, including query "
+    "and key for the next routing.",
+    CALL_DESCRIPTORS: "Solve nothing yet: state only what you need (query) and can provide (key) for "
+    "this round's goal.",
+}
+
+
 def worker_request(call: str, role: str, round_no: int, problem: str, goal: str, memory: str, inbox: str) -> str:
-    ask = {
-        CALL_WORK: "Do your part of this round's goal. Reply with the full work JSON.",
-        CALL_SINGLE_PASS: "Do your part of this round's goal. Reply with the full work JSON, including query "
-        "and key for the next routing.",
-        CALL_DESCRIPTORS: "Solve nothing yet: state only what you need (query) and can provide (key) for "
-        "this round's goal.",
-    }[call]
+    """The user message in the paper order: the problem, this round's goal, memory, inbox, the ask."""
     context = _context_block(memory, inbox)
     if call == CALL_DESCRIPTORS:  # one sentence of needs and offers: the goal and memory carry the detail
         problem = problem_digest(problem)
     return (
-        f"PROBLEM:\n{problem}\n\nROUND {round_no} GOAL:\n{goal}\n\n" + (f"{context}\n\n" if context else "") + ask
+        f"PROBLEM:\n{problem}\n\nROUND {round_no} GOAL:\n{goal}\n\n"
+        + (f"{context}\n\n" if context else "")
+        + _ASKS[call]
     )
+
+
+def worker_messages(
+    domain: Domain,
+    role: Role,
+    call: str,
+    *,
+    round_no: int,
+    problem: str,
+    goal: str,
+    memory: str,
+    inbox: str,
+    private_only: bool = False,
+    order: str = PROMPT_CACHE,
+    suffix: str = "",
+) -> list[dict[str, str]]:
+    """A worker call's messages. ``suffix`` ends the user message (e.g. Qwen3's " /no_think").
+
+    In the cache order the user message runs: problem, memory (oldest first, as it arrived), this round's goal,
+    the inbox, the ask. The system prompt is the role and, for a single-pass call (an agent's only call kind,
+    the same every round), its reply shape; phased descriptor and work calls alternate, so each one's shape
+    ends its user message and the two share the role and the problem's opening. Each round's prompt begins
+    with the previous round's up to that round's goal."""
+    if order == PROMPT_PAPER:
+        return [
+            {"role": "system", "content": worker_system_prompt(domain, role, call, private_only=private_only)},
+            {"role": "user", "content": worker_request(call, role.name, round_no, problem, goal, memory, inbox)
+             + suffix},
+        ]
+    shape = reply_shape(domain, role, call, private_only=private_only)
+    if call == CALL_SINGLE_PASS:  # the agent's only call kind: its shape is the same every round
+        system, shape = worker_intro(domain, role) + shape, ""
+    else:  # phased descriptor and work calls alternate: each one's shape comes last, after what they share
+        system = worker_intro(domain, role).rstrip("\n")
+    if call == CALL_DESCRIPTORS:
+        problem = problem_digest(problem)
+    parts = [f"PROBLEM:\n{problem}"]
+    if memory:
+        parts.append(f"YOUR MEMORY (earlier rounds):\n{memory}")
+    parts.append(f"ROUND {round_no} GOAL:\n{goal}")
+    if inbox:
+        parts.append(f"MESSAGES ROUTED TO YOU THIS ROUND:\n{inbox}")
+    parts.append(_ASKS[call])
+    if shape:
+        parts.append(shape)
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": "\n\n".join(parts) + suffix},
+    ]
 
 
 DIGEST_CHARS = 320

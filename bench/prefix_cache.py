@@ -1,0 +1,348 @@
+"""Prefix cache: how much of each prompt a server's KV cache can reuse from the same agent's previous one.
+
+A local server (llama.cpp slots, vLLM's prefix caching, SGLang, Ollama) skips the prefill of a prompt's
+prefix it has already seen on that slot. Each agent's context grows round after round, so a layout in
+which each prompt begins with the previous one is prefilled about once.
+
+Scripted tier (no model; the scripted server on 127.0.0.1): every method runs with replies that change
+every step (DyTopo's Manager never ends early, no convergence stop). Per method it prints
+
+* reusable: the share of prompt characters that are a prefix of the same agent's previous prompt (the
+  messages rendered as a chat template would: one block per message, in order);
+* bound: the share an append-only layout of the same content could reuse at best: the characters of
+  each prompt, in whole lines, that the agent's previous prompt already held (in any order).
+
+Real-model tier (``--llama``): a 3-round DyTopo code run on the real-model tier's llama-server
+(SmolLM2-135M, ``python -m tests.realmodel.setup_llama``), one slot per agent (``-np`` = the team plus
+the Manager); prints the share of prompt tokens the server took from its cache (llama.cpp's
+``timings.cache_n`` over ``cache_n + prompt_n``) and the summed prefill time (``timings.prompt_ms``).
+
+Both tiers run on this checkout and, with ``--baseline REV``, on that revision (a temporary git worktree,
+the same script run as a child with it on PYTHONPATH):
+
+    python bench/prefix_cache.py [--baseline REV] [--rounds 3] [--llama] [--slots N] [--repeat 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.client
+import http.server
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if not os.environ.get("PYTHONPATH"):  # a baseline child imports its revision through PYTHONPATH
+    sys.path.insert(0, str(ROOT))
+
+# (label, method, protocol, method options): what the scripted tier runs.
+CASES: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
+    ("dytopo single-pass", "dytopo", "single-pass", {}),
+    ("dytopo phased", "dytopo", "phased", {}),
+    ("topodim", "topodim", "phased", {}),
+    ("dmoa", "dmoa", "phased", {}),
+    ("topoweaver", "topoweaver", "phased", {}),
+)
+
+
+# --- what a prompt is, as a server's cache sees it ---------------------------------------------------------
+def rendered(messages: list[dict[str, Any]]) -> str:
+    """The messages as one text, one block per message in order (as a chat template lays them out)."""
+    parts = []
+    for m in messages:
+        content = m.get("content", "")
+        if isinstance(content, list):
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        parts.append(f"<|{m.get('role', '')}|>\n{content}\n")
+    return "".join(parts)
+
+
+def common_prefix(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def shared_lines(previous: str, current: str) -> int:
+    """Characters of ``current``, in whole lines, that ``previous`` also held (any order)."""
+    have = Counter(previous.splitlines(keepends=True))
+    total = 0
+    for line in current.splitlines(keepends=True):
+        if have[line] > 0:
+            have[line] -= 1
+            total += len(line)
+    return total
+
+
+def reuse(prompts: list[tuple[str, str]]) -> dict[str, int]:
+    """{chars, prefix, bound} over the prompts in the order sent, each (agent, text)."""
+    last: dict[str, str] = {}
+    chars = prefix = bound = 0
+    for agent, text in prompts:
+        chars += len(text)
+        previous = last.get(agent)
+        if previous is not None:
+            prefix += common_prefix(previous, text)
+            bound += shared_lines(previous, text)
+        last[agent] = text
+    return {"chars": chars, "prefix": prefix, "bound": bound, "calls": len(prompts)}
+
+
+# --- the scripted tier ---------------------------------------------------------------------------------------
+def changing(script: Callable[[Any], str]) -> Callable[[Any], str]:
+    """The demo's replies, changed every round: DyTopo's Manager never ends the run and sets a new goal,
+    every line of a worker's public work names its round (the demo repeats its last round's replies)."""
+
+    def reply(info: Any) -> str:
+        text = script(info)
+        if info.call.startswith(("dmoa-", "tw-")) or not info.role:
+            return text
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return text
+        if not isinstance(data, dict):
+            return text
+        if info.call in ("plan", "manager"):
+            data.update(terminate=False, final_answer="",
+                        goal=f"Round {info.round + 1}: {data.get('goal') or 'improve the solution'} "
+                             f"(step {info.round + 1} of the plan)")
+        elif isinstance(data.get("public"), str):  # every line: a reply that repeats no line of the last one
+            lines = data["public"].splitlines() or [""]
+            data["public"] = "\n".join(f"{line} [{info.role}, round {info.round}]" for line in lines)
+        return json.dumps(data)
+
+    plays = getattr(script, "plays_instead", None)
+    if plays is not None:
+        reply.plays_instead = plays  # type: ignore[attr-defined]
+    return reply
+
+
+def scripted_case(method: str, protocol: str, options: dict[str, Any], rounds: int) -> dict[str, int]:
+    try:
+        from core.compose.runner import build_engine, open_backend
+    except ImportError:  # a revision from before the layers refactor
+        from core.runtime.runner import build_engine, open_backend  # type: ignore[no-redef]
+    from core.demo.scripts import DEMO_PROBLEMS, demo_script
+    from core.demo.server import ScriptedServer
+    from core.llm.embeddings import shared_embedder
+    from core.runtime.config import Settings
+
+    async def run(server: ScriptedServer) -> None:
+        settings = Settings(domain="code", strategy=method, max_rounds=rounds, tau=0.3, k_in=3, protocol=protocol,
+                            convergence_threshold=1.01, strategy_options={method: options} if options else {})
+        backend = await open_backend(settings, server=server)
+        try:
+            engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [], embedder=shared_embedder())
+            await engine.run()
+        finally:
+            await backend.close()
+
+    with ScriptedServer(changing(demo_script)) as server:
+        asyncio.run(run(server))
+        prompts = [(r.role, rendered(r.messages)) for r in server.requests if r.role]
+    return reuse(prompts)
+
+
+def scripted_tier(rounds: int) -> dict[str, dict[str, int]]:
+    return {label: scripted_case(method, protocol, options, rounds) for label, method, protocol, options in CASES}
+
+
+# --- the real-model tier -------------------------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _timings(payload: bytes) -> dict[str, float]:
+    """llama.cpp's timings of one reply (the JSON body, or the last SSE chunk that has them)."""
+    text = payload.decode("utf-8", "replace")
+    found: dict[str, float] = {}
+    for chunk in [line[5:].strip() for line in text.splitlines() if line.startswith("data:")] or [text]:
+        try:
+            timings = json.loads(chunk).get("timings")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(timings, dict):
+            found = timings
+    return found
+
+
+def _recording_proxy(upstream: int, calls: list[dict[str, float]]) -> http.server.ThreadingHTTPServer:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _forward(self, body: bytes | None) -> None:
+            conn = http.client.HTTPConnection("127.0.0.1", upstream, timeout=600)
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+            conn.request(self.command, self.path, body=body, headers=headers)
+            reply = conn.getresponse()
+            payload = reply.read()
+            if body and self.path.endswith("/chat/completions") and reply.status == 200:
+                timings = _timings(payload)
+                if timings:
+                    calls.append({k: float(timings.get(k, 0)) for k in ("cache_n", "prompt_n", "prompt_ms")})
+            self.send_response(reply.status)
+            for key, value in reply.getheaders():
+                if key.lower() not in ("transfer-encoding", "content-length", "connection"):
+                    self.send_header(key, value)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+            conn.close()
+
+        def do_GET(self) -> None:
+            self._forward(None)
+
+        def do_POST(self) -> None:
+            self._forward(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+
+    class Quiet(http.server.ThreadingHTTPServer):
+        daemon_threads = True
+
+    return Quiet(("127.0.0.1", _free_port()), Handler)
+
+
+def llama_tier(slots: int, rounds: int, ctx_per_slot: int = 4096) -> dict[str, float]:
+    """One DyTopo code run on a fresh llama-server (the real-model tier's build and model)."""
+    sys.path.append(str(ROOT))  # tests.realmodel: the revision's own, else this checkout's
+    from tests.realmodel.setup_llama import CACHE, MODEL_MEMBER
+
+    try:
+        from core.compose.runner import build_engine, open_backend
+    except ImportError:
+        from core.runtime.runner import build_engine, open_backend  # type: ignore[no-redef]
+    from core.demo.scripts import DEMO_PROBLEMS
+    from core.llm.embeddings import shared_embedder
+    from core.runtime.config import Settings
+
+    server = CACHE / "llama_cpp_python-0.3.36" / "vendor" / "llama.cpp" / "build" / "bin" / "llama-server"
+    model = CACHE / "model" / MODEL_MEMBER
+    if not server.is_file() or not model.is_file():
+        raise SystemExit("llama-server or the model is missing: python -m tests.realmodel.setup_llama builds them")
+    port = _free_port()
+    process = subprocess.Popen(
+        [str(server), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-t", "2",
+         "-c", str(ctx_per_slot * slots), "--parallel", str(slots), "--seed", "1"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    calls: list[dict[str, float]] = []
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                conn.request("GET", "/health")
+                if conn.getresponse().status == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise SystemExit("llama-server did not start")
+            time.sleep(0.3)
+        proxy = _recording_proxy(port, calls)
+        threading.Thread(target=proxy.serve_forever, daemon=True).start()
+
+        async def run() -> None:
+            settings = Settings(domain="code", max_rounds=rounds, tau=0.3, k_in=3, protocol="phased",
+                                convergence_threshold=1.01, base_url=f"http://127.0.0.1:{proxy.server_address[1]}/v1",
+                                model="smollm2", max_tokens=512)
+            backend = await open_backend(settings)
+            try:
+                engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [], embedder=shared_embedder())
+                await engine.run()
+            finally:
+                await backend.close()
+
+        asyncio.run(run())
+        proxy.shutdown()
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    cached = sum(c["cache_n"] for c in calls)
+    fresh = sum(c["prompt_n"] for c in calls)
+    return {"calls": len(calls), "cached": cached, "prompt": cached + fresh,
+            "prefill_ms": round(sum(c["prompt_ms"] for c in calls), 1)}
+
+
+# --- before and after ----------------------------------------------------------------------------------------
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {"scripted": scripted_tier(args.rounds)}
+    if args.llama:
+        runs = [llama_tier(args.slots, args.rounds) for _ in range(args.repeat)]
+        out["llama"] = {k: sum(r[k] for r in runs) / len(runs) for k in runs[0]}
+    return out
+
+
+def measure_at(revision: str, argv: list[str]) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="swarm-bench-") as tmp:
+        tree = Path(tmp) / "tree"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree), revision], check=True)
+        try:
+            env = {**os.environ, "PYTHONPATH": str(tree)}
+            out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", *argv],
+                                 cwd=tmp, env=env, capture_output=True, text=True)
+            if out.returncode:
+                raise SystemExit(f"the baseline run failed:\n{out.stderr[-2000:]}")
+            return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100 * part / whole:5.1f} %" if whole else "    — "
+
+
+def report(name: str, figures: dict[str, Any]) -> None:
+    print(f"\n{name}")
+    print(f"  {'scripted server':<20} {'calls':>5} {'prompt chars':>12} {'reusable':>9} {'bound':>9}")
+    for label, f in figures["scripted"].items():
+        print(f"  {label:<20} {f['calls']:>5} {f['chars']:>12} {_pct(f['prefix'], f['chars']):>9} "
+              f"{_pct(f['bound'], f['chars']):>9}")
+    llama = figures.get("llama")
+    if llama:
+        print(f"  llama-server: {llama['calls']:.0f} calls, {llama['prompt']:.0f} prompt tokens, cached "
+              f"{_pct(llama['cached'], llama['prompt']).strip()}, prefill {llama['prefill_ms'] / 1000:.2f} s")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--baseline", help="also measure this revision (e.g. d657fe9), in a temporary worktree")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--llama", action="store_true", help="also run the real-model tier's llama-server")
+    parser.add_argument("--slots", type=int, default=5,
+                        help="llama-server -np (default 5: the code team and its Manager)")
+    parser.add_argument("--repeat", type=int, default=1, help="llama-server runs to average")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    argv = ["--rounds", str(args.rounds), "--slots", str(args.slots), "--repeat", str(args.repeat)]
+    argv += ["--llama"] if args.llama else []
+    if args.child:
+        print(json.dumps(measure(args)))
+        return 0
+    if args.baseline:
+        report(f"before ({args.baseline})", measure_at(args.baseline, argv))
+    report("this checkout", measure(args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
