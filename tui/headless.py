@@ -26,6 +26,7 @@ from core.methods.registry import MethodError, format_options
 from core.routing.dytopo import RoutingResult, edge_label
 from core.runtime import events as ev
 from core.runtime.config import Settings
+from core.runtime.dispatch import EventTable
 from core.runtime.engine import ForkPoint
 from core.runtime.parsing import contract_warning
 from core.runtime.round_check import CodeExecutionEvaluator
@@ -52,6 +53,15 @@ def write_or_silence(out: TextIO, text: str) -> bool:
         return False
 
 
+# What the progress lines say about each core event (ProgressPrinter's ``@PRINTS.on`` methods). The rest
+# are left out on purpose: streamed text, the phases and calls under way (a line per call would drown the
+# round's summary), descriptors and routed messages (the topology line sums them up), control changes and
+# memory trims. A method's own event types print themselves (``progress_lines``).
+PRINTS: EventTable[ProgressPrinter] = EventTable()
+PRINTS.ignore(ev.AgentDelta, ev.PhaseStarted, ev.AgentStarted, ev.DescriptorsReady, ev.MessagesRouted,
+              ev.ControlChanged, ev.MemoryTrimmed)
+
+
 class ProgressPrinter:
     """Round-by-round progress lines: goal, edges with scores, who ran, tokens."""
 
@@ -71,13 +81,13 @@ class ProgressPrinter:
         write_or_silence(self.out, text + "\n")
 
     def __call__(self, event: ev.Event) -> None:
-        handler = getattr(self, f"on_{event.type}", None)
-        if handler is not None:
-            handler(event)
-        elif callable(getattr(event, "progress_lines", None)):  # a method's own events say how they print
+        if PRINTS.dispatch(self, event):
+            return
+        if callable(getattr(event, "progress_lines", None)):  # a method's own events say how they print
             for line in event.progress_lines():  # type: ignore[attr-defined]
                 self._line(line)
 
+    @PRINTS.on(ev.RunStarted)
     def on_run_started(self, e: ev.RunStarted) -> None:
         if e.demo:
             self._line("DEMO — scripted model server, no real model is answering")
@@ -100,12 +110,14 @@ class ProgressPrinter:
             f"method {e.strategy}" + (f" with {options}" if options else "")
         )
 
+    @PRINTS.on(ev.RoundStarted)
     def on_round_started(self, e: ev.RoundStarted) -> None:
         self._ran = []
         self._max_rounds = int(e.params["max_rounds"])
         values = f"  (tau {e.params['tau']:.2f}, k_in {e.params['k_in']})" if self._uses_tau else ""
         self._line(f"\n── {unit_position(self._strategy, e.round, self._max_rounds)}{values}")
 
+    @PRINTS.on(ev.ManagerDecided)
     def on_manager_decided(self, e: ev.ManagerDecided) -> None:
         if e.plan:
             self._line(f"goal: {e.next_goal}")
@@ -116,6 +128,7 @@ class ProgressPrinter:
         else:
             self._line(f"{self._decider}: continue — next goal: {e.next_goal}")
 
+    @PRINTS.on(ev.TopologyBuilt)
     def on_topology_built(self, e: ev.TopologyBuilt) -> None:
         routing = RoutingResult.from_dict(e.routing)
         tag = " (re-routed)" if e.rerouted else ""
@@ -139,16 +152,25 @@ class ProgressPrinter:
         if routing.order:
             self._line(f"order: {' → '.join(routing.order)}")
 
+    @PRINTS.on(ev.AgentFinished)
     def on_agent_finished(self, e: ev.AgentFinished) -> None:
-        mark = "" if e.status == "done" else f" [{e.status}]"
+        mark = "" if e.status == ev.CallStatus.DONE else f" [{e.status}]"
         self._ran.append(f"{e.agent}({e.call}){mark}")
 
+    @PRINTS.on(ev.Notice)
     def on_notice(self, e: ev.Notice) -> None:
         self._line(f"  ! {e.message}")
 
+    @PRINTS.on(ev.UserSteered)
+    def on_user_steered(self, e: ev.UserSteered) -> None:
+        target = f" {e.target}" if e.target else ""
+        self._line(f"  > steered: {e.action}{target}" + ("" if e.accepted else f" refused ({e.reason})"))
+
+    @PRINTS.on(ev.ParamsChanged)
     def on_params_changed(self, e: ev.ParamsChanged) -> None:
         self._line(f"  parameters now: {', '.join(f'{k}={e.params[k]}' for k in e.changed)}")
 
+    @PRINTS.on(ev.RoundFinished)
     def on_round_finished(self, e: ev.RoundFinished) -> None:
         used = (e.prompt_tokens - self._round_tokens[0], e.completion_tokens - self._round_tokens[1])
         self._round_tokens = (e.prompt_tokens, e.completion_tokens)
@@ -158,9 +180,11 @@ class ProgressPrinter:
             f"{e.prompt_tokens + e.completion_tokens} in all"
         )
 
+    @PRINTS.on(ev.TestRun)
     def on_test_run(self, e: ev.TestRun) -> None:
         self._line(f"{self._tests}: {e.outcome}" + (f" — {e.failing_test}" if e.failing_test else ""))
 
+    @PRINTS.on(ev.RunFinished)
     def on_run_finished(self, e: ev.RunFinished) -> None:
         units = self._unit if e.rounds == 1 else f"{self._unit}s"
         self._line(

@@ -15,6 +15,7 @@ from typing import Any
 
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
+from core.runtime.dispatch import EventTable
 from core.runtime.textsafe import printable, printable_fields
 
 from .streamtext import ReplyStream
@@ -28,6 +29,12 @@ def unit_mark(unit: str, number: int) -> str:
     """A round, step or turn by number, short: "R2" for DyTopo's rounds (as the screens always said),
     "step 2" / "turn 2" in the words of methods that step otherwise."""
     return f"R{number}" if unit == "round" else f"{unit} {number}"
+
+# How RunModel folds each core event in (its ``@HANDLERS.on`` methods). Deltas take their own fast path in
+# ``apply``; a trimmed memory shows in no pane; a steering action shows through the notice the screen that
+# sent it raises (no pane of its own yet). A method's own event types go to ``method_events``.
+HANDLERS: EventTable[RunModel] = EventTable()
+HANDLERS.ignore(ev.AgentDelta, ev.MemoryTrimmed, ev.UserSteered)
 
 
 @dataclass
@@ -247,10 +254,7 @@ class RunModel:
             self._delta(event)  # the unescaped text is made printable there
             return
         event = printable_fields(event)  # a copy when it held control characters; the recorder keeps the raw one
-        handler = getattr(self, f"_on_{event.type}", None)
-        if handler is not None:
-            handler(event)
-        elif type(event).__module__ != ev.__name__:  # a method's own event type
+        if not HANDLERS.dispatch(self, event) and type(event).__module__ != ev.__name__:  # a method's own type
             self.method_events.append(event)
         self.rev += 1
 
@@ -277,6 +281,7 @@ class RunModel:
             agent.text += printable(added)
         self.delta_rev += 1
 
+    @HANDLERS.on(ev.RunStarted)
     def _on_run_started(self, e: ev.RunStarted) -> None:
         self.run = e
         self.problem, self.domain, self.protocol = e.problem, e.domain, e.protocol
@@ -288,6 +293,7 @@ class RunModel:
         self.started_ts = e.ts
         self.control_status = "running"
 
+    @HANDLERS.on(ev.RoundStarted)
     def _on_round_started(self, e: ev.RoundStarted) -> None:
         self.current = e.round
         self.params = dict(e.params)
@@ -297,6 +303,7 @@ class RunModel:
         self.preview = None
         self.phase, self.phase_detail = "", ""
 
+    @HANDLERS.on(ev.PhaseStarted)
     def _on_phase_started(self, e: ev.PhaseStarted) -> None:
         self.phase, self.phase_detail = e.phase, e.detail
         if e.phase in (ev.PHASE_WORK, ev.PHASE_MANAGER):
@@ -309,6 +316,7 @@ class RunModel:
         if round_no == self.current:
             self.preview = None
 
+    @HANDLERS.on(ev.AgentStarted)
     def _on_agent_started(self, e: ev.AgentStarted) -> None:
         if e.agent and e.agent not in self.agents:  # e.g. an agent of an orchestrator's plan
             self.extra_agents.append(e.agent)
@@ -321,6 +329,7 @@ class RunModel:
         if e.tier is not None and self.tiered:
             agent.tier = e.tier
 
+    @HANDLERS.on(ev.AgentFinished)
     def _on_agent_finished(self, e: ev.AgentFinished) -> None:
         agent = self._agent(e.round, e.agent)
         agent.status = e.status
@@ -332,7 +341,7 @@ class RunModel:
         self.tokens += used
         if e.call == ev.CALL_DESCRIPTORS:
             agent.query, agent.key = e.query, e.key
-            if e.status == "done":  # its work call is still to come
+            if e.status == ev.CallStatus.DONE:  # its work call is still to come
                 agent.status = BADGE_WAITING
             return
         if e.query or e.key:
@@ -340,11 +349,13 @@ class RunModel:
         agent.public = e.public or (e.raw if e.status != "done" else "")
         agent.answer = e.answer
 
+    @HANDLERS.on(ev.DescriptorsReady)
     def _on_descriptors_ready(self, e: ev.DescriptorsReady) -> None:
         for name, desc in e.descriptors.items():
             agent = self._agent(e.round, name)
             agent.query, agent.key = desc.get("query", ""), desc.get("key", "")
 
+    @HANDLERS.on(ev.TopologyBuilt)
     def _on_topology_built(self, e: ev.TopologyBuilt) -> None:
         rv = self._round(e.round)
         rv.routing = RoutingResult.from_dict(e.routing)
@@ -356,6 +367,7 @@ class RunModel:
         self.preview = None
         self.refresh_preview()
 
+    @HANDLERS.on(ev.MessagesRouted)
     def _on_messages_routed(self, e: ev.MessagesRouted) -> None:
         rv = self._round(e.round)
         if e.broadcast:
@@ -368,6 +380,7 @@ class RunModel:
             rv.inbox.setdefault(dst, []).append({**d, "after_work": after})
         self._work_started(e.round)
 
+    @HANDLERS.on(ev.ManagerDecided)
     def _on_manager_decided(self, e: ev.ManagerDecided) -> None:
         rv = self._round(e.round)
         if e.plan:
@@ -376,26 +389,32 @@ class RunModel:
             rv.decision = Decision(e.terminate, e.next_goal, e.reasoning, e.status, e.final_answer)
         self.next_goal = e.next_goal
 
+    @HANDLERS.on(ev.RoundFinished)
     def _on_round_finished(self, e: ev.RoundFinished) -> None:
         rv = self._round(e.round)
         rv.finished = True
         rv.convergence = e.convergence
         self._work_started(e.round)
 
+    @HANDLERS.on(ev.RunFinished)
     def _on_run_finished(self, e: ev.RunFinished) -> None:
         self.finished = e
         self.phase, self.phase_detail = "", ""
 
+    @HANDLERS.on(ev.ParamsChanged)
     def _on_params_changed(self, e: ev.ParamsChanged) -> None:
         self.params = dict(e.params)
         self.refresh_preview()
 
+    @HANDLERS.on(ev.ControlChanged)
     def _on_control_changed(self, e: ev.ControlChanged) -> None:
         self.control_status, self.mode = e.status, e.mode
 
+    @HANDLERS.on(ev.Notice)
     def _on_notice(self, e: ev.Notice) -> None:
         self.notices.append(e)
 
+    @HANDLERS.on(ev.TestRun)
     def _on_test_run(self, e: ev.TestRun) -> None:
         self.test_runs.append(e)
         self._round(e.round).tests.append(f"{e.outcome}" + (f": {e.failing_test}" if e.failing_test else ""))

@@ -8,14 +8,32 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any
 
 from core.llm.urls import DEFAULT_BASE_URL, URLError, check_base_url
 
 APP_NAME = "swarm-tui"
 
-DOMAINS = ("code", "math", "general")
-PROTOCOLS = ("phased", "single-pass")
+
+
+class DomainName(StrEnum):
+    """The kind of problem a run solves: it picks the built-in team, the answer checks and the prompts."""
+
+    CODE = "code"
+    MATH = "math"
+    GENERAL = "general"
+
+
+class RoundProtocol(StrEnum):
+    """DyTopo's round: descriptors, routing, then work (phased), or work and descriptors in one call."""
+
+    PHASED = "phased"
+    SINGLE_PASS = "single-pass"
+
+
+DOMAINS = tuple(DomainName)
+PROTOCOLS = tuple(RoundProtocol)
 
 
 class ConfigError(ValueError):

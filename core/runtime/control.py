@@ -10,15 +10,30 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 
 from core.runtime.steering import SteerAction, SteerError, SteerKind
 
-MODE_AUTO = "auto"
-MODE_STEP = "step"
 
-STATUS_RUNNING = "running"
-STATUS_PAUSED = "paused"
-STATUS_STEPPING = "stepping"
+class ControlMode(StrEnum):
+    """Auto runs straight through; step waits at each boundary for the user's go."""
+
+    AUTO = "auto"
+    STEP = "step"
+
+
+class ControlStatus(StrEnum):
+    RUNNING = "running"
+    PAUSED = "paused"
+    STEPPING = "stepping"
+
+
+MODE_AUTO = ControlMode.AUTO
+MODE_STEP = ControlMode.STEP
+
+STATUS_RUNNING = ControlStatus.RUNNING
+STATUS_PAUSED = ControlStatus.PAUSED
+STATUS_STEPPING = ControlStatus.STEPPING
 
 BOUNDARY_PHASE = "phase"
 BOUNDARY_ROUND = "round"
@@ -35,10 +50,10 @@ class Params:
 
 
 class RunControl:
-    def __init__(self, params: Params, n_workers: int, *, mode: str = MODE_AUTO) -> None:
+    def __init__(self, params: Params, n_workers: int, *, mode: ControlMode = MODE_AUTO) -> None:
         self._params = params
         self._n_workers = n_workers
-        self.mode = mode
+        self.mode: ControlMode = mode
         self._wake = asyncio.Event()
         self._pass_current = False  # let the engine past the checkpoint it is waiting at
         self._stop_at = BOUNDARY_PHASE  # in step mode: stop at the next phase, or only at a round start
@@ -47,7 +62,7 @@ class RunControl:
         self.stop_reason = ""  # set when a steering "stop" ended the run (RunFinished's detail)
         self.cancel_hook: Callable[[], None] | None = None
         self.reroute_hook: Callable[[], bool] | None = None  # set by the engine; False if too late
-        self.on_change: Callable[[str], None] | None = None  # engine emits a ControlChanged event
+        self.on_change: Callable[[ControlStatus], None] | None = None  # engine emits a ControlChanged event
         self.on_params: Callable[[Params, list[str]], None] | None = None  # engine emits ParamsChanged
         # Steering (core.runtime.steering): the method sets steer_hook, which applies one action and returns
         # "" or the one-line reason it refuses it; the engine sets on_steered (it emits UserSteered).
@@ -65,7 +80,7 @@ class RunControl:
         return self._params
 
     @property
-    def status(self) -> str:
+    def status(self) -> ControlStatus:
         if self.mode == MODE_AUTO:
             return STATUS_RUNNING
         return STATUS_PAUSED if self.waiting and not self._pass_current else STATUS_STEPPING

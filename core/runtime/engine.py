@@ -24,9 +24,9 @@ from core.llm.tokens import CutOffCost, estimate_tokens
 from core.llm.urls import redact_url
 from core.runtime import events as ev
 from core.runtime.answers import honest_answer
-from core.runtime.config import CallLimits, Settings
+from core.runtime.config import CallLimits, DomainName, RoundProtocol, Settings
 from core.runtime.context import Shrink, cut_text, prompt_chars, shrink_pieces
-from core.runtime.control import BOUNDARY_ROUND, Params, RunControl
+from core.runtime.control import BOUNDARY_ROUND, ControlStatus, Params, RunControl
 from core.runtime.domains import Domain, get_domain
 from core.runtime.memory import AgentMemory, MemoryItem
 from core.runtime.outcome import EndReason, RunOutcome
@@ -43,9 +43,9 @@ from core.runtime.prompts import JSON_REPLY, PROMPT_CACHE, repair_request, worke
 from core.runtime.steering import SteerAction
 from core.runtime.teams import team_record
 
-STATUS_DONE = "done"
-STATUS_UNPARSED = "unparsed"
-STATUS_FAILED = "failed"
+STATUS_DONE = ev.CallStatus.DONE
+STATUS_UNPARSED = ev.CallStatus.UNPARSED
+STATUS_FAILED = ev.CallStatus.FAILED
 
 
 @dataclass
@@ -53,8 +53,8 @@ class RunSpec:
     """What to run: the problem and the choices that do not change during a run."""
 
     problem: str
-    domain: str = "code"
-    protocol: str = "phased"
+    domain: DomainName = DomainName.CODE
+    protocol: RoundProtocol = RoundProtocol.PHASED
     model: str = ""
     base_url: str = ""
     demo: bool = False
@@ -78,7 +78,7 @@ class ForkPoint:
 @dataclass
 class AgentResult:
     agent: str
-    status: str
+    status: ev.CallStatus
     public: str = ""
     private: dict[str, str] = field(default_factory=dict)
     query: str = ""
@@ -199,7 +199,7 @@ class SwarmEngine:
         for sink in self.sinks:
             sink(event)
 
-    def _control_changed(self, status: str) -> None:
+    def _control_changed(self, status: ControlStatus) -> None:
         self.emit(ev.ControlChanged(round=self.round, status=status, mode=self.control.mode))
 
     def _params_changed(self, params: Params, changed: list[str]) -> None:
@@ -209,8 +209,8 @@ class SwarmEngine:
         self.emit(ev.UserSteered(round=self.round, phase=self.phase, action=action.action.value, target=action.target,
                                  payload=action.as_payload(), accepted=not reason, reason=reason))
 
-    def notice(self, message: str, severity: str = "warning", agent: str = "") -> None:
-        self.emit(ev.Notice(round=self.round, severity=severity, message=message, agent=agent))
+    def notice(self, message: str, severity: ev.SeverityName = ev.Severity.WARNING, agent: str = "") -> None:
+        self.emit(ev.Notice(round=self.round, severity=ev.Severity(severity), message=message, agent=agent))
 
     # --- lifecycle ----------------------------------------------------------------------------
     async def run(self) -> ev.RunFinished:
@@ -220,11 +220,11 @@ class SwarmEngine:
             ev.RunStarted(
                 run_id=self.spec.run_id,
                 problem=self.spec.problem,
-                domain=self.domain.name,
+                domain=DomainName(self.domain.name),
                 manager=manager,
                 workers=workers,
                 roles=roles,
-                protocol=self.spec.protocol,
+                protocol=RoundProtocol(self.spec.protocol),
                 strategy=self.method.name,
                 model=self.spec.model or self.llm.model,
                 base_url=redact_url(self.spec.base_url or self.llm.base_url),

@@ -10,21 +10,65 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, ClassVar
+from enum import StrEnum
+from typing import Any, ClassVar, Literal, get_type_hints
 
-# Call kinds: which prompt an agent answered.
-CALL_PLAN = "plan"  # Manager's first goal
-CALL_WORK = "work"  # worker's main work (phased phase C, and round 1)
-CALL_DESCRIPTORS = "descriptors"  # phased phase A
-CALL_SINGLE_PASS = "single-pass"  # work + descriptors in one call (paper protocol)
-CALL_MANAGER = "manager"  # Manager's end-of-round decision
+from core.runtime.config import DomainName, RoundProtocol
+from core.runtime.control import ControlMode, ControlStatus
 
-# Phases, in the order a round goes through them.
-PHASE_PLAN = "plan"
-PHASE_WORK = "work"  # round 1 broadcast work, single-pass work, phased phase C
-PHASE_DESCRIPTORS = "descriptors"  # phased phase A
-PHASE_ROUTING = "routing"  # phase B
-PHASE_MANAGER = "manager"
+
+class CallKind(StrEnum):
+    """Which prompt an agent answered: the kinds the engine's own calls use. A method names its own kinds
+    beside it (e.g. DMoA's "dmoa-step"), so an event's ``call`` field is any text, these among them."""
+
+    PLAN = "plan"  # Manager's first goal
+    WORK = "work"  # worker's main work (phased phase C, and round 1)
+    DESCRIPTORS = "descriptors"  # phased phase A
+    SINGLE_PASS = "single-pass"  # work + descriptors in one call (paper protocol)
+    MANAGER = "manager"  # Manager's end-of-round decision
+
+
+class Phase(StrEnum):
+    """The engine's phases, in the order a round goes through them (a method may add its own names)."""
+
+    PLAN = "plan"
+    WORK = "work"  # round 1 broadcast work, single-pass work, phased phase C
+    DESCRIPTORS = "descriptors"  # phased phase A
+    ROUTING = "routing"  # phase B
+    MANAGER = "manager"
+
+
+class CallStatus(StrEnum):
+    """How a model call ended: its reply parsed, it answered outside its contract, or no reply came."""
+
+    DONE = "done"
+    UNPARSED = "unparsed"
+    FAILED = "failed"
+
+
+class Severity(StrEnum):
+    """How loud a notice is: the TUI maps these to its toasts, the headless printer to its line prefix."""
+
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+# What a notice's sender may pass: the member, or its value as a literal (methods write "warning").
+SeverityName = Severity | Literal["info", "warning", "error"]
+
+
+# The names methods and faces have used since before the enums; each is the enum member itself.
+CALL_PLAN = CallKind.PLAN
+CALL_WORK = CallKind.WORK
+CALL_DESCRIPTORS = CallKind.DESCRIPTORS
+CALL_SINGLE_PASS = CallKind.SINGLE_PASS
+CALL_MANAGER = CallKind.MANAGER
+PHASE_PLAN = Phase.PLAN
+PHASE_WORK = Phase.WORK
+PHASE_DESCRIPTORS = Phase.DESCRIPTORS
+PHASE_ROUTING = Phase.ROUTING
+PHASE_MANAGER = Phase.MANAGER
 
 
 @dataclass(kw_only=True)
@@ -50,6 +94,20 @@ class EventFormatError(ValueError):
     pass
 
 
+_ENUM_FIELDS: dict[type, dict[str, type[StrEnum]]] = {}
+
+
+def enum_fields(cls: type[Event]) -> dict[str, type[StrEnum]]:
+    """The fields of an event type that hold one of a fixed set of values (a StrEnum), by name."""
+    found = _ENUM_FIELDS.get(cls)
+    if found is None:
+        hints = get_type_hints(cls)
+        found = {f.name: hints[f.name] for f in fields(cls)
+                 if isinstance(hints[f.name], type) and issubclass(hints[f.name], StrEnum)}
+        _ENUM_FIELDS[cls] = found
+    return found
+
+
 def event_from_dict(data: dict[str, Any]) -> Event:
     """Rebuild an event from its dict; unknown types or fields raise EventFormatError."""
     if not isinstance(data, dict):
@@ -63,6 +121,14 @@ def event_from_dict(data: dict[str, Any]) -> Event:
     extra = set(payload) - names
     if extra:
         raise EventFormatError(f"event {kind!r} has unknown fields: {', '.join(sorted(extra))}")
+    for name, enum in enum_fields(cls).items():  # a recorded "done" comes back as CallStatus.DONE
+        if name in payload:
+            try:
+                payload[name] = enum(payload[name])
+            except ValueError:
+                allowed = ", ".join(enum)
+                raise EventFormatError(f"event {kind!r}: {name} must be one of {allowed}, got {payload[name]!r}") \
+                    from None
     try:
         return cls(**payload)
     except TypeError as exc:
@@ -75,11 +141,11 @@ class RunStarted(Event):
     type: ClassVar[str] = "run_started"
     run_id: str
     problem: str
-    domain: str
+    domain: DomainName
     manager: str
     workers: list[str]
     roles: dict[str, str]  # agent name -> role description
-    protocol: str
+    protocol: RoundProtocol
     strategy: str
     model: str
     base_url: str
@@ -152,8 +218,7 @@ class AgentFinished(Event):
     round: int
     agent: str
     call: str
-    # status: "done" | "unparsed" | "failed"
-    status: str
+    status: CallStatus
     public: str = ""
     private: dict[str, str] = field(default_factory=dict)
     query: str = ""
@@ -210,7 +275,7 @@ class ManagerDecided(Event):
     next_goal: str
     reasoning: str
     final_answer: str = ""
-    status: str = "done"  # "done" | "unparsed" | "failed"
+    status: CallStatus = CallStatus.DONE
     # True when this is the Manager's opening plan (the first goal) rather than an end-of-round call.
     plan: bool = False
 
@@ -281,12 +346,12 @@ class ParamsChanged(Event):
 @_register
 @dataclass(kw_only=True)
 class ControlChanged(Event):
-    """Run-control state: "running", "paused", "stepping"."""
+    """Run-control state: running, paused or stepping, in auto or step mode."""
 
     type: ClassVar[str] = "control_changed"
     round: int
-    status: str
-    mode: str  # "auto" | "step"
+    status: ControlStatus
+    mode: ControlMode
 
 
 @_register
@@ -296,7 +361,7 @@ class Notice(Event):
 
     type: ClassVar[str] = "notice"
     round: int
-    severity: str  # "info" | "warning" | "error"
+    severity: Severity
     message: str
     agent: str = ""
 

@@ -78,4 +78,4 @@ class CodeExecutionEvaluator:
             return []
         self._isolation_told = True
         isolated, message = isolation_status()
-        return [] if isolated else [ev.Notice(round=round_no, severity="warning", message=message)]
+        return [] if isolated else [ev.Notice(round=round_no, severity=ev.Severity.WARNING, message=message)]

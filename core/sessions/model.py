@@ -15,6 +15,7 @@ import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any
 
 from core import __version__
@@ -401,6 +402,10 @@ def _matches(value: Any, hint: Any) -> str | None:
         return None if ok else f"must be a number, got {_describe(value)}"
     if hint is str:
         return None if isinstance(value, str) else f"must be text, got {_describe(value)}"
+    if isinstance(hint, type) and issubclass(hint, StrEnum):
+        if isinstance(value, str) and value in hint._value2member_map_:
+            return None
+        return f"must be one of {', '.join(hint)}, got {_short(value)}"
     if origin is list:
         if not isinstance(value, list):
             return f"must be a list, got {_describe(value)}"

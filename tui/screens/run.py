@@ -15,7 +15,7 @@ from textual.worker import Worker
 from core.demo.server import ScriptedServer
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from core.runtime.control import MODE_STEP, Params, RunControl
+from core.runtime.control import MODE_AUTO, MODE_STEP, Params, RunControl
 from core.runtime.engine import ForkPoint
 from core.runtime.teams import resolve_team
 from core.runtime.textsafe import printable
@@ -64,7 +64,7 @@ class RunScreen(SwarmScreen):
         domain = resolve_team(settings)
         n_workers = len(domain.workers)
         params = Params(settings.tau, settings.k_in, settings.max_rounds)
-        self.control = RunControl(params, n_workers, mode=MODE_STEP if step else "auto")
+        self.control = RunControl(params, n_workers, mode=MODE_STEP if step else MODE_AUTO)
         self.model.params = params.as_dict()  # the bar shows the run's settings before the engine starts
         # ... and the header the problem, even if the endpoint never answers (RunStarted fills the rest).
         self.model.problem, self.model.domain, self.model.demo = problem, settings.domain, demo

@@ -1,0 +1,58 @@
+"""A consumer's table of event handlers: each event class mapped to the method that takes it.
+
+A consumer of the one event stream (the TUI's run model, the headless printer) registers a handler per
+event class with ``@table.on(EventClass)`` and names the classes it means to skip with ``ignore``. The
+type checker sees that each handler takes the class it is registered for, and ``unhandled()`` lists the
+engine's event types a consumer has neither handled nor ignored, so a new event type that nobody folds
+in is a test failure instead of an event dropped without a word.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Generic, TypeVar
+
+from core.runtime import events as ev
+
+C = TypeVar("C")  # the consumer
+E = TypeVar("E", bound=ev.Event)
+
+Handler = Callable[[C, E], None]
+
+
+class EventTable(Generic[C]):
+    def __init__(self) -> None:
+        self._handlers: dict[type[ev.Event], Callable[[C, Any], None]] = {}
+        self._ignored: set[type[ev.Event]] = set()
+
+    def on(self, cls: type[E]) -> Callable[[Handler[C, E]], Handler[C, E]]:
+        """Register the decorated method as the handler of ``cls`` (one handler per class)."""
+
+        def register(handler: Handler[C, E]) -> Handler[C, E]:
+            if cls in self._handlers:
+                raise ValueError(f"{cls.__name__} already has a handler")
+            self._handlers[cls] = handler
+            return handler
+
+        return register
+
+    def ignore(self, *classes: type[ev.Event]) -> None:
+        """Event classes this consumer deliberately does nothing with."""
+        self._ignored.update(classes)
+
+    def dispatch(self, consumer: C, event: ev.Event) -> bool:
+        """Run the handler of the event's class; False when it has none (ignored, or a method's own)."""
+        handler = self._handlers.get(type(event))
+        if handler is None:
+            return False
+        handler(consumer, event)
+        return True
+
+    def unhandled(self, classes: Iterable[type[ev.Event]]) -> list[str]:
+        """The type names of ``classes`` this table neither handles nor ignores."""
+        return sorted(c.type for c in classes if c not in self._handlers and c not in self._ignored)
+
+
+def core_event_types() -> list[type[ev.Event]]:
+    """The engine's own event types (a method's own types live in its module and print themselves)."""
+    return [cls for cls in ev.event_types().values() if cls.__module__ == ev.__name__]
