@@ -287,7 +287,7 @@ class SwarmEngine:
             self.notice(f"{refused}: the run ends with no answer", "warning")
         solved = self.last_evaluation.passed if self.last_evaluation is not None else None
         self.finished = ev.RunFinished(
-            reason=EndReason(outcome.reason).value,  # the plain string: sessions store it as before
+            reason=EndReason(outcome.reason),  # a StrEnum: sessions store its string as before
             detail=outcome.detail,
             final_answer=answer,
             answer_source=source,

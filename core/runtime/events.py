@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal, get_type_hints
 
 from core.runtime.config import DomainName, RoundProtocol
 from core.runtime.control import ControlMode, ControlStatus
+from core.runtime.outcome import EndReason
 
 
 class CallKind(StrEnum):
@@ -304,7 +305,7 @@ class RoundFinished(Event):
 @dataclass(kw_only=True)
 class RunFinished(Event):
     type: ClassVar[str] = "run_finished"
-    reason: str  # a core.runtime.outcome.EndReason value ("manager", "max_rounds", "budget", ...)
+    reason: EndReason  # stored as its string value ("manager", "max_rounds", "budget", ...)
     detail: str
     final_answer: str
     answer_source: str  # "manager" or "extracted:<Agent>" or ""
