@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
+from core.methods.dytopo_steer import DyTopoSteering, join_inbox, recorded_action
 from core.methods.registry import MethodInfo, OptionSpec, call_options, call_tables, register
 from core.routing.dytopo import RoutingResult, similarity_matrix
 from core.routing.strategies import DyTopoStrategy, TopologyStrategy
@@ -126,6 +127,8 @@ class DyTopoMethod:
     async def run(self, rt: SwarmEngine) -> RunOutcome:
         self.rt = rt
         rt.control.reroute_hook = self._reroute_now
+        self.steer = DyTopoSteering(rt, self.name, acyclic=self._breaks_cycles, reroute=self._steer_reroute)
+        rt.control.steer_hook = self.steer.apply
         single_pass = rt.spec.protocol == "single-pass"
         self.payload = self.payload_option
         if self.payload == PAYLOAD_AUTO:
@@ -138,7 +141,10 @@ class DyTopoMethod:
         if rt.fork is not None:
             self._replay_history(rt.fork.history)
             start_round, goal = rt.fork.round, rt.fork.goal
-        return await self._run_rounds(start_round, goal)
+        try:
+            return await self._run_rounds(start_round, goal)
+        finally:
+            await self.steer.close()
 
     async def _run_rounds(self, round_no: int, goal: str) -> RunOutcome:
         """Run rounds after round_no (0 for a fresh run, the fork round for a fork)."""
@@ -155,6 +161,7 @@ class DyTopoMethod:
             if round_no == 1:
                 goal = await self._plan()
                 await self.rt.checkpoint(BOUNDARY_PHASE)
+            goal = self.steer.round_goal(round_no, goal)  # a goal the user gave replaces the Manager's
             if self.rt.spec.protocol == "single-pass":
                 # The paper routes from round 1 (Algorithm 1): descriptors come with the first replies.
                 outputs = await self._single_pass_round(goal)
@@ -164,6 +171,7 @@ class DyTopoMethod:
             else:
                 outputs = await self._phased_round(goal)
             await self.rt.checkpoint(BOUNDARY_PHASE)
+            outputs = await self.steer.redo_outputs(outputs, self._work_call)
             evaluation = await self.rt.evaluate(round_no, outputs)
             decision = await self._decide(round_no, goal, outputs, evaluation)
             convergence = self._convergence(outputs)
@@ -181,13 +189,14 @@ class DyTopoMethod:
                     return RunOutcome(EndReason.MANAGER, why, decision.final_answer, "manager")
                 answer, source = self.rt.extract_answer()
                 return RunOutcome(EndReason.MANAGER, why, answer, source)
-            if round_no >= self._max_rounds:
+            if round_no >= self._max_rounds and not self._one_more(round_no):
                 answer = decision.final_answer if decision is not None else ""
                 if answer:
                     return RunOutcome(EndReason.MAX_ROUNDS, f"reached max_rounds ({round_no})", answer, "manager")
                 answer, source = self.rt.extract_answer()
                 return RunOutcome(EndReason.MAX_ROUNDS, f"reached max_rounds ({round_no})", answer, source)
-            if convergence is not None and convergence >= self.rt.settings.convergence_threshold:
+            if (convergence is not None and convergence >= self.rt.settings.convergence_threshold
+                    and not self.steer.veto(round_no)):
                 answer, source = self.rt.extract_answer()
                 return RunOutcome(
                     EndReason.CONVERGED,
@@ -198,6 +207,28 @@ class DyTopoMethod:
                 )
             if decision is not None and decision.goal:
                 goal = decision.goal
+
+    @property
+    def _work_call(self) -> str:
+        return ev.CALL_SINGLE_PASS if self.rt.spec.protocol == "single-pass" else ev.CALL_WORK
+
+    def _one_more(self, round_no: int) -> bool:
+        """A user's continue at the last round: max_rounds grows by one (within its bounds)."""
+        if not self.steer.veto(round_no):
+            return False
+        if round_no >= self._max_rounds:
+            self.rt.control.set_params(max_rounds=round_no + 1)
+        if round_no >= self._max_rounds:
+            self.rt.notice(f"no round after round {round_no}: it is the most this run may have", "warning")
+            return False
+        return True
+
+    def _steer_reroute(self) -> bool:
+        """A pin, cut or silence taken between routing and work rebuilds this round's graph at once."""
+        if not self._can_reroute or self._similarity is None:
+            return False
+        self._build_graph(rerouted=True)
+        return True
 
     def _replay_history(self, history: list[ev.Event]) -> None:
         """A fork: re-emit the parent's rounds and rebuild memory from them as the live run did."""
@@ -222,6 +253,10 @@ class DyTopoMethod:
                 deliveries.append(event)
             elif isinstance(event, ev.TopologyBuilt):
                 self._routing = RoutingResult.from_dict(event.routing)
+            elif isinstance(event, ev.UserSteered):
+                action = recorded_action(event)
+                if action is not None:
+                    self.steer.replay(event, action)
             elif isinstance(event, ev.TestRun):
                 text = f"Test results: {event.outcome} — {event.detail}"
                 feedback.append(text)
@@ -269,18 +304,17 @@ class DyTopoMethod:
         """Round 1: every worker works on the first goal; every output goes to every worker."""
         call = ev.CALL_SINGLE_PASS if self.rt.spec.protocol == "single-pass" else ev.CALL_WORK
         self.rt.start_phase(ev.PHASE_WORK, "all workers, broadcast")
-        results = await self.rt.gather(
-            {name: self.rt.worker_call(name, call, goal, inbox="", tier=0) for name in self.rt.workers}
-        )
+        active = self.steer.active(self.rt.workers)
+        results = await self.rt.gather({name: self._worker(name, call, goal, tier=0) for name in active})
         self.rt.abort_if_unreachable(results)
         deliveries = [
             {"src": src, "dst": dst, "score": None, "content": message_for(results[src], dst, self.payload)}
-            for dst in self.rt.workers
-            for src in self.rt.workers
+            for dst in active
+            for src in active
             if src != dst and results[src].public
         ]
         self.rt.emit(ev.MessagesRouted(round=self.rt.round, deliveries=deliveries, broadcast=True))
-        for name in self.rt.workers:
+        for name in active:
             self.rt.memory[name].add(MemoryItem(self.rt.round, "own", name, results[name].public))
         for d in deliveries:
             self.rt.memory[d["dst"]].add(MemoryItem(self.rt.round, "broadcast", d["src"], d["content"]))
@@ -288,8 +322,9 @@ class DyTopoMethod:
 
     async def _phased_round(self, goal: str) -> dict[str, AgentResult]:
         self.rt.start_phase(ev.PHASE_DESCRIPTORS, "phase A: every worker states its need and offer")
+        active = self.steer.active(self.rt.workers)
         descriptors = await self.rt.gather(
-            {name: self._described_call(name, ev.CALL_DESCRIPTORS, goal) for name in self.rt.workers}
+            {name: self._described_call(name, ev.CALL_DESCRIPTORS, goal) for name in active}
         )
         self.rt.abort_if_unreachable(descriptors)
         self.rt.emit(
@@ -308,7 +343,9 @@ class DyTopoMethod:
         self.rt.start_phase(ev.PHASE_WORK, f"phase C: {len(routing.tiers)} tiers")
         results: dict[str, AgentResult] = {}
         received: dict[str, list[dict[str, Any]]] = {name: [] for name in self.rt.workers}
-        for tier_index, tier in enumerate(routing.tiers):
+        for tier_index, whole_tier in enumerate(routing.tiers):
+            # Silenced agents (routing.inactive) have no call; the graph was rebuilt if one was silenced late.
+            tier = [name for name in whole_tier if name not in routing.inactive and name in descriptors]
             deliveries = []
             for dst in tier:
                 for edge in routing.in_edges(dst):
@@ -329,7 +366,7 @@ class DyTopoMethod:
                 received[d["dst"]].append(d)
             tier_results = await self.rt.gather(
                 {
-                    name: self.rt.worker_call(
+                    name: self._worker(
                         name,
                         ev.CALL_WORK,
                         goal,
@@ -355,11 +392,11 @@ class DyTopoMethod:
                 "content": message_for(results[e.src], e.dst, self.payload),
             }
             for e in routing.edges
-            if (e.src, e.dst) not in delivered and results[e.src].public
+            if (e.src, e.dst) not in delivered and e.src in results and results[e.src].public
         ]
         if late:
             self.rt.emit(ev.MessagesRouted(round=self.rt.round, deliveries=late))
-        for name in self.rt.workers:
+        for name in results:
             self.rt.memory[name].add(MemoryItem(self.rt.round, "own", name, results[name].public))
             for d in received[name]:
                 self.rt.memory[name].add(MemoryItem(self.rt.round, "routed", d["src"], d["content"], d["score"]))
@@ -370,7 +407,7 @@ class DyTopoMethod:
     async def _single_pass_round(self, goal: str) -> dict[str, AgentResult]:
         self.rt.start_phase(ev.PHASE_WORK, "single pass: work and descriptors together")
         results = await self.rt.gather(
-            {name: self._described_call(name, ev.CALL_SINGLE_PASS, goal) for name in self.rt.workers}
+            {name: self._described_call(name, ev.CALL_SINGLE_PASS, goal) for name in self.steer.active(self.rt.workers)}
         )
         self.rt.abort_if_unreachable(results)
         self.rt.emit(
@@ -380,6 +417,7 @@ class DyTopoMethod:
             )
         )
         await self.rt.checkpoint(BOUNDARY_PHASE)
+        results = await self.steer.redo_outputs(results, ev.CALL_SINGLE_PASS)  # retried before it is routed
         self._route()
         routing = self._routing
         assert routing is not None
@@ -387,6 +425,8 @@ class DyTopoMethod:
         deliveries = []
         for dst in routing.order:
             for edge in routing.in_edges(dst):
+                if edge.src not in results:
+                    continue
                 deliveries.append(
                     {
                         "src": edge.src,
@@ -396,7 +436,7 @@ class DyTopoMethod:
                     }
                 )
         self.rt.emit(ev.MessagesRouted(round=self.rt.round, deliveries=deliveries))
-        for name in self.rt.workers:
+        for name in results:
             self.rt.memory[name].add(MemoryItem(self.rt.round, "own", name, results[name].public))
         for d in deliveries:
             self.rt.memory[d["dst"]].add(MemoryItem(self.rt.round, "routed", d["src"], d["content"], d["score"]))
@@ -405,16 +445,27 @@ class DyTopoMethod:
     async def _described_call(self, name: str, call: str, goal: str) -> AgentResult:
         """A call whose reply carries descriptors. They are embedded as soon as the reply is in, while
         the other agents are still answering, so routing after the barrier has no model work left."""
-        result = await self.rt.worker_call(name, call, goal, inbox="")
+        result = await self._worker(name, call, goal)
         vectors = await self.rt.embedder.aembed([result.query, result.key])
         self._descriptor_vectors[name] = (vectors[0], vectors[1])
         return result
 
+    async def _worker(
+        self, name: str, call: str, goal: str, *, inbox: str = "", tier: int | None = None,
+        inbox_from: frozenset[str] = frozenset(),
+    ) -> AgentResult:
+        """A worker's call, with the user's notes first in its inbox (core.methods.dytopo_steer)."""
+        return await self.steer.call(name, lambda notes: self.rt.worker_call(
+            name, call, goal, inbox=join_inbox(notes, inbox), tier=tier, inbox_from=inbox_from))
+
     def _route(self) -> None:
         """Phase B, from the descriptors _described_call embedded as each reply arrived."""
         self.rt.start_phase(ev.PHASE_ROUTING, "phase B: build the graph from the embedded descriptors")
-        q = np.asarray([self._descriptor_vectors[name][0] for name in self.rt.workers])
-        k = np.asarray([self._descriptor_vectors[name][1] for name in self.rt.workers])
+        # A silenced agent stated nothing: zero vectors (no similarity; its edges go anyway).
+        blank = np.zeros_like(next(iter(self._descriptor_vectors.values()))[0])
+        vectors = [self._descriptor_vectors.get(name, (blank, blank)) for name in self.rt.workers]
+        q = np.asarray([v[0] for v in vectors])
+        k = np.asarray([v[1] for v in vectors])
         self._descriptor_vectors = {}
         self._similarity = similarity_matrix(q, k)
         self._embeddings = (q.tolist(), k.tolist())
@@ -423,14 +474,16 @@ class DyTopoMethod:
     def _build_graph(self, *, rerouted: bool) -> None:
         assert self._similarity is not None and self._embeddings is not None
         params = self.rt.control.params
-        self._routing = self.graph.build(
-            self.rt.round,
-            list(self.rt.workers),
-            self._similarity,
-            params.tau,
-            params.k_in,
-            break_cycles=self._breaks_cycles,
-        )
+        pinned, cut, silenced = self.steer.graph_sets(self.rt.round)
+        if isinstance(self.graph, DyTopoStrategy):
+            routing = self.graph.build(self.rt.round, list(self.rt.workers), self._similarity, params.tau,
+                                       params.k_in, break_cycles=self._breaks_cycles, pinned=pinned, cut=cut,
+                                       silenced=silenced)
+        else:  # a baseline's own graph: no pins or cuts, but a silenced agent has no edges there either
+            routing = self.steer.without_silenced(self.graph.build(
+                self.rt.round, list(self.rt.workers), self._similarity, params.tau, params.k_in,
+                break_cycles=self._breaks_cycles))
+        self._routing = routing
         self.rt.emit(
             ev.TopologyBuilt(
                 round=self.rt.round,
@@ -467,6 +520,7 @@ class DyTopoMethod:
         order = [name for name in (self._routing.order if (self._routing and round_no > 1) else self.rt.workers)
                  if name in outputs]
         extra = f"TEST RESULTS:\n{evaluation.feedback}" if evaluation is not None else ""
+        extra = "\n\n".join(part for part in (extra, self.steer.review_note(round_no)) if part)
 
         def build(_: list[str], texts: list[str]) -> list[dict[str, str]]:
             summary = "\n\n".join(
@@ -495,6 +549,9 @@ class DyTopoMethod:
             self.rt.notice("Manager wanted to stop but the tests fail: the run goes on", "info")
             decision.terminate = False
             decision.goal = decision.goal or "Fix the code so that every test passes."
+        if decision is not None and decision.terminate and self.steer.veto(round_no):
+            decision.terminate = False  # the user's continue: one more round, on the Manager's goal or this one
+            decision.goal = decision.goal or goal
         self.rt.emit(
             ev.ManagerDecided(
                 round=round_no,

@@ -27,7 +27,7 @@ from core.runtime.answers import honest_answer
 from core.runtime.config import CallLimits, DomainName, RoundProtocol, Settings
 from core.runtime.context import Shrink, cut_text, prompt_chars, shrink_pieces
 from core.runtime.control import BOUNDARY_ROUND, ControlStatus, Params, RunControl
-from core.runtime.domains import Domain, get_domain
+from core.runtime.domains import Domain, Role, get_domain
 from core.runtime.memory import AgentMemory, MemoryItem
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.parsing import (
@@ -208,6 +208,10 @@ class SwarmEngine:
     def _steered(self, action: SteerAction, reason: str) -> None:
         self.emit(ev.UserSteered(round=self.round, phase=self.phase, action=action.action.value, target=action.target,
                                  payload=action.as_payload(), accepted=not reason, reason=reason))
+
+    def replace_role(self, role: Role) -> None:
+        """An agent's own model, endpoint or sampling changed during the run: its next call uses them."""
+        self._roles[role.name] = role
 
     def notice(self, message: str, severity: ev.SeverityName = ev.Severity.WARNING, agent: str = "") -> None:
         self.emit(ev.Notice(round=self.round, severity=ev.Severity(severity), message=message, agent=agent))

@@ -20,7 +20,7 @@ from core.llm.tokens import estimate_tokens
 @dataclass(frozen=True)
 class MemoryItem:
     round: int
-    kind: str  # "goal" | "own" | "broadcast" | "routed" | "feedback"
+    kind: str  # "goal" | "own" | "broadcast" | "routed" | "feedback" | "user" (a note from the person steering)
     source: str  # who it came from
     text: str
     score: float | None = None  # routing relevance, for routed items
@@ -32,6 +32,7 @@ class MemoryItem:
             "broadcast": f"from {self.source}",
             "routed": f"from {self.source}" + (f" (relevance {self.score:.2f})" if self.score is not None else ""),
             "feedback": f"{self.source}",
+            "user": f"from {self.source}, the person running this team",
         }.get(self.kind, self.source)
         return f"[round {self.round}, {label}]\n{self.text}"
 

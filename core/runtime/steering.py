@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
+from core.llm.urls import redact_url
+
 
 class SteerKind(StrEnum):
     NOTE = "note"  # a message from the user into an agent's next call (or every agent's)
@@ -142,6 +144,8 @@ class SteerAction:
         if self.at_round is not None:
             out["at_round"] = self.at_round
         out.update(self.payload)
+        if "endpoint" in out:  # a URL may carry user:password@ or ?api-key=: never into a session
+            out["endpoint"] = redact_url(str(out["endpoint"]))
         return out
 
     def to_dict(self) -> dict[str, Any]:
