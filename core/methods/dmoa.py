@@ -61,6 +61,7 @@ from core.methods.dmoa_routing import (
     rank_loss,
     softmax,
 )
+from core.methods.dmoa_steer import DmoaSteering
 from core.methods.registry import MethodError, MethodInfo, OptionSpec, call_options, call_tables, register
 from core.routing.dytopo import KIND_HANDOFF, Edge, RoutingResult
 from core.runtime import events as ev
@@ -396,6 +397,8 @@ class DmoaMethod:
 
     async def run(self, rt: SwarmEngine) -> RunOutcome:
         self.rt = rt
+        self.steer = DmoaSteering(rt, self.name, list(self.names))
+        rt.control.steer_hook = self.steer.apply
         await self._prepare_router()
         completed = False
         try:
@@ -462,7 +465,7 @@ class DmoaMethod:
             x = step_state.x_next
             scoring = f"step {step}: the {self.router_kind} router scores {len(self.names)} agents"
             rt.start_phase(ev.PHASE_ROUTING, scoring)
-            choice = await self._route(step, x, step_state.responses)
+            choice = self.steer.steer_choice(await self._route(step, x, step_state.responses), step)
             self.k_history.append(choice.k)
             selected = [self.names[i] for i in choice.selected]
             rt.emit(
@@ -595,9 +598,11 @@ class DmoaMethod:
         agent = self.pool[self.names.index(name)]
         in_system = self.query_in == QUERY_IN_SYSTEM
         problem = rt.spec.problem
+        note = self.steer.note_block(name)  # a note from the person steering the run, after the request
         messages, shrink = fitted(previous, lambda responses: [
             {"role": "system", "content": agent_system_prompt(rt.domain.name, agent, problem if in_system else None)},
-            {"role": "user", "content": agent_request(name, step, None if in_system else problem, responses, feedback)},
+            {"role": "user", "content": "\n\n".join(part for part in (
+                agent_request(name, step, None if in_system else problem, responses, feedback), note) if part)},
         ])
         result, _ = await rt.agent_call(
             name, CALL_STEP, messages, limits=rt.call_limits("agent"),

@@ -27,7 +27,7 @@ import hashlib
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ from core.evaluation.math_answers import answer_or_text, extract_answer
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 from core.methods.registry import MethodError, MethodInfo, OptionSpec, call_options, call_tables, one_unit, register
 from core.methods.topodim_events import TopoDIMCall, TopoDIMGraph, describe_call
+from core.methods.topodim_steer import TopoDIMSteering
 from core.routing.topodim import (
     EDGE_TYPES,
     MODE_CHALLENGE,
@@ -365,6 +366,9 @@ class TopoDIMMethod:
         self.names = list(self.roles)
         self.decider = rt.domain.manager.name
         rt.control.reroute_hook = self._no_reroute
+        steer = TopoDIMSteering(rt, NAME, self.names, self.decider, lambda graph, steps: rt.emit(
+            self._graph_event(replace(generated, graph=graph), steps)))
+        rt.control.steer_hook = steer.apply
         if rt.fork is not None:
             rt.notice("TopoDIM runs one round: a fork runs it again from the start", "info")
         await rt.checkpoint(BOUNDARY_ROUND)
@@ -392,7 +396,10 @@ class TopoDIMMethod:
         if graph.fallback:
             plan = f"No edge survived: all {len(graph.active)} agents answer alone, then the decision-maker answers."
         rt.emit(ev.ManagerDecided(round=1, terminate=False, next_goal=plan, reasoning="", plan=True))
+        steer.graph, steer.steps = graph, steps  # editable by the user until its calls begin
         await rt.checkpoint(BOUNDARY_PHASE)
+        graph = self.last_graph = steer.graph
+        steps, steer.executing = steer.steps, True
         answers = await self._execute(steps[:-1], graph)
         await rt.checkpoint(BOUNDARY_PHASE)
         return await self._decide(steps[-1], graph, answers)

@@ -61,6 +61,7 @@ from core.methods.topoweaver_prompts import (
     orchestrator_system_prompt,
     trimmed,
 )
+from core.methods.topoweaver_steer import TopoWeaverSteering
 from core.runtime import events as ev
 from core.runtime.config import resolve_api_key
 from core.runtime.context import Messages, shrink_pieces
@@ -169,6 +170,9 @@ class TopoWeaverMethod:
     async def run(self, rt: SwarmEngine) -> RunOutcome:
         self.rt = rt
         self.domain = rt.domain.name
+        self.steer = TopoWeaverSteering(rt, NAME, self._user_plan)
+        rt.control.steer_hook = self.steer.apply
+        self._waiting: TurnRecord | None = None
         try:
             self._client = await self._open_orchestrator()
             done = self._replay_history(rt.fork.history) if rt.fork is not None else 0
@@ -258,7 +262,9 @@ class TopoWeaverMethod:
         if not validation.valid:
             then = "the fallback plan runs instead" if record.fallback else "this turn is used up"
             rt.notice(f"turn {turn}: the Orchestrator's plan is invalid, {validation.badge()}; {then}", "warning")
+        self._waiting, self.steer.turn, self.steer.earlier = record, turn, self._ran  # a user may edit it now
         await rt.checkpoint(BOUNDARY_PHASE)
+        self._waiting, self.steer.turn = None, 0
         if record.plan is not None:
             await self._execute(turn, record)
         else:
@@ -314,7 +320,14 @@ class TopoWeaverMethod:
         guess = next((r.plan.difficulty for r in reversed(self._records) if r.plan is not None), "interview")
         return fallback_plan(self.domain, guess, retry=retry)
 
-    def _emit_plan(self, turn: int, record: TurnRecord) -> None:
+    def _user_plan(self, turn: int, validation: Validation) -> None:
+        """A person's plan (steering) runs in place of the Orchestrator's for this turn, shown as the turn's plan."""
+        assert self._waiting is not None
+        self._waiting.plan, self._waiting.fallback = validation.plan, False
+        self._emit_plan(turn, TurnRecord(turn, validation, raw=validation.yaml_text, plan=validation.plan),
+                        by_user=True)
+
+    def _emit_plan(self, turn: int, record: TurnRecord, *, by_user: bool = False) -> None:
         v, plan = record.validation, record.plan
         shown = plan_yaml(plan) if record.fallback and plan is not None else v.yaml_text
         self.rt.emit(
@@ -334,6 +347,7 @@ class TopoWeaverMethod:
                 warnings=list(v.warnings),
                 fallback=record.fallback,
                 turns=self.rt.control.params.max_rounds,
+                by_user=by_user,
             )
         )
 
@@ -582,7 +596,7 @@ def _answer_line(text: str) -> str:
 
 def run_metrics(events: list[ev.Event]) -> dict[str, float]:
     """Per-run figures for the benchmark: turns, the valid-plan rate, mean S_complex of the plans that ran."""
-    plans = [e for e in events if isinstance(e, PlanProposed)]
+    plans = [e for e in events if isinstance(e, PlanProposed) and not e.by_user]
     if not plans:
         return {}
     out: dict[str, float] = {

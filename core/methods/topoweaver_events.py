@@ -39,6 +39,15 @@ class PlanProposed(Event):
     warnings: list[str] = field(default_factory=list)  # the cap (L6) and conciseness (L7)
     fallback: bool = False  # the plan that runs is the fallback template, not the orchestrator's
     turns: int = 0  # K, the most turns the run may take
+    # The plan a person wrote in place of the Orchestrator's (steering): it runs, but is not the Orchestrator's,
+    # so the valid-plan rate leaves it out. Left out of the dict when False (older sessions round-trip).
+    by_user: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        data = super().to_dict()
+        if not self.by_user:
+            del data["by_user"]
+        return data
 
     @property
     def valid(self) -> bool:

@@ -65,8 +65,9 @@ class RunControl:
         self.on_change: Callable[[ControlStatus], None] | None = None  # engine emits a ControlChanged event
         self.on_params: Callable[[Params, list[str]], None] | None = None  # engine emits ParamsChanged
         # Steering (core.runtime.steering): the method sets steer_hook, which applies one action and returns
-        # "" or the one-line reason it refuses it; the engine sets on_steered (it emits UserSteered).
-        self.steer_hook: Callable[[SteerAction], str] | None = None
+        # "" or the one-line reason it refuses it (None: not yet, keep it for the next barrier); the engine
+        # sets on_steered (it emits UserSteered).
+        self.steer_hook: Callable[[SteerAction], str | None] | None = None
         self.on_steered: Callable[[SteerAction, str], None] | None = None
         self.no_steering = "this method takes no steering actions"  # the refusal when no hook is set
         self._steer_queue: list[SteerAction] = []
@@ -162,13 +163,13 @@ class RunControl:
         """Take a steering action. At a barrier (the run waits at a checkpoint) it applies at once; an
         action that says ``when: "now"`` is handed to the method at once (it cancels and re-asks a call in
         flight where it can); otherwise it waits for the next barrier, or for the barrier before its
-        ``at_round``. Each one ends as one UserSteered event, taken or refused. After the run ended there
-        is no stream to record it in: SteerError, one line."""
+        ``at_round``. A method may keep an action for a later barrier (a plan edit waits for the plan it
+        edits). Each one ends as one UserSteered event, taken or refused. After the run ended there is no
+        stream to record it in: SteerError, one line."""
         if self.ended:
             raise SteerError(f"the run has ended: {action.describe()} was not taken")
-        if (self.at_barrier and self._due(action)) or (action.when == "now" and action.at_round is None):
-            self._apply(action)
-        else:
+        at_once = (self.at_barrier and self._due(action)) or (action.when == "now" and action.at_round is None)
+        if not (at_once and self._apply(action)):
             self._steer_queue.append(action)
 
     @property
@@ -179,9 +180,12 @@ class RunControl:
     def _due(self, action: SteerAction) -> bool:
         return action.at_round is None or action.at_round <= self.barrier_round
 
-    def _apply(self, action: SteerAction) -> None:
+    def _apply(self, action: SteerAction) -> bool:
+        """Hand one action to the method; False when it keeps it for a later barrier (no event yet)."""
         if self.steer_hook is not None:
             reason = self.steer_hook(action)
+            if reason is None:
+                return False
         elif action.action is SteerKind.STOP:  # every method can be stopped: no hook needed for it
             self.stop()
             reason = ""
@@ -189,12 +193,13 @@ class RunControl:
             reason = self.no_steering
         if self.on_steered is not None:
             self.on_steered(action, reason)
+        return True
 
     def _apply_due(self) -> None:
-        due = [a for a in self._steer_queue if self._due(a)]
-        self._steer_queue = [a for a in self._steer_queue if not self._due(a)]
-        for action in due:
-            self._apply(action)
+        queue, self._steer_queue = self._steer_queue, []
+        for action in queue:
+            if not (self._due(action) and self._apply(action)):
+                self._steer_queue.append(action)
 
     def end_steering(self) -> None:
         """The run is over: what still waited for a barrier is refused (one event each), later ones raise."""

@@ -1,0 +1,42 @@
+"""Steering TopoWeaver-R1: edit the Orchestrator's plan (YAML) between the barrier where a turn's plan is
+shown and its first step. The edit goes through the method's own validator (the paper's four stages): a
+broken plan is refused with the validator's tag, rule and line, and the Orchestrator's plan stays. An edit
+taken at any other barrier waits for the next plan (docs/steering.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from core.methods.steer_checks import refusal
+from core.methods.topoweaver_plan import Validation, validate_plan
+from core.runtime.steering import SteerAction, SteerKind
+
+if TYPE_CHECKING:
+    from core.runtime.engine import SwarmEngine
+
+
+class TopoWeaverSteering:
+    def __init__(self, rt: SwarmEngine, method: str, on_plan: Callable[[int, Validation], None]) -> None:
+        self.rt, self.method = rt, method
+        self.on_plan = on_plan  # the method runs and shows the user's plan (turn, its validation)
+        self.turn = 0  # the turn whose plan waits to run (0: none)
+        self.earlier: dict[int, list[str]] = {}  # turn -> agents that ran (what refs may name)
+
+    def apply(self, action: SteerAction) -> str | None:
+        why = refusal(self.method, action, [])
+        if why:
+            return why
+        if action.action is SteerKind.STOP:
+            self.rt.control.stop()
+            return ""
+        if not self.turn or not self.rt.control.at_barrier:
+            return None  # no plan waits to run: the edit waits for the next one
+        if not action.text.strip():
+            return "an empty plan: the Orchestrator's plan stays"
+        validation = validate_plan(action.text, domain=self.rt.domain.name, turn=self.turn, earlier=self.earlier)
+        if not validation.valid:
+            return f"the edited plan is invalid, {validation.badge()}; the Orchestrator's plan stays"
+        self.on_plan(self.turn, validation)
+        return ""
+
