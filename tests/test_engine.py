@@ -243,12 +243,28 @@ async def test_a_model_the_server_does_not_serve_ends_the_run_with_one_line(
     assert len(demo_server.requests) == 1  # the plan call: nothing after an error no call can get past
 
 
-async def test_every_worker_failing_a_phase_ends_the_run_instead_of_faking_convergence(
+async def test_every_worker_failing_every_round_never_fakes_convergence(
     demo_server: ScriptedServer, embedder: Any
 ) -> None:
-    demo_server.add_fault(FaultRule("http_500", call=ev.CALL_WORK, round=1, times=0))
-    finished, events, _ = await run_swarm(demo_server, embedder, settings=Settings(max_retries=0))
-    assert finished.reason == "error" and "500" in finished.detail
+    # The server is up (the Manager and the descriptors are answered): failed turns go on, round after round,
+    # but empty outputs that stay empty are not "outputs stopped changing".
+    demo_server.add_fault(FaultRule("http_500", call=ev.CALL_WORK, times=0))
+    finished, events, _ = await run_swarm(demo_server, embedder, settings=Settings(max_retries=0, max_rounds=3))
+    assert finished.reason != "converged"
+    work = of(events, ev.AgentFinished, call=ev.CALL_WORK)
+    assert work and all(e.status == "failed" for e in work)
+    assert all(r.convergence is None for r in of(events, ev.RoundFinished))
+
+
+async def test_too_many_failed_calls_in_a_row_end_the_run_with_the_count_and_the_last_error(
+    demo_server: ScriptedServer, embedder: Any
+) -> None:
+    demo_server.add_fault(FaultRule("http_500", call=ev.CALL_WORK, times=0))
+    settings = Settings(max_retries=0, max_failed_calls_in_a_row=3)
+    finished, events, _ = await run_swarm(demo_server, embedder, settings=settings)
+    assert finished.reason == "error"
+    assert finished.detail.startswith("3 model calls in a row failed (max_failed_calls_in_a_row is 3); the last: ")
+    assert "status 500" in finished.detail
     assert not of(events, ev.RoundFinished)
 
 

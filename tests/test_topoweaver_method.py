@@ -303,10 +303,18 @@ async def test_an_unreachable_agent_endpoint_ends_the_run_with_a_clear_reason() 
     assert of(events, PlanProposed)[0].valid
 
 
-async def test_an_orchestrator_endpoint_error_ends_the_run_with_a_clear_reason() -> None:
+async def test_an_orchestrator_call_that_fails_once_fails_that_turn_and_the_run_goes_on() -> None:
     finished, events, _ = await run_tw(topoweaver_script, faults=[FaultRule("http_500", call=CALL_ORCHESTRATE)])
 
-    assert finished.reason == "error" and "status 500" in finished.detail and finished.rounds == 1
+    assert finished.reason != "error"
+    said = [n.message for n in of(events, ev.Notice) if "status 500" in n.message]
+    assert said and "its turn is marked failed and the run goes on" in said[0]
+
+
+async def test_an_orchestrator_endpoint_that_refuses_us_ends_the_run_with_a_clear_reason() -> None:
+    finished, events, _ = await run_tw(topoweaver_script, faults=[FaultRule("http_401", call=CALL_ORCHESTRATE)])
+
+    assert finished.reason == "error" and "rejected the API key" in finished.detail and finished.rounds == 1
     assert not of(events, PlanProposed)
 
 

@@ -26,7 +26,7 @@ from core.runtime.context import shrink_pieces
 from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
 from core.runtime.convergence import text_similarity
 from core.runtime.domains import Domain
-from core.runtime.engine import AgentResult, Evaluation
+from core.runtime.engine import STATUS_FAILED, AgentResult, Evaluation
 from core.runtime.memory import MEMORY_ACCUMULATE, MEMORY_RULES, MemoryItem
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.prompts import PROMPT_CACHE, PROMPT_ORDERS, manager_request, manager_system_prompt, plan_request
@@ -569,12 +569,13 @@ class DyTopoMethod:
 
         The run has converged when even the worker that changed most changed by less than
         1 - threshold (default 0.95) in difflib's character ratio: nobody is adding anything."""
-        current = {name: r.public for name, r in outputs.items()}
+        # A failed turn said nothing: "" after "" is no sign of convergence (a server failing every call).
+        current = {name: r.public for name, r in outputs.items() if r.status != STATUS_FAILED}
         previous = self._previous_public
         self._previous_public = current
         if not previous:
             return None
-        scores = [text_similarity(previous.get(name, ""), text) for name, text in current.items()]
+        scores = [text_similarity(previous[name], text) for name, text in current.items() if name in previous]
         return round(min(scores), 4) if scores else None
 
 

@@ -71,6 +71,12 @@ class Settings:
     first_byte_timeout: float = 30.0
     max_retries: int = 2  # retries of a call that failed before it started (408/409/429/5xx, refused)
     max_retry_wait: float = 60.0  # seconds one call may spend waiting between retries (Retry-After, backoff)
+    # The slowest stream a call waits for: a call reading longer than max_tokens / this + call_timeout
+    # seconds is cut off there, as if at max_tokens (a server that trickles, or never ends its stream).
+    min_tokens_per_second: float = 2.0
+    # Model calls that may fail in a row (no reply, after their retries) before the run ends; None: twice
+    # the team's size. One failed call fails its agent's turn only (core.runtime.faults).
+    max_failed_calls_in_a_row: int | None = None
     # Per-call sampling, from the reference deployment.
     descriptor_call: CallLimits = CallLimits(0.1, 256)
     work_call: CallLimits = CallLimits(0.3, 4096)
@@ -97,6 +103,9 @@ class Settings:
     theme: str = "textual-dark"
     keymap: dict[str, str] = field(default_factory=dict)
     execute_code: bool = False
+    # Run model-written code even where it cannot be isolated (no bubblewrap): it then runs with the
+    # user's own rights. Off by default: such code is refused with a line saying how to get isolation.
+    allow_unisolated_code: bool = False
 
     def with_overrides(self, **changes: Any) -> Settings:
         """A copy with the given non-None values applied, validated."""
@@ -126,6 +135,10 @@ class Settings:
             raise ConfigError(f"first_byte_timeout must be positive, got {self.first_byte_timeout}")
         if self.max_retry_wait < 0:
             raise ConfigError(f"max_retry_wait must be 0 or more, got {self.max_retry_wait}")
+        if not self.min_tokens_per_second > 0:
+            raise ConfigError(f"min_tokens_per_second must be positive, got {self.min_tokens_per_second}")
+        if self.max_failed_calls_in_a_row is not None and self.max_failed_calls_in_a_row < 1:
+            raise ConfigError(f"max_failed_calls_in_a_row must be at least 1, got {self.max_failed_calls_in_a_row}")
         if self.time_budget is not None and not self.time_budget > 0:
             raise ConfigError(f"time_budget must be a positive number of seconds, got {self.time_budget}")
         for name in ("max_calls", "max_tokens"):

@@ -28,6 +28,7 @@ from core.runtime.config import CallLimits, DomainName, RoundProtocol, Settings
 from core.runtime.context import Shrink, cut_text, prompt_chars, shrink_pieces
 from core.runtime.control import BOUNDARY_ROUND, ControlStatus, Params, RunControl
 from core.runtime.domains import Domain, Role, get_domain
+from core.runtime.faults import FailureStreak, default_limit, why_the_run_ends
 from core.runtime.memory import AgentMemory, MemoryItem
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.parsing import (
@@ -193,6 +194,8 @@ class SwarmEngine:
         self.last_evaluation: Evaluation | None = None
         self.finished: ev.RunFinished | None = None
         self.reply_tally = ReplyTally()  # model calls that got a reply / that parsed, for RunFinished
+        # Calls failed in a row: past the limit the run ends (core.runtime.faults); one failed call does not.
+        self.failures = FailureStreak(settings.max_failed_calls_in_a_row or default_limit(len(self.workers) + 1))
 
     # --- events -------------------------------------------------------------------------------
     def emit(self, event: ev.Event) -> None:
@@ -333,14 +336,12 @@ class SwarmEngine:
         return {name: task.result() for name, task in tasks.items()}
 
     def abort_if_unreachable(self, results: dict[str, AgentResult]) -> None:
-        """End the run when no call of a phase got any reply (the endpoint is unreachable, refuses us,
-        or fails every call even after the SDK's retries): going on would only repeat the failure."""
-        # A prompt over the model's context fails its own call only: the server answered, it is not down.
-        if results and all(r.status == STATUS_FAILED and not r.context_overflow for r in results.values()):
-            raise RunAborted(next(iter(results.values())).error)
-        for name, result in results.items():  # an agent's own endpoint is gone: its calls cannot succeed
-            if result.connection_failed and name in self.agent_clients:
-                raise RunAborted(result.error)
+        """End the run when the endpoint is down (no call of the phase got a reply, and one found it down),
+        an agent's own endpoint is, or too many calls failed in a row (core.runtime.faults). A call that
+        failed otherwise failed its agent's turn only: the run goes on."""
+        why = why_the_run_ends(results.values(), self.failures, self.agent_clients)
+        if why:
+            raise RunAborted(why)
 
     def _worker_messages(
         self, name: str, call: str, goal: str, inbox: str, inbox_from: frozenset[str] = frozenset()
@@ -559,6 +560,7 @@ class SwarmEngine:
             except openai.OpenAIError as exc:
                 overflow = context_overflow(exc)
                 if overflow is not None:
+                    self.failures.replied()  # the server answered: it is up
                     retry = None if overflow_retried else self._after_overflow(
                         llm, base, extra, shrink, limits.max_tokens, sent, max_tokens)
                     if retry is not None:
@@ -577,7 +579,14 @@ class SwarmEngine:
                 error = llm.describe_error(exc)
                 if agent in self.agent_clients and client is None:  # say whose endpoint failed
                     error = f"agent {agent} (model {llm.model or '?'} at {llm.shown_url}): {error}"
-                return CallOutcome(None, usage, error, unreachable)
+                ended = self.failures.failed(error)
+                if ended:
+                    return CallOutcome(None, usage, ended, True)
+                return CallOutcome(None, usage, error if unreachable else f"{error}; {self.failures.goes_on()}",
+                                   unreachable)
+            self.failures.replied()
+            if chat.cut_short:
+                self.notice(f"{agent}: {chat.cut_short}", "warning", agent)
             usage = _Usage.add(usage, chat)
             self.prompt_tokens += chat.prompt_tokens
             self.completion_tokens += chat.completion_tokens
