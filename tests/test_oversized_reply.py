@@ -22,7 +22,10 @@ def _flood(info: RequestInfo) -> str:
 
 
 def test_a_huge_reply_is_kept_bounded_and_the_session_saves(tmp_path: Path, capsys: Any) -> None:
-    (tmp_path / "none.toml").write_text("")
+    # A model allowed 400k tokens: the reply is within what the call asked for (core.llm.bounds would cut a
+    # reply past 1.5 x max_tokens first), so the client's own cap on what it keeps is what bounds it here.
+    (tmp_path / "none.toml").write_text("[swarm]\nwork_call = { max_tokens = 400000 }\n"
+                                        "manager_call = { max_tokens = 400000 }\n")
     with ScriptedServer(_flood, chunk_chars=65536) as server:
         save = tmp_path / "run.json"
         code = main(["--headless", "--base-url", server.base_url, "--strategy", "single", "--domain", "general",

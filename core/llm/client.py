@@ -5,10 +5,13 @@ Every wait is bounded, and every wait can be cancelled (all of them are awaits):
 * the response must start (headers) within ``first_byte_timeout`` (default 30 s), connect included; if it
   does not, the call ends with "no answer from URL in N s" and is not retried (``EndpointUnavailable``);
 * inside a stream, ``timeout`` (``call_timeout``, 120 s) is the longest silence; a stream that stalls or
-  drops mid-way is retried once;
+  drops mid-way is retried once; a stream that goes on past max_tokens, or slower than
+  ``min_tokens_per_second``, is cut off as if at max_tokens (core.llm.bounds);
 * a call that fails before it starts (408/409/429/5xx, a refused connection) is retried here, not by the
   SDK, up to ``max_retries`` times, honouring Retry-After, and each retry is announced (``on_retry``:
-  "rate limited by URL, retrying in N s"). One call waits at most ``max_retry_wait`` seconds in all;
+  "rate limited by URL, retrying in N s"); a 429 without Retry-After (a busy local server) is retried with
+  exponential backoff and jitter as often as fits in ``max_retry_wait``. One call waits at most
+  ``max_retry_wait`` seconds in all;
   a server that asks for more, or still rate-limits after the retries, ends the call with one line
   (``EndpointUnavailable``).
 
@@ -30,6 +33,7 @@ from typing import Any, TypeVar
 
 import openai
 
+from core.llm.bounds import ReplyBound
 from core.llm.call_id import CALL_ID_HEADER, CallId
 from core.llm.overflow import context_overflow
 from core.llm.request_seed import REQUEST_SEED
@@ -84,6 +88,9 @@ class ChatResult:
     # Per generated token, the top logprobs the endpoint returned (asked for with top_logprobs=k);
     # None when not asked for or when the endpoint sent none.
     top_logprobs: list[list[float]] | None = None
+    # Why the reply was cut off by the client (a stream past max_tokens, or slower than the floor rate;
+    # core.llm.bounds): finish_reason is then "length". "" when the server ended it.
+    cut_short: str = ""
 
 
 def _cut_off_cost(cost: CutOffCost, messages: list[dict[str, str]], state: StreamState) -> None:
@@ -213,6 +220,7 @@ class LLMClient:
         first_byte_timeout: float = 30.0,
         max_retries: int = 2,
         max_retry_wait: float = 60.0,
+        min_tokens_per_second: float = 2.0,
         max_concurrency: int = 4,
         sampling_extras: dict[str, Any] | None = None,
         on_status: StatusCallback | None = None,
@@ -229,6 +237,7 @@ class LLMClient:
         self.first_byte_timeout = first_byte_timeout
         self.max_retries = max_retries
         self.max_retry_wait = max_retry_wait
+        self.min_tokens_per_second = min_tokens_per_second
         self.on_status = on_status  # "contacting URL … N s" while list_models / ensure_model wait
         self._client = openai.AsyncOpenAI(
             base_url=strip_userinfo(base_url),
@@ -423,16 +432,20 @@ class LLMClient:
         elif kind == "json_object":
             self.json_mode_supported = True
 
-    def _retry_wait(self, exc: openai.APIError, retries: int, waited: float) -> float:
-        """Seconds to wait before retrying a call that failed before it started; raises when it may not
-        be retried (not retryable, out of retries, or over max_retry_wait)."""
+    def _retry_wait(self, exc: openai.APIError, retries: int, waited: float) -> tuple[float, bool]:
+        """Seconds to wait before retrying a call that failed before it started, and whether it is a backoff
+        from a 429 that named no wait; raises when it may not be retried (not retryable, out of retries, or
+        over max_retry_wait)."""
         status = isinstance(exc, openai.APIStatusError)
         if status and not _retryable(exc):  # type: ignore[arg-type]
             raise exc
         limited = isinstance(exc, openai.RateLimitError)
         url = self.shown_url
         asked = _retry_after(exc) if status else None  # type: ignore[arg-type]
-        if retries >= self.max_retries:
+        # A 429 that names no wait (a local server while it is busy) is tried again, with exponential backoff
+        # and jitter, for as long as max_retry_wait allows, however many attempts that takes.
+        patient = limited and asked is None
+        if retries >= self.max_retries and not patient:
             if limited:
                 raise EndpointUnavailable(
                     f"rate limited by {url}: still refused after {retries + 1} attempt(s)"
@@ -444,10 +457,15 @@ class LLMClient:
         delay = asked if asked is not None else min(_MAX_BACKOFF, _INITIAL_BACKOFF * 2**retries)
         if asked is None:
             delay *= 1 - 0.25 * random.random()
+        left = self.max_retry_wait - waited
+        if patient and left >= _INITIAL_BACKOFF / 4:
+            delay = min(delay, left)  # the last wait fills what max_retry_wait leaves
         if waited + delay > self.max_retry_wait:
             if limited:
                 if asked is not None and asked > self.max_retry_wait:
                     why = f"it asks to wait {seconds(asked)} s"
+                elif patient:
+                    why = f"still refused after {retries + 1} attempts and {seconds(waited)} s of backing off"
                 else:
                     why = f"still refused after {seconds(waited)} s of waiting"
                 raise EndpointUnavailable(
@@ -456,7 +474,7 @@ class LLMClient:
                     strip_userinfo(self.base_url),
                 ) from exc
             raise exc
-        return delay
+        return delay, patient
 
     async def chat(
         self,
@@ -513,11 +531,15 @@ class LLMClient:
                 except (openai.APIStatusError, openai.APIConnectionError) as exc:
                     if self._learn_overflow(messages, exc):
                         raise  # the same request would fail again: not retried here
-                    delay = self._retry_wait(exc, retries, waited)
+                    delay, backoff = self._retry_wait(exc, retries, waited)
                     retries += 1
                     waited += delay
                     if on_retry:
-                        if isinstance(exc, openai.RateLimitError):
+                        if backoff:
+                            on_retry(f"rate limited by {self.shown_url} (no Retry-After), retrying in "
+                                     f"{seconds(delay)} s ({seconds(waited)} s of the {seconds(self.max_retry_wait)} s "
+                                     "max_retry_wait)")
+                        elif isinstance(exc, openai.RateLimitError):
                             on_retry(f"rate limited by {self.shown_url}, retrying in {seconds(delay)} s")
                         else:
                             on_retry(f"{self.describe_error(exc)}; retrying in {seconds(delay)} s")
@@ -529,8 +551,9 @@ class LLMClient:
             tops = state.logprobs or None
             if usage is not None:
                 self._learn_chars_per_token(messages, usage[0])
-                return ChatResult(text, usage[0], usage[1], False, latency, attempts, finish, tops)
-            return ChatResult(text, *estimate_usage(messages, text), True, latency, attempts, finish, tops)
+                return ChatResult(text, usage[0], usage[1], False, latency, attempts, finish, tops, state.cut_short)
+            return ChatResult(text, *estimate_usage(messages, text), True, latency, attempts, finish, tops,
+                              state.cut_short)
 
     async def _stream(
         self, request: dict[str, Any], on_delta: DeltaCallback | None, state: StreamState
@@ -542,17 +565,28 @@ class LLMClient:
         state.sent = True
         response = await self._answer_within(opened.__aenter__())
         http_request = response.http_response.request
+        bound = ReplyBound.for_call(request["max_tokens"], self.min_tokens_per_second, self._timeout)
+        deadline = asyncio.timeout(bound.seconds)
         try:
-            done = False
-            async for data in sse_data(response.iter_lines()):
-                # After [DONE] the body is read to its end (nothing should follow), so that the
-                # connection goes back to the pool instead of being closed.
-                done = done or data.startswith(DONE)
-                if done:
-                    continue
-                for piece in read_chunk(data, state, http_request, self.shown_url):
-                    if on_delta:
-                        on_delta(piece)
+            async with deadline:
+                done = False
+                async for data in sse_data(response.iter_lines()):
+                    # After [DONE] the body is read to its end (nothing should follow), so that the
+                    # connection goes back to the pool instead of being closed.
+                    done = done or data.startswith(DONE)
+                    if done:
+                        continue
+                    for piece in read_chunk(data, state, http_request, self.shown_url):
+                        if on_delta:
+                            on_delta(piece)
+                    state.cut_short = bound.overrun(state.chunks, state.total)
+                    if state.cut_short:  # a server that ignores max_tokens: stop reading, close the stream
+                        state.finish = "length"
+                        break
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            state.cut_short, state.finish = bound.too_slow(state.chunks, state.total), "length"
         except httpx.TimeoutException as exc:  # silence longer than call_timeout inside the stream
             raise _StreamBroken(openai.APITimeoutError(request=exc._request or http_request)) from exc
         except httpx.HTTPError as exc:  # a connection dropped mid-stream

@@ -53,6 +53,8 @@ class StreamState:
     finish: str | None = None
     logprobs: list[list[float]] | None = None  # collected only when asked for
     sent: bool = False  # the request went out (LLMClient: a call cut off after this still cost its prompt)
+    chunks: int = 0  # events that carried content
+    cut_short: str = ""  # why the client stopped reading before the server ended (core.llm.bounds)
 
 
 def _count(value: Any) -> int:
@@ -90,6 +92,8 @@ def read_chunk(data: str, state: StreamState, request: Any, url: str) -> list[st
             pieces.append(piece)
         if state.logprobs is not None and isinstance(choice.get("logprobs"), dict):
             state.logprobs.extend(token_top_logprobs(choice["logprobs"]))
+    if pieces:
+        state.chunks += 1
     kept: list[str] = []
     for piece in pieces:
         state.total += len(piece)

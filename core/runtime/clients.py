@@ -31,6 +31,7 @@ def client_for(
         first_byte_timeout=settings.first_byte_timeout,
         max_retries=settings.max_retries,
         max_retry_wait=settings.max_retry_wait,
+        min_tokens_per_second=settings.min_tokens_per_second,
         max_concurrency=max_concurrency or settings.max_concurrency,
         sampling_extras=sampling_extras(settings),
         on_status=on_status,
