@@ -94,7 +94,7 @@ def bare_429(server: PeriodicFaults) -> None:
 async def one_run(domain: str, protocol: str, offset: int, args: argparse.Namespace, embedder: Any) -> dict[str, Any]:
     settings = Settings(
         domain=domain, protocol=protocol, max_rounds=args.max_rounds, call_timeout=args.call_timeout,
-        first_byte_timeout=10.0, sessions_dir=str(args.sessions),
+        first_byte_timeout=10.0,
     )
     server = PeriodicFaults(f"{domain}/{protocol}/{offset}", args.persist, stall_seconds=args.call_timeout * 3)
     bare_429(server)
@@ -141,8 +141,7 @@ def main() -> int:
     parser.add_argument("--persist", type=int, default=3, help="attempts a faulty call fails before it is served")
     parser.add_argument("--max-rounds", type=int, default=3)
     parser.add_argument("--call-timeout", type=float, default=1.5, help="seconds of silence that break a stall")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds one run may take before it counts as failed")
-    parser.add_argument("--sessions", type=Path, default=Path("/tmp/fault-sweep-sessions"))
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds before a run counts as failed")
     args = parser.parse_args()
     start = time.monotonic()
     results = asyncio.run(sweep(args))

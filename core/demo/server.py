@@ -16,6 +16,7 @@ import hashlib
 import json
 import math
 import socket
+import struct
 import threading
 import time
 from dataclasses import dataclass
@@ -44,6 +45,8 @@ FAULT_KINDS = (
     "truncated",  # the first half of the reply, ending with finish_reason "length" (cut off at max_tokens)
     "stream_error",  # one chunk, then an {"error": ...} event inside the stream (as OpenAI sends one)
     "garbage_chunk",  # one chunk, then a data line that is not JSON (and holds an escape sequence)
+    "reset",  # the connection is reset (RST) before any answer, the request read
+    "endless",  # the reply, then more text without end, a chunk every ``interval`` seconds (ignores max_tokens)
 )
 
 # How each server refuses a request that does not fit its context (ScriptedServer's ``overflow_style``).
@@ -60,6 +63,8 @@ class FaultRule:
     round: int | None = None
     times: int = 1  # matching requests it applies to before it is used up; <= 0 means never used up
     retry_after: float | None = None  # http_429: the Retry-After it sends, in seconds (default: retry at once)
+    send_retry_after: bool = True  # http_429: False sends no Retry-After at all (a busy local server)
+    interval: float = 0.0  # endless: seconds between its chunks (0: as fast as it can; a trickle above)
 
     def __post_init__(self) -> None:
         if self.kind not in FAULT_KINDS:
@@ -197,6 +202,13 @@ class _Handler(BaseHTTPRequestHandler):
     def _write_chunk(self, data: bytes) -> None:
         # One write per chunk (size line, data, CRLF): one TCP segment, flushed immediately.
         self.wfile.write(b"%x\r\n%b\r\n" % (len(data), data))
+
+    def _reset(self) -> None:
+        """Reset the connection (RST, not FIN): SO_LINGER with a zero timeout, then close."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
 
     def _abort(self) -> None:
         """Close the connection abruptly, mid-body."""
@@ -388,10 +400,15 @@ class ScriptedServer:
         fault = self._take_fault(info)
         kind = fault.kind if fault else ""
 
+        if kind == "reset":
+            handler._reset()
+            return
         if kind == "http_429":
             # retry-after-ms wins in the openai SDK and in core.llm.client: retry almost at once by default.
             headers = {"retry-after": "0", "retry-after-ms": "10"}
-            if fault is not None and fault.retry_after is not None:
+            if fault is not None and not fault.send_retry_after:
+                headers = {}
+            elif fault is not None and fault.retry_after is not None:
                 wait = max(0.0, fault.retry_after)
                 headers = {"retry-after": str(math.ceil(wait)), "retry-after-ms": str(round(wait * 1000))}
             handler._send_json(
@@ -462,7 +479,8 @@ class ScriptedServer:
             want_usage = (
                 self.usage and isinstance(stream_options, dict) and bool(stream_options.get("include_usage"))
             )
-            self._stream(handler, completion_id, content, usage if want_usage else None, kind, top)
+            interval = fault.interval if fault is not None else 0.0
+            self._stream(handler, completion_id, content, usage if want_usage else None, kind, top, interval)
         else:
             self._respond(handler, completion_id, content, usage if self.usage else None, kind, top)
 
@@ -556,6 +574,7 @@ class ScriptedServer:
         usage: dict[str, int] | None,
         kind: str,
         top: int = 0,
+        interval: float = 0.0,
     ) -> None:
         handler.send_response(200)
         handler.send_header("Content-Type", "text/event-stream")
@@ -620,6 +639,12 @@ class ScriptedServer:
                     return
             write(piece_chunk(i, piece))
         if kind == "drop":
+            handler._abort()
+            return
+        if kind == "endless":  # never finishes: more of the same until the client or stop() ends it
+            filler = choice(json.dumps({"content": " and so on"}))
+            while not (self._stopping.wait(interval) if interval > 0 else self._stopping.is_set()):
+                write(filler)  # raises once the client has gone (do_POST ends the handler quietly)
             handler._abort()
             return
         write(choice("{}", '"length"' if kind == "truncated" else '"stop"'))
