@@ -1,5 +1,5 @@
-"""A method's run ends with a typed outcome: the reason is one of EndReason's values, and the session
-file still stores it as the plain string older sessions hold (so they load unchanged)."""
+"""A method's run ends with a typed outcome: the reason is an EndReason, and the session file still stores
+it as the plain string older sessions hold (so they load unchanged)."""
 
 from __future__ import annotations
 
@@ -24,11 +24,11 @@ async def test_every_method_ends_with_a_known_reason_stored_as_plain_text(
 ) -> None:
     finished, events = await run_method(demo_server, embedder, name, "math")
 
-    assert type(finished.reason) is str  # the plain value, not the enum: events compare and print as before
-    assert EndReason(finished.reason) not in (EndReason.ERROR, EndReason.CANCELLED), finished.detail
+    assert isinstance(finished.reason, EndReason)
+    assert finished.reason not in (EndReason.ERROR, EndReason.CANCELLED), finished.detail
     session = session_from_events([e for e in events if not isinstance(e, ev.AgentDelta)])
     path = save_session(session, tmp_path / "s.json")
     stored = [e for e in json.loads(path.read_text())["events"] if e["type"] == "run_finished"]
-    assert stored == [{**stored[0], "reason": finished.reason}]
+    assert stored == [{**stored[0], "reason": finished.reason.value}] and type(stored[0]["reason"]) is str
     loaded = load_session(path)
     assert loaded.outcome is not None and loaded.outcome.reason == finished.reason

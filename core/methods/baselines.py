@@ -105,8 +105,7 @@ class SingleAgentMethod:
     async def run(self, rt: SwarmEngine) -> RunOutcome:
         domain = rt.domain.name
         await rt.checkpoint(BOUNDARY_ROUND)
-        rt.round = 1
-        rt.emit(ev.RoundStarted(round=1, params=rt.control.params.as_dict()))
+        rt.begin_round(1)
         what = "one agent, one call" if self.samples == 1 else f"one agent, {self.samples} samples"
         rt.start_phase(ev.PHASE_WORK, what)
         await rt.checkpoint(BOUNDARY_PHASE)
@@ -126,7 +125,7 @@ class SingleAgentMethod:
             rt.abort_if_unreachable({SOLO: result})
             if result.public:
                 answers.append(rt.extract_answer()[0] if domain == "code" else solo_answer(domain, result.public))
-        rt.emit(ev.RoundFinished(round=1, prompt_tokens=rt.prompt_tokens, completion_tokens=rt.completion_tokens))
+        rt.finish_round()
         answers = [a for a in answers if a.strip()]
         if not answers:
             return RunOutcome(EndReason.FAILED, "no answer", "", "")

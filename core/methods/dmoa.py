@@ -398,7 +398,7 @@ class DmoaMethod:
     async def run(self, rt: SwarmEngine) -> RunOutcome:
         self.rt = rt
         self.steer = DmoaSteering(rt, self.name, list(self.names))
-        rt.control.steer_hook = self.steer.apply
+        rt.attach(steer=self.steer.apply)
         await self._prepare_router()
         completed = False
         try:
@@ -460,8 +460,7 @@ class DmoaMethod:
         feedback = ""
         for step in range(start + 1, self.l_max + 1):
             await rt.checkpoint(BOUNDARY_ROUND)
-            rt.round = step
-            rt.emit(ev.RoundStarted(round=step, params=self._params()))
+            rt.begin_round(step, self._params())
             x = step_state.x_next
             scoring = f"step {step}: the {self.router_kind} router scores {len(self.names)} agents"
             rt.start_phase(ev.PHASE_ROUTING, scoring)
@@ -501,9 +500,7 @@ class DmoaMethod:
             await rt.checkpoint(BOUNDARY_PHASE)
             rt.start_phase(PHASE_SUMMARY, f"step {step}: the Summarizer decides [FINAL] or [CONTINUE]")
             outcome = await self._summarize(step, next_state.responses, feedback, choice, entropy)
-            rt.emit(
-                ev.RoundFinished(round=step, prompt_tokens=rt.prompt_tokens, completion_tokens=rt.completion_tokens)
-            )
+            rt.finish_round()
             if outcome is not None:
                 return outcome
             x_prev, step_state = x, next_state
@@ -792,10 +789,9 @@ class DmoaMethod:
                 routed[event.round] = event
             elif isinstance(event, ev.AgentFinished) and event.call == CALL_STEP and event.public:
                 outputs.setdefault(event.round, {})[event.agent] = event.public
-                rt.latest[event.agent] = AgentResult(event.agent, event.status, public=event.public, raw=event.raw)
+                rt.set_latest(AgentResult(event.agent, event.status, public=event.public, raw=event.raw))
             elif isinstance(event, ev.RoundFinished):
-                rt.round = event.round
-                rt.prompt_tokens, rt.completion_tokens = event.prompt_tokens, event.completion_tokens
+                rt.resume_round(event)
         last = routed.get(fork.round)
         if last is None:
             raise RunAborted("this session is not a DMoA run (no router steps recorded): fork it with its own strategy")

@@ -31,7 +31,7 @@ from core.runtime import events as ev
 from core.runtime.clients import client_for
 from core.runtime.config import resolve_api_key
 from core.runtime.engine import STATUS_DONE, AgentResult
-from core.runtime.memory import MemoryItem
+from core.runtime.memory import AgentMemory, MemoryItem
 from core.runtime.steering import ALL, WHEN_NOW, SteerAction, SteerError, SteerKind, parse_action, unknown_agent
 
 if TYPE_CHECKING:
@@ -68,8 +68,12 @@ def join_inbox(notes: str, inbox: str) -> str:
 class DyTopoSteering:
     """One run's steering state; ``apply`` is the run's steering hook."""
 
-    def __init__(self, rt: SwarmEngine, method_name: str, *, acyclic: bool, reroute: Callable[[], bool]) -> None:
+    def __init__(
+        self, rt: SwarmEngine, method_name: str, *, acyclic: bool, reroute: Callable[[], bool],
+        memory: dict[str, AgentMemory],
+    ) -> None:
         self.rt = rt
+        self.memory = memory  # the workers' memories (core.methods.dytopo.calls): a sent note stays there
         self.method_name = method_name
         self.acyclic = acyclic  # the graph must stay acyclic (phased work runs in tiers)
         self._reroute = reroute  # rebuild the current graph now; False when its work has begun
@@ -195,14 +199,14 @@ class DyTopoSteering:
             model=str(changes.get("model") or role.model or "") or None,
             base_url=endpoint or role.base_url,
         )
+        client: LLMClient | None = None
         if "model" in changes or endpoint is not None:
             current = self.rt.agent_clients.get(a.agent) or self.rt.llm
             url = endpoint or current.base_url
             key = resolve_api_key(self.rt.settings, key_env=role.api_key_env)
             client = client_for(self.rt.settings, url, key, str(changes.get("model") or current.model or "") or None)
             self._clients.append(client)
-            self.rt.agent_clients[a.agent] = client
-        self.rt.replace_role(new)
+        self.rt.replace_role(new, client)
         return ""
 
     # --- what the round loop reads ------------------------------------------------------------------
@@ -283,7 +287,7 @@ class DyTopoSteering:
         pending = self.notes.get(name, [])
         del pending[: len(notes)]
         for text in notes:
-            self.rt.memory[name].add(MemoryItem(self.rt.round, "user", USER, text))
+            self.memory[name].add(MemoryItem(self.rt.round, "user", USER, text))
 
     async def redo_outputs(self, outputs: dict[str, AgentResult], call: str) -> dict[str, AgentResult]:
         """Retried and replaced outputs of the round whose work just finished, in place of the agents' own;
@@ -303,11 +307,11 @@ class DyTopoSteering:
             else:
                 result = AgentResult(name, STATUS_DONE, public=(text or "").strip(), raw=text or "",
                                      query=outputs[name].query, key=outputs[name].key)
-                self.rt.latest[name] = result
+                self.rt.set_latest(result)
                 self.rt.emit(ev.AgentFinished(round=self.rt.round, agent=name, call=call, status=STATUS_DONE,
                                               public=result.public, raw=result.raw))
             outputs[name] = result
-            memory = self.rt.memory[name]
+            memory = self.memory[name]
             own = (self.rt.round, "own", name)
             memory.items = [replace(item, text=result.public) if (item.round, item.kind, item.source) == own else item
                             for item in memory.items]
@@ -320,8 +324,8 @@ class DyTopoSteering:
             return
         if action.action is SteerKind.NOTE:
             for name in list(self.rt.workers) if action.to == ALL else [action.to]:
-                if name in self.rt.memory:
-                    self.rt.memory[name].add(MemoryItem(event.round, "user", USER, action.text))
+                if name in self.memory:
+                    self.memory[name].add(MemoryItem(event.round, "user", USER, action.text))
         elif action.action in (SteerKind.PIN, SteerKind.CUT, SteerKind.RELEASE, SteerKind.SILENCE,
                                SteerKind.RESTORE, SteerKind.AGENT):
             self.apply(action)

@@ -365,16 +365,14 @@ class TopoDIMMethod:
         self.roles = {r.name: r for r in team_roles(rt.domain, self.size)}
         self.names = list(self.roles)
         self.decider = rt.domain.manager.name
-        rt.control.reroute_hook = self._no_reroute
         steer = TopoDIMSteering(rt, NAME, self.names, self.decider, lambda graph, steps: rt.emit(
             self._graph_event(replace(generated, graph=graph), steps)))
-        rt.control.steer_hook = steer.apply
+        rt.attach(reroute=self._no_reroute, steer=steer.apply)
         if rt.fork is not None:
             rt.notice("TopoDIM runs one round: a fork runs it again from the start", "info")
         await rt.checkpoint(BOUNDARY_ROUND)
-        rt.round = 1
         # One round only (Alg. 1 l.20): the round says so, whatever max_rounds the run was given.
-        rt.emit(ev.RoundStarted(round=1, params={**rt.control.params.as_dict(), "max_rounds": 1}))
+        rt.begin_round(1, {**rt.control.params.as_dict(), "max_rounds": 1})
         rt.start_phase(ev.PHASE_ROUTING, f"{self.generator} generator: the typed graph, once for this problem")
         generated = await self._generate()
         graph = self.last_graph = generated.graph
@@ -844,7 +842,7 @@ class TopoDIMMethod:
                 status=result.status,
             )
         )
-        rt.emit(ev.RoundFinished(round=1, prompt_tokens=rt.prompt_tokens, completion_tokens=rt.completion_tokens))
+        rt.finish_round()
         counts = histogram(graph.kept)
         detail = (
             f"one-shot complete: {step.total} calls over {len(graph.kept)} typed edges "
@@ -915,7 +913,7 @@ class TopoDIMMethod:
             duration_s=round(result.duration_s, 3),
         )
         rt.emit(event)
-        rt.last_evaluation = Evaluation(passed=result.passed, feedback=event.detail, events=[event])
+        rt.record_evaluation(Evaluation(passed=result.passed, feedback=event.detail, events=[event]))
 
 
 # --- registration -----------------------------------------------------------------------------------

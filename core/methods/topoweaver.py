@@ -171,7 +171,7 @@ class TopoWeaverMethod:
         self.rt = rt
         self.domain = rt.domain.name
         self.steer = TopoWeaverSteering(rt, NAME, self._user_plan)
-        rt.control.steer_hook = self.steer.apply
+        rt.attach(steer=self.steer.apply)
         self._waiting: TurnRecord | None = None
         try:
             self._client = await self._open_orchestrator()
@@ -221,11 +221,9 @@ class TopoWeaverMethod:
             await rt.checkpoint(BOUNDARY_ROUND)
             if turn > rt.control.params.max_rounds:
                 return self._finish(EndReason.MAX_TURNS, f"{turn - 1} turn(s) used, none passed")
-            rt.round = turn
-            rt.emit(ev.RoundStarted(round=turn, params=rt.control.params.as_dict()))
+            rt.begin_round(turn)
             record = await self._turn(turn)
-            rt.emit(ev.RoundFinished(round=turn, prompt_tokens=rt.prompt_tokens,
-                                     completion_tokens=rt.completion_tokens))
+            rt.finish_round()
             if record.passed:
                 what = ("the tester's sandbox run passed" if self.domain == "code" else
                         "the verifier accepted the answer")
@@ -289,9 +287,9 @@ class TopoWeaverMethod:
             elif isinstance(event, ev.AgentFinished) and event.call == CALL_AGENT:
                 self._memory.setdefault(event.agent, {})[event.round] = event.public
                 self._ran.setdefault(event.round, []).append(event.agent)
-                rt.latest[event.agent] = AgentResult(event.agent, event.status, public=event.public, raw=event.raw)
+                rt.set_latest(AgentResult(event.agent, event.status, public=event.public, raw=event.raw))
             elif isinstance(event, ev.TestRun):
-                rt.last_evaluation = Evaluation(passed=event.passed, feedback=f"{event.outcome}: {event.detail}")
+                rt.record_evaluation(Evaluation(passed=event.passed, feedback=f"{event.outcome}: {event.detail}"))
             elif isinstance(event, TurnEnded) and event.round in pending:
                 record = pending.pop(event.round)
                 record.status, record.passed = event.status, event.passed
@@ -299,8 +297,8 @@ class TopoWeaverMethod:
                 self._records.append(record)
                 self._remember_answer(record)
             elif isinstance(event, ev.RoundFinished):
-                last = rt.round = event.round
-                rt.prompt_tokens, rt.completion_tokens = event.prompt_tokens, event.completion_tokens
+                rt.resume_round(event)
+                last = event.round
         return last
 
     def _remember_answer(self, record: TurnRecord) -> None:
@@ -453,7 +451,7 @@ class TopoWeaverMethod:
         if not code:
             detail = f"no code from {' or '.join(a.id for a in sources if a is not None) or 'a coder'}"
             rt.emit(ev.TestRun(round=turn, outcome=NO_CODE, passed=False, detail=detail, tests_agent=tester.id))
-            rt.last_evaluation = Evaluation(passed=False, feedback=f"Tests not run: {detail}.")
+            rt.record_evaluation(Evaluation(passed=False, feedback=f"Tests not run: {detail}."))
             return _Check(NO_CODE, False, log=detail)
         try:
             result = await arun_code(code, tests, self.sandbox)
@@ -482,7 +480,7 @@ class TopoWeaverMethod:
             )
         )
         feedback = f"Ran {source}'s code against {len(tests)} tests: {summary}" + (f"\n{log}" if log else "")
-        rt.last_evaluation = Evaluation(passed=passed, feedback=feedback)
+        rt.record_evaluation(Evaluation(passed=passed, feedback=feedback))
         fenced = f"```python\n{code}\n```"
         if passed or self._answer is None or not self._answer.passed:
             self._answer = _Answer(fenced, source, passed)
@@ -585,8 +583,7 @@ class TopoWeaverMethod:
             return
         agent = source.removeprefix("extracted:")
         math = (extract_answer(answer) or answer) if self.domain == "math" else ""
-        self.rt.latest.pop(agent, None)
-        self.rt.latest[agent] = AgentResult(agent, STATUS_DONE, public=answer, answer=math)
+        self.rt.set_latest(AgentResult(agent, STATUS_DONE, public=answer, answer=math), newest=True)
 
 
 def _answer_line(text: str) -> str:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Protocol
 
 from core.evaluation.extract import latest_code
 from core.evaluation.math_answers import answer_or_text, extract_answer
@@ -25,6 +26,36 @@ APP_PHRASES = (
     "[NO_YAML_FOUND]",
     "### swarm-tui call",
 )
+
+
+class AgentOutput(Protocol):
+    """An agent's latest output as the engine keeps it (core.runtime.engine.AgentResult)."""
+
+    agent: str
+    public: str
+    answer: str
+
+
+def latest_answer(domain: str, answer_role: str, latest: Mapping[str, AgentOutput]) -> tuple[str, str]:
+    """(answer, source) when the Manager gave none: the answer role's latest output, or else the last agent's
+    with any output; code as its fenced block, math as its extracted answer. ("", "") when nobody wrote any."""
+    result = latest.get(answer_role)
+    if result is None:
+        candidates = [r for r in latest.values() if r.public]
+        if not candidates:
+            return "", ""
+        result = candidates[-1]
+    if domain == "code":
+        code = latest_code([result.public])
+        if code:
+            return f"```python\n{code}\n```", f"extracted:{result.agent}"
+    if domain == "math":
+        answer = result.answer or extract_answer(result.public)
+        if answer:
+            return answer, f"extracted:{result.agent}"
+    return result.public, f"extracted:{result.agent}"
+
+
 _EXPRESSION_MAX_CHARS = 80  # a bare math answer longer than this (or over several lines) is prose, not one
 _MATHY = re.compile(r"[0-9\\=+\-*/^()]")  # a digit, an operator or LaTeX: an expression, not a sentence
 _ECHO_MIN_CHARS = 40  # shorter answers (a number, a letter) appear in prompts by chance

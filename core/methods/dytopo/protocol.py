@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
+from core.methods.dytopo.calls import DyTopoCalls
 from core.methods.dytopo_steer import DyTopoSteering, join_inbox, recorded_action
 from core.methods.registry import MethodInfo, OptionSpec, call_options, call_tables, register
 from core.routing.dytopo import RoutingResult, similarity_matrix
@@ -126,17 +127,15 @@ class DyTopoMethod:
 
     async def run(self, rt: SwarmEngine) -> RunOutcome:
         self.rt = rt
-        rt.control.reroute_hook = self._reroute_now
-        self.steer = DyTopoSteering(rt, self.name, acyclic=self._breaks_cycles, reroute=self._steer_reroute)
-        rt.control.steer_hook = self.steer.apply
         single_pass = rt.spec.protocol == "single-pass"
         self.payload = self.payload_option
         if self.payload == PAYLOAD_AUTO:
             self.payload = PAYLOAD_PRIVATE if single_pass else PAYLOAD_BOTH
-        rt.private_messages_only = self.payload == PAYLOAD_PRIVATE
-        rt.prompt_order = self.prompt_order
-        for memory in rt.memory.values():
-            memory.rule = self.memory_rule
+        self.calls = DyTopoCalls(rt, private_only=self.payload == PAYLOAD_PRIVATE, memory_rule=self.memory_rule,
+                                 prompt_order=self.prompt_order)
+        self.steer = DyTopoSteering(rt, self.name, acyclic=self._breaks_cycles, reroute=self._steer_reroute,
+                                    memory=self.calls.memory)
+        rt.attach(reroute=self._reroute_now, steer=self.steer.apply)
         start_round, goal = 0, ""
         if rt.fork is not None:
             self._replay_history(rt.fork.history)
@@ -155,9 +154,8 @@ class DyTopoMethod:
                 # A fork from the last allowed round, or max_rounds lowered while waiting to start this one.
                 answer, source = self.rt.extract_answer()
                 return RunOutcome(EndReason.MAX_ROUNDS, f"reached max_rounds ({round_no - 1})", answer, source)
-            self.rt.round = round_no
             self._can_reroute = False
-            self.rt.emit(ev.RoundStarted(round=round_no, params=self.rt.control.params.as_dict()))
+            self.rt.begin_round(round_no)
             if round_no == 1:
                 goal = await self._plan()
                 await self.rt.checkpoint(BOUNDARY_PHASE)
@@ -173,16 +171,11 @@ class DyTopoMethod:
             await self.rt.checkpoint(BOUNDARY_PHASE)
             outputs = await self.steer.redo_outputs(outputs, self._work_call)
             evaluation = await self.rt.evaluate(round_no, outputs)
+            if evaluation is not None:
+                self.calls.remember_feedback(round_no, evaluation.feedback)
             decision = await self._decide(round_no, goal, outputs, evaluation)
             convergence = self._convergence(outputs)
-            self.rt.emit(
-                ev.RoundFinished(
-                    round=round_no,
-                    prompt_tokens=self.rt.prompt_tokens,
-                    completion_tokens=self.rt.completion_tokens,
-                    convergence=convergence,
-                )
-            )
+            self.rt.finish_round(convergence)
             if decision is not None and decision.terminate:
                 why = decision.reasoning or "the Manager ended the run"
                 if decision.final_answer:
@@ -248,7 +241,8 @@ class DyTopoMethod:
                     answer=event.answer,
                     raw=event.raw,
                 )
-                outputs[event.agent] = self.rt.latest[event.agent] = result
+                outputs[event.agent] = result
+                self.rt.set_latest(result)
             elif isinstance(event, ev.MessagesRouted):
                 deliveries.append(event)
             elif isinstance(event, ev.TopologyBuilt):
@@ -260,21 +254,19 @@ class DyTopoMethod:
             elif isinstance(event, ev.TestRun):
                 text = f"Test results: {event.outcome} — {event.detail}"
                 feedback.append(text)
-                self.rt.last_evaluation = Evaluation(passed=event.passed, feedback=text)
+                self.rt.record_evaluation(Evaluation(passed=event.passed, feedback=text))
             elif isinstance(event, ev.RoundFinished):
-                self.rt.round = event.round
-                self.rt.prompt_tokens, self.rt.completion_tokens = event.prompt_tokens, event.completion_tokens
+                self.rt.resume_round(event)
                 for name in self.rt.workers:
                     if name in outputs:
-                        self.rt.memory[name].add(MemoryItem(event.round, "own", name, outputs[name].public))
+                        self.calls.remember(name, MemoryItem(event.round, "own", name, outputs[name].public))
                 for routed in deliveries:
                     kind = "broadcast" if routed.broadcast else "routed"
                     for d in routed.deliveries:
-                        item = MemoryItem(event.round, kind, d["src"], d["content"], d.get("score"))
-                        self.rt.memory[d["dst"]].add(item)
+                        self.calls.remember(d["dst"], MemoryItem(event.round, kind, d["src"], d["content"],
+                                                                 d.get("score")))
                 for text in feedback:
-                    for name in self.rt.workers:
-                        self.rt.memory[name].add(MemoryItem(event.round, "feedback", "test results", text))
+                    self.calls.remember_feedback(event.round, text)
                 self._previous_public = {name: r.public for name, r in outputs.items()}
                 outputs, deliveries, feedback = {}, [], []
 
@@ -284,7 +276,7 @@ class DyTopoMethod:
             {"role": "system", "content": manager_system_prompt(self.rt.domain)},
             {"role": "user", "content": plan_request(self.rt.spec.problem, self._max_rounds)},
         ]
-        decision, status = await self.rt.manager_call(ev.CALL_PLAN, messages)
+        decision, status = await self.calls.manager_call(ev.CALL_PLAN, messages)
         goal = decision.goal if decision is not None and decision.goal else ""
         if not goal:
             goal = "Work on the problem from your role's perspective and produce a first complete attempt."
@@ -315,9 +307,9 @@ class DyTopoMethod:
         ]
         self.rt.emit(ev.MessagesRouted(round=self.rt.round, deliveries=deliveries, broadcast=True))
         for name in active:
-            self.rt.memory[name].add(MemoryItem(self.rt.round, "own", name, results[name].public))
+            self.calls.remember(name, MemoryItem(self.rt.round, "own", name, results[name].public))
         for d in deliveries:
-            self.rt.memory[d["dst"]].add(MemoryItem(self.rt.round, "broadcast", d["src"], d["content"]))
+            self.calls.remember(d["dst"], MemoryItem(self.rt.round, "broadcast", d["src"], d["content"]))
         return results
 
     async def _phased_round(self, goal: str) -> dict[str, AgentResult]:
@@ -397,11 +389,11 @@ class DyTopoMethod:
         if late:
             self.rt.emit(ev.MessagesRouted(round=self.rt.round, deliveries=late))
         for name in results:
-            self.rt.memory[name].add(MemoryItem(self.rt.round, "own", name, results[name].public))
+            self.calls.remember(name, MemoryItem(self.rt.round, "own", name, results[name].public))
             for d in received[name]:
-                self.rt.memory[name].add(MemoryItem(self.rt.round, "routed", d["src"], d["content"], d["score"]))
+                self.calls.remember(name, MemoryItem(self.rt.round, "routed", d["src"], d["content"], d["score"]))
         for d in sorted(late, key=lambda d: (d["dst"], -d["score"], d["src"])):
-            self.rt.memory[d["dst"]].add(MemoryItem(self.rt.round, "routed", d["src"], d["content"], d["score"]))
+            self.calls.remember(d["dst"], MemoryItem(self.rt.round, "routed", d["src"], d["content"], d["score"]))
         return results
 
     async def _single_pass_round(self, goal: str) -> dict[str, AgentResult]:
@@ -437,9 +429,9 @@ class DyTopoMethod:
                 )
         self.rt.emit(ev.MessagesRouted(round=self.rt.round, deliveries=deliveries))
         for name in results:
-            self.rt.memory[name].add(MemoryItem(self.rt.round, "own", name, results[name].public))
+            self.calls.remember(name, MemoryItem(self.rt.round, "own", name, results[name].public))
         for d in deliveries:
-            self.rt.memory[d["dst"]].add(MemoryItem(self.rt.round, "routed", d["src"], d["content"], d["score"]))
+            self.calls.remember(d["dst"], MemoryItem(self.rt.round, "routed", d["src"], d["content"], d["score"]))
         return results
 
     async def _described_call(self, name: str, call: str, goal: str) -> AgentResult:
@@ -455,7 +447,7 @@ class DyTopoMethod:
         inbox_from: frozenset[str] = frozenset(),
     ) -> AgentResult:
         """A worker's call, with the user's notes first in its inbox (core.methods.dytopo_steer)."""
-        return await self.steer.call(name, lambda notes: self.rt.worker_call(
+        return await self.steer.call(name, lambda notes: self.calls.worker_call(
             name, call, goal, inbox=join_inbox(notes, inbox), tier=tier, inbox_from=inbox_from))
 
     def _route(self) -> None:
@@ -540,7 +532,7 @@ class DyTopoMethod:
 
         texts = [outputs[name].public for name in order]
         # Over the model's context, every worker's output is cut to an equal share (the round is one step).
-        decision, status = await self.rt.manager_call(
+        decision, status = await self.calls.manager_call(
             ev.CALL_MANAGER, build([], texts), shrink=shrink_pieces(build, [], texts)
         )
         tests_fail = evaluation is not None and not evaluation.passed

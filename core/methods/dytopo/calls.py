@@ -1,0 +1,173 @@
+"""DyTopo's own calls: a worker's call (work, descriptors, or both in one) with its memory, and the Manager's.
+
+Each worker keeps a memory (core.runtime.memory: eq. 3's accumulated outputs and messages, or only the
+latest per sender); a worker's prompt shows as much of it as the context budget leaves, and when a prompt
+must fit the model's context the oldest items go first, for good. The engine only sends the calls
+(core.runtime.calls) and announces them; what a worker is asked and what it remembers is DyTopo's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from core.llm.tokens import estimate_tokens
+from core.runtime import events as ev
+from core.runtime.context import Shrink, shrink_pieces
+from core.runtime.engine import STATUS_DONE, STATUS_FAILED, STATUS_UNPARSED, AgentResult, RunAborted
+from core.runtime.memory import MEMORY_ACCUMULATE, AgentMemory, MemoryItem
+from core.runtime.parsing import parse_descriptors, parse_manager, parse_work, parse_worker
+from core.runtime.prompts import PROMPT_CACHE, worker_messages
+
+if TYPE_CHECKING:
+    from core.runtime.engine import SwarmEngine
+
+
+class DyTopoCalls:
+    """One run's worker and Manager calls, and the workers' memories."""
+
+    def __init__(
+        self, rt: SwarmEngine, *, private_only: bool = False, memory_rule: str = MEMORY_ACCUMULATE,
+        prompt_order: str = PROMPT_CACHE,
+    ) -> None:
+        self.rt = rt
+        # The edge payload: True when only the private message travels (the workers' prompt says so).
+        self.private_only = private_only
+        self.prompt_order = prompt_order  # core.runtime.prompts PROMPT_ORDERS: how a worker prompt is ordered
+        self.memory: dict[str, AgentMemory] = {name: AgentMemory(rule=memory_rule) for name in rt.workers}
+
+    def remember(self, agent: str, item: MemoryItem) -> None:
+        self.memory[agent].add(item)
+
+    def remember_feedback(self, round_no: int, feedback: str) -> None:
+        """A check's result (the tests) goes into every worker's memory."""
+        for name in self.rt.workers:
+            self.memory[name].add(MemoryItem(round_no, "feedback", "test results", feedback))
+
+    async def worker_call(
+        self,
+        name: str,
+        call: str,
+        goal: str,
+        *,
+        inbox: str,
+        tier: int | None = None,
+        inbox_from: frozenset[str] = frozenset(),
+    ) -> AgentResult:
+        rt = self.rt
+        limits = rt.call_limits("descriptor" if call == ev.CALL_DESCRIPTORS else "worker")
+        parser: Callable[[str], Any] = {ev.CALL_DESCRIPTORS: parse_descriptors, ev.CALL_WORK: parse_work}.get(
+            call, parse_worker
+        )
+        messages = self._worker_messages(name, call, goal, inbox, inbox_from)
+        rt.emit(ev.AgentStarted(round=rt.round, agent=name, call=call, tier=tier))
+        outcome = await rt.calls.call_and_parse(
+            name, call, messages, limits, parser, shrink=self._worker_shrink(name, call, goal, inbox, inbox_from)
+        )
+        role = rt.domain.role(name)
+        parsed, chat, error, connection_failed, overflow = outcome
+        if parsed is not None:
+            result = AgentResult(
+                agent=name,
+                status=STATUS_DONE,
+                public=getattr(parsed, "public", ""),
+                private=dict(getattr(parsed, "private", {}) or {}),
+                query=parsed.query,
+                key=parsed.key,
+                answer=getattr(parsed, "answer", ""),
+                raw=chat.text if chat else "",
+            )
+        else:
+            raw = chat.text if chat else ""
+            # Keep the raw text and go on: descriptors fall back to the role's own description.
+            result = AgentResult(
+                agent=name,
+                status=STATUS_UNPARSED if chat else STATUS_FAILED,
+                public=raw.strip() if call != ev.CALL_DESCRIPTORS else "",
+                query=role.default_query,
+                key=role.default_key,
+                raw=raw,
+                error=error,
+                connection_failed=connection_failed,
+                context_overflow=overflow,
+            )
+            rt.notice(f"{name}: {'reply unparsed' if chat else 'call failed'} ({error})", "warning", name)
+        if call != ev.CALL_DESCRIPTORS:
+            rt.set_latest(result)
+        rt.call_finished(call, result, outcome[1])
+        return result
+
+    async def manager_call(
+        self, call: str, messages: list[dict[str, str]], *, shrink: Shrink | None = None
+    ) -> tuple[Any | None, str]:
+        rt = self.rt
+        name = rt.domain.manager.name
+        rt.emit(ev.AgentStarted(round=rt.round, agent=name, call=call))
+        parsed, chat, error, unreachable, _ = await rt.calls.call_and_parse(
+            name, call, messages, rt.call_limits("manager"), parse_manager, shrink=shrink
+        )
+        if parsed is not None:
+            result = AgentResult(name, STATUS_DONE, public=parsed.reasoning, raw=chat.text if chat else "")
+        else:
+            status = STATUS_UNPARSED if chat else STATUS_FAILED
+            result = AgentResult(name, status, raw=chat.text if chat else "", error=error)
+            rt.notice(f"Manager: {'reply unparsed' if chat else 'call failed'} ({error})", "warning", name)
+            if unreachable:
+                rt.call_finished(call, result, chat)
+                raise RunAborted(error)
+        rt.call_finished(call, result, chat)
+        return parsed, result.status
+
+    # --- a worker's prompt and its memory ---------------------------------------------------------
+    def _worker_messages(
+        self, name: str, call: str, goal: str, inbox: str, inbox_from: frozenset[str] = frozenset()
+    ) -> list[dict[str, str]]:
+        memory_text, dropped, dropped_tokens = self.memory[name].render(
+            self._memory_budget(goal, inbox), since_round=self._memory_since(call), newer_from=inbox_from
+        )
+        if dropped:
+            self.rt.emit(
+                ev.MemoryTrimmed(round=self.rt.round, agent=name, dropped=dropped, dropped_tokens=dropped_tokens)
+            )
+        return self._compose_worker(name, call, goal, memory_text, inbox)
+
+    def _memory_since(self, call: str) -> int:
+        # A descriptor call states needs and offers for this round: the last round's memory is its context.
+        return self.rt.round - 1 if call == ev.CALL_DESCRIPTORS else 0
+
+    def _compose_worker(self, name: str, call: str, goal: str, memory_text: str, inbox: str) -> list[dict[str, str]]:
+        rt = self.rt
+        return worker_messages(
+            rt.domain, rt.domain.role(name), call, round_no=rt.round, problem=rt.spec.problem, goal=goal,
+            memory=memory_text, inbox=inbox, private_only=self.private_only, order=self.prompt_order,
+            suffix=" /no_think" if call == ev.CALL_DESCRIPTORS and rt.settings.no_think else "",
+        )
+
+    def _worker_shrink(
+        self, name: str, call: str, goal: str, inbox: str, inbox_from: frozenset[str]
+    ) -> Shrink:
+        """DyTopo's memory rule when a prompt must fit the context: the oldest memory items go first, for
+        good (as the token budget drops them), then this round's inbox is cut."""
+        memory = self.memory[name]
+        # The memory as the prompt showed it (after its budget trim); the shrink reads it only when needed.
+        shown = memory.rendered(since_round=self._memory_since(call), newer_from=inbox_from)
+
+        def build(kept: list[str], shared: list[str]) -> list[dict[str, str]]:
+            return self._compose_worker(name, call, goal, "\n\n".join(kept), shared[0] if shared else "")
+
+        forgotten = [0]  # a later shrink of the same prompt drops more, never the same items twice
+
+        def forget(count: int) -> None:
+            gone, forgotten[0] = shown[forgotten[0]:count], max(forgotten[0], count)
+            if not gone:
+                return
+            memory.forget([item for item, _ in gone])
+            tokens = sum(estimate_tokens(text) + 1 for _, text in gone)
+            self.rt.emit(ev.MemoryTrimmed(round=self.rt.round, agent=name, dropped=len(gone), dropped_tokens=tokens))
+
+        return shrink_pieces(build, [text for _, text in shown], [inbox] if inbox else [], on_drop=forget)
+
+    def _memory_budget(self, goal: str, inbox: str) -> int:
+        """What is left of the context budget for memory once the fixed parts are in."""
+        fixed = (len(self.rt.spec.problem) + len(goal) + len(inbox)) // 4 + 800  # prompts and schema
+        return max(200, self.rt.settings.context_budget_tokens - fixed)

@@ -1,0 +1,323 @@
+"""One model call as every method makes it: the request, its parse, one re-ask, and the context's limits.
+
+``ModelCalls.call_and_parse`` sends a prompt through the run's client (or an agent's own), streams its
+text as AgentDelta events, parses the reply into the caller's contract and asks once more when it does not
+parse or was cut off; it fits the prompt to a known context (``fit_context``) and retries once, smaller,
+when the server refuses it as over its context (``after_overflow``). It also keeps the run's accounting:
+calls started (the call budget), tokens (with how many are estimates) and replies parsed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+from core.llm.call_id import CallId
+from core.llm.tokens import CutOffCost
+from core.runtime import events as ev
+from core.runtime.config import CallLimits, Settings
+from core.runtime.context import Shrink, cut_text, prompt_chars
+from core.runtime.domains import Role
+from core.runtime.faults import FailureStreak
+from core.runtime.parsing import ParseError, ReplyTally, response_schema
+from core.runtime.prompts import JSON_REPLY, repair_request
+
+if TYPE_CHECKING:  # the openai SDK takes ~0.8 s to import: the launch form's first frame does not wait for it
+    from core.llm.client import ChatResult, LLMClient
+
+
+class CallOutcome(NamedTuple):
+    """What call_and_parse ends with."""
+
+    parsed: Any | None
+    usage: Usage | None
+    error: str
+    unreachable: bool  # no later call can succeed either (the endpoint is down, refuses us, ...)
+    overflow: bool = False  # the prompt does not fit the model's context, even trimmed
+
+
+class CallHost(Protocol):
+    """What a call needs of its run (the engine): the clients, the settings, the round, events and the
+    call budget's stop."""
+
+    settings: Settings
+    round: int
+
+    @property
+    def llm(self) -> LLMClient: ...
+
+    @property
+    def agent_clients(self) -> Mapping[str, LLMClient]: ...
+
+    def emit(self, event: ev.Event) -> None: ...
+
+    def notice(self, message: str, severity: str = "warning", agent: str = "") -> None: ...
+
+    def stop_for_budget(self, why: str, *, let_running_finish: bool = False) -> None: ...
+
+
+class ModelCalls:
+    """The run's model calls and what they cost: one per run, owned by the engine."""
+
+    def __init__(self, host: CallHost, roles: Mapping[str, Role], failures: FailureStreak) -> None:
+        self.host = host
+        self.roles = dict(roles)  # a team file's per-agent temperature and max_tokens (steering may replace one)
+        self.calls_started = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        # Of those, how many are estimates (calls cut off in flight, servers that report no usage): RunFinished.
+        self.estimated_tokens = 0
+        self.reply_tally = ReplyTally()  # model calls that got a reply / that parsed, for RunFinished
+        # What the app itself sent (prompts, re-asks): a final answer that merely echoes it is refused.
+        self.sent_texts: deque[str] = deque(maxlen=400)
+        self.failures = failures  # calls failed in a row (core.runtime.faults)
+
+    async def call_and_parse(
+        self,
+        agent: str,
+        call: str,
+        messages: list[dict[str, str]],
+        limits: CallLimits,
+        parser: Callable[[str], Any],
+        *,
+        json_mode: bool = True,
+        top_logprobs: int = 0,
+        client: LLMClient | None = None,
+        reply_format: str | None = None,
+        shrink: Shrink | None = None,
+    ) -> CallOutcome:
+        """(parsed or None, usage summed over attempts, error text, connection failed, context overflow).
+        A reply that does not parse, or was cut off at max_tokens, is asked for once more, with the error.
+        The endpoint is asked for the contract's JSON schema (core.runtime.parsing.response_schema).
+        ``client``: another endpoint or model for this call (e.g. a method's own orchestrator model).
+        ``shrink``: how the method trims this prompt (core.runtime.context): used to fit a known context from
+        the start, and once when the server refuses the request as over its context."""
+        import openai  # loaded with the client already; not at the top (see TYPE_CHECKING above)
+
+        from core.llm.client import endpoint_down
+        from core.llm.overflow import context_overflow
+
+        host = self.host
+        llm = client or host.agent_clients.get(agent) or host.llm
+        role = self.roles.get(agent)
+        if role is not None and (role.temperature is not None or role.max_tokens is not None):
+            limits = CallLimits(
+                limits.temperature if role.temperature is None else role.temperature,
+                limits.max_tokens if role.max_tokens is None else role.max_tokens,
+            )
+        if host.settings.max_tokens is not None and limits.max_tokens > host.settings.max_tokens:
+            limits = CallLimits(limits.temperature, host.settings.max_tokens)  # --max-tokens caps every call
+        usage: Usage | None = None
+        tally = self.reply_tally
+        decision = call in (ev.CALL_PLAN, ev.CALL_MANAGER)
+        # App-authored only: system prompts and re-asks (user messages also carry the team's own outputs).
+        self.sent_texts.extend(str(m.get("content", "")) for m in messages if m.get("role") == "system")
+        # The format this call's role must write, for a re-ask: the caller's, the parser's own, or by mode.
+        reask_format = reply_format or getattr(parser, "reply_format", None) or (
+            JSON_REPLY if json_mode else "your reply in the format you were asked for, shorter")
+        base, extra = messages, []  # the method's prompt, and a re-ask's turns after it
+        overflow_retried = False
+        attempt = 1
+        while True:
+            base, sent, max_tokens, before = fit_context(llm, base, extra, shrink, limits.max_tokens)
+            if before:
+                host.notice(f"{agent}: prompt trimmed to fit the model's context of {llm.context_size} tokens "
+                            f"({before} → {prompt_chars(sent)} characters, oldest messages first)", "info", agent)
+            if host.settings.max_calls is not None and self.calls_started >= host.settings.max_calls:
+                host.stop_for_budget(f"the budget of {host.settings.max_calls} model calls was reached",
+                                     let_running_finish=True)
+                raise asyncio.CancelledError  # this call is never sent; the run ends as "budget"
+            self.calls_started += 1
+            cut_off = CutOffCost()
+            try:
+                chat = await llm.chat(
+                    sent,
+                    temperature=limits.temperature,
+                    max_tokens=max_tokens,
+                    json_mode=json_mode,
+                    schema=response_schema(parser) if json_mode else None,
+                    on_delta=lambda text: host.emit(ev.AgentDelta(round=host.round, agent=agent, call=call, text=text)),
+                    on_retry=lambda message: self._retrying(agent, call, message),
+                    # A decision call is named by its kind, "Manager", whatever the team calls its Manager.
+                    call_id=CallId("Manager" if decision else agent, call, host.round),
+                    **({"top_logprobs": top_logprobs} if top_logprobs > 0 else {}),
+                    cut_off=cut_off,
+                )
+            except asyncio.CancelledError:
+                self._count_cut_off(agent, call, cut_off)
+                raise
+            except openai.OpenAIError as exc:
+                overflow = context_overflow(exc)
+                if overflow is not None:
+                    self.failures.replied()  # the server answered: it is up
+                    retry = None if overflow_retried else after_overflow(
+                        llm, base, extra, shrink, limits.max_tokens, sent, max_tokens)
+                    if retry is not None:
+                        overflow_retried, base = True, retry[0]
+                        host.notice(f"{agent}: {overflow.describe()}; asking once more with {retry[1]}", "warning",
+                                    agent)
+                        host.emit(ev.AgentStarted(round=host.round, agent=agent, call=call))
+                        continue
+                    tally.count(replied=usage is not None, parsed=False)
+                    why = "even after trimming it once" if overflow_retried else "and nothing in it can be trimmed"
+                    return CallOutcome(None, usage, f"{overflow.describe()}, {why}", False, True)
+                # No later call can succeed either: the server is gone, refuses the key, has no such
+                # model (a model name it does not serve answers 404), never answers or rate-limits us.
+                unreachable = endpoint_down(exc)
+                tally.count(replied=usage is not None, parsed=False)
+                error = llm.describe_error(exc)
+                if agent in host.agent_clients and client is None:  # say whose endpoint failed
+                    error = f"agent {agent} (model {llm.model or '?'} at {llm.shown_url}): {error}"
+                ended = self.failures.failed(error)
+                if ended:
+                    return CallOutcome(None, usage, ended, True)
+                return CallOutcome(None, usage, error if unreachable else f"{error}; {self.failures.goes_on()}",
+                                   unreachable)
+            self.failures.replied()
+            if chat.cut_short:
+                host.notice(f"{agent}: {chat.cut_short}", "warning", agent)
+            usage = Usage.add(usage, chat)
+            self.prompt_tokens += chat.prompt_tokens
+            self.completion_tokens += chat.completion_tokens
+            if chat.usage_estimated:
+                self.estimated_tokens += chat.prompt_tokens + chat.completion_tokens
+            try:
+                parsed = parser(chat.text)
+                if chat.finish_reason == "length" and (decision or attempt == 1):
+                    # json-repair may complete a cut-off object: never take it as a decision, and ask a
+                    # worker once more before using what it got.
+                    raise ParseError(f"the reply was cut off at max_tokens ({max_tokens} tokens): be shorter")
+                tally.count(replied=True, parsed=True)
+                return CallOutcome(parsed, usage, "", False)
+            except ParseError as exc:
+                if attempt == 2:
+                    tally.count(replied=True, parsed=False)
+                    return CallOutcome(None, usage, str(exc), False)
+                attempt = 2
+                self._retrying(agent, call, f"reply did not parse ({exc}); asking again")
+                extra = [
+                    {"role": "assistant", "content": chat.text},
+                    {"role": "user", "content": repair_request(str(exc), reask_format)},
+                ]
+                self.sent_texts.append(extra[-1]["content"])
+
+    def _count_cut_off(self, agent: str, call: str, cost: CutOffCost) -> None:
+        """A call cancelled in flight (the time budget, a cancel) still cost what the server did: its tokens
+        go into the run's totals, and a notice records them (the call itself never finishes)."""
+        if not cost.sent:
+            return
+        self.prompt_tokens += cost.prompt_tokens
+        self.completion_tokens += cost.completion_tokens
+        if cost.estimated:
+            self.estimated_tokens += cost.tokens
+        self.host.notice(
+            f"{agent}: {call} call cut off in flight; its {'~' if cost.estimated else ''}{cost.prompt_tokens} prompt "
+            f"+ {cost.completion_tokens} completion tokens{' (estimated)' if cost.estimated else ''} are counted",
+            "info", agent,
+        )
+
+    def _retrying(self, agent: str, call: str, message: str) -> None:
+        self.host.notice(f"{agent}: {message}", "info", agent)
+        # A fresh AgentStarted tells panes to clear the partial text of the attempt that failed.
+        self.host.emit(ev.AgentStarted(round=self.host.round, agent=agent, call=call))
+
+
+def fit_context(
+    llm: LLMClient, base: list[dict[str, str]], extra: list[dict[str, str]], shrink: Shrink | None, max_tokens: int
+) -> tuple[list[dict[str, str]], list[dict[str, str]], int, int]:
+    """Plan a request within the model's context when it is known (llama.cpp's /props, or an earlier
+    overflow error): the prompt keeps room for the reply (max_tokens, at most a quarter of it) and is
+    trimmed by ``shrink`` when it does not; max_tokens never asks for more than the context leaves.
+    (the method's prompt, the messages to send, max_tokens, the prompt's characters before a trim or 0)."""
+    sent = [*base, *extra]
+    n_ctx = llm.context_size
+    if not n_ctx:
+        return base, sent, max_tokens, 0
+    margin = max(16, n_ctx // 32)  # the character estimate of a prompt's tokens is not exact
+    limit = n_ctx - min(max_tokens, n_ctx // 4) - margin
+    before = 0
+    if shrink is not None and llm.estimate_prompt_tokens(sent) > limit:
+        most = int((limit - 4 * len(sent)) * llm.chars_per_token) - prompt_chars(extra)
+        smaller = shrink(max(0, most))
+        if smaller is not None and prompt_chars(smaller) < prompt_chars(base):
+            before, base = prompt_chars(sent), smaller
+            sent = [*base, *extra]
+    over = llm.estimate_prompt_tokens(sent) - limit
+    if extra and over > 0:  # a re-ask: the reply it quotes is cut (it only shows what was wrong)
+        reply = extra[0]["content"]
+        keep = max(0, len(reply) - int(over * llm.chars_per_token))
+        if keep < len(reply):
+            before = before or prompt_chars(sent)
+            sent = [*base, {**extra[0], "content": cut_text(reply, keep)}, *extra[1:]]
+    room = n_ctx - llm.estimate_prompt_tokens(sent) - margin
+    if room >= min(max_tokens, 32):
+        max_tokens = min(max_tokens, room)
+    return base, sent, max_tokens, before
+
+
+def after_overflow(
+    llm: LLMClient,
+    base: list[dict[str, str]],
+    extra: list[dict[str, str]],
+    shrink: Shrink | None,
+    max_tokens: int,
+    sent: list[dict[str, str]],
+    sent_max_tokens: int,
+) -> tuple[list[dict[str, str]], str] | None:
+    """The prompt to retry with after the server refused ``sent`` as over its context, and what changed;
+    None when nothing can be made smaller. The client has learned what the error said (the context size,
+    the prompt's tokens); without a context size the prompt is cut to half."""
+    new_base, new_sent, new_max, _ = fit_context(llm, base, extra, shrink, max_tokens)
+    if prompt_chars(new_sent) >= prompt_chars(sent) and new_max >= sent_max_tokens:
+        smaller = shrink(prompt_chars(base) // 2) if shrink is not None else None
+        if smaller is None:
+            return None
+        new_base, new_sent = smaller, [*smaller, *extra]
+        new_max = fit_context(llm, new_base, extra, None, max_tokens)[2]
+    changes = []
+    if prompt_chars(new_sent) < prompt_chars(sent):
+        changes.append(f"the prompt trimmed from {prompt_chars(sent)} to {prompt_chars(new_sent)} characters "
+                       "(oldest messages first)")
+    if new_max < sent_max_tokens:
+        changes.append(f"max_tokens {new_max}")
+    if not changes:
+        return None
+    return new_base, " and ".join(changes)
+
+
+@dataclass
+class Usage:
+    """What one call cost, summed over its attempts (a re-ask, an overflow retry)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    usage_estimated: bool
+    latency_s: float
+    attempts: int
+    text: str  # the last attempt's text
+    top_logprobs: list[list[float]] | None = None  # the last attempt's, when asked for
+
+    @staticmethod
+    def add(total: Usage | None, chat: ChatResult) -> Usage:
+        if total is None:
+            return Usage(
+                chat.prompt_tokens,
+                chat.completion_tokens,
+                chat.usage_estimated,
+                chat.latency_s,
+                chat.attempts,
+                chat.text,
+                chat.top_logprobs,
+            )
+        return Usage(
+            total.prompt_tokens + chat.prompt_tokens,
+            total.completion_tokens + chat.completion_tokens,
+            total.usage_estimated or chat.usage_estimated,
+            total.latency_s + chat.latency_s,
+            total.attempts + chat.attempts,
+            chat.text,
+            chat.top_logprobs,
+        )
