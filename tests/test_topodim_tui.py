@@ -55,7 +55,7 @@ async def test_a_demo_run_shows_the_typed_graph_and_the_numbered_calls(tmp_path:
         text = view.text
         assert "p(r) per pair" in text and "0.55✗" in text  # the masked draw, in its 4-way distribution
         assert "Developer→Researcher" in text
-        assert "R1 goal: One pass over the typed graph: 9 calls" in screen.query_one("#manager").copy_text()
+        assert "step 1 goal: One pass over the typed graph: 9 calls" in screen.query_one("#manager").copy_text()
 
 
 async def test_the_view_follows_calls_in_step_mode(tmp_path: Path) -> None:

@@ -197,6 +197,11 @@ class RunModel:
         return f"{info.layer} {view.tier + info.layer_base}"
 
     @property
+    def one_agent(self) -> bool:
+        """The run has a single agent (single): no graph, no Manager, no edges to count."""
+        return self.run is not None and len(self.agents) < 2
+
+    @property
     def uses_tau(self) -> bool:
         """tau and k_in mean something to the run's method (before a run starts: assume they do)."""
         info = self.method_info
@@ -290,6 +295,10 @@ class RunModel:
         self.extra_agents = []
         self.strategy = e.strategy or "dytopo"
         self.params = dict(e.params)
+        info = self.method_info
+        if info is not None and "max_rounds" in self.params:  # DMoA counts L_max steps from its first step on:
+            # say so from the start, not "step 0/5" then "step 1/20"
+            self.params["max_rounds"] = info.max_rounds(e.method_options, int(self.params["max_rounds"]))
         self.started_ts = e.ts
         self.control_status = "running"
 

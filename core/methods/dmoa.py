@@ -866,6 +866,7 @@ register(
         ),
         unit="step",
         substep="phase",
+        limit_option="l_max",
         layer="",  # a step's selected experts answer together: no tiers
         steering=frozenset({SteerKind.FORCE, SteerKind.EXCLUDE, SteerKind.NOTE, SteerKind.STOP}),
         steering_why=dict.fromkeys(

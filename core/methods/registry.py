@@ -143,6 +143,9 @@ class MethodInfo:
     options: tuple[OptionSpec, ...] = ()
     unit: str = "round"  # what N steps over: round, step, turn
     unit_limit: Callable[[int], int | None] = max_rounds_limit  # the most units a run takes (see position)
+    # The option the method sets the run's max_rounds from (DMoA's L_max, TopoWeaver-R1's K turns): what a
+    # screen counts against before the run starts. "": the run's own max_rounds.
+    limit_option: str = ""
     substep: str = "phase"  # what n steps over
     # What an agent's pane calls its place in the unit's graph: DyTopo's "tier" (from 0, as its graph
     # draws T0, T1, …), TopoWeaver's plan "step" (from 1, as its plans count them). "": the agents of one
@@ -184,6 +187,16 @@ class MethodInfo:
         """Where a run is, in the method's own unit: "round 2/5", "step 1/1", "call 1" (no limit to show)."""
         limit = self.unit_limit(max_rounds) if max_rounds else None
         return f"{self.unit} {current}" + (f"/{limit}" if limit else "")
+
+    def max_rounds(self, given: Mapping[str, Any] | None, max_rounds: int) -> int:
+        """The max_rounds a run with these options will count against (its limit_option's value, else
+        ``max_rounds``)."""
+        if not self.limit_option:
+            return max_rounds
+        try:
+            return int(self.resolve(given).get(self.limit_option, max_rounds))
+        except MethodError:  # a bad option fails the run with its own message; the count is not the place
+            return max_rounds
 
     def resolve(self, given: Mapping[str, Any] | None) -> dict[str, Any]:
         """Defaults overlaid with the given values, each checked. Options left unset (a call kind's limits,

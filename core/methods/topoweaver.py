@@ -632,6 +632,7 @@ register(
         ),
         unit="turn",
         substep="step",
+        limit_option="turns",
         layer="step",  # the plan's steps, counted from 1 as the plans print them
         layer_base=1,
         steering=frozenset({SteerKind.PLAN, SteerKind.STOP}),

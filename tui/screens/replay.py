@@ -118,7 +118,7 @@ class ReplayScreen(SwarmScreen):
         """Show round ``number`` complete (everything before the next round starts)."""
         starts = [i for i, e in enumerate(self.events) if isinstance(e, ev.RoundStarted)]
         if not 1 <= number <= len(starts):
-            self.notify(f"no round {number}: this session has {len(starts)}", severity="warning")
+            self.notify(f"no {self.model.unit} {number}: this session has {len(starts)}", severity="warning")
             return
         self.seek(starts[number] if number < len(starts) else len(self.events))
 
@@ -128,7 +128,7 @@ class ReplayScreen(SwarmScreen):
                 self.jump_to_round(value)
 
         rounds = sum(isinstance(e, ev.RoundStarted) for e in self.events)
-        self.app.push_screen(JumpScreen(rounds), answer)
+        self.app.push_screen(JumpScreen(rounds, self.model.unit), answer)
 
     def action_toggle_pause(self) -> None:
         self.playing = not self.playing
@@ -302,14 +302,15 @@ class ReplayScreen(SwarmScreen):
 class JumpScreen(ModalScreen[int | None]):
     BINDINGS = [Binding("escape", "dismiss(None)", "cancel", id="jump_cancel", tooltip="Close")]
 
-    def __init__(self, rounds: int) -> None:
+    def __init__(self, rounds: int, unit: str = "round") -> None:
         super().__init__()
         self.rounds = rounds
+        self.unit = unit  # the method's: round, step, turn
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label(f"Jump to round (1..{self.rounds}), enter to go, esc to cancel:", id="jump-label")
-            yield Input(placeholder="round number", type="integer", id="jump-input")
+            yield Label(f"Jump to {self.unit} (1..{self.rounds}), enter to go, esc to cancel:", id="jump-label")
+            yield Input(placeholder=f"{self.unit} number", type="integer", id="jump-input")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         try:

@@ -66,6 +66,11 @@ class RunScreen(SwarmScreen):
         params = Params(settings.tau, settings.k_in, settings.max_rounds)
         self.control = RunControl(params, n_workers, mode=MODE_STEP if step else MODE_AUTO)
         self.model.params = params.as_dict()  # the bar shows the run's settings before the engine starts
+        self.model.strategy = settings.strategy
+        info = self.model.method_info  # ... counting against the method's own limit (DMoA's L_max steps)
+        if info is not None:
+            given = settings.strategy_options.get(settings.strategy)
+            self.model.params["max_rounds"] = info.max_rounds(given, settings.max_rounds)
         # ... and the header the problem, even if the endpoint never answers (RunStarted fills the rest).
         self.model.problem, self.model.domain, self.model.demo = problem, settings.domain, demo
         # ... and the team's panes from the first frame (DyTopo's roster; another method's RunStarted

@@ -12,6 +12,7 @@ from functools import partial
 from pathlib import Path
 
 from textual.app import ComposeResult
+from textual.binding import BindingsMap
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widget import Widget
@@ -22,6 +23,7 @@ from core.sessions.export import FORMATS
 from core.sessions.model import Session
 
 from ..export import EXPORT_NAMES, ExportError, export_suffix, export_to_file
+from ..method_keys import GRAPH_ACTIONS, Words, hidden_for, relabelled, words_for
 from ..model import RoundView, RunModel
 from ..widgets.agent_pane import AgentPane
 from ..widgets.dmoa_view import DmoaView
@@ -38,7 +40,6 @@ from .inbox import inbox_count
 FRAME_INTERVAL = 1 / 25  # how often streamed text reaches the panes
 NARROW_WIDTH, SHORT_HEIGHT = 100, 30
 TAU_ACTIONS = frozenset({"tau", "k_in", "reroute"})  # the keys that set or apply tau / k_in
-GRAPH_ACTIONS = frozenset({"toggle_matrix", "toggle_removed"})  # the graph pane's keys
 STREAMS_PER_FRAME = 6  # streaming panes redrawn per frame; the rest wait their turn (see _deferred_streams)
 CROWDED_AT = 9  # more agents than this: compact panes of a fixed height in a scrolling grid
 
@@ -58,6 +59,7 @@ class SwarmScreen(Screen[None]):
         self._hits: list[tuple[str, int, int]] = []  # the search's matches: (agent, row, column)
         self._hit: int | None = None  # the current one
         self._search_from: AgentPane | None = None  # the pane focused when the search opened
+        self._words = Words()  # the unit and sub-step the keys are labelled in (DyTopo's until the method is known)
 
     # --- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -82,6 +84,7 @@ class SwarmScreen(Screen[None]):
         yield WrapFooter()
 
     def on_mount(self) -> None:
+        self.use_method_keys()
         self.set_interval(FRAME_INTERVAL, self._frame)
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
         self._relayout()
@@ -137,6 +140,7 @@ class SwarmScreen(Screen[None]):
             return
         if isinstance(event, ev.RunStarted):
             self._ensure_panes()
+            self.use_method_keys()
             self.refresh_bindings()  # the keys the run's method uses
             self.set_class(event.strategy == "dmoa", "-dmoa")
             self._show_method_view()
@@ -148,11 +152,25 @@ class SwarmScreen(Screen[None]):
         if render:
             self.refresh_all()
 
+    def use_method_keys(self) -> None:
+        """The keys' labels and help in the run's method's words (tui.method_keys): "n call · N step" for
+        TopoDIM, not DyTopo's "n phase · N round". The screen gets its own copy of its bindings."""
+        words = words_for(self.model.method_info)
+        if words == self._words:
+            return
+        self._words = words
+        self._bindings = relabelled(type(self)._merged_bindings or BindingsMap(), words, replay=not self.live)
+        self.refresh_bindings()
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The tau / k_in keys only for a method that routes by them (DyTopo, the graph baselines): in a
         DMoA or TopoDIM run they would change numbers nothing reads. The graph keys (g, d) only where a view
         reads them: the graph pane, or TopoDIM's typed graph (its edge distributions, its pruned edges); DMoA's
-        and TopoWeaver-R1's views have none."""
+        and TopoWeaver-R1's views have none. Keys the method has no use for at all (tui.method_keys.hidden_for:
+        browsing a one-unit run, the graph of one agent) are hidden."""
+        model = self.model
+        if hidden_for(action, self._words, units=model.unit_limit, one_agent=model.one_agent):
+            return False
         if action in TAU_ACTIONS:
             return self.model.uses_tau
         if action in GRAPH_ACTIONS:
@@ -172,7 +190,9 @@ class SwarmScreen(Screen[None]):
         for view, shown in views.items():
             self.query_one(view).display = shown
         self.query_one(GraphPane).display = not any(views.values())
-        self.query_one(ManagerPane).display = not (views[DmoaView] or views[TopoWeaverView])
+        # No Manager pane where no Manager decides (DMoA, TopoWeaver-R1) or one agent works alone (single).
+        self.query_one(ManagerPane).display = not (views[DmoaView] or views[TopoWeaverView] or self.model.one_agent)
+        self.query_one(RoundSparks).set_class(self.model.one_agent, "-no-edges")  # one agent: no edges to count
 
     def on_notice(self, event: ev.Notice) -> None:
         severity = {"error": "error", "warning": "warning"}.get(event.severity, "information")

@@ -222,7 +222,9 @@ class ParamsBar(Static):
             *([] if model.strategy == "dytopo" else [f"method [b]{model.strategy}[/]"]),
             *([f"tau [b]{tau:.2f}[/]", f"k_in [b]{k_in}[/]"] if routed else []),
             # max_rounds only where it bounds the run (not single's one call, single-turn's one round).
-            *([f"max [b]{p['max_rounds']}[/]" if compact else f"max_rounds [b]{p['max_rounds']}[/]"]
+            # ... in the method's unit: DMoA's "max steps 20" (its L_max), TopoWeaver-R1's "max turns 2".
+            *([f"max [b]{p['max_rounds']}[/]" if compact else
+               f"max_rounds [b]{p['max_rounds']}[/]" if unit == "round" else f"max {unit}s [b]{p['max_rounds']}[/]"]
               if model.unit_limit == p["max_rounds"] else []),
             *([(f"[b]{model.protocol or '-'}[/]" if compact else f"protocol [b]{model.protocol or '-'}[/]")]
               if routed else []),

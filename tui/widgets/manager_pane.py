@@ -7,13 +7,14 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
-from ..model import RoundView, RunModel
+from ..model import RoundView, RunModel, unit_mark
 
 
-def round_entry(rv: RoundView) -> tuple[Content, str]:
-    """(what the pane shows, plain text for copying) for one round."""
-    parts = [Content.assemble((f"R{rv.number} goal", "bold"), " ", rv.goal or "…")]
-    plain = [f"R{rv.number} goal: {rv.goal}"]
+def round_entry(rv: RoundView, unit: str = "round") -> tuple[Content, str]:
+    """(what the pane shows, plain text for copying) for one round (or step, or turn: the method's ``unit``)."""
+    mark = unit_mark(unit, rv.number)  # DyTopo's "R2", TopoDIM's "step 1"
+    parts = [Content.assemble((f"{mark} goal", "bold"), " ", rv.goal or "…")]
+    plain = [f"{mark} goal: {rv.goal}"]
     if rv.tests:
         parts.append(Content.styled(f"   tests: {rv.tests[-1]}", "$text-muted"))
         plain.append(f"   tests: {rv.tests[-1]}")
@@ -55,8 +56,9 @@ class ManagerPane(VerticalScroll):
         if key == self._key:
             return
         self._key = key
+        unit = model.unit
         for number in sorted(model.rounds):
-            content, plain = round_entry(model.rounds[number])
+            content, plain = round_entry(model.rounds[number], unit)
             entry = self._entries.get(number)
             if entry is None:
                 entry = Static(content, classes="round")

@@ -148,7 +148,10 @@ class Bars(Static):
 
 
 class RoundSparks(Vertical):
-    """Edges per round and tokens per round (a round in progress once it has a value)."""
+    """Edges per round and tokens per round (a round in progress once it has a value); no edges for a run
+    of one agent (class -no-edges)."""
+
+    DEFAULT_CSS = "RoundSparks.-no-edges > #edges-label, RoundSparks.-no-edges > #edges-spark { display: none; }"
 
     def compose(self) -> ComposeResult:
         yield Label("edges/round", id="edges-label")

@@ -147,7 +147,8 @@ def _column(model: RunModel, turn: Turn, title: str, agents: list[dict[str, Any]
 
 
 def dag_lines(model: RunModel, turn: Turn, width: int, active: frozenset[str], styles: Styles) -> list[Text]:
-    """The layered DAG as columns, one per step; earlier turns' outputs in a first, dimmed column."""
+    """The layered DAG as columns, one per step; earlier turns' outputs in a first, dimmed column. Columns
+    that do not fit beside each other go to a band below, whole (see ``bands``)."""
     plan = turn.plan
     if plan is None or not plan.steps:
         return []
@@ -164,25 +165,51 @@ def dag_lines(model: RunModel, turn: Turn, width: int, active: frozenset[str], s
         columns.append([Text("earlier", styles.muted), *[Text(f"┄ {g}", styles.cross) for g in ghosts]])
     for number, step in enumerate(plan.steps, start=1):
         columns.append(_column(model, turn, f"step {number}", step, active, styles, cross_into))
-    gap = 3
-    col_width = (width - gap * (len(columns) - 1)) // len(columns)
-    if col_width < MIN_COLUMN and ghosts:  # the earlier turn's column goes first: its edges stay under agents
-        columns = columns[1:]
-        col_width = (width - gap * (len(columns) - 1)) // len(columns)
-    if col_width < MIN_COLUMN:  # too narrow for columns: one step under the other
-        return [_clip(line, width) for column in columns for line in column]
-    height = max(len(c) for c in columns)
-    rows = []
-    for i in range(height):
-        row = Text()
-        for c, column in enumerate(columns):
-            text = _clip(column[i] if i < len(column) else Text(""), col_width)
-            text.pad_right(col_width - text.cell_len)
-            row.append_text(text)
-            if c < len(columns) - 1:
-                row.append(" ▸ " if i == 0 else "   ", styles.muted)
-        rows.append(row)
+    rows: list[Text] = []
+    for band in bands([max((line.cell_len for line in column), default=0) for column in columns], width):
+        if rows:
+            rows.append(Text(""))  # the next band of whole steps, under the last
+        widths = band_widths([max((line.cell_len for line in columns[c]), default=0) for c in band], width)
+        for i in range(max(len(columns[c]) for c in band)):
+            row = Text()
+            for j, c in enumerate(band):
+                column = columns[c]
+                text = _clip(column[i] if i < len(column) else Text(""), widths[j])
+                if j < len(band) - 1:
+                    text.pad_right(widths[j] - text.cell_len)
+                    text.append(" ▸ " if i == 0 else "   ", styles.muted)
+                row.append_text(text)
+            rows.append(row)
     return rows
+
+
+GAP = 3  # cells between two step columns (" ▸ " on the title row)
+
+
+def bands(natural: list[int], width: int) -> list[list[int]]:
+    """Columns (by index) in bands that fit ``width``: as many whole columns side by side as fit at their
+    natural width (at least MIN_COLUMN), the rest in the next band below. A step is never split across
+    lines; a pane too narrow for two has one column per band."""
+    out: list[list[int]] = [[]]
+    used = 0
+    for index, w in enumerate(natural):
+        w = min(width, max(MIN_COLUMN, w))
+        need = w + (GAP if out[-1] else 0)
+        if out[-1] and used + need > width:
+            out.append([])
+            used, need = 0, w
+        out[-1].append(index)
+        used += need
+    return [band for band in out if band]
+
+
+def band_widths(natural: list[int], width: int) -> list[int]:
+    """Each column's width in a band: its natural width, the room left shared out evenly."""
+    widths = [min(width, max(MIN_COLUMN, w)) for w in natural]
+    spare = width - sum(widths) - GAP * (len(widths) - 1)
+    if spare > 0:
+        widths = [w + spare // len(widths) for w in widths]
+    return widths
 
 
 def _clip(line: Text, width: int) -> Text:
@@ -274,6 +301,7 @@ class TopoWeaverView(Horizontal):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._key: tuple[object, ...] | None = None
+        self._last: tuple[RunModel, int, frozenset[str]] | None = None  # what sync was last given
         self._plain = ""
         self.yaml_shown = ""  # the right column as plain text: the plan's YAML (and the raw reply)
 
@@ -310,9 +338,19 @@ class TopoWeaverView(Horizontal):
             head=f"bold {self._color('accent', 'magenta')}",
         )
 
+    def on_resize(self) -> None:
+        """The pane's width changes with the layout around it, not only with the terminal: redraw the DAG for
+        the width it has now (rows drawn for a wider pane would wrap mid-step)."""
+        if self._last is not None:
+            self.call_after_refresh(lambda: self._last is not None and self.sync(*self._last[:2], active=self._last[2]))
+
     def sync(self, model: RunModel, round_no: int, *, active: frozenset[str] = frozenset()) -> None:
+        self._last = (model, round_no, active)
         main = self.query_one("#tw-main", VerticalScroll)
-        width = max(30, main.scrollable_content_region.width)
+        # The scrollbar's room is left whether or not it shows yet: rows drawn before it appeared would wrap.
+        scrollbar = 0 if main.styles.scrollbar_gutter == "stable" or main.show_vertical_scrollbar else \
+            main.styles.scrollbar_size_vertical
+        width = max(30, main.scrollable_content_region.width - scrollbar)
         key = (model.rev, round_no, width, active, self.app.theme)
         if key == self._key:
             return
