@@ -33,7 +33,7 @@ def swarm(
     ("args", "fragment"),
     [
         (["--headless", "--tau", "1.5", "x"], "tau"),
-        (["--headless", "--tau", "abc", "x"], "not a number"),
+        (["--headless", "--tau", "abc", "x"], "tau must be a number"),
         (["--headless", "--k-in", "0", "x"], "k-in"),
         (["--headless", "--domain", "math", "--k-in", "3", "x"], "k_in must be between 1 and 2"),
         (["--headless", "--max-rounds", "11", "x"], "max-rounds"),

@@ -55,7 +55,7 @@ def test_settings_may_sit_under_a_swarm_table_with_a_keymap(tmp_path: Path) -> N
         ("call_timeout = 'x'\n", "call_timeout must be a number"),
         ("max_rounds = 2.5\n", "max_rounds must be a whole number"),
         ("k_in = true\n", "k_in must be a whole number"),
-        ("sessions_dir = 5\n", "sessions_dir must be a quoted string"),
+        ("sessions_dir = 5\n", "sessions_dir must be text, got 5"),
         ("no_think = 'yes'\n", "no_think must be true or false"),
         ("swarm = 1\n", "[swarm] must be a table"),
         ("[work_call]\ntemperature = 'hot'\n", "work_call.temperature must be a number"),

@@ -58,7 +58,7 @@ async def test_out_of_range_values_name_the_real_range(tmp_path: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         app.screen.query_one("#problem", TextArea).text = "Add two numbers."
         status = app.screen.query_one("#launch-status", Static)
-        for field, value, expected in (("tau", "7", "tau must be between 0 and 1, got 7.0"),
+        for field, value, expected in (("tau", "7", "tau must be between 0 and 1, got 7"),
                                        ("k_in", "0", "k_in must be between 1 and 3, got 0"),
                                        ("max_rounds", "", "max_rounds is empty: type a whole number")):
             app.screen.query_one(f"#{field}", Input).value = value

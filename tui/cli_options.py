@@ -14,7 +14,15 @@ from typing import NoReturn
 from core.llm.urls import DEFAULT_BASE_URL, URLError, check_base_url
 from core.methods.catalogue import build_method, get_method_info
 from core.methods.registry import MethodError, parse_option_flags
-from core.runtime.config import DOMAINS, PROTOCOLS, ConfigError, Settings, resolve_base_url
+from core.runtime.config import (
+    DOMAINS,
+    PROTOCOLS,
+    ConfigError,
+    Settings,
+    bounds_text,
+    check_setting,
+    resolve_base_url,
+)
 from core.runtime.config_file import load_settings
 from core.runtime.teams import resolve_team, table_from_record, with_team
 from core.runtime.textsafe import printable
@@ -73,6 +81,20 @@ def int_range(low: int, high: int | None) -> type:
     return parse  # type: ignore[return-value]
 
 
+def setting_arg(name: str) -> type:
+    """An argparse type for the setting ``name``: the flag's text read and checked through the settings
+    model (core.runtime.config), so a flag is refused with the bound and the message a config file or an
+    MCP argument gets: "argument --tau: tau must be between 0 and 1, got 1.5"."""
+
+    def parse(text: str) -> object:
+        try:
+            return check_setting(name, text, from_text=True)
+        except ConfigError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse  # type: ignore[return-value]
+
+
 def add_run_options(parser: argparse.ArgumentParser, *, method: bool = True, several_urls: bool = False) -> None:
     """Options shared by a live run, a fork and the benchmark runner (which names its own strategies)."""
     d = Settings()
@@ -83,12 +105,15 @@ def add_run_options(parser: argparse.ArgumentParser, *, method: bool = True, sev
         help="the team: a built-in one (code, math, general), a [team.NAME] table of the config file, or a "
         "team file (swarm-tui teams lists them; default: the domain's built-in team)",
     )
-    parser.add_argument("--tau", type=unit_interval, help=f"routing threshold, 0..1 (default {d.tau})")
     parser.add_argument(
-        "--k-in", dest="k_in", type=int_range(1, None), help=f"max inbound edges per agent, 1..N-1 (default {d.k_in})"
+        "--tau", type=setting_arg("tau"), help=f"routing threshold, {bounds_text('tau')} (default {d.tau})"
     )
     parser.add_argument(
-        "--max-rounds", dest="max_rounds", type=int_range(1, 10), help=f"1..10 (default {d.max_rounds})"
+        "--k-in", dest="k_in", type=setting_arg("k_in"), help=f"max inbound edges per agent, 1..N-1 (default {d.k_in})"
+    )
+    parser.add_argument(
+        "--max-rounds", dest="max_rounds", type=setting_arg("max_rounds"),
+        help=f"{bounds_text('max_rounds')} (default {d.max_rounds})",
     )
     parser.add_argument("--protocol", choices=PROTOCOLS, help=f"DyTopo round protocol (default {d.protocol})")
     if method:
@@ -110,19 +135,21 @@ def add_run_options(parser: argparse.ArgumentParser, *, method: bool = True, sev
     parser.add_argument(
         "--max-concurrency",
         dest="max_concurrency",
-        type=int_range(1, 64),
-        help=f"parallel model calls (default {d.max_concurrency})",
+        type=setting_arg("max_concurrency"),
+        help=f"parallel model calls, {bounds_text('max_concurrency')} (default {d.max_concurrency})",
     )
     parser.add_argument(
-        "--time-budget", dest="time_budget", type=positive_number, metavar="SECONDS",
-        help="end the run after this many seconds with the best valid answer so far (reason: budget)",
+        "--time-budget", dest="time_budget", type=setting_arg("time_budget"), metavar="SECONDS",
+        help=f"end the run after this many seconds ({bounds_text('time_budget')}) with the best valid answer "
+        "so far (reason: budget)",
     )
     parser.add_argument(
-        "--max-calls", dest="max_calls", type=int_range(1, None), metavar="N",
-        help="end the run after N model calls (re-asks included) with the best valid answer so far",
+        "--max-calls", dest="max_calls", type=setting_arg("max_calls"), metavar="N",
+        help=f"end the run after N model calls ({bounds_text('max_calls')}, re-asks included) with the best "
+        "valid answer so far",
     )
     parser.add_argument(
-        "--max-tokens", dest="max_tokens", type=int_range(1, None), metavar="N",
+        "--max-tokens", dest="max_tokens", type=setting_arg("max_tokens"), metavar="N",
         help="cap every call's max_tokens (descriptor, work, manager and every method's own calls) at N",
     )
     parser.add_argument(

@@ -50,7 +50,7 @@ def start_compare(
     task: Any,
     strategies: Any,
     domain: Any = None,
-    max_rounds: Any = 5,
+    max_rounds: Any = None,  # None: the server's settings
     context: Any = "",
     options: Mapping[str, Any] | None = None,
     parallel: Any = None,
@@ -78,7 +78,7 @@ def start_compare(
     # The bounds go through swarm_start's own option check: the same limits and messages, and the run
     # settings every method's run is built from carry them.
     bounds = {k: v for k, v in (("time_budget", time_budget), ("max_calls", max_calls)) if v is not None}
-    settings, checked, notes = manager.validate(task, domain, methods[0], manager.settings.tau, None, max_rounds,
+    settings, checked, notes = manager.validate(task, domain, methods[0], None, None, max_rounds,
                                                 context, bounds, team=team)
     bounds = {k: checked[k] for k in bounds}
     per_method: dict[str, dict[str, Any]] = {}

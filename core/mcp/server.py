@@ -30,8 +30,8 @@ from core.mcp.results import (
     start_result,
     status_result,
 )
-from core.mcp.tasks import MAX_CONTEXT_CHARS, MAX_ROUNDS_LIMIT, OPTIONS, STRATEGIES, StartError, SwarmManager
-from core.runtime.config import DOMAINS
+from core.mcp.tasks import MAX_CONTEXT_CHARS, OPTIONS, STRATEGIES, StartError, SwarmManager
+from core.runtime.config import DOMAINS, bounds_text, schema_bounds
 from core.runtime.domains import Domain
 
 SERVER_NAME = "swarm-tui"
@@ -90,16 +90,20 @@ def build_server(manager: SwarmManager, *, host: str = "127.0.0.1", port: int = 
         ] = None,
         team: Annotated[str | None, Field(description=team_help(manager.team_choices()))] = None,
         strategy: Annotated[str, Field(description=f"how the team is wired: {', '.join(STRATEGIES)}")] = "dytopo",
+        # The bounds are published in the schema and checked by the settings model (SwarmManager.validate):
+        # a bad value is refused with the message the command line and the config file give.
         tau: Annotated[
-            float, Field(ge=0.0, le=1.0, description="routing threshold: 0.2 dense, 0.3, 0.5 sparse")
+            float, Field(json_schema_extra=schema_bounds("tau"),
+                         description="routing threshold: 0.2 dense, 0.3, 0.5 sparse")
         ] = defaults.tau,
         k_in: Annotated[
             int | None,
-            Field(ge=1, description=f"max inbound edges per agent, 1..N-1 of the chosen team's N workers (default "
+            Field(json_schema_extra=schema_bounds("k_in"),
+                  description=f"max inbound edges per agent, 1..N-1 of the chosen team's N workers (default "
                   f"{defaults.k_in}, or N-1 for a smaller team)"),
         ] = None,
         max_rounds: Annotated[
-            int, Field(ge=1, le=MAX_ROUNDS_LIMIT, description="1..10")
+            int, Field(json_schema_extra=schema_bounds("max_rounds"), description=bounds_text("max_rounds"))
         ] = defaults.max_rounds,
         context: Annotated[
             str, Field(description=f"extra material for the task, at most {MAX_CONTEXT_CHARS} characters")
@@ -127,7 +131,9 @@ def build_server(manager: SwarmManager, *, host: str = "127.0.0.1", port: int = 
         ],
         domain: Annotated[str | None, Field(description=f"the domain: {', '.join(DOMAINS)}")] = None,
         team: Annotated[str | None, Field(description="a team by name (see swarm_start's team)")] = None,
-        max_rounds: Annotated[int, Field(ge=1, le=MAX_ROUNDS_LIMIT, description="1..10")] = defaults.max_rounds,
+        max_rounds: Annotated[
+            int, Field(json_schema_extra=schema_bounds("max_rounds"), description=bounds_text("max_rounds"))
+        ] = defaults.max_rounds,
         context: Annotated[str, Field(description=f"extra material, at most {MAX_CONTEXT_CHARS} characters")] = "",
         options: Annotated[
             dict[str, dict[str, Any]] | None,
@@ -139,14 +145,18 @@ def build_server(manager: SwarmManager, *, host: str = "127.0.0.1", port: int = 
         ] = None,
         time_budget: Annotated[
             float | None,
-            Field(description="seconds, 1..36000, for each method's run from its own start: past it the run "
+            Field(json_schema_extra=schema_bounds("time_budget"),
+                  description=f"{bounds_text('time_budget')}, for each method's run from its own start: past "
+                  "it the run "
                   "cancels its calls in flight and ends with reason budget and its best valid answer so far "
                   "(like --time-budget); what its cut-off calls cost is counted, as estimates (the row's "
                   "tokens_estimated)"),
         ] = None,
         max_calls: Annotated[
             int | None,
-            Field(description="model calls, 1..100000, re-asks included, for each method's run: past it the run "
+            Field(json_schema_extra=schema_bounds("max_calls"),
+                  description=f"model calls, {bounds_text('max_calls')}, re-asks included, for each method's run: "
+                  "past it the run "
                   "ends with reason budget (like --max-calls)"),
         ] = None,
     ) -> StartResult:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -25,7 +24,15 @@ from typing import Any
 from core.methods.catalogue import build_method, get_method_info, method_names
 from core.methods.registry import MethodError
 from core.runtime import events as ev
-from core.runtime.config import DOMAINS, PROTOCOLS, ConfigError, Settings
+from core.runtime.config import (
+    MAX_ROUNDS,
+    MAX_TIME_BUDGET_S,
+    PROTOCOLS,
+    ConfigError,
+    Settings,
+    bounds_text,
+    check_setting,
+)
 from core.runtime.control import RunControl
 from core.runtime.domains import Domain, get_domain
 from core.runtime.engine import Method
@@ -36,7 +43,7 @@ MAX_TASKS = 20
 MAX_CONTEXT_CHARS = 4000
 ROUND_BUDGET_S = 120.0  # the wall-clock budget is max_rounds x this (the reference server's rule)
 CANCEL_GRACE_S = 15.0  # after a budget cancel, how long the run gets to stop before it is torn down
-MAX_ROUNDS_LIMIT = 10
+MAX_ROUNDS_LIMIT = MAX_ROUNDS  # the settings' bound (core.runtime.config), named as the server's tools knew it
 
 STATUS_RUNNING = "running"
 STATUS_COMPLETED = "completed"
@@ -52,12 +59,12 @@ STRATEGIES = tuple(method_names())
 OPTIONS: dict[str, str] = {
     "protocol": f"round protocol: {' | '.join(PROTOCOLS)} (default: the server's, phased)",
     "execute": "true/false: code domain, run the latest code against the tests in a sandbox after every round",
-    "budget_s": "wall-clock budget in seconds, 1..36000 (default max_rounds x the server's per-round budget); "
-    "past it the run is torn down and reported as failed",
-    "time_budget": "seconds, 1..36000: the run cancels its calls in flight and ends as completed with reason "
-    "budget and the best valid answer so far (like --time-budget); shorter than budget_s",
-    "max_calls": "model calls, 1..100000, re-asks included: past it the run ends with reason budget (like "
-    "--max-calls)",
+    "budget_s": f"wall-clock budget in seconds, 1..{MAX_TIME_BUDGET_S:g} (default max_rounds x the server's "
+    "per-round budget); past it the run is torn down and reported as failed",
+    "time_budget": f"{bounds_text('time_budget')}: the run cancels its calls in flight and ends as completed with "
+    "reason budget and the best valid answer so far (like --time-budget); shorter than budget_s",
+    "max_calls": f"model calls, {bounds_text('max_calls')}, re-asks included: past it the run ends with reason "
+    "budget (like --max-calls)",
 }
 
 
@@ -171,18 +178,15 @@ class SwarmTask:
         return int(self.params["max_rounds"])
 
 
-def _number(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise StartError(f"{name} must be a number, got {value!r}")
-    return float(value)
-
-
-def _whole(name: str, value: Any) -> int:
-    if isinstance(value, float) and value.is_integer():
+def _setting(name: str, value: Any, prefix: str = "", label: str | None = None) -> Any:
+    """A client's value checked through the settings model (core.runtime.config): the bound and the message
+    the command line and the config file give. A JSON 3.0 stands for 3 where a whole number is meant."""
+    if isinstance(value, float) and value.is_integer() and isinstance(getattr(Settings(), name, None), int):
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise StartError(f"{name} must be a whole number, got {value!r}")
-    return value
+    try:
+        return check_setting(name, value, label=label)
+    except ConfigError as exc:
+        raise StartError(f"{prefix}{exc}") from None
 
 
 def _check_options(options: Mapping[str, Any] | None, strategy: str = "dytopo") -> dict[str, Any]:
@@ -210,22 +214,16 @@ def _check_options(options: Mapping[str, Any] | None, strategy: str = "dytopo") 
             raise StartError(str(exc)) from None
         out["method"] = dict(method_values)
     if "protocol" in options:
-        if options["protocol"] not in PROTOCOLS:
-            raise StartError(f"unknown protocol {options['protocol']!r}: choose one of {', '.join(PROTOCOLS)}")
-        out["protocol"] = options["protocol"]
+        out["protocol"] = _setting("protocol", options["protocol"])
     if "execute" in options:
-        if not isinstance(options["execute"], bool):
-            raise StartError(f"option execute must be true or false, got {options['execute']!r}")
-        out["execute"] = options["execute"]
-    if "budget_s" in options:
-        budget = _number("option budget_s", options["budget_s"])
-        if not 1 <= budget <= 36000:
-            raise StartError(f"option budget_s must be between 1 and 36000 seconds, got {options['budget_s']!r}")
-        out["budget_s"] = budget
+        out["execute"] = _setting("execute_code", options["execute"], "option ", label="execute")
+    if "budget_s" in options:  # the server's hard stop, not a run setting: bounded like a time budget
+        budget = options["budget_s"]
+        if isinstance(budget, bool) or not isinstance(budget, int | float) or not 1 <= budget <= MAX_TIME_BUDGET_S:
+            raise StartError(f"option budget_s must be between 1 and {MAX_TIME_BUDGET_S:g} seconds, got {budget!r}")
+        out["budget_s"] = float(budget)
     if "time_budget" in options:
-        seconds = _number("option time_budget", options["time_budget"])
-        if not 1 <= seconds <= 36000:
-            raise StartError(f"option time_budget must be between 1 and 36000 seconds, got {options['time_budget']!r}")
+        seconds = _setting("time_budget", options["time_budget"], "option ")
         if "budget_s" in out and seconds >= out["budget_s"]:
             raise StartError(
                 f"option time_budget ({seconds:g} s) must be shorter than budget_s ({out['budget_s']:g} s), the hard "
@@ -233,10 +231,7 @@ def _check_options(options: Mapping[str, Any] | None, strategy: str = "dytopo") 
             )
         out["time_budget"] = seconds
     if "max_calls" in options:
-        calls = _whole("option max_calls", options["max_calls"])
-        if not 1 <= calls <= 100000:
-            raise StartError(f"option max_calls must be between 1 and 100000, got {calls}")
-        out["max_calls"] = calls
+        out["max_calls"] = _setting("max_calls", options["max_calls"], "option ")
     return out
 
 
@@ -325,8 +320,8 @@ class SwarmManager:
         """The team a start names, or the built-in team of its domain (None: the server's default).
         A team is named, never a file: a client must not make the server read a path it chose. The
         domain follows the team; a domain that contradicts it is refused."""
-        if domain is not None and domain not in DOMAINS:
-            raise StartError(f"unknown domain {domain!r}: choose one of {', '.join(DOMAINS)}")
+        if domain is not None:
+            domain = _setting("domain", domain)
         if team is None:
             return get_domain(domain or self.settings.domain)
         if not isinstance(team, str):
@@ -348,9 +343,9 @@ class SwarmManager:
         task: Any,
         domain: Any = None,
         strategy: Any = "dytopo",
-        tau: Any = 0.3,
+        tau: Any = None,  # None: the server's settings (core.runtime.config has the defaults)
         k_in: Any = None,
-        max_rounds: Any = 5,
+        max_rounds: Any = None,
         context: Any = "",
         options: Mapping[str, Any] | None = None,
         *,
@@ -362,21 +357,17 @@ class SwarmManager:
         chosen = self.choose_team(domain, team)
         if strategy not in method_names():
             raise StartError(f"unknown strategy {strategy!r}: choose one of {', '.join(method_names())}")
-        tau = _number("tau", tau)
-        if not 0.0 <= tau <= 1.0:
-            raise StartError(f"tau must be between 0 and 1 (0.2 dense, 0.3 default, 0.5 sparse), got {tau:g}")
+        tau = _setting("tau", self.settings.tau if tau is None else tau)
         n_workers = len(chosen.workers)
         if k_in is None:
             k_in = min(self.settings.k_in, n_workers - 1)  # the default, or N-1 for a smaller team
-        k_in = _whole("k_in", k_in)
-        if not 1 <= k_in <= n_workers - 1:
+        k_in = _setting("k_in", k_in)
+        if not k_in <= n_workers - 1:
             raise StartError(
                 f"k_in must be between 1 and {n_workers - 1} for the {chosen.team_name} team of {n_workers} workers, "
                 f"got {k_in}"
             )
-        max_rounds = _whole("max_rounds", max_rounds)
-        if not 1 <= max_rounds <= MAX_ROUNDS_LIMIT:
-            raise StartError(f"max_rounds must be between 1 and {MAX_ROUNDS_LIMIT}, got {max_rounds}")
+        max_rounds = _setting("max_rounds", self.settings.max_rounds if max_rounds is None else max_rounds)
         if context is None:
             context = ""
         if not isinstance(context, str):
@@ -419,9 +410,9 @@ class SwarmManager:
         task: Any,
         domain: Any = None,
         strategy: Any = "dytopo",
-        tau: Any = 0.3,
+        tau: Any = None,  # None: the server's settings (core.runtime.config has the defaults)
         k_in: Any = None,
-        max_rounds: Any = 5,
+        max_rounds: Any = None,
         context: Any = "",
         options: Mapping[str, Any] | None = None,
         *,

@@ -1,15 +1,22 @@
-"""Settings: the one place for defaults (DESIGN rule 5).
+"""Settings: the one place for defaults and for the bounds of every value.
 
 Precedence, lowest to highest: the defaults below, the TOML config file (platformdirs user config dir,
-or ``--config FILE``), environment variables, command-line flags.
+or ``--config FILE``), environment variables, command-line flags. Each field's type and bounds are
+written once, on ``Settings`` (pydantic ``Field`` constraints); ``check_setting`` validates one value
+through them with pydantic and words any problem as one line, so a command-line flag, a config file
+entry and an MCP argument are refused with the same bound and the same message.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any, get_type_hints
+
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
 from core.llm.urls import DEFAULT_BASE_URL, URLError, check_base_url
 
@@ -40,19 +47,28 @@ class ConfigError(ValueError):
     """A setting has a bad value; the message is one line fit to show a user."""
 
 
+MAX_ROUNDS = 10  # the reference deployment's cap on DyTopo's rounds
+MAX_TIME_BUDGET_S = 36_000.0  # ten hours: a bound for a run's wall time that no real run reaches
+MAX_CALLS = 100_000
+
+
 @dataclass(frozen=True)
 class CallLimits:
-    temperature: float
-    max_tokens: int
+    temperature: Annotated[float, Field(ge=0.0, le=2.0)]
+    max_tokens: Annotated[int, Field(ge=1)]
+
+
+# A value from a fixed set given as its text ("math"): checked against the enum, not against its type.
+_AS_TEXT = Field(strict=False)
 
 
 @dataclass(frozen=True)
 class Settings:
-    domain: str = "code"
-    tau: float = 0.3
-    k_in: int = 3
-    max_rounds: int = 5
-    protocol: str = "phased"
+    domain: Annotated[DomainName, _AS_TEXT] = DomainName.CODE
+    tau: Annotated[float, Field(ge=0.0, le=1.0)] = 0.3
+    k_in: Annotated[int, Field(ge=1)] = 3  # and at most N-1 for a team of N workers: validate(n_workers)
+    max_rounds: Annotated[int, Field(ge=1, le=MAX_ROUNDS)] = 5
+    protocol: Annotated[RoundProtocol, _AS_TEXT] = RoundProtocol.PHASED
     # The method (core.methods) and each method's options, from [strategy.NAME] tables or -o flags.
     strategy: str = "dytopo"
     strategy_options: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -64,30 +80,32 @@ class Settings:
     base_url: str | None = None
     model: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
-    max_concurrency: int = 4
-    call_timeout: float = 120.0  # seconds: the longest silence tolerated inside a stream
+    max_concurrency: Annotated[int, Field(ge=1, le=64)] = 4
+    call_timeout: Annotated[float, Field(gt=0)] = 120.0  # seconds: the longest silence tolerated inside a stream
     # Seconds from sending a request to the response starting (connect included); past it the call ends
     # with "no answer from URL in N s" and is not retried.
-    first_byte_timeout: float = 30.0
-    max_retries: int = 2  # retries of a call that failed before it started (408/409/429/5xx, refused)
-    max_retry_wait: float = 60.0  # seconds one call may spend waiting between retries (Retry-After, backoff)
+    first_byte_timeout: Annotated[float, Field(gt=0)] = 30.0
+    # Retries of a call that failed before it started (408/409/429/5xx, refused).
+    max_retries: Annotated[int, Field(ge=0)] = 2
+    # Seconds one call may spend waiting between retries (Retry-After, backoff).
+    max_retry_wait: Annotated[float, Field(ge=0)] = 60.0
     # The slowest stream a call waits for: a call reading longer than max_tokens / this + call_timeout
     # seconds is cut off there, as if at max_tokens (a server that trickles, or never ends its stream).
-    min_tokens_per_second: float = 2.0
+    min_tokens_per_second: Annotated[float, Field(gt=0)] = 2.0
     # Model calls that may fail in a row (no reply, after their retries) before the run ends; None: twice
     # the team's size. One failed call fails its agent's turn only (core.runtime.faults).
-    max_failed_calls_in_a_row: int | None = None
+    max_failed_calls_in_a_row: Annotated[int, Field(ge=1)] | None = None
     # Per-call sampling, from the reference deployment.
     descriptor_call: CallLimits = CallLimits(0.1, 256)
     work_call: CallLimits = CallLimits(0.3, 4096)
     manager_call: CallLimits = CallLimits(0.1, 2000)
-    top_p: float | None = None
-    top_k: int | None = None
-    min_p: float | None = None
+    top_p: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
+    top_k: Annotated[int, Field(ge=1)] | None = None
+    min_p: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
     no_think: bool = False  # append /no_think to descriptor calls (Qwen3)
     # Memory and termination.
-    context_budget_tokens: int = 12000
-    convergence_threshold: float = 0.95
+    context_budget_tokens: Annotated[int, Field(ge=500)] = 12000
+    convergence_threshold: Annotated[float, Field(ge=0.0, le=1.0)] = 0.95
     # Embeddings: a local sentence-transformers folder tried before the bundled package.
     embedding_model_path: str | None = None
     # MiniLM quantised to int8 (ONNX Runtime dynamic quantisation): about twice as fast, an opt-in because
@@ -95,9 +113,9 @@ class Settings:
     embedding_int8: bool = False
     # Bounds of one run (None: unbounded). At the bound the run cancels its calls in flight, keeps every
     # finished call, and ends with reason "budget" and the best valid answer so far (or none).
-    time_budget: float | None = None  # seconds of wall time
-    max_calls: int | None = None  # model calls, re-asks included
-    max_tokens: int | None = None  # caps every call kind's max_tokens at once
+    time_budget: Annotated[float, Field(ge=1, le=MAX_TIME_BUDGET_S, description="seconds")] | None = None
+    max_calls: Annotated[int, Field(ge=1, le=MAX_CALLS)] | None = None  # model calls, re-asks included
+    max_tokens: Annotated[int, Field(ge=1)] | None = None  # caps every call kind's max_tokens at once
     # Sessions and UI.
     sessions_dir: str = "sessions"
     theme: str = "textual-dark"
@@ -115,48 +133,138 @@ class Settings:
         return updated
 
     def validate(self, n_workers: int | None = None) -> None:
-        if self.domain not in DOMAINS:
-            raise ConfigError(f"unknown domain {self.domain!r}: choose one of {', '.join(DOMAINS)}")
-        if self.protocol not in PROTOCOLS:
-            raise ConfigError(f"unknown protocol {self.protocol!r}: choose one of {', '.join(PROTOCOLS)}")
-        if not 0.0 <= self.tau <= 1.0:
-            raise ConfigError(f"tau must be between 0 and 1, got {self.tau}")
-        if not 1 <= self.max_rounds <= 10:
-            raise ConfigError(f"max_rounds must be between 1 and 10, got {self.max_rounds}")
+        """Every field within its type and bounds (ConfigError, one line, for the first that is not); with
+        ``n_workers``, k_in also within 1..N-1 of the team."""
         upper = n_workers - 1 if n_workers else None
-        if self.k_in < 1 or (upper is not None and self.k_in > upper):
-            bound = f"be between 1 and {upper}" if upper else "be at least 1"
-            raise ConfigError(f"k_in must {bound}, got {self.k_in}")
-        if self.max_concurrency < 1:
-            raise ConfigError(f"max_concurrency must be at least 1, got {self.max_concurrency}")
-        if self.call_timeout <= 0:
-            raise ConfigError(f"call_timeout must be positive, got {self.call_timeout}")
-        if self.first_byte_timeout <= 0:
-            raise ConfigError(f"first_byte_timeout must be positive, got {self.first_byte_timeout}")
-        if self.max_retry_wait < 0:
-            raise ConfigError(f"max_retry_wait must be 0 or more, got {self.max_retry_wait}")
-        if not self.min_tokens_per_second > 0:
-            raise ConfigError(f"min_tokens_per_second must be positive, got {self.min_tokens_per_second}")
-        if self.max_failed_calls_in_a_row is not None and self.max_failed_calls_in_a_row < 1:
-            raise ConfigError(f"max_failed_calls_in_a_row must be at least 1, got {self.max_failed_calls_in_a_row}")
-        if self.time_budget is not None and not self.time_budget > 0:
-            raise ConfigError(f"time_budget must be a positive number of seconds, got {self.time_budget}")
-        for name in ("max_calls", "max_tokens"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ConfigError(f"{name} must be at least 1, got {value}")
+        if upper is not None and isinstance(self.k_in, int) and not 1 <= self.k_in <= upper:
+            raise ConfigError(f"k_in must be between 1 and {upper}, got {self.k_in}")  # the team's own range
+        for f in fields(self):
+            check_setting(f.name, getattr(self, f.name))
         if self.base_url is not None:
             try:
                 check_base_url(self.base_url)
             except URLError as exc:
                 raise ConfigError(str(exc)) from None
-        for name in ("descriptor_call", "work_call", "manager_call"):
-            if getattr(self, name).max_tokens < 1:
-                raise ConfigError(f"{name}.max_tokens must be at least 1, got {getattr(self, name).max_tokens}")
-        if self.max_retries < 0:
-            raise ConfigError(f"max_retries must be 0 or more, got {self.max_retries}")
-        if self.context_budget_tokens < 500:
-            raise ConfigError(f"context_budget_tokens must be at least 500, got {self.context_budget_tokens}")
+
+
+# --- checking one value against its field -------------------------------------------------------------
+
+# A file's 5 is not text, "5" is not a number, true is not 1; and no value may be NaN or infinite.
+_STRICT = ConfigDict(strict=True, allow_inf_nan=False)
+_LAX = ConfigDict(strict=False, allow_inf_nan=False)  # text from a command line or the environment: "0.4"
+
+
+@functools.cache
+def _field_types(owner: type) -> dict[str, Any]:
+    return get_type_hints(owner, include_extras=True)
+
+
+@functools.cache
+def _adapter(owner: type, name: str, from_text: bool) -> TypeAdapter[Any]:
+    return TypeAdapter(_field_types(owner)[name], config=_LAX if from_text else _STRICT)
+
+
+def _constraints(owner: type, name: str) -> dict[str, Any]:
+    """The field's bounds and unit, read from its annotation: {"ge": 1, "le": 36000, "unit": "seconds"}."""
+    found: dict[str, Any] = {}
+    stack = [_field_types(owner)[name]]
+    while stack:
+        hint = stack.pop()
+        for meta in getattr(hint, "__metadata__", ()):
+            for key in ("ge", "gt", "le", "lt"):
+                for item in getattr(meta, "metadata", [meta]):
+                    if getattr(item, key, None) is not None:
+                        found[key] = getattr(item, key)
+            if getattr(meta, "description", None):
+                found["unit"] = meta.description
+        stack.extend(getattr(hint, "__args__", ()))
+    return found
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
+
+
+def bounds_text(name: str, owner: type | None = None) -> str:
+    """How a setting's bounds read in a message or a --help line: "between 0 and 1", "at least 500"."""
+    c = _constraints(owner or Settings, name)
+    unit = f" {c['unit']}" if "unit" in c else ""
+    if "ge" in c and "le" in c:
+        return f"between {_num(c['ge'])} and {_num(c['le'])}{unit}"
+    if "gt" in c and "le" in c:
+        return f"more than {_num(c['gt'])} and at most {_num(c['le'])}{unit}"
+    if "gt" in c:
+        return "positive" if c["gt"] == 0 else f"more than {_num(c['gt'])}{unit}"
+    if "ge" in c:
+        return f"0 or more{unit}" if c["ge"] == 0 else f"at least {_num(c['ge'])}{unit}"
+    return "valid"
+
+
+def schema_bounds(name: str) -> dict[str, Any]:
+    """A setting's bounds as JSON Schema keywords, for a published schema (MCP's tool arguments)."""
+    c = _constraints(Settings, name)
+    words = {"ge": "minimum", "gt": "exclusiveMinimum", "le": "maximum", "lt": "exclusiveMaximum"}
+    return {words[k]: v for k, v in c.items() if k in words}
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return _num(value) if isinstance(value, float) and math.isfinite(value) else str(value)
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+_TYPE_WORDS = {"int": "a whole number", "float": "a number", "bool": "true or false", "string": "text",
+               "dict": "a table", "list": "a list"}
+
+
+def _problem(owner: type, name: str, label: str, value: Any, error: Any) -> str:
+    kind = str(error["type"])
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):  # a number, or its text
+        return f"{label} must be {bounds_text(name, owner)}, got {value if isinstance(value, str) else _shown(value)}"
+    if kind == "enum":
+        enum = next(t for t in _enum_types(_field_types(owner)[name]))
+        return f"unknown {label} {value!r}: choose one of {', '.join(enum)}"
+    if kind == "finite_number":
+        return f"{label} must be a finite number, got {_shown(value)}"
+    for prefix, words in _TYPE_WORDS.items():
+        if kind.startswith(prefix):
+            return f"{label} must be {words}, got {_shown(value)}"
+    return f"{label}: {error['msg']}, got {_shown(value)}"
+
+
+def _enum_types(hint: Any) -> list[type[StrEnum]]:
+    out = [hint] if isinstance(hint, type) and issubclass(hint, StrEnum) else []
+    for arg in getattr(hint, "__args__", ()):
+        out.extend(_enum_types(arg))
+    return out
+
+
+def check_setting(name: str, value: Any, *, from_text: bool = False, owner: type | None = None,
+                  label: str | None = None) -> Any:
+    """``value`` checked as the setting ``name`` (its type and bounds on Settings, or on ``owner``, e.g.
+    CallLimits): returned as the field's type, or ConfigError with one line naming the field and the bound.
+    ``from_text``: the value is text from a command line or the environment, read as the field's type."""
+    owner = owner or Settings
+    label = label or name
+    hint = _field_types(owner).get(name)
+    if hint is None:
+        raise ConfigError(f"unknown setting {name!r}")
+    if is_dataclass(value) and not isinstance(value, type):  # a table of its own (CallLimits): each part
+        for f in fields(value):
+            check_setting(f.name, getattr(value, f.name), owner=type(value), label=f"{label}.{f.name}")
+        return value
+    try:
+        return _adapter(owner, name, from_text).validate_python(value)
+    except ValidationError as exc:
+        raise ConfigError(_problem(owner, name, label, value, exc.errors()[0])) from None
+
+
+def settings_from(values: dict[str, Any], base: Settings | None = None) -> Settings:
+    """``base`` (the defaults) with ``values`` applied, each checked and converted to its field's type
+    (a domain's text becomes its DomainName): ConfigError for the first bad one."""
+    checked = {name: check_setting(name, value) for name, value in values.items()}
+    return replace(base or Settings(), **checked)
 
 
 def resolve_base_url(settings: Settings, environ: dict[str, str] | None = None) -> str:

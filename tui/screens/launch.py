@@ -15,7 +15,7 @@ from textual.widgets import Button, Input, Label, Select, Static, Switch, TextAr
 from core.demo.scripts import DEMO_PROBLEMS
 from core.methods.catalogue import build_method, method_names
 from core.methods.registry import MethodError
-from core.runtime.config import DOMAINS, PROTOCOLS, ConfigError, Settings, resolve_base_url
+from core.runtime.config import DOMAINS, PROTOCOLS, ConfigError, Settings, check_setting, resolve_base_url
 from core.runtime.domains import Domain, get_domain
 from core.runtime.teams import team_from_table
 from core.runtime.textsafe import printable
@@ -41,10 +41,12 @@ def _fields_to_settings(base: Settings, values: dict[str, str]) -> Settings:
         what = "a number" if kind is float else "a whole number"
         if not text:
             raise ConfigError(f"{name} is empty: type {what}")
-        try:
-            return kind(text)
-        except ValueError:
-            raise ConfigError(f"{name} must be {what}, got {text!r}") from None
+        if name == "k_in":  # its range is the team's (1..N-1): validate(n_workers) words it below
+            try:
+                return int(text)
+            except ValueError:
+                raise ConfigError(f"k_in must be a whole number, got {text!r}") from None
+        return check_setting(name, text, from_text=True)  # the bound and message a flag or a file gets
 
     # replace, not with_overrides: validating without the team size would word the k_in range wrongly.
     changes = dict(
