@@ -51,6 +51,10 @@ def build_parser() -> OneLineParser:
         "--step", action="store_true", help="TUI: start in step mode (wait for a key before each phase)"
     )
     parser.add_argument("--expect", metavar="ANSWER", help="with --headless: check the final answer against this one")
+    parser.add_argument(
+        "--control", metavar="FILE", help="with --headless: steer the run from a script of JSON lines, one action "
+        "each (- reads them from stdin while the run goes); see docs/steering.md",
+    )
     add_run_options(parser)
     return parser
 
@@ -68,6 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             fail("--json goes with --headless")
         if args.expect is not None and not args.headless:
             fail("--expect goes with --headless")
+        if args.control is not None and not args.headless:
+            fail("--control goes with --headless")
+        if args.control == "-" and (args.problem == "-" or args.file == Path("-")):
+            fail("--control - and the problem cannot both come from stdin: put one of them in a file")
         if args.headless:
             from .headless import run_headless
 
@@ -78,7 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     fail('--headless needs a problem: swarm-tui --headless "PROBLEM" (or -f FILE, or - for stdin)')
                 problem = DEMO_PROBLEMS[settings.domain]
             return run_headless(
-                problem, settings, demo=args.demo, json_lines=args.json, save=args.save, expect=args.expect
+                problem, settings, demo=args.demo, json_lines=args.json, save=args.save, expect=args.expect,
+                control=args.control,
             )
         from .app import run_app
 

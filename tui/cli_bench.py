@@ -27,6 +27,7 @@ from core.bench.runner import (
     summarize,
     write_results,
 )
+from core.compose.control_feed import ControlScript
 from core.datasets.catalog import listing, resolve
 from core.datasets.formats import FORMAT_NAMES, get_format
 from core.datasets.hub import is_hub_name, load_hub
@@ -89,6 +90,9 @@ def build_parser() -> OneLineParser:
         "-o", "--option", dest="bench_options", action="append", default=[], metavar="[METHOD.]KEY=VALUE",
         help="a method option: KEY=VALUE for every chosen method that has it, METHOD.KEY=VALUE for one "
         "(e.g. -o single.samples=5: self-consistency, the equal-budget single-agent baseline)",
+    )
+    parser.add_argument(
+        "--control", metavar="FILE", help="steer every run from this script of JSON lines (see docs/steering.md)"
     )
     add_run_options(parser, method=False, several_urls=True)
     return parser
@@ -234,11 +238,15 @@ def main(argv: list[str]) -> int:
                 f"--offset {args.offset} is past the end of the dataset ({len(dataset.problems)} problems)"
             )
         out = _out_dir(args, dataset)
+        if args.control == "-":
+            raise _UserError("--control - reads stdin while one run goes; a benchmark takes a FILE")
+        control = ControlScript(args.control, lambda line: print(f"swarm-tui bench: {line}", file=sys.stderr)) if (
+            args.control) else None
     except (_UserError, ValueError) as exc:
         print(f"swarm-tui bench: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        return asyncio.run(_bench(args, settings, dataset, problems, strategies, out))
+        return asyncio.run(_bench(args, settings, dataset, problems, strategies, out, control))
     except KeyboardInterrupt:  # a second Ctrl-C, or one before the handler was in place
         print("swarm-tui bench: interrupted; finished rows are in results.jsonl (use --resume)", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -251,6 +259,7 @@ async def _bench(
     problems: list[Any],
     strategies: list[str],
     out: Path,
+    control: ControlScript | None = None,
 ) -> int:
     # Heavy imports (torch via the embedder, the openai client) only once the input is known good.
     from core.compose.runner import open_backend
@@ -282,7 +291,7 @@ async def _bench(
             return EXIT_FAILED
     runner = BenchRunner(
         settings, backend, embedder, out, concurrency=args.concurrency, on_row=progress,
-        repeats=args.repeats, seed=args.seed,
+        repeats=args.repeats, seed=args.seed, control=control,
     )
     loop = asyncio.get_running_loop()
     handled: list[int] = []

@@ -57,6 +57,8 @@ def build_parser() -> OneLineParser:
                         "method, then one compare_summary line")
     parser.add_argument("--expect", metavar="ANSWER", help="math: judge each method's answer against this one")
     parser.add_argument("--step", action="store_true", help=STEP_HELP)
+    parser.add_argument("--control", metavar="FILE", help="with --headless: steer every method's run from this "
+                        "script of JSON lines (- reads stdin while they go); see docs/steering.md")
     parser.add_argument("--save", type=Path, metavar="PATH.compare.json",
                         help="the compare record's path (the sessions go in a folder of the same name beside it)")
     add_run_options(parser, method=False)
@@ -139,6 +141,10 @@ def _run_live(args: argparse.Namespace) -> int:
         fail("give the problem as one argument (quote it), or saved files that exist")
     if args.json and not args.headless:
         fail("--json goes with --headless")
+    if args.control is not None and not args.headless:
+        fail("--control goes with --headless")
+    if args.control == "-" and args.inputs == ["-"]:
+        fail("--control - and the problem cannot both come from stdin: put one of them in a file")
     if args.save is not None and not is_record_file(args.save):
         fail(f"--save {args.save}: a compare record's name ends in {RECORD_SUFFIX}")
     args.problem = args.inputs[0] if args.inputs else None
@@ -167,7 +173,7 @@ def _run_live(args: argparse.Namespace) -> int:
     if args.headless:
         from .compare_headless import run_compare_headless
 
-        return run_compare_headless(plan, demo=args.demo, json_lines=args.json, save=args.save)
+        return run_compare_headless(plan, demo=args.demo, json_lines=args.json, save=args.save, control=args.control)
     from .app import run_compare_app
 
     return run_compare_app(plan, demo=args.demo, save=args.save)

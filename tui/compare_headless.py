@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from core.compose.compare import ComparePlan, Comparison, answer_gist, estimated_note, summary_rows
+from core.compose.control_feed import ControlFileError, ControlScript
 from core.compose.runner import open_backend
 from core.demo.played import demo_banner
 from core.llm.client import EndpointError
@@ -20,7 +21,7 @@ from core.runtime import events as ev
 from core.runtime.textsafe import json_safe, one_line
 from core.sessions.compare_record import CompareRow
 
-from .headless import EXIT_CANCELLED, EXIT_FAILED, JsonLinesWriter, ProgressPrinter, say, write_or_silence
+from .headless import EXIT_CANCELLED, EXIT_FAILED, EXIT_USAGE, JsonLinesWriter, ProgressPrinter, say, write_or_silence
 
 SUMMARY_HEADERS = ("method", "answer", "verdict", "calls", "prompt", "completion", "total", "wall s", "tokens", "wall")
 
@@ -52,27 +53,36 @@ class TaggedLines:
 def format_summary(rows: list[CompareRow]) -> str:
     """The summary table as plain text: one line per method, the differences to the first column; "~" marks
     tokens that hold estimates, explained under the table."""
+    steered = any(r.steered or r.steer_refused for r in rows)  # a steered comparison: one more column
+    headers = (*SUMMARY_HEADERS, "steered") if steered else SUMMARY_HEADERS
     cells = [
         (
             r["method"], one_line(answer_gist(r["answer"]), 32) or "—", one_line(r["verdict"], 28), str(r["calls"]),
             *(f"{r['tokens_mark']}{r[key]}" for key in ("prompt_tokens", "completion_tokens", "total_tokens")),
             f"{r['wall_s']:.1f}", r["tokens_vs_first"], r["wall_vs_first"],
+            *([f"{r['steered']}" + (f" (+{r['steer_refused']} refused)" if r["steer_refused"] else "")]
+              if steered else []),
         )
         for r in summary_rows(rows)
     ]
-    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(SUMMARY_HEADERS)]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
 
     def line(values: tuple[str, ...]) -> str:
         pairs = enumerate(zip(values, widths, strict=True))
         return "  ".join(v.ljust(w) if i < 3 else v.rjust(w) for i, (v, w) in pairs).rstrip()
 
     note = estimated_note(rows)
-    return "\n".join([line(SUMMARY_HEADERS), line(tuple("-" * w for w in widths)), *(line(c) for c in cells),
+    return "\n".join([line(headers), line(tuple("-" * w for w in widths)), *(line(c) for c in cells),
                       *([note] if note else [])])
 
 
-async def _compare(plan: ComparePlan, demo: bool, json_lines: bool, save: Path | None) -> int:
+async def _compare(plan: ComparePlan, demo: bool, json_lines: bool, save: Path | None, control: str | None) -> int:
     settings = plan.settings
+    try:  # a control file is read before the runs: one that cannot be read fails at once
+        script = ControlScript(control, lambda line: say(f"swarm-tui: {line}")) if control else None
+    except ControlFileError as exc:
+        say(f"swarm-tui: {exc}")
+        return EXIT_USAGE
     embedder = shared_embedder(settings.embedding_model_path, int8=settings.embedding_int8)
     try:
         backend = await open_backend(settings, demo=demo, on_status=lambda text: say(f"  {text}"))
@@ -111,9 +121,16 @@ async def _compare(plan: ComparePlan, demo: bool, json_lines: bool, save: Path |
         pass
     say(f"comparing {', '.join(plan.methods)} on one problem ({plan.parallel or len(plan.methods)} at a time)"
         + (" — DEMO: scripted model server, no real model is answering" if demo else ""))
+    feeding = None
+    if script is not None:  # every method gets the same script: the comparison is of the same steered run
+        for run_control in comparison.controls.values():
+            script.attach(run_control)
+        feeding = script.start(list(comparison.controls.values()))
     try:
         record = await comparison.run()
     finally:
+        if feeding is not None:
+            feeding.cancel()
         await backend.close()
     rows = record.rows
     if json_lines:
@@ -135,5 +152,7 @@ async def _compare(plan: ComparePlan, demo: bool, json_lines: bool, save: Path |
     return 0
 
 
-def run_compare_headless(plan: ComparePlan, *, demo: bool, json_lines: bool, save: Path | None) -> int:
-    return asyncio.run(_compare(plan, demo, json_lines, save))
+def run_compare_headless(
+    plan: ComparePlan, *, demo: bool, json_lines: bool, save: Path | None, control: str | None = None
+) -> int:
+    return asyncio.run(_compare(plan, demo, json_lines, save, control))

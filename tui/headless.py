@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from core.compose.control_feed import ControlFileError, ControlScript, SteerCount
 from core.compose.runner import Backend, build_engine, open_backend
 from core.demo.played import TESTS_LABEL, demo_answer_note, demo_banner, demo_expect_note
 from core.evaluation.math_answers import answer_or_text, answers_equivalent
@@ -23,7 +24,7 @@ from core.llm.client import EndpointError
 from core.llm.embeddings import shared_embedder
 from core.methods.catalogue import get_method_info, unit_position
 from core.methods.registry import MethodError, format_options
-from core.routing.dytopo import RoutingResult, edge_label
+from core.routing.dytopo import KIND_PINNED, REASON_CUT, REASON_SILENCED, RoutingResult, edge_label
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.dispatch import EventTable
@@ -35,6 +36,7 @@ from core.sessions.store import SessionRecorder
 
 EXIT_FAILED = 1
 EXIT_CANCELLED = 130
+EXIT_USAGE = 2  # as a bad flag: the run never started
 
 
 def write_or_silence(out: TextIO, text: str) -> bool:
@@ -144,10 +146,13 @@ class ProgressPrinter:
             if routing.tiers:
                 self._line(f"order: {' | '.join(', '.join(tier) for tier in routing.tiers)}")
             return
-        edges = ", ".join(f"{x.src}→{x.dst} {x.score:.2f}" for x in routing.edges) or "none"
+        edges = ", ".join(f"{x.src}→{x.dst} {x.score:.2f}" + (" pinned" if x.kind == KIND_PINNED else "")
+                          for x in routing.edges) or "none"
+        steered = "".join(f", {removed[why]} {why}" for why in (REASON_CUT, REASON_SILENCED) if removed.get(why))
+        silent = f"; not running: {', '.join(routing.inactive)}" if routing.inactive else ""
         self._line(
             f"graph{tag}: {edges}  [{len(routing.edges)}/{routing.possible_edges} edges; "
-            f"removed {removed.get('k_in', 0)} by k_in, {removed.get('cycle', 0)} by cycle]"
+            f"removed {removed.get('k_in', 0)} by k_in, {removed.get('cycle', 0)} by cycle{steered}{silent}]"
         )
         if routing.order:
             self._line(f"order: {' → '.join(routing.order)}")
@@ -256,7 +261,13 @@ async def _run(
     save: Path | None,
     expect: str | None,
     fork: ForkPoint | None,
+    control: str | None = None,
 ) -> int:
+    try:  # a control file is read before the run: one that cannot be read fails at once
+        script = ControlScript(control, lambda line: say(f"swarm-tui: {line}")) if control else None
+    except ControlFileError as exc:
+        say(f"swarm-tui: {exc}")
+        return EXIT_USAGE
     embedder = shared_embedder(settings.embedding_model_path, int8=settings.embedding_int8)
     try:
         backend: Backend = await open_backend(settings, demo=demo, on_status=lambda text: say(f"  {text}"))
@@ -279,11 +290,21 @@ async def _run(
         loop.add_signal_handler(signal.SIGTERM, engine.control.cancel)
     except (NotImplementedError, RuntimeError):  # not on the main thread, or not supported
         pass
+    steering = SteerCount()
+    engine.sinks.append(steering)
+    feeding = None
+    if script is not None:
+        script.attach(engine.control)
+        feeding = script.start([engine.control])
     try:
         # MiniLM loads alongside the first model call (warm_up_on_first_reply): no request waits for torch.
         finished = await engine.run()
     finally:
+        if feeding is not None:
+            feeding.cancel()
         await backend.close()
+    if steering.total:
+        say(f"steering: {steering.describe()}")
     if recorder.error:
         say(f"swarm-tui: the session could not be saved: {recorder.error}")
     elif recorder.path is not None:
@@ -319,5 +340,7 @@ def run_headless(
     save: Path | None,
     expect: str | None = None,
     fork: ForkPoint | None = None,
+    control: str | None = None,
 ) -> int:
-    return asyncio.run(_run(problem, settings, demo, json_lines, save, expect, fork))
+    """``control``: a steering script (core.compose.control_feed), a path or "-" for stdin."""
+    return asyncio.run(_run(problem, settings, demo, json_lines, save, expect, fork, control))

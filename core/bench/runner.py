@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from core.compose.control_feed import ControlScript
 from core.compose.runner import Backend, build_engine
 from core.datasets.problems import Problem
 from core.datasets.verdicts import score
@@ -285,6 +286,7 @@ class BenchRunner:
     repeats: int = 1
     seed: int = 0
     on_start: Callable[[str], None] | None = None  # a pair began (strategy): progress counts what runs
+    control: ControlScript | None = None  # --control FILE: the same steering script in every run
 
     @property
     def log(self) -> ResultsLog:
@@ -399,6 +401,8 @@ class BenchRunner:
             method=bench_method(strategy, resolve_team(settings), self.options_for(strategy, seed)),
             evaluator=evaluator,
         )
+        if self.control is not None:
+            self.control.attach(engine.control)
         finished = await engine.run()
         measure = get_method_info(strategy).metrics
         own = getattr(engine.method, "metrics", None)  # a method's figures it keeps itself (DMoA)

@@ -85,6 +85,9 @@ class RowTracker:
             row.prompt_tokens, row.completion_tokens = event.prompt_tokens, event.completion_tokens
         elif isinstance(event, ev.TestRun):
             self.last_test = event
+        elif isinstance(event, ev.UserSteered):
+            row.steered += 1 if event.accepted else 0
+            row.steer_refused += 0 if event.accepted else 1
         elif isinstance(event, ev.RunFinished):
             self.finished = event
             row.rounds = event.rounds

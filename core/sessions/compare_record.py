@@ -46,6 +46,9 @@ class CompareRow:
     # Of the tokens, how many are estimates (calls cut off in flight, a server that reports no usage):
     # RunFinished.tokens_estimated. 0 in records saved before it was kept.
     tokens_estimated: int = 0
+    # Steering actions taken and refused in this method's run (its session lists them). 0 in older records.
+    steered: int = 0
+    steer_refused: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -220,6 +223,8 @@ def _row(item: Any, base: Path) -> CompareRow:
         reason=str(item.get("reason", "")),
         rounds=int(item.get("rounds", 0)),
         tokens_estimated=int(item.get("tokens_estimated", 0)),
+        steered=int(item.get("steered", 0)),
+        steer_refused=int(item.get("steer_refused", 0)),
     )
 
 

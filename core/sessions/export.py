@@ -82,6 +82,7 @@ def _markdown(session: Session) -> str:
     out += ["", "## Problem", "", _fence(session.problem, "text"), ""]
     for record in session.rounds:
         out += _markdown_round(record, session.metadata.workers)
+    out += _markdown_steering(session)
     out.append("## Outcome")
     out.append("")
     if session.outcome is None:
@@ -96,6 +97,25 @@ def _markdown(session: Session) -> str:
         out += ["", f"### Final answer{source}", "", o.final_answer or "(none)"]
     out.append("")
     return "\n".join(out)
+
+
+def _markdown_steering(session: Session) -> list[str]:
+    """Every steering action, taken or refused, where the run was when it applied (none: no section)."""
+    actions = session.steering
+    if not actions:
+        return []
+    taken = sum(1 for e in actions if e.accepted)
+    out = ["## Steering", "", f"{taken} action{'s' if taken != 1 else ''} taken, {len(actions) - taken} refused:", ""]
+    for e in actions:
+        where = f"round {e.round}, after {e.phase}" if e.phase else f"round {e.round}"
+        what = " ".join(part for part in (f"**{e.action}**", e.target) if part)
+        text = e.payload.get("text")
+        details = [f"{k} {e.payload[k]}" for k in sorted(e.payload) if k not in ("src", "dst", "to", "agent", "text")]
+        line = f"- {where}: {what}" + (f": {' '.join(str(text).split())!r}" if text else "") + (
+            f" ({', '.join(details)})" if details else "")
+        out.append(line + (" — taken" if e.accepted else f" — refused: {e.reason}"))
+    out.append("")
+    return out
 
 
 def _markdown_round(record: RoundRecord, roster: list[str]) -> list[str]:

@@ -90,6 +90,9 @@ class RoundRecord:
     notices: list[ev.Notice] = field(default_factory=list)
     trims: list[ev.MemoryTrimmed] = field(default_factory=list)
     method_events: list[ev.Event] = field(default_factory=list)  # a method's own event types (e.g. DMoA's)
+    # Steering actions (taken or refused) applied at a barrier of this round (the one after its last phase
+    # stands before the next round); those before round 1 are in Session.steering only.
+    steering: list[ev.UserSteered] = field(default_factory=list)
     prompt_tokens: int = 0  # used in this round
     completion_tokens: int = 0
     convergence: float | None = None
@@ -181,6 +184,12 @@ class Session:
         if self.outcome is not None:
             return self.outcome.prompt_tokens + self.outcome.completion_tokens
         return sum(r.prompt_tokens + r.completion_tokens for r in self.rounds)
+
+    @property
+    def steering(self) -> list[ev.UserSteered]:
+        """Every steering action of the run, taken or refused, in order ([] for a session without any)."""
+        return [e for e in (ev.event_from_dict(dict(d)) for d in self.events if d.get("type") == ev.UserSteered.type)
+                if isinstance(e, ev.UserSteered)]
 
     def replay_events(self) -> list[ev.Event]:
         """The recorded events, rebuilt as the typed events the live consumers take."""
@@ -616,6 +625,8 @@ def _derive(events: list[dict[str, Any]]) -> tuple[ev.RunStarted, list[RoundReco
             record.notices.append(e)
         elif isinstance(e, ev.MemoryTrimmed):
             record.trims.append(e)
+        elif isinstance(e, ev.UserSteered):
+            record.steering.append(e)
         elif type(e).__module__ != ev.__name__:
             record.method_events.append(e)
         elif isinstance(e, ev.RoundFinished):
