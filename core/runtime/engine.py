@@ -314,9 +314,10 @@ class SwarmEngine:
         self.last_evaluation = evaluation
 
     def attach(self, *, reroute: Callable[[], bool] | None = None,
-               steer: Callable[[SteerAction], str] | None = None) -> None:
+               steer: Callable[[SteerAction], str | None] | None = None) -> None:
         """The method's hooks: ``reroute`` rebuilds its graph after a parameter change mid-round (False: too
-        late, the values apply next time); ``steer`` applies one steering action at the barrier ("" or why not)."""
+        late, the values apply next time); ``steer`` applies one steering action at the barrier ("" or why not;
+        None keeps it for a later barrier)."""
         self.control.reroute_hook = reroute or self.control.reroute_hook
         self.control.steer_hook = steer or self.control.steer_hook
 
