@@ -1,4 +1,4 @@
-"""The MCP server's five tools through the SDK's in-memory client, against the scripted model server
+"""The MCP server's six tools through the SDK's in-memory client, against the scripted model server
 (real HTTP, real openai client, real MiniLM): start -> poll -> result with topology, unknown ids, a
 result while running, cancel, a 500 storm, the wall-clock budget, eviction at 20, refused values and two
 swarms at once. Every wait is bounded."""
@@ -87,7 +87,7 @@ def finished(status: dict[str, Any]) -> bool:
 async def test_tools_are_published_with_input_and_output_schemas(tmp_path: Path, embedder: Any) -> None:
     async with connected(tmp_path, embedder) as (session, _, _):
         tools = {t.name: t for t in (await asyncio.wait_for(session.list_tools(), CALL_TIMEOUT)).tools}
-    assert set(tools) == {"swarm_start", "swarm_compare", "swarm_status", "swarm_result", "swarm_cancel"}
+    assert set(tools) == {"swarm_start", "swarm_compare", "swarm_status", "swarm_result", "swarm_cancel", "swarm_steer"}
     start = tools["swarm_start"].inputSchema["properties"]
     assert start["tau"]["maximum"] == 1.0 and start["tau"]["minimum"] == 0.0
     assert start["max_rounds"]["maximum"] == 10 and "(default code;" in start["domain"]["description"]

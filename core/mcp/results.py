@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 from core.demo.played import demo_answer_note
 from core.mcp.tasks import STATUS_RUNNING, SwarmTask
 from core.runtime import events as ev
+from core.runtime.steering import SteerAction
 
 Status = Literal["running", "completed", "failed", "cancelled"]
 
@@ -25,7 +26,7 @@ FLOW_EVENTS = frozenset(
         ev.RunStarted.type, ev.RoundStarted.type, ev.PhaseStarted.type, ev.AgentStarted.type,
         ev.AgentDelta.type, ev.AgentFinished.type, ev.DescriptorsReady.type, ev.MessagesRouted.type,
         ev.MemoryTrimmed.type, ev.RoundFinished.type, ev.RunFinished.type, ev.ParamsChanged.type,
-        ev.ControlChanged.type, ev.Notice.type, ev.TestRun.type, ev.ManagerDecided.type,
+        ev.ControlChanged.type, ev.Notice.type, ev.TestRun.type, ev.ManagerDecided.type, ev.UserSteered.type,
     }
 )
 BULKY_FIELDS = frozenset({"similarity", "query_embeddings", "key_embeddings", "embeddings", "names", "ts", "type",
@@ -67,6 +68,18 @@ class StatusResult(BaseModel):
     termination_reason: str | None = None
     error: str | None = None
     session_file: str | None = None
+    message: str
+    steering: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="every steering action applied so far (swarm_steer): round, phase, action, target, accepted, "
+        "reason (why refused)",
+    )
+
+
+class SteerResult(BaseModel):
+    task_id: str
+    status: Status
+    action: str = Field(description="what was asked, in one line")
     message: str
 
 
@@ -165,6 +178,16 @@ def status_result(entry: SwarmTask) -> StatusResult:
         prompt_tokens=entry.prompt_tokens, completion_tokens=entry.completion_tokens, tokens=entry.tokens,
         poll_interval_s=interval, termination_reason=finished.reason if finished else None, error=entry.error,
         session_file=_session_file(entry), message=message,
+        steering=[{"round": e.round, "phase": str(e.phase), "action": e.action, "target": e.target,
+                   "accepted": e.accepted, "reason": e.reason} for e in entry.steering],
+    )
+
+
+def steer_result(entry: SwarmTask, action: SteerAction) -> SteerResult:
+    when = f"at the barrier before round {action.at_round}" if action.at_round else "at the run's next barrier"
+    return SteerResult(
+        task_id=entry.id, status=entry.status, action=action.describe(),  # type: ignore[arg-type]
+        message=f"queued: it applies {when}; swarm_status lists it as taken or refused (with why) once applied",
     )
 
 

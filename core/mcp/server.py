@@ -1,5 +1,5 @@
-"""The MCP server: five tools (swarm_start, swarm_compare, swarm_status, swarm_result, swarm_cancel) over stdio or
-streamable HTTP, on top of core.mcp.tasks.
+"""The MCP server: six tools (swarm_start, swarm_compare, swarm_status, swarm_result, swarm_cancel, swarm_steer)
+over stdio or streamable HTTP, on top of core.mcp.tasks.
 
 Needs the optional ``mcp`` extra (the official Python SDK, v1 FastMCP API); it is imported inside
 build_server() and the transport functions, so this module imports without it. stdout is the wire in
@@ -25,14 +25,17 @@ from core.mcp.results import (
     RunResult,
     StartResult,
     StatusResult,
+    SteerResult,
     cancel_result,
     result_result,
     start_result,
     status_result,
+    steer_result,
 )
 from core.mcp.tasks import MAX_CONTEXT_CHARS, OPTIONS, STRATEGIES, StartError, SwarmManager
 from core.runtime.config import DOMAINS, bounds_text, schema_bounds
 from core.runtime.domains import Domain
+from core.runtime.steering import SteerError, SteerKind
 
 SERVER_NAME = "swarm-tui"
 INSTRUCTIONS = (
@@ -40,7 +43,8 @@ INSTRUCTIONS = (
     "DyTopo, or a baseline topology) on a problem. swarm_start returns a task id at once; poll swarm_status "
     "at the suggested interval until it is no longer running, then call swarm_result (include_topology for "
     "every round's graph). swarm_start's team picks a team by name (its description lists the teams with "
-    "their domain and agents). swarm_cancel stops a run. The user can watch a run live with "
+    "their domain and agents). swarm_cancel stops a run; swarm_steer steers a running one (a note to an agent, "
+    "a new goal, a pinned or cut edge, ...). The user can watch a run live with "
     "`swarm-tui attach TASK_ID`."
 )
 
@@ -195,6 +199,41 @@ def build_server(manager: SwarmManager, *, host: str = "127.0.0.1", port: int = 
         entry = lookup(task_id)
         entry, cancelled = manager.cancel(entry.id)
         return cancel_result(entry, cancelled)
+
+    @server.tool()
+    async def swarm_steer(
+        task_id: Annotated[str, Field(description="from swarm_start")],
+        action: Annotated[str, Field(description=f"one of {', '.join(k.value for k in SteerKind)}; which ones a "
+                                     "run takes depends on its method (a refusal says why)")],
+        to: Annotated[str | None, Field(description="note: the agent, or all")] = None,
+        agent: Annotated[str | None, Field(description="silence, restore, retry, replace, force, exclude, "
+                                           "agent: the agent")] = None,
+        src: Annotated[str | None, Field(description="pin, cut, release, edge_add, edge_remove: the sender")] = None,
+        dst: Annotated[str | None, Field(description="... the receiver")] = None,
+        text: Annotated[str | None, Field(description="note, goal, replace: the text; plan: the YAML plan")] = None,
+        when: Annotated[str | None, Field(description="note: next (its next call, default) or now (its call "
+                                          "in flight is asked again with it)")] = None,
+        rounds: Annotated[int | None, Field(description="pin, cut: for this many graphs (default: until "
+                                            "released)")] = None,
+        at_round: Annotated[int | None, Field(description="apply at the barrier before this round (default: "
+                                              "the next barrier)")] = None,
+        type: Annotated[str | None, Field(description="edge_add: conditioned, feedback or debate")] = None,
+        model: Annotated[str | None, Field(description="agent: its new model")] = None,
+        endpoint: Annotated[str | None, Field(description="agent: its new endpoint URL")] = None,
+        temperature: Annotated[float | None, Field(description="agent: its new temperature")] = None,
+    ) -> SteerResult:
+        """Steer a running swarm started with swarm_start: the same actions, checks and events as the
+        TUI and `--control` (docs/steering.md). The action waits for the run's next barrier (a phase
+        boundary); swarm_status then lists it as taken or refused, with the reason."""
+        given = {"action": action, "to": to, "agent": agent, "src": src, "dst": dst, "text": text, "when": when,
+                 "rounds": rounds, "at_round": at_round, "type": type, "model": model, "endpoint": endpoint,
+                 "temperature": temperature}
+        entry = lookup(task_id)
+        try:
+            entry, taken = manager.steer(entry.id, {k: v for k, v in given.items() if v is not None})
+        except SteerError as exc:
+            raise ToolError(str(exc)) from None
+        return steer_result(entry, taken)
 
     return server
 

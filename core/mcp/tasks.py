@@ -36,6 +36,7 @@ from core.runtime.config import (
 from core.runtime.control import RunControl
 from core.runtime.domains import Domain, get_domain
 from core.runtime.engine import Method
+from core.runtime.steering import SteerAction, SteerError, parse_action
 from core.runtime.teams import is_team_file, named_team, resolve_team, team_names
 from core.sessions.store import SessionRecorder
 
@@ -125,8 +126,14 @@ class SwarmTask:
     cancel_requested: bool = False
     timed_out: bool = False
     compare_rows: list[dict[str, Any]] | None = None  # a comparison (core.mcp.compare_tasks): a row per method
+    steer_waiting: list[SteerAction] = field(default_factory=list)  # swarm_steer before the engine exists
 
     # --- progress, from the event stream --------------------------------------------------
+    @property
+    def steering(self) -> list[ev.UserSteered]:
+        """The steering actions applied so far, taken or refused."""
+        return [e for e in self.events if isinstance(e, ev.UserSteered)]
+
     def observe(self, event: ev.Event) -> None:
         """An engine sink: keeps the status fields current (token deltas are not kept)."""
         if isinstance(event, ev.AgentDelta):
@@ -520,6 +527,9 @@ class SwarmManager:
                 evaluator=evaluator,
             )
             entry.control = engine.control
+            for action in entry.steer_waiting:  # steered while it was still connecting
+                engine.control.steer(action)
+            entry.steer_waiting = []
             if entry.cancel_requested or entry.timed_out:
                 engine.control.cancel()
             entry.phase = "starting"
@@ -600,6 +610,23 @@ class SwarmManager:
         elif entry.handle is not None:
             entry.handle.cancel()  # still connecting or loading MiniLM
         return entry, True
+
+    # --- steer ----------------------------------------------------------------------------
+    def steer(self, task_id: str, given: Mapping[str, Any]) -> tuple[SwarmTask, SteerAction]:
+        """Hand a steering action (the control file's schema) to a running swarm: it applies at the run's
+        next barrier, or its ``at_round``, and ends as a user_steered event, taken or refused. SteerError
+        (one line) for an action that cannot be read, a swarm that has ended, or a comparison."""
+        entry = self.get(task_id)
+        action = parse_action(given)
+        if entry.compare_rows is not None:
+            raise SteerError("swarm_steer steers a run from swarm_start; a comparison's runs go unsteered")
+        if not entry.running:
+            raise SteerError(f"the swarm has ended ({entry.status}): {action.describe()} was not taken")
+        if entry.control is None:
+            entry.steer_waiting.append(action)
+        else:
+            entry.control.steer(action)
+        return entry, action
 
     async def wait(self, task_id: str) -> SwarmTask:
         """Until the swarm's task is done (tests; bound it with a timeout)."""
