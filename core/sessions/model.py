@@ -10,19 +10,29 @@ from __future__ import annotations
 
 import math
 import re
-import types
-import typing
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any
+
+from pydantic import ValidationError
 
 from core import __version__
 from core.llm.urls import redact_url
 from core.methods.catalogue import ensure_event_type
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
+from core.sessions.schema import (
+    ParentRef,
+    RunParams,
+    SessionFile,
+    event_problem,
+    event_record,
+    file_problem,
+    params_problem,
+)
+from core.sessions.schema import describe as _describe
+from core.sessions.schema import short as _short
 
 SCHEMA_VERSION = 1
 
@@ -34,10 +44,8 @@ MAX_DEPTH = 24
 MAX_INT = 2**53  # exact in every JSON reader
 MAX_AGENTS = 64
 MAX_EMBEDDING_DIM = 16_384
-MAX_TS = 253_402_300_799.0  # 9999-12-31, the last second datetime can show
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_TOP_KEYS = {"schema_version", "app_version", "created", "finished", "metadata", "outcome", "events"}
 
 
 class SessionFormatError(ValueError):
@@ -58,11 +66,6 @@ class SessionFormatError(ValueError):
 def _one_line(text: str, limit: int = 300) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _short(value: Any) -> str:
-    """A value quoted for an error message: short, one line, never the whole hostile payload."""
-    return _one_line(repr(value), 60)
 
 
 # --- the per-round view -------------------------------------------------------------------------
@@ -368,90 +371,8 @@ def _check_plain(value: Any, where: str, depth: int = 0) -> None:
     raise SessionFormatError(f"{_at(where)}: unsupported value of type {type(value).__name__}")
 
 
-_KIND_NAMES = {str: "text", int: "a whole number", float: "a number", bool: "true/false", type(None): "null"}
-
-
-def _describe(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true/false"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return _KIND_NAMES.get(type(value), type(value).__name__)
-
-
-_SHAPES: dict[Any, tuple[Any, tuple[Any, ...]]] = {}
-
-
-def _shape(hint: Any) -> tuple[Any, tuple[Any, ...]]:
-    shape = _SHAPES.get(hint)
-    if shape is None:
-        shape = _SHAPES[hint] = (typing.get_origin(hint), typing.get_args(hint))
-    return shape
-
-
-def _matches(value: Any, hint: Any) -> str | None:
-    """None when value fits the type hint, else what is wrong."""
-    if hint is Any:
-        return None
-    origin, args = _shape(hint)
-    if origin in (types.UnionType, typing.Union):
-        problems = [_matches(value, option) for option in args]
-        return None if any(p is None for p in problems) else next(p for p in problems if p)
-    if hint is type(None):
-        return None if value is None else f"must be null, got {_describe(value)}"
-    if hint is bool:
-        return None if isinstance(value, bool) else f"must be true/false, got {_describe(value)}"
-    if hint is int:
-        ok = isinstance(value, int) and not isinstance(value, bool)
-        return None if ok else f"must be a whole number, got {_describe(value)}"
-    if hint is float:
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        return None if ok else f"must be a number, got {_describe(value)}"
-    if hint is str:
-        return None if isinstance(value, str) else f"must be text, got {_describe(value)}"
-    if isinstance(hint, type) and issubclass(hint, StrEnum):
-        if isinstance(value, str) and value in hint._value2member_map_:
-            return None
-        return f"must be one of {', '.join(hint)}, got {_short(value)}"
-    if origin is list:
-        if not isinstance(value, list):
-            return f"must be a list, got {_describe(value)}"
-        (item_hint,) = args
-        if item_hint is float and set(map(type, value)) <= {float, int}:  # fast path: embedding rows
-            return None
-        for i, item in enumerate(value):
-            problem = _matches(item, item_hint)
-            if problem:
-                return f"item {i} {problem}"
-        return None
-    if origin is dict:
-        if not isinstance(value, dict):
-            return f"must be an object, got {_describe(value)}"
-        _, value_hint = args
-        for key, item in value.items():
-            problem = _matches(item, value_hint)
-            if problem:
-                return f"key {_short(key)} {problem}"
-        return None
-    return f"has an unsupported type {hint!r}"  # pragma: no cover - events only use the forms above
-
-
-_HINTS: dict[str, dict[str, Any]] = {}
-
-
-def _hints(cls: type[ev.Event]) -> dict[str, Any]:
-    cached = _HINTS.get(cls.type)
-    if cached is None:
-        resolved = typing.get_type_hints(cls)  # the events module's own annotations, not file data
-        cached = {f.name: resolved[f.name] for f in fields(cls)}
-        _HINTS[cls.type] = cached
-    return cached
-
-
 def _rebuild_event(data: Any, index: int) -> ev.Event:
-    """One event dict -> its typed event, with every field's type checked."""
+    """One event dict -> its typed event, every field checked by the event type's record model."""
     where = f"event {index}"
     if not isinstance(data, dict):
         raise SessionFormatError(f"{where} must be an object, got {_describe(data)}")
@@ -461,34 +382,21 @@ def _rebuild_event(data: Any, index: int) -> ev.Event:
     if cls is None:
         raise SessionFormatError(f"{where} has unknown event type {_short(kind)}")
     where = f"event {index} ({kind})"
-    hints = _hints(cls)
-    for name, value in data.items():
-        if name == "type":
-            continue
-        if name not in hints:
-            raise SessionFormatError(f"{where} has an unknown field {_short(name)}")
-        problem = _matches(value, hints[name])
-        if problem:
-            raise SessionFormatError(f"{where}: field {name!r} {problem}")
     try:
+        event_record(cls).model_validate(data)
         event = ev.event_from_dict(data)
+    except ValidationError as exc:
+        raise SessionFormatError(event_problem(where, exc)) from None
     except ev.EventFormatError as exc:
         raise SessionFormatError(f"{where}: {exc}") from None
-    if not 0.0 <= event.ts <= MAX_TS:
-        raise SessionFormatError(f"{where}: timestamp {_short(event.ts)} is out of range")
-    round_no = getattr(event, "round", 0)
-    if round_no < 0:
-        raise SessionFormatError(f"{where}: round number {round_no} is negative")
     return event
 
 
 def _check_params(params: dict[str, Any], where: str) -> None:
-    tau, k_in, max_rounds = params.get("tau"), params.get("k_in"), params.get("max_rounds")
-    if not isinstance(tau, int | float) or isinstance(tau, bool) or not 0.0 <= tau <= 1.0:
-        raise SessionFormatError(f"{where}: tau must be a number between 0 and 1, got {_short(tau)}")
-    for name, value in (("k_in", k_in), ("max_rounds", max_rounds)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise SessionFormatError(f"{where}: {name} must be a whole number of at least 1, got {_short(value)}")
+    try:
+        RunParams.model_validate(params)
+    except ValidationError as exc:
+        raise SessionFormatError(params_problem(where, exc)) from None
 
 
 def _check_started(e: ev.RunStarted) -> None:
@@ -509,9 +417,10 @@ def _check_started(e: ev.RunStarted) -> None:
         except ConfigError as exc:
             raise SessionFormatError(f"{where}: team: {exc}") from None
     if e.parent is not None:
-        session, round_no = e.parent.get("session"), e.parent.get("round")
-        if not isinstance(session, str) or not isinstance(round_no, int) or isinstance(round_no, bool) or round_no < 0:
-            raise SessionFormatError(f"{where}: parent must be {{session: text, round: whole number >= 0}}")
+        try:
+            ParentRef.model_validate(e.parent)
+        except ValidationError:
+            raise SessionFormatError(f"{where}: parent must be {{session: text, round: whole number >= 0}}") from None
 
 
 def _check_topology(e: ev.TopologyBuilt, where: str) -> RoutingResult:
@@ -669,18 +578,11 @@ def _from_dict(data: Any) -> Session:
         raise SessionFormatError(f"schema version {version} is not valid")
     _check_plain(data, "")
     data = upgrade(data)
-    unknown = set(data) - _TOP_KEYS
-    if unknown:
-        raise SessionFormatError(f"unknown top-level field {_short(sorted(unknown)[0])}")
-    app_version = data.get("app_version", "unknown")
-    if not isinstance(app_version, str):
-        raise SessionFormatError(f"app_version must be text, got {_describe(app_version)}")
-    for key in ("created", "finished"):
-        if data.get(key) is not None and not isinstance(data[key], str):
-            raise SessionFormatError(f"{key} must be text, got {_describe(data[key])}")
-    if "events" not in data:
-        raise SessionFormatError("the session has no events list")
-    session = Session(data["events"], app_version=app_version)
+    try:
+        top = SessionFile.model_validate(data)
+    except ValidationError as exc:
+        raise SessionFormatError(file_problem(exc)) from None
+    session = Session(top.events, app_version=top.app_version)
     # The readable copies must say what the events say (a hand edit that disagrees is an error).
     if "metadata" in data and data["metadata"] != _public_dict(session.metadata):
         raise SessionFormatError("metadata does not match the recorded run_started event")
