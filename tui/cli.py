@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core import __version__
+from core.evaluation.sandbox.isolation import protect_process
 
 from .cli_options import (
     CliError,
@@ -61,6 +62,9 @@ def build_parser() -> OneLineParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    # Whatever runs as this user (model code without isolation among it) cannot read our environment (the
+    # API key) through /proc/<pid>/environ, nor our memory.
+    protect_process()
     try:
         if argv and argv[0] in SUBCOMMANDS:
             return _run_subcommand(argv[0], argv[1:])

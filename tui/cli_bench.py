@@ -33,6 +33,7 @@ from core.datasets.formats import FORMAT_NAMES, get_format
 from core.datasets.hub import is_hub_name, load_hub
 from core.datasets.loader import load_dataset
 from core.datasets.problems import Dataset, DatasetError
+from core.evaluation.sandbox import isolation_status, unisolated_refusal
 from core.methods.registry import format_options
 from core.methods.selection import parse_strategies, split_option_flags
 from core.runtime.config import Settings
@@ -242,6 +243,13 @@ def main(argv: list[str]) -> int:
             raise _UserError("--control - reads stdin while one run goes; a benchmark takes a FILE")
         control = ControlScript(args.control, lambda line: print(f"swarm-tui bench: {line}", file=sys.stderr)) if (
             args.control) else None
+        if any(p.domain == "code" for p in problems):  # scoring runs the model's code: say how, before it starts
+            refused = unisolated_refusal()
+            if refused:
+                raise _UserError(refused)
+            isolated, how = isolation_status()
+            if not isolated:
+                print(f"swarm-tui bench: note: {how} (--allow-unisolated-code)", file=sys.stderr)
     except (_UserError, ValueError) as exc:
         print(f"swarm-tui bench: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
 
+from core.evaluation.sandbox import allow_unisolated_code, unisolated_refusal
 from core.llm.urls import DEFAULT_BASE_URL, URLError, check_base_url
 from core.methods.catalogue import build_method, get_method_info
 from core.methods.registry import MethodError, parse_option_flags
@@ -165,6 +166,10 @@ def add_run_options(parser: argparse.ArgumentParser, *, method: bool = True, sev
         default=None,
         help="code domain: run the latest code against the tests in a sandbox after every round",
     )
+    parser.add_argument(
+        "--allow-unisolated-code", dest="allow_unisolated_code", action="store_true", default=None,
+        help="run model-written code even where bubblewrap cannot isolate it (it then has your rights)",
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -181,6 +186,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             "api_key_env",
             "max_concurrency",
             "execute_code",
+            "allow_unisolated_code",
             "team",
             "time_budget",
             "max_calls",
@@ -224,7 +230,18 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             settings = with_method_options(settings, flags)
     except (ConfigError, MethodError) as exc:
         fail(str(exc))
+    check_code_isolation(settings, runs_code=bool(settings.execute_code) and settings.domain == "code")
     return settings
+
+
+def check_code_isolation(settings: Settings, *, runs_code: bool) -> None:
+    """The user's choice about unisolated code applies to this process; a run that would execute model code
+    where it cannot be isolated, without that choice, stops here with one line (why, and how to isolate)."""
+    allow_unisolated_code(settings.allow_unisolated_code)
+    if runs_code:
+        refused = unisolated_refusal()
+        if refused:
+            fail(refused)
 
 
 def with_method_options(settings: Settings, flags: list[str] | None) -> Settings:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from core.evaluation.sandbox import allow_unisolated_code, unisolated_refusal
 from core.methods.catalogue import build_method, get_method_info, method_names
 from core.methods.registry import MethodError
 from core.runtime import events as ev
@@ -60,6 +61,8 @@ STRATEGIES = tuple(method_names())
 OPTIONS: dict[str, str] = {
     "protocol": f"round protocol: {' | '.join(PROTOCOLS)} (default: the server's, phased)",
     "execute": "true/false: code domain, run the latest code against the tests in a sandbox after every round",
+    "allow_unisolated_code": "true/false: with execute, run the model's code even where bubblewrap cannot "
+    "isolate it (it then has the server's user's rights; default false: refused)",
     "budget_s": f"wall-clock budget in seconds, 1..{MAX_TIME_BUDGET_S:g} (default max_rounds x the server's "
     "per-round budget); past it the run is torn down and reported as failed",
     "time_budget": f"{bounds_text('time_budget')}: the run cancels its calls in flight and ends as completed with "
@@ -224,6 +227,8 @@ def _check_options(options: Mapping[str, Any] | None, strategy: str = "dytopo") 
         out["protocol"] = _setting("protocol", options["protocol"])
     if "execute" in options:
         out["execute"] = _setting("execute_code", options["execute"], "option ", label="execute")
+    if "allow_unisolated_code" in options:
+        out["allow_unisolated_code"] = _setting("allow_unisolated_code", options["allow_unisolated_code"], "option ")
     if "budget_s" in options:  # the server's hard stop, not a run setting: bounded like a time budget
         budget = options["budget_s"]
         if isinstance(budget, bool) or not isinstance(budget, int | float) or not 1 <= budget <= MAX_TIME_BUDGET_S:
@@ -405,11 +410,16 @@ class SwarmManager:
             settings = replace(self.settings, team=chosen.team or None).with_overrides(
                 domain=chosen.name, tau=tau, k_in=k_in, max_rounds=max_rounds,
                 protocol=checked.get("protocol"), execute_code=execute,
+                allow_unisolated_code=checked.get("allow_unisolated_code"),
                 time_budget=checked.get("time_budget"), max_calls=checked.get("max_calls"),
             )
             settings.validate(n_workers=n_workers)
         except ConfigError as exc:
             raise StartError(str(exc)) from None
+        if settings.execute_code and not settings.allow_unisolated_code:
+            refused = unisolated_refusal()
+            if refused:
+                raise StartError(refused.replace("--allow-unisolated-code", "option allow_unisolated_code true"))
         return settings, checked, notes
 
     def start(
@@ -520,6 +530,8 @@ class SwarmManager:
             entry.phase = "loading embeddings"
             await self.embedder.aload()
             evaluator = CodeExecutionEvaluator() if settings.execute_code and settings.domain == "code" else None
+            # This run's own choice (the client's option), in this task only: other runs keep theirs.
+            allow_unisolated_code(settings.allow_unisolated_code, here_only=True)
             engine = build_engine(
                 self.problem_text(entry), settings, replace(backend, agent_clients=agent_clients),
                 [recorder, entry.observe],

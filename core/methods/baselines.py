@@ -157,7 +157,12 @@ async def _code_vote(answers: list[str], problem: str) -> tuple[str, str]:
     if examples:
         for index, answer in enumerate(answers, 1):
             code = latest_code([answer])
-            if code and (await arun_code(code, examples)).passed:
+            try:
+                passed = bool(code) and (await arun_code(code, examples)).passed
+            except OSError as exc:  # the sandbox cannot start, or refuses code it cannot isolate
+                chosen, how = _majority(answers)
+                return chosen, f"the examples were not run ({exc}); {how}"
+            if passed:
                 return answer, f"sample {index} passed the visible examples"
     chosen, how = _majority(answers)
     return chosen, f"none passed the visible examples; {how}"

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from core.evaluation.extract import docstring_examples, extract_tests, latest_code
-from core.evaluation.sandbox import SandboxLimits, arun_code, isolation_status
+from core.evaluation.sandbox import IsolationRefused, SandboxLimits, arun_code, isolation_status
 from core.runtime import events as ev
-from core.runtime.engine import AgentResult, Evaluation
+from core.runtime.engine import AgentResult, Evaluation, RunAborted
 
 NO_CODE = "NO_CODE"
 
@@ -54,7 +54,10 @@ class CodeExecutionEvaluator:
             detail = f"no code from {self.implementer} yet"
             event = ev.TestRun(round=round_no, outcome=NO_CODE, passed=False, detail=detail)
             return Evaluation(passed=False, feedback=f"Tests not run: {detail}.", events=[event])
-        result = await arun_code(code, tests, self.limits)
+        try:
+            result = await arun_code(code, tests, self.limits)
+        except IsolationRefused as exc:  # the run asked for code to run: it cannot go on as asked
+            raise RunAborted(str(exc)) from None
         warnings = self._isolation_notice(round_no)
         summary = result.summary() if tests else f"{result.outcome} (no tests found: the code only ran)"
         feedback = f"Ran {self.implementer}'s latest code against {len(tests)} tests: {summary}"

@@ -37,6 +37,9 @@ top of the dropped capabilities /proc/sys is read-only and nested user namespace
 counts are not limited (RLIMIT_NPROC does not bind root). Elsewhere the same two processes run with the
 rlimits and minimal environment only, which contains mistakes but not deliberate attacks (the code could
 reach the judge through /proc); ``isolation_status()`` says which (SWARM_SANDBOX_ISOLATION=off forces it).
+Without isolation code is refused (``IsolationRefused``, one line: ``unisolated_refusal()``) unless the
+user accepted the risk (``allow_unisolated_code``); the app makes itself non-dumpable at start
+(``protect_process``) so that such code, of the same user, cannot read its /proc/<pid>/environ.
 
 Limits in both modes: CPU, memory and file-size rlimits, a wall-clock limit (the judge's timer, then the
 parent's SIGKILL), capped output, stdin from /dev/null, and a fresh temporary folder removed afterwards.
@@ -45,8 +48,18 @@ Modules: ``limits`` (what a run may use and returns), ``isolation`` (bubblewrap)
 both processes run, its text in child_setup, child_peer and child_main), ``job`` (one run).
 """
 
-from core.evaluation.sandbox.isolation import ISOLATION_ENV, isolation_status
+from core.evaluation.sandbox.isolation import (
+    ISOLATION_ENV,
+    IsolationRefused,
+    allow_unisolated_code,
+    isolation_status,
+    protect_process,
+    unisolated_refusal,
+)
 from core.evaluation.sandbox.job import arun_code, run_code
 from core.evaluation.sandbox.limits import Outcome, SandboxLimits, SandboxResult
 
-__all__ = ["ISOLATION_ENV", "Outcome", "SandboxLimits", "SandboxResult", "arun_code", "isolation_status", "run_code"]
+__all__ = [
+    "ISOLATION_ENV", "IsolationRefused", "Outcome", "SandboxLimits", "SandboxResult", "allow_unisolated_code",
+    "arun_code", "isolation_status", "protect_process", "run_code", "unisolated_refusal",
+]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextvars
+import ctypes
+import ctypes.util
 import functools
 import os
 import shutil
@@ -25,6 +28,62 @@ class _Isolation:
     bwrap: list[str] | None  # bwrap and its fixed arguments; None: run without isolation
     sized: bool  # this bwrap knows --size
     message: str
+
+
+class IsolationRefused(PermissionError):
+    """Model-written code would run without isolation and nobody accepted that; the message is one line
+    saying why and how to get isolation (an OSError, as the sandbox's other failures to start are)."""
+
+
+# Whether model-written code may run where it cannot be isolated: the process's choice (--allow-unisolated-code,
+# allow_unisolated_code in the config) or one run's (an MCP client's argument, in that run's task only).
+_ALLOWED_PROCESS = False
+_ALLOWED_HERE: contextvars.ContextVar[bool] = contextvars.ContextVar("swarm_allow_unisolated", default=False)
+
+
+def allow_unisolated_code(allowed: bool = True, *, here_only: bool = False) -> None:
+    """Accept (or not) that model-written code runs with the user's own rights where bubblewrap cannot
+    isolate it: for the whole process, or ``here_only`` for this asyncio task and what it starts."""
+    global _ALLOWED_PROCESS
+    if here_only:
+        _ALLOWED_HERE.set(allowed)
+    else:
+        _ALLOWED_PROCESS = allowed
+
+
+def unisolated_allowed() -> bool:
+    return _ALLOWED_PROCESS or _ALLOWED_HERE.get()
+
+
+def how_to_isolate() -> str:
+    if not sys.platform.startswith("linux"):
+        return "bubblewrap needs Linux: run swarm-tui in a Linux VM or container that has it"
+    return "install bubblewrap (apt-get install bubblewrap, dnf install bubblewrap or pacman -S bubblewrap)"
+
+
+def unisolated_refusal() -> str:
+    """"" when model code may run (it is isolated, or running it unisolated was accepted); else one line
+    saying why it is refused and how to get isolation or accept the risk."""
+    isolation = probe_isolation()
+    if isolation.bwrap is not None or unisolated_allowed():
+        return ""
+    why = isolation.message.removeprefix("code runs without isolation: ").split("; install it with")[0]
+    return (f"model-written code is not run without isolation ({why}): it could read your files and API keys; "
+            f"{how_to_isolate()}, or accept the risk with --allow-unisolated-code "
+            "(config: allow_unisolated_code = true)")
+
+
+def protect_process() -> bool:
+    """Linux: make this process non-dumpable (prctl PR_SET_DUMPABLE 0), so that other processes of the same
+    user (model code run without isolation among them) cannot read its /proc/<pid>/environ (the API key)
+    or its memory, nor attach a debugger. Whether it took effect; a no-op elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        return int(libc.prctl(4, 0, 0, 0, 0)) == 0  # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):
+        return False
 
 
 def isolation_status() -> tuple[bool, str]:

@@ -23,7 +23,15 @@ from typing import IO, Any
 
 # --- one run -----------------------------------------------------------------------------------------
 from core.evaluation.sandbox.child import BOOTSTRAP, RUNNER_NAME, runner_code
-from core.evaluation.sandbox.isolation import SANDBOX_PATH, bwrap_argv, probe_isolation, python_binary, site_packages
+from core.evaluation.sandbox.isolation import (
+    SANDBOX_PATH,
+    IsolationRefused,
+    bwrap_argv,
+    probe_isolation,
+    python_binary,
+    site_packages,
+    unisolated_refusal,
+)
 from core.evaluation.sandbox.limits import (
     FILE_BYTES,
     GRACE_S,
@@ -68,6 +76,9 @@ class _Job:
     @classmethod
     def create(cls, code: str, tests: str | Sequence[str], limits: SandboxLimits) -> _Job:
         isolation = probe_isolation()
+        refused = unisolated_refusal()
+        if refused:  # no jail, and nobody accepted running model code without one
+            raise IsolationRefused(refused)
         root = Path(tempfile.mkdtemp(prefix="swarm-sandbox-"))
         opened: list[Any] = []
         try:
