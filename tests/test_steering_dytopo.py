@@ -204,3 +204,31 @@ async def test_single_pass_takes_pins_silence_and_retry_before_routing(
     round2 = [(r.role, r.call) for r in demo_server.requests if r.round == 2]
     assert round2.count(("Developer", ev.CALL_SINGLE_PASS)) == 2
     assert finished.rounds == 2
+
+
+async def test_a_fork_keeps_the_originals_actions_and_what_they_left(embedder: Any) -> None:
+    from core.compose.runner import build_engine, open_backend
+    from core.demo.scripts import DEMO_PROBLEMS
+    from core.sessions.fork import fork_point
+    from core.sessions.model import session_from_events
+
+    actions = (SteerAction(K.PIN, src="Researcher", dst="Tester", at_round=2),
+               SteerAction(K.NOTE, to="Tester", text="FORK-NOTE: keep this", at_round=2))
+    with ScriptedServer(demo_script) as server:
+        _, events, _ = await run_swarm(server, embedder, settings=Settings(max_rounds=3), drive=_queue(*actions))
+    point = fork_point(session_from_events(events), 2, "parent.json")
+    settings = Settings(max_rounds=3)
+    forked: list[ev.Event] = []
+    with ScriptedServer(demo_script) as server:
+        backend = await open_backend(settings, server=server)
+        engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [forked.append], embedder=embedder,
+                              fork=point)
+        try:
+            await engine.run()
+        finally:
+            await backend.close()
+        tester3 = [r for r in server.requests if r.role == "Tester" and r.round == 3]
+    assert [(e.action, e.accepted) for e in of(forked, ev.UserSteered)] == [("pin", True), ("note", True)]
+    (graph3,) = [g for g in of(forked, ev.TopologyBuilt, round=3)]
+    assert {(e["src"], e["dst"]): e["kind"] for e in graph3.routing["edges"]}[("Researcher", "Tester")] == "pinned"
+    assert tester3 and all(_says(r, "FORK-NOTE") for r in tester3 if r.call == ev.CALL_WORK)

@@ -75,6 +75,7 @@ REQUIRED: dict[SteerKind, tuple[str, ...]] = {
 # Optional keys beyond "action" and "at_round".
 OPTIONAL: dict[SteerKind, tuple[str, ...]] = {
     SteerKind.NOTE: ("when",),
+    SteerKind.STOP: ("when",),  # now: the calls in flight are cancelled (their tokens count)
     SteerKind.PIN: ("rounds",),
     SteerKind.CUT: ("rounds",),
     SteerKind.AGENT: ("model", "endpoint", "temperature"),
@@ -119,7 +120,7 @@ class SteerAction:
         words = [self.action.value]
         if self.target:
             words.append(self.target)
-        if self.action is SteerKind.NOTE and self.when == WHEN_NOW:
+        if self.when == WHEN_NOW:
             words.append("(now)")
         if self.rounds is not None:
             words.append(f"for {self.rounds} round{'s' if self.rounds != 1 else ''}")
@@ -137,7 +138,7 @@ class SteerAction:
             value = getattr(self, key)
             if value:
                 out[key] = value
-        if self.action is SteerKind.NOTE:
+        if self.action is SteerKind.NOTE or self.when == WHEN_NOW:
             out["when"] = self.when
         if self.rounds is not None:
             out["rounds"] = self.rounds
