@@ -118,7 +118,9 @@ async def test_failed_start_returns_to_the_form_with_the_error(tmp_path: Path) -
                 break
         await pilot.pause(0.1)
         assert isinstance(app.screen, LaunchScreen) and app.screen.error
-        assert "cannot reach the model endpoint" in str(app.screen.query_one("#launch-status", Static).render())
+        status = str(app.screen.query_one("#launch-status", Static).render())
+        assert "cannot reach the model endpoint" in status
+        assert "edit the endpoint URL, or ctrl+o for the demo" in status and "--" not in status  # the form's words
         assert app.screen.query_one("#problem", TextArea).text == "Add two numbers."
 
 

@@ -144,3 +144,9 @@ async def test_endpoint_down_is_a_notification_not_a_traceback(tmp_path: Path) -
         header = str(app.swarm_screen.query_one("#header").render())
         assert header.startswith("▍anything") and "code ·" in header  # the user's problem, not "starting…"
         assert "the run stopped before round 1" in app.swarm_screen.query_one(GraphPane).text
+        app.swarm_screen.model.embeddings_ready = False  # MiniLM still loading: nothing will use it now
+        app.swarm_screen.refresh_all()
+        assert "loading embeddings" not in app.swarm_screen.query_one(GraphPane).text
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.is_running, timeout=10)
+    assert app.return_value == 1  # the exit code (run_and_exit): a run that failed is not a success, as --headless says too

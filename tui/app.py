@@ -342,8 +342,9 @@ class SwarmApp(App[int]):
 
             problem, demo = self._from_launch
             self.swarm_screen = None
-            self.switch_screen(LaunchScreen(self.settings, demo=demo, problem=problem, error=message.message))
-            self.notify(message.message, severity="error", timeout=20)
+            form = LaunchScreen(self.settings, demo=demo, problem=problem, error=message.message)
+            self.switch_screen(form)
+            self.notify(form.error, severity="error", timeout=20)
             return
         if self.swarm_screen is not None and hasattr(self.swarm_screen, "backend_failed"):
             self.swarm_screen.backend_failed(message.message)
@@ -355,7 +356,7 @@ class SwarmApp(App[int]):
         if screen is not None and screen.model.running and hasattr(screen, "action_request_quit"):
             screen.action_request_quit()
             return
-        self.exit(0)
+        self.exit(getattr(screen, "exit_code", 0))
 
 
 def run_app(problem: str | None, settings: Settings, *, demo: bool = False, save: Path | None = None,

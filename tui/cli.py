@@ -93,6 +93,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 problem, settings, demo=args.demo, json_lines=args.json, save=args.save, expect=args.expect,
                 control=args.control,
             )
+        if problem is None and args.demo:  # the demo brings its own problem: run it at once, no form to fill
+            from core.demo.scripts import DEMO_PROBLEMS
+
+            problem = DEMO_PROBLEMS[settings.domain]
         from .app import run_app
 
         return run_app(problem, settings, demo=args.demo, save=args.save, step=args.step)

@@ -70,6 +70,23 @@ def _fields_to_settings(base: Settings, values: dict[str, str]) -> Settings:
     return settings
 
 
+# What an endpoint error advises on the command line, said as the form does it (core.llm.client words its
+# messages for the flags).
+FORM_WORDS = (
+    ("point elsewhere with --base-url URL (or OPENAI_BASE_URL), or try --demo",
+     "edit the endpoint URL, or ctrl+o for the demo"),
+    ("check the variable named by --api-key-env", "check the API key's variable (api_key_env in the config file)"),
+    ("check --base-url (it usually ends in /v1) and --model",
+     "check the endpoint URL (it usually ends in /v1) and the model"),
+)
+
+
+def in_form_words(message: str) -> str:
+    for flags, form in FORM_WORDS:
+        message = message.replace(flags, form)
+    return message
+
+
 class LaunchScreen(Screen[None]):
     BINDINGS = [
         Binding("ctrl+r", "start", "start", id="launch_start", tooltip="Start the swarm with these settings"),
@@ -90,7 +107,7 @@ class LaunchScreen(Screen[None]):
         self.settings = settings
         self.demo = demo
         self.problem = problem  # kept when the form comes back after a failed start
-        self.error = error
+        self.error = in_form_words(error)
         self._k_in_lowered: tuple[int, int] | None = None  # (k_in typed, value shown) for a smaller team
 
     def compose(self) -> ComposeResult:
@@ -263,7 +280,7 @@ class LaunchScreen(Screen[None]):
             self.post_message(self.ProbeDone(f"✗ {url} answered but lists no models: type a model name", False))
 
     def on_launch_screen_probe_done(self, message: ProbeDone) -> None:
-        self._status(message.text, "ok" if message.ok else "error")
+        self._status(in_form_words(message.text), "ok" if message.ok else "error")
         model_input = self.query_one("#model", Input)
         if message.first_model and not model_input.value.strip():
             model_input.value = message.first_model

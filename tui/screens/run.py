@@ -222,9 +222,15 @@ class RunScreen(SwarmScreen):
         else:
             self.notify(recorder.error or "saving failed", severity="error")
 
+    @property
+    def exit_code(self) -> int:
+        """What the process ends with: 1 when the run failed (no endpoint, a crash), as headless does."""
+        failed = self.model.error or (self.model.finished is not None and self.model.finished.reason == "error")
+        return 1 if failed else 0
+
     def action_request_quit(self) -> None:
         if not self.model.running:
-            self.app.exit(0)
+            self.app.exit(self.exit_code)
             return
         from .confirm import ConfirmScreen
 

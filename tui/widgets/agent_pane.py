@@ -6,6 +6,8 @@ its public output is shown once as Markdown, so code blocks are highlighted.
 
 from __future__ import annotations
 
+from markdown_it import MarkdownIt
+from markdown_it.rules_core import StateCore
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
@@ -22,6 +24,21 @@ BADGE_STYLE = {
     "unparsed": "$error",
     "failed": "$error",
 }
+
+
+def keep_line_breaks() -> MarkdownIt:
+    """Markdown that keeps the reply's own line breaks: "4 pass, 2 fail." and each "FAIL …" under it stay on
+    their own lines, as they streamed (plain Markdown would join them into one paragraph)."""
+    parser = MarkdownIt("gfm-like")
+
+    def hard_breaks(state: StateCore) -> None:  # Textual draws a soft break as a space, a hard one as a new line
+        for token in state.tokens:
+            for child in token.children or []:
+                if child.type == "softbreak":
+                    child.type = "hardbreak"
+
+    parser.core.ruler.push("keep_line_breaks", hard_breaks)
+    return parser
 
 
 class AgentPane(Vertical):
@@ -49,7 +66,7 @@ class AgentPane(Vertical):
         with ContentSwitcher(initial="stream", classes="body"):
             yield StreamView(id="stream")
             with VerticalScroll(id="final", can_focus=True):
-                yield Markdown("", id="md")
+                yield Markdown("", id="md", parser_factory=keep_line_breaks)
 
     def copy_text(self) -> str:
         if self.query_one(ContentSwitcher).current == "final":

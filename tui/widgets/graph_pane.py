@@ -112,12 +112,12 @@ class GraphPane(DrawingPane):
                 lines.append(Text(info.summary, "dim"))
         elif rv is not None and round_no == 1:
             lines = render_broadcast(model.workers, width, 1, options.styles)
-            if not model.embeddings_ready:
+            if not model.embeddings_ready and not model.error:
                 lines.append(Text("loading embeddings…", "italic"))
+        elif rv is None and model.error:  # never "loading…" for good once nothing is coming
+            lines = [Text(f"no graph: the run stopped before {unit} 1", "italic")]
         elif not model.embeddings_ready:
             lines = [Text("loading embeddings…", "italic")]
-        elif rv is None and model.error:
-            lines = [Text("no graph: the run stopped before round 1", "italic")]
         elif rv is None and model.run is not None:
             step = " (step mode: n runs one phase, a auto-runs)" if model.mode == "step" else ""
             lines = [Text(f"waiting for round 1{step}", "italic")]
