@@ -72,7 +72,7 @@ def test_quit_returns_at_once_while_the_model_still_loads(problem: bool) -> None
         from bench.quit_time import quit_seconds
     finally:
         sys.path.remove(str(ROOT))
-    argv = [sys.executable, "-c", SLOW_LOAD, "--demo", *(["What is 2+2?"] if problem else [])]
+    argv = [sys.executable, "-c", SLOW_LOAD, *(["--demo", "What is 2+2?"] if problem else [])]  # no problem: the form
     keys = [b"q", b"y"] if problem else [b"\x11"]
     seconds = quit_seconds(argv, b"DEMO" if problem else b"Problem", keys, settle=0.5, timeout=20)
     assert seconds < 5.0  # the target is < 0.5 s; loose for a loaded test machine

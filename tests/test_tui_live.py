@@ -149,4 +149,4 @@ async def test_endpoint_down_is_a_notification_not_a_traceback(tmp_path: Path) -
         assert "loading embeddings" not in app.swarm_screen.query_one(GraphPane).text
         await pilot.press("q")
         await wait_for(pilot, lambda: not app.is_running, timeout=10)
-    assert app.return_value == 1  # the exit code (run_and_exit): a run that failed is not a success, as --headless says too
+    assert app.return_value == 1  # the exit code (run_and_exit): a failed run is no success (as in --headless)
