@@ -92,7 +92,7 @@ def main(argv: list[str]) -> int:
     from core.datasets.loader import load_dataset
     from core.datasets.problems import DatasetError
     from core.methods.registry import MethodError
-    from core.methods.topodim import parse_edge_types
+    from core.methods.topodim_generators import parse_edge_types
 
     try:
         parse_edge_types(args.edge_types)

@@ -26,7 +26,7 @@ from core.datasets.verdicts import score
 from core.evaluation.sandbox import SandboxLimits
 from core.llm.embeddings import Embedder
 from core.methods.catalogue import get_method_info
-from core.methods.topodim import TopoDIMMethod, team_roles
+from core.methods.topodim import TopoDIMMethod
 from core.methods.topodim_policy import (
     LocalPolicies,
     PolicyLoadError,
@@ -42,6 +42,7 @@ from core.methods.topodim_policy import (
     reward,
     save_checkpoint,
 )
+from core.methods.topodim_prompts import team_roles
 from core.routing.topodim import r_div
 from core.runtime import events as ev
 from core.runtime.config import Settings

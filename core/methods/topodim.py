@@ -7,35 +7,43 @@ breadth-first traversal with feedback and debate exchanges (§3.2, App. B). A de
 team's Manager) reads every kept agent's latest answer and writes the final answer (Fig. 13). There is
 no second round (Alg. 1 l.20).
 
-Generators (``[strategy.topodim] generator``):
-
-* ``random`` — the paper's "w/ Rand" ablation (Table 3): relations drawn uniformly (p(none)
-  configurable), every structural rule applied, seeded per problem.
-* ``prior`` — the LLM-written prior graph (§3.2 "initialized by an advanced LLM"): the Manager proposes
-  typed edges with a confidence in one JSON call; the confidence is p for eq. 8.
-* ``policy`` — the generator network (eq. 4–7, core.methods.topodim_policy), trained with
-  ``swarm-tui train topodim``; untrained it runs from a seeded initialisation.
-
-The pure graph work (mask, sparsification, node filter, schedule, diversity) is core.routing.topodim.
+This module is the protocol: one graph, the schedule's calls, the decision. The generators that draw the
+graph (``[strategy.topodim] generator``: prior, random, policy, decentralized) are
+core.methods.topodim_generators; the prompts are core.methods.topodim_prompts; the pure graph work (mask,
+sparsification, node filter, schedule, diversity) is core.routing.topodim.
 """
 
 from __future__ import annotations
 
 import ast
 import asyncio
-import hashlib
 import json
-import math
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from core.evaluation.extract import docstring_examples, latest_code
 from core.evaluation.math_answers import answer_or_text, extract_answer
-from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 from core.methods.registry import MethodError, MethodInfo, OptionSpec, call_options, call_tables, one_unit, register
 from core.methods.topodim_events import TopoDIMCall, TopoDIMGraph, describe_call
+from core.methods.topodim_generators import (
+    CALL_GRAPH,
+    GENERATORS,
+    Generated,
+    GraphGenerator,
+    abort_if_unreachable,
+    parse_edge_types,
+)
+from core.methods.topodim_prompts import (
+    EXTRA_ROLES,
+    PEER_CHARS,
+    clip_shrink,
+    decider_messages,
+    peer,
+    request,
+    system_prompt,
+    team_roles,
+    user_prompt,
+)
 from core.methods.topodim_steer import TopoDIMSteering
 from core.routing.topodim import (
     EDGE_TYPES,
@@ -46,25 +54,19 @@ from core.routing.topodim import (
     MODE_REVISE,
     MODE_SOLUTION,
     MODES,
-    NONE,
-    RELATIONS,
     CallStep,
     TypedGraph,
-    build_graph,
-    decode,
     histogram,
-    proposal_decisions,
     r_div,
     schedule,
     to_routing,
 )
 from core.runtime import events as ev
-from core.runtime.context import Messages, Shrink, prompt_chars
+from core.runtime.context import Messages
 from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
-from core.runtime.domains import Domain, Role
-from core.runtime.engine import STATUS_DONE, Evaluation, RunAborted
+from core.runtime.domains import Domain
+from core.runtime.engine import STATUS_DONE, Evaluation
 from core.runtime.outcome import EndReason, RunOutcome
-from core.runtime.parsing import ParseError, extract_json_object
 from core.runtime.steering import SteerKind
 
 if TYPE_CHECKING:
@@ -72,172 +74,7 @@ if TYPE_CHECKING:
     from core.runtime.engine import AgentResult, SwarmEngine
 
 NAME = "topodim"
-CALL_GRAPH = "typed-graph"  # the Manager's one call of the prior generator
 CALLS = (*MODES, CALL_GRAPH)  # every call label this method sends
-MARK = "one-shot typed interaction graph"  # in every system prompt, so scripts can tell our calls apart
-GENERATORS = ("prior", "random", "policy", "decentralized")
-POLICY_GENERATORS = ("policy", "decentralized")
-PEER_CHARS = 8000  # at most this much of one teammate's answer is quoted in another's prompt
-MIN_PEER_CHARS = 200  # the least of it quoted when the prompt must fit a small context
-
-# TopoDIM runs with five agents (§4.1). The domains' teams have three or four workers; these roles fill
-# a team up, taken in order (the code ones from the paper's code roster, App. G; the others from its
-# general pool, METHODS.md §1.1).
-EXTRA_ROLES: dict[str, tuple[Role, ...]] = {
-    "code": (
-        Role(
-            "BugFixer",
-            "Bug Fixer",
-            "Find the defects in the code at hand, say what is wrong and give a corrected, complete version.",
-            "I need the current implementation and the failing cases.",
-            "I provide a corrected implementation and the list of defects fixed.",
-        ),
-        Role(
-            "ProjectManager",
-            "Project Manager",
-            "Turn the task into requirements and acceptance checks; keep the solution simple and complete.",
-            "I need the task and the team's drafts.",
-            "I provide the requirements and the acceptance checks.",
-        ),
-    ),
-    "math": (
-        Role(
-            "Mathematician",
-            "Mathematician",
-            "Solve the problem independently, by another route when there is one, and compare the results.",
-            "I need the problem and the team's derivation to compare with.",
-            "I provide an independent derivation and its result.",
-        ),
-        Role(
-            "Programmer",
-            "Programmer",
-            "Check the numbers as a program would: enumerate small cases, compute exactly, report the value.",
-            "I need the quantities to compute.",
-            "I provide exact computed values for the quantities in question.",
-        ),
-        Role(
-            "Critic",
-            "Critic",
-            "Find the step most likely to be wrong: a dropped case, a sign, a claim without justification.",
-            "I need a derivation to scrutinise.",
-            "I provide the weakest steps of a derivation and why.",
-        ),
-    ),
-    "general": (
-        Role(
-            "Expert",
-            "Knowledgeable Expert",
-            "Bring the facts and the established practice that bear on the question.",
-            "I need the question's scope.",
-            "I provide the relevant facts and practice.",
-        ),
-        Role(
-            "Economist",
-            "Economist",
-            "Weigh costs, benefits and incentives, with rough numbers where they help.",
-            "I need the options to weigh.",
-            "I provide a cost-benefit view of the options.",
-        ),
-        Role(
-            "Historian",
-            "Historian",
-            "Recall how similar decisions played out before and what that teaches.",
-            "I need the decision at hand.",
-            "I provide precedents and their lessons.",
-        ),
-    ),
-}
-
-_FORMAT = {
-    "code": "Write plain text, not JSON. Whenever you give code, give the complete solution (every function "
-    "it needs, with its imports) in one ```python block.",
-    "math": "Write plain text, not JSON. Reason step by step and end every answer with the final result as "
-    "\\boxed{...}.",
-    "general": "Write plain text, not JSON. Be concrete and brief, and end with your conclusion.",
-}
-_FINAL_FORMAT = {
-    "code": "Give the final solution as complete code (every function with its imports) in one ```python block.",
-    "math": "End with the final answer alone as \\boxed{...}.",
-    "general": "Give one complete, direct final answer.",
-}
-_TYPE_ALIASES = {
-    "conditioned": "conditioned",
-    "conditional": "conditioned",
-    "condition": "conditioned",
-    "cond": "conditioned",
-    "feedback": "feedback",
-    "fbk": "feedback",
-    "evaluate": "feedback",
-    "evaluation": "feedback",
-    "debate": "debate",
-    "dbt": "debate",
-}
-
-
-def team_roles(domain: Domain, size: int) -> list[Role]:
-    """The first ``size`` of the domain's workers followed by TopoDIM's extra roles."""
-    return [*domain.workers, *EXTRA_ROLES.get(domain.name, ())][:size]
-
-
-def problem_seed(seed: int, problem: str) -> int:
-    """A sampler seed from the option seed and the problem text: the same problem draws the same graph
-    (48 bits, so a session stores it exactly)."""
-    digest = hashlib.sha256(f"{seed}\n{problem}".encode()).digest()
-    return int.from_bytes(digest[:6], "big")
-
-
-def parse_edge_types(text: str) -> list[str]:
-    """``conditioned,feedback`` -> the allowed edge types, in R's order. MethodError on a bad value."""
-    given = [part.strip().lower() for part in str(text).replace("+", ",").split(",") if part.strip()]
-    unknown = [g for g in given if _TYPE_ALIASES.get(g) is None]
-    if unknown or not given:
-        raise MethodError(
-            f"[strategy.topodim] edge_types must list some of {', '.join(EDGE_TYPES)}, got {text!r}"
-        )
-    chosen = {_TYPE_ALIASES[g] for g in given}
-    return [t for t in EDGE_TYPES if t in chosen]
-
-
-# --- the prior generator's reply ------------------------------------------------------------------
-
-
-@dataclass
-class PriorProposal:
-    edges: list[tuple[str, str, str, float]]
-    ignored: list[str] = field(default_factory=list)
-
-
-def parse_prior(text: str) -> PriorProposal:
-    """The Manager's typed graph: {"edges": [{"src", "dst", "type", "confidence"}]}. ParseError when
-    there is no edge list at all (the reply is then asked for once more); bad items are skipped."""
-    found = extract_json_object(text)
-    edges = found.get("edges")
-    if edges is None:
-        edges = next((v for k, v in found.items() if k.strip().lower() in ("graph", "links")), None)
-    if not isinstance(edges, list):
-        raise ParseError('missing list "edges" of {"src", "dst", "type", "confidence"} objects')
-    out: list[tuple[str, str, str, float]] = []
-    ignored: list[str] = []
-    for position, item in enumerate(edges):
-        if not isinstance(item, dict):
-            ignored.append(f"edge {position + 1}: not an object")
-            continue
-        src, dst = item.get("src", item.get("from")), item.get("dst", item.get("to"))
-        kind = item.get("type", item.get("relation", item.get("kind")))
-        if not all(isinstance(v, str) and v.strip() for v in (src, dst, kind)):
-            ignored.append(f"edge {position + 1}: src, dst and type must be names")
-            continue
-        raw = item.get("confidence", item.get("p", 0.5))
-        try:
-            confidence = float(raw)
-        except (TypeError, ValueError):
-            confidence = math.nan
-        if not math.isfinite(confidence):
-            ignored.append(f"edge {position + 1}: confidence {raw!r} is not a number (0.5 used)")
-            confidence = 0.5
-        kind_text = str(kind).strip().lower()
-        out.append((str(src).strip(), str(dst).strip(), _TYPE_ALIASES.get(kind_text, kind_text), confidence))
-    return PriorProposal(out, ignored)
 
 
 def usable_text(result: AgentResult) -> str:
@@ -256,13 +93,6 @@ def usable_text(result: AgentResult) -> str:
     return text
 
 
-def _abort_if_unreachable(result: AgentResult) -> None:
-    """End the run when the endpoint is gone or refuses us (no later call can succeed); any other failed
-    call has been noticed, and the schedule goes on without its output."""
-    if result.connection_failed:
-        raise RunAborted(result.error)
-
-
 def solution_code(text: str) -> str:
     """The code in an answer when it defines something (a function or class): a tester's bare asserts
     are not a candidate solution."""
@@ -276,42 +106,7 @@ def solution_code(text: str) -> str:
     return code
 
 
-def clip(text: str, limit: int = PEER_CHARS) -> str:
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n… (cut: {len(text) - limit} more characters)"
-
-
-def clip_shrink(make: Callable[[int], Messages]) -> Shrink:
-    """TopoDIM's own rule for a prompt over the model's context: every teammate's text it quotes is clipped
-    (clip) to one smaller limit, the largest that fits; None when even the smallest does not shrink it."""
-    def shrink(most_chars: int) -> Messages | None:
-        low, high = MIN_PEER_CHARS, PEER_CHARS
-        best = make(low)
-        if prompt_chars(best) >= prompt_chars(make(PEER_CHARS)):
-            return None
-        while low < high:  # the largest limit whose prompt fits
-            middle = (low + high + 1) // 2
-            candidate = make(middle)
-            if prompt_chars(candidate) <= most_chars:
-                low, best = middle, candidate
-            else:
-                high = middle - 1
-        return best
-
-    return shrink
-
-
 # --- the method ------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Generated:
-    graph: TypedGraph
-    seed: int
-    temperature: float | None = None
-    weights: str = ""
-    sample: PolicySample | None = None
 
 
 CALL_OPTIONS = (
@@ -338,16 +133,15 @@ class TopoDIMMethod:
         self.generator: str = options["generator"]
         self.alpha: float = float(options["alpha"])
         self.edge_types = parse_edge_types(options["edge_types"])
-        self.p_none: float = float(options["p_none"])
-        self.temperature: float = float(temperature if temperature is not None else options["temperature"])
-        self.seed: int = int(options["seed"])
         self.size: int = int(options["agents"])
-        self.weights: str = str(options["weights"])
+        self.generators = GraphGenerator(
+            self.generator, alpha=self.alpha, edge_types=self.edge_types, p_none=float(options["p_none"]),
+            temperature=float(temperature if temperature is not None else options["temperature"]),
+            seed=int(options["seed"]), weights=str(options["weights"]), policy=policy, sample_seed=sample_seed,
+        )
         available = len(domain.workers) + len(EXTRA_ROLES.get(domain.name, ()))
         if self.size > available:
             raise MethodError(f"[strategy.topodim] agents must be at most {available} for the {domain.name} team")
-        self.policy = policy  # a trainer's live policy; otherwise the weights file (or a seeded one)
-        self.sample_seed = sample_seed  # a trainer's own seed per sample; otherwise from the problem
         self.last_graph: TypedGraph | None = None
         self.last_sample: PolicySample | None = None
 
@@ -374,7 +168,7 @@ class TopoDIMMethod:
         # One round only (Alg. 1 l.20): the round says so, whatever max_rounds the run was given.
         rt.begin_round(1, {**rt.control.params.as_dict(), "max_rounds": 1})
         rt.start_phase(ev.PHASE_ROUTING, f"{self.generator} generator: the typed graph, once for this problem")
-        generated = await self._generate()
+        generated = await self.generators.generate(rt, self.roles, self.decider)
         graph = self.last_graph = generated.graph
         self.last_sample = generated.sample
         steps = schedule(self.names, graph, self.decider)
@@ -409,142 +203,7 @@ class TopoDIMMethod:
         )
         return False
 
-    # --- generators -------------------------------------------------------------------------
-    async def _generate(self) -> _Generated:
-        seed = self.sample_seed if self.sample_seed is not None else problem_seed(self.seed, self.rt.spec.problem)
-        rng = np.random.default_rng(seed)
-        if self.generator == "prior":
-            return await self._prior(seed)
-        if self.generator in POLICY_GENERATORS:
-            generated = await self._policy(rng, seed)
-            if generated is not None:
-                return generated
-        return _Generated(build_graph(self.names, self._random(rng), self.alpha), seed)
-
-    def _random(self, rng: np.random.Generator) -> list[Any]:
-        """The "w/ Rand" ablation: p(none) = p_none, the rest shared equally by the allowed types."""
-        share = (1.0 - self.p_none) / len(self.edge_types)
-        base = [self.p_none if r == NONE else (share if r in self.edge_types else 0.0) for r in RELATIONS]
-        return decode(self.names, lambda i, j: base, self.edge_types, rng)
-
-    async def _prior(self, seed: int) -> _Generated:
-        rt = self.rt
-        team = "\n".join(f"- {r.name} ({r.title}): {r.description}" for r in self.roles.values())
-        allowed = ", ".join(self.edge_types)
-        messages = [
-            {
-                "role": "system",
-                "content": f"You are {self.decider}, the coordinator of a team of {len(self.names)} agents solving "
-                f"one {rt.domain.name} problem in a single pass over a {MARK} (TopoDIM). Before anyone "
-                "works, you decide once how the agents interact. Reply with ONLY one valid JSON object, no "
-                "prose and no Markdown fences.",
-            },
-            {
-                "role": "user",
-                "content": f"PROBLEM:\n{rt.spec.problem}\n\n"
-                f"TEAM, in this order:\n{team}\n\n"
-                "LINK TYPES (A->B):\n"
-                "- conditioned: B answers after A and builds on A's answer.\n"
-                "- feedback: B reviews A's answer, then A revises it.\n"
-                "- debate: B challenges A's answer, A defends it, and B answers later with the debate in mind.\n"
-                f"Use only these types: {allowed}. Conditioned and debate links must not form a cycle. "
-                "An agent with no link does not work on this problem, so link only the agents that help.\n\n"
-                "Give each link your confidence from 0 to 1 that it helps. Reply with exactly this shape:\n"
-                '{"edges": [{"src": "AgentName", "dst": "AgentName", "type": "conditioned", "confidence": 0.8}]}',
-            },
-        ]
-        result, proposal = await rt.agent_call(
-            self.decider, CALL_GRAPH, messages, limits=rt.call_limits("decider"),
-            parser=parse_prior, json_mode=True,
-        )
-        _abort_if_unreachable(result)
-        if proposal is None:
-            rt.notice("TopoDIM: the Manager proposed no usable typed graph: every agent answers alone", "warning")
-            return _Generated(build_graph(self.names, [], self.alpha, ["no usable graph in the reply"]), seed)
-        canonical = {n.lower(): n for n in self.names}  # "developer" is the Developer
-        edges = [(canonical.get(a.lower(), a), canonical.get(b.lower(), b), k, c) for a, b, k, c in proposal.edges]
-        decisions, ignored = proposal_decisions(self.names, edges, self.edge_types)
-        ignored = [*proposal.ignored, *ignored]
-        if ignored:
-            shown = "; ".join(ignored[:3]) + (f"; and {len(ignored) - 3} more" if len(ignored) > 3 else "")
-            rt.notice(f"TopoDIM prior graph: {len(ignored)} proposed edge(s) ignored ({shown})", "warning")
-        return _Generated(build_graph(self.names, decisions, self.alpha, ignored), seed)
-
-    async def _policy(self, rng: np.random.Generator, seed: int) -> _Generated | None:
-        import torch
-
-        from core.methods.topodim_policy import (
-            TASK_DIM,
-            PolicyLoadError,
-            PolicySample,
-            TopoDIMPolicy,
-            default_weights_path,
-            describe_weights,
-            load_policy,
-            local_from_checkpoint,
-            prior_edges,
-        )
-
-        rt = self.rt
-        policy = self.policy
-        local = None
-        if policy is not None:
-            weights = "the trainer's current weights"
-        else:
-            path = Path(self.weights).expanduser() if self.weights else default_weights_path()
-            weights = ""
-            if path.exists():
-                try:
-                    policy, data = await asyncio.to_thread(load_policy, path)
-                    weights = describe_weights(path, data)
-                    if self.generator == "decentralized":
-                        local = local_from_checkpoint(data, path)
-                except PolicyLoadError as exc:
-                    rt.notice(f"TopoDIM policy: {exc}; using the untrained policy", "warning")
-            if policy is None:
-                policy = TopoDIMPolicy(seed=self.seed)
-                weights = (
-                    f"untrained (seeded initialisation, seed {self.seed}); "
-                    "train it with: swarm-tui train topodim DATASET"
-                )
-            rt.notice(f"TopoDIM policy: {weights}", "info")
-        if self.generator == "decentralized" and local is None:
-            rt.notice(
-                "TopoDIM: no distilled local policies (swarm-tui train topodim DATASET --distill): "
-                "the centralised policy draws the graph",
-                "warning",
-            )
-        vector = np.asarray(await rt.embedder.aembed([rt.spec.problem]), dtype=np.float32).reshape(-1)
-        if vector.shape[0] != policy.task_dim or vector.shape[0] != TASK_DIM:
-            rt.notice(
-                f"TopoDIM policy: the task embedding has {vector.shape[0]} dimensions, the policy expects "
-                f"{policy.task_dim}: using the random generator instead",
-                "warning",
-            )
-            return None
-        prior = prior_edges(rt.domain.name, self.names)
-        task = torch.from_numpy(vector)
-        with torch.no_grad():
-            if local is not None:  # §3.4: each agent's own network draws its row; the same rules apply
-                dists = local.distributions(self.names, policy.initial_states(self.names, task)).tolist()
-            else:
-                dists = policy.distributions(self.names, prior, task, self.temperature).tolist()
-        decisions = decode(self.names, lambda i, j: dists[i][j], self.edge_types, rng)
-        if local is not None:
-            graph = build_graph(self.names, decisions, self.alpha)
-            return _Generated(graph, seed, None, f"{weights}; drawn by the decentralised local policies")
-        index = {n: i for i, n in enumerate(self.names)}
-        sample = PolicySample(
-            names=list(self.names),
-            prior=prior,
-            task=vector.tolist(),
-            temperature=self.temperature,
-            choices=[(index[d.src], index[d.dst], RELATIONS.index(d.relation), d.mask) for d in decisions],
-        )
-        graph = build_graph(self.names, decisions, self.alpha)
-        return _Generated(graph, seed, self.temperature, weights, sample)
-
-    def _graph_event(self, generated: _Generated, steps: list[CallStep]) -> TopoDIMGraph:
+    def _graph_event(self, generated: Generated, steps: list[CallStep]) -> TopoDIMGraph:
         graph = generated.graph
         edges = [{"src": e.src, "dst": e.dst, "kind": e.kind, "p": round(e.p, 6), "status": "kept"} for e in graph.kept]
         edges += [{"src": e.src, "dst": e.dst, "kind": e.kind, "p": round(e.p, 6), "status": "pruned"}
@@ -565,7 +224,7 @@ class TopoDIMMethod:
         ]
         return TopoDIMGraph(
             round=1,
-            generator=self._generator_shown(generated),
+            generator=generated.shown(self.generator),
             alpha=self.alpha,
             temperature=generated.temperature,
             seed=generated.seed,
@@ -587,35 +246,6 @@ class TopoDIMMethod:
             ignored=graph.ignored[:20] + ([f"and {len(graph.ignored) - 20} more"] if len(graph.ignored) > 20 else []),
         )
 
-    def _generator_shown(self, generated: _Generated) -> str:
-        """What actually drew the graph (a policy that could not run fell back)."""
-        if self.generator not in POLICY_GENERATORS:
-            return self.generator
-        if generated.sample is not None:
-            return "policy"
-        return "decentralized" if "decentralised local policies" in generated.weights else "random"
-
-    # --- prompts ------------------------------------------------------------------------------
-    def _system(self, name: str) -> str:
-        role = self.roles[name]
-        mates = ", ".join(n for n in self.names if n != name)
-        return (
-            f"You are {role.name}, the {role.title}, in a team of {len(self.names)} agents solving one "
-            f"{self.rt.domain.name} problem in a single pass over a {MARK} (TopoDIM). Teammates: {mates}.\n"
-            f"Your role: {role.description}\n"
-            "Each request says what you do in it: answer the task, build on teammates' answers, review an "
-            "answer, revise yours after a review, challenge an answer, or defend yours.\n"
-            f"{_FORMAT.get(self.rt.domain.name, _FORMAT['general'])}"
-        )
-
-    def _peer(self, name: str, text: str, note: str = "", limit: int = PEER_CHARS) -> str:
-        role = self.roles.get(name)
-        title = f", the {role.title}" if role else ""
-        return f"[{name}{title}{note}]\n{clip(text, limit)}"
-
-    def _user(self, step: CallStep, body: str, ask: str) -> str:
-        return f"PROBLEM:\n{self.rt.spec.problem}\n\n{body}{ask}"
-
     # --- execution (§3.2 "Execution order", App. B) ------------------------------------------------
     async def _execute(self, steps: list[CallStep], graph: TypedGraph) -> dict[str, str]:
         rt = self.rt
@@ -629,7 +259,7 @@ class TopoDIMMethod:
                 await rt.checkpoint(BOUNDARY_PHASE)
             what = describe_call(step.mode, step.agent, step.partner)
             rt.start_phase(ev.PHASE_WORK, f"call {step.index}/{step.total}: {what}")
-            missing = self._request(step, answers, reviews, debates, inputs)[2]
+            missing = request(step, answers, reviews, debates, inputs, self.roles)[2]
             if missing:
                 rt.emit(self._call_event(step, skipped=True, reason=missing))
                 rt.notice(f"TopoDIM call {step.index}/{step.total} skipped: {missing}", "warning", step.agent)
@@ -637,15 +267,15 @@ class TopoDIMMethod:
             rt.emit(self._call_event(step))
 
             def make(limit: int, step: CallStep = step) -> Messages:
-                body, ask, _ = self._request(step, answers, reviews, debates, inputs, limit)
+                body, ask, _ = request(step, answers, reviews, debates, inputs, self.roles, limit)
                 return [
-                    {"role": "system", "content": self._system(step.agent)},
-                    {"role": "user", "content": self._user(step, body, ask)},
+                    {"role": "system", "content": system_prompt(self.roles[step.agent], self.names, rt.domain.name)},
+                    {"role": "user", "content": user_prompt(rt.spec.problem, body, ask)},
                 ]
 
             result, _ = await rt.agent_call(step.agent, step.mode, make(PEER_CHARS), shrink=clip_shrink(make),
                                             limits=rt.call_limits("agent"))
-            _abort_if_unreachable(result)
+            abort_if_unreachable(result)
             text = usable_text(result) if result.status == STATUS_DONE else ""
             if not text:
                 continue
@@ -664,80 +294,6 @@ class TopoDIMMethod:
                 answers[step.agent] = text
                 self.notes[step.agent] = f", after debating {step.partner}"
         return answers
-
-    def _request(
-        self,
-        step: CallStep,
-        answers: dict[str, str],
-        reviews: dict[tuple[str, str], str],
-        debates: dict[tuple[str, str], list[str]],
-        inputs: dict[str, list[str]],
-        limit: int = PEER_CHARS,
-    ) -> tuple[str, str, str]:
-        """(context blocks, the ask, what is missing so the call cannot be made). ``limit``: the most of one
-        teammate's text quoted (clip), smaller when the prompt must fit the model's context."""
-        agent, partner = step.agent, step.partner
-        if step.mode == MODE_SOLUTION:
-            blocks = []
-            given = [self._peer(src, answers[src], limit=limit) for src in inputs[agent] if answers.get(src)]
-            if given:
-                blocks.append("ANSWERS YOU BUILD ON (conditioned inputs):\n" + "\n\n".join(given))
-            for (src, challenger), turns in debates.items():
-                if challenger == agent:
-                    claim, challenge, *defence = [*turns, ""]
-                    blocks.append(
-                        f"YOUR DEBATE WITH {src}:\n{src}'s answer:\n{clip(claim, limit)}\n\n"
-                        f"Your challenge:\n{clip(challenge, limit)}\n\n"
-                        f"{src}'s reply:\n{clip(defence[0], limit) or '(no reply)'}"
-                    )
-            ask = (
-                "Solve the problem from your role's angle. Use what your teammates gave you where it is right "
-                "and fix it where it is not."
-                if blocks
-                else "Solve the problem from your role's angle."
-            )
-            return "".join(f"{b}\n\n" for b in blocks), ask, ""
-        if step.mode == MODE_EVALUATE:
-            if not answers.get(partner):
-                return "", "", f"{partner} has no answer to review"
-            return (
-                f"ANSWER TO REVIEW:\n{self._peer(partner, answers[partner], limit=limit)}\n\n",
-                "Review this answer for correctness and completeness. Name each concrete error and what should "
-                "change; do not rewrite the whole answer.",
-                "",
-            )
-        if step.mode == MODE_REVISE:
-            review = reviews.get((agent, partner))
-            if not review or not answers.get(agent):
-                return "", "", f"no review from {partner} to revise with"
-            return (
-                f"YOUR ANSWER:\n{clip(answers[agent], limit)}\n\n"
-                f"REVIEW FROM {self._peer(partner, review, limit=limit)}\n\n",
-                "Revise your answer where the review is right (say briefly where you disagree) and give your "
-                "complete revised answer.",
-                "",
-            )
-        if step.mode == MODE_CHALLENGE:
-            if not answers.get(partner):
-                return "", "", f"{partner} has no answer to challenge"
-            return (
-                f"ANSWER TO CHALLENGE:\n{self._peer(partner, answers[partner], limit=limit)}\n\n",
-                "Challenge it: point at its weakest step or assumption and give a counter-example or a better "
-                "alternative. Be specific.",
-                "",
-            )
-        if step.mode == MODE_DEFEND:
-            turns = debates.get((agent, partner))
-            if not turns or not turns[1] or not answers.get(agent):
-                return "", "", f"no challenge from {partner} to answer"
-            return (
-                f"YOUR ANSWER:\n{clip(answers[agent], limit)}\n\n"
-                f"CHALLENGE FROM {self._peer(partner, turns[1], limit=limit)}\n\n",
-                "Answer the challenge: defend what holds, correct what does not, and give your complete answer "
-                "at the end.",
-                "",
-            )
-        return "", "", f"unknown mode {step.mode}"  # pragma: no cover - schedule() makes only the modes above
 
     def _call_event(self, step: CallStep, *, skipped: bool = False, reason: str = "") -> TopoDIMCall:
         return TopoDIMCall(
@@ -803,29 +359,14 @@ class TopoDIMMethod:
         domain = rt.domain.name
 
         def make(limit: int) -> Messages:
-            peers = "\n\n".join(self._peer(n, answers[n], self.notes.get(n, ""), limit) for n in order)
-            return [
-                {
-                    "role": "system",
-                    "content": f"You are {self.decider}, the decision-maker of a team of {len(self.names)} agents "
-                    f"solving one {domain} problem in a single pass over a {MARK} (TopoDIM). You read every answer "
-                    "the team produced and write the final answer. Think critically: the majority can be wrong, and "
-                    f"a review or a debate may have exposed an error.\n"
-                    f"{_FINAL_FORMAT.get(domain, _FINAL_FORMAT['general'])}",
-                },
-                {
-                    "role": "user",
-                    "content": f"PROBLEM:\n{rt.spec.problem}\n\n"
-                    f"THE TEAM'S ANSWERS ({len(order)} agents):\n{peers or '(no answers)'}\n\n{checks}"
-                    "Weigh these answers and write the final answer to the problem.",
-                },
-            ]
+            peers = "\n\n".join(peer(self.roles, n, answers[n], self.notes.get(n, ""), limit) for n in order)
+            return decider_messages(self.decider, len(self.names), domain, rt.spec.problem, peers, len(order), checks)
 
         rt.emit(self._call_event(step))
         result, _ = await rt.agent_call(self.decider, MODE_FINAL, make(PEER_CHARS),
                                         limits=rt.call_limits("decider"),
                                         shrink=clip_shrink(make))
-        _abort_if_unreachable(result)
+        abort_if_unreachable(result)
         text = usable_text(result) if result.status == STATUS_DONE else ""
         answer, source = self._answer(text, answers, verdicts)
         if not text:
