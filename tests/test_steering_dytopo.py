@@ -232,3 +232,19 @@ async def test_a_fork_keeps_the_originals_actions_and_what_they_left(embedder: A
     (graph3,) = [g for g in of(forked, ev.TopologyBuilt, round=3)]
     assert {(e["src"], e["dst"]): e["kind"] for e in graph3.routing["edges"]}[("Researcher", "Tester")] == "pinned"
     assert tester3 and all(_says(r, "FORK-NOTE") for r in tester3 if r.call == ev.CALL_WORK)
+
+
+async def test_an_agents_model_and_temperature_change_from_its_next_call(
+    demo_server: ScriptedServer, embedder: Any
+) -> None:
+    change = SteerAction(K.AGENT, agent="Tester", payload={"temperature": 0.05, "model": "other-model"}, at_round=2)
+    _, events, _ = await run_swarm(demo_server, embedder, settings=Settings(max_rounds=2), drive=_queue(change))
+    assert of(events, ev.UserSteered)[0].accepted
+    tester = [r for r in demo_server.requests if r.role == "Tester"]
+    before = [r for r in tester if r.round == 1]
+    after = [r for r in tester if r.round == 2]
+    assert before and after
+    assert all(r.body.get("temperature") != 0.05 and r.body.get("model") != "other-model" for r in before)
+    assert all(r.body.get("temperature") == 0.05 and r.body.get("model") == "other-model" for r in after)
+    others = [r for r in demo_server.requests if r.role == "Developer" and r.round == 2]
+    assert all(r.body.get("model") != "other-model" for r in others)

@@ -101,3 +101,18 @@ def test_steering_events_do_not_change_how_an_old_session_loads() -> None:
         assert session.steering == [] and all(r.steering == [] for r in session.rounds)
         assert "## Steering" not in export_session(session, "md")
     assert ev.UserSteered.type not in {e["type"] for p in sessions[:5] for e in load_session(p).events}
+
+
+def test_bench_steers_every_run_from_its_control_file(tmp_path: Path) -> None:
+    control = tmp_path / "steer.jsonl"
+    control.write_text('{"at_round": 2, "action": "note", "to": "all", "text": "BENCH-NOTE"}\n{"action": "bogus"}\n',
+                       encoding="utf-8")
+    out = tmp_path / "bench"
+    result = swarm("bench", "humaneval", "--demo", "--limit", "1", "--strategy", "dytopo", "--control", str(control),
+                   "--out", str(out), env={"SWARM_TUI_SESSIONS_DIR": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert f"swarm-tui bench: {control}:2: unknown action 'bogus'" in result.stderr
+    (saved,) = (out / "sessions").rglob("*.json")
+    assert [(e.action, e.target, e.accepted) for e in load_session(saved).steering] == [("note", "all", True)]
+    stdin = swarm("bench", "humaneval", "--demo", "--limit", "1", "--control", "-", "--out", str(tmp_path / "b2"))
+    assert stdin.returncode == 2 and "a benchmark takes a FILE" in stdin.stderr
