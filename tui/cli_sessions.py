@@ -13,16 +13,20 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from core.compose.compare_export import EXPORT_FORMATS, WRITERS
+from core.compose.compare_html import compare_page
 from core.runtime.config import ConfigError
 from core.runtime.config_file import load_settings
 from core.runtime.textsafe import one_line, printable
-from core.sessions.compare_record import CompareSummary, list_records
+from core.sessions.compare_record import CompareSummary, list_records, load_record, looks_like_record
 from core.sessions.export import FORMATS, export_session
 from core.sessions.model import Session, SessionFormatError
 from core.sessions.store import SUFFIXES, SessionSummary, list_sessions, load_session
 from sessions import EXAMPLES_DIR
 
 from .cli_options import EXIT_USAGE, OneLineParser, add_run_options
+
+RECORD_FORMATS = (*EXPORT_FORMATS, "html")  # what a compare record exports as
 
 
 class _UserError(Exception):
@@ -133,13 +137,21 @@ def format_compares(rows: Sequence[CompareSummary]) -> str:
 
 
 def _export(argv: list[str]) -> int:
-    parser = OneLineParser(prog="swarm-tui export", description="Export a session.")
-    parser.add_argument("file", help="a session file (.json or .toml)")
-    parser.add_argument("--format", required=True, choices=FORMATS, help="output format")
+    parser = OneLineParser(prog="swarm-tui export", description="Export a session or a compare record.")
+    parser.add_argument("file", help="a session file (.json or .toml), or a compare record (.compare.json)")
+    parser.add_argument("--format", required=True, choices=list(dict.fromkeys([*FORMATS, *RECORD_FORMATS])),
+                        help="output format (html: one self-contained page; a compare record: md, json, csv, html)")
     parser.add_argument("-o", "--output", type=Path, help="write here instead of stdout")
     args = parser.parse_args(argv)
-    session, _ = _load(args.file)
-    text = export_session(session, args.format)
+    path = resolve_session_path(args.file)
+    if path.is_file() and looks_like_record(path):
+        text = _export_record(path, args.format)
+    else:
+        if args.format not in FORMATS:
+            raise _UserError(f"--format {args.format} is for compare records; "
+                             f"a session exports as {', '.join(FORMATS)}")
+        session, _ = _load(args.file)
+        text = export_session(session, args.format)
     if args.output is None:
         sys.stdout.write(printable(text))  # a terminal, or a pipe: either way nothing in it may act
         return 0
@@ -149,6 +161,16 @@ def _export(argv: list[str]) -> int:
         raise _UserError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     _say(f"wrote {args.output}", err=True)
     return 0
+
+
+def _export_record(path: Path, fmt: str) -> str:
+    if fmt not in RECORD_FORMATS:
+        raise _UserError(f"a compare record exports as {', '.join(RECORD_FORMATS)}, not {fmt}")
+    try:
+        record = load_record(path)
+    except SessionFormatError as exc:
+        raise _UserError(str(exc)) from None
+    return compare_page(record) if fmt == "html" else WRITERS[fmt](record)
 
 
 # --- replay ------------------------------------------------------------------------------------

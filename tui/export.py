@@ -13,8 +13,9 @@ from core.sessions.export import export_session
 from core.sessions.model import Session, SessionFormatError
 from sessions import EXAMPLES_DIR
 
-EXPORT_NAMES = {"md": "Markdown", "json": "JSON", "toml": "TOML", "dot": "DOT", "mermaid": "Mermaid"}
-_SUFFIXES = {"md": ".md", "json": ".json", "toml": ".toml", "dot": ".dot", "mermaid": ".mmd"}
+EXPORT_NAMES = {"md": "Markdown", "json": "JSON", "toml": "TOML", "dot": "DOT", "mermaid": "Mermaid",
+                "html": "HTML"}
+_SUFFIXES = {"md": ".md", "json": ".json", "toml": ".toml", "dot": ".dot", "mermaid": ".mmd", "html": ".html"}
 EXPORTS_DIR = "exports"  # beside the sessions, never among them
 
 

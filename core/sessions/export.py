@@ -1,5 +1,5 @@
-"""Export a session: a Markdown transcript, JSON/TOML, or every round's graph as Graphviz DOT or
-Mermaid (one subgraph per round, edge labels = scores)."""
+"""Export a session: a Markdown transcript, JSON/TOML, every round's graph as Graphviz DOT or
+Mermaid (one subgraph per round, edge labels = scores), or one self-contained HTML page (core.sessions.html)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ from core.routing.dytopo import (
     KIND_ROUTED,
     edge_label,
 )
+from core.sessions.html.session import session_page
 from core.sessions.model import RoundRecord, Session
 from core.sessions.store import session_to_json, session_to_toml
 
-FORMATS = ("md", "json", "toml", "dot", "mermaid")
+FORMATS = ("md", "json", "toml", "dot", "mermaid", "html")
 
 
 def export_session(session: Session, fmt: str) -> str:
@@ -258,4 +259,5 @@ _RENDERERS = {
     "toml": session_to_toml,
     "dot": _dot,
     "mermaid": _mermaid,
+    "html": session_page,
 }

@@ -18,6 +18,7 @@ from typing import Any
 from rich.text import Text
 
 from core.routing.dytopo import KIND_FIXED, KIND_ROUTED, Edge, RoutingResult, edge_glyphs
+from core.routing.layout import legend, run_order
 
 
 @dataclass(frozen=True)
@@ -50,15 +51,6 @@ def is_tiered(routing: RoutingResult, options: GraphOptions) -> bool:
     return options.tiered and bool(routing.tiers)
 
 
-def run_order(routing: RoutingResult, tiered: bool = True) -> list[str]:
-    """The order agents run in: tier by tier (a tier's agents in the order listed) when tiers are how
-    the graph runs, else the routing's order (single-pass: the order messages are delivered in)."""
-    if tiered and routing.tiers:
-        flat = [name for tier in routing.tiers for name in tier]
-        return flat + [name for name in routing.order if name not in flat]
-    return list(routing.order) or list(routing.names)
-
-
 def diff(baseline: RoutingResult, routing: RoutingResult) -> tuple[set[tuple[str, str]], list[Edge]]:
     """(keys of the edges ``routing`` adds to ``baseline``, the baseline's edges it drops)."""
     old = {(e.src, e.dst): e for e in baseline.edges}
@@ -88,30 +80,6 @@ def symbols(routing: RoutingResult, options: GraphOptions) -> str:
     if options.show_removed and routing.removed:
         parts.append("┄▷ removed")
     return " · ".join(parts)
-
-
-def legend(routing: RoutingResult, tag: str = "") -> str:
-    """One line: tau, k_in (or the edge kinds of a typed graph), edges kept of possible, what was removed."""
-    reasons = sorted({r.reason for r in routing.removed}, key=lambda r: (r not in ("k_in", "cycle"), r))
-    removed = {reason: sum(1 for r in routing.removed if r.reason == reason) for reason in reasons}
-    if routing.typed:
-        kinds = ", ".join(f"{n} {kind}" for kind, n in routing.kinds.items()) or "no edges"
-        parts = [kinds, f"{len(routing.edges)}/{routing.possible_edges} edges kept"]
-        if routing.inactive:
-            parts.append(f"{len(routing.inactive)} not running")
-    else:
-        parts = [
-            f"tau {routing.tau:.2f}",
-            f"k_in {routing.k_in}",
-            f"{len(routing.edges)}/{routing.possible_edges} edges kept",
-        ]
-    cut = [f"{count} by {reason}" for reason, count in removed.items() if count]
-    if cut:
-        parts.append("removed " + ", ".join(cut))
-    if not routing.acyclic:
-        parts.append("cycles kept")
-    text = " · ".join(parts)
-    return f"{tag} · {text}" if tag else text
 
 
 def _legend_lines(routing: RoutingResult, width: int, options: GraphOptions) -> list[Text]:

@@ -1,0 +1,149 @@
+"""The page shell every HTML export shares: escaping, the stylesheet, the step script, the document.
+
+The script is static text: no model text is ever written into it (it reads the page's own elements), so
+escaping the page's text is the whole defence. The step control is drawn by the script's class on <html>:
+without scripts every step shows, one after the other.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+
+CSS = """
+:root{--bg:#fff;--fg:#1d2330;--mute:#5b6474;--line:#d6dae1;--card:#f6f7f9;--accent:#2457c5;--pin:#b45309;
+--cut:#c62828;--ok:#1b7f3b;--bad:#c62828;--code:#f2f4f7;--kw:#7c3aed;--str:#0f766e;--com:#6b7280;--num:#b45309;
+--fn:#1d4ed8}
+@media (prefers-color-scheme:dark){:root{--bg:#14171c;--fg:#e3e6eb;--mute:#9aa3b2;--line:#333a45;--card:#1c2027;
+--accent:#7aa2ff;--pin:#f0a548;--cut:#ff6b6b;--ok:#5bd087;--bad:#ff6b6b;--code:#1f242c;--kw:#c4a7ff;--str:#5eead4;
+--com:#8b93a1;--num:#f0a548;--fn:#93b4ff}}
+*{box-sizing:border-box}
+body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif}
+main{max-width:1240px;margin:0 auto;padding:16px}
+h1{font-size:1.35rem;margin:.2em 0 .4em;overflow-wrap:anywhere}h2{font-size:1.15rem;margin:.2em 0}
+h3{font-size:1rem;margin:.9em 0 .3em}h4{font-size:.95rem;margin:0}
+a{color:var(--accent)}
+.mute{color:var(--mute)}.ok{color:var(--ok)}.bad{color:var(--bad)}
+.badge{display:inline-block;border:1px solid var(--line);border-radius:4px;padding:0 .4em;font-size:.8rem;
+margin-right:.3em;color:var(--mute)}
+.badge.demo{border-color:var(--pin);color:var(--pin)}
+.meta{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,330px),1fr));gap:.1em 1.4em;
+margin:.4em 0}.meta>div{overflow-wrap:anywhere;min-width:0}.meta .wide{grid-column:1/-1}
+.meta .k{color:var(--mute);display:inline-block;min-width:5.5em}
+.prose{white-space:pre-wrap;overflow-wrap:anywhere;margin:.2em 0}
+pre.code{background:var(--code);border:1px solid var(--line);border-radius:6px;padding:.5em .7em;overflow-x:auto;
+margin:.4em 0;font:13px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;white-space:pre}
+.code span[class^=k]{color:var(--kw)}.code span[class^=s]{color:var(--str)}.code span[class^=c]{color:var(--com);
+font-style:italic}.code span[class^=m]{color:var(--num)}.code .nf,.code .nc,.code .fm{color:var(--fn)}
+.code .nb,.code .bp{color:var(--accent)}.code .err{color:inherit}
+section.step{border-top:2px solid var(--line);padding-top:.6em;margin-top:1.2em}
+.stepgrid{display:grid;grid-template-columns:minmax(0,5fr) minmax(0,7fr);gap:18px;align-items:start}
+.card{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:.5em .7em;margin:.5em 0}
+.card h4 .mute{font-weight:normal}
+details>summary{cursor:pointer;color:var(--mute)}
+svg.graph{width:100%;height:auto;display:block;background:var(--card);border:1px solid var(--line);
+border-radius:8px}
+svg.graph text{font:12px system-ui,sans-serif;fill:var(--fg)}
+svg.graph .node rect{fill:var(--bg);stroke:var(--fg);stroke-width:1.2}
+svg.graph .node.inactive rect{stroke:var(--mute);stroke-dasharray:4 3}svg.graph .node.inactive text{fill:var(--mute)}
+svg.graph .tier{fill:var(--mute);font-size:11px}
+svg.graph .edge path{fill:none;stroke:var(--accent);stroke-width:1.6}
+svg.graph .edge text,svg.graph .edge-removed text{font-size:11px;paint-order:stroke;stroke:var(--card);
+stroke-width:3px}
+svg.graph .edge.pinned path{stroke:var(--pin);stroke-width:3}svg.graph .edge.pinned text{fill:var(--pin)}
+svg.graph .dash path{stroke-dasharray:6 4}svg.graph .dot path{stroke-dasharray:2 3}
+svg.graph .edge.debate path{stroke-width:3}
+svg.graph .edge-removed path{fill:none;stroke:var(--mute);stroke-width:1.2;stroke-dasharray:3 4}
+svg.graph .edge-removed text{fill:var(--mute)}
+svg.graph .edge-removed.cut path{stroke:var(--cut);stroke-width:1.6}svg.graph .edge-removed.cut text{fill:var(--cut)}
+svg.graph .edge-removed:not(.cut){display:none}
+body:has(#show-removed:checked) svg.graph .edge-removed{display:inline}
+.legend{font-size:.85rem;color:var(--mute);margin:.3em 0}
+table{border-collapse:collapse;margin:.4em 0;font-size:.9rem}
+th,td{border:1px solid var(--line);padding:.2em .5em;text-align:left;vertical-align:top}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+.tablewrap{overflow-x:auto;max-width:100%}
+ul.edges{margin:.2em 0;padding-left:1.2em;font-size:.9rem}
+.stepper{display:none}
+html.js .stepper{display:flex;gap:.5em;align-items:center;flex-wrap:wrap;position:sticky;top:0;z-index:2;
+background:var(--bg);border-bottom:1px solid var(--line);padding:.4em 0;margin-bottom:.4em}
+.stepper button{font:inherit;padding:.25em .8em;border:1px solid var(--line);border-radius:6px;
+background:var(--card);color:var(--fg);cursor:pointer}
+.stepper button:disabled{opacity:.4;cursor:default}
+.stepper .where{font-weight:600;min-width:8em}
+html.js [data-step]:not(.on){display:none}
+html.js [data-step].stale::before{content:"ended earlier: its last step";display:block;color:var(--mute);
+font-size:.85rem}
+.columns{display:grid;grid-template-columns:repeat(auto-fit,minmax(330px,1fr));gap:16px;align-items:start}
+.columns>.column{min-width:0}
+.columns .stepgrid{grid-template-columns:minmax(0,1fr)}
+.plot svg{max-width:100%;height:auto}
+@media (max-width:760px){main{padding:10px}.stepgrid{grid-template-columns:minmax(0,1fr)}
+body{font-size:14px}}
+"""
+
+# Steps: of the elements with data-step="N" that share a parent (a session's rounds; a comparison's column),
+# the one with the current N shows, else the last one before it (a method that ended sooner keeps its last).
+# Buttons, arrow keys (left, right, Home, End) and the address's #step-N move it. Nothing here reads model text.
+SCRIPT = """
+(function(){
+var root=document.documentElement;root.classList.add('js');
+var els=[].slice.call(document.querySelectorAll('[data-step]'));
+var steps=[];els.forEach(function(e){var n=+e.getAttribute('data-step');if(steps.indexOf(n)<0)steps.push(n);});
+steps.sort(function(a,b){return a-b;});
+var nav=document.querySelector('.stepper');if(!nav||!steps.length){root.classList.remove('js');return;}
+var prev=nav.querySelector('.prev'),next=nav.querySelector('.next'),where=nav.querySelector('.where');
+var unit=nav.getAttribute('data-unit')||'round';var i=0;
+var groups=[];els.forEach(function(e){var g=groups.filter(function(x){return x.p===e.parentNode;})[0];
+if(!g){g={p:e.parentNode,els:[]};groups.push(g);}g.els.push(e);});
+function show(k){i=Math.max(0,Math.min(steps.length-1,k));var n=steps[i];
+groups.forEach(function(g){var best=null;g.els.forEach(function(e){var s=+e.getAttribute('data-step');
+if(s<=n&&(!best||s>+best.getAttribute('data-step')))best=e;});
+g.els.forEach(function(e){e.classList.toggle('on',e===best);e.classList.toggle('stale',e===best&&+e.getAttribute('data-step')!==n);});});
+where.textContent=unit+' '+n+' of '+steps[steps.length-1];prev.disabled=i===0;next.disabled=i===steps.length-1;
+if(history.replaceState)history.replaceState(null,'','#step-'+n);}
+prev.addEventListener('click',function(){show(i-1);});next.addEventListener('click',function(){show(i+1);});
+document.addEventListener('keydown',function(ev){var t=ev.target&&ev.target.tagName;
+if(t==='INPUT'||t==='SELECT'||t==='TEXTAREA'||ev.altKey||ev.ctrlKey||ev.metaKey)return;
+if(ev.key==='ArrowRight'){show(i+1);ev.preventDefault();}else if(ev.key==='ArrowLeft'){show(i-1);ev.preventDefault();}
+else if(ev.key==='Home'){show(0);}else if(ev.key==='End'){show(steps.length-1);}});
+var m=/^#step-(\\d+)$/.exec(location.hash);var start=m?steps.indexOf(+m[1]):0;show(start<0?0:start);
+})();
+"""
+
+SCRIPT_HASH = "sha256-" + base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
+
+
+def esc(text: object) -> str:
+    """Text for HTML content or an attribute value (quotes escaped too)."""
+    return html.escape(str(text), quote=True)
+
+
+def stepper(unit: str) -> str:
+    """The step control; the script shows it (without scripts every step is on the page)."""
+    return (f'<nav class="stepper" data-unit="{esc(unit)}" aria-label="steps">'
+            '<button type="button" class="prev" title="previous (←)">◀ previous</button>'
+            '<span class="where"></span>'
+            '<button type="button" class="next" title="next (→)">next ▶</button>'
+            '<span class="mute">← → keys</span></nav>')
+
+
+def removed_toggle() -> str:
+    """Show the edges k_in, cycle breaking or a method removed (CSS only: works with scripts off)."""
+    return ('<label class="legend"><input type="checkbox" id="show-removed"> show removed edges '
+            '(dashed, with the reason); cut edges always show</label>')
+
+
+def document(title: str, body: str, *, steps: bool = True) -> str:
+    """A whole page. Its CSP forbids every load from elsewhere and every script but ours (by its hash): even a
+    reply that got past the escaping could neither run nor fetch anything."""
+    csp = f"default-src 'none'; style-src 'unsafe-inline'; script-src '{SCRIPT_HASH}'; img-src data:"
+    script = f"<script>{SCRIPT}</script>" if steps else ""
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        '<meta name="generator" content="swarm-tui">'
+        f"<title>{esc(title)}</title><style>{CSS}</style></head>\n<body><main>\n{body}\n</main>{script}</body></html>\n"
+    )
