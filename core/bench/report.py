@@ -1,5 +1,6 @@
 """The benchmark report: per-method accuracy with 95% intervals and token costs, paired tests between
-methods, the per-problem pass/fail table; written as report.md and report.json (plots: core.bench.plots).
+methods, the per-problem pass/fail table; written as report.md, report.json and report.html (core.bench.report_html;
+plots: core.bench.plots).
 
 Several result folders merge (e.g. one per model): each method is then labelled ``model/method`` and the
 tables gain a ``model`` column. Paired tests compare methods of the same model on the problems both ran.
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.bench.report_html import render_html
 from core.bench.runner import ResultsLog, Row
 from core.bench.stats import (
     bootstrap_accuracy,
@@ -317,7 +319,8 @@ def report_json(report: Report) -> dict[str, Any]:
 
 
 def write_report(dirs: Sequence[Path], *, plots: bool = True) -> list[Path]:
-    """report.md, report.json and the plots (PNG + SVG) into the first folder; the files written."""
+    """report.md, report.json, report.html (plots inline) and the plots (PNG + SVG) into the first folder; the
+    files written."""
     folders = [load_folder(Path(d)) for d in dirs]
     report = build_report(folders)
     out = folders[0].path
@@ -329,4 +332,6 @@ def write_report(dirs: Sequence[Path], *, plots: bool = True) -> list[Path]:
     (out / "report.md").write_text(render_markdown(report, [str(p) for p in written]), encoding="utf-8")
     text = json.dumps(report_json(report), indent=1, ensure_ascii=False, default=str)
     (out / "report.json").write_text(text + "\n", encoding="utf-8")
-    return [out / "report.md", out / "report.json", *written]
+    svgs = {p.stem: p.read_text(encoding="utf-8") for p in written if p.suffix == ".svg"}
+    (out / "report.html").write_text(render_html(report, out, svgs), encoding="utf-8")
+    return [out / "report.md", out / "report.json", out / "report.html", *written]

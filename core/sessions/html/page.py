@@ -78,6 +78,7 @@ font-size:.85rem}
 .columns{display:grid;grid-template-columns:repeat(auto-fit,minmax(330px,1fr));gap:16px;align-items:start}
 .columns>.column{min-width:0}
 .columns .stepgrid{grid-template-columns:minmax(0,1fr)}
+.plots{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}.plot{margin:0;max-width:100%}
 .plot svg{max-width:100%;height:auto}
 @media (max-width:760px){main{padding:10px}.stepgrid{grid-template-columns:minmax(0,1fr)}
 body{font-size:14px}}
