@@ -26,6 +26,7 @@ from core.runtime.config import Settings
 
 from .bridge import BackendFailed, BackendStatus, EmbedderReady, EngineEvent
 from .commands import SwarmCommands
+from .spectate import REFUSAL, refused, spectating
 from .state import default_state_path, read_state, write_state
 
 _UNSET: Any = object()
@@ -68,8 +69,13 @@ class SwarmApp(App[int]):
         start_engine: bool = True,
         bench_report: Any = None,
         compare: Callable[[], Any] | None = None,
+        spectate: bool | None = None,
     ) -> None:
         super().__init__()
+        # Read-only (swarm-tui serve --spectate): keys that change the run are refused (tui.spectate).
+        self.spectate = spectating() if spectate is None else spectate
+        if self.spectate:
+            self.sub_title = "spectating: read-only"
         self.settings = settings or Settings()
         self.problem = problem
         self.demo = demo
@@ -96,6 +102,19 @@ class SwarmApp(App[int]):
         self._client_thread: threading.Thread | None = None
         self._client_loaded = threading.Event()
         self._toast_counts: dict[str, int] = {}  # notification identity -> how many times it was said
+
+    async def run_action(self, action: Any, default_namespace: Any = None, namespaces: Any = None) -> bool:
+        """Every key and footer click comes through here: a spectator's run-changing one is refused, in one
+        line, before any screen sees it."""
+        if self.spectate and isinstance(action, str) and refused(action):
+            self.notify(REFUSAL, severity="warning")
+            return True
+        return await super().run_action(action, default_namespace, namespaces)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self.spectate and action == "command_palette":  # its commands export and open files: not a viewer's
+            return False
+        return super().check_action(action, parameters)
 
     # --- notices ------------------------------------------------------------------------------
     def _on_notify(self, event: Notify) -> None:

@@ -26,6 +26,7 @@ from .cli_options import (
 
 SUBCOMMANDS = (
     "replay", "sessions", "export", "bench", "compare", "strategies", "teams", "train", "mcp", "attach", "setup",
+    "serve",
 )
 
 
@@ -35,7 +36,7 @@ def build_parser() -> OneLineParser:
         description="Watch, step and steer an LLM swarm whose communication graph is rebuilt every round (DyTopo).",
         epilog="Subcommands: swarm-tui replay FILE | sessions | export FILE | bench DATASET | "
         "compare PROBLEM --strategy A,B | strategies | teams | "
-        "train METHOD DATASET | mcp | attach TASK_ID | setup "
+        "train METHOD DATASET | mcp | attach TASK_ID | setup | serve [RUN ARGS] "
         "(each has --help).",
     )
     parser.add_argument("--version", action="version", version=f"swarm-tui {__version__}")
@@ -136,6 +137,10 @@ def _run_subcommand(name: str, argv: list[str]) -> int:
         from .cli_setup import main as setup_main
 
         return setup_main(argv)
+    if name == "serve":
+        from .cli_serve import main as serve_main
+
+        return serve_main(argv)
     if name == "attach":
         from .cli_attach import main as attach_main
 

@@ -25,6 +25,7 @@ from core.sessions.model import Session
 from ..export import EXPORT_NAMES, ExportError, export_suffix, export_to_file
 from ..method_keys import GRAPH_ACTIONS, Words, hidden_for, relabelled, words_for
 from ..model import RoundView, RunModel
+from ..spectate import refused
 from ..widgets.agent_pane import AgentPane
 from ..widgets.dmoa_view import DmoaView
 from ..widgets.footer import WrapFooter
@@ -167,8 +168,11 @@ class SwarmScreen(Screen[None]):
         DMoA or TopoDIM run they would change numbers nothing reads. The graph keys (g, d) only where a view
         reads them: the graph pane, or TopoDIM's typed graph (its edge distributions, its pruned edges); DMoA's
         and TopoWeaver-R1's views have none. Keys the method has no use for at all (tui.method_keys.hidden_for:
-        browsing a one-unit run, the graph of one agent) are hidden."""
+        browsing a one-unit run, the graph of one agent) are hidden. A spectator's footer leaves out the keys it
+        may not press (the app refuses them: tui.spectate)."""
         model = self.model
+        if getattr(self.app, "spectate", False) and refused(action):
+            return False
         if hidden_for(action, self._words, units=model.unit_limit, one_agent=model.one_agent):
             return False
         if action in TAU_ACTIONS:

@@ -16,6 +16,8 @@ from core.routing.dytopo import (
     KIND_DEBATE,
     KIND_FEEDBACK,
     KIND_HANDOFF,
+    KIND_PINNED,
+    REASON_CUT,
     Edge,
     RemovedEdge,
     RoutingResult,
@@ -23,9 +25,6 @@ from core.routing.dytopo import (
 )
 from core.routing.layout import rows, run_order
 from core.sessions.html.page import esc
-
-KIND_PINNED = "pinned"  # a steered DyTopo edge the user kept whatever its score
-REASON_CUT = "cut by user"  # a steered DyTopo edge the user removed
 
 NODE_H = 26
 ROW_GAP = 92  # from one row's top to the next's: room for the curves and their scores

@@ -11,14 +11,15 @@ from typing import Any
 from core.llm.urls import redact_url
 from core.methods.catalogue import get_method_info
 from core.methods.registry import MethodError, format_options
-from core.routing.dytopo import edge_label
+from core.routing.dytopo import KIND_PINNED, edge_label
 from core.routing.layout import legend
+from core.runtime.events import UserSteered
 from core.sessions.html.graph_svg import graph_svg, nodes_svg
 from core.sessions.html.page import document, esc, removed_toggle, stepper
 from core.sessions.html.text import code_block, rich_text
 from core.sessions.model import RoundRecord, Session
 
-STEERED = "user_steered"  # a person's steering action, taken or refused (one event per action)
+STEERED = UserSteered.type  # a person's steering action, taken or refused (one event per action)
 
 
 def unit_of(strategy: str) -> str:
@@ -158,7 +159,7 @@ def _graph(session: Session, record: RoundRecord, uid: str, unit: str) -> str:
 
 
 def _edge_text(e: Any) -> str:
-    return ("pinned " if e.kind == "pinned" else "") + edge_label(e)
+    return ("pinned " if e.kind == KIND_PINNED else "") + edge_label(e)
 
 
 def _output(o: Any, lang: str) -> str:

@@ -1,0 +1,41 @@
+"""Spectating: a read-only view of a run (``swarm-tui serve --spectate``), for showing a run to others.
+
+Every key of the run screen that changes the run is refused with one line (step, pause, auto-run, tau, k_in,
+re-route, cancel, steering, and the keys that read or write files on the machine serving the page: save,
+open, fork); the keys that only change what is shown (browse rounds, the matrix, removed edges, the inbox,
+search, copy, help, quit) work as usual. The served process learns it from the environment, because
+textual-serve starts it from a command line for each browser that connects.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from .bindings import REPLAY_BINDINGS, RUN_BINDINGS
+
+SPECTATE_ENV = "SWARM_TUI_SPECTATE"
+REFUSAL = "spectating: this view cannot change the run (step, tau, k_in, steering and cancel are off)"
+
+# What a spectator may do: look. Everything else the run and replay screens bind is refused, so a key added
+# to those screens later (a steering key) is refused until it is listed here.
+VIEW_ACTIONS = frozenset({
+    "browse", "toggle_matrix", "toggle_removed", "toggle_problem", "toggle_maximize", "copy", "inbox", "search",
+    "search_step", "help", "request_quit", "quit", "back",
+})
+
+
+def action_name(action: str) -> str:
+    return action.split("(", 1)[0].rsplit(".", 1)[-1]
+
+
+REFUSED = frozenset(action_name(b.action) for b in [*RUN_BINDINGS, *REPLAY_BINDINGS]) - VIEW_ACTIONS
+
+
+def spectating(environ: Mapping[str, str] | None = None) -> bool:
+    return (os.environ if environ is None else environ).get(SPECTATE_ENV) == "1"
+
+
+def refused(action: str) -> bool:
+    """Whether a spectator's key for this action is refused."""
+    return action_name(action) in REFUSED
