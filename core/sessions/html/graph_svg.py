@@ -110,8 +110,9 @@ def _offsets(edges: list[Edge | RemovedEdge], boxes: dict[str, Box]) -> dict[tup
     return out
 
 
-def _path(a: Box, b: Box, da: float, db: float) -> tuple[str, float, float]:
-    """A cubic curve from a to b, and the point halfway along it (for the score)."""
+def _path(a: Box, b: Box, da: float, db: float, apart: bool = False) -> tuple[str, float, float]:
+    """A cubic curve from a to b, and the point halfway along it (for the score). ``apart``: b→a is drawn too,
+    between other lines: this one bows to its own side, so the two curves and their scores do not overlap."""
     if a.name == b.name:  # an agent hearing itself (DMoA's handoff of its previous step): a loop on its left
         x0, y0, x3, y3 = a.x, a.y + 7, a.x, a.y + NODE_H - 7
         x1, y1, x2, y2 = a.x - 34, a.y - 10, a.x - 34, a.y + NODE_H + 10
@@ -122,14 +123,17 @@ def _path(a: Box, b: Box, da: float, db: float) -> tuple[str, float, float]:
         x1, y1, x2, y2 = x0, y0 + bend, x3, y3 - bend
     elif b.line < a.line:  # up (a cycle kept, a removed back edge): out of a's top, into b's bottom
         x0, y0, x3, y3 = a.cx + da, a.y, b.cx + db, b.y + NODE_H
-        side = 70 if b.cx >= a.cx else -70
-        x1, y1, x2, y2 = x0 + side, y0 - 40, x3 + side, y3 + 40
+        bend = (y0 - y3) * 0.5
+        x1, y1, x2, y2 = x0, y0 - bend, x3, y3 + bend
     else:  # same line: left to right arcs over the boxes, right to left under them
         over = b.cx > a.cx
         lift = -(26 + 0.12 * abs(b.cx - a.cx)) if over else 26 + 0.12 * abs(b.cx - a.cx)
         y0 = a.y if over else a.y + NODE_H
         x0, x3, y3 = a.cx + da, b.cx + db, y0
         x1, y1, x2, y2 = x0, y0 + lift, x3, y3 + lift
+    if apart and a.line != b.line:
+        bow = 36 if b.line > a.line else -36
+        x1, x2 = x1 + bow, x2 + bow
     mx = (x0 + 3 * x1 + 3 * x2 + x3) / 8
     my = (y0 + 3 * y1 + 3 * y2 + y3) / 8
     return f"M{x0:.1f},{y0:.1f} C{x1:.1f},{y1:.1f} {x2:.1f},{y2:.1f} {x3:.1f},{y3:.1f}", mx, my
@@ -144,9 +148,11 @@ def graph_svg(routing: RoutingResult, *, tiered: bool = True, uid: str = "g", ca
     drawn = [e for e in routing.edges if e.src in boxes and e.dst in boxes]
     removed = [r for r in routing.removed if r.src in boxes and r.dst in boxes]
     offsets = _offsets([*drawn, *removed], boxes)
+    pairs = {(e.src, e.dst) for e in [*drawn, *removed]}
     heads = {"a": "var(--accent)", "p": "var(--pin)", "r": "var(--mute)", "c": "var(--cut)"}
     defs = "".join(
-        f'<marker id="{uid}-{k}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
+        f'<marker id="{uid}-{k}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="10" markerHeight="10" '
+        'markerUnits="userSpaceOnUse" '
         f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" style="fill:{color}"/></marker>'
         for k, color in heads.items()
     )
@@ -159,7 +165,8 @@ def graph_svg(routing: RoutingResult, *, tiered: bool = True, uid: str = "g", ca
             out.append(f'<text class="tier" x="8" y="{y + 17:.0f}">{label}</text>')
     for r in removed:
         cut = r.reason == REASON_CUT
-        d, mx, my = _path(boxes[r.src], boxes[r.dst], offsets[("src", r.src, r.dst)], offsets[("dst", r.src, r.dst)])
+        d, mx, my = _path(boxes[r.src], boxes[r.dst], offsets[("src", r.src, r.dst)], offsets[("dst", r.src, r.dst)],
+                          (r.dst, r.src) in pairs)
         text = f"cut {r.score:.2f}" if cut else f"{r.score:.2f} {r.reason}"
         out.append(
             f'<g class="edge-removed{" cut" if cut else ""}" data-src="{esc(r.src)}" data-dst="{esc(r.dst)}" '
@@ -172,7 +179,8 @@ def graph_svg(routing: RoutingResult, *, tiered: bool = True, uid: str = "g", ca
         pinned = e.kind == KIND_PINNED
         classes = " ".join(c for c in ("edge", esc(e.kind), _DASHED.get(e.kind, "")) if c)
         head = "p" if pinned else "a"
-        d, mx, my = _path(boxes[e.src], boxes[e.dst], offsets[("src", e.src, e.dst)], offsets[("dst", e.src, e.dst)])
+        d, mx, my = _path(boxes[e.src], boxes[e.dst], offsets[("src", e.src, e.dst)], offsets[("dst", e.src, e.dst)],
+                          (e.dst, e.src) in pairs)
         start = f' marker-start="url(#{uid}-{head})"' if e.kind == KIND_DEBATE else ""
         label = f"pin {e.score:.2f}" if pinned else f"α {e.score:.2f}" if e.kind == KIND_HANDOFF else edge_label(e)
         out.append(

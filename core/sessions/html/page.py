@@ -29,8 +29,9 @@ a{color:var(--accent)}
 margin-right:.3em;color:var(--mute)}
 .badge.demo{border-color:var(--pin);color:var(--pin)}
 .meta{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,330px),1fr));gap:.1em 1.4em;
-margin:.4em 0}.meta>div{overflow-wrap:anywhere;min-width:0}.meta .wide{grid-column:1/-1}
-.meta .k{color:var(--mute);display:inline-block;min-width:5.5em}
+margin:.4em 0}
+.meta>div{overflow-wrap:anywhere;min-width:0;display:grid;grid-template-columns:5.5em minmax(0,1fr);gap:.6em}
+.meta .wide{grid-column:1/-1}.meta .k{color:var(--mute)}
 .prose{white-space:pre-wrap;overflow-wrap:anywhere;margin:.2em 0}
 pre.code{background:var(--code);border:1px solid var(--line);border-radius:6px;padding:.5em .7em;overflow-x:auto;
 margin:.4em 0;font:13px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;white-space:pre}
