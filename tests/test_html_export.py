@@ -60,7 +60,7 @@ def test_pinned_and_cut_edges_and_the_steering_actions_show() -> None:
     assert ("Developer", "Tester", "cut by user") in edges.removed[2]
     assert 'class="edge-removed cut"' in page and "pin 0.12" in page
     steering = page.split('<ul class="steering">', 1)[1].split("</ul>", 1)[0]
-    assert "pin Tester→Developer" in steering and "cut Developer→Tester" in steering
+    assert "pin Tester→Developer — <span class=\"ok\">taken" in steering and "cut Developer→Tester" in steering
 
 
 def test_a_three_round_demo_page_stays_small() -> None:
@@ -128,3 +128,20 @@ def test_bench_report_html_inlines_its_plots_and_links_every_run(tmp_path: Path)
     assert len(links) == 4  # 2 problems x 2 methods, one run each
     for href, _ in links:
         assert (tmp_path / href).is_file(), href
+
+
+def test_a_run_steered_from_a_control_file_exports_its_pins_cuts_and_actions(tmp_path: Path) -> None:
+    control = tmp_path / "steer.jsonl"
+    control.write_text('{"action": "pin", "src": "Tester", "dst": "Designer"}\n'
+                       '{"action": "cut", "src": "Developer", "dst": "Tester"}\n', encoding="utf-8")
+    saved = tmp_path / "steered.json"
+    assert main(["--demo", "--headless", "--control", str(control), "--save", str(saved)]) == 0
+    session = load_session(saved)
+    page = export_session(session, "html")
+    edges = drawn_edges(page)
+    for record in session.rounds[1:]:  # routed rounds: the pin holds and the cut stays out in each
+        assert ("Tester", "Designer") in {(src, dst) for src, dst, kind, _ in edges.kept[record.round]
+                                          if kind == "pinned"}
+        assert ("Developer", "Tester", "cut by user") in edges.removed[record.round]
+    header = page.split("</header>", 1)[0]
+    assert "Steering before the first round" in header and "pin Tester→Designer" in header

@@ -19,8 +19,6 @@ from core.sessions.html.page import document, esc, removed_toggle, stepper
 from core.sessions.html.text import code_block, rich_text
 from core.sessions.model import RoundRecord, Session
 
-STEERED = UserSteered.type  # a person's steering action, taken or refused (one event per action)
-
 
 def unit_of(strategy: str) -> str:
     """What the method steps over: round, step, turn, call; a method this version does not know: round."""
@@ -63,14 +61,6 @@ def _round_times(session: Session) -> dict[int, float]:
             span = spans.setdefault(n, [ts, ts])
             span[0], span[1] = min(span[0], ts), max(span[1], ts)
     return {n: b - a for n, (a, b) in spans.items()}
-
-
-def _steering(session: Session) -> dict[int, list[dict[str, Any]]]:
-    out: dict[int, list[dict[str, Any]]] = {}
-    for e in session.events:
-        if e.get("type") == STEERED and isinstance(e.get("round"), int):
-            out.setdefault(e["round"], []).append(e)
-    return out
 
 
 WIDE = {"ended", "problem"}  # long values: a row of their own
@@ -116,6 +106,9 @@ def header(session: Session) -> str:
     v = verdict(session)
     css = "ok" if v == "tests passed" else "bad" if v == "tests failed" else "mute"
     rows.append(("verdict", f'<span class="{css}">{esc(v)}</span>'))
+    placed = {id(e) for r in session.rounds for e in r.steering}
+    early = [e for e in session.steering if id(e) not in placed]
+    before = f"<h3>Steering before the first {unit_of(m.strategy)}</h3>{steering_list(early)}" if early else ""
     answer = ""
     if o is not None:
         source = f" (from {o.answer_source})" if o.answer_source else ""
@@ -125,7 +118,7 @@ def header(session: Session) -> str:
               "verdict are about that problem.</p>") if m.demo and m.demo_played else ""
     return (f"<header><p>{badges}<span class=\"badge\">swarm-tui session</span></p><h1>{esc(title)}</h1>"
             f"{meta_rows(rows)}{played}<details><summary>the problem</summary>{code_block(session.problem, '')}"
-            f"</details>{answer}</header>")
+            f"</details>{before}{answer}</header>")
 
 
 def _graph(session: Session, record: RoundRecord, uid: str, unit: str) -> str:
@@ -199,16 +192,23 @@ def _inbox(record: RoundRecord, lang: str) -> str:
     return "<h3>Inbox</h3>" + "".join(parts)
 
 
-def _steer_line(e: dict[str, Any]) -> str:
-    target = f" {e.get('target')}" if e.get("target") else ""
-    payload = e.get("payload") or {}
-    detail = f" — {payload.get('text')}" if isinstance(payload, dict) and payload.get("text") else ""
-    taken = "" if e.get("accepted", True) else f" (refused: {e.get('reason', '')})"
-    return f"<li>{esc(str(e.get('action', '?')) + target + detail + taken)}</li>"
+def steering_list(actions: list[UserSteered]) -> str:
+    """Each steering action, taken or refused, where the run was when it applied."""
+    items = []
+    for e in actions:
+        what = " ".join(part for part in (e.action, e.target) if part)
+        text = e.payload.get("text")
+        details = [f"{k} {e.payload[k]}" for k in sorted(e.payload) if k not in ("src", "dst", "to", "agent", "text")]
+        line = (f"after {e.phase}: " if e.phase else "") + what + (f": {' '.join(str(text).split())!r}" if text else "")
+        line += f" ({', '.join(details)})" if details else ""
+        verdict = ('<span class="ok">taken</span>' if e.accepted else
+                   f'<span class="bad">refused: {esc(e.reason)}</span>')
+        items.append(f"<li>{esc(line)} — {verdict}</li>")
+    return f'<ul class="steering">{"".join(items)}</ul>'
 
 
 def round_section(session: Session, record: RoundRecord, *, uid: str, unit: str, compact: bool = False,
-                  times: dict[int, float] | None = None, steering: list[dict[str, Any]] | None = None) -> str:
+                  times: dict[int, float] | None = None) -> str:
     """One step of the run. ``compact``: outputs folded (a comparison's narrow column)."""
     lang = _code_lang(session)
     p = record.params
@@ -247,8 +247,8 @@ def round_section(session: Session, record: RoundRecord, *, uid: str, unit: str,
         items = "".join(f'<li class="{"bad" if n.severity == "error" else ""}">{esc(n.severity)}'
                         f'{" · " + esc(n.agent) if n.agent else ""}: {esc(n.message)}</li>' for n in record.notices)
         right.append(f'<h3>Notices</h3><ul class="notices">{items}</ul>')
-    if steering:
-        right.append(f'<h3>Steering</h3><ul class="steering">{"".join(_steer_line(e) for e in steering)}</ul>')
+    if record.steering:
+        right.append(f"<h3>Steering</h3>{steering_list(record.steering)}")
     outputs = "".join(_output(o, lang) for o in record.outputs)
     if compact:
         right.append(f"<details><summary>{len(record.outputs)} output(s)</summary>{outputs}</details>")
@@ -273,9 +273,8 @@ def steps(session: Session, *, prefix: str = "s", compact: bool = False) -> list
     """Every step's section, in order."""
     unit = unit_of(session.metadata.strategy)
     times = _round_times(session)
-    steering = _steering(session)
-    return [round_section(session, r, uid=f"{prefix}{r.round}", unit=unit, compact=compact, times=times,
-                          steering=steering.get(r.round)) for r in session.rounds]
+    return [round_section(session, r, uid=f"{prefix}{r.round}", unit=unit, compact=compact, times=times)
+            for r in session.rounds]
 
 
 def session_page(session: Session) -> str:
