@@ -151,3 +151,22 @@ async def test_dmoa_refuses_what_it_does_not_take_and_unknown_agents(tmp_path: P
     assert reasons[0].startswith("dmoa cannot take goal: its router selects the agents of each step")
     assert reasons[1].startswith("no agent 'Nobody' in this team")
     assert finished.reason == "summarizer"
+
+
+async def test_a_method_without_its_own_hook_answers_from_the_catalogue(embedder: Any) -> None:
+    settings = Settings(strategy="single")
+    control = _queued(SteerAction(K.NOTE, to="all", text="x"))
+    with ScriptedServer(demo_script) as server:
+        backend = await open_backend(settings, server=server)
+        events: list[ev.Event] = []
+        engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [events.append], embedder=embedder,
+                              control=control)
+        try:
+            finished = await engine.run()
+        finally:
+            await backend.close()
+    (steered,) = of(events, ev.UserSteered)
+    assert not steered.accepted
+    assert steered.reason == ("single cannot take note: one agent answers in one call: nothing runs after it to "
+                              "steer (it takes stop)")
+    assert finished.final_answer

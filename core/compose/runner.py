@@ -15,6 +15,7 @@ from core.llm.embeddings import Embedder, shared_embedder
 from core.llm.urls import redact_url
 from core.methods.catalogue import build_method
 from core.methods.dytopo import DyTopoMethod
+from core.methods.steer_checks import catalogue_hook
 from core.routing.strategies import TopologyStrategy
 from core.runtime.clients import client_for
 from core.runtime.config import ConfigError, Settings, resolve_api_key, resolve_base_url
@@ -201,6 +202,8 @@ def build_engine(
         control = RunControl(
             Params(settings.tau, settings.k_in, settings.max_rounds), n_workers, mode="step" if step_mode else "auto"
         )
+    # Until the method sets its own steering hook (most do at the start of their run), the catalogue answers.
+    control.steer_hook = control.steer_hook or catalogue_hook(method.name, control)
     engine = SwarmEngine(
         spec,
         settings,
