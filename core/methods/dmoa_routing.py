@@ -11,7 +11,8 @@ every equation:
 * ``predictive_entropy`` — eq. 13, over the top-k logprobs an OpenAI-compatible endpoint returns,
   renormalised per token (a lower bound on the full-vocabulary entropy; METHODS.md §2.6);
 * ``confidence`` — C_i = softmax(-E_i) (§4.2), and ``rank_loss`` — eq. 14 against Z_i = softmax(z_i);
-* ``parse_summary`` — the summarizer's ``[FINAL]`` / ``[CONTINUE]`` tags (App. B.6).
+* ``parse_summary`` — the summarizer's ``[FINAL]`` / ``[CONTINUE]`` tags (App. B.6);
+* ``choose`` — one step's routing from the router's logits (eq. 3-4 / 11-12 and alpha).
 """
 
 from __future__ import annotations
@@ -176,3 +177,22 @@ def parse_summary(text: str) -> Summary:
     if tag == TAG_FINAL and not body:
         return Summary(TAG_CONTINUE, "", found, "[FINAL] with no answer after it: treated as [CONTINUE]")
     return Summary(tag, body, found, note)
+
+
+@dataclass
+class Choice:
+    """One step's routing: z_i, softmax(z_i / tau), k_i, the selected pool indices and their alpha."""
+
+    logits: np.ndarray
+    probs: np.ndarray
+    k: int
+    selected: list[int]
+    alpha: np.ndarray
+    note: str = ""
+
+
+def choose(logits: np.ndarray, tau: float, k_max: int, *, adaptive: bool = True) -> Choice:
+    """Eq. 3-4 / 11-12 and the alpha of eq. 7 / 9, from the router's logits."""
+    k = adaptive_k(logits, tau, k_max, adaptive=adaptive)
+    selected = keep_top_k(logits, k)
+    return Choice(logits, softmax(logits, tau), k, selected, alpha_weights(logits, selected))
