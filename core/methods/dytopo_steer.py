@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 from core.methods.registry import registered
 from core.routing.dytopo import REASON_SILENCED, RemovedEdge, RoutingResult, check_pin
 from core.runtime import events as ev
-from core.runtime.clients import client_for
 from core.runtime.config import resolve_api_key
 from core.runtime.engine import STATUS_DONE, AgentResult
 from core.runtime.memory import AgentMemory, MemoryItem
@@ -201,6 +200,8 @@ class DyTopoSteering:
         )
         client: LLMClient | None = None
         if "model" in changes or endpoint is not None:
+            from core.runtime.clients import client_for  # imports the openai SDK: only when an agent changes model
+
             current = self.rt.agent_clients.get(a.agent) or self.rt.llm
             url = endpoint or current.base_url
             key = resolve_api_key(self.rt.settings, key_env=role.api_key_env)
