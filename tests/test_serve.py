@@ -66,3 +66,11 @@ async def test_a_spectator_cannot_step_tune_or_cancel_and_is_told_so(tmp_path: P
         assert model.params == params  # tau and k_in untouched
         await pilot.press("comma")  # looking back is allowed
         await pilot.pause(0.1)
+
+
+def test_a_spectator_may_step_and_play_a_replay_but_not_what_if_or_fork_it() -> None:
+    for action in ("step_phase", "back_round", "toggle_pause", "speed(2)", "jump"):
+        assert not refused(action, replay=True), action
+    assert refused("step_phase") and refused("toggle_pause")  # the same keys on a live run
+    for action in ("tau(0.05)", "k_in(1)", "fork", "open_sessions"):
+        assert refused(action, replay=True), action

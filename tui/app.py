@@ -106,7 +106,8 @@ class SwarmApp(App[int]):
     async def run_action(self, action: Any, default_namespace: Any = None, namespaces: Any = None) -> bool:
         """Every key and footer click comes through here: a spectator's run-changing one is refused, in one
         line, before any screen sees it."""
-        if self.spectate and isinstance(action, str) and refused(action):
+        replay = not getattr(default_namespace, "live", True)  # a replay screen: stepping it changes no run
+        if self.spectate and isinstance(action, str) and refused(action, replay=replay):
             self.notify(REFUSAL, severity="warning")
             return True
         return await super().run_action(action, default_namespace, namespaces)

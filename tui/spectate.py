@@ -3,8 +3,8 @@
 Every key of the run screen that changes the run is refused with one line (step, pause, auto-run, tau, k_in,
 re-route, cancel, steering, and the keys that read or write files on the machine serving the page: save,
 open, fork); the keys that only change what is shown (browse rounds, the matrix, removed edges, the inbox,
-search, copy, help, quit) work as usual. The served process learns it from the environment, because
-textual-serve starts it from a command line for each browser that connects.
+search, copy, help, quit, and a replay's stepping and playing) work as usual. The served process learns it
+from the environment, because textual-serve starts it from a command line for each browser that connects.
 """
 
 from __future__ import annotations
@@ -30,12 +30,15 @@ def action_name(action: str) -> str:
 
 
 REFUSED = frozenset(action_name(b.action) for b in [*RUN_BINDINGS, *REPLAY_BINDINGS]) - VIEW_ACTIONS
+# A replay's stepping and playing move through a recorded run without changing it: a spectator may.
+REPLAY_VIEW = frozenset({"step_phase", "back_phase", "step_round", "back_round", "toggle_pause", "speed", "jump"})
 
 
 def spectating(environ: Mapping[str, str] | None = None) -> bool:
     return (os.environ if environ is None else environ).get(SPECTATE_ENV) == "1"
 
 
-def refused(action: str) -> bool:
-    """Whether a spectator's key for this action is refused."""
-    return action_name(action) in REFUSED
+def refused(action: str, *, replay: bool = False) -> bool:
+    """Whether a spectator's key for this action is refused (on a replay screen, when ``replay``)."""
+    name = action_name(action)
+    return name in REFUSED and not (replay and name in REPLAY_VIEW)

@@ -171,7 +171,7 @@ class SwarmScreen(Screen[None]):
         browsing a one-unit run, the graph of one agent) are hidden. A spectator's footer leaves out the keys it
         may not press (the app refuses them: tui.spectate)."""
         model = self.model
-        if getattr(self.app, "spectate", False) and refused(action):
+        if getattr(self.app, "spectate", False) and refused(action, replay=not self.live):
             return False
         if hidden_for(action, self._words, units=model.unit_limit, one_agent=model.one_agent):
             return False
