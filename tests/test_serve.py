@@ -9,7 +9,7 @@ import pytest
 
 from tests.test_tui_support import live_app, wait_for
 from tui.cli import main
-from tui.cli_serve import command, reach
+from tui.cli_serve import command, local_fonts, reach
 from tui.spectate import REFUSAL, SPECTATE_ENV, refused, spectating
 
 
@@ -74,3 +74,11 @@ def test_a_spectator_may_step_and_play_a_replay_but_not_what_if_or_fork_it() -> 
     assert refused("step_phase") and refused("toggle_pause")  # the same keys on a live run
     for action in ("tau(0.05)", "k_in(1)", "fork", "open_sessions"):
         assert refused(action, replay=True), action
+
+
+def test_the_served_page_takes_its_font_from_the_server_not_a_font_service() -> None:
+    import textual_serve
+
+    template = (Path(textual_serve.__file__).parent / "templates" / "app_index.html").read_text(encoding="utf-8")
+    page = local_fonts(template)
+    assert "googleapis" not in page and "/static/fonts/RobotoMono" in page

@@ -9,9 +9,11 @@ whoever opens the page drives a run against the configured endpoint. ``--spectat
 from __future__ import annotations
 
 import ipaddress
+import re
 import shlex
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from core.demo.scripts import DEMO_PROBLEMS
 
@@ -86,13 +88,44 @@ def command(run_args: Sequence[str], spectate: bool) -> str:
     return f"{SPECTATE_ENV}=1 {line}" if spectate else line
 
 
+_WEB_FONT = re.compile(r"<link[^>]*fonts\.googleapis\.com[^>]*>", re.DOTALL)
+# textual-serve's page asks a font service for its font; it ships the same font: the page takes that instead,
+# so opening the app loads nothing from anywhere but this server.
+_LOCAL_FONT = ('<style>@font-face{font-family:"Roboto Mono";'
+               'src:url("/static/fonts/RobotoMono-VariableFont_wght.ttf") format("truetype")}</style>')
+
+
+def local_fonts(page: str) -> str:
+    return _WEB_FONT.sub(_LOCAL_FONT, page)
+
+
+def _server(command_line: str, host: str, port: int, title: str, public_url: str | None) -> Any:
+    from aiohttp import web
+    from textual_serve.server import Server
+
+    @web.middleware
+    async def no_web_font(request: web.Request, handler: Any) -> web.StreamResponse:
+        response = await handler(request)
+        if request.path == "/" and isinstance(response, web.Response) and response.text:
+            response.text = local_fonts(response.text)
+        return response
+
+    class LocalServer(Server):  # type: ignore[misc]
+        async def _make_app(self) -> web.Application:
+            app = await super()._make_app()
+            app.middlewares.append(no_web_font)
+            return app
+
+    return LocalServer(command_line, host=host, port=port, title=title, public_url=public_url)
+
+
 def main(argv: list[str]) -> int:
     args, run_args = build_parser().parse_known_args(argv)
     if not 0 < args.port < 65536:
         fail(f"--port {args.port} is not a port (1..65535)")
     run_args = check_run(run_args, args.spectate)
     try:
-        from textual_serve.server import Server
+        import textual_serve.server  # noqa: F401  (the web extra)
     except ImportError:
         print("swarm-tui: error: serve needs the web extra: pip install 'swarm-tui[web]'", file=sys.stderr)
         return EXIT_USAGE
@@ -101,7 +134,7 @@ def main(argv: list[str]) -> int:
         drive = ("they watch read-only (--spectate)" if args.spectate else
                  "each of them drives a run against your endpoint (add --spectate for a read-only view)")
         print(f"swarm-tui serve: listening on {args.host}:{args.port}: {who}; {drive}", file=sys.stderr)
-    server = Server(command(run_args, args.spectate), host=args.host, port=args.port,
-                    title="swarm-tui" + (" (spectating)" if args.spectate else ""), public_url=args.public_url)
+    server = _server(command(run_args, args.spectate), args.host, args.port,
+                     "swarm-tui" + (" (spectating)" if args.spectate else ""), args.public_url)
     server.serve()
     return 0

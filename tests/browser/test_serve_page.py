@@ -97,6 +97,9 @@ def test_serve_demo_renders_the_agent_panes_in_the_page(browser: Any, served: st
         watched.page.wait_for_timeout(1500)
         watched.page.screenshot(path=str(shots / f"serve-{width}x{height}.png"))
         assert "Manager" in screen_text(watched.page)
+        here = served.rstrip("/")  # the page loads nothing from anywhere else (its font comes from the server)
+        assert all(url.startswith((here, here.replace("http", "ws"), "data:")) for url in watched.requests), \
+            watched.requests
         watched.page.context.close()
 
 
