@@ -19,7 +19,7 @@ from core.llm.client import EndpointError
 from core.llm.embeddings import shared_embedder
 from core.runtime import events as ev
 from core.runtime.textsafe import json_safe, one_line
-from core.sessions.compare_record import CompareRow
+from core.sessions.compare_record import CompareRow, RowState
 
 from .headless import EXIT_CANCELLED, EXIT_FAILED, EXIT_USAGE, JsonLinesWriter, ProgressPrinter, say, write_or_silence
 
@@ -106,7 +106,7 @@ async def _compare(plan: ComparePlan, demo: bool, json_lines: bool, save: Path |
         return [ProgressPrinter(TaggedLines(sys.stderr, method)), embedder.warm_up_on_first_reply()]  # type: ignore[arg-type]
 
     def ended(row: CompareRow) -> None:
-        if row.state == "failed":
+        if row.state == RowState.FAILED:
             say(f"[{row.method}] failed: {row.reason}")
 
     comparison = Comparison(plan, backend, embedder, sessions_dir=Path(settings.sessions_dir), record_path=save,

@@ -23,9 +23,10 @@ from core.methods.catalogue import build_method, get_method_info
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.control import MODE_AUTO, MODE_STEP, Params, RunControl
+from core.runtime.outcome import EndReason
 from core.runtime.round_check import CodeExecutionEvaluator
 from core.runtime.teams import resolve_team
-from core.sessions.compare_record import CompareRecord, CompareRow, record_paths, save_record, sessions_folder
+from core.sessions.compare_record import CompareRecord, CompareRow, RowState, record_paths, save_record, sessions_folder
 from core.sessions.store import SessionRecorder
 
 SinkFactory = Callable[[str], list[ev.EventSink]]  # method name -> extra sinks for its run's events
@@ -75,7 +76,7 @@ class RowTracker:
             return
         if isinstance(event, ev.RunStarted):
             self.started_at = self.clock()
-            row.state = "running"
+            row.state = RowState.RUNNING
         elif isinstance(event, ev.AgentFinished):
             row.calls += 1  # the headless contract: calls == this method's agent_finished events
             row.prompt_tokens += event.prompt_tokens
@@ -95,7 +96,8 @@ class RowTracker:
             row.tokens_estimated = event.tokens_estimated
             row.answer = event.final_answer
             row.reason = event.reason
-            row.state = "failed" if event.reason == "error" else "cancelled" if event.reason == "cancelled" else "done"
+            row.state = (RowState.FAILED if event.reason == EndReason.ERROR else RowState.CANCELLED
+                         if event.reason == EndReason.CANCELLED else RowState.DONE)
             if event.reason == "error":
                 row.reason = event.detail or "error"
         if self.started_at is not None:
@@ -106,7 +108,7 @@ def verdict_for(tracker: RowTracker, domain: str, expect: str | None) -> str:
     """What the comparison can say about a finished run's answer: tests passed/failed (code with tests
     run), equal or not to --expect (math equivalence), else "no verdict" — never a guess."""
     row = tracker.row
-    if row.state == "failed":
+    if row.state == RowState.FAILED:
         return "failed"
     if not row.answer.strip():
         return NO_ANSWER
@@ -168,7 +170,7 @@ class Comparison:
 
     @property
     def failed(self) -> list[CompareRow]:
-        return [row for row in self.rows.values() if row.state == "failed"]
+        return [row for row in self.rows.values() if row.state == RowState.FAILED]
 
     def cancel(self) -> None:
         """Stop every run (their sessions so far are kept); runs not started yet do not start."""
@@ -194,7 +196,7 @@ class Comparison:
     async def _run_one(self, method: str) -> None:
         row, tracker = self.rows[method], self.trackers[method]
         if self.cancelled:
-            row.state, row.reason = "cancelled", "cancelled before it started"
+            row.state, row.reason = RowState.CANCELLED, "cancelled before it started"
             return
         settings = self.plan.settings_for(method)
         recorder = SessionRecorder(self.folder, path=self.folder / f"{method}.json")
@@ -207,15 +209,15 @@ class Comparison:
             )
             await engine.run()
         except Exception as exc:  # one method's crash ends its own row, never the comparison
-            row.state, row.reason = "failed", f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            row.state, row.reason = RowState.FAILED, f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
         finally:
             recorder.close("failed")  # a no-op after a normal end
         if recorder.path is not None and recorder.saves:
             row.session = str(recorder.path.relative_to(self.record_path.parent))
         if recorder.error:
             self.save_error = recorder.error
-        if row.state in ("waiting", "running"):  # ended without a run_finished (a crash mid-run)
-            row.state = "failed"
+        if not row.state.ended:  # ended without a run_finished (a crash mid-run)
+            row.state = RowState.FAILED
         row.verdict = await asyncio.to_thread(verdict_for, tracker, settings.domain, self.plan.expect)
 
     def save(self) -> bool:

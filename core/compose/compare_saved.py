@@ -9,7 +9,14 @@ from pathlib import Path
 
 from core.compose.compare import RowTracker, verdict_for
 from core.runtime import events as ev
-from core.sessions.compare_record import MAX_METHODS, CompareRecord, CompareRow, load_record, looks_like_record
+from core.sessions.compare_record import (
+    MAX_METHODS,
+    CompareRecord,
+    CompareRow,
+    RowState,
+    load_record,
+    looks_like_record,
+)
 from core.sessions.model import Session, SessionFormatError
 from core.sessions.store import load_session
 
@@ -51,7 +58,7 @@ def saved_run(session: Session, path: Path, label: str = "") -> SavedRun:
     tracker = fold_events(label, events)
     row = tracker.row
     if session.outcome is None:
-        row.state, row.reason = "incomplete", "the run did not finish"
+        row.state, row.reason = RowState.INCOMPLETE, "the run did not finish"
     row.session = str(path)
     row.verdict = verdict_for(tracker, session.domain, None)
     return SavedRun(label, session, path, row, events)

@@ -19,7 +19,7 @@ from core.methods.registry import MethodError
 from core.methods.selection import parse_strategies
 from core.runtime import events as ev
 from core.runtime.teams import resolve_team
-from core.sessions.compare_record import MAX_METHODS
+from core.sessions.compare_record import MAX_METHODS, RowState
 
 
 class _CompareControl:
@@ -115,8 +115,8 @@ def _sync(entry: SwarmTask, comparison: Comparison) -> None:
     entry.prompt_tokens = sum(r.prompt_tokens for r in rows)
     entry.completion_tokens = sum(r.completion_tokens for r in rows)
     entry.round = max((r.rounds for r in rows), default=0)
-    running = [r.method for r in rows if r.state == "running"]
-    done = sum(r.state in ("done", "failed", "cancelled") for r in rows)
+    running = [r.method for r in rows if r.state == RowState.RUNNING]
+    done = sum(r.state in (RowState.DONE, RowState.FAILED, RowState.CANCELLED) for r in rows)
     entry.phase = f"{done} of {len(rows)} methods ended" + (f"; running: {', '.join(running)}" if running else "")
     entry.compare_rows = [row.contract() for row in rows]
 
@@ -147,7 +147,7 @@ async def _run(manager: SwarmManager, entry: SwarmTask, plan: ComparePlan) -> No
             manager._fail(entry, f"timed out after {entry.budget_s:g} s")
         elif comparison.cancelled:
             entry.status = STATUS_CANCELLED
-        elif all(row.state == "failed" for row in comparison.rows.values()):
+        elif all(row.state == RowState.FAILED for row in comparison.rows.values()):
             manager._fail(entry, "every method failed: " + "; ".join(
                 f"{r.method}: {r.reason}" for r in comparison.rows.values()))
         else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,22 @@ MAX_METHODS = 10  # the compare screen's columns
 ROW_FIELDS = ("method", "answer", "verdict", "calls", "prompt_tokens", "completion_tokens", "wall_s", "session")
 
 
+class RowState(StrEnum):
+    """Where one method of a comparison stands: the row's badge, the record's ``state``."""
+
+    WAITING = "waiting"  # not started (a parallel limit, or stepping one method at a time)
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    INCOMPLETE = "incomplete"  # a saved comparison whose run did not finish
+    REPLAY = "replay"  # a saved run shown part way through
+
+    @property
+    def ended(self) -> bool:
+        return self not in (RowState.WAITING, RowState.RUNNING)
+
+
 @dataclass
 class CompareRow:
     """One method's line of the summary: live while it runs, final when it ends."""
@@ -40,7 +57,7 @@ class CompareRow:
     completion_tokens: int = 0
     wall_s: float = 0.0
     session: str = ""  # the method's session file (relative to the record once saved)
-    state: str = "waiting"  # waiting | running | done | failed | cancelled
+    state: RowState = RowState.WAITING
     reason: str = ""  # the run's end reason (answered, budget, max_rounds, ...) or why it failed
     rounds: int = 0  # completed rounds, in the method's own unit
     # Of the tokens, how many are estimates (calls cut off in flight, a server that reports no usage):
@@ -200,6 +217,12 @@ def _text(data: dict[str, Any], key: str) -> str:
     return value
 
 
+def _state(value: Any) -> RowState:
+    if value not in RowState._value2member_map_:
+        raise ValueError(f"a row's state must be one of {', '.join(RowState)}, got {str(value)[:40]!r}")
+    return RowState(value)
+
+
 def _row(item: Any, base: Path) -> CompareRow:
     if not isinstance(item, dict) or not isinstance(item.get("method"), str):
         raise ValueError("every row needs a method name")
@@ -219,7 +242,7 @@ def _row(item: Any, base: Path) -> CompareRow:
         completion_tokens=int(item.get("completion_tokens", 0)),
         wall_s=float(item.get("wall_s", 0.0)),
         session=session,
-        state=str(item.get("state", "done")),
+        state=_state(item.get("state", "done")),
         reason=str(item.get("reason", "")),
         rounds=int(item.get("rounds", 0)),
         tokens_estimated=int(item.get("tokens_estimated", 0)),

@@ -14,7 +14,7 @@ from core.compose.compare import ComparePlan, Comparison
 from core.llm.urls import redact_url
 from core.runtime.config import resolve_base_url
 from core.runtime.control import MODE_AUTO
-from core.sessions.compare_record import CompareRecord, CompareRow
+from core.sessions.compare_record import CompareRecord, CompareRow, RowState
 
 from ..bindings import RUN_BINDINGS
 from .compare import CompareScreen, MethodBridge
@@ -94,7 +94,7 @@ class LiveCompareScreen(CompareScreen):
         """The endpoint could not be opened: every column says why; nothing ran."""
         self.error = message
         for row in self.rows.values():
-            row.state, row.reason, row.verdict = "failed", message, "failed"
+            row.state, row.reason, row.verdict = RowState.FAILED, message, "failed"
         for column in self.columns.values():
             column.changes += 1
         self.notify(message, severity="error", timeout=30)
@@ -102,7 +102,7 @@ class LiveCompareScreen(CompareScreen):
 
     @property
     def running(self) -> bool:
-        return any(row.state in ("waiting", "running") for row in self.rows.values()) and not self.error
+        return any(not row.state.ended for row in self.rows.values()) and not self.error
 
     def cancel(self) -> None:
         if self.comparison is not None:

@@ -8,7 +8,7 @@ from textual.widgets import Static
 
 from core.compose.compare_saved import SavedRun, fold_events, record_of_runs, same_problem
 from core.runtime import events as ev
-from core.sessions.compare_record import CompareRow
+from core.sessions.compare_record import CompareRow, RowState
 
 from ..model import RunModel
 from .compare import CompareScreen
@@ -58,8 +58,8 @@ class SavedCompareScreen(CompareScreen):
         if position >= len(events):
             return self.runs[label].row
         row = fold_events(label, events[:position]).row
-        if row.state == "running":
-            row.state = "replay"  # recorded, shown part way through
+        if row.state == RowState.RUNNING:
+            row.state = RowState.REPLAY  # recorded, shown part way through
         return row
 
     def _step(self, labels: list[str], forward: bool) -> None:

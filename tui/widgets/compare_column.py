@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from core.runtime import events as ev
-from core.sessions.compare_record import CompareRow
+from core.sessions.compare_record import CompareRow, RowState
 
 from ..model import RunModel
 
@@ -95,7 +95,7 @@ class CompareColumn(Widget):
                    f"{row.wall_s:.1f} s\n", style="")
         out.append("topology: ", style="dim")
         out.append(topology_line(m, self.method) + "\n")
-        if row.state == "failed":
+        if row.state == RowState.FAILED:
             out.append("\nfailed: ", style="bold red")
             out.append(row.reason or "the run stopped")
             out.append("\n")
@@ -106,7 +106,7 @@ class CompareColumn(Widget):
             lines = [line for line in body.splitlines() if line.strip()][-LATEST_LINES:]
             out.append(f"\n── {self.latest_agent}\n", style="bold")
             out.append("\n".join(lines) + "\n", style="")
-        if m.finished is not None or row.state in ("done", "cancelled"):
+        if m.finished is not None or row.state in (RowState.DONE, RowState.CANCELLED):
             out.append("\n── answer", style="bold")
             out.append(f" ({m.finished.answer_source or 'none'})\n" if m.finished is not None else "\n", style="dim")
             answer = row.answer.strip()
