@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import site
 import subprocess
 import sys
 import tempfile
@@ -121,20 +122,33 @@ def test_an_mcp_client_must_ask_for_unisolated_code_itself(no_isolation: None) -
 # --- the app's own environment -----------------------------------------------------------------------------------
 
 
-def as_another_user(python: str, probe: str = "pass") -> list[str]:
-    """A command line that runs ``python`` as an unprivileged user (root reads any /proc/<pid>/environ, so
-    a test as root proves nothing), if that user can run ``probe`` with it; skips the test otherwise."""
+RESTART = "import subprocess, sys; subprocess.run([sys.executable, '-c', 'pass'], check=True)"
+
+
+def as_another_user(pythons: list[str], probe: str = RESTART) -> tuple[list[str], dict[str, str]]:
+    """A command line that runs Python as an unprivileged user (root reads any /proc/<pid>/environ, so a test
+    as root proves nothing), and the environment it needs: the first of ``pythons`` that user can run
+    ``probe`` with, given this checkout and this interpreter's packages; skips the test when none can."""
     prefix: list[str] = []
     if os.geteuid() == 0:
         setpriv = shutil.which("setpriv")
         if setpriv is None:
             pytest.skip("runs as root without setpriv: root reads every /proc/<pid>/environ, so it proves nothing")
         prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
-    trial = subprocess.run([*prefix, python, "-c", probe], capture_output=True, cwd="/", env={"PATH": os.defpath},
-                           check=False)
-    if trial.returncode != 0:
-        pytest.skip(f"the unprivileged user cannot run {python} here (with {probe!r})")
-    return [*prefix, python]
+    # A venv under a private home cannot be entered by that user: another interpreter of the same version
+    # with the venv's packages on its path runs the same code.
+    env = {"PATH": os.defpath, "PYTHONPATH": os.pathsep.join([str(ROOT), *site.getsitepackages()])}
+    for python in pythons:
+        trial = subprocess.run([*prefix, python, "-c", probe], capture_output=True, cwd="/", env=env, check=False)
+        if trial.returncode == 0:
+            return [*prefix, python], env
+    pytest.skip(f"the unprivileged user cannot run {' or '.join(pythons)} here (with {probe!r})")
+
+
+def pythons() -> list[str]:
+    """This interpreter, then the system's, when it is the same version."""
+    same = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    return [sys.executable, *[p for p in (f"/usr/bin/{same}", f"/usr/local/bin/{same}") if os.path.exists(p)]]
 
 
 _READER = r"""
@@ -155,11 +169,10 @@ print(subprocess.run([sys.executable, "-c", peek], capture_output=True, text=Tru
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_DUMPABLE is Linux's")
 @pytest.mark.parametrize("protect", [True, False])
 def test_a_same_user_child_cannot_read_a_protected_process_environment(protect: bool) -> None:
-    # Any interpreter will do (the reader needs only the standard library and this checkout).
-    python = as_another_user("/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable)
+    python, env = as_another_user(pythons())
     result = subprocess.run(
         [*python, "-c", _READER, str(ROOT), "protect" if protect else "open"], capture_output=True, text=True,
-        timeout=60, cwd="/", env={"SWARM_TEST_SECRET": "sk-do-not-leak", "PATH": os.defpath},
+        timeout=60, cwd="/", env={**env, "SWARM_TEST_SECRET": "sk-do-not-leak"},
     )
     assert result.returncode == 0, result.stderr
     if protect:
@@ -185,9 +198,8 @@ def _leaking(info: RequestInfo) -> str:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_DUMPABLE is Linux's")
 def test_unisolated_model_code_cannot_read_the_apps_api_key() -> None:
-    # The app itself, as that user: it must load its packages and start the interpreter again (for the code).
-    probe = "import openai, subprocess, sys; subprocess.run([sys.executable, '-c', 'pass'], check=True)"
-    python = as_another_user(sys.executable, probe)
+    # The app itself, as that user: it loads its packages and starts its interpreter again (for the code).
+    python, env = as_another_user(pythons(), f"import openai; {RESTART}")
     secret = "sk-never-leaves-0123456789"
     # /tmp may be private to root (it is in some containers); /var/tmp is world-writable by convention.
     home = Path(tempfile.mkdtemp(prefix="swarm-unisolated-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None))
@@ -199,7 +211,7 @@ def test_unisolated_model_code_cannot_read_the_apps_api_key() -> None:
                 "--headless", "--base-url", server.base_url, "--api-key-env", "SWARM_TEST_KEY", "--execute",
                 "--allow-unisolated-code", "--max-rounds", "2", "--config", str(home / "config.toml"),
                 DEMO_PROBLEMS["code"],
-                env={"SWARM_TEST_KEY": secret, "SWARM_SANDBOX_ISOLATION": "off", "HOME": str(home),
+                env={**env, "SWARM_TEST_KEY": secret, "SWARM_SANDBOX_ISOLATION": "off", "HOME": str(home),
                      "SWARM_TUI_SESSIONS_DIR": str(home)},
                 python=python, cwd=home,
             )
