@@ -59,6 +59,28 @@ async def test_switch_on_reaches_the_run_settings_and_the_params_bar(tmp_path: P
         assert "tests: on" in str(screen.query_one("#tests", Static).render())
 
 
+async def test_tests_on_without_isolation_stay_on_the_form_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.evaluation.sandbox import ISOLATION_ENV, isolation
+
+    monkeypatch.setenv(ISOLATION_ENV, "off")
+    isolation.probe_isolation.cache_clear()
+    try:
+        app = SwarmApp(Settings(sessions_dir=str(tmp_path)), demo=True, state_path=None, load_embedder=False,
+                       start_engine=False)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.press("ctrl+g")
+            await pilot.press("ctrl+r")
+            await pilot.pause()
+            assert isinstance(app.screen, LaunchScreen)  # no run started
+            said = [n.message for n in app._notifications]
+            assert any(m.startswith("model-written code is not run without isolation") for m in said), said
+    finally:
+        monkeypatch.undo()
+        isolation.probe_isolation.cache_clear()
+
+
 async def test_demo_run_with_execution_lists_every_test_run_and_the_solved_flag(tmp_path: Path,
                                                                                 embedder: object) -> None:
     settings = Settings(domain="code", sessions_dir=str(tmp_path), execute_code=True)

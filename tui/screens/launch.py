@@ -13,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Input, Label, Select, Static, Switch, TextArea
 
 from core.demo.scripts import DEMO_PROBLEMS
+from core.evaluation.sandbox import unisolated_refusal
 from core.methods.catalogue import build_method, method_names
 from core.methods.registry import MethodError
 from core.runtime.config import DOMAINS, PROTOCOLS, ConfigError, Settings, check_setting, resolve_base_url
@@ -309,5 +310,10 @@ class LaunchScreen(Screen[None]):
         except ConfigError as exc:
             self._status(f"✗ {exc}", "error")
             self.notify(str(exc), severity="error")
+            return
+        refused = unisolated_refusal() if settings.execute_code and settings.domain == "code" else ""
+        if refused and not settings.allow_unisolated_code:  # before the run, not at its first test run
+            self._status("✗ code tests need isolation", "error")
+            self.notify(refused, severity="error", timeout=20)
             return
         self.app.start_run(problem, settings, demo=demo)  # type: ignore[attr-defined]
