@@ -8,6 +8,7 @@ import re
 
 from core.compose.compare import estimated_note, summary_rows
 from core.llm.urls import redact_url
+from core.methods.registry import format_options
 from core.sessions.compare_record import CompareRecord
 from core.sessions.html.page import document, esc, removed_toggle, stepper
 from core.sessions.html.session import meta_rows, steps, unit_of
@@ -43,7 +44,7 @@ def _column(record: CompareRecord, index: int) -> tuple[str, int]:
     """One method's column and how many steps it has."""
     row = record.rows[index]
     path = record.session_path(row)
-    options = ", ".join(f"{k}={v}" for k, v in record.options.get(row.method, {}).items()) or "none"
+    options = format_options(record.options.get(row.method, {})) or "none"
     head = (f'<h2 id="col-{esc(row.method)}">{esc(row.method)}</h2>'
             + meta_rows([("options", esc(options)), ("verdict", esc(row.verdict)),
                          ("end", esc(row.reason or row.state))]))

@@ -94,7 +94,10 @@ def test_serve_demo_renders_the_agent_panes_in_the_page(browser: Any, served: st
         watched = open_page(browser, served, width=width, height=height, init_script=RECORD)
         # A phone's width stacks the panes: the first ones fill the screen, the rest are a scroll away.
         _wait_for_panes(watched.page, WORKERS if width > 600 else WORKERS[:2])
-        watched.page.wait_for_timeout(1500)
+        for _ in range(40):  # a picture of the run going, not of its first frame (best effort, not a check)
+            if "[done]" in screen_text(watched.page):
+                break
+            watched.page.wait_for_timeout(500)
         watched.page.screenshot(path=str(shots / f"serve-{width}x{height}.png"))
         assert "Manager" in screen_text(watched.page)
         here = served.rstrip("/")  # the page loads nothing from anywhere else (its font comes from the server)

@@ -110,9 +110,9 @@ def _offsets(edges: list[Edge | RemovedEdge], boxes: dict[str, Box]) -> dict[tup
     return out
 
 
-def _path(a: Box, b: Box, da: float, db: float, apart: bool = False) -> tuple[str, float, float]:
-    """A cubic curve from a to b, and the point halfway along it (for the score). ``apart``: b→a is drawn too,
-    between other lines: this one bows to its own side, so the two curves and their scores do not overlap."""
+def _path(a: Box, b: Box, da: float, db: float, bow: float = 0.0) -> tuple[str, float, float]:
+    """A cubic curve from a to b, and the point halfway along it (for the score). ``bow``: how far sideways the
+    curve swings between two lines (its middle moves by 3/4 of it), to pass a box or a reverse edge."""
     if a.name == b.name:  # an agent hearing itself (DMoA's handoff of its previous step): a loop on its left
         x0, y0, x3, y3 = a.x, a.y + 7, a.x, a.y + NODE_H - 7
         x1, y1, x2, y2 = a.x - 34, a.y - 10, a.x - 34, a.y + NODE_H + 10
@@ -131,8 +131,7 @@ def _path(a: Box, b: Box, da: float, db: float, apart: bool = False) -> tuple[st
         y0 = a.y if over else a.y + NODE_H
         x0, x3, y3 = a.cx + da, b.cx + db, y0
         x1, y1, x2, y2 = x0, y0 + lift, x3, y3 + lift
-    if apart and a.line != b.line:
-        bow = 36 if b.line > a.line else -36
+    if a.line != b.line:
         x1, x2 = x1 + bow, x2 + bow
     mx = (x0 + 3 * x1 + 3 * x2 + x3) / 8
     my = (y0 + 3 * y1 + 3 * y2 + y3) / 8
@@ -142,13 +141,45 @@ def _path(a: Box, b: Box, da: float, db: float, apart: bool = False) -> tuple[st
 _DASHED = {KIND_FEEDBACK: "dash", KIND_CROSS: "dash", KIND_HANDOFF: "dot"}
 
 
+def _bows(edges: list[Edge | RemovedEdge], boxes: dict[str, Box],
+          offsets: dict[tuple[str, str, str], float]) -> dict[tuple[str, str], float]:
+    """Sideways swings: an edge that skips a line goes round the boxes in its way (alternately right and left,
+    further for each, so several skipping edges do not share one curve); an edge drawn both ways between two
+    lines splits into two curves."""
+    pairs = {(e.src, e.dst) for e in edges}
+    out: dict[tuple[str, str], float] = {}
+    passes = 0
+    for e in edges:
+        a, b = boxes[e.src], boxes[e.dst]
+        bow = 0.0
+        if (e.dst, e.src) in pairs and a.line != b.line:
+            bow = 36.0 if b.line > a.line else -36.0
+        low, high = sorted((a.line, b.line))
+        if high - low > 1:
+            x0, x3 = a.cx + offsets[("src", e.src, e.dst)], b.cx + offsets[("dst", e.src, e.dst)]
+            middle = (x0 + x3) / 2
+            left, right = min(x0, x3) - 10, max(x0, x3) + 10
+            blocking = [box for box in boxes.values() if low < box.line < high and box.x < right
+                        and box.x + box.w > left]
+            if blocking:
+                extra = 18.0 * (passes // 2)
+                if passes % 2 == 0:  # the curve's middle moves by 3/4 of the bow
+                    bow = (max(box.x + box.w for box in blocking) + 14 + extra - middle) / 0.75
+                else:
+                    bow = (min(box.x for box in blocking) - 14 - extra - middle) / 0.75
+                passes += 1
+        out[(e.src, e.dst)] = bow
+    return out
+
+
 def graph_svg(routing: RoutingResult, *, tiered: bool = True, uid: str = "g", caption: str = "") -> str:
     """The drawing of one graph. ``uid`` makes the arrowheads' ids unique in the page."""
     boxes, tier_y, width, height = _layout(routing, tiered)
     drawn = [e for e in routing.edges if e.src in boxes and e.dst in boxes]
     removed = [r for r in routing.removed if r.src in boxes and r.dst in boxes]
     offsets = _offsets([*drawn, *removed], boxes)
-    pairs = {(e.src, e.dst) for e in [*drawn, *removed]}
+    bows = _bows([*drawn, *removed], boxes, offsets)
+    reach = [0.0, width]  # the drawing's left and right ends: a swinging curve may pass the boxes' edges
     heads = {"a": "var(--accent)", "p": "var(--pin)", "r": "var(--mute)", "c": "var(--cut)"}
     defs = "".join(
         f'<marker id="{uid}-{k}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="10" markerHeight="10" '
@@ -156,9 +187,7 @@ def graph_svg(routing: RoutingResult, *, tiered: bool = True, uid: str = "g", ca
         f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" style="fill:{color}"/></marker>'
         for k, color in heads.items()
     )
-    aria = esc(caption or "the graph")
-    out = [f'<svg class="graph" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" '
-           f'style="max-width:{width * 1.25:.0f}px" role="img" aria-label="{aria}"><defs>{defs}</defs>']
+    out: list[str] = []
     if tiered and routing.tiers:
         for tier, y in tier_y:
             label = f"T{tier}" if tier < len(routing.tiers) else "off"  # agents of the graph that do not run
@@ -166,7 +195,8 @@ def graph_svg(routing: RoutingResult, *, tiered: bool = True, uid: str = "g", ca
     for r in removed:
         cut = r.reason == REASON_CUT
         d, mx, my = _path(boxes[r.src], boxes[r.dst], offsets[("src", r.src, r.dst)], offsets[("dst", r.src, r.dst)],
-                          (r.dst, r.src) in pairs)
+                          bows[(r.src, r.dst)])
+        reach = [min(reach[0], mx - 40), max(reach[1], mx + 40)]
         text = f"cut {r.score:.2f}" if cut else f"{r.score:.2f} {r.reason}"
         out.append(
             f'<g class="edge-removed{" cut" if cut else ""}" data-src="{esc(r.src)}" data-dst="{esc(r.dst)}" '
@@ -180,7 +210,8 @@ def graph_svg(routing: RoutingResult, *, tiered: bool = True, uid: str = "g", ca
         classes = " ".join(c for c in ("edge", esc(e.kind), _DASHED.get(e.kind, "")) if c)
         head = "p" if pinned else "a"
         d, mx, my = _path(boxes[e.src], boxes[e.dst], offsets[("src", e.src, e.dst)], offsets[("dst", e.src, e.dst)],
-                          (e.dst, e.src) in pairs)
+                          bows[(e.src, e.dst)])
+        reach = [min(reach[0], mx - 40), max(reach[1], mx + 40)]
         start = f' marker-start="url(#{uid}-{head})"' if e.kind == KIND_DEBATE else ""
         label = f"pin {e.score:.2f}" if pinned else f"α {e.score:.2f}" if e.kind == KIND_HANDOFF else edge_label(e)
         out.append(
@@ -199,7 +230,11 @@ def graph_svg(routing: RoutingResult, *, tiered: bool = True, uid: str = "g", ca
             f'<text x="{box.cx:.1f}" y="{box.y + 17:.1f}" text-anchor="middle">{esc(box.label)}</text></g>'
         )
     out.append("</svg>")
-    return "".join(out)
+    left, span = reach[0], reach[1] - reach[0]
+    aria = esc(caption or "the graph")
+    head = (f'<svg class="graph" xmlns="http://www.w3.org/2000/svg" viewBox="{left:.0f} 0 {span:.0f} {height:.0f}" '
+            f'style="max-width:{span * 1.25:.0f}px" role="img" aria-label="{aria}"><defs>{defs}</defs>')
+    return head + "".join(out)
 
 
 def nodes_svg(names: list[str], *, caption: str = "") -> str:
