@@ -21,6 +21,7 @@ Both tiers run on this checkout and, with ``--baseline REV``, on that revision (
 the same script run as a child with it on PYTHONPATH):
 
     python bench/prefix_cache.py [--baseline REV] [--rounds 3] [--llama] [--slots N] [--repeat 1]
+        [--llama-protocol phased|single-pass] [--llama-option KEY=VALUE ...]
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ if not os.environ.get("PYTHONPATH"):  # a baseline child imports its revision th
 CASES: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
     ("dytopo single-pass", "dytopo", "single-pass", {}),
     ("dytopo phased", "dytopo", "phased", {}),
+    ("  descriptor full", "dytopo", "phased", {"descriptor_context": "full"}),
     ("topodim", "topodim", "phased", {}),
     ("dmoa", "dmoa", "phased", {}),
     ("topoweaver", "topoweaver", "phased", {}),
@@ -157,8 +159,16 @@ def scripted_case(method: str, protocol: str, options: dict[str, Any], rounds: i
     return reuse(prompts)
 
 
-def scripted_tier(rounds: int) -> dict[str, dict[str, int]]:
-    return {label: scripted_case(method, protocol, options, rounds) for label, method, protocol, options in CASES}
+def scripted_tier(rounds: int) -> dict[str, dict[str, int] | None]:
+    figures: dict[str, dict[str, int] | None] = {}
+    for label, method, protocol, options in CASES:
+        try:
+            figures[label] = scripted_case(method, protocol, options, rounds)
+        except Exception as exc:  # an option a baseline revision does not have
+            if type(exc).__name__ != "MethodError":
+                raise
+            figures[label] = None
+    return figures
 
 
 # --- the real-model tier -------------------------------------------------------------------------------------
@@ -218,7 +228,8 @@ def _recording_proxy(upstream: int, calls: list[dict[str, float]]) -> http.serve
     return Quiet(("127.0.0.1", _free_port()), Handler)
 
 
-def llama_tier(slots: int, rounds: int, ctx_per_slot: int = 4096) -> dict[str, float]:
+def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[str, str] | None = None,
+               ctx_per_slot: int = 4096) -> dict[str, float]:
     """One DyTopo code run on a fresh llama-server (the real-model tier's build and model)."""
     sys.path.append(str(ROOT))  # tests.realmodel: the revision's own, else this checkout's
     from tests.realmodel.setup_llama import CACHE, MODEL_MEMBER
@@ -259,9 +270,10 @@ def llama_tier(slots: int, rounds: int, ctx_per_slot: int = 4096) -> dict[str, f
         threading.Thread(target=proxy.serve_forever, daemon=True).start()
 
         async def run() -> None:
-            settings = Settings(domain="code", max_rounds=rounds, tau=0.3, k_in=3, protocol="phased",
+            settings = Settings(domain="code", max_rounds=rounds, tau=0.3, k_in=3, protocol=protocol,
                                 convergence_threshold=1.01, base_url=f"http://127.0.0.1:{proxy.server_address[1]}/v1",
-                                model="smollm2", max_tokens=512)
+                                model="smollm2", max_tokens=512,
+                                strategy_options={"dytopo": dict(options)} if options else {})
             backend = await open_backend(settings)
             try:
                 engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [], embedder=shared_embedder())
@@ -287,7 +299,8 @@ def llama_tier(slots: int, rounds: int, ctx_per_slot: int = 4096) -> dict[str, f
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"scripted": scripted_tier(args.rounds)}
     if args.llama:
-        runs = [llama_tier(args.slots, args.rounds) for _ in range(args.repeat)]
+        options = dict(o.split("=", 1) for o in args.llama_option)
+        runs = [llama_tier(args.slots, args.rounds, args.llama_protocol, options) for _ in range(args.repeat)]
         out["llama"] = {k: sum(r[k] for r in runs) / len(runs) for k in runs[0]}
     return out
 
@@ -315,6 +328,9 @@ def report(name: str, figures: dict[str, Any]) -> None:
     print(f"\n{name}")
     print(f"  {'scripted server':<20} {'calls':>5} {'prompt chars':>12} {'reusable':>9} {'bound':>9}")
     for label, f in figures["scripted"].items():
+        if f is None:
+            print(f"  {label:<20} (not in this revision)")
+            continue
         print(f"  {label:<20} {f['calls']:>5} {f['chars']:>12} {_pct(f['prefix'], f['chars']):>9} "
               f"{_pct(f['bound'], f['chars']):>9}")
     llama = figures.get("llama")
@@ -331,10 +347,14 @@ def main() -> int:
     parser.add_argument("--slots", type=int, default=5,
                         help="llama-server -np (default 5: the code team and its Manager)")
     parser.add_argument("--repeat", type=int, default=1, help="llama-server runs to average")
+    parser.add_argument("--llama-protocol", default="phased", choices=("phased", "single-pass"))
+    parser.add_argument("--llama-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a DyTopo option for the llama-server run (e.g. descriptor_context=full)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     argv = ["--rounds", str(args.rounds), "--slots", str(args.slots), "--repeat", str(args.repeat)]
-    argv += ["--llama"] if args.llama else []
+    argv += ["--llama", "--llama-protocol", args.llama_protocol] if args.llama else []
+    # The baseline runs with its own defaults: --llama-option names this checkout's options.
     if args.child:
         print(json.dumps(measure(args)))
         return 0

@@ -48,6 +48,7 @@ ROW_COLUMNS = [
     "repeat",
     "seed",
     "rejected",
+    "cached_tokens",
 ]
 SUMMARY_COLUMNS = [
     "strategy",
@@ -61,6 +62,7 @@ SUMMARY_COLUMNS = [
     "mean_calls",
     "mean_wall_s",
     "total_wall_s",
+    "prompt_cache",
 ]
 
 

@@ -107,3 +107,94 @@ async def test_the_paper_order_sends_the_same_text_in_another_order(embedder: An
     assert late and all(
         r.messages[-1]["content"].index("GOAL:") < r.messages[-1]["content"].index("YOUR MEMORY") for r in late
     )
+
+
+# --- cached tokens, read from the server and shown ------------------------------------------------------------
+
+
+async def _cached_run(embedder: Any, **server: Any) -> tuple[Any, list[Any], list[RequestInfo]]:
+    from core.runtime import events as ev
+
+    with ScriptedServer(_changing, **server) as scripted:
+        finished, events, _ = await run_swarm(scripted, embedder, settings=Settings(max_rounds=3))
+        requests = [r for r in scripted.requests if r.role]
+    return finished, [e for e in events if isinstance(e, ev.AgentFinished)], requests
+
+
+@pytest.mark.parametrize("style", ["llama.cpp", "openai"])
+async def test_cached_tokens_are_read_per_call_and_summed_for_the_run(embedder: Any, style: str) -> None:
+    finished, calls, _ = await _cached_run(embedder, prefix_cache=style)
+    assert all(c.cached_tokens is not None for c in calls)
+    assert [c.cached_tokens for c in calls if c.round == 1 and c.call != "manager"] == [0] * 5  # nothing seen yet
+    assert finished.cached_tokens == sum(c.cached_tokens or 0 for c in calls) > 0
+    assert finished.cached_tokens < finished.prompt_tokens
+    # The record keeps them: an event read back from its dict is the same.
+    from core.runtime.events import event_from_dict
+
+    assert event_from_dict(finished.to_dict()) == finished
+
+
+async def test_a_server_that_says_nothing_is_not_reported_rather_than_zero(embedder: Any) -> None:
+    finished, calls, _ = await _cached_run(embedder)
+    assert finished.cached_tokens is None and all(c.cached_tokens is None for c in calls)
+    assert "cached_tokens" not in finished.to_dict() and "cached_tokens" not in calls[0].to_dict()
+
+
+async def test_each_agent_keeps_its_own_llama_cpp_slot_when_there_are_enough(embedder: Any) -> None:
+    _, _, requests = await _cached_run(embedder, prefix_cache="llama.cpp", slots=5)
+    slots: dict[str, set[int]] = {}
+    for r in requests:
+        slots.setdefault(r.role, set()).add(r.body["id_slot"])
+    assert len(slots) == 5 and all(len(s) == 1 for s in slots.values())
+    assert len({next(iter(s)) for s in slots.values()}) == 5  # one slot each, none shared
+
+
+async def test_with_fewer_slots_than_agents_the_server_chooses(embedder: Any) -> None:
+    _, _, requests = await _cached_run(embedder, prefix_cache="llama.cpp", slots=2)
+    assert requests and all("id_slot" not in r.body for r in requests)
+
+
+def test_the_headless_summary_says_what_was_cached(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    import tui.headless as headless
+
+    for style, expected in (("llama.cpp", "prompt cache: cached "), (None, "prompt cache: not reported")):
+        with ScriptedServer(demo_script, prefix_cache=style) as server:
+            settings = Settings(max_rounds=2, base_url=server.base_url, sessions_dir=str(tmp_path))
+            code = headless.run_headless(DEMO_PROBLEMS["code"], settings, demo=False, json_lines=False, save=None,
+                                         expect=None)
+        out = capsys.readouterr()
+        assert code == 0
+        line = next(x for x in (out.out + out.err).splitlines() if x.startswith("finished:"))
+        assert expected in line, line
+        if style:
+            assert line.rstrip().endswith("%)"), line  # "cached N (x %)"
+
+
+def test_the_run_header_shows_the_cached_share_only_when_the_server_reports_it() -> None:
+    from core.runtime import events as ev
+    from tui.model import RunModel
+    from tui.widgets.header import _tokens
+
+    model = RunModel()
+    model.apply(ev.AgentFinished(round=1, agent="Developer", call="work", status="done", prompt_tokens=1000,
+                                 completion_tokens=200))
+    assert _tokens(model) == "1,200 tok"
+    model.apply(ev.AgentFinished(round=2, agent="Developer", call="work", status="done", prompt_tokens=1000,
+                                 completion_tokens=200, cached_tokens=500))
+    assert _tokens(model) == "2,400 tok (cached 500 (25 %))"
+
+
+def test_compare_and_bench_rows_say_cached_or_not_reported() -> None:
+    from core.bench.runner import Row, format_table, summarize
+    from core.compose.compare import summary_rows
+    from core.sessions.compare_record import CompareRow
+    from tui.compare_headless import format_summary
+
+    rows = [CompareRow("dytopo", prompt_tokens=4000, cached_tokens=3000), CompareRow("single", prompt_tokens=900)]
+    assert [r["cached"] for r in summary_rows(rows)] == ["cached 3,000 (75 %)", "not reported"]
+    table = format_summary(rows)
+    assert "prompt cache" in table and "cached 3,000 (75 %)" in table and "not reported" in table
+    bench = [Row("t1", "dytopo", "code", True, 3, 4000, 500, 1.0, "manager", cached_tokens=1000),
+             Row("t1", "single", "code", True, 1, 900, 100, 0.5, "answered")]
+    text = format_table(summarize(bench, ["dytopo", "single"]))
+    assert "cached 1,000 (25 %)" in text and "not reported" in text

@@ -23,7 +23,8 @@ from core.sessions.compare_record import CompareRow, RowState
 
 from .headless import EXIT_CANCELLED, EXIT_FAILED, EXIT_USAGE, JsonLinesWriter, ProgressPrinter, say, write_or_silence
 
-SUMMARY_HEADERS = ("method", "answer", "verdict", "calls", "prompt", "completion", "total", "wall s", "tokens", "wall")
+SUMMARY_HEADERS = ("method", "answer", "verdict", "calls", "prompt", "completion", "total", "wall s", "tokens", "wall",
+                   "prompt cache")
 
 
 class TaggedLines:
@@ -59,7 +60,7 @@ def format_summary(rows: list[CompareRow]) -> str:
         (
             r["method"], one_line(answer_gist(r["answer"]), 32) or "—", one_line(r["verdict"], 28), str(r["calls"]),
             *(f"{r['tokens_mark']}{r[key]}" for key in ("prompt_tokens", "completion_tokens", "total_tokens")),
-            f"{r['wall_s']:.1f}", r["tokens_vs_first"], r["wall_vs_first"],
+            f"{r['wall_s']:.1f}", r["tokens_vs_first"], r["wall_vs_first"], r["cached"],
             *([f"{r['steered']}" + (f" (+{r['steer_refused']} refused)" if r["steer_refused"] else "")]
               if steered else []),
         )

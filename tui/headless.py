@@ -22,6 +22,7 @@ from core.demo.played import TESTS_LABEL, demo_answer_note, demo_banner, demo_ex
 from core.evaluation.math_answers import answer_or_text, answers_equivalent
 from core.llm.client import EndpointError
 from core.llm.embeddings import shared_embedder
+from core.llm.tokens import cached_share
 from core.methods.catalogue import get_method_info, unit_position
 from core.methods.registry import MethodError, format_options
 from core.routing.dytopo import KIND_PINNED, REASON_CUT, REASON_SILENCED, RoutingResult, edge_label
@@ -194,7 +195,8 @@ class ProgressPrinter:
         units = self._unit if e.rounds == 1 else f"{self._unit}s"
         self._line(
             f"\nfinished: {e.reason} — {e.detail}; {e.rounds} {units}, "
-            f"{e.prompt_tokens} prompt + {e.completion_tokens} completion tokens"
+            f"{e.prompt_tokens} prompt + {e.completion_tokens} completion tokens; "
+            f"prompt cache: {cached_share(e.cached_tokens, e.prompt_tokens)}"
         )
         if not e.final_answer.strip():  # never a made-up answer: say there is none
             self._line("no answer: no reply of the team passed the answer check")

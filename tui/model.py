@@ -132,6 +132,9 @@ class RunModel:
         self.finished: ev.RunFinished | None = None
         self.error = ""  # the run could not start (endpoint down, ...)
         self.tokens = 0
+        # Prompt tokens, and of them those the server took from its prefix cache (None: no reply said).
+        self.prompt_tokens = 0
+        self.cached_tokens: int | None = None
         self.started_ts: float | None = None
         self.last_ts: float | None = None
         self.next_goal = ""
@@ -348,6 +351,9 @@ class RunModel:
         agent.tokens += used
         agent.latency_s += e.latency_s
         self.tokens += used
+        self.prompt_tokens += e.prompt_tokens
+        if e.cached_tokens is not None:
+            self.cached_tokens = (self.cached_tokens or 0) + e.cached_tokens
         if e.call == ev.CALL_DESCRIPTORS:
             agent.query, agent.key = e.query, e.key
             if e.status == ev.CallStatus.DONE:  # its work call is still to come

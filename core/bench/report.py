@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from core.bench.report_html import render_html
-from core.bench.runner import ResultsLog, Row
+from core.bench.runner import ResultsLog, Row, prompt_cache
 from core.bench.stats import (
     bootstrap_accuracy,
     discordant_pairs,
@@ -60,6 +60,7 @@ class MethodStats:
     wall_s: float
     options: dict[str, Any] = field(default_factory=dict)
     rejected: int = 0  # runs whose code tried to pass with something other than plain data
+    prompt_cache: str = ""  # "cached N (x %)" of the prompt tokens, or "not reported" (core.bench.runner)
 
 
 @dataclass
@@ -139,6 +140,7 @@ def method_stats(label: str, model: str, strategy: str, rows: Sequence[Row], opt
         wall_s=sum(r.wall_s for r in rows) / runs,
         options=options,
         rejected=sum(1 for r in rows if r.rejected),
+        prompt_cache=prompt_cache(rows),
     )
 
 
@@ -236,7 +238,7 @@ def render_markdown(report: Report, plots: Sequence[str] = ()) -> str:
     ]
     header = (["model"] if several else []) + [
         "method", "solved", "accuracy", "95% interval", "prompt tok", "compl tok", "tok / solved",
-        "acc / 1k tok", "calls", "wall s",
+        "acc / 1k tok", "calls", "wall s", "prompt cache",
     ]
     lines = []
     for m in report.methods:
@@ -253,6 +255,7 @@ def render_markdown(report: Report, plots: Sequence[str] = ()) -> str:
                 f"{m.accuracy_per_1k_tokens:.3f}",
                 f"{m.calls:.1f}",
                 f"{m.wall_s:.2f}",
+                m.prompt_cache,
             ]
         )
     out += _markdown_table(header, lines)

@@ -34,6 +34,7 @@ from core.datasets.verdicts import score
 from core.evaluation.sandbox import SandboxLimits
 from core.llm.embeddings import Embedder
 from core.llm.request_seed import REQUEST_SEED
+from core.llm.tokens import cached_share
 from core.methods.catalogue import build_method, get_method_info
 from core.runtime import events as ev
 from core.runtime.config import Settings
@@ -68,6 +69,7 @@ class Row:
     repeat: int = 0  # which of the --repeats runs of this (problem, strategy) pair
     seed: int | None = None  # the repeat's seed (method samplers, the request `seed`)
     rejected: str = ""  # a pass the verdict refused (core.datasets.verdicts: e.g. "non-data return")
+    cached_tokens: int | None = None  # of prompt_tokens, from the server's prefix cache (None: not reported)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -108,6 +110,7 @@ SUMMARY_FIELDS = [
     "mean_calls",
     "mean_wall_s",
     "total_wall_s",
+    "prompt_cache",
 ]
 
 
@@ -132,10 +135,20 @@ def summarize(rows: Sequence[Row], strategies: Sequence[str]) -> list[dict[str, 
                 "mean_completion_tokens": round(sum(r.completion_tokens for r in mine) / n, 1),
                 "mean_wall_s": round(sum(r.wall_s for r in mine) / n, 3),
                 "total_wall_s": round(sum(r.wall_s for r in mine), 3),
+                "prompt_cache": prompt_cache(mine),
                 **_metric_means(mine),
             }
         )
     return table
+
+
+def prompt_cache(rows: Sequence[Row]) -> str:
+    """The prompt tokens the server served from its prefix cache over the runs that report it: "cached N (x %)"
+    of their prompt tokens, or "not reported" when no run's server said."""
+    reported = [r for r in rows if r.cached_tokens is not None]
+    if not reported:
+        return cached_share(None, 0)
+    return cached_share(sum(r.cached_tokens or 0 for r in reported), sum(r.prompt_tokens for r in reported))
 
 
 def _metric_means(rows: Sequence[Row]) -> dict[str, float]:
@@ -149,7 +162,7 @@ def _metric_means(rows: Sequence[Row]) -> dict[str, float]:
 
 
 def format_table(summary: Sequence[dict[str, Any]]) -> str:
-    header = ["strategy", "solved", "accuracy", "rounds", "prompt tok", "compl tok", "calls", "wall s"]
+    header = ["strategy", "solved", "accuracy", "rounds", "prompt tok", "compl tok", "calls", "wall s", "prompt cache"]
     lines = [header]
     for s in summary:
         lines.append(
@@ -162,6 +175,7 @@ def format_table(summary: Sequence[dict[str, Any]]) -> str:
                 f"{s['mean_completion_tokens']:.0f}",
                 f"{s.get('mean_calls', 0):.1f}",
                 f"{s['mean_wall_s']:.2f}",
+                str(s.get("prompt_cache", "")),
             ]
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
@@ -252,6 +266,7 @@ class _Run:
     detail: str
     calls: int = 0
     metrics: dict[str, float] = field(default_factory=dict)
+    cached_tokens: int | None = None
 
 
 def session_name(task_id: str) -> str:
@@ -378,6 +393,7 @@ class BenchRunner:
             metrics=run.metrics,
             repeat=repeat,
             seed=seed,
+            cached_tokens=run.cached_tokens,
         )
 
     def options_for(self, strategy: str, seed: int | None) -> dict[str, Any]:
@@ -415,6 +431,7 @@ class BenchRunner:
             finished.detail,
             calls=sum(isinstance(e, ev.AgentFinished) for e in events),
             metrics={**(measure(events) if measure is not None else {}), **(dict(own()) if callable(own) else {})},
+            cached_tokens=finished.cached_tokens,
         )
 
 

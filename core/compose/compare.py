@@ -19,6 +19,7 @@ from typing import Any
 from core.compose.runner import Backend, build_engine
 from core.evaluation.math_answers import answer_or_text, answers_equivalent
 from core.llm.embeddings import Embedder
+from core.llm.tokens import cached_share
 from core.methods.catalogue import build_method, get_method_info
 from core.runtime import events as ev
 from core.runtime.config import Settings
@@ -81,6 +82,8 @@ class RowTracker:
             row.calls += 1  # the headless contract: calls == this method's agent_finished events
             row.prompt_tokens += event.prompt_tokens
             row.completion_tokens += event.completion_tokens
+            if event.cached_tokens is not None:
+                row.cached_tokens = (row.cached_tokens or 0) + event.cached_tokens
         elif isinstance(event, ev.RoundFinished):
             row.rounds = event.round
             row.prompt_tokens, row.completion_tokens = event.prompt_tokens, event.completion_tokens
@@ -94,6 +97,7 @@ class RowTracker:
             row.rounds = event.rounds
             row.prompt_tokens, row.completion_tokens = event.prompt_tokens, event.completion_tokens
             row.tokens_estimated = event.tokens_estimated
+            row.cached_tokens = event.cached_tokens
             row.answer = event.final_answer
             row.reason = event.reason
             row.state = (RowState.FAILED if event.reason == EndReason.ERROR else RowState.CANCELLED
@@ -270,7 +274,8 @@ def estimated_note(rows: Sequence[CompareRow]) -> str:
 
 def summary_rows(rows: Sequence[CompareRow]) -> list[dict[str, Any]]:
     """The summary table's rows: the contract fields plus total tokens and the % differences to the first;
-    ``tokens_mark`` is "~" for a row whose tokens hold estimates (see estimated_note), else ""."""
+    ``tokens_mark`` is "~" for a row whose tokens hold estimates (see estimated_note), else ""; ``cached`` the
+    prompt tokens the server served from its prefix cache ("cached N (x %)", or "not reported")."""
     if not rows:
         return []
     first = rows[0]
@@ -279,6 +284,7 @@ def summary_rows(rows: Sequence[CompareRow]) -> list[dict[str, Any]]:
         data = row.contract()
         data["total_tokens"] = row.total_tokens
         data["tokens_mark"] = ESTIMATED_MARK if row.tokens_estimated else ""
+        data["cached"] = cached_share(row.cached_tokens, row.prompt_tokens)
         data["tokens_vs_first"] = percent_change(row.total_tokens, first.total_tokens)
         data["wall_vs_first"] = percent_change(row.wall_s, first.wall_s)
         out.append(data)

@@ -222,9 +222,10 @@ class _Handler(BaseHTTPRequestHandler):
     # -- routes --
     def do_GET(self) -> None:
         owner = self.server.owner
-        if self._path() == "/props" and owner.report_context and owner.context_size:
-            # llama.cpp's server properties: the context of one request slot
-            data = {"default_generation_settings": {"n_ctx": owner.context_size}, "total_slots": 1}
+        if self._path() == "/props" and ((owner.report_context and owner.context_size) or owner.slots):
+            # llama.cpp's server properties: the context of one request slot, and how many slots there are
+            n_ctx = owner.context_size if owner.report_context and owner.context_size else 4096
+            data = {"default_generation_settings": {"n_ctx": n_ctx}, "total_slots": owner.slots or 1}
             self._send_json(200, json.dumps(data).encode())
         elif self._path().endswith("/models"):
             data = {
@@ -275,13 +276,20 @@ class ScriptedServer:
         context_size: int | None = None,
         overflow_style: str = "llama.cpp",
         report_context: bool = False,
+        prefix_cache: str | None = None,
+        slots: int | None = None,
     ) -> None:
         """``logprobs``: answer a request's ``logprobs``/``top_logprobs`` (deterministic per text, see
         scripted_logprobs); False plays an endpoint that ignores them.
 
         ``context_size``: the model's context in (estimated) tokens; a request over it is refused as
         ``overflow_style`` (OVERFLOW_STYLES) refuses one: the prompt alone over it, or for vLLM the prompt
-        plus max_tokens. ``report_context`` serves it at GET /props, as llama.cpp does."""
+        plus max_tokens. ``report_context`` serves it at GET /props, as llama.cpp does.
+
+        ``prefix_cache`` plays a server's KV cache: each reply says how many of its prompt's (estimated) tokens
+        began the previous prompt of the same slot (the request's ``id_slot``, else the calling agent), as
+        "openai" (usage.prompt_tokens_details.cached_tokens, also vLLM) or "llama.cpp" (timings.cache_n and
+        prompt_n) report it; None: replies say nothing of caching. ``slots``: /props reports that many."""
         if overflow_style not in OVERFLOW_STYLES:
             raise ValueError(f"unknown overflow style {overflow_style!r}: choose one of {', '.join(OVERFLOW_STYLES)}")
         if script is None:
@@ -299,6 +307,11 @@ class ScriptedServer:
         self.context_size = context_size
         self.overflow_style = overflow_style
         self.report_context = report_context
+        if prefix_cache not in (None, "openai", "llama.cpp"):
+            raise ValueError(f"unknown prefix_cache {prefix_cache!r}: choose openai or llama.cpp")
+        self.prefix_cache = prefix_cache
+        self.slots = slots
+        self._cached_prompts: dict[str, str] = {}  # slot -> the last prompt it held (prefix_cache)
         self.requests: list[RequestInfo] = []
         self.overflowed: list[RequestInfo] = []  # the requests refused as over the context
         self._faults: list[FaultRule] = []
@@ -468,11 +481,12 @@ class ScriptedServer:
             handler._abort()
             return
         prompt_tokens = estimate_tokens("".join(text_of(m.get("content")) for m in info.messages))
-        usage = {
+        usage: dict[str, Any] = {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": estimate_tokens(content),
             "total_tokens": prompt_tokens + estimate_tokens(content),
         }
+        timings = self._play_cache(info, prompt_tokens, usage)
         top = self._top_logprobs(body)
         if body.get("stream"):
             stream_options = body.get("stream_options") or {}
@@ -480,9 +494,31 @@ class ScriptedServer:
                 self.usage and isinstance(stream_options, dict) and bool(stream_options.get("include_usage"))
             )
             interval = fault.interval if fault is not None else 0.0
-            self._stream(handler, completion_id, content, usage if want_usage else None, kind, top, interval)
+            self._stream(handler, completion_id, content, usage if want_usage else None, kind, top, interval, timings)
         else:
-            self._respond(handler, completion_id, content, usage if self.usage else None, kind, top)
+            self._respond(handler, completion_id, content, usage if self.usage else None, kind, top, timings)
+
+    def _play_cache(self, info: RequestInfo, prompt_tokens: int, usage: dict[str, Any]) -> dict[str, Any] | None:
+        """prefix_cache: the cached share of this prompt, put where the chosen server reports it (llama.cpp's
+        timings are returned, to go beside the reply; OpenAI's details go into ``usage``)."""
+        if self.prefix_cache is None:
+            return None
+        prompt = "".join(f"<|{m.get('role')}|>{text_of(m.get('content'))}" for m in info.messages)
+        slot = info.body.get("id_slot")
+        key = f"slot {slot}" if isinstance(slot, int) else f"agent {info.role}"
+        with self._lock:
+            previous = self._cached_prompts.get(key, "")
+            self._cached_prompts[key] = prompt
+        shared = 0
+        for a, b in zip(previous, prompt, strict=False):
+            if a != b:
+                break
+            shared += 1
+        cached = min(prompt_tokens, shared // 4)
+        if self.prefix_cache == "openai":
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
+            return None
+        return {"cache_n": cached, "prompt_n": prompt_tokens - cached, "prompt_ms": float(prompt_tokens - cached)}
 
     def _refuse_overflow(self, handler: _Handler, info: RequestInfo) -> bool:
         """Answer a request over the context as the chosen server would; False when it fits."""
@@ -530,6 +566,7 @@ class ScriptedServer:
         usage: dict[str, int] | None,
         kind: str,
         top: int = 0,
+        timings: dict[str, Any] | None = None,
     ) -> None:
         data: dict[str, Any] = {
             "id": completion_id,
@@ -546,6 +583,8 @@ class ScriptedServer:
         }
         if usage is not None:
             data["usage"] = usage
+        if timings is not None:
+            data["timings"] = timings
         if top:
             data["choices"][0]["logprobs"] = {"content": scripted_logprobs(content, self._pieces(content), top)}
         payload = json.dumps(data).encode()
@@ -575,6 +614,7 @@ class ScriptedServer:
         kind: str,
         top: int = 0,
         interval: float = 0.0,
+        timings: dict[str, Any] | None = None,
     ) -> None:
         handler.send_response(200)
         handler.send_header("Content-Type", "text/event-stream")
@@ -648,6 +688,8 @@ class ScriptedServer:
             handler._abort()
             return
         write(choice("{}", '"length"' if kind == "truncated" else '"stop"'))
+        if timings is not None:  # llama.cpp sends its timings with the last chunk
+            write(event(f'"choices": [], "timings": {json.dumps(timings)}'))
         if usage is not None:
             write(event(f'"choices": [], "usage": {json.dumps(usage)}'))
         write(b"data: [DONE]\n\n")

@@ -91,6 +91,8 @@ class ChatResult:
     # Why the reply was cut off by the client (a stream past max_tokens, or slower than the floor rate;
     # core.llm.bounds): finish_reason is then "length". "" when the server ended it.
     cut_short: str = ""
+    # Of prompt_tokens, how many the server took from its prefix cache; None when it does not say.
+    cached_tokens: int | None = None
 
 
 def _cut_off_cost(cost: CutOffCost, messages: list[dict[str, str]], state: StreamState) -> None:
@@ -257,6 +259,10 @@ class LLMClient:
         # prompts are planned within the context from these (core.runtime.engine).
         self.context_size: int | None = None
         self.chars_per_token = 4.0
+        # llama.cpp's request slots (/props total_slots), and the slot each agent keeps, so that its KV cache
+        # holds that agent's previous prompt (plan_slots); empty: the server picks a slot by prompt similarity.
+        self.total_slots: int | None = None
+        self.slots: dict[str, int] = {}
 
     def estimate_prompt_tokens(self, messages: list[dict[str, str]]) -> int:
         """The prompt's tokens as this endpoint counts them, from its characters (a few per message for the
@@ -281,11 +287,29 @@ class LLMClient:
         except (openai.OpenAIError, httpx.HTTPError, TimeoutError, ValueError):
             return None
         settings = data.get("default_generation_settings") if isinstance(data, dict) else None
+        slots = data.get("total_slots") if isinstance(data, dict) else None
+        if isinstance(slots, int) and not isinstance(slots, bool) and slots > 0:
+            self.total_slots = slots
         n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
         if isinstance(n_ctx, int) and not isinstance(n_ctx, bool) and n_ctx > 0:
             self.context_size = n_ctx
             return n_ctx
         return None
+
+    def plan_slots(self, agents: list[str]) -> None:
+        """Keep each agent on a slot of its own when the server reports enough of them (llama.cpp), so each
+        prompt meets its agent's previous one in that slot's cache; with fewer slots than agents no slot is
+        named and the server picks one by prompt similarity. An agent named later takes a free slot if any."""
+        names = list(dict.fromkeys(agents))
+        fits = bool(self.total_slots) and len(names) <= (self.total_slots or 0)
+        self.slots = {name: index for index, name in enumerate(names)} if fits else {}
+
+    def _slot_for(self, agent: str) -> int | None:
+        if not self.slots or not self.total_slots:
+            return None
+        if agent not in self.slots and len(self.slots) < self.total_slots:
+            self.slots[agent] = len(self.slots)
+        return self.slots.get(agent)
 
     @property
     def shown_url(self) -> str:
@@ -506,6 +530,9 @@ class LLMClient:
                 request = self._request(messages, temperature, max_tokens, json_mode, schema, top_logprobs)
                 if call_id is not None:
                     request["extra_headers"] = {CALL_ID_HEADER: call_id.header_value()}
+                    slot = self._slot_for(call_id.role)
+                    if slot is not None:  # llama.cpp: this agent's own slot, whose cache holds its last prompt
+                        request["extra_body"] = {**request.get("extra_body", {}), "id_slot": slot}
                 state = StreamState(logprobs=[] if top_logprobs > 0 else None)
                 try:
                     text, usage, finish = await self._stream(request, on_delta, state)
@@ -551,9 +578,10 @@ class LLMClient:
             tops = state.logprobs or None
             if usage is not None:
                 self._learn_chars_per_token(messages, usage[0])
-                return ChatResult(text, usage[0], usage[1], False, latency, attempts, finish, tops, state.cut_short)
+                return ChatResult(text, usage[0], usage[1], False, latency, attempts, finish, tops, state.cut_short,
+                                  state.cached)
             return ChatResult(text, *estimate_usage(messages, text), True, latency, attempts, finish, tops,
-                              state.cut_short)
+                              state.cut_short, state.cached)
 
     async def _stream(
         self, request: dict[str, Any], on_delta: DeltaCallback | None, state: StreamState

@@ -50,6 +50,9 @@ class StreamState:
     kept: int = 0
     total: int = 0
     usage: tuple[int, int] | None = None
+    # Prompt tokens the server took from its prefix cache, where it says (None: it did not): OpenAI and vLLM's
+    # usage.prompt_tokens_details.cached_tokens, llama.cpp's timings.cache_n.
+    cached: int | None = None
     finish: str | None = None
     logprobs: list[list[float]] | None = None  # collected only when asked for
     sent: bool = False  # the request went out (LLMClient: a call cut off after this still cost its prompt)
@@ -59,6 +62,19 @@ class StreamState:
 
 def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def cached_tokens(chunk: dict[str, Any]) -> int | None:
+    """The prompt tokens a reply says came from the server's cache, or None when it does not say.
+    llama.cpp's timings (cache_n: reused, prompt_n: prefilled now) win over its usage details when both come."""
+    timings = chunk.get("timings")
+    if isinstance(timings, dict) and isinstance(timings.get("cache_n"), int):
+        return _count(timings["cache_n"])
+    usage = chunk.get("usage")
+    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+    if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
+        return _count(details["cached_tokens"])
+    return None
 
 
 def read_chunk(data: str, state: StreamState, request: Any, url: str) -> list[str]:
@@ -80,6 +96,9 @@ def read_chunk(data: str, state: StreamState, request: Any, url: str) -> list[st
     usage = chunk.get("usage")
     if isinstance(usage, dict):
         state.usage = (_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")))
+    cached = cached_tokens(chunk)
+    if cached is not None:
+        state.cached = cached
     pieces: list[str] = []
     for choice in chunk.get("choices") or ():
         if not isinstance(choice, dict):

@@ -31,3 +31,15 @@ class CutOffCost:
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+
+NOT_REPORTED = "not reported"
+
+
+def cached_share(cached: int | None, prompt_tokens: int) -> str:
+    """Prompt tokens served from the server's prefix cache, as every face shows them: "cached 3,707 (25 %)",
+    or "not reported" when the server said nothing about caching (None)."""
+    if cached is None:
+        return NOT_REPORTED
+    share = f" ({100 * cached / prompt_tokens:.0f} %)" if prompt_tokens > 0 else ""
+    return f"cached {cached:,}{share}"

@@ -72,7 +72,8 @@ DEVIATIONS: tuple[Deviation, ...] = (
         "dytopo",
         "A descriptor call sees the memory of the previous round only.",
         "A descriptor states this round's needs and offers; older rounds reach it through the Manager's goal. "
-        "The paper does not say what the descriptor prompt holds.",
+        "The paper does not say what the descriptor prompt holds. -o descriptor_context=full shows it the work "
+        "call's memory and whole problem, which a server's prefix cache then reuses for the work call.",
     ),
     Deviation(
         "dytopo",

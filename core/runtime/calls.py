@@ -70,6 +70,8 @@ class ModelCalls:
         self.completion_tokens = 0
         # Of those, how many are estimates (calls cut off in flight, servers that report no usage): RunFinished.
         self.estimated_tokens = 0
+        # Of prompt_tokens, those the server took from its prefix cache (None: no reply said): RunFinished.
+        self.cached_tokens: int | None = None
         self.reply_tally = ReplyTally()  # model calls that got a reply / that parsed, for RunFinished
         # What the app itself sent (prompts, re-asks): a final answer that merely echoes it is refused.
         self.sent_texts: deque[str] = deque(maxlen=400)
@@ -184,6 +186,8 @@ class ModelCalls:
             self.completion_tokens += chat.completion_tokens
             if chat.usage_estimated:
                 self.estimated_tokens += chat.prompt_tokens + chat.completion_tokens
+            if chat.cached_tokens is not None:
+                self.cached_tokens = (self.cached_tokens or 0) + chat.cached_tokens
             try:
                 parsed = parser(chat.text)
                 if chat.finish_reason == "length" and (decision or attempt == 1):
@@ -299,6 +303,7 @@ class Usage:
     attempts: int
     text: str  # the last attempt's text
     top_logprobs: list[list[float]] | None = None  # the last attempt's, when asked for
+    cached_tokens: int | None = None  # from the server's prefix cache, summed; None when no attempt's reply said
 
     @staticmethod
     def add(total: Usage | None, chat: ChatResult) -> Usage:
@@ -311,7 +316,11 @@ class Usage:
                 chat.attempts,
                 chat.text,
                 chat.top_logprobs,
+                chat.cached_tokens,
             )
+        cached = total.cached_tokens
+        if chat.cached_tokens is not None:
+            cached = (cached or 0) + chat.cached_tokens
         return Usage(
             total.prompt_tokens + chat.prompt_tokens,
             total.completion_tokens + chat.completion_tokens,
@@ -320,4 +329,5 @@ class Usage:
             total.attempts + chat.attempts,
             chat.text,
             chat.top_logprobs,
+            cached,
         )

@@ -191,6 +191,7 @@ class SwarmEngine:
     async def run(self) -> ev.RunFinished:
         """Run to the end. Always returns the RunFinished event, which says why the run ended."""
         manager, workers, roles = self.method.roster(self.domain)
+        self.llm.plan_slots([name for name in (manager, *workers) if name])  # a llama.cpp slot per agent
         self.emit(
             ev.RunStarted(
                 run_id=self.spec.run_id,
@@ -271,6 +272,7 @@ class SwarmEngine:
             prompt_tokens=calls.prompt_tokens,
             completion_tokens=calls.completion_tokens,
             tokens_estimated=calls.estimated_tokens,
+            cached_tokens=calls.cached_tokens,
             solved=solved,
             replies_parsed=calls.reply_tally.parsed,
             replies_total=calls.reply_tally.total,
@@ -380,6 +382,7 @@ class SwarmEngine:
                 usage_estimated=chat.usage_estimated if chat else False,
                 latency_s=round(chat.latency_s, 4) if chat else 0.0,
                 attempts=chat.attempts if chat else 1,
+                cached_tokens=chat.cached_tokens if chat else None,
             )
         )
 

@@ -232,6 +232,15 @@ class AgentFinished(Event):
     usage_estimated: bool = False
     latency_s: float = 0.0
     attempts: int = 1
+    # Of prompt_tokens, how many the server took from its prefix cache (OpenAI/vLLM cached_tokens, llama.cpp's
+    # timings.cache_n); None when it did not say (and in sessions recorded before this was kept).
+    cached_tokens: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = super().to_dict()
+        if self.cached_tokens is None:  # not reported: left out, so an older session round-trips to the same dict
+            del data["cached_tokens"]
+        return data
 
 
 @_register
@@ -322,9 +331,13 @@ class RunFinished(Event):
     # Of prompt_tokens + completion_tokens, how many are estimates rather than the server's count: calls cut
     # off in flight (a time budget, a cancel) and servers that report no usage. 0 in older sessions.
     tokens_estimated: int = 0
+    # Of prompt_tokens, how many the server said came from its prefix cache; None when no call's reply said.
+    cached_tokens: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = super().to_dict()
+        if self.cached_tokens is None:
+            del data["cached_tokens"]
         if self.replies_parsed == -1 and self.replies_total == 0:
             # Not counted: leave the fields out, so an older session round-trips to the same dict.
             del data["replies_parsed"], data["replies_total"]

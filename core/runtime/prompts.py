@@ -126,10 +126,12 @@ _ASKS = {
 }
 
 
-def worker_request(call: str, role: str, round_no: int, problem: str, goal: str, memory: str, inbox: str) -> str:
+def worker_request(
+    call: str, role: str, round_no: int, problem: str, goal: str, memory: str, inbox: str, digest: bool = True
+) -> str:
     """The user message in the paper order: the problem, this round's goal, memory, inbox, the ask."""
     context = _context_block(memory, inbox)
-    if call == CALL_DESCRIPTORS:  # one sentence of needs and offers: the goal and memory carry the detail
+    if call == CALL_DESCRIPTORS and digest:  # one sentence of needs and offers: the goal and memory carry the detail
         problem = problem_digest(problem)
     return (
         f"PROBLEM:\n{problem}\n\nROUND {round_no} GOAL:\n{goal}\n\n"
@@ -151,8 +153,10 @@ def worker_messages(
     private_only: bool = False,
     order: str = PROMPT_CACHE,
     suffix: str = "",
+    digest: bool = True,
 ) -> list[dict[str, str]]:
-    """A worker call's messages. ``suffix`` ends the user message (e.g. Qwen3's " /no_think").
+    """A worker call's messages. ``suffix`` ends the user message (e.g. Qwen3's " /no_think"); ``digest``: a
+    descriptor call shows the problem's opening only (problem_digest), else the whole problem.
 
     In the cache order the user message runs: problem, memory (oldest first, as it arrived), this round's goal,
     the inbox, the ask. The system prompt is the role and, for a single-pass call (an agent's only call kind,
@@ -162,7 +166,7 @@ def worker_messages(
     if order == PROMPT_PAPER:
         return [
             {"role": "system", "content": worker_system_prompt(domain, role, call, private_only=private_only)},
-            {"role": "user", "content": worker_request(call, role.name, round_no, problem, goal, memory, inbox)
+            {"role": "user", "content": worker_request(call, role.name, round_no, problem, goal, memory, inbox, digest)
              + suffix},
         ]
     shape = reply_shape(domain, role, call, private_only=private_only)
@@ -170,7 +174,7 @@ def worker_messages(
         system, shape = worker_intro(domain, role) + shape, ""
     else:  # phased descriptor and work calls alternate: each one's shape comes last, after what they share
         system = worker_intro(domain, role).rstrip("\n")
-    if call == CALL_DESCRIPTORS:
+    if call == CALL_DESCRIPTORS and digest:
         problem = problem_digest(problem)
     parts = [f"PROBLEM:\n{problem}"]
     if memory:

@@ -66,6 +66,9 @@ class CompareRow:
     # Steering actions taken and refused in this method's run (its session lists them). 0 in older records.
     steered: int = 0
     steer_refused: int = 0
+    # Of prompt_tokens, those the server took from its prefix cache; None when it never said (and in records
+    # saved before this was kept).
+    cached_tokens: int | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -248,6 +251,7 @@ def _row(item: Any, base: Path) -> CompareRow:
         tokens_estimated=int(item.get("tokens_estimated", 0)),
         steered=int(item.get("steered", 0)),
         steer_refused=int(item.get("steer_refused", 0)),
+        cached_tokens=int(item["cached_tokens"]) if isinstance(item.get("cached_tokens"), int) else None,
     )
 
 

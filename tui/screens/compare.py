@@ -33,11 +33,12 @@ NARROW_WIDTH, SHORT_HEIGHT = 100, 30  # below either: tabs instead of columns
 MIN_COLUMN = 38  # a column's least width: four fit in 160 cells, more scroll sideways
 TICK_S = 0.2  # columns and the summary redraw at most 5 times a second
 SUMMARY_COLUMNS = ("method", "answer", "verdict", "calls", "prompt", "completion", "total", "wall s", "Δ tokens",
-                   "Δ wall")
+                   "Δ wall", "prompt cache")
 SORT_KEYS: tuple[Callable[[dict[str, Any]], Any], ...] = (
     lambda r: r["method"], lambda r: r["answer"], lambda r: r["verdict"], lambda r: r["calls"],
     lambda r: r["prompt_tokens"], lambda r: r["completion_tokens"], lambda r: r["total_tokens"],
     lambda r: r["wall_s"], lambda r: r["total_tokens"], lambda r: r["wall_s"],
+    lambda r: -1 if r["cached_tokens"] is None else r["cached_tokens"],
 )
 
 COMPARE_BINDINGS: list[Binding] = [
@@ -208,7 +209,7 @@ class CompareScreen(Screen[None]):
                 printable(r["method"]), one_line(answer_gist(r["answer"]), 28) or "—", one_line(r["verdict"], 26),
                 str(r["calls"]),
                 *(f"{r['tokens_mark']}{r[key]:,}" for key in ("prompt_tokens", "completion_tokens", "total_tokens")),
-                f"{r['wall_s']:.1f}", r["tokens_vs_first"], r["wall_vs_first"],
+                f"{r['wall_s']:.1f}", r["tokens_vs_first"], r["wall_vs_first"], r["cached"],
             )
             for r in self.summary()
         ]

@@ -9,6 +9,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from core.demo.played import demo_header
+from core.llm.tokens import cached_share
 
 from ..model import RunModel
 
@@ -115,6 +116,14 @@ def _team_label(model: RunModel, compact: bool) -> str:
     return str(name) if compact else f"team {name} ({model.domain or '-'})"
 
 
+def _tokens(model: RunModel) -> str:
+    """The token figure, with the prompt tokens the server served from its prefix cache when it says (a server
+    that says nothing adds nothing here: the headless summary and the compare rows say "not reported")."""
+    if model.cached_tokens is None:
+        return f"{model.tokens:,} tok"
+    return f"{model.tokens:,} tok ({cached_share(model.cached_tokens, model.prompt_tokens)})"
+
+
 def _status_line(model: RunModel, elapsed: float, replay: str, *, compact: bool, detail: bool = True,
                  status_room: int | None = None) -> Content:
     who = ("DEMO" if compact else "DEMO (scripted server)") if model.demo else (model.model_name or "model ?")
@@ -134,7 +143,7 @@ def _status_line(model: RunModel, elapsed: float, replay: str, *, compact: bool,
             phase,
             " · ",
             (model.position, "bold"),
-            f" · {model.tokens:,} tok · {_clock(elapsed)} · ",
+            f" · {_tokens(model)} · {_clock(elapsed)} · ",
             (_team_label(model, compact=True), "bold"),
             " · ",
             (who, "bold $accent" if model.demo else "bold"),
@@ -148,7 +157,7 @@ def _status_line(model: RunModel, elapsed: float, replay: str, *, compact: bool,
         " · ",
         (model.position, "bold"),
         # Tokens and time before the status: a finished run's reason is long and would push them out.
-        f" · {model.tokens:,} tok · {_clock(elapsed)} · ",
+        f" · {_tokens(model)} · {_clock(elapsed)} · ",
         (status, f"bold {style}".strip()),
         phase,
     )

@@ -28,12 +28,15 @@ class DyTopoCalls:
 
     def __init__(
         self, rt: SwarmEngine, *, private_only: bool = False, memory_rule: str = MEMORY_ACCUMULATE,
-        prompt_order: str = PROMPT_CACHE,
+        prompt_order: str = PROMPT_CACHE, full_descriptors: bool = False,
     ) -> None:
         self.rt = rt
         # The edge payload: True when only the private message travels (the workers' prompt says so).
         self.private_only = private_only
         self.prompt_order = prompt_order  # core.runtime.prompts PROMPT_ORDERS: how a worker prompt is ordered
+        # A descriptor call sees the work call's memory and whole problem (a prefix the work call then reuses
+        # from the server's cache) rather than the last round's memory and the problem's opening.
+        self.full_descriptors = full_descriptors
         self.memory: dict[str, AgentMemory] = {name: AgentMemory(rule=memory_rule) for name in rt.workers}
 
     def remember(self, agent: str, item: MemoryItem) -> None:
@@ -133,7 +136,7 @@ class DyTopoCalls:
 
     def _memory_since(self, call: str) -> int:
         # A descriptor call states needs and offers for this round: the last round's memory is its context.
-        return self.rt.round - 1 if call == ev.CALL_DESCRIPTORS else 0
+        return self.rt.round - 1 if call == ev.CALL_DESCRIPTORS and not self.full_descriptors else 0
 
     def _compose_worker(self, name: str, call: str, goal: str, memory_text: str, inbox: str) -> list[dict[str, str]]:
         rt = self.rt
@@ -141,6 +144,7 @@ class DyTopoCalls:
             rt.domain, rt.domain.role(name), call, round_no=rt.round, problem=rt.spec.problem, goal=goal,
             memory=memory_text, inbox=inbox, private_only=self.private_only, order=self.prompt_order,
             suffix=" /no_think" if call == ev.CALL_DESCRIPTORS and rt.settings.no_think else "",
+            digest=not self.full_descriptors,
         )
 
     def _worker_shrink(

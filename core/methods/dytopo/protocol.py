@@ -79,6 +79,17 @@ PROMPT_ORDER_OPTION = OptionSpec(
     choices=PROMPT_ORDERS,
 )
 
+DESCRIPTOR_CONTEXTS = ("round", "full")
+DESCRIPTOR_CONTEXT_OPTION = OptionSpec(
+    "descriptor_context",
+    "choice",
+    "round",
+    "what a phased descriptor call sees: round (the last round's memory and the problem's opening: fewer prompt "
+    "tokens) or full (the work call's memory and whole problem: more tokens, but on a server with a prefix cache "
+    "the work call that follows reuses them, so fewer are prefilled)",
+    choices=DESCRIPTOR_CONTEXTS,
+)
+
 # Each call kind's own max_tokens and temperature, for DyTopo and the baselines that run its rounds.
 CALL_OPTIONS = (
     *call_options("manager", "the Manager's calls", "manager_call"),
@@ -101,6 +112,7 @@ class DyTopoMethod:
         payload: str = PAYLOAD_AUTO,
         memory: str = MEMORY_ACCUMULATE,
         prompt_order: str = PROMPT_CACHE,
+        descriptor_context: str = "round",
     ) -> None:
         self.graph: TopologyStrategy = graph or DyTopoStrategy()
         self.name = name or self.graph.name
@@ -108,6 +120,7 @@ class DyTopoMethod:
         self.payload_option = payload
         self.memory_rule = memory  # core.runtime.memory: accumulate (eq. 3) or latest
         self.prompt_order = prompt_order  # core.runtime.prompts: cache (append-only) or paper
+        self.descriptor_context = descriptor_context  # DESCRIPTOR_CONTEXTS
         self.payload = PAYLOAD_BOTH
         self._similarity: np.ndarray | None = None  # current round's, for re-routing
         self._descriptor_vectors: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # embedded on arrival
@@ -132,7 +145,8 @@ class DyTopoMethod:
         if self.payload == PAYLOAD_AUTO:
             self.payload = PAYLOAD_PRIVATE if single_pass else PAYLOAD_BOTH
         self.calls = DyTopoCalls(rt, private_only=self.payload == PAYLOAD_PRIVATE, memory_rule=self.memory_rule,
-                                 prompt_order=self.prompt_order)
+                                 prompt_order=self.prompt_order,
+                                 full_descriptors=self.descriptor_context == "full")
         self.steer = DyTopoSteering(rt, self.name, acyclic=self._breaks_cycles, reroute=self._steer_reroute,
                                     memory=self.calls.memory)
         rt.attach(reroute=self._reroute_now, steer=self.steer.apply)
@@ -587,7 +601,7 @@ register(
         round_one_broadcast=True,
         factory=lambda options, domain: DyTopoMethod(
             DyTopoStrategy(), payload=options["payload"], memory=options["memory"],
-            prompt_order=options["prompt_order"],
+            prompt_order=options["prompt_order"], descriptor_context=options["descriptor_context"],
         ),
         options=(
             OptionSpec(
@@ -600,6 +614,7 @@ register(
             ),
             MEMORY_OPTION,
             PROMPT_ORDER_OPTION,
+            DESCRIPTOR_CONTEXT_OPTION,
             *CALL_OPTIONS,
         ),
         unit="round",
