@@ -62,8 +62,8 @@ def main() -> int:
     url = receive.recv()
 
     from core.llm.embeddings import shared_embedder
-    from tui.cli import main as cli_main
-    from tui.cli_bench import main as _bench_main  # noqa: F401  (imported before the clock)
+    from tui.cli.bench import main as _bench_main  # noqa: F401  (imported before the clock)
+    from tui.entry import main as cli_main
 
     shared_embedder(None).load()
     with tempfile.TemporaryDirectory() as tmp:

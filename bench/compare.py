@@ -32,7 +32,7 @@ MEMORY_BOUND = 1.3
 def peak_rss_mb(args: list[str], env: dict[str, str]) -> tuple[float, int, str]:
     """(peak resident MB, exit code, stdout) of one fresh ``swarm-tui`` process."""
     with tempfile.TemporaryFile("w+") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "tui.cli", *args], stdout=out, stderr=subprocess.DEVNULL,
+        proc = subprocess.Popen([sys.executable, "-m", "tui", *args], stdout=out, stderr=subprocess.DEVNULL,
                                 env=env, cwd=env["BENCH_CWD"])
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -78,7 +78,7 @@ def main() -> int:
             for parallel in (len(methods), 1):
                 t0 = time.perf_counter()
                 result = subprocess.run(
-                    [sys.executable, "-m", "tui.cli", "compare", "--headless", "--json", "--domain", args.domain,
+                    [sys.executable, "-m", "tui", "compare", "--headless", "--json", "--domain", args.domain,
                      "--strategy", args.methods, "--base-url", server.base_url, "--parallel", str(parallel),
                      "--max-concurrency", "16", "What is 17*23?"],
                     capture_output=True, text=True, env={**env, "OPENAI_API_KEY": "bench"}, cwd=tmp, timeout=900,

@@ -31,7 +31,7 @@ from core.demo.requests import RequestInfo  # noqa: E402
 from core.demo.scripts import demo_script  # noqa: E402
 from core.demo.server import ScriptedServer  # noqa: E402
 
-COMMAND = [sys.executable, "-m", "tui.cli", "--headless", "--max-rounds", "3"]
+COMMAND = [sys.executable, "-m", "tui", "--headless", "--max-rounds", "3"]
 
 
 MARGIN_S = 0.1  # one goal, one line: launch -> first request at most this much above the floor

@@ -31,8 +31,8 @@ TARGET_S = 0.5
 
 
 def command(with_problem: bool) -> list[str]:
-    # This checkout's code (not whatever `swarm-tui` is installed): python -m tui.cli.
-    return [sys.executable, "-m", "tui.cli", "--demo", *(["What is 2+2?"] if with_problem else [])]
+    # This checkout's code (not whatever `swarm-tui` is installed): python -m tui.
+    return [sys.executable, "-m", "tui", "--demo", *(["What is 2+2?"] if with_problem else [])]
 
 
 def _read(fd: int, seen: bytearray, wait: float) -> bool:

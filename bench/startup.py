@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def command(with_problem: bool) -> list[str]:
     exe = shutil.which("swarm-tui", path=str(Path(sys.executable).parent))
-    base = [exe] if exe else [sys.executable, "-m", "tui.cli"]
+    base = [exe] if exe else [sys.executable, "-m", "tui"]
     return [*base, "--demo", *(["What is 2+2?"] if with_problem else [])]
 
 

@@ -1,5 +1,5 @@
 """``python -m tui``: the same as the ``swarm-tui`` command (handy in a checkout without the script)."""
 
-from tui.cli import entry
+from tui.entry import entry
 
 entry()

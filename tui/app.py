@@ -1,6 +1,6 @@
 """The Textual app: launch form or run screen, replay, themes, keymap, and the event forwarding.
 
-``run_app`` (live) and ``run_replay`` (a saved session) are the entry points tui/cli.py calls. The
+``run_app`` (live) and ``run_replay`` (a saved session) are the entry points tui/entry.py calls. The
 engine's events arrive as EngineEvent messages and are handed to the screen that shows the run; a
 replay hands recorded events to the same handler.
 """

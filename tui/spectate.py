@@ -13,8 +13,7 @@ import os
 from collections.abc import Mapping
 
 from .bindings import REPLAY_BINDINGS, RUN_BINDINGS
-
-SPECTATE_ENV = "SWARM_TUI_SPECTATE"
+from .cli.serve import SPECTATE_ENV
 REFUSAL = "spectating: this view cannot change the run (step, tau, k_in, steering and cancel are off)"
 
 # What a spectator may do: look. Everything else the run and replay screens bind is refused, so a key added

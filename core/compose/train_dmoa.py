@@ -3,7 +3,7 @@
 Each problem runs densely — every agent of the pool at every step, with top logprobs — while the
 router's routed agents carry the trajectory; each agent's predictive entropy (eq. 13) becomes the target
 of the pairwise ranking loss (eq. 14-15). Then AdamW (App. B.3) updates the router and its weights are
-saved per (domain, team). The CLI (tui/cli_train_dmoa.py) only parses options and prints what this says.
+saved per (domain, team). The CLI (tui/cli/train_dmoa.py) only parses options and prints what this says.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ home of that install finds it), or the user cache where that folder is not writa
 onnxruntime with the folder's own fast tokenizer and never import torch. A missing or damaged file is
 rebuilt with a progress line (``on_progress``), never a silent pause. Pooling follows the folder's
 pipeline (modules.json): mean over each text's tokens, then L2 normalisation. Vectors match the torch
-backend to about 1e-7 (tests/test_embeddings_onnx.py checks 1e-5 on the conformance pairs).
+backend to about 1e-7 (tests/core/llm/test_embeddings_onnx.py checks 1e-5 on the conformance pairs).
 
 Texts are *packed*: several short texts share one row of the model's input, each attending only to its
 own tokens (a block-diagonal attention mask) with its positions counted from 0, so a text's vector is

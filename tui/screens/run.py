@@ -80,7 +80,7 @@ class RunScreen(SwarmScreen):
         self.model.protocol, self.model.strategy = settings.protocol, settings.strategy
         self.model.mode = self.control.mode
         self.recorder = SessionRecorder(Path(settings.sessions_dir), path=save)
-        # Code tests in the sandbox after each round: the rule of tui.headless.make_evaluator (not imported
+        # Code tests in the sandbox after each round: the rule of tui.cli.headless.make_evaluator (not imported
         # here: it pulls in the engine and openai, which would slow the first frame).
         self.tests_on = settings.execute_code and settings.domain == "code"
         self.worker: Worker[None] | None = None
@@ -112,7 +112,7 @@ class RunScreen(SwarmScreen):
         except EndpointError as exc:
             self.app.post_message(BackendFailed(str(exc)))
             return
-        from ..headless import make_evaluator
+        from ..cli.headless import make_evaluator
 
         embedder = shared_embedder(self.settings.embedding_model_path, int8=self.settings.embedding_int8)
         engine = build_engine(

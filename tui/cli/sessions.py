@@ -24,7 +24,8 @@ from core.sessions.model import Session, SessionFormatError
 from core.sessions.store import SUFFIXES, SessionSummary, list_sessions, load_session
 from sessions import EXAMPLES_DIR
 
-from .cli_options import EXIT_USAGE, OneLineParser, add_run_options
+from .launch import OpenReplay, Outcome
+from .options import EXIT_USAGE, OneLineParser, add_run_options
 
 RECORD_FORMATS = (*EXPORT_FORMATS, "html")  # what a compare record exports as
 
@@ -176,7 +177,7 @@ def _export_record(path: Path, fmt: str) -> str:
 # --- replay ------------------------------------------------------------------------------------
 
 
-def _replay(argv: list[str]) -> int:
+def _replay(argv: list[str]) -> Outcome:
     parser = OneLineParser(prog="swarm-tui replay", description="Replay a saved session.")
     parser.add_argument("file", help="a session file (.json or .toml), or the name of a shipped example")
     parser.add_argument("--headless", action="store_true", help="print the round-by-round summary instead")
@@ -194,18 +195,12 @@ def _replay(argv: list[str]) -> int:
     if args.fork is not None:
         return _fork_headless(args, session, path)
     if not args.headless:
-        from .cli_options import settings_from_args
+        from .options import settings_from_args
 
-        try:
-            from .app import run_replay
-        except ImportError as exc:
-            if exc.name != "tui.app":
-                raise
-            raise _UserError("the replay screen is not available in this build: use --headless") from None
         # Run options say where a fork from the replay screen continues (--demo, --base-url, ...).
         args.domain = session.domain
         args.team_record = session.metadata.team
-        return run_replay(session, path, settings=settings_from_args(args), demo=args.demo)
+        return OpenReplay(session, path, settings=settings_from_args(args), demo=args.demo)
     # The very consumer a live headless run uses, fed the recorded events.
     from .headless import ProgressPrinter
 
@@ -223,8 +218,8 @@ def _replay(argv: list[str]) -> int:
 def _fork_headless(args: argparse.Namespace, session: Session, path: Path) -> int:
     from core.sessions.fork import fork_point
 
-    from .cli_options import check_save_path, settings_from_args
     from .headless import run_headless
+    from .options import check_save_path, settings_from_args
 
     if not args.headless:
         raise _UserError("--fork runs headless for now: add --headless (in the TUI, fork from the replay screen)")
@@ -251,7 +246,7 @@ def _fork_headless(args: argparse.Namespace, session: Session, path: Path) -> in
 _COMMANDS = {"sessions": _sessions, "export": _export, "replay": _replay}
 
 
-def main(name: str, argv: list[str]) -> int:
+def main(name: str, argv: list[str]) -> Outcome:
     try:
         return _COMMANDS[name](argv)
     except _UserError as exc:

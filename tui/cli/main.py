@@ -1,12 +1,12 @@
-"""The ``swarm-tui`` command: the TUI by default, ``--headless`` runs, and the subcommands.
+"""The ``swarm-tui`` command line: the TUI by default, ``--headless`` runs, and the subcommands.
 
-Imports of heavy modules (Textual, torch via sentence-transformers) are deferred to the branch that
-needs them, so ``--help`` and argument errors answer at once.
+This package never imports Textual: a command that ends in a screen returns what to open
+(``tui.cli.launch``) and ``tui.entry`` opens it. Heavy modules (torch via sentence-transformers) are imported
+in the branch that needs them, so ``--help`` and argument errors answer at once.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,7 +14,8 @@ from pathlib import Path
 from core import __version__
 from core.evaluation.sandbox.isolation import protect_process
 
-from .cli_options import (
+from .launch import OpenRun, Outcome
+from .options import (
     CliError,
     OneLineParser,
     add_run_options,
@@ -61,7 +62,8 @@ def build_parser() -> OneLineParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> Outcome:
+    """Parse the command line and do what it says: an exit code, or the screen to open (tui.entry opens it)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     # Whatever runs as this user (model code without isolation among it) cannot read our environment (the
     # API key) through /proc/<pid>/environ, nor our memory.
@@ -98,9 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from core.demo.scripts import DEMO_PROBLEMS
 
             problem = DEMO_PROBLEMS[settings.domain]
-        from .app import run_app
-
-        return run_app(problem, settings, demo=args.demo, save=args.save, step=args.step)
+        return OpenRun(problem, settings, demo=args.demo, save=args.save, step=args.step)
     except KeyboardInterrupt:
         print("swarm-tui: interrupted", file=sys.stderr)
         return 130
@@ -108,63 +108,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         fail(str(exc))
 
 
-def _run_subcommand(name: str, argv: list[str]) -> int:
+def _run_subcommand(name: str, argv: list[str]) -> Outcome:
     if name == "bench":
-        from .cli_bench import main as bench_main
+        from .bench import main as bench_main
 
         return bench_main(argv)
     if name == "compare":
-        from .cli_compare import main as compare_main
+        from .compare import main as compare_main
 
         return compare_main(argv)
     if name == "train":
-        from .cli_train import main as train_main
+        from .train import main as train_main
 
         return train_main(argv)
     if name == "teams":
-        from .cli_teams import main as teams_main
+        from .teams import main as teams_main
 
         return teams_main(argv)
     if name == "strategies":
-        from .cli_strategies import main as strategies_main
+        from .strategies import main as strategies_main
 
         return strategies_main(argv)
     if name == "mcp":
-        from .cli_mcp import main as mcp_main
+        from .mcp import main as mcp_main
 
         return mcp_main(argv)
     if name == "setup":
-        from .cli_setup import main as setup_main
+        from .setup import main as setup_main
 
         return setup_main(argv)
     if name == "serve":
-        from .cli_serve import main as serve_main
+        from .serve import main as serve_main
 
         return serve_main(argv)
     if name == "attach":
-        from .cli_attach import main as attach_main
+        from .attach import main as attach_main
 
         return attach_main(argv)
-    from .cli_sessions import main as sessions_main
+    from .sessions import main as sessions_main
 
     return sessions_main(name, argv)
 
-
-def entry() -> None:
-    """The console command: main(), then an exit that neither waits for nor crashes in a MiniLM load still
-    under way in its background thread (a run that needed no vector ends before the load does: joining it
-    would stall the exit for seconds, and tearing down native code mid-load can abort the process)."""
-    try:
-        code: int | str | None = main()
-    except SystemExit as stop:
-        code = stop.code
-    embeddings = sys.modules.get("core.llm.embeddings")
-    if embeddings is not None and embeddings.loading_in_progress():
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code if isinstance(code, int) else (0 if code is None else 2))
-    raise SystemExit(code)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    entry()

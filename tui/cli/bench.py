@@ -38,7 +38,8 @@ from core.methods.registry import format_options
 from core.methods.selection import parse_strategies, split_option_flags
 from core.runtime.config import Settings
 
-from .cli_options import EXIT_USAGE, OneLineParser, add_run_options, int_range, settings_from_args
+from .launch import OpenBenchShow, Outcome
+from .options import EXIT_USAGE, OneLineParser, add_run_options, int_range, settings_from_args
 from .progress_line import ProgressLine
 
 EXIT_FAILED = 1
@@ -200,7 +201,7 @@ def report_main(argv: list[str]) -> int:
     return 0
 
 
-def show_main(argv: list[str]) -> int:
+def show_main(argv: list[str]) -> Outcome:
     """``swarm-tui bench show DIR [DIR...]``: the folders' table, plot and runs in the TUI."""
     from core.bench.report import ReportError, build_report, load_folder
 
@@ -212,12 +213,10 @@ def show_main(argv: list[str]) -> int:
     except ReportError as exc:
         print(f"swarm-tui bench show: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    from .app import run_bench_show
-
-    return run_bench_show(report)
+    return OpenBenchShow(report)
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str]) -> Outcome:
     if argv[:1] == ["report"]:
         return report_main(argv[1:])
     if argv[:1] == ["show"]:

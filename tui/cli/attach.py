@@ -15,7 +15,8 @@ from core.runtime.config import ConfigError, Settings
 from core.runtime.config_file import load_settings
 from core.sessions.eventlog import LOG_SUFFIX, EventLogReader, find_task, log_path_for, logged_runs
 
-from .cli_options import EXIT_USAGE, OneLineParser
+from .launch import Launch, OpenFollow, OpenReplay, Outcome
+from .options import EXIT_USAGE, OneLineParser
 
 MAX_LISTED = 10
 DEFAULT_WAIT = 20.0  # a swarm just started may still be connecting or loading MiniLM
@@ -70,7 +71,7 @@ def resolve(target: str, directory: Path, wait: float = 0.0) -> tuple[Path | Non
     )
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str]) -> Outcome:
     try:
         args = build_parser().parse_args(argv)
         try:
@@ -85,19 +86,15 @@ def main(argv: list[str]) -> int:
         return EXIT_USAGE
 
 
-def _open(log: Path | None, session: Path, settings: Settings) -> int:
+def _open(log: Path | None, session: Path, settings: Settings) -> Launch:
     if log is not None:
-        from .follow import run_follow
-
-        return run_follow(log, session_path=session, settings=settings)
+        return OpenFollow(log, session_path=session, settings=settings)
     # A session written before event logs existed (or by a run that kept none): a plain replay.
     from core.sessions.model import SessionFormatError
     from core.sessions.store import load_session
-
-    from .app import run_replay
 
     try:
         loaded = load_session(session)
     except SessionFormatError as exc:
         raise _UserError(str(exc)) from None
-    return run_replay(loaded, session, settings=settings)
+    return OpenReplay(loaded, session, settings=settings)

@@ -17,11 +17,13 @@ from typing import Any
 
 from core.demo.scripts import DEMO_PROBLEMS
 
-from .cli import SUBCOMMANDS
-from .cli import build_parser as run_parser
-from .cli_options import EXIT_USAGE, OneLineParser, check_save_path, fail, read_problem, settings_from_args
-from .spectate import SPECTATE_ENV
+from .main import SUBCOMMANDS
+from .main import build_parser as run_parser
+from .options import EXIT_USAGE, OneLineParser, check_save_path, fail, read_problem, settings_from_args
 
+# How the served process learns it is read-only (tui.spectate reads it): textual-serve starts it from a
+# command line per browser, so the environment is the one channel.
+SPECTATE_ENV = "SWARM_TUI_SPECTATE"
 LOOPBACK = "127.0.0.1"
 SERVABLE = ("replay",)  # subcommands that open the TUI; every other one prints and ends
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from .cli_options import (
+from .options import (
     EXIT_USAGE,
     OneLineParser,
     add_run_options,

@@ -19,7 +19,8 @@ from core.sessions.compare_record import RECORD_SUFFIX, is_record_file
 from core.sessions.model import SessionFormatError
 from core.sessions.store import SUFFIXES
 
-from .cli_options import CliError, OneLineParser, add_run_options, fail, int_range, read_problem, settings_from_args
+from .launch import OpenCompareLive, OpenCompareSaved, Outcome
+from .options import CliError, OneLineParser, add_run_options, fail, int_range, read_problem, settings_from_args
 
 STEP_HELP = "start every method in step mode: n advances all of them by one of their own steps, N the focused one"
 
@@ -78,7 +79,7 @@ def _saved_files(inputs: list[str]) -> list[Path] | None:
     return None
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str]) -> Outcome:
     args = build_parser().parse_args(argv)
     try:
         if args.bench is not None:
@@ -101,7 +102,7 @@ def _no_run_flags(args: argparse.Namespace, what: str) -> None:
             fail(f"{flag} goes with a live comparison, not with {what}")
 
 
-def _open_bench(args: argparse.Namespace) -> int:
+def _open_bench(args: argparse.Namespace) -> Outcome:
     from core.bench.compare_runs import bench_runs
 
     _no_run_flags(args, "--bench")
@@ -114,7 +115,7 @@ def _open_bench(args: argparse.Namespace) -> int:
     return _show_saved(args, runs, f"benchmark {args.bench}, problem {args.inputs[0]}")
 
 
-def _open_saved(args: argparse.Namespace, paths: list[Path]) -> int:
+def _open_saved(args: argparse.Namespace, paths: list[Path]) -> Outcome:
     from core.compose.compare_saved import load_saved
 
     _no_run_flags(args, "saved files")
@@ -125,14 +126,12 @@ def _open_saved(args: argparse.Namespace, paths: list[Path]) -> int:
     return _show_saved(args, runs, ", ".join(str(p) for p in paths))
 
 
-def _show_saved(args: argparse.Namespace, runs: list, source: str) -> int:
-    from .app import run_compare_replay
-
+def _show_saved(args: argparse.Namespace, runs: list, source: str) -> Outcome:
     settings = settings_from_args(args)
-    return run_compare_replay(runs, source, settings=settings, demo=args.demo)
+    return OpenCompareSaved(runs, source, settings=settings, demo=args.demo)
 
 
-def _run_live(args: argparse.Namespace) -> int:
+def _run_live(args: argparse.Namespace) -> Outcome:
     from core.compose.compare import ComparePlan
 
     if not args.strategy:
@@ -174,6 +173,4 @@ def _run_live(args: argparse.Namespace) -> int:
         from .compare_headless import run_compare_headless
 
         return run_compare_headless(plan, demo=args.demo, json_lines=args.json, save=args.save, control=args.control)
-    from .app import run_compare_app
-
-    return run_compare_app(plan, demo=args.demo, save=args.save)
+    return OpenCompareLive(plan, demo=args.demo, save=args.save)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from core.methods.catalogue import get_method_info, method_names
 from core.methods.fidelity import fidelity_text
 
-from .cli_options import OneLineParser
+from .options import OneLineParser
 
 
 def describe_methods() -> str:

@@ -23,7 +23,7 @@ from core.compose.train_dmoa import TrainError, TrainSchedule, dmoa_training_opt
 from core.methods.registry import MethodError, parse_option_flags
 from core.runtime import events as ev
 
-from .cli_options import EXIT_USAGE, OneLineParser, add_run_options, int_range, positive_number, settings_from_args
+from .options import EXIT_USAGE, OneLineParser, add_run_options, int_range, positive_number, settings_from_args
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130

@@ -10,7 +10,7 @@ from core.runtime.config import ConfigError
 from core.runtime.config_file import load_settings
 from core.runtime.teams import describe_teams, load_team_file
 
-from .cli_options import OneLineParser, fail
+from .options import OneLineParser, fail
 
 
 def main(argv: Sequence[str]) -> int:

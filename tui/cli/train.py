@@ -1,6 +1,6 @@
 """``swarm-tui train METHOD DATASET``: train a method's learned part against the configured endpoint.
 
-Each trainable method has its own module ``tui.cli_train_<method>`` with ``main(argv) -> int``; this one
+Each trainable method has its own module ``tui.cli.train_<method>`` with ``main(argv) -> int``; this one
 only dispatches, so the methods' trainers stay independent of each other.
 """
 
@@ -11,8 +11,8 @@ import sys
 from collections.abc import Sequence
 
 TRAINERS = {
-    "topodim": "tui.cli_train_topodim",  # the R-GCN edge generator (REINFORCE, TopoDIM eq. 10-12)
-    "dmoa": "tui.cli_train_dmoa",  # the GRU router (ranking loss on predictive entropy, DMoA eq. 13-15)
+    "topodim": "tui.cli.train_topodim",  # the R-GCN edge generator (REINFORCE, TopoDIM eq. 10-12)
+    "dmoa": "tui.cli.train_dmoa",  # the GRU router (ranking loss on predictive entropy, DMoA eq. 13-15)
 }
 
 

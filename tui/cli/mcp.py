@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .cli_options import OneLineParser, add_run_options, fail, int_range, settings_from_args
+from .options import OneLineParser, add_run_options, fail, int_range, settings_from_args
 
 DEFAULT_PORT = 8765
 INSTALL_HINT = "pip install 'swarm-tui[mcp]' (the MCP Python SDK, mcp>=1.29,<2)"

@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from .cli_options import OneLineParser
+from .options import OneLineParser
 
 EXIT_FAILED = 1
 
