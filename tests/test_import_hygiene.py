@@ -28,9 +28,20 @@ def test_every_core_module_imports_without_textual() -> None:
     assert result.stdout.strip() == "", f"core imported textual modules: {result.stdout.strip()}"
 
 
-def test_headless_cli_path_does_not_import_textual() -> None:
-    script = "import sys, tui.cli, tui.headless; print(any(m.startswith('textual') for m in sys.modules))"
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+def test_the_command_line_and_the_console_entry_do_not_import_textual() -> None:
+    """Every module of tui.cli (--help, argument errors, --headless and the subcommands) and the console
+    entry itself answer without loading Textual; only the screens a command asks for load it."""
+    script = (
+        "import importlib, pkgutil, sys\n"
+        "import tui.cli, tui.entry\n"
+        "names = [m.name for m in pkgutil.iter_modules(tui.cli.__path__, 'tui.cli.')]\n"
+        "for name in names:\n"
+        "    importlib.import_module(name)\n"
+        "assert 'tui.cli.headless' in names and 'tui.cli.main' in names, names\n"
+        "print(any(m == 'textual' or m.startswith('textual.') for m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                            cwd=CORE.parent)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
 
@@ -40,7 +51,7 @@ def test_a_runs_path_to_its_first_request_does_not_load_numpy() -> None:
     the modules a headless DyTopo run imports before that request leave it unloaded, and it still works."""
     script = (
         "import sys\n"
-        "import tui.cli, tui.headless, core.compose.runner, core.methods.dytopo, core.routing.dytopo\n"
+        "import tui.cli, tui.cli.headless, core.compose.runner, core.methods.dytopo, core.routing.dytopo\n"
         "from core.runtime import events as ev\n"
         "from core.sessions.model import session_from_events\n"
         "print('loaded' if 'numpy._core' in sys.modules else 'deferred')\n"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.paths import ROOT
 
 
 def swarm(
@@ -19,7 +19,7 @@ def swarm(
     # PYTHONPATH: this checkout's code, whatever the working directory (an editable install may point elsewhere).
     full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT), **(env or {})}
     return subprocess.run(
-        [sys.executable, "-m", "tui.cli", *args],
+        [sys.executable, "-m", "tui", *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -60,7 +60,7 @@ def test_bad_input_gives_one_line_and_exit_2(args: list[str], fragment: str) -> 
 @pytest.mark.parametrize("stdin_errors", ["surrogateescape", "strict"])  # C.UTF-8 vs other UTF-8 locales
 def test_a_problem_that_is_not_utf8_is_one_line(stdin_errors: str) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "tui.cli", "--headless", "--demo", "-"],
+        [sys.executable, "-m", "tui", "--headless", "--demo", "-"],
         input=b"bad \xff bytes",
         capture_output=True,
         timeout=300,
@@ -131,7 +131,7 @@ def test_json_lines_into_a_reader_that_goes_away_stop_the_run_cleanly(tmp_path: 
     from core.sessions.store import load_session
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tui.cli", "--headless", "--demo", "--json", "x"],
+        [sys.executable, "-m", "tui", "--headless", "--demo", "--json", "x"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

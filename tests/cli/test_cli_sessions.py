@@ -12,10 +12,10 @@ import pytest
 
 from core.sessions.store import load_session
 from sessions import EXAMPLES_DIR
-from tui.cli import main as cli_main
-from tui.headless import ProgressPrinter
+from tests.paths import ROOT
+from tui.cli.headless import ProgressPrinter
+from tui.entry import main as cli_main
 
-ROOT = Path(__file__).resolve().parent.parent
 CODE = EXAMPLES_DIR / "example-code.json"
 
 
@@ -30,7 +30,7 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 
 def test_sessions_lists_the_shipped_examples_in_a_subprocess() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "tui.cli", "sessions", "--dir", str(EXAMPLES_DIR)],
+        [sys.executable, "-m", "tui", "sessions", "--dir", str(EXAMPLES_DIR)],
         capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     assert result.returncode == 0, result.stderr

@@ -17,7 +17,8 @@ from core.compose.compare import ComparePlan
 from core.compose.compare_saved import load_saved
 from core.demo.scripts import DEMO_PROBLEMS
 from core.runtime.config import Settings
-from tests.test_tui_support import press_at_once, quiet_second, wait_for
+from tests.paths import FIXTURES
+from tests.tui.test_tui_support import press_at_once, quiet_second, wait_for
 from tui.app import SwarmApp
 from tui.screens.compare import SummaryTable
 from tui.screens.compare_live import CompareRunScreen, LiveCompareScreen
@@ -25,7 +26,7 @@ from tui.screens.compare_saved import SavedCompareScreen
 from tui.widgets.graph_pane import GraphPane
 from tui.widgets.header import ParamsBar, RunHeader
 
-FIXTURE = Path(__file__).parent / "fixtures" / "compare" / "demo-math.compare.json"
+FIXTURE = FIXTURES / "compare" / "demo-math.compare.json"
 WIDE, SMALL = (160, 48), (80, 24)
 
 
@@ -288,7 +289,7 @@ async def test_session_picker_lists_a_comparison_and_opens_it_side_by_side(tmp_p
 
     from textual.widgets import DataTable
 
-    from tests.test_tui_sessions import launch_app, picker_rows
+    from tests.tui.test_tui_sessions import launch_app, picker_rows
     from tui.screens.sessions import SessionPickerScreen
 
     shutil.copytree(FIXTURE.parent, tmp_path, dirs_exist_ok=True)

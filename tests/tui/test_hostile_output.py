@@ -13,8 +13,8 @@ import pytest
 from core.demo.server import RequestInfo, ScriptedServer
 from core.runtime import events as ev
 from core.sessions.store import load_session
-from tests.test_tui_support import feed_app, post_events
-from tui.cli import main as cli_main
+from tests.tui.test_tui_support import feed_app, post_events
+from tui.entry import main as cli_main
 from tui.model import RunModel
 
 PWN = "\x1b]0;pwned\x07 \x1b[2J \x1b]52;c;cHduZWQ=\x07 \x9b31m \x7f"

@@ -23,16 +23,16 @@ from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.sessions.eventlog import LOG_SUFFIX, EventLogReader, has_ended, read_header
 from core.sessions.store import list_sessions, load_session
-from tests.test_tui_support import wait_for
+from tests.paths import ROOT
+from tests.tui.test_tui_support import wait_for
 from tui.app import SwarmApp
-from tui.cli_attach import main as attach_main
-from tui.cli_sessions import format_table
+from tui.cli.attach import main as attach_main
+from tui.cli.sessions import format_table
 from tui.follow import FollowApp
 from tui.screens.follow import FINISHED, FOLLOWING, INTERRUPTED, FollowScreen
 from tui.screens.sessions import SessionPickerScreen
 from tui.widgets.header import ParamsBar, RunHeader
 
-ROOT = Path(__file__).resolve().parent.parent
 HANG_GUARD = 180.0
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL, /proc")
@@ -45,7 +45,7 @@ def writer(tmp_path: Path, **pace: float) -> Iterator[subprocess.Popen[bytes]]:
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "SWARM_TUI_SESSIONS_DIR": str(tmp_path),
                "PYTHONPATH": str(ROOT)}
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tui.cli", "--headless", "--domain", "code", "--base-url", server.base_url,
+            [sys.executable, "-m", "tui", "--headless", "--domain", "code", "--base-url", server.base_url,
              DEMO_PROBLEMS["code"]],
             cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )

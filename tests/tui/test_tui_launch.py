@@ -11,6 +11,7 @@ from textual.widgets import Input, Label, Select, Static, Switch, TextArea
 from core.demo.scripts import DEMO_PROBLEMS
 from core.demo.server import ScriptedServer
 from core.runtime.config import Settings
+from tests.paths import ROOT
 from themes import THEMES_DIR, ThemeFileError, load_theme_file, load_themes
 from tui.app import SwarmApp
 from tui.commands import SwarmCommands
@@ -160,7 +161,7 @@ def test_our_theme_files_load_and_bad_ones_are_reported(tmp_path: Path) -> None:
 def test_tcss_uses_only_theme_variables() -> None:
     import re
 
-    css = (Path(__file__).parents[1] / "tui" / "app.tcss").read_text()
+    css = (ROOT / "tui" / "app.tcss").read_text()
     assert not re.search(r"#[0-9a-fA-F]{3,8}\b(?![-\w])(?=[;\s])", css.split("/*")[0] + css)
     for line in css.splitlines():
         if re.match(r"\s*(color|background|border[\w-]*)\s*:", line):
@@ -181,7 +182,7 @@ async def test_chosen_theme_is_remembered_in_the_state_file(tmp_path: Path) -> N
 
 
 async def test_command_palette_offers_every_run_key(tmp_path: Path) -> None:
-    from tests.test_tui_support import feed_app
+    from tests.tui.test_tui_support import feed_app
 
     app = feed_app()
     async with app.run_test(size=(120, 40)) as pilot:

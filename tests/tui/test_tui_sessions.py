@@ -16,9 +16,9 @@ from core.sessions.export import FORMATS, export_session
 from core.sessions.model import session_from_events
 from core.sessions.store import list_sessions, load_session, save_session
 from sessions import EXAMPLES_DIR
-from tests.test_tui_support import live_app, pinned_demo_events, wait_for
+from tests.tui.test_tui_support import live_app, pinned_demo_events, wait_for
 from tui.app import SwarmApp
-from tui.cli_sessions import format_table
+from tui.cli.sessions import format_table
 from tui.commands import SwarmCommands
 from tui.export import EXPORT_NAMES, export_path
 from tui.screens.launch import LaunchScreen
@@ -191,7 +191,7 @@ async def test_export_from_a_live_run_uses_the_recorded_session(tmp_path: Path) 
 
 
 async def test_export_before_anything_is_saved_says_so(tmp_path: Path) -> None:
-    from tests.test_tui_support import feed_app
+    from tests.tui.test_tui_support import feed_app
 
     app = feed_app()
     async with app.run_test(size=(120, 40)) as pilot:

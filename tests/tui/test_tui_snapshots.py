@@ -1,6 +1,6 @@
 """SVG snapshots at 120x40 and 80x24 (pytest-textual-snapshot), and once in the light theme. Every run
 screen is fed the pinned demo events (fixed timestamps, latencies and URL; a frozen clock), so the
-frames are the same on every run. Regenerate with ``pytest tests/test_tui_snapshots.py --snapshot-update``
+frames are the same on every run. Regenerate with ``pytest tests/tui/test_tui_snapshots.py --snapshot-update``
 and look at the SVGs."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from tests.test_tui_support import feed_app, mid_round_events, pinned_demo_events, post_events
+from tests.tui.test_tui_support import feed_app, mid_round_events, pinned_demo_events, post_events
 from tui.app import SwarmApp
 
 SIZE = (120, 40)
@@ -73,7 +73,7 @@ def test_session_picker(snap_compare: Any, tmp_path: Any, monkeypatch: pytest.Mo
     import time
 
     from sessions import EXAMPLES_DIR
-    from tests.test_tui_support import wait_for
+    from tests.tui.test_tui_support import wait_for
 
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from core.bench.report import write_report
-from tests.test_benchmark import HUMANEVAL, bench, results, right_server  # noqa: F401  (fixture)
+from tests.core.bench.test_benchmark import HUMANEVAL, bench, results, right_server  # noqa: F401  (fixture)
 
 
 def test_repeats_run_every_pair_r_times_with_distinct_seeds_sent_to_the_server(
@@ -95,7 +95,7 @@ def test_several_base_urls_share_the_calls(tmp_path: Path, capsys) -> None:
     from core.datasets.loader import load_dataset
     from core.demo.bench_script import benchmark_script
     from core.demo.server import ScriptedServer
-    from tui.cli import main
+    from tui.entry import main
 
     script = benchmark_script(load_dataset(HUMANEVAL).problems)
     with ScriptedServer(script, latency=0.05) as first, ScriptedServer(script, latency=0.05) as second:
@@ -117,7 +117,7 @@ def test_a_bad_second_base_url_is_one_line(tmp_path: Path, right_server, capsys)
 
 
 def main_bench(out: Path, *urls: str) -> int:
-    from tui.cli import main
+    from tui.entry import main
 
     argv = ["bench", str(HUMANEVAL), "--out", str(out), "--limit", "1", "--strategy", "single"]
     for url in urls:
@@ -129,7 +129,7 @@ def test_progress_shows_each_methods_count_and_the_sweeps_eta() -> None:
     import io
 
     from core.bench.runner import Row
-    from tui.cli_bench import Progress
+    from tui.cli.bench import Progress
 
     out = io.StringIO()
     progress = Progress(out, {"dytopo": 2, "single": 2}, concurrency=2)

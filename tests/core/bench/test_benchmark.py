@@ -26,7 +26,7 @@ from core.methods.baselines import solo_answer
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 from core.sessions.store import load_session
-from tui.cli import main
+from tui.entry import main
 
 DATASETS = DATA  # the copies shipped in the package
 HUMANEVAL = DATASETS / "humaneval.jsonl"

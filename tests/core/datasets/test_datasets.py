@@ -17,7 +17,7 @@ from core.datasets.loader import load_dataset
 from core.datasets.problems import DatasetError, Problem
 from core.datasets.verdicts import REJECTED_NON_DATA, chosen_letter, score
 from core.demo.bench_script import oracle_final
-from tui.cli import main
+from tui.entry import main
 
 RECORDS: dict[str, list[dict[str, Any]]] = {
     "gsm8k": [{"question": "Tom has 3 apples and buys 4 more. How many?", "answer": "3 + 4 = 7\n#### 7"},

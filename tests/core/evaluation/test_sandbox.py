@@ -29,6 +29,7 @@ from core.evaluation.sandbox import (
     isolation_status,
     run_code,
 )
+from tests.paths import ROOT
 
 HUMANEVAL = DATA / "humaneval.jsonl"  # the copy shipped in the package
 
@@ -352,7 +353,7 @@ def test_code_cannot_read_the_apps_environment(monkeypatch: pytest.MonkeyPatch) 
         "print(seen)\n"
         "raise RuntimeError(open('/proc/%d/environ' % os.getppid()).read())\n"
     )
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     env = {**os.environ, "PYTHONPATH": str(root)}
     app = subprocess.run([sys.executable, "-c", _APP, code], env=env, capture_output=True, text=True, timeout=60)
     assert app.returncode == 0, app.stderr

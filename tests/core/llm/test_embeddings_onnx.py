@@ -11,7 +11,8 @@ from core.demo.scenarios import SCENARIOS
 from core.llm.embeddings import Embedder, bundled_model_path
 from core.llm.onnx_minilm import ENV_BACKEND, ROW_TOKENS, OnnxMiniLM, pack_rows
 from core.routing.dytopo import route_from_similarity, similarity_matrix
-from tests.test_embeddings import DEVELOPER_KEY, TESTER_QUERY
+from tests.core.llm.test_embeddings import DEVELOPER_KEY, TESTER_QUERY
+from tests.paths import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +122,7 @@ def test_setup_exports_into_the_installation_and_a_fresh_home_finds_it(tmp_path:
 
     from core.llm.onnx_minilm import onnx_dirs
 
-    root = Path(__file__).resolve().parent.parent
+    root = ROOT
     env = {**__import__("os").environ, "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache"),
            "XDG_DATA_HOME": str(tmp_path / "data"), "PYTHONPATH": str(root), "HF_HUB_OFFLINE": "1"}
     setup = subprocess.run([sys.executable, "-m", "tui", "setup"], capture_output=True, text=True, env=env,

@@ -25,8 +25,8 @@ from mcp.client.streamable_http import streamable_http_client
 from core.demo.scripts import DEMO_PROBLEMS
 from core.sessions.eventlog import find_task, has_ended
 from core.sessions.store import load_session
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 STEP = 60.0  # one protocol step (the server loads MiniLM and starts the demo server on first use)
 RUN = 180.0  # a whole demo run
 
@@ -71,7 +71,7 @@ async def lifecycle(session: ClientSession, **start: Any) -> dict[str, Any]:
 
 async def test_stdio_server_runs_a_swarm_with_only_the_protocol_on_stdout(tmp_path: Path) -> None:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "tui.cli", "mcp", "--demo"], env=server_env(tmp_path), cwd=str(ROOT)
+        command=sys.executable, args=["-m", "tui", "mcp", "--demo"], env=server_env(tmp_path), cwd=str(ROOT)
     )
     errlog = (tmp_path / "stderr.txt").open("w")
     try:
@@ -114,7 +114,7 @@ async def test_streamable_http_server_on_a_loopback_port_and_a_graceful_sigterm(
     port = free_port()
     stderr = (tmp_path / "stderr.txt").open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tui.cli", "mcp", "--http", "--port", str(port), "--demo", "--demo-delay", "0.05"],
+        [sys.executable, "-m", "tui", "mcp", "--http", "--port", str(port), "--demo", "--demo-delay", "0.05"],
         cwd=ROOT, env=server_env(tmp_path), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
     )
     try:
@@ -160,7 +160,7 @@ def test_without_the_sdk_the_command_says_how_to_get_it(tmp_path: Path) -> None:
     (blocker / "mcp.py").write_text("raise ImportError('No module named mcp')\n")
     env = {**server_env(tmp_path), "PYTHONPATH": str(blocker) + os.pathsep + str(ROOT)}
     proc = subprocess.run(
-        [sys.executable, "-m", "tui.cli", "mcp", "--demo"], cwd=ROOT, env=env, capture_output=True, text=True,
+        [sys.executable, "-m", "tui", "mcp", "--demo"], cwd=ROOT, env=env, capture_output=True, text=True,
         timeout=STEP, stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 2 and proc.stdout == ""
@@ -172,7 +172,7 @@ def test_without_the_sdk_the_command_says_how_to_get_it(tmp_path: Path) -> None:
 
 def test_bad_server_flags_get_one_line(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "tui.cli", "mcp", "--port", "9000"], cwd=ROOT, env=server_env(tmp_path),
+        [sys.executable, "-m", "tui", "mcp", "--port", "9000"], cwd=ROOT, env=server_env(tmp_path),
         capture_output=True, text=True, timeout=STEP, stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 2 and "--host and --port go with --http" in proc.stderr

@@ -243,7 +243,7 @@ def _math_dataset(path: Path) -> Path:
 
 
 def test_training_is_refused_without_logprobs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from tui.cli_train_dmoa import main
+    from tui.cli.train_dmoa import main
 
     dataset = _math_dataset(tmp_path / "m.jsonl")
     with ScriptedServer(demo_script, logprobs=False) as server:
@@ -258,7 +258,7 @@ def test_training_is_refused_without_logprobs(tmp_path: Path, capsys: pytest.Cap
 
 def test_training_cli_trains_and_saves_per_domain_and_team(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from core.methods.dmoa_router import RouterStore
-    from tui.cli_train_dmoa import main
+    from tui.cli.train_dmoa import main
 
     dataset = _math_dataset(tmp_path / "m.jsonl")
     code = main([str(dataset), "--demo", "--limit", "1", "-o", f"weights_dir={tmp_path}"])

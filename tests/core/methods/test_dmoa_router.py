@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from core.methods.dmoa_router import RouterError, RouterInfo, RouterSession, RouterStore, seeded_weights
+from tests.paths import ROOT
 
 NAMES = ["ProblemParser", "Solver", "Verifier"]
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_numpy_forward_equals_torch_on_the_same_weights() -> None:
@@ -79,7 +79,7 @@ def test_a_file_for_another_team_or_of_the_wrong_shape_is_refused(tmp_path: Path
 def test_a_dmoa_run_that_does_not_train_imports_no_torch(tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "from tui.cli import main\n"
+        "from tui.entry import main\n"
         f"code = main(['--demo', '--headless', '--strategy', 'dmoa', '-o', 'weights_dir={tmp_path}'])\n"
         "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', code)\n"
     )

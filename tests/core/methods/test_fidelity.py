@@ -9,7 +9,8 @@ import pytest
 from core.methods.catalogue import build_method, get_method_info, method_names
 from core.methods.fidelity import DEVIATIONS, fidelity_text
 from core.runtime.domains import get_domain
-from tui.cli import main
+from tests.paths import ROOT
+from tui.entry import main
 
 OPTION_ENTRIES = [d for d in DEVIATIONS if d.option is not None]
 
@@ -56,11 +57,10 @@ def test_strategies_fidelity_prints_the_list(capsys: pytest.CaptureFixture[str])
 
 
 def test_the_readme_shows_the_same_list() -> None:
-    from pathlib import Path
 
     from core.methods.fidelity import fidelity_markdown
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
     start = readme.index("<!-- fidelity:start")
     block = readme[readme.index("\n", start) + 1 : readme.index("<!-- fidelity:end -->")].strip()
     assert block == fidelity_markdown().strip()

@@ -30,7 +30,7 @@ from core.sessions.export import export_session
 from core.sessions.model import Session, session_from_events
 from core.sessions.store import load_session, save_session
 from core.sessions.whatif import WhatIfUnsupported, reroute_session, what_if_refusal
-from tui.cli import main as cli_main
+from tui.entry import main as cli_main
 
 
 async def run_method(

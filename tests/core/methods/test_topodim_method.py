@@ -32,7 +32,7 @@ from core.runtime.round_check import CodeExecutionEvaluator
 from core.sessions.fork import fork_point
 from core.sessions.model import Session, session_from_events
 from core.sessions.store import load_session, session_to_json
-from tests.test_engine import of
+from tests.core.runtime.test_engine import of
 
 CASE_STUDY = [
     ("Developer", "solution"),

@@ -18,7 +18,7 @@ from core.demo.server import ScriptedServer
 from core.methods.topodim_policy import load_checkpoint
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from tui.cli_train_topodim import main
+from tui.cli.train_topodim import main
 
 pytestmark = pytest.mark.usefixtures("embedder")
 
@@ -119,7 +119,7 @@ async def test_resume_refuses_a_file_that_is_not_a_checkpoint(dataset: Path, tmp
 
 async def test_distillation_then_a_decentralised_run(dataset: Path, tmp_path: Path, embedder: Any) -> None:
     from core.methods.topodim_events import TopoDIMGraph
-    from tests.test_topodim_method import of, run_topodim
+    from tests.core.methods.test_topodim_method import of, run_topodim
 
     weights = tmp_path / "p.pt"
     await _train(dataset, weights, embedder)
@@ -135,7 +135,7 @@ async def test_distillation_then_a_decentralised_run(dataset: Path, tmp_path: Pa
 async def test_decentralized_without_local_policies_says_so(tmp_path: Path, embedder: Any) -> None:
     from core.methods.topodim_events import TopoDIMGraph
     from core.methods.topodim_policy import TopoDIMPolicy, save_checkpoint
-    from tests.test_topodim_method import of, run_topodim
+    from tests.core.methods.test_topodim_method import of, run_topodim
 
     weights = tmp_path / "p.pt"
     save_checkpoint(weights, TopoDIMPolicy(seed=1), step=4)

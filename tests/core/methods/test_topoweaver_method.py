@@ -33,7 +33,7 @@ from core.runtime.domains import get_domain
 from core.runtime.engine import SwarmEngine
 from core.sessions.export import export_session
 from core.sessions.model import Session, session_from_events
-from tui.headless import ProgressPrinter
+from tui.cli.headless import ProgressPrinter
 
 PROBLEM = DEMO_PROBLEMS["code"]
 

@@ -26,10 +26,9 @@ from core.llm.client import EndpointError
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.parsing import DESCRIPTOR_SCHEMA, MANAGER_SCHEMA, WORK_SCHEMA
-from tests.test_engine import of, run_swarm
-from tui.cli import main as cli_main
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.core.runtime.test_engine import of, run_swarm
+from tests.paths import ROOT
+from tui.entry import main as cli_main
 
 
 class SilentServer:
@@ -116,7 +115,7 @@ async def test_a_call_that_is_never_answered_ends_the_run_without_retrying(silen
 def test_headless_against_a_silent_endpoint_is_one_line_and_exit_1(silent: SilentServer, tmp_path: Path) -> None:
     config = one_line_config(tmp_path, "first_byte_timeout = 1\n")
     result = subprocess.run(
-        [sys.executable, "-m", "tui.cli", "--headless", "--config", str(config), "--base-url", silent.base_url, "x"],
+        [sys.executable, "-m", "tui", "--headless", "--config", str(config), "--base-url", silent.base_url, "x"],
         capture_output=True, text=True, timeout=120, cwd=ROOT,
         env={**os.environ, "HF_HUB_OFFLINE": "1", "SWARM_TUI_SESSIONS_DIR": str(tmp_path)},
     )
@@ -175,7 +174,7 @@ async def test_the_total_wait_of_one_call_is_capped(demo_server: ScriptedServer,
 
 def _swarm(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tui.cli", *args], capture_output=True, text=True, timeout=120, cwd=ROOT,
+        [sys.executable, "-m", "tui", *args], capture_output=True, text=True, timeout=120, cwd=ROOT,
         env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
     )
 

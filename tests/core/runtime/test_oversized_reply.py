@@ -10,7 +10,7 @@ from core.demo.scripts import demo_script
 from core.demo.server import RequestInfo, ScriptedServer
 from core.runtime import events as ev
 from core.sessions.store import load_session
-from tui.cli import main
+from tui.entry import main
 
 HUGE = 3_000_000
 

@@ -17,7 +17,7 @@ from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.events import CALL_DESCRIPTORS, CALL_SINGLE_PASS, CALL_WORK
 from core.runtime.memory import MEMORY_LATEST, AgentMemory, MemoryItem
-from tests.test_engine import of, run_swarm
+from tests.core.runtime.test_engine import of, run_swarm
 
 
 class GatedEmbedder(Embedder):
@@ -35,7 +35,7 @@ class GatedEmbedder(Embedder):
 def test_the_first_request_leaves_before_minilm_has_loaded(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import tui.headless as headless
+    import tui.cli.headless as headless
 
     slow = GatedEmbedder()
     seen: dict[str, bool] = {}

@@ -21,8 +21,8 @@ from core.runtime.teams import MAX_WORKERS, resolve_team, team_from_table, team_
 from core.sessions.fork import fork_point
 from core.sessions.model import Session, session_from_events
 from core.sessions.store import load_session, save_session
-from tui.cli import main as cli_main
-from tui.cli_options import add_run_options, settings_from_args
+from tui.cli.options import add_run_options, settings_from_args
+from tui.entry import main as cli_main
 
 PROBLEM = "Should a small city replace its bus fleet with electric buses this year?"
 

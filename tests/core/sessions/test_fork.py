@@ -17,9 +17,8 @@ from core.runtime.config import Settings
 from core.sessions.fork import fork_point
 from core.sessions.model import session_from_events
 from core.sessions.store import load_session
-from tests.test_engine import of
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.core.runtime.test_engine import of
+from tests.paths import ROOT
 
 
 async def _run(server: ScriptedServer, settings: Settings, **kwargs: Any) -> list[ev.Event]:
@@ -82,7 +81,7 @@ def test_cli_fork_saves_a_session_that_names_its_parent(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "tui.cli",
+            "tui",
             "replay",
             "example-code",
             "--fork",

@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from core.sessions.store import load_session
 from core.sessions.whatif import reroute_session, what_if_refusal
+from tests.paths import FIXTURES, ROOT
 
-FIXTURES = Path(__file__).parent / "fixtures" / "sessions_0.1"
+SESSIONS_0_1 = FIXTURES / "sessions_0.1"
 STRATEGIES = ("dytopo", "single", "dmoa", "topoweaver", "topodim")
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_a_session_saved_before_the_refactor_loads_and_replays(strategy: str) -> None:
-    session = load_session(FIXTURES / f"{strategy}.json")
+    session = load_session(SESSIONS_0_1 / f"{strategy}.json")
     assert session.metadata.strategy == strategy
     assert session.outcome is not None and session.outcome.final_answer
     replayed = session.replay_events()
@@ -31,7 +31,7 @@ def test_a_session_saved_before_the_refactor_loads_and_replays(strategy: str) ->
 
 
 def test_a_saved_dytopo_session_re_routes_at_another_tau() -> None:
-    session = load_session(FIXTURES / "dytopo.json")
+    session = load_session(SESSIONS_0_1 / "dytopo.json")
     assert what_if_refusal(session) == ""
     diffs = reroute_session(session, tau=0.9, k_in=1)
     assert diffs, "no routed round to re-route"
@@ -45,8 +45,8 @@ def test_a_fresh_process_reads_a_methods_own_events(strategy: str) -> None:
         "s = load_session(sys.argv[1]); print(len(s.replay_events()))"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code, str(FIXTURES / f"{strategy}.json")],
-        capture_output=True, text=True, cwd=Path(__file__).parent.parent, timeout=120,
+        [sys.executable, "-c", code, str(SESSIONS_0_1 / f"{strategy}.json")],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
     )
     assert out.returncode == 0, out.stderr
     assert int(out.stdout.strip()) > 0

@@ -30,7 +30,7 @@ from core.sessions.store import (
     session_to_json,
 )
 from sessions import EXAMPLES_DIR
-from tui.headless import ProgressPrinter
+from tui.cli.headless import ProgressPrinter
 
 EXAMPLES = sorted(EXAMPLES_DIR.glob("example-*.json"))
 PARENT = {"session": "sessions/example-math.json", "round": 1}

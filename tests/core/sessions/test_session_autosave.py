@@ -18,8 +18,7 @@ from core.runtime import events as ev
 from core.sessions.model import SessionFormatError
 from core.sessions.store import SessionRecorder, list_sessions, load_session
 from sessions import EXAMPLES_DIR
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.paths import ROOT
 
 
 def _completed_rounds(directory: Path) -> tuple[Path | None, int]:
@@ -38,7 +37,7 @@ def test_sigkill_mid_run_leaves_a_loadable_session_with_every_completed_round(tm
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "SWARM_TUI_SESSIONS_DIR": str(tmp_path)}
         proc = subprocess.Popen(
             [
-                sys.executable, "-m", "tui.cli", "--headless", "--domain", "code",
+                sys.executable, "-m", "tui", "--headless", "--domain", "code",
                 "--base-url", server.base_url, DEMO_PROBLEMS["code"],
             ],
             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

@@ -17,9 +17,9 @@ import pytest
 from core.sessions.model import SessionFormatError
 from core.sessions.store import load_session
 from sessions import EXAMPLES_DIR
-from tui.cli import main as cli_main
+from tests.paths import ROOT
+from tui.entry import main as cli_main
 
-ROOT = Path(__file__).resolve().parent.parent
 BASE: dict[str, Any] = json.loads((EXAMPLES_DIR / "example-math.json").read_text(encoding="utf-8"))
 
 
@@ -160,7 +160,7 @@ def test_cli_subprocess_shows_no_traceback(tmp_path: Path) -> None:
     deep.write_bytes(b"[" * 200_000)
     for path in (junk, deep):
         result = subprocess.run(
-            [sys.executable, "-m", "tui.cli", "replay", str(path), "--headless"],
+            [sys.executable, "-m", "tui", "replay", str(path), "--headless"],
             capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"},
         )
         assert result.returncode == 2
@@ -210,7 +210,7 @@ def test_a_fifo_or_a_device_named_json_is_refused_at_once(tmp_path: Path, kind: 
         path.symlink_to("/dev/zero")  # reading it never ends
     for argv in (["replay", str(path), "--headless"], ["export", str(path), "--format", "md"]):
         result = subprocess.run(
-            [sys.executable, "-m", "tui.cli", *argv],
+            [sys.executable, "-m", "tui", *argv],
             capture_output=True, text=True, timeout=60, cwd=ROOT, preexec_fn=_limited_memory,
             env={**os.environ, "HF_HUB_OFFLINE": "1"},
         )

@@ -14,8 +14,7 @@ import pytest
 from core.methods.catalogue import get_method_info
 from core.sessions.export import export_session
 from core.sessions.store import load_session, save_session
-
-FIXTURES = Path(__file__).parent / "fixtures"
+from tests.paths import FIXTURES
 
 
 @pytest.mark.parametrize("strategy", ("dytopo", "single", "dmoa", "topoweaver", "topodim"))
