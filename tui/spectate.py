@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 from .bindings import REPLAY_BINDINGS, RUN_BINDINGS
 from .cli.serve import SPECTATE_ENV
+
 REFUSAL = "spectating: this view cannot change the run (step, tau, k_in, steering and cancel are off)"
 
 # What a spectator may do: look. Everything else the run and replay screens bind is refused, so a key added

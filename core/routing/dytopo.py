@@ -290,8 +290,8 @@ def _first_cycle(succ: dict[str, dict[str, float]]) -> list[tuple[str, str]]:
 def _break_cycles(names: list[str], edges: list[Edge]) -> tuple[list[Edge], list[RemovedEdge]]:
     """DyTopo's acyclic graph: while a cycle is found, remove its lowest-weight edge (ties: the
     alphabetically last (src, dst)). The cycle is the one networkx's ``find_cycle`` finds on a DiGraph
-    with the nodes added in sorted order and the edges sorted by (src, dst); tests/core/routing/test_routing_equivalence.py
-    checks the two agree."""
+    with the nodes added in sorted order and the edges sorted by (src, dst);
+    tests/core/routing/test_routing_equivalence.py checks the two agree."""
     # Plain dicts in the DiGraph's insertion order: successors iterate as its adjacency would, and a
     # repeated (src, dst) keeps its first position with the last score, as add_edge does.
     succ: dict[str, dict[str, float]] = {name: {} for name in sorted(names)}

@@ -12,9 +12,9 @@ import pytest
 
 from core.bench.report import write_report
 from tests.browser.support import open_page, photograph
+from tests.core.bench.test_benchmark import HUMANEVAL, bench
 from tests.html_support import hostile_session, steered_session, write_session
-from tests.test_benchmark import HUMANEVAL, bench
-from tui.cli import main
+from tui.entry import main
 
 pytestmark = pytest.mark.browser
 COMPARE = Path(__file__).parent.parent / "fixtures" / "compare" / "demo-math.compare.json"

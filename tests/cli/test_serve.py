@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_tui_support import live_app, wait_for
-from tui.cli import main
-from tui.cli_serve import command, local_fonts, reach
+from tests.tui.test_tui_support import live_app, wait_for
+from tui.cli.serve import command, local_fonts, reach
+from tui.entry import main
 from tui.spectate import REFUSAL, SPECTATE_ENV, refused, spectating
 
 

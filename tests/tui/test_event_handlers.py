@@ -12,10 +12,13 @@ import pytest
 
 from core.runtime import events as ev
 from core.runtime.dispatch import EventTable, core_event_types
-from tui.headless import PRINTS, ProgressPrinter
+from tui.cli.headless import PRINTS, ProgressPrinter
 from tui.model import HANDLERS, RunModel
 
-CONSUMERS = {"the TUI's run model (tui.model.HANDLERS)": HANDLERS, "the headless printer (tui.headless.PRINTS)": PRINTS}
+CONSUMERS = {
+    "the TUI's run model (tui.model.HANDLERS)": HANDLERS,
+    "the headless printer (tui.cli.headless.PRINTS)": PRINTS,
+}
 
 
 def test_the_engine_has_event_types_to_check() -> None:

@@ -9,7 +9,7 @@ import pytest
 from textual.widgets import Markdown
 
 from core.runtime import events as ev
-from tests.test_tui_support import feed_app, pinned_demo_events, post_events
+from tests.tui.test_tui_support import feed_app, pinned_demo_events, post_events
 from tui.widgets.agent_pane import AgentPane
 
 TESTER_REPORT = "4 pass, 2 fail.\nFAIL test_empty\nFAIL test_single\n\n```python\nx = 1\ny = 2\n```"
@@ -41,7 +41,7 @@ def test_demo_alone_runs_the_demo_at_once(monkeypatch: pytest.MonkeyPatch) -> No
     """`swarm-tui --demo` opens a run of the demo's own problem, not a form waiting for ctrl+r."""
     import tui.app
     from core.demo.scripts import DEMO_PROBLEMS
-    from tui.cli import main
+    from tui.entry import main
 
     started: dict[str, object] = {}
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from core.runtime import events as ev
 from core.sessions.export import export_session
 from core.sessions.store import load_session
-
-from .test_cli import swarm
+from tests.cli.test_cli import swarm
+from tests.paths import FIXTURES
 
 SCRIPT = "\n".join([
     "# what if the user had told the Tester at round 2",
@@ -92,7 +92,7 @@ def test_compare_steers_every_method_and_counts_it_in_its_rows(tmp_path: Path) -
 
 
 def test_steering_events_do_not_change_how_an_old_session_loads() -> None:
-    fixtures = Path(__file__).parent / "fixtures"
+    fixtures = FIXTURES
     old = sorted(fixtures.rglob("*.json"))
     sessions = [p for p in old if '"schema_version"' in p.read_text(encoding="utf-8")[:400]]
     assert sessions

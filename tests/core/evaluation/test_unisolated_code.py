@@ -25,8 +25,8 @@ from core.evaluation.sandbox import IsolationRefused, Outcome, isolation, run_co
 from core.runtime import events as ev
 from core.runtime.engine import AgentResult, RunAborted
 from core.runtime.round_check import CodeExecutionEvaluator
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 INC = "def inc(x):\n    return x + 1\n"
 
 
@@ -43,7 +43,7 @@ def no_isolation(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def swarm(*args: str, env: dict[str, str] | None = None, python: list[str] | None = None,
           cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*(python or [sys.executable]), "-m", "tui.cli", *args], capture_output=True, text=True, timeout=300,
+        [*(python or [sys.executable]), "-m", "tui", *args], capture_output=True, text=True, timeout=300,
         cwd=cwd, env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT), **(env or {})},
     )
 

@@ -13,11 +13,12 @@ from core.bench.report import write_report
 from core.sessions.export import export_session
 from core.sessions.html.page import SCRIPT, SCRIPT_HASH
 from core.sessions.store import load_session
+from tests.core.bench.test_benchmark import HUMANEVAL, bench
 from tests.html_support import EXAMPLE, HOSTILE, drawn_edges, hostile_session, steered_session
-from tests.test_benchmark import HUMANEVAL, bench
-from tui.cli import main
+from tests.paths import FIXTURES
+from tui.entry import main
 
-COMPARE = Path(__file__).parent / "fixtures" / "compare" / "demo-math.compare.json"
+COMPARE = FIXTURES / "compare" / "demo-math.compare.json"
 # Anything that would make the browser load something: an address in an attribute, an import, a url().
 _FETCH = re.compile(
     r"""(?:src|href|action|poster|xlink:href)\s*=\s*["']?\s*(?:https?:)?//|@import|url\(\s*['"]?(?:https?:)?//""",
