@@ -155,7 +155,7 @@ async def test_with_fewer_slots_than_agents_the_server_chooses(embedder: Any) ->
 
 
 def test_the_headless_summary_says_what_was_cached(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    import tui.headless as headless
+    import tui.cli.headless as headless
 
     for style, expected in (("llama.cpp", "prompt cache: cached "), (None, "prompt cache: not reported")):
         with ScriptedServer(demo_script, prefix_cache=style) as server:
@@ -188,7 +188,7 @@ def test_compare_and_bench_rows_say_cached_or_not_reported() -> None:
     from core.bench.runner import Row, format_table, summarize
     from core.compose.compare import summary_rows
     from core.sessions.compare_record import CompareRow
-    from tui.compare_headless import format_summary
+    from tui.cli.compare_headless import format_summary
 
     rows = [CompareRow("dytopo", prompt_tokens=4000, cached_tokens=3000), CompareRow("single", prompt_tokens=900)]
     assert [r["cached"] for r in summary_rows(rows)] == ["cached 3,000 (75 %)", "not reported"]
