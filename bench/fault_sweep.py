@@ -92,10 +92,9 @@ def bare_429(server: PeriodicFaults) -> None:
 
 
 async def one_run(domain: str, protocol: str, offset: int, args: argparse.Namespace, embedder: Any) -> dict[str, Any]:
-    settings = Settings(
-        domain=domain, protocol=protocol, max_rounds=args.max_rounds, call_timeout=args.call_timeout,
-        first_byte_timeout=10.0,
-    )
+    # Plain strings: older checkouts have no DomainName / RoundProtocol enums (theirs equal these strings).
+    chosen: dict[str, Any] = {"domain": domain, "protocol": protocol}
+    settings = Settings(**chosen, max_rounds=args.max_rounds, call_timeout=args.call_timeout, first_byte_timeout=10.0)
     server = PeriodicFaults(f"{domain}/{protocol}/{offset}", args.persist, stall_seconds=args.call_timeout * 3)
     bare_429(server)
     start = time.monotonic()
@@ -105,7 +104,7 @@ async def one_run(domain: str, protocol: str, offset: int, args: argparse.Namesp
         engine = build_engine(DEMO_PROBLEMS[domain], settings, backend, [events.append], embedder=embedder)
         try:
             finished = await asyncio.wait_for(engine.run(), timeout=args.timeout)
-            reason, detail = finished.reason, finished.detail
+            reason, detail = str(finished.reason), finished.detail
             exit_1 = reason == "error" or (finished.replies_total > 0 and finished.replies_parsed == 0)
         except TimeoutError:
             reason, detail, exit_1 = "timeout", f"still running after {args.timeout:g} s", True

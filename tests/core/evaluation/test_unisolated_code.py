@@ -67,7 +67,7 @@ def test_the_opt_in_runs_it(no_isolation: None) -> None:
 
 
 async def test_a_run_that_executes_code_ends_with_that_line_not_a_traceback(no_isolation: None) -> None:
-    outputs = {"Developer": AgentResult("Developer", "done", public=f"```python\n{INC}```")}
+    outputs = {"Developer": AgentResult("Developer", ev.CallStatus.DONE, public=f"```python\n{INC}```")}
     with pytest.raises(RunAborted, match=r"^model-written code is not run without isolation"):
         await CodeExecutionEvaluator().evaluate(1, DEMO_PROBLEMS["code"], outputs)
 
