@@ -23,7 +23,7 @@ from core.llm.tokens import cached_share
 from core.methods.catalogue import build_method, get_method_info
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from core.runtime.control import MODE_AUTO, MODE_STEP, Params, RunControl
+from core.runtime.control import MODE_AUTO, MODE_STEP, STATUS_PAUSED, Params, RunControl
 from core.runtime.outcome import EndReason
 from core.runtime.round_check import CodeExecutionEvaluator
 from core.runtime.teams import resolve_team
@@ -70,6 +70,7 @@ class RowTracker:
         self.started_at: float | None = None
         self.last_test: ev.TestRun | None = None
         self.finished: ev.RunFinished | None = None
+        self.paused_since: float | None = None  # a stepped run waiting for its next step, since then
 
     def __call__(self, event: ev.Event) -> None:
         row = self.row
@@ -89,6 +90,13 @@ class RowTracker:
             row.prompt_tokens, row.completion_tokens = event.prompt_tokens, event.completion_tokens
         elif isinstance(event, ev.TestRun):
             self.last_test = event
+        elif isinstance(event, ev.ControlChanged):  # the time a stepped run sits paused is not its work
+            paused = event.status == STATUS_PAUSED
+            if paused and self.paused_since is None:
+                self.paused_since = self.clock()
+            elif not paused and self.paused_since is not None:
+                row.paused_s = round(row.paused_s + self.clock() - self.paused_since, 3)
+                self.paused_since = None
         elif isinstance(event, ev.UserSteered):
             row.steered += 1 if event.accepted else 0
             row.steer_refused += 0 if event.accepted else 1
@@ -105,7 +113,8 @@ class RowTracker:
             if event.reason == "error":
                 row.reason = event.detail or "error"
         if self.started_at is not None:
-            row.wall_s = round(self.clock() - self.started_at, 3)
+            paused = row.paused_s + (self.clock() - self.paused_since if self.paused_since is not None else 0.0)
+            row.wall_s = round(max(0.0, self.clock() - self.started_at - paused), 3)
 
 
 def verdict_for(tracker: RowTracker, domain: str, expect: str | None) -> str:

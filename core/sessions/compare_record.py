@@ -69,6 +69,8 @@ class CompareRow:
     # Of prompt_tokens, those the server took from its prefix cache; None when it never said (and in records
     # saved before this was kept).
     cached_tokens: int | None = None
+    # Seconds a stepped run sat paused waiting for a key: not in wall_s (its working time). 0 in older records.
+    paused_s: float = 0.0
 
     @property
     def total_tokens(self) -> int:
@@ -252,6 +254,7 @@ def _row(item: Any, base: Path) -> CompareRow:
         steered=int(item.get("steered", 0)),
         steer_refused=int(item.get("steer_refused", 0)),
         cached_tokens=int(item["cached_tokens"]) if isinstance(item.get("cached_tokens"), int) else None,
+        paused_s=float(item.get("paused_s", 0.0)),
     )
 
 

@@ -20,7 +20,7 @@ from core.runtime.config import Settings
 from tests.paths import FIXTURES
 from tests.tui.test_tui_support import press_at_once, quiet_second, wait_for
 from tui.app import SwarmApp
-from tui.screens.compare import SummaryTable
+from tui.screens.compare import SUMMARY_COLUMNS, SummaryTable
 from tui.screens.compare_live import CompareRunScreen, LiveCompareScreen
 from tui.screens.compare_saved import SavedCompareScreen
 from tui.widgets.graph_pane import GraphPane
@@ -269,6 +269,49 @@ async def test_small_terminal_shows_tabs_and_the_summary_a_key_away() -> None:
         await pilot.pause()
         assert screen.query_one(SummaryTable).region.height > 0
         assert screen.query_one("#cmp-columns").region.height == 0
+
+
+async def test_small_summary_fits_and_says_what_each_column_said() -> None:
+    """At 80×24 the summary keeps the columns that matter, all in view; each verdict reads as in its column
+    (cut with a marker), and an answer too long for its column ends in a marker, never silently."""
+    app = saved_app()
+    async with app.run_test(size=SMALL) as pilot:
+        screen = app.screen
+        assert isinstance(screen, SavedCompareScreen)
+        await pilot.press("s")
+        await pilot.pause()
+        table = screen.query_one(SummaryTable)
+        labels = [str(c.label) for c in table.ordered_columns]
+        assert labels == ["method", "verdict", "calls", "total", "wall s", "Δ tokens", "Δ wall"]
+        assert table.virtual_size.width <= SMALL[0]
+        for i in range(table.row_count):
+            method, verdict = table.get_row_at(i)[:2]
+            full = screen.rows[method].verdict
+            assert verdict == full or (verdict.endswith("…") and full.startswith(verdict[:-1]))
+        await pilot.press("s")
+        await pilot.pause(0.3)
+        column = screen.columns[screen.focused_method]
+        text = column.render().plain
+        assert f"verdict: {column.row.verdict}" in text
+        column.row.answer = "\n".join(f"line {i}" for i in range(1, 41))  # a record with a long answer
+        text = column.render().plain
+        shown = [line for line in text.splitlines() if line.startswith("line ")]
+        assert 0 < len(shown) < 40 and text.rstrip().endswith(f"… {40 - len(shown)} more lines (enter: the full run)")
+
+
+async def test_sorting_goes_only_by_columns_that_order_something() -> None:
+    app = saved_app()
+    async with app.run_test(size=WIDE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, SavedCompareScreen)
+        visited = []
+        for _ in range(9):
+            await pilot.press("o")
+            visited.append(SUMMARY_COLUMNS[screen.sort_column])
+        assert visited == ["method", "verdict", "calls", "prompt", "completion", "total", "wall s", "prompt cache",
+                           "method"]
+        marked = [str(c.label) for c in screen.query_one(SummaryTable).ordered_columns if str(c.label).endswith("▲")]
+        assert marked == ["method ▲"]  # the mark only where the table is sorted
 
 
 @pytest.mark.parametrize("size", [WIDE, SMALL], ids=["160x48", "80x24"])

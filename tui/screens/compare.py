@@ -9,6 +9,7 @@ method at a time, the summary table a key (s) away.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +33,45 @@ from ..widgets.footer import WrapFooter
 NARROW_WIDTH, SHORT_HEIGHT = 100, 30  # below either: tabs instead of columns
 MIN_COLUMN = 38  # a column's least width: four fit in 160 cells, more scroll sideways
 TICK_S = 0.2  # columns and the summary redraw at most 5 times a second
-SUMMARY_COLUMNS = ("method", "answer", "verdict", "calls", "prompt", "completion", "total", "wall s", "Δ tokens",
-                   "Δ wall", "prompt cache")
-SORT_KEYS: tuple[Callable[[dict[str, Any]], Any], ...] = (
-    lambda r: r["method"], lambda r: r["answer"], lambda r: r["verdict"], lambda r: r["calls"],
-    lambda r: r["prompt_tokens"], lambda r: r["completion_tokens"], lambda r: r["total_tokens"],
-    lambda r: r["wall_s"], lambda r: r["total_tokens"], lambda r: r["wall_s"],
-    lambda r: -1 if r["cached_tokens"] is None else r["cached_tokens"],
+
+
+@dataclass(frozen=True)
+class SummaryColumn:
+    """One column of the summary table: its label, its cell from a summary row (core.compose.compare.summary_rows),
+    what it sorts by (None: not sortable, e.g. free text) and whether it stays at 80×24."""
+
+    label: str
+    cell: Callable[[dict[str, Any], bool], str]  # (row, narrow) -> the cell's text
+    sort: Callable[[dict[str, Any]], Any] | None
+    narrow: bool
+
+
+def _tokens(key: str) -> Callable[[dict[str, Any], bool], str]:
+    return lambda r, _narrow: f"{r['tokens_mark']}{r[key]:,}"
+
+
+def verdict_cell(verdict: str, width: int) -> str:
+    """A verdict as the summary shows it: the column's own text, cut with a marker where it is longer."""
+    return one_line(verdict, width)
+
+
+SUMMARY: tuple[SummaryColumn, ...] = (
+    SummaryColumn("method", lambda r, _n: printable(r["method"]), lambda r: r["method"], True),
+    SummaryColumn("answer", lambda r, _n: one_line(answer_gist(r["answer"]), 28) or "—", None, False),
+    SummaryColumn("verdict", lambda r, n: verdict_cell(r["verdict"], 18 if n else 26), lambda r: r["verdict"], True),
+    SummaryColumn("calls", lambda r, _n: str(r["calls"]), lambda r: r["calls"], True),
+    SummaryColumn("prompt", _tokens("prompt_tokens"), lambda r: r["prompt_tokens"], False),
+    SummaryColumn("completion", _tokens("completion_tokens"), lambda r: r["completion_tokens"], False),
+    SummaryColumn("total", _tokens("total_tokens"), lambda r: r["total_tokens"], True),
+    SummaryColumn("wall s", lambda r, _n: f"{r['wall_s']:.1f}", lambda r: r["wall_s"], True),
+    # The differences sort as total and wall do: sorting by them would only repeat those.
+    SummaryColumn("Δ tokens", lambda r, _n: r["tokens_vs_first"], None, True),
+    SummaryColumn("Δ wall", lambda r, _n: r["wall_vs_first"], None, True),
+    SummaryColumn("prompt cache", lambda r, _n: r["cached"],
+                  lambda r: -1 if r["cached_tokens"] is None else r["cached_tokens"], False),
 )
+SUMMARY_COLUMNS = tuple(c.label for c in SUMMARY)
+SORTABLE = tuple(i for i, c in enumerate(SUMMARY) if c.sort is not None)
 
 COMPARE_BINDINGS: list[Binding] = [
     Binding("left", "focus_column(-1)", "◀", id="compare_prev", tooltip="Focus the column on the left"),
@@ -110,6 +142,7 @@ class CompareScreen(Screen[None]):
         self.sort_reverse = False
         self.summary_toggled = False
         self._shown_cells: list[tuple[str, ...]] | None = None  # the summary as last drawn
+        self._table_narrow: bool | None = None  # the summary's columns are the 80×24 set
         self.detail: Any = None  # the full run screen opened from a column (live), while it is open
         self.detail_method = ""
         self.demo_played = ""  # the demo's own problem, when it played that instead of the one asked
@@ -138,9 +171,6 @@ class CompareScreen(Screen[None]):
         return printable(f"compare · {demo}{r.model} at {r.base_url} · {r.domain}\n{played}{first}")
 
     def on_mount(self) -> None:
-        table = self.query_one(SummaryTable)
-        for label in SUMMARY_COLUMNS:
-            table.add_column(label, key=label)
         self._relayout()
         self._focus(0)
         self.refresh_summary()
@@ -166,6 +196,14 @@ class CompareScreen(Screen[None]):
         for column in self.columns.values():
             column.styles.width = "1fr" if self.narrow else width
         table = self.query_one(SummaryTable)
+        if self._table_narrow != self.narrow:  # at 80×24 the columns that matter, all in view
+            self._table_narrow = self.narrow
+            table.clear(columns=True)
+            for column in self.summary_columns():
+                table.add_column(column.label, key=column.label)
+            self._shown_cells = None
+            if self.is_mounted:
+                self.refresh_summary()
         alone = self.narrow and self.summary_toggled
         table.can_focus = alone
         if alone:
@@ -195,24 +233,22 @@ class CompareScreen(Screen[None]):
             column.tick()
         self.refresh_summary()
 
-    def summary(self) -> list[dict[str, Any]]:
+    def summary_columns(self) -> list[SummaryColumn]:
+        """The columns shown: all of them, or at 80×24 those that fit (the answer is in each column)."""
+        return [c for c in SUMMARY if c.narrow or not self.narrow]
 
+    def summary(self) -> list[dict[str, Any]]:
         rows = summary_rows(list(self.rows.values()))
-        if self.sort_column is not None:
-            rows.sort(key=SORT_KEYS[self.sort_column], reverse=self.sort_reverse)
+        sort = SUMMARY[self.sort_column].sort if self.sort_column is not None else None
+        if sort is not None:
+            rows.sort(key=sort, reverse=self.sort_reverse)
         return rows
 
     def refresh_summary(self) -> None:
         table = self.query_one(SummaryTable)
-        cells = [
-            (
-                printable(r["method"]), one_line(answer_gist(r["answer"]), 28) or "—", one_line(r["verdict"], 26),
-                str(r["calls"]),
-                *(f"{r['tokens_mark']}{r[key]:,}" for key in ("prompt_tokens", "completion_tokens", "total_tokens")),
-                f"{r['wall_s']:.1f}", r["tokens_vs_first"], r["wall_vs_first"], r["cached"],
-            )
-            for r in self.summary()
-        ]
+        columns = self.summary_columns()
+        narrow = bool(self._table_narrow)
+        cells = [tuple(column.cell(r, narrow) for column in columns) for r in self.summary()]
         if cells == self._shown_cells:
             return
         self._shown_cells = cells
@@ -220,9 +256,10 @@ class CompareScreen(Screen[None]):
         table.clear()
         for values in cells:
             table.add_row(*values)
-        for i, column in enumerate(table.ordered_columns):
-            mark = "" if self.sort_column != i else (" ▼" if self.sort_reverse else " ▲")
-            column.label = Text(SUMMARY_COLUMNS[i] + mark)
+        for column, shown in zip(columns, table.ordered_columns, strict=True):
+            index = SUMMARY.index(column)
+            mark = "" if self.sort_column != index else (" ▼" if self.sort_reverse else " ▲")
+            shown.label = Text(column.label + mark)
         table.refresh()
 
     # --- focus --------------------------------------------------------------------------------
@@ -264,9 +301,15 @@ class CompareScreen(Screen[None]):
         self._relayout()
 
     def on_data_table_header_selected(self, message: DataTable.HeaderSelected) -> None:
-        self.sort_by(message.column_index)
+        label = str(message.column_key.value)
+        index = SUMMARY_COLUMNS.index(label) if label in SUMMARY_COLUMNS else None
+        if index is None or index not in SORTABLE:
+            self.notify(f"the summary does not sort by {label}", severity="warning", timeout=2)
+            return
+        self.sort_by(index)
 
     def sort_by(self, index: int) -> None:
+        """Sort by SUMMARY[index] (again: reverse)."""
         if self.sort_column == index:
             self.sort_reverse = not self.sort_reverse
         else:
@@ -274,7 +317,10 @@ class CompareScreen(Screen[None]):
         self.refresh_summary()
 
     def action_sort_next(self) -> None:
-        self.sort_column = 0 if self.sort_column is None else (self.sort_column + 1) % len(SUMMARY_COLUMNS)
+        """The next sortable column (shown at this size)."""
+        shown = [i for i in SORTABLE if SUMMARY[i] in self.summary_columns()]
+        later = [i for i in shown if self.sort_column is None or i > self.sort_column]
+        self.sort_column = later[0] if later else shown[0]
         self.sort_reverse = False
         self.refresh_summary()
         self.notify(f"summary sorted by {SUMMARY_COLUMNS[self.sort_column]}", timeout=2)

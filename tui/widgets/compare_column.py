@@ -56,7 +56,7 @@ class CompareColumn(Widget):
         self.model.embeddings_ready = True
         self.latest_agent = ""
         self.changes = 0  # grows with every event applied
-        self._drawn = -1
+        self._drawn: tuple[object, ...] = ()
         self.border_title = method
 
     def apply(self, event: ev.Event) -> None:
@@ -66,9 +66,12 @@ class CompareColumn(Widget):
         self.changes += 1
 
     def tick(self) -> None:
-        """Redraw when something changed since the last draw (its row's figures move with events only)."""
-        if self.changes != self._drawn:
-            self._drawn = self.changes
+        """Redraw when something changed since the last draw: an event, or its row's verdict and answer, which
+        the comparison sets after the method's last event."""
+        row = self.row
+        drawn = (self.changes, row.verdict, row.answer, row.state, row.paused_s)
+        if drawn != self._drawn:
+            self._drawn = drawn
             self.refresh()
 
     def status_line(self) -> Text:
@@ -91,28 +94,66 @@ class CompareColumn(Widget):
         played = m.run.demo_played if m.run is not None else ""
         if played:  # never let a demo's answer read as the answer to the user's problem
             out.append("\nDEMO: it played its own problem, not yours", style="bold yellow")
+        paused = f" (+{row.paused_s:.1f} s paused)" if row.paused_s >= 0.05 else ""  # wall_s is its working time
         out.append(f"\ncalls {row.calls} · {row.prompt_tokens:,} p + {row.completion_tokens:,} c tok · "
-                   f"{row.wall_s:.1f} s\n", style="")
+                   f"{row.wall_s:.1f} s{paused}\n", style="")
         out.append("topology: ", style="dim")
         out.append(topology_line(m, self.method) + "\n")
         if row.state == RowState.FAILED:
             out.append("\nfailed: ", style="bold red")
             out.append(row.reason or "the run stopped")
             out.append("\n")
-        if self.latest_agent:
-            rv = m.round_view()
-            agent = rv.agents.get(self.latest_agent) if rv is not None else None
-            body = (agent.text or agent.public or agent.error) if agent is not None else ""
-            lines = [line for line in body.splitlines() if line.strip()][-LATEST_LINES:]
-            out.append(f"\n── {self.latest_agent}\n", style="bold")
-            out.append("\n".join(lines) + "\n", style="")
-        if m.finished is not None or row.state in (RowState.DONE, RowState.CANCELLED):
-            out.append("\n── answer", style="bold")
-            out.append(f" ({m.finished.answer_source or 'none'})\n" if m.finished is not None else "\n", style="dim")
-            answer = row.answer.strip()
-            shown = "\n".join(answer.splitlines()[:6]) if answer else "no answer"
-            out.append(shown + "\n", style="" if answer else "italic yellow")
-            out.append("verdict: ", style="dim")
-            out.append(row.verdict, style="green" if row.verdict in ("tests passed", "matches expected", "passed")
-                       or row.verdict.startswith("passed") else "")
+        done = m.finished is not None or row.state in (RowState.DONE, RowState.CANCELLED)
+        if done:  # its answer and verdict first; the latest message under them where there is room
+            self._answer(out)
+            latest = self._latest()
+            if latest is not None and self._rows_left(out) >= 4 + len(latest.wrap(self.app.console, self._width)):
+                out.append("\n")
+                out.append_text(latest)
+        else:
+            latest = self._latest()
+            if latest is not None:
+                out.append_text(latest)
         return out
+
+    @property
+    def _width(self) -> int:
+        return max(10, self.content_region.width or 40)
+
+    def _latest(self) -> Text | None:
+        """The latest agent's last lines, under its name."""
+        if not self.latest_agent:
+            return None
+        rv = self.model.round_view()
+        agent = rv.agents.get(self.latest_agent) if rv is not None else None
+        body = (agent.text or agent.public or agent.error) if agent is not None else ""
+        lines = [line for line in body.splitlines() if line.strip()][-LATEST_LINES:]
+        text = Text(f"\n── {self.latest_agent}\n", style="bold")
+        text.append("\n".join(lines) + "\n", style="")
+        return text
+
+    def _answer(self, out: Text) -> None:
+        m, row = self.model, self.row
+        out.append("\n── answer", style="bold")
+        out.append(f" ({m.finished.answer_source or 'none'})\n" if m.finished is not None else "\n", style="dim")
+        # The verdict first: a short column cuts what comes last, and the verdict is what a glance is for.
+        out.append("verdict: ", style="dim")
+        out.append(row.verdict, style="green" if row.verdict in ("tests passed", "matches expected", "passed")
+                   or row.verdict.startswith("passed") else "")
+        out.append("\n")
+        answer = row.answer.strip()
+        if not answer:
+            out.append("no answer", style="italic yellow")
+            return
+        room = max(1, self._rows_left(out) - 1)  # one row for the marker
+        lines = Text(answer).wrap(self.app.console, self._width)
+        out.append_text(Text("\n").join(lines[:room]) if len(lines) > room else Text(answer))
+        if len(lines) > room:  # never a cut answer that reads as the whole of it
+            out.append(f"\n… {len(lines) - room} more lines (enter: the full run)", style="italic dim")
+
+    def _rows_left(self, text: Text) -> int:
+        """Rows of the column still free under ``text`` as it wraps now (many when the size is not known yet)."""
+        height, width = self.content_region.height, self.content_region.width
+        if not height or not width:
+            return 1_000
+        return height - len(text.wrap(self.app.console, width))

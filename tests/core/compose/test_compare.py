@@ -209,3 +209,36 @@ def test_tokens_of_calls_cut_off_by_the_time_budget_are_counted_and_marked(  # t
     markdown = to_markdown(record)
     assert f"~{row.total_tokens}" in markdown and "~ tokens include estimates" in markdown
     assert "tokens_estimated" in to_csv(record).splitlines()[0]
+
+
+def test_a_stepped_method_s_wall_time_leaves_out_its_pauses(tmp_path: Path) -> None:
+    """The compare row's wall_s is the time a method worked; the time it sat paused waiting for a key is its
+    paused_s (the column shows both). A given clock: the figures are exact, no sleeping."""
+    from core.compose.compare import RowTracker
+    from core.runtime import events as ev
+    from core.runtime.control import MODE_STEP, STATUS_PAUSED, STATUS_STEPPING
+
+    now = [100.0]
+    tracker = RowTracker(CompareRow("dytopo"), clock=lambda: now[0])
+    started = ev.RunStarted(run_id="r", problem="p", domain="math", manager="Manager", workers=["A", "B"], roles={},
+                            protocol="phased", strategy="dytopo", model="m", base_url="u", demo=True,
+                            params={"tau": 0.3, "k_in": 1, "max_rounds": 2})
+    tracker(started)
+    pauses = ((101.0, STATUS_PAUSED), (131.0, STATUS_STEPPING), (133.0, STATUS_PAUSED), (143.0, STATUS_STEPPING))
+    for at, status in pauses:
+        now[0] = at
+        tracker(ev.ControlChanged(round=1, status=status, mode=MODE_STEP))
+    now[0] = 145.0
+    tracker(ev.RoundFinished(round=1, prompt_tokens=10, completion_tokens=5))
+    assert tracker.row.paused_s == 40.0
+    assert tracker.row.wall_s == 5.0  # 45 s since the start, 40 of them paused
+    restored = load_record_row(tracker.row, tmp_path)
+    assert restored.paused_s == 40.0 and restored.wall_s == 5.0
+
+
+def load_record_row(row: CompareRow, folder: Path) -> CompareRow:
+    """A row through a saved record and back."""
+    from core.sessions.compare_record import CompareRecord, save_record
+
+    record = CompareRecord(problem="p", domain="math", model="m", base_url="u", demo=True, rows=[row])
+    return load_record(save_record(record, folder / "r.compare.json")).rows[0]
