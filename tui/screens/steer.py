@@ -1,0 +1,211 @@
+"""The steering dialog: one action on the running team, applied at the next barrier (docs/steering.md).
+
+The dialog offers only the actions the run's method supports (its catalogue entry) and only the fields
+the chosen action needs. What it returns is a dict in the control-file schema, so the screen hands it to
+``core.runtime.steering.parse_action`` exactly as a control file's line would be: one validation, one set
+of messages for the TUI, the headless control file and MCP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Select, Static, TextArea
+
+# What each action is called in the dialog, in the order it offers them.
+ACTION_LABELS: dict[str, str] = {
+    "note": "note to an agent",
+    "goal": "new goal for the next round",
+    "pin": "pin an edge (always routed)",
+    "cut": "cut an edge (never routed)",
+    "release": "release a pinned or cut edge",
+    "silence": "silence an agent",
+    "restore": "bring a silenced agent back",
+    "retry": "retry an agent's last turn",
+    "replace": "replace an agent's last output",
+    "agent": "change an agent's model or temperature",
+    "plan": "edit the Orchestrator's plan (YAML)",
+    "edge_add": "add a typed edge",
+    "edge_remove": "remove a typed edge",
+    "force": "force an agent into the next step",
+    "exclude": "exclude an agent from the next step",
+    "stop": "stop now with the best answer so far",
+    "continue": "one more round (veto the stop)",
+}
+
+# The fields each action asks for (the rest are hidden).
+_FIELDS: dict[str, tuple[str, ...]] = {
+    "note": ("to", "text", "when"),
+    "goal": ("long_text",),
+    "pin": ("src", "dst", "rounds"),
+    "cut": ("src", "dst", "rounds"),
+    "release": ("src", "dst"),
+    "silence": ("agent",),
+    "restore": ("agent",),
+    "retry": ("agent",),
+    "replace": ("agent", "long_text"),
+    "agent": ("agent", "model", "temperature"),
+    "plan": ("long_text",),
+    "edge_add": ("src", "dst", "edge_type"),
+    "edge_remove": ("src", "dst"),
+    "force": ("agent",),
+    "exclude": ("agent",),
+    "stop": (),
+    "continue": (),
+}
+_ALL_FIELDS = ("to", "agent", "src", "dst", "text", "long_text", "when", "rounds", "model", "temperature",
+               "edge_type")
+TYPED_EDGE_KINDS = ("conditioned", "feedback", "debate")  # TopoDIM's edge types (TopoDIM: One-shot Topology Generation of Diverse Interaction Modes, §3)
+
+
+@dataclass(frozen=True)
+class SteerContext:
+    """What the dialog needs to know of the run: the actions its method supports, who is in the team,
+    and the defaults (the focused agent, the text to start from)."""
+
+    actions: Sequence[str]
+    agents: Sequence[str]
+    focused: str = ""
+    initial: str = "note"
+    long_texts: dict[str, str] | None = None  # action -> the text its editor starts with (goal, plan, replace)
+    title: str = "steer the team"
+
+
+def request_of(action: str, values: dict[str, str]) -> dict[str, Any]:
+    """The control-file line (as a dict) for ``action`` with the dialog's field values; empty fields are
+    left out so the one validator says what is missing."""
+    request: dict[str, Any] = {"action": action}
+    for name in _FIELDS.get(action, ()):
+        value = values.get(name, "").strip() if name != "long_text" else values.get(name, "")
+        if name == "long_text":
+            if action == "plan":
+                request["text"] = value
+            else:
+                request["text"] = value.strip()
+            continue
+        if not value:
+            continue
+        if name == "rounds":
+            request["rounds"] = int(value) if value.lstrip("-").isdigit() else value
+        elif name == "temperature":
+            request.setdefault("payload", {})["temperature"] = value
+        elif name == "model":
+            request.setdefault("payload", {})["model"] = value
+        elif name == "edge_type":
+            request.setdefault("payload", {})["type"] = value
+        else:
+            request[name] = value
+    return request
+
+
+class SteerScreen(ModalScreen[dict[str, Any] | None]):
+    """Pick an action, fill its fields, enter (or ctrl+s in a multi-line editor) sends, esc closes."""
+
+    BINDINGS = [
+        Binding("escape", "dismiss(None)", "close", id="steer_close", tooltip="Close without steering"),
+        Binding("ctrl+s", "send", "send", id="steer_send", tooltip="Send the action (applies at the next barrier)"),
+    ]
+
+    def __init__(self, context: SteerContext) -> None:
+        super().__init__()
+        self.context = context
+        self.action_name = context.initial if context.initial in context.actions else context.actions[0]
+
+    def compose(self) -> ComposeResult:
+        ctx = self.context
+        agents = [(name, name) for name in ctx.agents]
+        focused = ctx.focused if ctx.focused in ctx.agents else Select.BLANK
+        with Vertical(id="steer-dialog"):
+            yield Label(ctx.title, id="steer-title")
+            yield Select([(ACTION_LABELS.get(a, a), a) for a in ctx.actions], value=self.action_name,
+                         allow_blank=False, id="steer-action")
+            with Horizontal(classes="steer-row"):
+                yield Select([("all agents", "all"), *agents], value=focused if focused != Select.BLANK else "all",
+                             allow_blank=False, id="steer-to", prompt="to")
+                yield Select(agents, value=focused, id="steer-agent", prompt="agent")
+                yield Select(agents, id="steer-src", prompt="from (src)")
+                yield Select(agents, id="steer-dst", prompt="to (dst)")
+                yield Select([("next call", "next"), ("now (ask again)", "now")], value="next", allow_blank=False,
+                             id="steer-when")
+                yield Select([(k, k) for k in TYPED_EDGE_KINDS], value=TYPED_EDGE_KINDS[0], allow_blank=False,
+                             id="steer-edge_type")
+            with Horizontal(classes="steer-row"):
+                yield Input(placeholder="rounds (empty: until released)", type="integer", id="steer-rounds")
+                yield Input(placeholder="model (empty: unchanged)", id="steer-model")
+                yield Input(placeholder="temperature", id="steer-temperature")
+            yield Input(placeholder="the note (enter sends)", id="steer-text")
+            yield TextArea(id="steer-long_text", soft_wrap=True)
+            yield Static("", id="steer-hint")
+            with Horizontal(id="steer-buttons"):
+                yield Button("Send (enter / ctrl+s)", variant="primary", id="steer-send")
+                yield Button("Cancel (esc)", id="steer-cancel")
+
+    def on_mount(self) -> None:
+        self._show_fields()
+
+    def _show_fields(self) -> None:
+        wanted = set(_FIELDS.get(self.action_name, ()))
+        for name in _ALL_FIELDS:
+            self.query_one(f"#steer-{name}").display = name in wanted
+        for row in self.query(".steer-row"):
+            row.display = any(child.display for child in row.children)
+        long_texts = self.context.long_texts or {}
+        if "long_text" in wanted:
+            area = self.query_one("#steer-long_text", TextArea)
+            area.load_text(long_texts.get(self.action_name, ""))
+        hint = {
+            "note": "delivered in that agent's next call, from User; only it sees the note",
+            "goal": "the goal the workers receive in the round about to run; ctrl+s sends",
+            "pin": "in every graph from the next on (counts toward k_in); a pin that closes a cycle is refused",
+            "cut": "kept out of every graph from the next on, whatever its score",
+            "replace": "this text stands for the agent's output before it is routed; ctrl+s sends",
+            "plan": "the plan runs as edited if it validates; otherwise the old plan stays; ctrl+s sends",
+            "stop": "ends the run at the next barrier with the best answer so far",
+            "continue": "the Manager's next decision to stop is overruled once",
+        }.get(self.action_name, "applies at the next barrier")
+        self.query_one("#steer-hint", Static).update(hint)
+        self._focus_first(wanted)
+
+    def _focus_first(self, wanted: set[str]) -> None:
+        for name in ("text", "long_text", "src", "agent", "to"):
+            if name in wanted:
+                self.query_one(f"#steer-{name}").focus()
+                return
+        self.query_one("#steer-send", Button).focus()
+
+    def on_select_changed(self, message: Select.Changed) -> None:
+        if message.select.id == "steer-action" and isinstance(message.value, str):
+            self.action_name = message.value
+            self._show_fields()
+
+    def values(self) -> dict[str, str]:
+        values: dict[str, str] = {}
+        for name in _ALL_FIELDS:
+            widget = self.query_one(f"#steer-{name}")
+            if isinstance(widget, Select):
+                value = widget.value
+                values[name] = value if isinstance(value, str) else ""
+            elif isinstance(widget, Input):
+                values[name] = widget.value
+            elif isinstance(widget, TextArea):
+                values[name] = widget.text
+        return values
+
+    def on_input_submitted(self, message: Input.Submitted) -> None:
+        message.stop()
+        self.action_send()
+
+    def on_button_pressed(self, message: Button.Pressed) -> None:
+        if message.button.id == "steer-send":
+            self.action_send()
+        else:
+            self.dismiss(None)
+
+    def action_send(self) -> None:
+        self.dismiss(request_of(self.action_name, self.values()))
