@@ -31,10 +31,9 @@ def unit_mark(unit: str, number: int) -> str:
     return f"R{number}" if unit == "round" else f"{unit} {number}"
 
 # How RunModel folds each core event in (its ``@HANDLERS.on`` methods). Deltas take their own fast path in
-# ``apply``; a trimmed memory shows in no pane; a steering action shows through the notice the screen that
-# sent it raises (no pane of its own yet). A method's own event types go to ``method_events``.
+# ``apply``; a trimmed memory shows in no pane. A method's own event types go to ``method_events``.
 HANDLERS: EventTable[RunModel] = EventTable()
-HANDLERS.ignore(ev.AgentDelta, ev.MemoryTrimmed, ev.UserSteered)
+HANDLERS.ignore(ev.AgentDelta, ev.MemoryTrimmed)
 
 
 @dataclass
@@ -108,6 +107,22 @@ class RoundView:
         return None
 
 
+def steer_agents(event: ev.UserSteered) -> set[str]:
+    """The agents a steering event is about: a note's recipient ("all" for everyone), an action's agent,
+    an edge's two ends."""
+    return {str(event.payload.get(key, "")) for key in ("to", "agent", "src", "dst")} - {""}
+
+
+def steer_line(event: ev.UserSteered) -> str:
+    """One line for a steering action: ``✎ note → Tester: "check the edge cases"`` (refused ones say why)."""
+    text = str(event.payload.get("text", "")).strip().splitlines()
+    what = f"{event.action} {event.target}".strip()
+    if text:
+        first = text[0] if len(text[0]) <= 60 else text[0][:59] + "…"
+        what += f': "{first}"'
+    return f"✎ {what}" if event.accepted else f"✗ {what} (refused: {event.reason})"
+
+
 class RunModel:
     def __init__(self) -> None:
         self.run: ev.RunStarted | None = None
@@ -140,6 +155,8 @@ class RunModel:
         self.next_goal = ""
         self.notices: list[ev.Notice] = []
         self.test_runs: list[ev.TestRun] = []  # every sandboxed test run, in order
+        # Every steering action, taken or refused, in order, with the round it takes effect in.
+        self.steered: list[tuple[int, ev.UserSteered]] = []
         self.preview: RoutingResult | None = None  # current round's graph at the live tau / k_in
         self.embeddings_ready = False
         self.rev = 0
@@ -433,6 +450,23 @@ class RunModel:
     def _on_test_run(self, e: ev.TestRun) -> None:
         self.test_runs.append(e)
         self._round(e.round).tests.append(f"{e.outcome}" + (f": {e.failing_test}" if e.failing_test else ""))
+
+    @HANDLERS.on(ev.UserSteered)
+    def _on_user_steered(self, e: ev.UserSteered) -> None:
+        # The round it takes effect in: taken at the barrier after a finished round, the next one.
+        done = e.round < 1 or (e.round in self.rounds and self.rounds[e.round].finished)
+        self.steered.append((e.round + 1 if done else e.round, e))
+
+    def steered_in(self, round_no: int, agent: str = "") -> list[ev.UserSteered]:
+        """The actions taken that take effect in round ``round_no`` (about ``agent`` when given; a note to
+        all is about every agent)."""
+        return [e for r, e in self.steered
+                if r == round_no and e.accepted and (not agent or {agent, "all"} & steer_agents(e))]
+
+    @property
+    def steered_count(self) -> int:
+        """Steering actions taken (refused ones are not counted: they changed nothing)."""
+        return sum(1 for _, e in self.steered if e.accepted)
 
     # --- previews -----------------------------------------------------------------------------
     def refresh_preview(self) -> None:

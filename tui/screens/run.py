@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from textual.worker import Worker
 
@@ -24,7 +25,9 @@ from core.sessions.store import SessionRecorder
 
 from ..bindings import RUN_BINDINGS
 from ..bridge import BackendFailed, BackendStatus, EventBridge
+from ..model import steer_line
 from ..widgets.topoweaver_view import tests_always_on
+from .steer import ACTION_LABELS, SteerContext, SteerScreen
 from .swarm_view import SwarmScreen
 
 TAU_STEP = 0.05
@@ -158,6 +161,12 @@ class RunScreen(SwarmScreen):
 
     def apply_event(self, event: ev.Event, *, render: bool = True) -> None:
         super().apply_event(event, render=render)
+        if isinstance(event, ev.UserSteered):  # taken or refused: the person who asked hears which
+            if event.accepted:
+                self.notify(steer_line(event), timeout=4)
+            else:
+                self.notify(f"not taken: {event.action} {event.target}: {event.reason}".replace("  ", " "),
+                            severity="warning", timeout=8)
         if isinstance(event, ev.RunFinished):
             from core.runtime.parsing import contract_warning
 
@@ -206,6 +215,59 @@ class RunScreen(SwarmScreen):
             return
         if not self.control.reroute_now() and self.control.reroute_hook is None:
             self.notify("no graph to re-route yet", severity="warning")
+
+    # --- steering (docs/steering.md) -----------------------------------------------------------
+    def steer_context(self, initial: str = "note") -> SteerContext | None:
+        """What the steering dialog offers in this run: its method's actions, its team, the focused agent."""
+        from core.methods.catalogue import steering_of
+
+        actions = [a for a in ACTION_LABELS if a in {k.value for k in steering_of(self.model.strategy)}]
+        if not actions:
+            return None
+        pane = self.focused_agent()
+        focused = pane.agent if pane is not None and pane.agent != self.model.manager else ""
+        rv = self.model.round_view()
+        latest = rv.agents.get(focused) if rv is not None and focused else None
+        plans = [e for e in self.model.method_events if getattr(e, "type", "") == "topoweaver_plan"]
+        return SteerContext(
+            actions=actions,
+            agents=[*self.model.workers, *self.model.extra_agents],
+            focused=focused,
+            initial=initial,
+            long_texts={"goal": self.model.next_goal, "replace": latest.public if latest is not None else "",
+                        "plan": str(getattr(plans[-1], "yaml", "")) if plans else ""},
+            title=f"steer {self.model.strategy} · {self.model.position} · applies at the next barrier",
+        )
+
+    def action_steer(self) -> None:
+        if not self.model.running:
+            self.notify("no run in progress to steer", severity="warning")
+            return
+        context = self.steer_context()
+        if context is None:
+            self.notify(f"{self.model.strategy} takes no steering actions", severity="warning")
+            return
+        self.app.push_screen(SteerScreen(context), self.send_steering)
+
+    def send_steering(self, request: dict[str, Any] | None) -> None:
+        """Validate the dialog's action as a control-file line would be and queue it (one line if not)."""
+        if request is None:
+            return
+        from core.runtime.steering import SteerError, parse_action
+
+        try:
+            action = parse_action(request)
+            self.control.steer(action)
+        except SteerError as exc:
+            self.notify(str(exc), severity="error", timeout=8)
+            return
+        if self.control.pending_steering:
+            self.notify(f"{action.describe()}: waits for the next barrier", timeout=4)
+        self.refresh_all()
+
+    def params_extra(self) -> str:
+        waiting = len(self.control.pending_steering)
+        return f"✎ {waiting} waiting for the barrier" if waiting else ""
 
     def action_cancel_run(self) -> None:
         if not self.model.running:

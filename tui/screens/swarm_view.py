@@ -24,7 +24,7 @@ from core.sessions.model import Session
 
 from ..export import EXPORT_NAMES, ExportError, export_suffix, export_to_file
 from ..method_keys import GRAPH_ACTIONS, Words, hidden_for, relabelled, words_for
-from ..model import RoundView, RunModel
+from ..model import RoundView, RunModel, steer_line
 from ..spectate import refused
 from ..widgets.agent_pane import AgentPane
 from ..widgets.dmoa_view import DmoaView
@@ -177,10 +177,18 @@ class SwarmScreen(Screen[None]):
             return False
         if action in TAU_ACTIONS:
             return self.model.uses_tau
+        if action == "steer":  # only a method that takes steering actions (its catalogue entry)
+            return self.takes_steering
         if action in GRAPH_ACTIONS:
             views = [*self.query(GraphPane), *self.query(TopoDIMView)]
             return not views or any(view.display for view in views)
         return True
+
+    @property
+    def takes_steering(self) -> bool:
+        from core.methods.catalogue import steering_of
+
+        return bool(steering_of(self.model.strategy))
 
     def _show_method_view(self) -> None:
         """A method with a view of its own (DMoA's router, TopoWeaver-R1's plans, TopoDIM's typed graph) shows
@@ -235,6 +243,7 @@ class SwarmScreen(Screen[None]):
                 earlier = self._earlier_output(name, self.shown_round)
             pane.inbox_count = inbox_count(self.model, name, self.shown_round) if name != self.model.manager else 0
             pane.place, pane.unit = self.model.place(self.shown_round, view), unit
+            pane.steer_marks = tuple(steer_line(e) for e in self.model.steered_in(self.shown_round, name))
             pane.sync(self.shown_round, view, earlier)
 
     def _deferred_streams(self, rv: RoundView | None) -> set[str]:

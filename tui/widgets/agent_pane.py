@@ -60,6 +60,7 @@ class AgentPane(Vertical):
         self.inbox_count = 0  # messages routed to it for the round shown (the screen sets it)
         self.place = ""  # where it ran in the unit shown, in its method's words ("tier 1", "step 2"); set by the screen
         self.unit = "round"  # what the run's method steps by (the screen sets it)
+        self.steer_marks: tuple[str, ...] = ()  # the user's actions about it in the unit shown (the screen sets it)
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="descriptors", markup=False)
@@ -86,7 +87,7 @@ class AgentPane(Vertical):
             return  # children not composed yet: on_mount shows it
         view = view or AgentView(self.agent)
         meta = (round_no, view.status, view.call, view.query, view.key, view.tokens, self.place, view.error,
-                earlier and earlier[0], self.inbox_count, self.unit)
+                earlier and earlier[0], self.inbox_count, self.unit, self.steer_marks)
         if meta != self._meta_key:
             self._meta_key = meta
             self._sync_meta(view, earlier[0] if earlier else None)
@@ -127,6 +128,7 @@ class AgentPane(Vertical):
             lines.append(f"K: {view.key}")
         elif view.error:
             lines.append(f"! {view.error}")
+        lines.extend(self.steer_marks)  # "✎ note Tester: ..." where the user steered this agent
         self.query_one(".descriptors", Static).update("\n".join(lines))
         self.set_class(bool(lines), "-has-descriptors")
 

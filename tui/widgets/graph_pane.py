@@ -48,6 +48,7 @@ class GraphPane(DrawingPane):
             active=f"underline {self._color('warning', 'yellow')}",
             added=f"bold {self._color('success', 'green')}",
             dropped="dim strike",
+            steered=f"bold {self._color('warning', 'yellow')}",
         )
 
     @staticmethod

@@ -17,7 +17,15 @@ from typing import Any
 
 from rich.text import Text
 
-from core.routing.dytopo import KIND_FIXED, KIND_ROUTED, Edge, RoutingResult, edge_glyphs
+from core.routing.dytopo import (
+    KIND_FIXED,
+    KIND_PINNED,
+    KIND_ROUTED,
+    REASON_CUT,
+    Edge,
+    RoutingResult,
+    edge_glyphs,
+)
 from core.routing.layout import legend, run_order
 
 
@@ -34,6 +42,7 @@ class GraphStyles:
     active: str = "bold underline"  # node currently working
     added: str = "bold"  # an edge the baseline does not have
     dropped: str = "dim strike"  # a baseline edge this graph does not have
+    steered: str = "bold underline"  # an edge the user pinned or cut (core.runtime.steering)
 
 
 @dataclass(frozen=True)
@@ -80,6 +89,25 @@ def symbols(routing: RoutingResult, options: GraphOptions) -> str:
     if options.show_removed and routing.removed:
         parts.append("┄▷ removed")
     return " · ".join(parts)
+
+
+def steered_edges(routing: RoutingResult) -> tuple[list[Edge], list[tuple[str, str]]]:
+    """(the pinned edges kept, the (src, dst) pairs cut by the user) of a graph."""
+    pinned = [e for e in routing.edges if e.kind == KIND_PINNED]
+    cut = sorted({(r.src, r.dst) for r in routing.removed if r.reason == REASON_CUT})
+    return pinned, cut
+
+
+def steer_legend(routing: RoutingResult, width: int, options: GraphOptions) -> list[Text]:
+    """The user's pins and cuts in one (wrapped) line, always shown: ``━▶ pinned by you: A→B · ✂ cut by
+    you: C→D``; nothing when the user pinned and cut nothing."""
+    pinned, cut = steered_edges(routing)
+    parts = []
+    if pinned:
+        parts.append(f"{edge_glyphs(KIND_PINNED)[1]} pinned by you: " + ", ".join(f"{e.src}→{e.dst}" for e in pinned))
+    if cut:
+        parts.append("✂ cut by you: " + ", ".join(f"{src}→{dst}" for src, dst in cut))
+    return _wrapped(" · ".join(parts), width, options.styles.steered) if parts else []
 
 
 def _legend_lines(routing: RoutingResult, width: int, options: GraphOptions) -> list[Text]:
@@ -210,6 +238,8 @@ def _edge_lines(routing: RoutingResult, options: GraphOptions) -> list[Text]:
         line.append(e.dst, st.node)
         if typed:
             line.append(f"  {e.kind}", st.legend)
+        elif e.kind == KIND_PINNED:
+            line.append("  pinned", st.steered)
         if (e.src, e.dst) in added:
             line.stylize(st.added, 2)
         lines.append(line)
@@ -225,7 +255,8 @@ def _edge_lines(routing: RoutingResult, options: GraphOptions) -> list[Text]:
             if (r.src, r.dst) in listed:
                 continue
             kind = f"{r.kind}, " if typed else ""
-            lines.append(Text(f"{indent}{r.src.rjust(pad)} ┄{r.score:.2f}┄▷ {r.dst}  ({kind}{r.reason})", st.removed))
+            style = st.steered if r.reason == REASON_CUT else st.removed
+            lines.append(Text(f"{indent}{r.src.rjust(pad)} ┄{r.score:.2f}┄▷ {r.dst}  ({kind}{r.reason})", style))
     if routing.inactive:
         lines.append(Text(f"not running: {', '.join(routing.inactive)}", st.removed))
     return lines
@@ -265,6 +296,7 @@ def render_graph(routing: RoutingResult, width: int, options: GraphOptions | Non
         values = "" if base.typed else f" (tau {base.tau:.2f}, k_in {base.k_in})"
         lines += _wrapped(f"vs the round's graph{values}: +{len(added)} new, −{len(dropped)} dropped",
                           width, options.styles.legend)
+    lines += steer_legend(routing, width, options)
     lines += _tier_rows(routing, width, options)
     edges = _edge_lines(routing, options)
     if not routing.edges:
@@ -273,7 +305,8 @@ def render_graph(routing: RoutingResult, width: int, options: GraphOptions | Non
     lines.append(Text("─" * min(width, 40), options.styles.tier))
     footer: list[Text] = []
     listed = {(e.src, e.dst) for e in diff(options.baseline, routing)[1]} if options.baseline else set()
-    hidden = sum(1 for r in routing.removed if (r.src, r.dst) not in listed)
+    # Cut edges are named by the steering line above: only the others are "hidden".
+    hidden = sum(1 for r in routing.removed if (r.src, r.dst) not in listed and r.reason != REASON_CUT)
     if not options.show_removed and hidden > 0:
         footer.append(Text(f"{hidden} removed edge(s) hidden (d shows them)", options.styles.removed))
     footer += _wrapped(symbols(routing, options), width, options.styles.removed)
@@ -321,9 +354,12 @@ def render_matrix(routing: RoutingResult, width: int, options: GraphOptions | No
     name_width = max(4, min(longest, width - n * 6 - 1, 12))
     cell = max(6, min(longest + 1, (width - name_width) // max(1, n)))
     kept = {(e.src, e.dst) for e in routing.edges}
+    pinned, cut = steered_edges(routing)
+    pins, cuts = {(e.src, e.dst) for e in pinned}, set(cut)
     lines = _legend_lines(routing, width, options)
-    lines.append(Text(f"rows: query (needs) · columns: key (offers) · ≥ {routing.tau:.2f} highlighted · * kept",
-                      st.legend))
+    marks = " · + pinned by you" * bool(pins) + " · x cut by you" * bool(cuts)
+    lines += _wrapped(f"rows: query (needs) · columns: key (offers) · ≥ {routing.tau:.2f} highlighted · * kept{marks}",
+                      width, st.legend)
     header = Text("q \\ k".ljust(name_width), st.tier)
     for name in names:
         header.append(_abbrev(name, cell - 2).rjust(cell - 1) + " ", st.node)
@@ -335,9 +371,11 @@ def render_matrix(routing: RoutingResult, width: int, options: GraphOptions | No
                 row.append("·".rjust(cell), st.tier)
                 continue
             score = routing.similarity[i][j]
-            mark = "*" if (src, dst) in kept else " "
+            mark = "+" if (src, dst) in pins else "x" if (src, dst) in cuts else "*" if (src, dst) in kept else " "
             text = f"{score:.2f}{mark}".rjust(cell)
-            if score >= routing.tau:
+            if (src, dst) in pins or (src, dst) in cuts:
+                row.append(text, st.steered)
+            elif score >= routing.tau:
                 row.append(" ")
                 row.append(text[1:], st.hit)
             else:
@@ -357,14 +395,17 @@ def _heat_map(routing: RoutingResult, width: int, options: GraphOptions) -> list
     names = routing.names
     n = len(names)
     kept = {(e.src, e.dst) for e in routing.edges}
+    pinned, cut = steered_edges(routing)
+    pins, cuts = {(e.src, e.dst) for e in pinned}, set(cut)
     digits = len(str(n))
     longest = max((len(x) for x in names), default=4)
     label = max(digits + 1, min(width - 2 * n - 1, digits + 2 + longest))
     scores = [routing.similarity[i][j] for i in range(n) for j in range(n) if i != j]
     low, high = (min(scores), max(scores)) if scores else (0.0, 1.0)
     lines = _legend_lines(routing, width, options)
+    marks = " · ✚ pinned by you" * bool(pins) + " · ✕ cut by you" * bool(cuts)
     lines += _wrapped(f"rows: query · columns: key, by number · ● kept · ○ ≥ {routing.tau:.2f} dropped · "
-                      "░▒▓ below, darker = closer", width, st.legend)
+                      f"░▒▓ below, darker = closer{marks}", width, st.legend)
     for place in range(digits - 1, -1, -1):  # column numbers written downwards, one digit per line
         header = Text(" " * label, st.tier)
         for j in range(n):
@@ -377,6 +418,10 @@ def _heat_map(routing: RoutingResult, width: int, options: GraphOptions) -> list
             score = routing.similarity[i][j]
             if i == j:
                 row.append(" ·", st.tier)
+            elif (src, dst) in pins:
+                row.append(" ✚", st.steered)
+            elif (src, dst) in cuts:
+                row.append(" ✕", st.steered)
             elif (src, dst) in kept:
                 row.append(" ●", st.hit)
             elif score >= routing.tau:

@@ -239,6 +239,9 @@ class ParamsBar(Static):
               if routed else []),
             f"[b]{model.mode}[/]" if compact else f"mode [b]{model.mode}[/]",
             *([(f"tests [b]{tests}[/]" if compact else f"tests: [b]{tests}[/]")] if tests else []),
+            # The user's steering actions taken so far (each is marked where it applied).
+            *([f"✎[b]{model.steered_count}[/]" if compact else f"steered [b]{model.steered_count}[/]"]
+              if model.steered_count else []),
             viewing,
         ]
         if extra:
