@@ -79,29 +79,29 @@ class SteerContext:
 
 def request_of(action: str, values: dict[str, str]) -> dict[str, Any]:
     """The control-file line (as a dict) for ``action`` with the dialog's field values; empty fields are
-    left out so the one validator says what is missing."""
+    left out so the one validator (core.runtime.steering.parse_action) says what is missing."""
     request: dict[str, Any] = {"action": action}
     for name in _FIELDS.get(action, ()):
-        value = values.get(name, "").strip() if name != "long_text" else values.get(name, "")
-        if name == "long_text":
-            if action == "plan":
-                request["text"] = value
-            else:
-                request["text"] = value.strip()
+        value = values.get(name, "")
+        if name == "long_text":  # a plan keeps its indentation; the validator refuses an empty text
+            request["text"] = value if action == "plan" else value.strip()
             continue
+        value = value.strip()
         if not value:
             continue
-        if name == "rounds":
-            request["rounds"] = int(value) if value.lstrip("-").isdigit() else value
-        elif name == "temperature":
-            request.setdefault("payload", {})["temperature"] = value
-        elif name == "model":
-            request.setdefault("payload", {})["model"] = value
-        elif name == "edge_type":
-            request.setdefault("payload", {})["type"] = value
+        if name in ("rounds", "temperature"):
+            request[name] = _number(value, integer=name == "rounds")
         else:
-            request[name] = value
+            request["type" if name == "edge_type" else name] = value
     return request
+
+
+def _number(text: str, *, integer: bool) -> Any:
+    """The number typed, or the text itself (the validator then says what it expected)."""
+    try:
+        return int(text) if integer else float(text)
+    except ValueError:
+        return text
 
 
 class SteerScreen(ModalScreen[dict[str, Any] | None]):
@@ -120,15 +120,15 @@ class SteerScreen(ModalScreen[dict[str, Any] | None]):
     def compose(self) -> ComposeResult:
         ctx = self.context
         agents = [(name, name) for name in ctx.agents]
-        focused = ctx.focused if ctx.focused in ctx.agents else Select.BLANK
+        focused = ctx.focused if ctx.focused in ctx.agents else None
         with Vertical(id="steer-dialog"):
             yield Label(ctx.title, id="steer-title")
             yield Select([(ACTION_LABELS.get(a, a), a) for a in ctx.actions], value=self.action_name,
                          allow_blank=False, id="steer-action")
             with Horizontal(classes="steer-row"):
-                yield Select([("all agents", "all"), *agents], value=focused if focused != Select.BLANK else "all",
-                             allow_blank=False, id="steer-to", prompt="to")
-                yield Select(agents, value=focused, id="steer-agent", prompt="agent")
+                yield Select([("all agents", "all"), *agents], value=focused or "all", allow_blank=False,
+                             id="steer-to", prompt="to")
+                yield Select(agents, value=focused or Select.NULL, id="steer-agent", prompt="agent")
                 yield Select(agents, id="steer-src", prompt="from (src)")
                 yield Select(agents, id="steer-dst", prompt="to (dst)")
                 yield Select([("next call", "next"), ("now (ask again)", "now")], value="next", allow_blank=False,

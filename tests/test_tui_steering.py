@@ -1,0 +1,132 @@
+"""Steering from the TUI: the dialog sends an action at the barrier, the run takes it (the scripted server's
+request log shows it), and the screens mark it: the agent's pane, the params bar, the graph's legend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.demo.scripts import demo_script
+from core.demo.server import ScriptedServer
+from core.routing.dytopo import route_from_similarity
+from core.runtime import events as ev
+from tests.test_tui_support import live_app, wait_for
+from tui.screens.steer import SteerScreen, request_of
+from tui.widgets.graph_render import GraphOptions, plain, render_graph, render_matrix
+from tui.widgets.header import ParamsBar
+
+pytestmark = pytest.mark.usefixtures("embedder")
+
+
+def _says(request: Any, text: str) -> bool:
+    return any(text in str(m.get("content", "")) for m in request.messages)
+
+
+async def _paused_after_round_one(pilot: Any, model: Any) -> None:
+    await wait_for(pilot, lambda: model.control_status == "paused")
+    await pilot.press("N")  # round 1, then wait before round 2 starts
+    await wait_for(pilot, lambda: model.current == 1 and model.rounds[1].decision is not None
+                   and model.control_status == "paused")
+
+
+@pytest.mark.parametrize("size", [(160, 48), (80, 24)])
+async def test_a_note_in_three_keys_reaches_only_the_focused_agent(tmp_path: Path, size: tuple[int, int]) -> None:
+    with ScriptedServer(demo_script) as server:
+        app = live_app(tmp_path, step=True, server=server)
+        async with app.run_test(size=size) as pilot:
+            screen = app.swarm_screen
+            model = screen.model
+            await _paused_after_round_one(pilot, model)
+            screen.query_one("#agent-Tester").focus_body()  # as tab or a click does
+            await pilot.press("s")  # 1: the dialog opens on "note", to the focused agent, the text focused
+            await wait_for(pilot, lambda: isinstance(app.screen, SteerScreen))
+            await pilot.press(*"UI-NOTE check empty input")
+            await pilot.press("enter")  # 2: sent
+            await wait_for(pilot, lambda: any(e.accepted for _, e in model.steered))
+            (_, steered), = model.steered
+            assert (steered.action, steered.target) == ("note", "Tester")
+            await pilot.press("a")
+            await wait_for(pilot, lambda: model.finished is not None)
+            with_note = [r for r in server.requests if _says(r, "UI-NOTE")]
+            assert with_note and {r.role for r in with_note} == {"Tester"}
+            assert min(r.round for r in with_note) == 2
+            # Marked where it applied: the Tester's pane in round 2, and counted in the params bar.
+            assert model.steered_in(2, "Tester") and not model.steered_in(2, "Developer")
+            screen.view_round = 2
+            screen.refresh_all()
+            await pilot.pause(0.1)
+            pane = screen.query_one("#agent-Tester")
+            assert any("UI-NOTE" in line for line in pane.steer_marks)
+            bar = str(screen.query_one(ParamsBar).render()).replace("\xa0", " ")
+            assert "steered 1" in bar or "✎1" in bar
+
+
+async def test_a_refused_action_says_why_in_one_line_and_the_run_goes_on(tmp_path: Path) -> None:
+    with ScriptedServer(demo_script) as server:
+        app = live_app(tmp_path, step=True, server=server)
+        async with app.run_test(size=(160, 48)) as pilot:
+            screen = app.swarm_screen
+            model = screen.model
+            await _paused_after_round_one(pilot, model)
+            screen.send_steering({"action": "pin", "src": "Tester", "dst": "Tester"})  # a pin to oneself
+            await wait_for(pilot, lambda: bool(model.steered))
+            (_, refused), = model.steered
+            assert not refused.accepted and "Tester" in refused.reason
+            screen.send_steering({"action": "note", "to": "Nobody", "text": "hi"})
+            await wait_for(pilot, lambda: len(model.steered) == 2)
+            assert "Nobody" in model.steered[1][1].reason
+            screen.send_steering({"action": "note", "to": "Tester", "text": "   "})  # empty: refused before queuing
+            await pilot.pause(0.1)
+            assert len(model.steered) == 2 and model.steered_count == 0
+            await pilot.press("a")
+            await wait_for(pilot, lambda: model.finished is not None)
+            assert model.finished.reason == "manager"
+
+
+async def test_pin_and_cut_from_the_dialog_change_the_next_graph_and_are_drawn_apart(tmp_path: Path) -> None:
+    with ScriptedServer(demo_script) as server:
+        app = live_app(tmp_path, step=True, server=server)
+        async with app.run_test(size=(160, 48)) as pilot:
+            screen = app.swarm_screen
+            model = screen.model
+            await _paused_after_round_one(pilot, model)
+            screen.send_steering(request_of("pin", {"src": "Designer", "dst": "Developer"}))
+            screen.send_steering(request_of("cut", {"src": "Tester", "dst": "Developer", "rounds": "1"}))
+            await wait_for(pilot, lambda: model.steered_count == 2)
+            await pilot.press("N")
+            await wait_for(pilot, lambda: model.rounds.get(2) is not None and model.rounds[2].routing is not None)
+            routing = model.rounds[2].routing
+            edges = {(e.src, e.dst): e.kind for e in routing.edges}
+            assert edges.get(("Designer", "Developer")) == "pinned"
+            assert ("Tester", "Developer") not in edges
+            assert any((r.src, r.dst, r.reason) == ("Tester", "Developer", "cut by user") for r in routing.removed)
+            text = plain(render_graph(routing, 100, GraphOptions()))
+            assert "pinned by you: Designer→Developer" in text and "cut by you: Tester→Developer" in text
+            matrix = plain(render_matrix(routing, 100, GraphOptions()))
+            assert "+ pinned by you" in matrix and "x cut by you" in matrix
+            await pilot.press("a")
+            await wait_for(pilot, lambda: model.finished is not None)
+
+
+def test_request_of_puts_every_field_where_the_control_file_has_it() -> None:
+    from core.runtime.steering import SteerKind, parse_action
+
+    agent = parse_action(request_of("agent", {"agent": "Tester", "model": "m2", "temperature": "0.5"}))
+    assert agent.action is SteerKind.AGENT and agent.payload == {"model": "m2", "temperature": 0.5}
+    edge = parse_action(request_of("edge_add", {"src": "A", "dst": "B", "edge_type": "debate"}))
+    assert edge.payload == {"type": "debate"}
+    pin = parse_action(request_of("pin", {"src": "A", "dst": "B", "rounds": "2"}))
+    assert pin.rounds == 2
+
+
+def test_a_graph_without_steering_has_no_steering_legend() -> None:
+    names = ["A", "B", "C"]
+    sim = [[1.0, 0.9, 0.1], [0.8, 1.0, 0.2], [0.1, 0.7, 1.0]]
+    routing = route_from_similarity(names, sim, 0.3, 2)
+    assert "by you" not in plain(render_graph(routing, 100, GraphOptions()))
+    steered = route_from_similarity(names, sim, 0.3, 2, pinned=frozenset({("A", "C")}), cut=frozenset({("B", "A")}))
+    text = plain(render_graph(steered, 100, GraphOptions()))
+    assert "pinned by you: A→C" in text and "cut by you: B→A" in text
+    assert ev.UserSteered  # the event type the markers come from
