@@ -459,9 +459,9 @@ class RunModel:
 
     def steered_in(self, round_no: int, agent: str = "") -> list[ev.UserSteered]:
         """The actions taken that take effect in round ``round_no`` (about ``agent`` when given; a note to
-        all is about every agent)."""
-        return [e for r, e in self.steered
-                if r == round_no and e.accepted and (not agent or {agent, "all"} & steer_agents(e))]
+        all is about every worker, not the Manager)."""
+        names = {agent} if agent == self.manager else {agent, "all"}
+        return [e for r, e in self.steered if r == round_no and e.accepted and (not agent or names & steer_agents(e))]
 
     @property
     def steered_count(self) -> int:

@@ -64,6 +64,7 @@ class AgentPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="descriptors", markup=False)
+        yield Static("", classes="steered", markup=False)  # the user's actions about it, in the unit shown
         with ContentSwitcher(initial="stream", classes="body"):
             yield StreamView(id="stream")
             with VerticalScroll(id="final", can_focus=True):
@@ -128,8 +129,9 @@ class AgentPane(Vertical):
             lines.append(f"K: {view.key}")
         elif view.error:
             lines.append(f"! {view.error}")
-        lines.extend(self.steer_marks)  # "✎ note Tester: ..." where the user steered this agent
         self.query_one(".descriptors", Static).update("\n".join(lines))
+        self.query_one(".steered", Static).update("\n".join(self.steer_marks))  # "✎ note Tester: ..."
+        self.set_class(bool(self.steer_marks), "-steered")
         self.set_class(bool(lines), "-has-descriptors")
 
     @staticmethod
