@@ -12,6 +12,7 @@ from core.demo.scripts import demo_script
 from core.demo.server import ScriptedServer
 from core.routing.dytopo import route_from_similarity
 from core.runtime import events as ev
+from core.sessions.store import load_session
 from tests.test_tui_support import live_app, wait_for
 from tui.screens.steer import SteerScreen, request_of
 from tui.widgets.graph_render import GraphOptions, plain, render_graph, render_matrix
@@ -130,3 +131,41 @@ def test_a_graph_without_steering_has_no_steering_legend() -> None:
     text = plain(render_graph(steered, 100, GraphOptions()))
     assert "pinned by you: A→C" in text and "cut by you: B→A" in text
     assert ev.UserSteered  # the event type the markers come from
+
+
+async def test_steer_a_fork_in_replay_then_compare_it_with_the_original(tmp_path: Path, embedder: object) -> None:
+    """Fork and compare in one action: in replay at round 1, a note to the Tester; the fork runs live with
+    it and, when it ends, the compare screen shows the original beside the fork."""
+    import shutil
+
+    from tests.test_tui_sessions import EXAMPLE, replay_app
+    from tui.screens.compare_saved import SavedCompareScreen
+    from tui.screens.replay import ReplayScreen
+    from tui.screens.run import RunScreen
+
+    source = tmp_path / "parent.json"
+    shutil.copy(EXAMPLE, source)
+    app = replay_app(source, tmp_path / "forks", demo=True, demo_chunk_delay=0.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        replay = app.screen
+        assert isinstance(replay, ReplayScreen)
+        replay.jump_to_round(1)
+        await pilot.pause()
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, SteerScreen))
+        dialog = app.screen
+        dialog.query_one("#steer-to").value = "Tester"
+        dialog.query_one("#steer-text").value = "FORK-NOTE test the empty string"
+        dialog.action_send()
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        run = app.screen
+        assert run.fork is not None and run.fork.round == 1
+        await wait_for(pilot, lambda: isinstance(app.screen, SavedCompareScreen), timeout=120)
+        compare = app.screen
+        labels = list(compare.runs)
+        assert labels == ["original", "fork @ round 1"]
+        taken = [e for _, e in run.model.steered if e.accepted]
+        assert [(e.action, e.target) for e in taken] == [("note", "Tester")]
+        assert run.model.steered_in(2, "Tester")  # the note took effect in the fork's first live round
+        saved = load_session(run.recorder.path)
+        assert any(e["type"] == "user_steered" for e in saved.events)

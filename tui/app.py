@@ -282,9 +282,11 @@ class SwarmApp(App[int]):
         else:
             self.push_screen(screen)
 
-    def start_fork(self, fork: Any, problem: str, settings: Settings) -> None:
+    def start_fork(self, fork: Any, problem: str, settings: Settings, *, steer: Any = None,
+                   compare_with: Path | None = None) -> None:
         """Continue a replayed run live from a core.sessions.fork.ForkPoint, on top of the replay screen (which
-        comes back if the endpoint is down)."""
+        comes back if the endpoint is down). ``steer``: a steering action the fork takes at its first barrier;
+        ``compare_with``: the original's session, opened beside the fork in the compare screen when it ends."""
         from .screens.run import RunScreen
 
         origin = self.swarm_screen
@@ -292,6 +294,9 @@ class SwarmApp(App[int]):
             problem, settings, demo=self.demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server,
             clock=self.clock, start=self.start_engine, fork=fork,
         )
+        if steer is not None:
+            screen.control.steer(steer)  # queued: no barrier yet; the fork's first one takes it
+        screen.compare_with = compare_with
         self._fork_origin = origin
         self._from_launch = None
         if not self.load_embedder:  # a replay needed no model; the fork's next rounds route live

@@ -77,6 +77,9 @@ REPLAY_BINDINGS: list[Binding] = [
             tooltip="Next match of the last search"),
     Binding("shift+f3", "search_step(-1)", "previous match", id="search_prev", show=False,
             tooltip="Previous match of the last search"),
+    Binding("s", "steer_fork", "steer fork", id="replay_steer_fork",
+            tooltip="Fork from this round with a steering action (a note, a goal, a pin…); when the fork ends, "
+                    "the compare screen shows it beside the original"),
     Binding("f", "fork", "fork", id="replay_fork",
             tooltip="Fork from this round: continue live from the round being viewed with the current tau/k_in"),
     Binding("o", "open_sessions", "open", id="open_session",

@@ -272,7 +272,9 @@ class CompareScreen(Screen[None]):
         for i, row in enumerate(self.record.rows):
             self.columns[row.method].set_class(i == self.focused_index, "-focused")
         tabs = self.query_one(Tabs)
-        if tabs.active != f"tab-{self.focused_index}":
+        # A screen pushed over another (a fork's comparison) may not have mounted its tabs yet: the first
+        # one is active once they are.
+        if tabs.active != f"tab-{self.focused_index}" and tabs.query(f"#tab-{self.focused_index}"):
             # No TabActivated echo: two quick presses queued two echoes that each refocused the other tab,
             # back and forth for good (a core at 100 % until quit).
             with tabs.prevent(Tabs.TabActivated):

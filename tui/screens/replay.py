@@ -26,6 +26,7 @@ from core.sessions.model import Session, SessionFormatError, session_from_events
 
 from ..bindings import REPLAY_BINDINGS
 from ..model import RunModel, reroute
+from .steer import ACTION_LABELS, SteerContext, SteerScreen
 from .swarm_view import SwarmScreen
 
 BASE_STEP_S = 0.4  # one event every 0.4 s at speed 1
@@ -264,6 +265,48 @@ class ReplayScreen(SwarmScreen):
 
     def action_fork(self) -> None:
         """Continue live from the viewed round (an endpoint, or the demo server with --demo)."""
+        self.fork_from_here()
+
+    def action_steer_fork(self) -> None:
+        """Fork and compare in one action: pick a steering action for the round after the one viewed; the
+        fork runs with it, and when it ends the compare screen opens with the original beside the fork."""
+        from core.methods.catalogue import steering_of
+
+        session = self._session()
+        if session is None:
+            self.notify("this replay has no session to fork from", severity="warning")
+            return
+        taken = {k.value for k in steering_of(self.model.strategy)}
+        actions = [a for a in ACTION_LABELS if a in taken]
+        if not actions:
+            self.notify(f"{self.model.strategy} takes no steering actions", severity="warning")
+            return
+        pane = self.focused_agent()
+        focused = pane.agent if pane is not None and pane.agent != self.model.manager else ""
+        round_no = self.shown_round
+        context = SteerContext(
+            actions=actions, agents=[*self.model.workers, *self.model.extra_agents], focused=focused,
+            long_texts={"goal": self.model.next_goal},
+            title=f"fork from {self.model.unit} {round_no} with a steering action, then compare with the original",
+        )
+
+        def chosen(request: dict[str, Any] | None) -> None:
+            if request is None:
+                return
+            from core.runtime.steering import SteerError, parse_action
+
+            try:
+                action = parse_action({**request, "at_round": round_no + 1})
+            except SteerError as exc:
+                self.notify(str(exc), severity="error", timeout=8)
+                return
+            self.fork_from_here(steer=action)
+
+        self.app.push_screen(SteerScreen(context), chosen)
+
+    def fork_from_here(self, steer: Any = None) -> None:
+        """Fork from the viewed round; ``steer`` (a core.runtime.steering.SteerAction): taken at the fork's
+        first barrier, and the fork opens beside this session in the compare screen when it ends."""
         from core.sessions.fork import fork_point
 
         session = self._session()
@@ -293,7 +336,11 @@ class ReplayScreen(SwarmScreen):
             return
         self.playing = False
         self._schedule()
-        app.start_fork(point, session.problem, settings)
+        if steer is None:
+            app.start_fork(point, session.problem, settings)
+        else:
+            app.start_fork(point, session.problem, settings, steer=steer,
+                           compare_with=Path(self.source) if self.source else None)
 
     def action_request_quit(self) -> None:
         self.app.exit(0)

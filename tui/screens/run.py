@@ -87,6 +87,9 @@ class RunScreen(SwarmScreen):
         # here: it pulls in the engine and openai, which would slow the first frame).
         self.tests_on = settings.execute_code and settings.domain == "code"
         self.worker: Worker[None] | None = None
+        # A fork made to be compared (replay's "steer a fork"): the original's session, opened beside this
+        # run in the compare screen once it ends.
+        self.compare_with: Path | None = None
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -161,6 +164,8 @@ class RunScreen(SwarmScreen):
 
     def apply_event(self, event: ev.Event, *, render: bool = True) -> None:
         super().apply_event(event, render=render)
+        if isinstance(event, ev.RunFinished) and self.compare_with is not None:
+            self.call_after_refresh(self.open_comparison)
         if isinstance(event, ev.UserSteered):  # taken or refused: the person who asked hears which
             if event.accepted:
                 self.notify(steer_line(event), timeout=4)
@@ -215,6 +220,27 @@ class RunScreen(SwarmScreen):
             return
         if not self.control.reroute_now() and self.control.reroute_hook is None:
             self.notify("no graph to re-route yet", severity="warning")
+
+    def open_comparison(self) -> None:
+        """The fork has ended: the original and the fork side by side, saved, in the compare screen."""
+        from core.compose.compare_saved import load_saved, unique_labels
+        from core.sessions.model import SessionFormatError
+
+        from .compare_saved import SavedCompareScreen
+
+        original, self.compare_with = self.compare_with, None
+        self.recorder.save()
+        if original is None or self.recorder.path is None:
+            return
+        try:
+            runs = load_saved([original, self.recorder.path])
+        except SessionFormatError as exc:
+            self.notify(f"cannot compare the fork with the original: {exc}", severity="error", timeout=10)
+            return
+        runs[0].label, runs[1].label = "original", f"fork @ {self.model.unit} {self.fork.round if self.fork else '?'}"
+        for run in runs:
+            run.row.method = run.label
+        self.app.push_screen(SavedCompareScreen(unique_labels(runs), source=str(self.recorder.path)))
 
     # --- steering (docs/steering.md) -----------------------------------------------------------
     def steer_context(self, initial: str = "note") -> SteerContext | None:

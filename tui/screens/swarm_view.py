@@ -177,7 +177,7 @@ class SwarmScreen(Screen[None]):
             return False
         if action in TAU_ACTIONS:
             return self.model.uses_tau
-        if action == "steer":  # only a method that takes steering actions (its catalogue entry)
+        if action in ("steer", "steer_fork"):  # only a method that takes steering actions (its catalogue entry)
             return self.takes_steering
         if action in GRAPH_ACTIONS:
             views = [*self.query(GraphPane), *self.query(TopoDIMView)]
