@@ -61,7 +61,8 @@ _FIELDS: dict[str, tuple[str, ...]] = {
 }
 _ALL_FIELDS = ("to", "agent", "src", "dst", "text", "long_text", "when", "rounds", "model", "temperature",
                "edge_type")
-TYPED_EDGE_KINDS = ("conditioned", "feedback", "debate")  # TopoDIM's edge types (TopoDIM: One-shot Topology Generation of Diverse Interaction Modes, §3)
+# TopoDIM's edge types (TopoDIM: One-shot Topology Generation of Diverse Interaction Modes, §3).
+TYPED_EDGE_KINDS = ("conditioned", "feedback", "debate")
 
 
 @dataclass(frozen=True)
