@@ -107,7 +107,6 @@ SUMMARY_FIELDS = [
     "mean_calls",
     "mean_prompt_tokens",
     "mean_completion_tokens",
-    "mean_calls",
     "mean_wall_s",
     "total_wall_s",
     "prompt_cache",

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from core.bench.runner import CSV_FIELDS, bench_method, session_name
+from core.bench.runner import CSV_FIELDS, SUMMARY_FIELDS, bench_method, session_name
 from core.datasets.catalog import DATA
 from core.datasets.loader import load_dataset
 from core.datasets.problems import DatasetError, Problem
@@ -49,20 +49,6 @@ ROW_COLUMNS = [
     "seed",
     "rejected",
     "cached_tokens",
-]
-SUMMARY_COLUMNS = [
-    "strategy",
-    "problems",
-    "correct",
-    "accuracy",
-    "mean_rounds",
-    "mean_calls",
-    "mean_prompt_tokens",
-    "mean_completion_tokens",
-    "mean_calls",
-    "mean_wall_s",
-    "total_wall_s",
-    "prompt_cache",
 ]
 
 
@@ -133,7 +119,11 @@ def test_results_are_written_as_csv_and_json_with_the_expected_columns(humaneval
     assert all(int(r["prompt_tokens"]) > 0 and int(r["completion_tokens"]) > 0 for r in rows)
     with (out / "summary.csv").open(encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
-        assert reader.fieldnames == SUMMARY_COLUMNS
+        header = list(reader.fieldnames or [])
+        # One column per figure: a name listed twice once wrote mean_calls twice into summary.csv.
+        assert len(header) == len(set(header)), header
+        assert header == SUMMARY_FIELDS
+        assert {"accuracy", "mean_rounds", "mean_calls", "mean_prompt_tokens", "mean_wall_s"} <= set(header)
         assert [r["strategy"] for r in reader] == ["dytopo", "single"]
     data = results(out)
     assert {"dataset", "kind", "strategies", "model", "summary", "rows", "complete"} <= set(data)
