@@ -1,6 +1,6 @@
 """Where each method departs from its paper: one list, with the reason and what restores the paper.
 
-``swarm-tui strategies --fidelity`` prints it and the README's "Fidelity" section says the same; a
+``swarm-tui strategies --fidelity`` prints it and docs/fidelity.md shows the same; a
 test checks that every option named here exists and changes what the method does. Defaults follow the
 papers; an economy or a reading the paper leaves open is listed here, never hidden in a docstring.
 
@@ -218,7 +218,7 @@ def fidelity_text() -> str:
 
 
 def fidelity_markdown() -> str:
-    """The list as the README's Fidelity section shows it (a test keeps the two the same)."""
+    """The list as docs/fidelity.md shows it (a test keeps the two the same)."""
     rows = ["| method | what the app does | why | to restore the paper |", "|---|---|---|---|"]
     for d in DEVIATIONS:
         what = d.what + (" *(the paper's default)*" if d.default_is_paper else "")
