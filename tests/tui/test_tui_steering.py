@@ -13,7 +13,7 @@ from core.demo.server import ScriptedServer
 from core.routing.dytopo import route_from_similarity
 from core.runtime import events as ev
 from core.sessions.store import load_session
-from tests.test_tui_support import live_app, wait_for
+from tests.tui.test_tui_support import live_app, wait_for
 from tui.screens.steer import SteerScreen, request_of
 from tui.widgets.graph_render import GraphOptions, plain, render_graph, render_matrix
 from tui.widgets.header import ParamsBar
@@ -138,7 +138,7 @@ async def test_steer_a_fork_in_replay_then_compare_it_with_the_original(tmp_path
     it and, when it ends, the compare screen shows the original beside the fork."""
     import shutil
 
-    from tests.test_tui_sessions import EXAMPLE, replay_app
+    from tests.tui.test_tui_sessions import EXAMPLE, replay_app
     from tui.screens.compare_saved import SavedCompareScreen
     from tui.screens.replay import ReplayScreen
     from tui.screens.run import RunScreen
