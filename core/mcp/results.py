@@ -9,16 +9,16 @@ today; other methods' typed graphs, agent selections or plans tomorrow) with the
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from core.demo.played import demo_answer_note
-from core.mcp.tasks import STATUS_RUNNING, SwarmTask
+from core.mcp.tasks import STATUS_RUNNING, SwarmTask, TaskStatus
 from core.runtime import events as ev
 from core.runtime.steering import SteerAction
 
-Status = Literal["running", "completed", "failed", "cancelled"]
+Status = TaskStatus
 
 # Event kinds that describe the run's flow, not a graph or a routing decision.
 FLOW_EVENTS = frozenset(
@@ -145,7 +145,7 @@ def start_result(entry: SwarmTask, sessions_dir: str) -> StartResult:
     interval = entry.poll_interval() or 5.0
     which = entry.domain if entry.team in ("", entry.domain) else f"team {entry.team}, {entry.domain}"
     return StartResult(
-        task_id=entry.id, status=entry.status,  # type: ignore[arg-type]
+        task_id=entry.id, status=entry.status,
         strategy=entry.strategy, domain=entry.domain, team_name=entry.team or entry.domain,
         team=list(entry.agents), params=dict(entry.params),
         options=dict(entry.options), notes=list(entry.notes), budget_s=entry.budget_s,
@@ -172,7 +172,7 @@ def status_result(entry: SwarmTask) -> StatusResult:
     else:
         message = f"failed: {entry.error}"
     return StatusResult(
-        task_id=entry.id, status=entry.status,  # type: ignore[arg-type]
+        task_id=entry.id, status=entry.status,
         round=entry.round, max_rounds=entry.max_rounds, phase=entry.phase,
         active_agents=sorted(entry.active), elapsed_s=round(entry.elapsed(), 2), llm_calls=entry.llm_calls,
         prompt_tokens=entry.prompt_tokens, completion_tokens=entry.completion_tokens, tokens=entry.tokens,
@@ -243,7 +243,7 @@ def cancel_result(entry: SwarmTask, cancelled: bool) -> CancelResult:
         message = "asked the swarm to stop; it saves its session and swarm_status says cancelled in a moment"
     else:
         message = f"the swarm had already ended ({entry.status}); nothing to cancel"
-    return CancelResult(task_id=entry.id, status=entry.status, cancelled=cancelled,  # type: ignore[arg-type]
+    return CancelResult(task_id=entry.id, status=entry.status, cancelled=cancelled,
                         message=message)
 
 

@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal, get_args
 
 from core.evaluation.sandbox import allow_unisolated_code, unisolated_refusal
 from core.methods.catalogue import build_method, get_method_info, method_names
@@ -47,11 +47,13 @@ ROUND_BUDGET_S = 120.0  # the wall-clock budget is max_rounds x this (the refere
 CANCEL_GRACE_S = 15.0  # after a budget cancel, how long the run gets to stop before it is torn down
 MAX_ROUNDS_LIMIT = MAX_ROUNDS  # the settings' bound (core.runtime.config), named as the server's tools knew it
 
-STATUS_RUNNING = "running"
-STATUS_COMPLETED = "completed"
-STATUS_FAILED = "failed"
-STATUS_CANCELLED = "cancelled"
-STATUSES = (STATUS_RUNNING, STATUS_COMPLETED, STATUS_FAILED, STATUS_CANCELLED)
+# A swarm task's status, as the tools' results publish it (a Literal: the output schema lists the four).
+TaskStatus = Literal["running", "completed", "failed", "cancelled"]
+STATUS_RUNNING: Final = "running"
+STATUS_COMPLETED: Final = "completed"
+STATUS_FAILED: Final = "failed"
+STATUS_CANCELLED: Final = "cancelled"
+STATUSES: tuple[TaskStatus, ...] = get_args(TaskStatus)
 
 # The strategies a swarm can run are the registered methods (core.methods); the list is read when needed.
 STRATEGIES = tuple(method_names())
@@ -110,7 +112,7 @@ class SwarmTask:
     team: str = ""  # the team's name: a built-in one's is its domain, a user team's its [team.NAME]
     agents: list[str] = field(default_factory=list)  # the team's Manager and workers
     notes: list[str] = field(default_factory=list)
-    status: str = STATUS_RUNNING
+    status: TaskStatus = STATUS_RUNNING
     started_at: float = field(default_factory=time.time)
     finished_at: float | None = None
     round: int = 0
