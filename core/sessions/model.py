@@ -22,6 +22,7 @@ from core.llm.urls import redact_url
 from core.methods.catalogue import ensure_event_type
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
+from core.runtime.dispatch import EventTable
 from core.sessions.schema import (
     ParentRef,
     RunParams,
@@ -463,6 +464,128 @@ def _check_topology(e: ev.TopologyBuilt, where: str) -> RoutingResult:
     return routing
 
 
+# How a session's rounds take each engine event type (_Fold's ``@FOLDS.on`` methods; tests/test_event_handlers.py
+# checks every type is handled or ignored). The view keeps no trace of streamed text, phase and call starts,
+# or control changes.
+FOLDS: EventTable[_Fold] = EventTable()
+FOLDS.ignore(ev.AgentDelta, ev.PhaseStarted, ev.AgentStarted, ev.ControlChanged)
+
+
+class _Fold:
+    """Folds a validated stream into its rounds, one event at a time (the handlers in FOLDS), checking
+    the order as it goes: rounds start in turn, an event names a round that has started, one end."""
+
+    def __init__(self, started: ev.RunStarted) -> None:
+        self.workers = list(started.workers)
+        self.rounds: list[RoundRecord] = []
+        self.outcome: ev.RunFinished | None = None
+        self.pending_goal = ""  # the goal the next round starts with
+        self.tokens = (0, 0)  # the run's totals at the last round_finished
+        self.where = ""  # the event being folded, for an error message
+        self._record: RoundRecord | None = None
+
+    @property
+    def record(self) -> RoundRecord:
+        assert self._record is not None  # set before any per-round handler runs
+        return self._record
+
+    def fold(self, index: int, e: ev.Event) -> None:
+        self.where = f"event {index} ({e.type})"
+        if self.outcome is not None:
+            raise SessionFormatError(f"{self.where} comes after run_finished")
+        if not isinstance(e, ev.RunStarted | ev.RunFinished | ev.RoundStarted):
+            round_no = getattr(e, "round", 0)
+            if round_no > len(self.rounds):
+                raise SessionFormatError(f"{self.where}: round {round_no} has not started")
+            if round_no == 0:  # run-level events before round 1 (control state, notices)
+                if isinstance(e, ev.ParamsChanged):
+                    _check_params(e.params, self.where)
+                return
+            self._record = self.rounds[round_no - 1]
+        if not FOLDS.dispatch(self, e) and type(e).__module__ != ev.__name__:
+            self.record.method_events.append(e)  # a method's own event type (e.g. DMoA's)
+
+    @FOLDS.on(ev.RunStarted)
+    def _run_started(self, e: ev.RunStarted) -> None:
+        raise SessionFormatError(f"{self.where}: a session holds one run")
+
+    @FOLDS.on(ev.RunFinished)
+    def _run_finished(self, e: ev.RunFinished) -> None:
+        if e.rounds != len(self.rounds):
+            raise SessionFormatError(f"{self.where}: says {e.rounds} rounds but {len(self.rounds)} were recorded")
+        self.outcome = e
+
+    @FOLDS.on(ev.RoundStarted)
+    def _round_started(self, e: ev.RoundStarted) -> None:
+        if e.round != len(self.rounds) + 1:
+            raise SessionFormatError(f"{self.where}: round {e.round} follows round {len(self.rounds)}")
+        _check_params(e.params, self.where)
+        self.rounds.append(RoundRecord(round=e.round, params=dict(e.params), goal=self.pending_goal))
+
+    @FOLDS.on(ev.AgentFinished)
+    def _agent_finished(self, e: ev.AgentFinished) -> None:
+        self.record.outputs.append(e)
+
+    @FOLDS.on(ev.DescriptorsReady)
+    def _descriptors_ready(self, e: ev.DescriptorsReady) -> None:
+        self.record.descriptors = {k: dict(v) for k, v in e.descriptors.items()}
+
+    @FOLDS.on(ev.TopologyBuilt)
+    def _topology_built(self, e: ev.TopologyBuilt) -> None:
+        record = self.record
+        record.routing = _check_topology(e, self.where)
+        record.query_embeddings, record.key_embeddings = e.query_embeddings, e.key_embeddings
+        record.rerouted = record.rerouted or e.rerouted
+
+    @FOLDS.on(ev.MessagesRouted)
+    def _messages_routed(self, e: ev.MessagesRouted) -> None:
+        _check_deliveries(e.deliveries, self.workers, self.where)
+        self.record.deliveries.extend(e.deliveries)
+        self.record.broadcast = self.record.broadcast or e.broadcast
+
+    @FOLDS.on(ev.ManagerDecided)
+    def _manager_decided(self, e: ev.ManagerDecided) -> None:
+        record = self.record
+        if e.plan:
+            record.plan, record.goal = e, e.next_goal
+            self.pending_goal = e.next_goal
+        else:
+            record.decision = e
+            self.pending_goal = e.next_goal or record.goal
+
+    @FOLDS.on(ev.ParamsChanged)
+    def _params_changed(self, e: ev.ParamsChanged) -> None:
+        _check_params(e.params, self.where)
+        self.record.param_changes.append(e)
+
+    @FOLDS.on(ev.RoundFinished)
+    def _round_finished(self, e: ev.RoundFinished) -> None:
+        record = self.record
+        if record.finished:
+            raise SessionFormatError(f"{self.where}: round {e.round} finished twice")
+        record.finished = True
+        record.prompt_tokens = max(0, e.prompt_tokens - self.tokens[0])
+        record.completion_tokens = max(0, e.completion_tokens - self.tokens[1])
+        record.convergence = e.convergence
+        self.tokens = (e.prompt_tokens, e.completion_tokens)
+
+    @FOLDS.on(ev.TestRun)
+    def _test_run(self, e: ev.TestRun) -> None:
+        self.record.test_runs.append(e)
+
+    @FOLDS.on(ev.Notice)
+    def _notice(self, e: ev.Notice) -> None:
+        self.record.notices.append(e)
+
+    @FOLDS.on(ev.MemoryTrimmed)
+    def _memory_trimmed(self, e: ev.MemoryTrimmed) -> None:
+        self.record.trims.append(e)
+
+    @FOLDS.on(ev.UserSteered)
+    def _user_steered(self, e: ev.UserSteered) -> None:
+        self.record.steering.append(e)
+
+
 def _derive(events: list[dict[str, Any]]) -> tuple[ev.RunStarted, list[RoundRecord], ev.RunFinished | None]:
     """Validate the stream's order and build the per-round view."""
     if not isinstance(events, list):
@@ -476,77 +599,10 @@ def _derive(events: list[dict[str, Any]]) -> tuple[ev.RunStarted, list[RoundReco
     if not isinstance(first, ev.RunStarted):
         raise SessionFormatError(f"the first event must be run_started, got {first.type}")
     _check_started(first)
-    workers = list(first.workers)
-    rounds: list[RoundRecord] = []
-    outcome: ev.RunFinished | None = None
-    pending_goal = ""
-    tokens = (0, 0)
+    fold = _Fold(first)
     for index, e in enumerate(typed[1:], start=1):
-        where = f"event {index} ({e.type})"
-        if outcome is not None:
-            raise SessionFormatError(f"{where} comes after run_finished")
-        if isinstance(e, ev.RunStarted):
-            raise SessionFormatError(f"{where}: a session holds one run")
-        if isinstance(e, ev.RunFinished):
-            if e.rounds != len(rounds):
-                raise SessionFormatError(f"{where}: says {e.rounds} rounds but {len(rounds)} were recorded")
-            outcome = e
-            continue
-        round_no = getattr(e, "round", 0)
-        if isinstance(e, ev.RoundStarted):
-            if round_no != len(rounds) + 1:
-                raise SessionFormatError(f"{where}: round {round_no} follows round {len(rounds)}")
-            _check_params(e.params, where)
-            rounds.append(RoundRecord(round=round_no, params=dict(e.params), goal=pending_goal))
-            continue
-        if round_no > len(rounds):
-            raise SessionFormatError(f"{where}: round {round_no} has not started")
-        if round_no == 0:
-            if isinstance(e, ev.ParamsChanged):
-                _check_params(e.params, where)
-            continue  # run-level events before round 1 (control state, notices)
-        record = rounds[round_no - 1]
-        if isinstance(e, ev.AgentFinished):
-            record.outputs.append(e)
-        elif isinstance(e, ev.DescriptorsReady):
-            record.descriptors = {k: dict(v) for k, v in e.descriptors.items()}
-        elif isinstance(e, ev.TopologyBuilt):
-            record.routing = _check_topology(e, where)
-            record.query_embeddings, record.key_embeddings = e.query_embeddings, e.key_embeddings
-            record.rerouted = record.rerouted or e.rerouted
-        elif isinstance(e, ev.MessagesRouted):
-            _check_deliveries(e.deliveries, workers, where)
-            record.deliveries.extend(e.deliveries)
-            record.broadcast = record.broadcast or e.broadcast
-        elif isinstance(e, ev.ManagerDecided):
-            if e.plan:
-                record.plan, record.goal = e, e.next_goal
-                pending_goal = e.next_goal
-            else:
-                record.decision = e
-                pending_goal = e.next_goal or record.goal
-        elif isinstance(e, ev.ParamsChanged):
-            _check_params(e.params, where)
-            record.param_changes.append(e)
-        elif isinstance(e, ev.TestRun):
-            record.test_runs.append(e)
-        elif isinstance(e, ev.Notice):
-            record.notices.append(e)
-        elif isinstance(e, ev.MemoryTrimmed):
-            record.trims.append(e)
-        elif isinstance(e, ev.UserSteered):
-            record.steering.append(e)
-        elif type(e).__module__ != ev.__name__:
-            record.method_events.append(e)
-        elif isinstance(e, ev.RoundFinished):
-            if record.finished:
-                raise SessionFormatError(f"{where}: round {round_no} finished twice")
-            record.finished = True
-            record.prompt_tokens = max(0, e.prompt_tokens - tokens[0])
-            record.completion_tokens = max(0, e.completion_tokens - tokens[1])
-            record.convergence = e.convergence
-            tokens = (e.prompt_tokens, e.completion_tokens)
-    return first, rounds, outcome
+        fold.fold(index, e)
+    return first, fold.rounds, fold.outcome
 
 
 def _check_deliveries(deliveries: list[dict[str, Any]], workers: list[str], where: str) -> None:

@@ -1,6 +1,7 @@
-"""Every consumer of the event stream says what it does with each engine event type: a handler from its
-typed table, or an explicit "ignored". A new event type that a consumer neither handles nor ignores fails
-here instead of being dropped without a word (the TUI would show nothing of it, a replay would lose it)."""
+"""Every consumer of the event stream (the run model, the headless printer, a session's per-round view)
+says what it does with each engine event type: a handler from its typed table, or an explicit "ignored".
+A new event type that a consumer neither handles nor ignores fails here instead of being dropped without
+a word (the TUI would show nothing of it, a replay would lose it)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ import pytest
 
 from core.runtime import events as ev
 from core.runtime.dispatch import EventTable, core_event_types
+from core.sessions.model import FOLDS
 from tui.cli.headless import PRINTS, ProgressPrinter
 from tui.model import HANDLERS, RunModel
 
 CONSUMERS = {
     "the TUI's run model (tui.model.HANDLERS)": HANDLERS,
     "the headless printer (tui.cli.headless.PRINTS)": PRINTS,
+    "a session's rounds (core.sessions.model.FOLDS)": FOLDS,
 }
 
 
