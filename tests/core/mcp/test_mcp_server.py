@@ -278,7 +278,7 @@ async def test_a_full_store_evicts_the_oldest_half_of_the_finished_tasks(tmp_pat
         ({"context": "x" * 4001}, "context is 4001 characters; the limit is 4000"),
         ({"options": {"turbo": True}},
          "unknown option 'turbo': the options are protocol, execute, allow_unisolated_code, budget_s, time_budget, "
-         "max_calls, memory, "
+         "max_calls, descriptor_context, memory, "
          "payload, prompt_order; and KIND_max_tokens, KIND_temperature for KIND in manager, worker, descriptor"),
         ({"options": {"time_budget": 0}}, "option time_budget must be between 1 and 36000 seconds, got 0"),
         ({"options": {"time_budget": 60, "budget_s": 30}}, "option time_budget (60 s) must be shorter than budget_s"),
