@@ -12,6 +12,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _scripted_code_may_run_unisolated() -> None:
+    """The code tests run comes from the scripted server (ours): where bubblewrap cannot run, it runs without
+    isolation, as a user who passed --allow-unisolated-code would. The refusal has its own tests, which
+    turn this off (tests/core/evaluation/test_unisolated_code.py)."""
+    from core.evaluation.sandbox import allow_unisolated_code
+
+    allow_unisolated_code(True)
+
+
 @pytest.fixture(scope="session")
 def embedder():  # type: ignore[no-untyped-def]
     from core.llm.embeddings import shared_embedder

@@ -237,7 +237,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 def check_code_isolation(settings: Settings, *, runs_code: bool) -> None:
     """The user's choice about unisolated code applies to this process; a run that would execute model code
     where it cannot be isolated, without that choice, stops here with one line (why, and how to isolate)."""
-    allow_unisolated_code(settings.allow_unisolated_code)
+    if settings.allow_unisolated_code:  # only ever turned on here: a process that accepted it keeps it
+        allow_unisolated_code(True)
     if runs_code:
         refused = unisolated_refusal()
         if refused:

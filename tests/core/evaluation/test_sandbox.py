@@ -725,9 +725,8 @@ def test_humaneval_scoring_runs_the_hidden_tests_in_the_judge() -> None:
 def no_isolation(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv(sandbox.ISOLATION_ENV, "off")
     isolation.probe_isolation.cache_clear()
-    isolation.allow_unisolated_code(True)  # as --allow-unisolated-code does: refused otherwise
+    monkeypatch.setattr(isolation, "_ALLOWED_PROCESS", True)  # as --allow-unisolated-code does: refused otherwise
     yield
-    isolation.allow_unisolated_code(False)
     monkeypatch.undo()
     isolation.probe_isolation.cache_clear()
 

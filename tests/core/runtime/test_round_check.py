@@ -86,14 +86,13 @@ async def test_code_without_isolation_is_announced_once_per_run(monkeypatch: Any
 
     monkeypatch.setenv(sandbox.ISOLATION_ENV, "off")
     isolation.probe_isolation.cache_clear()
-    isolation.allow_unisolated_code(True)  # accepted (--allow-unisolated-code): it runs, and says so
+    monkeypatch.setattr(isolation, "_ALLOWED_PROCESS", True)  # accepted (--allow-unisolated-code): it runs, says so
     try:
         evaluator = CodeExecutionEvaluator()
         outputs = {"Developer": AgentResult("Developer", "done", public=FIXED)}
         first = await evaluator.evaluate(1, DEMO_PROBLEMS["code"], outputs)
         second = await evaluator.evaluate(2, DEMO_PROBLEMS["code"], outputs)
     finally:
-        isolation.allow_unisolated_code(False)
         isolation.probe_isolation.cache_clear()
     assert first is not None and second is not None
     notices = [e for e in first.events if isinstance(e, ev.Notice)]
