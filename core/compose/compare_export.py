@@ -1,6 +1,7 @@
-"""A comparison as Markdown, JSON and CSV: the problem, the endpoint (already redacted in the record), the
-model, the shared settings, each method's options and the summary rows with their differences to the
-first method. What a person pastes into an issue or loads into a spreadsheet."""
+"""A comparison as Markdown, JSON, CSV and HTML: the problem, the endpoint (already redacted in the record), the
+model, the shared settings, each method's options and the summary rows with their differences to the first
+method. What a person pastes into an issue or loads into a spreadsheet; the HTML page (core.compose.compare_html)
+also holds every method's steps side by side."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import json
 from pathlib import Path
 
 from core.compose.compare import estimated_note, summary_rows
+from core.compose.compare_html import compare_page
 from core.runtime.textsafe import json_safe
 from core.sessions.compare_record import CompareRecord, sessions_folder
 
-EXPORT_FORMATS = ("md", "json", "csv")
+EXPORT_FORMATS = ("md", "json", "csv", "html")
 CSV_COLUMNS = ("method", "state", "answer", "verdict", "calls", "prompt_tokens", "completion_tokens", "total_tokens",
                "tokens_estimated", "cached_tokens", "wall_s", "tokens_vs_first", "wall_vs_first", "reason", "session")
 
@@ -72,13 +74,16 @@ def to_csv(record: CompareRecord) -> str:
     return out.getvalue()
 
 
-WRITERS = {"md": to_markdown, "json": to_json, "csv": to_csv}
+WRITERS = {"md": to_markdown, "json": to_json, "csv": to_csv, "html": compare_page}
 
 
 def export_paths(record: CompareRecord, directory: Path) -> dict[str, Path]:
-    """Where each format goes: beside the record, named after it (``NAME.summary.md`` …)."""
+    """Where each format goes: beside the record, named after it (``NAME.summary.md`` …; the page, which holds
+    every method's steps too, ``NAME.html``)."""
     stem = sessions_folder(record.path).name if record.path is not None else "comparison"
-    return {fmt: Path(directory) / f"{stem}.summary.{fmt}" for fmt in EXPORT_FORMATS}
+    paths = {fmt: Path(directory) / f"{stem}.summary.{fmt}" for fmt in EXPORT_FORMATS}
+    paths["html"] = Path(directory) / f"{stem}.html"
+    return paths
 
 
 def export_record(record: CompareRecord, fmt: str, path: Path) -> Path:

@@ -192,6 +192,8 @@ async def test_export_files_parse(tmp_path: Path, embedder: Any) -> None:
     assert int(rows[0]["calls"]) == screen.rows["dytopo"].calls
     markdown = (tmp_path / f"{stem}.summary.md").read_text()
     assert "| dytopo |" in markdown and "| single |" in markdown and "## Problem" in markdown
+    page = (tmp_path / f"{stem}.html").read_text()  # the comparison as one page, each method's steps beside
+    assert 'data-method="dytopo"' in page and 'data-method="single"' in page
 
 
 async def test_summary_sorts_by_a_column_and_reverses() -> None:

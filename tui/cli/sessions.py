@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core.compose.compare_export import EXPORT_FORMATS, WRITERS
-from core.compose.compare_html import compare_page
 from core.runtime.config import ConfigError
 from core.runtime.config_file import load_settings
 from core.runtime.textsafe import one_line, printable
@@ -27,7 +26,7 @@ from sessions import EXAMPLES_DIR
 from .launch import OpenReplay, Outcome
 from .options import EXIT_USAGE, OneLineParser, add_run_options
 
-RECORD_FORMATS = (*EXPORT_FORMATS, "html")  # what a compare record exports as
+RECORD_FORMATS = EXPORT_FORMATS  # what a compare record exports as
 
 
 class _UserError(Exception):
@@ -171,7 +170,7 @@ def _export_record(path: Path, fmt: str) -> str:
         record = load_record(path)
     except SessionFormatError as exc:
         raise _UserError(str(exc)) from None
-    return compare_page(record) if fmt == "html" else WRITERS[fmt](record)
+    return WRITERS[fmt](record)
 
 
 # --- replay ------------------------------------------------------------------------------------

@@ -346,10 +346,10 @@ class CompareScreen(Screen[None]):
         return written
 
     def action_export(self) -> None:
-        self.export(("md", "json", "csv"))
+        self.export(("md", "json", "csv", "html"))
 
     def palette_commands(self) -> list[tuple[str, str, Callable[[], object]]]:
-        names = {"md": "Markdown", "json": "JSON", "csv": "CSV"}
+        names = {"md": "Markdown", "json": "JSON", "csv": "CSV", "html": "HTML"}
         return [(f"Export comparison as {name}", "beside the compare record", lambda f=fmt: self.export((f,)))
                 for fmt, name in names.items()]
 
