@@ -39,12 +39,14 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _serve(*args: str) -> Iterator[str]:
+def _serve(where: Path, *args: str) -> Iterator[str]:
     port = _free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    # The served runs save their sessions in ``where``, never in the checkout (its sessions/ holds the examples).
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "SWARM_TUI_SESSIONS_DIR": str(where)}
     # A session of its own: the server starts a shell and an app per browser, all ended with it.
     server = subprocess.Popen([sys.executable, "-m", "tui", "serve", "--port", str(port), "--demo", *args],
-                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              cwd=where, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               start_new_session=True)
     try:
         deadline = time.monotonic() + 60
@@ -64,13 +66,13 @@ def _serve(*args: str) -> Iterator[str]:
 
 
 @pytest.fixture()
-def served() -> Iterator[str]:
-    yield from _serve()
+def served(tmp_path: Path) -> Iterator[str]:
+    yield from _serve(tmp_path)
 
 
 @pytest.fixture()
-def spectated() -> Iterator[str]:
-    yield from _serve("--spectate")
+def spectated(tmp_path: Path) -> Iterator[str]:
+    yield from _serve(tmp_path, "--spectate")
 
 
 def screen_text(page: Any) -> str:

@@ -149,7 +149,7 @@ async def test_export_every_format_from_a_replay_writes_to_exports_by_the_sessio
         assert {p.name for p in tmp_path.iterdir()} == {"run.json", "exports"}  # never among the sessions
         exports = tmp_path / "exports"
         written = {p.name for p in exports.iterdir()}
-        assert written == {"run.md", "run.json", "run.toml", "run.dot", "run.mmd"}
+        assert written == {"run.md", "run.json", "run.toml", "run.dot", "run.mmd", "run.html"}
         for fmt in FORMATS:
             target = export_path(source, fmt, tmp_path / "elsewhere")
             assert target.read_text(encoding="utf-8") == export_session(session, fmt)
