@@ -14,10 +14,11 @@ from core.bench.report import write_report
 from tests.browser.support import open_page, photograph
 from tests.core.bench.test_benchmark import HUMANEVAL, bench
 from tests.html_support import hostile_session, steered_session, write_session
+from tests.paths import FIXTURES
 from tui.entry import main
 
 pytestmark = pytest.mark.browser
-COMPARE = Path(__file__).parent.parent / "fixtures" / "compare" / "demo-math.compare.json"
+COMPARE = FIXTURES / "compare" / "demo-math.compare.json"
 VISIBLE_EDGES = """() => [...document.querySelectorAll('section.step')].filter(s => s.offsetParent !== null)
   .flatMap(s => [...s.querySelectorAll('g.edge')].map(g => [s.dataset.step, g.dataset.src, g.dataset.dst,
   g.dataset.kind, (+g.dataset.score).toFixed(2)]))"""
