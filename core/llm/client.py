@@ -263,6 +263,8 @@ class LLMClient:
         # holds that agent's previous prompt (plan_slots); empty: the server picks a slot by prompt similarity.
         self.total_slots: int | None = None
         self.slots: dict[str, int] = {}
+        self._slot_runs: dict[int, list[str]] = {}  # the runs using this client now: their agents (plan_slots)
+        self._next_run = 0
 
     def estimate_prompt_tokens(self, messages: list[dict[str, str]]) -> int:
         """The prompt's tokens as this endpoint counts them, from its characters (a few per message for the
@@ -296,12 +298,26 @@ class LLMClient:
             return n_ctx
         return None
 
-    def plan_slots(self, agents: list[str]) -> None:
-        """Keep each agent on a slot of its own when the server reports enough of them (llama.cpp), so each
-        prompt meets its agent's previous one in that slot's cache; with fewer slots than agents no slot is
-        named and the server picks one by prompt similarity. An agent named later takes a free slot if any."""
-        names = list(dict.fromkeys(agents))
-        fits = bool(self.total_slots) and len(names) <= (self.total_slots or 0)
+    def plan_slots(self, agents: list[str]) -> int:
+        """A run starts with these agents: keep each on a slot of its own when the server reports enough of
+        them (llama.cpp), so each prompt meets its agent's previous one in that slot's cache. With fewer slots
+        than agents, or several runs sharing this client at once (a comparison, a benchmark's concurrency,
+        whose agents share names), no slot is named and the server picks one by prompt similarity. An agent
+        named later takes a free slot if any. Returns the run's token for release_slots."""
+        self._next_run += 1
+        self._slot_runs[self._next_run] = list(dict.fromkeys(agents))
+        self._replan_slots()
+        return self._next_run
+
+    def release_slots(self, run: int) -> None:
+        """The run has ended: its agents' slots are free for the next run."""
+        self._slot_runs.pop(run, None)
+        self._replan_slots()
+
+    def _replan_slots(self) -> None:
+        runs = list(self._slot_runs.values())
+        names = runs[0] if len(runs) == 1 else []
+        fits = bool(names) and bool(self.total_slots) and len(names) <= (self.total_slots or 0)
         self.slots = {name: index for index, name in enumerate(names)} if fits else {}
 
     def _slot_for(self, agent: str) -> int | None:

@@ -191,7 +191,7 @@ class SwarmEngine:
     async def run(self) -> ev.RunFinished:
         """Run to the end. Always returns the RunFinished event, which says why the run ended."""
         manager, workers, roles = self.method.roster(self.domain)
-        self.llm.plan_slots([name for name in (manager, *workers) if name])  # a llama.cpp slot per agent
+        slots = self.llm.plan_slots([name for name in (manager, *workers) if name])  # a llama.cpp slot per agent
         self.emit(
             ev.RunStarted(
                 run_id=self.spec.run_id,
@@ -234,6 +234,7 @@ class SwarmEngine:
             self._task = None  # a cancel from now on must not hit the caller's task (it awaited run())
             if watchdog is not None:
                 watchdog.cancel()
+            self.llm.release_slots(slots)
         return self._finish(outcome)
 
     # --- budgets (settings time_budget, max_calls) ----------------------------------------------------

@@ -198,3 +198,20 @@ def test_compare_and_bench_rows_say_cached_or_not_reported() -> None:
              Row("t1", "single", "code", True, 1, 900, 100, 0.5, "answered")]
     text = format_table(summarize(bench, ["dytopo", "single"]))
     assert "cached 1,000 (25 %)" in text and "not reported" in text
+
+
+def test_runs_sharing_one_client_leave_the_slot_to_the_server() -> None:
+    """A comparison or a benchmark's concurrency runs several teams on one client, their agents sharing names:
+    pinning "Developer" to one slot would queue every team's Developer there, so no slot is named then."""
+    from core.llm.client import LLMClient
+
+    client = LLMClient("http://127.0.0.1:9/v1", "no-key", model="m")
+    client.total_slots = 5
+    first = client.plan_slots(["Manager", "Developer", "Tester"])
+    assert client.slots == {"Manager": 0, "Developer": 1, "Tester": 2}
+    second = client.plan_slots(["Manager", "Developer"])
+    assert client.slots == {}
+    client.release_slots(first)
+    assert client.slots == {"Manager": 0, "Developer": 1}  # the one run left keeps its agents apart again
+    client.release_slots(second)
+    assert client.plan_slots(["A", "B", "C", "D", "E", "F"]) and client.slots == {}  # more agents than slots
