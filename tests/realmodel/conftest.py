@@ -37,6 +37,7 @@ class Recorded:
     refusals: list[str] = field(default_factory=list)  # the bodies of chat requests the server refused (4xx)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # llama.cpp's timings.cache_n: the prompt tokens it took from a slot's cache
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -44,6 +45,19 @@ class Recorded:
 class RealModel:
     base_url: str  # the proxy's
     recorded: Recorded
+
+
+def _cached_of(payload: bytes) -> int:
+    """llama.cpp's timings.cache_n of a reply (the JSON body or the stream's chunk that has them)."""
+    text = payload.decode("utf-8", "replace")
+    cached = 0
+    for chunk in [line[5:].strip() for line in text.splitlines() if line.startswith("data:")] or [text]:
+        try:
+            timings = json.loads(chunk).get("timings") or {}
+        except (ValueError, AttributeError):
+            continue
+        cached = timings.get("cache_n", cached)
+    return int(cached)
 
 
 def _usage_of(payload: bytes) -> tuple[int, int]:
@@ -84,6 +98,7 @@ def _proxy(upstream_port: int, recorded: Recorded, *, hide_props: bool = False) 
                     recorded.bodies.append(json.loads(body))
                     recorded.prompt_tokens += prompt
                     recorded.completion_tokens += completion
+                    recorded.cached_tokens += _cached_of(payload)
             elif body and self.path.endswith("/chat/completions") and 400 <= reply.status < 500:
                 with recorded.lock:
                     recorded.refusals.append(payload.decode("utf-8", "replace"))

@@ -215,3 +215,37 @@ def test_runs_sharing_one_client_leave_the_slot_to_the_server() -> None:
     assert client.slots == {"Manager": 0, "Developer": 1}  # the one run left keeps its agents apart again
     client.release_slots(second)
     assert client.plan_slots(["A", "B", "C", "D", "E", "F"]) and client.slots == {}  # more agents than slots
+
+
+def _reusable_and_bound(requests: list[RequestInfo]) -> tuple[float, float]:
+    """(share of prompt characters that begin with the same agent's previous prompt, the share its previous
+    prompt already held in whole lines: what an append-only layout of the same content could reuse at best)."""
+    last: dict[str, str] = {}
+    chars = prefix = bound = 0
+    for r in requests:
+        text = _text(r)
+        chars += len(text)
+        previous = last.get(r.role)
+        if previous is not None:
+            prefix += next((i for i, (a, b) in enumerate(zip(previous, text, strict=False)) if a != b),
+                           min(len(previous), len(text)))
+            have = Counter(previous.splitlines(keepends=True))
+            for line in text.splitlines(keepends=True):
+                if have[line] > 0:
+                    have[line] -= 1
+                    bound += len(line)
+        last[r.role] = text
+    return prefix / chars, bound / chars
+
+
+@pytest.mark.parametrize("method", ["topodim", "dmoa", "topoweaver"])
+async def test_each_method_reuses_within_five_points_of_its_append_only_bound(embedder: Any, method: str,
+                                                                            tmp_path: Any) -> None:
+    options = {"dmoa": {"weights_dir": str(tmp_path)}, "topodim": {"weights": str(tmp_path / "policy.pt")}}
+    settings = Settings(strategy=method, max_rounds=3, strategy_options={method: options.get(method, {})})
+    with ScriptedServer(demo_script) as server:
+        await run_swarm(server, embedder, settings=settings)
+        requests = [r for r in server.requests if r.role]
+    reusable, bound = _reusable_and_bound(requests)
+    assert len({r.role for r in requests}) > 1 and bound > 0.2, (method, bound)
+    assert reusable >= bound - 0.05, (method, round(reusable, 3), round(bound, 3))
