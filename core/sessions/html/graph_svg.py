@@ -9,9 +9,11 @@ drawing against. Names are model-chosen text for some methods: they are escaped 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.routing.dytopo import (
+    KIND_CONDITIONED,
     KIND_CROSS,
     KIND_DEBATE,
     KIND_FEEDBACK,
@@ -139,6 +141,30 @@ def _path(a: Box, b: Box, da: float, db: float, bow: float = 0.0) -> tuple[str, 
 
 
 _DASHED = {KIND_FEEDBACK: "dash", KIND_CROSS: "dash", KIND_HANDOFF: "dot"}
+# On the drawing a typed edge's kind is its line (STYLE_NOTES says which): the label keeps to the number, so
+# labels of a dense typed graph do not run into each other; the edge list beside it names each kind.
+_LABELS: dict[str, Callable[[Edge], str]] = {
+    KIND_HANDOFF: lambda e: f"α {e.score:.2f}",
+    KIND_CONDITIONED: lambda e: f"{e.score:.2f}",
+    KIND_FEEDBACK: lambda e: f"{e.score:.2f}",
+    KIND_DEBATE: lambda e: f"{e.score:.2f}",
+}
+STYLE_NOTES = {
+    KIND_CONDITIONED: "solid: conditioned",
+    KIND_FEEDBACK: "dashed: feedback",
+    KIND_DEBATE: "thick, two heads: debate",
+    KIND_CROSS: "dashed: cross (its own earlier turn)",
+    KIND_HANDOFF: "dotted: handoff (α)",
+    KIND_PINNED: "thick orange: pinned by the user",
+}
+
+
+def style_note(routing: RoutingResult) -> str:
+    """What the line styles of this graph's edges mean ("" when every edge is a plain arrow)."""
+    notes = [STYLE_NOTES[k] for k in routing.kinds if k in STYLE_NOTES]
+    if any(r.reason == REASON_CUT for r in routing.removed):
+        notes.append("red dashed: cut by the user")
+    return " · ".join(notes)
 
 
 def _bows(edges: list[Edge | RemovedEdge], boxes: dict[str, Box],
@@ -213,7 +239,7 @@ def graph_svg(routing: RoutingResult, *, tiered: bool = True, uid: str = "g", ca
                           bows[(e.src, e.dst)])
         reach = [min(reach[0], mx - 40), max(reach[1], mx + 40)]
         start = f' marker-start="url(#{uid}-{head})"' if e.kind == KIND_DEBATE else ""
-        label = f"pin {e.score:.2f}" if pinned else f"α {e.score:.2f}" if e.kind == KIND_HANDOFF else edge_label(e)
+        label = f"pin {e.score:.2f}" if pinned else _LABELS.get(e.kind, edge_label)(e)
         out.append(
             f'<g class="{classes}" data-src="{esc(e.src)}" data-dst="{esc(e.dst)}" data-kind="{esc(e.kind)}" '
             f'data-score="{e.score:.4f}"><title>{esc(e.src)} → {esc(e.dst)}: {esc(label)}'

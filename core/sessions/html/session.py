@@ -14,7 +14,7 @@ from core.methods.registry import MethodError, format_options
 from core.routing.dytopo import KIND_PINNED, edge_label
 from core.routing.layout import legend
 from core.runtime.events import UserSteered
-from core.sessions.html.graph_svg import graph_svg, nodes_svg
+from core.sessions.html.graph_svg import graph_svg, nodes_svg, style_note
 from core.sessions.html.page import document, esc, removed_toggle, stepper
 from core.sessions.html.text import code_block, rich_text
 from core.sessions.model import RoundRecord, Session
@@ -148,7 +148,9 @@ def _graph(session: Session, record: RoundRecord, uid: str, unit: str) -> str:
     if routing.inactive:
         lists += f'<p class="legend">not running: {esc(", ".join(routing.inactive))}</p>'
     rerouted = " · re-routed during the " + unit if record.rerouted else ""
-    return f'{svg}<p class="legend">{esc(legend(routing) + rerouted)}</p>{lists}'
+    styles = style_note(routing)
+    styles_line = f'<p class="legend">lines: {esc(styles)}</p>' if styles else ""
+    return f'{svg}<p class="legend">{esc(legend(routing) + rerouted)}</p>{styles_line}{lists}'
 
 
 def _edge_text(e: Any) -> str:
@@ -241,8 +243,8 @@ def round_section(session: Session, record: RoundRecord, *, uid: str, unit: str,
     if record.plan is not None and (record.plan.next_goal or record.plan.reasoning):
         plan = record.plan
         right.append(f"<h3>Plan</h3>{rich_text(plan.next_goal)}{rich_text(plan.reasoning)}")
-    if record.goal:
-        right.append(f"<h3>Goal</h3>{rich_text(record.goal)}")
+    if record.goal and not (record.plan is not None and record.plan.next_goal.strip() == record.goal.strip()):
+        right.append(f"<h3>Goal</h3>{rich_text(record.goal)}")  # the plan's own goal is shown once, above
     if record.notices:
         items = "".join(f'<li class="{"bad" if n.severity == "error" else ""}">{esc(n.severity)}'
                         f'{" · " + esc(n.agent) if n.agent else ""}: {esc(n.message)}</li>' for n in record.notices)
