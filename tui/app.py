@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.notifications import Notify
 
 from core.runtime import events as ev
@@ -281,6 +281,53 @@ class SwarmApp(App[int]):
             self.switch_screen(screen)
         else:
             self.push_screen(screen)
+
+    def start_compare(self, problem: str, settings: Settings, methods: list[str], *, demo: bool,
+                      step: bool = False) -> None:
+        """A comparison of ``methods`` on one problem, started from the launch form (the compare screen in its
+        place; esc there is not needed to come back: the form is one ctrl+p "launch form" away)."""
+        from core.compose.compare import ComparePlan
+        from core.methods.registry import MethodError
+
+        from .screens.compare_live import LiveCompareScreen
+
+        plan = ComparePlan(problem, settings, methods, options={m: dict(settings.strategy_options.get(m, {}))
+                                                                for m in methods}, step=step)
+        try:
+            plan.check()
+        except MethodError as exc:
+            self.notify(str(exc), severity="error", timeout=15)
+            return
+        self.settings = settings
+        screen = LiveCompareScreen(plan, demo=demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server)
+        if len(self.screen_stack) > 1:
+            self.switch_screen(screen)
+        else:
+            self.push_screen(screen)
+
+    def get_system_commands(self, screen: Any) -> Any:
+        """Textual's own palette commands, less its "Quit" (every screen's q is in the palette already, with its
+        question when a run would be lost), plus a comparison from the launch form."""
+        for command in super().get_system_commands(screen):
+            if command.title != "Quit":
+                yield command
+        yield SystemCommand("Compare methods", "pick several methods on the launch form and run them side by side",
+                            self.open_compare_form)
+
+    def open_compare_form(self) -> None:
+        """The launch form with the cursor on the methods to compare (the palette's "compare")."""
+        from .screens.launch import LaunchScreen
+
+        if isinstance(self.screen, LaunchScreen):
+            self.screen.query_one("#compare").focus()
+            return
+        running = self.swarm_screen is not None and self.swarm_screen.live and self.swarm_screen.model.running
+        if running or getattr(self.screen, "running", False):
+            self.notify("a run is going on: cancel it (x) or let it finish before starting a comparison",
+                        severity="warning")
+            return
+        self.swarm_screen = None
+        self.push_screen(LaunchScreen(self.settings, demo=self.demo, problem=self.problem or "", compare=True))
 
     def start_fork(self, fork: Any, problem: str, settings: Settings, *, steer: Any = None,
                    compare_with: Path | None = None) -> None:

@@ -201,3 +201,71 @@ async def test_command_palette_offers_every_run_key(tmp_path: Path) -> None:
         from tui.widgets.graph_pane import GraphPane
 
         assert app.swarm_screen.query_one(GraphPane).matrix
+
+
+async def test_the_form_offers_the_chosen_method_s_own_options(tmp_path: Path) -> None:
+    """DMoA: no protocol, tau or k_in (DyTopo's), its own options with their ranges; a value out of range says
+    so in the command line's words; a good one reaches the run (it counts against L_max = 3)."""
+    app = launch_app(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        form = app.screen
+        assert isinstance(form, LaunchScreen)
+        assert form.query_one("#tau", Input).display and not form.query("#opt-l_max")
+        form.query_one("#strategy", Select).value = "dmoa"
+        await pilot.pause(0.2)
+        assert not form.query_one("#tau", Input).display and not form.query_one("#protocol", Select).display
+        assert not form.query_one("#max_rounds", Input).display  # L_max bounds a DMoA run, not max_rounds
+        labels = [str(label.render()) for label in form.query("#method-options Label")]
+        assert "l_max (1..50)" in labels and "router" in labels and "tau (0.01..1)" in labels
+        assert not any("max_tokens" in label for label in labels)  # call limits stay in the config file
+        form.query_one("#demo", Switch).value = True
+        form.query_one("#opt-l_max", Input).value = "80"
+        await pilot.press("ctrl+r")  # Start sits below the options: its key
+        await pilot.pause()
+        status = str(form.query_one("#launch-status", Static).render())
+        assert "l_max must be between 1 and 50, got 80" in status
+        form.query_one("#opt-l_max", Input).value = "3"
+        form.query_one("#step", Switch).value = True
+        await pilot.press("ctrl+r")  # Start sits below the options: its key
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, RunScreen)
+        assert screen.settings.strategy_options["dmoa"]["l_max"] == "3"
+        assert screen.model.position == "step 0/3" and screen.control.mode == "step"  # the step-mode switch
+
+
+async def test_a_comparison_starts_from_the_form(tmp_path: Path) -> None:
+    from textual.widgets import SelectionList
+
+    from tui.screens.compare_live import LiveCompareScreen
+
+    app = launch_app(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        form = app.screen
+        assert isinstance(form, LaunchScreen)
+        form.query_one("#demo", Switch).value = True
+        picker = form.query_one("#compare", SelectionList)
+        picker.select("single")
+        picker.select("dytopo")  # the chosen method itself: not twice
+        await pilot.press("ctrl+r")  # Start sits below the options: its key
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, LiveCompareScreen)
+        assert screen.plan.methods == ["dytopo", "single"] and screen.plan.problem == DEMO_PROBLEMS["code"]
+
+
+async def test_the_palette_compares_and_quits_once(tmp_path: Path) -> None:
+    from textual.system_commands import SystemCommandsProvider
+
+    from tests.tui.test_tui_support import feed_app
+
+    app = feed_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        titles = [hit.text for hit in [h async for h in SwarmCommands(app.screen).discover()]]
+        titles += [hit.text for hit in [h async for h in SystemCommandsProvider(app.screen).discover()]]
+        assert sum("Quit" in str(t) for t in titles) == 1, titles
+        assert "Compare methods" in titles
+        app.open_compare_form()  # the command's action, the run being over
+        await pilot.pause()
+        assert isinstance(app.screen, LaunchScreen) and app.screen.focused is app.screen.query_one("#compare")

@@ -1,8 +1,11 @@
-"""The launch form: problem, method, domain, routing parameters, endpoint and model, demo switch, Start."""
+"""The launch form: problem, method and its own options, domain, endpoint and model, demo and step-mode switches,
+other methods to compare it with, Start. The fields follow the chosen method: DyTopo's protocol, tau and k_in
+only for the methods that route by them, each method's options from its catalogue entry (with their ranges)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -10,11 +13,11 @@ from textual.binding import Binding
 from textual.containers import Grid, Horizontal, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Button, Input, Label, Select, Static, Switch, TextArea
+from textual.widgets import Button, Input, Label, Select, SelectionList, Static, Switch, TextArea
 
 from core.demo.scripts import DEMO_PROBLEMS
 from core.evaluation.sandbox import unisolated_refusal
-from core.methods.catalogue import build_method, method_names
+from core.methods.catalogue import build_method, get_method_info, method_names
 from core.methods.registry import MethodError
 from core.runtime.config import DOMAINS, PROTOCOLS, ConfigError, Settings, check_setting, resolve_base_url
 from core.runtime.domains import Domain, get_domain
@@ -22,8 +25,9 @@ from core.runtime.teams import team_from_table
 from core.runtime.textsafe import printable
 
 from ..widgets.footer import WrapFooter
+from ..widgets.method_options import option_fields, read_options
 
-SMALL_WIDTH, SMALL_HEIGHT = 100, 30
+SMALL_WIDTH, SMALL_HEIGHT = 100, 44  # below either: one-line fields (the form with its method options fits 40 rows)
 
 
 def _team(settings: Settings, choice: str) -> Domain:
@@ -35,7 +39,26 @@ def _workers(settings: Settings, choice: str) -> int:
     return len(_team(settings, choice).workers)
 
 
-def _fields_to_settings(base: Settings, values: dict[str, str]) -> Settings:
+def _method_info(name: str) -> Any:
+    try:
+        return get_method_info(name)
+    except MethodError:
+        return None
+
+
+def routes_by_tau(name: str) -> bool:
+    """DyTopo's round loop (DyTopo and the graph baselines): the protocol, tau and k_in fields mean something."""
+    info = _method_info(name)
+    return info is None or info.round_one_broadcast
+
+
+def counts_max_rounds(name: str) -> bool:
+    """The method's run is bounded by max_rounds (not by an option of its own, nor one unit whatever it says)."""
+    info = _method_info(name)
+    return info is None or (not info.limit_option and info.unit_limit(7) == 7)
+
+
+def _fields_to_settings(base: Settings, values: dict[str, str], options: dict[str, Any] | None = None) -> Settings:
     """Form text -> validated Settings; ConfigError with one line on bad input."""
     def number(name: str, kind: type) -> float | int:
         text = values[name].strip()
@@ -61,6 +84,10 @@ def _fields_to_settings(base: Settings, values: dict[str, str]) -> Settings:
         model=values["model"].strip() or None,
     )
     settings = replace(base, **{k: v for k, v in changes.items() if v is not None})
+    if options:  # the method's own fields, over its [strategy.NAME] table
+        method = settings.strategy
+        settings = replace(settings, strategy_options={
+            **settings.strategy_options, method: {**settings.strategy_options.get(method, {}), **options}})
     team = _team(base, values["domain"])
     settings = replace(settings, domain=team.name, team=team.team or None)
     settings.validate(n_workers=len(team.workers))
@@ -103,10 +130,15 @@ class LaunchScreen(Screen[None]):
                 tooltip="List every key and what it does (? types itself in a text field: use f1 there)"),
     ]
 
-    def __init__(self, settings: Settings, *, demo: bool = False, problem: str = "", error: str = "") -> None:
+    def __init__(self, settings: Settings, *, demo: bool = False, problem: str = "", error: str = "",
+                 step: bool = False, compare: bool = False) -> None:
+        """``compare``: open with the cursor on the methods to compare (the palette's "compare")."""
         super().__init__()
         self.settings = settings
         self.demo = demo
+        self.step = step
+        self.start_comparing = compare
+        self._options_for = ""  # the method whose option fields are shown
         self.problem = problem  # kept when the form comes back after a failed start
         self.error = in_form_words(error)
         self._k_in_lowered: tuple[int, int] | None = None  # (k_in typed, value shown) for a smaller team
@@ -114,8 +146,8 @@ class LaunchScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         s = self.settings
         with VerticalScroll(id="launch"):
-            yield Static("[b]swarm-tui[/b] — a Manager and role agents work on one problem; every round their "
-                         "graph is rebuilt from what each needs and offers.", id="launch-intro")
+            yield Static("[b]swarm-tui[/b] — a team of agents works on one problem, wired by the method you pick; "
+                         "pick more methods under it to compare them side by side.", id="launch-intro")
             yield Label("Problem")
             yield TextArea(self.problem or (DEMO_PROBLEMS[s.domain] if self.demo else ""), id="problem",
                            soft_wrap=True)
@@ -126,20 +158,24 @@ class LaunchScreen(Screen[None]):
                 teams = [(f"team {name}", name) for name in s.teams]
                 chosen = s.team if s.team in s.teams else s.domain
                 yield Select([(d, d) for d in DOMAINS] + teams, value=chosen, allow_blank=False, id="domain")
-                yield Label("protocol")
-                yield Select([(p, p) for p in PROTOCOLS], value=s.protocol, allow_blank=False, id="protocol")
-                yield Label("tau (0..1)")
-                yield Input(f"{s.tau}", id="tau", type="number")
-                yield Label(f"k_in (1..{_workers(s, chosen) - 1})", id="k_in-label")
-                yield Input(f"{s.k_in}", id="k_in", type="integer")
-                yield Label("max_rounds (1..10)")
-                yield Input(f"{s.max_rounds}", id="max_rounds", type="integer")
-                yield Label("demo (scripted)")
+                yield Label("protocol", id="protocol-label", classes="tau-field")
+                yield Select([(p, p) for p in PROTOCOLS], value=s.protocol, allow_blank=False, id="protocol",
+                             classes="tau-field")
+                yield Label("tau (0..1)", id="tau-label", classes="tau-field")
+                yield Input(f"{s.tau}", id="tau", type="number", classes="tau-field")
+                yield Label(f"k_in (1..{_workers(s, chosen) - 1})", id="k_in-label", classes="tau-field")
+                yield Input(f"{s.k_in}", id="k_in", type="integer", classes="tau-field")
+                yield Label("max_rounds (1..10)", id="max_rounds-label", classes="rounds-field")
+                yield Input(f"{s.max_rounds}", id="max_rounds", type="integer", classes="rounds-field")
+                yield Label("demo (scripted)", id="demo-label")
                 yield Switch(self.demo, id="demo")
                 yield Label("endpoint URL")
                 yield Input(s.base_url or resolve_base_url(s), id="base_url")
                 yield Label("model")
                 yield Input(s.model or "", placeholder="first model the endpoint lists", id="model")
+                yield Label("step mode", id="step-label")
+                yield Switch(self.step, id="step", tooltip="Wait for a key (n) before each step of the run")
+            yield Grid(id="method-options")  # the method's own options, two to a row like the fields above
             with Horizontal(id="launch-execute"):
                 yield Switch(s.execute_code, id="execute_code")
                 yield Label("run code tests after each round (sandbox)", id="execute-label")
@@ -147,10 +183,14 @@ class LaunchScreen(Screen[None]):
                 yield Button("Test connection", id="test")
                 yield Button("Start", variant="primary", id="start")
             yield Static("", id="launch-status")
+            # Below Start (a single run needs none of it): more methods to run beside the chosen one.
+            with Horizontal(id="launch-compare"):
+                yield Label("compare with", id="compare-label")
+                yield SelectionList[str](*[(m, m) for m in method_names()], id="compare")
         yield WrapFooter()
 
     def on_resize(self) -> None:
-        """Below 100x30 every field is one line high (no borders) and the grid narrower, so the URL
+        """Below 100x44 every field is one line high (no borders) and the grid narrower, so the URL
         field shows the URL and Start stays in view at 80x24."""
         small = self.size.width < SMALL_WIDTH or self.size.height < SMALL_HEIGHT
         if small == self.has_class("-small"):
@@ -159,9 +199,10 @@ class LaunchScreen(Screen[None]):
         for widget in self.query("Input, Select, Button, TextArea"):
             widget.compact = small  # type: ignore[attr-defined]
 
-    def on_mount(self) -> None:
+    async def on_mount(self) -> None:
         self.on_resize()
-        self.query_one("#problem", TextArea).focus()
+        await self._method_fields()
+        self.query_one("#compare" if self.start_comparing else "#problem").focus()
         self._demo_changed(self.demo)
         self._execute_applies()
         self._k_in_follows_domain()
@@ -170,6 +211,39 @@ class LaunchScreen(Screen[None]):
 
     def _chosen(self) -> Domain:
         return _team(self.settings, str(self.query_one("#domain", Select).value))
+
+    # --- the method's fields ------------------------------------------------------------------
+    @property
+    def method(self) -> str:
+        return str(self.query_one("#strategy", Select).value)
+
+    async def _method_fields(self) -> None:
+        """Show the fields the chosen method reads: DyTopo's protocol, tau and k_in only where it routes by them,
+        max_rounds where it bounds the run, then the method's own options."""
+        method = self.method
+        if method == self._options_for:
+            return
+        self._options_for = method
+        for widget in self.query(".tau-field"):
+            widget.display = routes_by_tau(method)
+        for widget in self.query(".rounds-field"):
+            widget.display = counts_max_rounds(method)
+        box = self.query_one("#method-options", Grid)
+        await box.remove_children()
+        info = _method_info(method)
+        fields = option_fields(info, self.settings.strategy_options.get(method, {}))
+        small = self.has_class("-small")
+        for widget in fields:
+            if hasattr(widget, "compact"):
+                widget.compact = small
+        box.display = bool(fields)
+        await box.mount(*fields)
+        unit = info.substep if info is not None else "phase"
+        self.query_one("#step", Switch).tooltip = f"Wait for a key (n) before each {unit} of the run"
+
+    @on(Select.Changed, "#strategy")
+    async def strategy_changed(self) -> None:
+        await self._method_fields()
 
     # --- demo --------------------------------------------------------------------------------
     def _demo_changed(self, on: bool) -> None:
@@ -287,6 +361,11 @@ class LaunchScreen(Screen[None]):
             model_input.value = message.first_model
 
     # --- start -------------------------------------------------------------------------------
+    def compared(self) -> list[str]:
+        """The methods of a comparison started from here: the chosen one first, then those picked (none: one run)."""
+        picked = [m for m in self.query_one("#compare", SelectionList).selected if m != self.method]
+        return [self.method, *picked] if picked else []
+
     def _values(self) -> dict[str, str]:
         return {
             "domain": str(self.query_one("#domain", Select).value),
@@ -306,7 +385,7 @@ class LaunchScreen(Screen[None]):
             self.notify("the problem is empty", severity="error")
             return
         try:
-            settings = _fields_to_settings(self.settings, self._values())
+            settings = _fields_to_settings(self.settings, self._values(), read_options(_method_info(self.method), self))
         except ConfigError as exc:
             self._status(f"✗ {exc}", "error")
             self.notify(str(exc), severity="error")
@@ -316,4 +395,11 @@ class LaunchScreen(Screen[None]):
             self._status("✗ code tests need isolation", "error")
             self.notify(refused, severity="error", timeout=20)
             return
-        self.app.start_run(problem, settings, demo=demo)  # type: ignore[attr-defined]
+        step = self.query_one("#step", Switch).value
+        methods = self.compared()
+        app: Any = self.app
+        if methods:
+            app.start_compare(problem, settings, methods, demo=demo, step=step)
+        else:
+            app.step = step
+            app.start_run(problem, settings, demo=demo)
