@@ -13,14 +13,14 @@ RUN_BINDINGS: list[Binding] = [
     Binding("space", "toggle_pause", "pause", key_display="spc", id="pause",
             tooltip="Pause at the next phase boundary, or resume auto-run"),
     Binding("a", "auto_run", "auto", id="auto_run", tooltip="Auto-run: stop waiting between phases"),
+    Binding("s", "steer", "steer", id="steer",
+            tooltip="Steer the team: a note to the focused agent (type, enter), a new goal, pin or cut an edge, "
+                    "retry a turn, stop… (applies at the next barrier)"),
     Binding("t", "tau(0.05)", "tau+", id="tau_up",
             tooltip="Raise tau by 0.05 (fewer edges); the graph redraws at once"),
     Binding("T", "tau(-0.05)", "tau-", id="tau_down", tooltip="Lower tau by 0.05 (more edges)"),
     Binding("k", "k_in(1)", "k_in+", id="k_in_up", tooltip="Allow one more inbound edge per agent"),
     Binding("K", "k_in(-1)", "k_in-", id="k_in_down", tooltip="Allow one fewer inbound edge per agent"),
-    Binding("s", "steer", "steer", id="steer",
-            tooltip="Steer the team: a note to the focused agent (type, enter), a new goal, pin or cut an edge, "
-                    "retry a turn, stop… (applies at the next barrier)"),
     Binding("r", "reroute", "reroute", id="reroute",
             tooltip="Rebuild the current round's graph with the new tau/k_in now (before its work phase)"),
     Binding("comma", "browse(-1)", "◀rnd", id="prev_round",

@@ -3,6 +3,7 @@ request log shows it), and the screens mark it: the agent's pane, the params bar
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -169,3 +170,135 @@ async def test_steer_a_fork_in_replay_then_compare_it_with_the_original(tmp_path
         assert run.model.steered_in(2, "Tester")  # the note took effect in the fork's first live round
         saved = load_session(run.recorder.path)
         assert any(e["type"] == "user_steered" for e in saved.events)
+
+
+# --- every action of the dialog, at both sizes ------------------------------------------------------
+
+# A value for each field the dialog can show (what a person would type or pick).
+FIELD_VALUES = {"to": "Tester", "agent": "Tester", "src": "Designer", "dst": "Developer", "text": "a note",
+                "long_text": "a longer text\non two lines", "when": "now", "rounds": "2", "model": "other-model",
+                "temperature": "0.4", "edge_type": "debate"}
+
+
+def steered_events(events: tuple[ev.Event, ...]) -> list[ev.Event]:
+    """The pinned demo run as if, before round 2, the user had noted the Tester and pinned Designer→Developer
+    and cut Tester→Developer: a UserSteered event each, and round 2's graph routed with them."""
+    from core.routing.dytopo import RoutingResult
+
+    out: list[ev.Event] = []
+    for event in events:
+        if isinstance(event, ev.RoundStarted) and event.round == 2:
+            for action, target, payload in (
+                ("note", "Tester", {"to": "Tester", "text": "check the empty string first", "when": "next"}),
+                ("pin", "Designer→Developer", {"src": "Designer", "dst": "Developer"}),
+                ("cut", "Tester→Developer", {"src": "Tester", "dst": "Developer"}),
+            ):
+                out.append(ev.UserSteered(round=1, phase="manager", action=action, target=target, payload=payload,
+                                          ts=event.ts))
+        if isinstance(event, ev.TopologyBuilt) and event.round == 2:
+            recorded = RoutingResult.from_dict(event.routing)
+            steered = route_from_similarity(recorded.names, recorded.similarity, recorded.tau, recorded.k_in,
+                                            pinned=frozenset({("Designer", "Developer")}),
+                                            cut=frozenset({("Tester", "Developer")}))
+            event = dataclasses.replace(event, routing=steered.to_dict())
+        out.append(event)
+    return out
+
+
+@pytest.mark.parametrize("size", [(160, 48), (80, 24)])
+async def test_every_dytopo_action_shows_its_fields_and_sends_a_valid_line(size: tuple[int, int]) -> None:
+    from core.methods.catalogue import steering_of
+    from core.runtime.steering import parse_action
+    from tests.tui.test_tui_support import feed_app, pinned_demo_events, post_events
+    from tui.screens.steer import _FIELDS, ACTION_LABELS
+
+    app = feed_app()
+    async with app.run_test(size=size) as pilot:
+        await post_events(app, pilot, pinned_demo_events())
+        screen = app.swarm_screen
+        offered = screen.steer_context().actions
+        assert set(offered) == {k.value for k in steering_of("dytopo")}
+        assert list(offered) == [a for a in ACTION_LABELS if a in offered]  # the dialog's own order
+        for action in offered:
+            sent: list[dict[str, Any]] = []
+            app.push_screen(SteerScreen(screen.steer_context(initial=action)), sent.append)
+            await pilot.pause()
+            dialog = app.screen
+            assert isinstance(dialog, SteerScreen)
+            shown = {w.id.removeprefix("steer-") for w in dialog.query(".steer-row > *, #steer-text, #steer-long_text")
+                     if w.display and w.id}
+            assert shown == set(_FIELDS[action]), action
+            for name in _FIELDS[action]:
+                widget = dialog.query_one(f"#steer-{name}")
+                if name == "long_text":
+                    widget.load_text(FIELD_VALUES[name])
+                else:
+                    widget.value = FIELD_VALUES[name]
+            await pilot.pause()
+            dialog.action_send()
+            await pilot.pause()
+            (request,) = sent
+            steer = parse_action(request)  # what the dialog sends is a valid control-file line
+            assert steer.action.value == action
+
+
+def test_steer_dialog_snapshot(snap_compare: Any) -> None:
+    from tests.tui.test_tui_support import feed_app, pinned_demo_events, post_events
+
+    events = pinned_demo_events()
+
+    async def run_before(pilot: Any) -> None:
+        await post_events(pilot.app, pilot, events)
+        screen = pilot.app.swarm_screen
+        screen.query_one("#agent-Tester").focus_body()
+        await pilot.pause()
+        pilot.app.push_screen(SteerScreen(screen.steer_context()))
+        await pilot.pause()
+        await pilot.press(*"check the empty string first")
+        await pilot.pause()
+
+    assert snap_compare(feed_app(), terminal_size=(160, 48), run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [(160, 48), (80, 24)])
+def test_steered_round_snapshot(snap_compare: Any, size: tuple[int, int]) -> None:
+    """Round 2 of a steered run: the note in the Tester's pane, the pin and the cut in the graph's legend,
+    the count in the params bar."""
+    from tests.tui.test_tui_support import feed_app, pinned_demo_events, post_events
+
+    events = steered_events(pinned_demo_events())
+
+    async def run_before(pilot: Any) -> None:
+        await post_events(pilot.app, pilot, events)
+        screen = pilot.app.swarm_screen
+        screen.view_round = 2
+        screen.refresh_all()
+        await pilot.pause()
+
+    assert snap_compare(feed_app(), terminal_size=size, run_before=run_before)
+
+
+async def test_a_steered_session_replays_with_its_marks(tmp_path: Path) -> None:
+    from core.sessions.model import session_from_events
+    from core.sessions.store import save_session
+    from tests.tui.test_tui_sessions import replay_app
+    from tests.tui.test_tui_support import pinned_demo_events
+    from tui.screens.replay import ReplayScreen
+    from tui.widgets.graph_pane import GraphPane
+
+    events = [e for e in steered_events(pinned_demo_events()) if not isinstance(e, ev.AgentDelta)]
+    path = tmp_path / "steered.json"
+    save_session(session_from_events(events), path)
+    app = replay_app(path, tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        replay = app.screen
+        assert isinstance(replay, ReplayScreen)
+        replay.jump_to_round(2)
+        await pilot.pause(0.2)
+        assert [e.action for e in replay.model.steered_in(2)] == ["note", "pin", "cut"]
+        assert any("check the empty string" in m for m in replay.query_one("#agent-Tester").steer_marks)
+        assert not replay.query_one("#agent-Developer").steer_marks or all(
+            "note" not in m for m in replay.query_one("#agent-Developer").steer_marks)
+        graph = replay.query_one(GraphPane)
+        text = "\n".join(line.plain for line in graph._lines)
+        assert "pinned by you: Designer→Developer" in text and "cut by you: Tester→Developer" in text
