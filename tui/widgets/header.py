@@ -116,12 +116,15 @@ def _team_label(model: RunModel, compact: bool) -> str:
     return str(name) if compact else f"team {name} ({model.domain or '-'})"
 
 
-def _tokens(model: RunModel) -> str:
+def _tokens(model: RunModel, compact: bool = False) -> str:
     """The token figure, with the prompt tokens the server served from its prefix cache when it says (a server
-    that says nothing adds nothing here: the headless summary and the compare rows say "not reported")."""
+    that says nothing adds nothing here: the headless summary and the compare rows say "not reported");
+    ``compact``: the share alone, so the state keeps its room on a small terminal."""
     if model.cached_tokens is None:
         return f"{model.tokens:,} tok"
-    return f"{model.tokens:,} tok ({cached_share(model.cached_tokens, model.prompt_tokens)})"
+    if compact and model.prompt_tokens:
+        return f"{model.tokens:,} tok, {100 * model.cached_tokens / model.prompt_tokens:.0f} % cached"
+    return f"{model.tokens:,} tok, {cached_share(model.cached_tokens, model.prompt_tokens)}"
 
 
 def _status_line(model: RunModel, elapsed: float, replay: str, *, compact: bool, detail: bool = True,
@@ -143,7 +146,7 @@ def _status_line(model: RunModel, elapsed: float, replay: str, *, compact: bool,
             phase,
             " · ",
             (model.position, "bold"),
-            f" · {_tokens(model)} · {_clock(elapsed)} · ",
+            f" · {_tokens(model, compact=True)} · {_clock(elapsed)} · ",
             (_team_label(model, compact=True), "bold"),
             " · ",
             (who, "bold $accent" if model.demo else "bold"),

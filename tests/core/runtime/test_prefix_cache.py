@@ -181,7 +181,8 @@ def test_the_run_header_shows_the_cached_share_only_when_the_server_reports_it()
     assert _tokens(model) == "1,200 tok"
     model.apply(ev.AgentFinished(round=2, agent="Developer", call="work", status="done", prompt_tokens=1000,
                                  completion_tokens=200, cached_tokens=500))
-    assert _tokens(model) == "2,400 tok (cached 500 (25 %))"
+    assert _tokens(model) == "2,400 tok, cached 500 (25 %)"
+    assert _tokens(model, compact=True) == "2,400 tok, 25 % cached"
 
 
 def test_compare_and_bench_rows_say_cached_or_not_reported() -> None:
