@@ -9,7 +9,6 @@ depends on the whole stream (order, agents, graphs) is checked beside it in core
 
 from __future__ import annotations
 
-import functools
 from dataclasses import MISSING, fields
 from enum import StrEnum
 from typing import Annotated, Any, Literal, get_type_hints
@@ -63,9 +62,19 @@ def _field_hint(name: str, hint: Any) -> Any:
     return hint
 
 
-@functools.cache
+_RECORDS: dict[str, type[BaseModel]] = {}
+
+
 def event_record(cls: type[ev.Event]) -> type[BaseModel]:
-    """The pydantic model of one event type as a file records it: its fields from the dataclass's hints."""
+    """The pydantic model of one event type as a file records it: its fields from the dataclass's hints
+    (built once per type)."""
+    found = _RECORDS.get(cls.type)
+    if found is None:
+        found = _RECORDS[cls.type] = _build_record(cls)
+    return found
+
+
+def _build_record(cls: type[ev.Event]) -> type[BaseModel]:
     hints = get_type_hints(cls)
     spec: dict[str, Any] = {"type": (Literal[cls.type], ...)}
     for f in fields(cls):
