@@ -165,6 +165,9 @@ async def test_steer_a_fork_in_replay_then_compare_it_with_the_original(tmp_path
         compare = app.screen
         labels = list(compare.runs)
         assert labels == ["original", "fork @ round 1"]
+        assert compare.runs["fork @ round 1"].row.steered == 1 and compare.runs["original"].row.steered == 0
+        await pilot.pause(0.3)
+        assert "✎ 1 steered" in compare.columns["fork @ round 1"].render().plain
         taken = [e for _, e in run.model.steered if e.accepted]
         assert [(e.action, e.target) for e in taken] == [("note", "Tester")]
         assert run.model.steered_in(2, "Tester")  # the note took effect in the fork's first live round

@@ -95,8 +95,11 @@ class CompareColumn(Widget):
         if played:  # never let a demo's answer read as the answer to the user's problem
             out.append("\nDEMO: it played its own problem, not yours", style="bold yellow")
         paused = f" (+{row.paused_s:.1f} s paused)" if row.paused_s >= 0.05 else ""  # wall_s is its working time
+        # The user's steering actions taken (and refused), where there were any: a steered fork says so.
+        steered = f" · ✎ {row.steered} steered" if row.steered else ""
+        steered += f" ({row.steer_refused} refused)" if row.steer_refused else ""
         out.append(f"\ncalls {row.calls} · {row.prompt_tokens:,} p + {row.completion_tokens:,} c tok · "
-                   f"{row.wall_s:.1f} s{paused}\n", style="")
+                   f"{row.wall_s:.1f} s{paused}{steered}\n", style="")
         out.append("topology: ", style="dim")
         out.append(topology_line(m, self.method) + "\n")
         if row.state == RowState.FAILED:
