@@ -32,7 +32,7 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def _table(header: list[str], rows: list[list[str]], numeric: set[int] = frozenset()) -> str:
+def _table(header: list[str], rows: list[list[str]], numeric: frozenset[int] = frozenset()) -> str:
     """Cells already HTML. ``numeric``: columns aligned right."""
     head = "".join(f"<th{' class=num' if i in numeric else ''}>{esc(h)}</th>" for i, h in enumerate(header))
     body = "".join(
@@ -55,7 +55,7 @@ def _methods(report: Report) -> str:
             f"{m.completion_tokens:.0f}", f"{m.tokens_per_solved:.0f}" if m.tokens_per_solved is not None else "—",
             f"{m.accuracy_per_1k_tokens:.3f}", f"{m.calls:.1f}", f"{m.wall_s:.2f}", esc(m.prompt_cache)])
     first = 1 if several else 0
-    return _table(header, rows, numeric={first + i for i in (1, 2, 4, 5, 6, 7, 8, 9)})
+    return _table(header, rows, numeric=frozenset(first + i for i in (1, 2, 4, 5, 6, 7, 8, 9)))
 
 
 def _paired(report: Report) -> str:

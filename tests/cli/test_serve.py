@@ -26,7 +26,8 @@ def test_loopback_reaches_no_one_else_and_any_other_address_says_who() -> None:
     (["serve", "bench", "humaneval"], "not bench"),
     (["serve", "--demo", "--port", "0"], "not a port"),
 ])
-def test_a_run_that_cannot_be_served_is_one_line_and_exit_2(argv: list[str], says: str, capsys) -> None:
+def test_a_run_that_cannot_be_served_is_one_line_and_exit_2(argv: list[str], says: str,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as stop:
         main(argv)
     assert stop.value.code == 2

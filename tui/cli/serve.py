@@ -107,7 +107,7 @@ def _server(command_line: str, host: str, port: int, title: str, public_url: str
 
     @web.middleware
     async def no_web_font(request: web.Request, handler: Any) -> web.StreamResponse:
-        response = await handler(request)
+        response: web.StreamResponse = await handler(request)
         if request.path == "/" and isinstance(response, web.Response) and response.text:
             response.text = local_fonts(response.text)
         return response

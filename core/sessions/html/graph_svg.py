@@ -77,13 +77,13 @@ def _layout(routing: RoutingResult, tiered: bool) -> tuple[dict[str, Box], list[
     width = LEFT + inner + 2 * PAD
     boxes: dict[str, Box] = {}
     tier_y: list[tuple[int, float]] = []
-    for line_no, ((tier, names), ws, texts) in enumerate(zip(lines, widths, labels, strict=True)):
+    for line_no, ((tier_index, on_line), ws, texts) in enumerate(zip(lines, widths, labels, strict=True)):
         y = TOP + line_no * ROW_GAP
-        if not tier_y or tier_y[-1][0] != tier:
-            tier_y.append((tier, y))
+        if not tier_y or tier_y[-1][0] != tier_index:
+            tier_y.append((tier_index, y))
         row_w = sum(ws) + COL_GAP * (len(ws) - 1)
         x = LEFT + PAD + (inner - row_w) / 2
-        for name, w, text in zip(names, ws, texts, strict=True):
+        for name, w, text in zip(on_line, ws, texts, strict=True):
             boxes[name] = Box(name, text, x, y, w, line_no, name in inactive)
             x += w + COL_GAP
     height = TOP + (len(lines) - 1) * ROW_GAP + NODE_H + 44

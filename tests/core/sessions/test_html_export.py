@@ -100,7 +100,9 @@ def test_every_method_exports_its_own_graphs_in_its_own_unit(strategy: str, unit
         assert "one agent: no topology" in page
 
 
-def test_export_command_writes_a_session_page_and_a_comparison_page(tmp_path: Path, capsys) -> None:
+def test_export_command_writes_a_session_page_and_a_comparison_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "run.html"
     assert main(["export", str(EXAMPLE), "--format", "html", "-o", str(out)]) == 0
     assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
