@@ -44,7 +44,7 @@ def test_the_served_command_carries_the_run_and_the_spectator_flag() -> None:
 
 def test_refused_keys_are_the_ones_that_change_the_run() -> None:
     for action in ("step_phase", "step_round", "toggle_pause", "auto_run", "tau(0.05)", "k_in(-1)", "reroute",
-                   "cancel_run", "save", "fork", "open_sessions"):
+                   "cancel_run", "save", "fork", "open_sessions", "steer"):
         assert refused(action), action
     for action in ("browse(1)", "toggle_matrix", "toggle_removed", "inbox", "search", "help", "request_quit"):
         assert not refused(action), action
