@@ -27,8 +27,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from core.compose.assembly import open_run
 from core.compose.control_feed import ControlScript
-from core.compose.runner import Backend, build_engine
+from core.compose.runner import Backend
 from core.datasets.problems import Problem
 from core.datasets.verdicts import score
 from core.evaluation.sandbox import SandboxLimits
@@ -39,8 +40,7 @@ from core.methods.catalogue import build_method, get_method_info
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.domains import Domain, get_domain
-from core.runtime.engine import Method, SwarmEngine
-from core.runtime.round_check import CodeExecutionEvaluator
+from core.runtime.engine import Method
 from core.runtime.teams import resolve_team
 from core.sessions.store import SessionRecorder
 
@@ -405,20 +405,17 @@ class BenchRunner:
     async def _run_engine(
         self, problem: Problem, strategy: str, settings: Settings, recorder: SessionRecorder, seed: int | None = None
     ) -> _Run:
-        evaluator = CodeExecutionEvaluator(limits=self.limits) if problem.domain == "code" else None
         events: list[ev.Event] = []
-        engine: SwarmEngine = build_engine(
-            problem.task,
-            settings,
-            self.backend,
-            [recorder, lambda e: None if isinstance(e, ev.AgentDelta) else events.append(e)],
-            embedder=self.embedder,
-            method=bench_method(strategy, resolve_team(settings), self.options_for(strategy, seed)),
-            evaluator=evaluator,
-        )
-        if self.control is not None:
-            self.control.attach(engine.control)
-        finished = await engine.run()
+        team = resolve_team(settings)
+        async with open_run(
+            settings, problem.task, sinks=[lambda e: None if isinstance(e, ev.AgentDelta) else events.append(e)],
+            recorder=recorder, team=team, method=bench_method(strategy, team, self.options_for(strategy, seed)),
+            backend=self.backend, embedder=self.embedder, sandbox_limits=self.limits,
+        ) as run:
+            engine = run.engine
+            if self.control is not None:
+                self.control.attach(engine.control)
+            finished = await run.run()
         measure = get_method_info(strategy).metrics
         own = getattr(engine.method, "metrics", None)  # a method's figures it keeps itself (DMoA)
         return _Run(

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from core.compose.runner import Backend, build_engine
+from core.compose.assembly import open_run
+from core.compose.runner import Backend
 from core.evaluation.math_answers import answer_or_text, answers_equivalent
 from core.llm.embeddings import Embedder
 from core.llm.tokens import cached_share
@@ -25,7 +26,6 @@ from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.control import MODE_AUTO, MODE_STEP, STATUS_PAUSED, Params, RunControl
 from core.runtime.outcome import EndReason
-from core.runtime.round_check import CodeExecutionEvaluator
 from core.runtime.teams import resolve_team
 from core.sessions.compare_record import CompareRecord, CompareRow, RowState, record_paths, save_record, sessions_folder
 from core.sessions.store import SessionRecorder
@@ -214,17 +214,14 @@ class Comparison:
         settings = self.plan.settings_for(method)
         recorder = SessionRecorder(self.folder, path=self.folder / f"{method}.json")
         self.recorders[method] = recorder
-        evaluator = CodeExecutionEvaluator() if settings.execute_code and settings.domain == "code" else None
         try:
-            engine = build_engine(
-                self.plan.problem, settings, self.backend, [tracker, recorder, *self.sinks_for(method)],
-                embedder=self.embedder, control=self.controls[method], evaluator=evaluator,
-            )
-            await engine.run()
+            async with open_run(
+                settings, self.plan.problem, sinks=[tracker, *self.sinks_for(method)], recorder=recorder,
+                control=self.controls[method], backend=self.backend, embedder=self.embedder,
+            ) as run:
+                await run.run()
         except Exception as exc:  # one method's crash ends its own row, never the comparison
             row.state, row.reason = RowState.FAILED, f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-        finally:
-            recorder.close("failed")  # a no-op after a normal end
         if recorder.path is not None and recorder.saves:
             row.session = str(recorder.path.relative_to(self.record_path.parent))
         if recorder.error:

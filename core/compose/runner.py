@@ -55,10 +55,12 @@ async def open_backend(
     demo_chunk_delay: float = 0.0,
     server: ScriptedServer | None = None,
     on_status: Callable[[str], None] | None = None,
+    team: Domain | None = None,
 ) -> Backend:
     """Connect to the configured endpoint, or start the scripted demo server, and settle the model.
     Raises llm.EndpointError with a one-line message when the endpoint is unusable (a bad URL, no answer
-    within first_byte_timeout, ...). ``on_status`` hears "contacting URL … N s" while it waits."""
+    within first_byte_timeout, ...). ``on_status`` hears "contacting URL … N s" while it waits. ``team``: the
+run's team when the caller resolved it (its agents' own endpoints are opened too)."""
     if demo and server is None:
         from core.demo.scripts import demo_script
         from core.demo.server import ScriptedServer
@@ -86,7 +88,7 @@ async def open_backend(
     backend = Backend(llm=llm, base_url=redact_url(base_url), model=model, demo=demo, server=server)
     if not demo:
         try:
-            backend.agent_clients = await open_agent_clients(settings, llm, base_url, on_status=on_status)
+            backend.agent_clients = await open_agent_clients(settings, llm, base_url, on_status=on_status, team=team)
         except BaseException:
             await backend.close()
             raise
@@ -178,8 +180,11 @@ def build_engine(
     parent: dict | None = None,
     step_mode: bool = False,
     fork: ForkPoint | None = None,
+    team: Domain | None = None,
 ) -> SwarmEngine:
-    team = resolve_team(settings)
+    """The engine of one run over an opened backend (core.compose.assembly.open_run assembles a whole run;
+    training loops and benches that hold their own backend call this directly)."""
+    team = team or resolve_team(settings)
     spec = RunSpec(
         problem=problem,
         domain=team.name,

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.compose.runner import build_engine, open_backend
+from core.compose.assembly import open_run
+from core.compose.runner import open_backend
 from core.demo.bench_script import benchmark_script
 from core.demo.server import ScriptedServer
 from core.llm.embeddings import shared_embedder
@@ -116,8 +117,9 @@ async def train_router(
         for number, problem in enumerate(problems, start=1):
             say(f"[{number}/{len(problems)}] {problem.task_id}")
             method = DmoaMethod(options, domain)
-            engine = build_engine(problem.task, settings, backend, list(sinks), embedder=embedder, method=method)
-            finished = await engine.run()
+            async with open_run(settings, problem.task, sinks=list(sinks), method=method, backend=backend,
+                                embedder=embedder) as run:
+                finished = await run.run()
             if finished.reason == "error":
                 raise TrainError(finished.detail)
             if method.trace is None or not method.trace.steps:

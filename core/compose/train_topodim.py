@@ -20,7 +20,8 @@ from typing import Any
 
 import torch
 
-from core.compose.runner import Backend, build_engine
+from core.compose.assembly import open_run
+from core.compose.runner import Backend
 from core.datasets.problems import Problem
 from core.datasets.verdicts import score
 from core.evaluation.sandbox import SandboxLimits
@@ -48,7 +49,6 @@ from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.domains import get_domain
 from core.runtime.engine import SwarmEngine
-from core.runtime.round_check import CodeExecutionEvaluator
 
 
 class TrainError(RuntimeError):
@@ -181,18 +181,17 @@ class TopoDIMTrainer:
         method = TopoDIMMethod(self._options(), domain, policy=self.policy, temperature=temperature, sample_seed=seed)
         settings = replace(self.settings, domain=problem.domain, execute_code=True,
                            k_in=min(self.settings.k_in, len(domain.workers) - 1))
-        evaluator = CodeExecutionEvaluator(limits=self.limits) if problem.domain == "code" else None
         def notices(event: ev.Event) -> None:  # the runs' warnings (a reply that did not parse, ...) reach the user
             if isinstance(event, ev.Notice) and event.severity != "info" and self.on_notice is not None:
                 self.on_notice(f"{problem.task_id}: {event.message}")
 
-        engine = build_engine(problem.task, settings, self.backend, [notices], embedder=self.embedder, method=method,
-                              evaluator=evaluator)
-        self._engine = engine
-        try:
-            finished = await engine.run()
-        finally:
-            self._engine = None
+        async with open_run(settings, problem.task, sinks=[notices], method=method, backend=self.backend,
+                            embedder=self.embedder, sandbox_limits=self.limits) as run:
+            self._engine = run.engine
+            try:
+                finished = await run.run()
+            finally:
+                self._engine = None
         if finished.reason == "cancelled":
             return None
         if finished.reason == "error":

@@ -488,24 +488,6 @@ class SwarmManager:
             self._backend_task.add_done_callback(lambda t: t.cancelled() or t.exception())
         return await asyncio.shield(self._backend_task)
 
-    async def _agent_clients(self, settings: Settings, team: Domain, backend: Any) -> dict[str, Any]:
-        """Clients for the run's agents that name their own model or endpoint, as the CLI opens them (one
-        per distinct endpoint, models checked against its list). None in demo mode: there every agent
-        talks to the scripted server, as in the CLI."""
-        from core.compose.runner import open_agent_clients
-
-        if self.demo or not any(role.has_endpoint for role in (team.manager, *team.workers)):
-            return {}
-        return await open_agent_clients(settings, backend.llm, backend.llm.base_url, team=team,
-                                        limits=self._endpoint_limits)
-
-    @staticmethod
-    async def _close_clients(clients: dict[str, Any], shared: Any) -> None:
-        """Close a run's own agent clients (never the shared backend's)."""
-        for client in {id(c): c for c in clients.values() if c is not shared}.values():
-            with contextlib.suppress(Exception):
-                await client.close()
-
     @staticmethod
     def problem_text(entry: SwarmTask) -> str:
         if not entry.context.strip():
@@ -514,41 +496,38 @@ class SwarmManager:
 
     async def _run(self, entry: SwarmTask, settings: Settings) -> None:
         """The swarm's asyncio task: never raises (except the server's own shutdown cancel)."""
-        from core.compose.runner import build_engine
-        from core.runtime.round_check import CodeExecutionEvaluator
+        from core.compose.assembly import open_run
 
         loop = asyncio.get_running_loop()
         timers: list[asyncio.TimerHandle] = []
         recorder = SessionRecorder(Path(settings.sessions_dir), log_header={"task_id": entry.id})
         entry.recorder = recorder
-        backend: Any = None
-        agent_clients: dict[str, Any] = {}
         try:
             timers.append(loop.call_later(entry.budget_s, self._out_of_time, entry, timers))
             team = resolve_team(settings)
+            method = method_for(entry.strategy, team, entry.options.get("method"))
             entry.phase = "connecting"
             backend = await self._open_backend()
-            agent_clients = await self._agent_clients(settings, team, backend)
-            entry.phase = "loading embeddings"
-            await self.embedder.aload()
-            evaluator = CodeExecutionEvaluator() if settings.execute_code and settings.domain == "code" else None
-            # This run's own choice (the client's option), in this task only: other runs keep theirs.
-            allow_unisolated_code(settings.allow_unisolated_code, here_only=True)
-            engine = build_engine(
-                self.problem_text(entry), settings, replace(backend, agent_clients=agent_clients),
-                [recorder, entry.observe],
-                embedder=self.embedder, method=method_for(entry.strategy, team, entry.options.get("method")),
-                evaluator=evaluator,
-            )
-            entry.control = engine.control
-            for action in entry.steer_waiting:  # steered while it was still connecting
-                engine.control.steer(action)
-            entry.steer_waiting = []
-            if entry.cancel_requested or entry.timed_out:
-                engine.control.cancel()
-            entry.phase = "starting"
-            finished = await engine.run()
-            self._finish(entry, finished)
+            # The server's endpoint is shared; the run opens its own team's agent endpoints (none in demo
+            # mode: every agent talks to the scripted server, as in the CLI), within the server's limits.
+            async with open_run(
+                settings, self.problem_text(entry), sinks=[entry.observe], recorder=recorder, close_recorder=False,
+                team=team, method=method, backend=backend, endpoint_limits=self._endpoint_limits,
+                embedder=self.embedder,
+            ) as run:
+                entry.phase = "loading embeddings"
+                await self.embedder.aload()
+                # This run's own choice (the client's option), in this task only: other runs keep theirs.
+                allow_unisolated_code(settings.allow_unisolated_code, here_only=True)
+                entry.control = run.control
+                for action in entry.steer_waiting:  # steered while it was still connecting
+                    run.control.steer(action)
+                entry.steer_waiting = []
+                if entry.cancel_requested or entry.timed_out:
+                    run.control.cancel()
+                entry.phase = "starting"
+                # Finished (status set) before the run's own clients close: a cancel then loses nothing.
+                self._finish(entry, await run.run())
         except asyncio.CancelledError:
             if entry.timed_out:
                 self._fail(entry, f"timed out after {entry.budget_s:g} s (the run did not stop when asked)")
@@ -572,8 +551,6 @@ class SwarmManager:
                 entry.finished_at = self.clock()
             if entry.status == STATUS_RUNNING:  # pragma: no cover - every path above sets it
                 self._fail(entry, "the swarm stopped without a result")
-            if agent_clients:  # last: the session is saved and the status set even if this is interrupted
-                await self._close_clients(agent_clients, backend.llm)
 
     def _finish(self, entry: SwarmTask, finished: ev.RunFinished) -> None:
         entry.finished = finished

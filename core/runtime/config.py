@@ -125,6 +125,12 @@ class Settings:
     # user's own rights. Off by default: such code is refused with a line saying how to get isolation.
     allow_unisolated_code: bool = False
 
+    @property
+    def runs_code_tests(self) -> bool:
+        """The execute-code rule: the code's tests run in the sandbox after each round when execute_code is
+        on and the task is code (core.compose.assembly.make_evaluator; the screens and the CLI say it)."""
+        return bool(self.execute_code) and self.domain == "code"
+
     def with_overrides(self, **changes: Any) -> Settings:
         """A copy with the given non-None values applied, validated."""
         clean = {k: v for k, v in changes.items() if v is not None}

@@ -223,6 +223,9 @@ class RunControl:
     async def _wait_at(self, boundary: str) -> None:
         while True:
             if self.cancelled:
+                # A cancel asked from inside the run's own task (a sink reacting to an event) is delivered at
+                # its next suspension: take it here, so none is left pending after the run has ended.
+                await asyncio.sleep(0)
                 raise asyncio.CancelledError
             self._apply_due()
             if self.cancelled:  # a stop action ends the run here

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from textual.widgets import Select, Static, Switch
 
+from core.compose.assembly import make_evaluator
 from core.demo.scripts import DEMO_PROBLEMS
 from core.runtime.config import Settings
 from core.sessions.store import load_session
 from tests.tui.test_tui_support import wait_for
 from tui.app import SwarmApp
-from tui.cli.headless import make_evaluator
 from tui.screens.launch import LaunchScreen
 from tui.screens.run import RunScreen
 from tui.widgets.header import ParamsBar

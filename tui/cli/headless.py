@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from core.compose.assembly import open_run
 from core.compose.control_feed import ControlFileError, ControlScript, SteerCount
-from core.compose.runner import Backend, build_engine, open_backend
 from core.demo.played import TESTS_LABEL, demo_answer_note, demo_banner, demo_expect_note
 from core.evaluation.math_answers import answer_or_text, answers_equivalent
 from core.llm.client import EndpointError
@@ -31,7 +31,6 @@ from core.runtime.config import Settings
 from core.runtime.dispatch import EventTable
 from core.runtime.engine import ForkPoint
 from core.runtime.parsing import contract_warning
-from core.runtime.round_check import CodeExecutionEvaluator
 from core.runtime.textsafe import json_safe, printable
 from core.sessions.store import SessionRecorder
 
@@ -245,11 +244,6 @@ def say(text: str) -> None:
     write_or_silence(sys.stderr, text + "\n")
 
 
-def make_evaluator(settings: Settings) -> CodeExecutionEvaluator | None:
-    """Code execution after each round, when enabled and the task is code."""
-    return CodeExecutionEvaluator() if settings.execute_code and settings.domain == "code" else None
-
-
 def check_expected(final_answer: str, expected: str) -> bool:
     """Does the run's answer match the expected one (math equivalence, not string equality)?"""
     return answers_equivalent(answer_or_text(final_answer), expected)
@@ -271,40 +265,37 @@ async def _run(
         say(f"swarm-tui: {exc}")
         return EXIT_USAGE
     embedder = shared_embedder(settings.embedding_model_path, int8=settings.embedding_int8)
+    recorder = SessionRecorder(Path(settings.sessions_dir), path=save)
+    writer = JsonLinesWriter(sys.stdout) if json_lines else ProgressPrinter(sys.stderr)
+    steering = SteerCount()
+    sinks = [writer, SaveWarning(recorder, sys.stderr), embedder.warm_up_on_first_reply(), steering]
     try:
-        backend: Backend = await open_backend(settings, demo=demo, on_status=lambda text: say(f"  {text}"))
+        async with open_run(settings, problem, sinks=sinks, recorder=recorder, demo=demo, embedder=embedder,
+                            on_status=lambda text: say(f"  {text}"), fork=fork) as run:
+            engine = run.engine
+            if isinstance(writer, JsonLinesWriter):
+                writer.on_closed = engine.control.cancel
+                if engine.spec.demo_played:  # the JSON stream says it in run_started; stderr's reader hears it too
+                    say(demo_banner(engine.spec.demo_played))
+            loop = asyncio.get_running_loop()
+            try:
+                loop.add_signal_handler(signal.SIGINT, engine.control.cancel)
+                loop.add_signal_handler(signal.SIGTERM, engine.control.cancel)
+            except (NotImplementedError, RuntimeError):  # not on the main thread, or not supported
+                pass
+            feeding = None
+            if script is not None:
+                script.attach(engine.control)
+                feeding = script.start([engine.control])
+            try:
+                # MiniLM loads alongside the first model call (warm_up_on_first_reply): no request waits for torch.
+                finished = await run.run()
+            finally:
+                if feeding is not None:
+                    feeding.cancel()
     except EndpointError as exc:
         say(f"swarm-tui: {exc}")
         return EXIT_FAILED
-    recorder = SessionRecorder(Path(settings.sessions_dir), path=save)
-    writer = JsonLinesWriter(sys.stdout) if json_lines else ProgressPrinter(sys.stderr)
-    sinks = [writer, recorder, SaveWarning(recorder, sys.stderr), embedder.warm_up_on_first_reply()]
-    engine = build_engine(
-        problem, settings, backend, sinks, embedder=embedder, evaluator=make_evaluator(settings), fork=fork
-    )
-    if isinstance(writer, JsonLinesWriter):
-        writer.on_closed = engine.control.cancel
-        if engine.spec.demo_played:  # the JSON stream says it in run_started; a person reading stderr hears it too
-            say(demo_banner(engine.spec.demo_played))
-    loop = asyncio.get_running_loop()
-    try:
-        loop.add_signal_handler(signal.SIGINT, engine.control.cancel)
-        loop.add_signal_handler(signal.SIGTERM, engine.control.cancel)
-    except (NotImplementedError, RuntimeError):  # not on the main thread, or not supported
-        pass
-    steering = SteerCount()
-    engine.sinks.append(steering)
-    feeding = None
-    if script is not None:
-        script.attach(engine.control)
-        feeding = script.start([engine.control])
-    try:
-        # MiniLM loads alongside the first model call (warm_up_on_first_reply): no request waits for torch.
-        finished = await engine.run()
-    finally:
-        if feeding is not None:
-            feeding.cancel()
-        await backend.close()
     if steering.total:
         say(f"steering: {steering.describe()}")
     if recorder.error:

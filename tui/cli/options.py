@@ -230,7 +230,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             settings = with_method_options(settings, flags)
     except (ConfigError, MethodError) as exc:
         fail(str(exc))
-    check_code_isolation(settings, runs_code=bool(settings.execute_code) and settings.domain == "code")
+    check_code_isolation(settings, runs_code=settings.runs_code_tests)
     return settings
 
 

@@ -83,9 +83,7 @@ class RunScreen(SwarmScreen):
         self.model.protocol, self.model.strategy = settings.protocol, settings.strategy
         self.model.mode = self.control.mode
         self.recorder = SessionRecorder(Path(settings.sessions_dir), path=save)
-        # Code tests in the sandbox after each round: the rule of tui.cli.headless.make_evaluator (not imported
-        # here: it pulls in the engine and openai, which would slow the first frame).
-        self.tests_on = settings.execute_code and settings.domain == "code"
+        self.tests_on = settings.runs_code_tests  # code tests in the sandbox after each round
         self.worker: Worker[None] | None = None
         # A fork made to be compared (replay's "steer a fork"): the original's session, opened beside this
         # run in the compare screen once it ends.
@@ -106,34 +104,26 @@ class RunScreen(SwarmScreen):
         client_loaded = getattr(self.app, "client_loaded", None)
         if client_loaded is not None:  # imported in a thread: the screen keeps drawing meanwhile
             await client_loaded()
-        from core.compose.runner import build_engine, open_backend
+        from core.compose.assembly import open_run
         from core.llm.client import EndpointError
         from core.llm.embeddings import EmbeddingError, shared_embedder
 
-        try:
-            backend = await open_backend(
-                self.settings, demo=self.demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server,
-                on_status=lambda text: self.app.post_message(BackendStatus(text)),
-            )
-        except EndpointError as exc:
-            self.app.post_message(BackendFailed(str(exc)))
-            return
-        from ..cli.headless import make_evaluator
-
         embedder = shared_embedder(self.settings.embedding_model_path, int8=self.settings.embedding_int8)
-        engine = build_engine(
-            self.problem, self.settings, backend, [EventBridge(self.app), self.recorder, self._warm_up],
-            embedder=embedder, control=self.control, evaluator=make_evaluator(self.settings), fork=self.fork,
+        assembly = open_run(
+            self.settings, self.problem, sinks=[EventBridge(self.app), self._warm_up], recorder=self.recorder,
+            control=self.control, demo=self.demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server,
+            on_status=lambda text: self.app.post_message(BackendStatus(text)), embedder=embedder, fork=self.fork,
         )
         try:
-            await engine.run()
-        except EmbeddingError as exc:
+            async with assembly as run:
+                try:
+                    await run.run()
+                except EmbeddingError as exc:
+                    self.app.post_message(BackendFailed(str(exc)))
+                except Exception as exc:  # never a traceback on screen: one line for the user
+                    self.app.post_message(BackendFailed(f"the run stopped: {type(exc).__name__}: {exc}"))
+        except EndpointError as exc:  # the endpoint (or an agent's own) cannot be used: nothing ran
             self.app.post_message(BackendFailed(str(exc)))
-        except Exception as exc:  # never a traceback on screen: one line for the user
-            self.app.post_message(BackendFailed(f"the run stopped: {type(exc).__name__}: {exc}"))
-        finally:
-            self.recorder.close("failed")  # a no-op after a normal end; a crash must not leave it "running"
-            await backend.close()
 
     def _warm_up(self, event: ev.Event) -> None:
         """Engine sink: once a model call is answering, its request has left; MiniLM may load now."""
