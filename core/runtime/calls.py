@@ -54,7 +54,7 @@ class CallHost(Protocol):
 
     def emit(self, event: ev.Event) -> None: ...
 
-    def notice(self, message: str, severity: str = "warning", agent: str = "") -> None: ...
+    def notice(self, message: str, severity: ev.SeverityName = ev.Severity.WARNING, agent: str = "") -> None: ...
 
     def stop_for_budget(self, why: str, *, let_running_finish: bool = False) -> None: ...
 
@@ -120,7 +120,7 @@ class ModelCalls:
         # The format this call's role must write, for a re-ask: the caller's, the parser's own, or by mode.
         reask_format = reply_format or getattr(parser, "reply_format", None) or (
             JSON_REPLY if json_mode else "your reply in the format you were asked for, shorter")
-        base, extra = messages, []  # the method's prompt, and a re-ask's turns after it
+        base, extra = messages, list[dict[str, str]]()  # the method's prompt, and a re-ask's turns after it
         overflow_retried = False
         attempt = 1
         while True:
@@ -331,3 +331,40 @@ class Usage:
             chat.top_logprobs,
             cached,
         )
+
+
+class CallResult(Protocol):
+    """What a finished call produced, as the engine keeps it (core.runtime.engine.AgentResult)."""
+
+    agent: str
+    status: ev.CallStatus
+    public: str
+    private: dict[str, str]
+    query: str
+    key: str
+    answer: str
+    raw: str
+    error: str
+
+
+def finished_event(round_no: int, call: str, result: CallResult, chat: Usage | None) -> ev.AgentFinished:
+    """The AgentFinished of one call: its result, and what it cost over its attempts (nothing without a reply)."""
+    return ev.AgentFinished(
+        round=round_no,
+        agent=result.agent,
+        call=call,
+        status=result.status,
+        public=result.public,
+        private=result.private,
+        query=result.query,
+        key=result.key,
+        answer=result.answer,
+        raw=result.raw,
+        error=result.error,
+        prompt_tokens=chat.prompt_tokens if chat else 0,
+        completion_tokens=chat.completion_tokens if chat else 0,
+        usage_estimated=chat.usage_estimated if chat else False,
+        latency_s=round(chat.latency_s, 4) if chat else 0.0,
+        attempts=chat.attempts if chat else 1,
+        cached_tokens=chat.cached_tokens if chat else None,
+    )

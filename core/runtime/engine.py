@@ -22,7 +22,7 @@ from core.llm.embeddings import Embedder, EmbeddingError
 from core.llm.urls import redact_url
 from core.runtime import events as ev
 from core.runtime.answers import honest_answer, latest_answer
-from core.runtime.calls import ModelCalls, Usage
+from core.runtime.calls import ModelCalls, Usage, finished_event
 from core.runtime.config import CallLimits, DomainName, RoundProtocol, Settings
 from core.runtime.context import Shrink
 from core.runtime.control import BOUNDARY_ROUND, ControlStatus, Params, RunControl
@@ -364,28 +364,7 @@ class SwarmEngine:
 
     def call_finished(self, call: str, result: AgentResult, chat: Usage | None) -> None:
         """Announce a finished call (AgentFinished) with what it cost; a method's own call kinds use it too."""
-        name = result.agent
-        self.emit(
-            ev.AgentFinished(
-                round=self.round,
-                agent=name,
-                call=call,
-                status=result.status,
-                public=result.public,
-                private=result.private,
-                query=result.query,
-                key=result.key,
-                answer=result.answer,
-                raw=result.raw,
-                error=result.error,
-                prompt_tokens=chat.prompt_tokens if chat else 0,
-                completion_tokens=chat.completion_tokens if chat else 0,
-                usage_estimated=chat.usage_estimated if chat else False,
-                latency_s=round(chat.latency_s, 4) if chat else 0.0,
-                attempts=chat.attempts if chat else 1,
-                cached_tokens=chat.cached_tokens if chat else None,
-            )
-        )
+        self.emit(finished_event(self.round, call, result, chat))
 
     async def agent_call(
         self,
