@@ -112,7 +112,7 @@ def _server(command_line: str, host: str, port: int, title: str, public_url: str
             response.text = local_fonts(response.text)
         return response
 
-    class LocalServer(Server):  # type: ignore[misc]
+    class LocalServer(Server):
         async def _make_app(self) -> web.Application:
             app = await super()._make_app()
             app.middlewares.append(no_web_font)
