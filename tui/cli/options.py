@@ -25,6 +25,7 @@ from core.runtime.config import (
     resolve_base_url,
 )
 from core.runtime.config_file import load_settings
+from core.runtime.domains import Domain
 from core.runtime.teams import resolve_team, table_from_record, with_team
 from core.runtime.textsafe import printable
 
@@ -209,7 +210,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                 f"--domain {cli['domain']} does not match team {settings.team or cli['team']} "
                 f"(domain {settings.domain}): the team sets the domain, drop --domain"
             )
-        n_workers = len(resolve_team(settings).workers)
+        team = resolve_team(settings)  # once: the worker count and the method's options are checked against it
+        n_workers = len(team.workers)
         if cli["k_in"] is None and settings.k_in > n_workers - 1:
             # The default (3) suits the code team; smaller teams get the largest k_in they allow.
             settings = settings.with_overrides(k_in=n_workers - 1)
@@ -227,7 +229,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                 if settings.strategy != "topoweaver":
                     raise MethodError("--orchestrator-model goes with --strategy topoweaver")
                 flags.append(f"orchestrator_model={args.orchestrator_model}")
-            settings = with_method_options(settings, flags)
+            settings = with_method_options(settings, flags, team)
     except (ConfigError, MethodError) as exc:
         fail(str(exc))
     check_code_isolation(settings, runs_code=settings.runs_code_tests)
@@ -245,11 +247,11 @@ def check_code_isolation(settings: Settings, *, runs_code: bool) -> None:
             fail(refused)
 
 
-def with_method_options(settings: Settings, flags: list[str] | None) -> Settings:
+def with_method_options(settings: Settings, flags: list[str] | None, team: Domain) -> Settings:
     """Settings whose chosen method exists and whose options (config table, then -o flags) are valid."""
     info = get_method_info(settings.strategy)
     given = {**settings.strategy_options.get(info.name, {}), **parse_option_flags(flags)}
-    build_method(info.name, given, resolve_team(settings))  # every value checked now, not mid-run
+    build_method(info.name, given, team)  # every value checked now, before any connection, not mid-run
     if not given:
         return settings
     return replace(settings, strategy_options={**settings.strategy_options, info.name: given})
