@@ -21,6 +21,7 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -48,7 +49,8 @@ def critical_path(events: list[ev.Event]) -> tuple[float, int]:
 
 
 async def one_run(latency: float, protocol: str) -> tuple[float, float, int]:
-    settings = Settings(protocol=protocol, max_concurrency=8)
+    chosen: dict[str, Any] = {"protocol": protocol}  # a plain string: older checkouts have no RoundProtocol
+    settings = Settings(**chosen, max_concurrency=8)
     with ScriptedServer(demo_script, latency=latency) as server:
         backend = await open_backend(settings, server=server)
         recorded: list[ev.Event] = []

@@ -144,7 +144,9 @@ def scripted_case(method: str, protocol: str, options: dict[str, Any], rounds: i
     from core.runtime.config import Settings
 
     async def run(server: ScriptedServer) -> None:
-        settings = Settings(domain="code", strategy=method, max_rounds=rounds, tau=0.3, k_in=3, protocol=protocol,
+        # Plain strings: older checkouts have no DomainName / RoundProtocol enums (theirs equal these strings).
+        chosen: dict[str, Any] = {"domain": "code", "protocol": protocol}
+        settings = Settings(**chosen, strategy=method, max_rounds=rounds, tau=0.3, k_in=3,
                             convergence_threshold=1.01, strategy_options={method: options} if options else {})
         backend = await open_backend(settings, server=server)
         try:
@@ -270,7 +272,8 @@ def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[
         threading.Thread(target=proxy.serve_forever, daemon=True).start()
 
         async def run() -> None:
-            settings = Settings(domain="code", max_rounds=rounds, tau=0.3, k_in=3, protocol=protocol,
+            chosen: dict[str, Any] = {"domain": "code", "protocol": protocol}  # plain strings, as above
+            settings = Settings(**chosen, max_rounds=rounds, tau=0.3, k_in=3,
                                 convergence_threshold=1.01, base_url=f"http://127.0.0.1:{proxy.server_address[1]}/v1",
                                 model="smollm2", max_tokens=512,
                                 strategy_options={"dytopo": dict(options)} if options else {})

@@ -22,6 +22,7 @@ import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_BASELINE = "6a7b457"  # before the prompt economy changes (issue 16)
@@ -40,7 +41,9 @@ def measure(protocol: str, memory: str | None = None) -> dict[str, list[int]]:
 
     async def run(server: ScriptedServer) -> None:
         options = {"dytopo": {"memory": memory}} if memory else {}
-        settings = Settings(domain="code", max_rounds=3, tau=0.3, k_in=3, protocol=protocol, strategy_options=options)
+        # Plain strings: older checkouts have no DomainName / RoundProtocol enums (theirs equal these strings).
+        chosen: dict[str, Any] = {"domain": "code", "protocol": protocol}
+        settings = Settings(**chosen, max_rounds=3, tau=0.3, k_in=3, strategy_options=options)
         backend = await open_backend(settings, server=server)
         try:
             engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [], embedder=shared_embedder())

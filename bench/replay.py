@@ -19,6 +19,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -34,6 +35,10 @@ ROUNDS, DIM = 10, 384
 WORKERS = ["Developer", "Researcher", "Tester", "Designer", "Reviewer", "Planner"]
 OPEN_TARGET_MS, WHATIF_TARGET_MS = 300.0, 50.0
 PARAMS = {"tau": 0.3, "k_in": 3, "max_rounds": ROUNDS}
+# Plain strings, not the enums: the script also measures older checkouts, which have none (their values equal these).
+RUN_KIND: dict[str, Any] = {"domain": "code", "protocol": "phased"}
+DONE: dict[str, Any] = {"status": "done"}
+BY_MANAGER: dict[str, Any] = {"reason": "manager"}
 
 
 def _text(rng: random.Random, low: int, high: int) -> str:
@@ -60,8 +65,8 @@ def synthetic_session(seed: int = 7) -> Session:
 
     events: list[ev.Event] = [
         ev.RunStarted(
-            ts=tick(), run_id="bench", problem=_text(rng, 300, 600), domain="code", manager="Manager",
-            workers=WORKERS, roles={n: _text(rng, 80, 160) for n in ["Manager", *WORKERS]}, protocol="phased",
+            ts=tick(), run_id="bench", problem=_text(rng, 300, 600), **RUN_KIND, manager="Manager",
+            workers=WORKERS, roles={n: _text(rng, 80, 160) for n in ["Manager", *WORKERS]},
             strategy="dytopo", model="bench-model", base_url="http://127.0.0.1:1/v1", demo=True, params=PARAMS,
         )
     ]
@@ -73,7 +78,7 @@ def synthetic_session(seed: int = 7) -> Session:
         events.append(ev.AgentStarted(ts=tick(), round=round_no, agent=agent, call=call))
         events.append(
             ev.AgentFinished(
-                ts=tick(), round=round_no, agent=agent, call=call, status="done", public=public,
+                ts=tick(), round=round_no, agent=agent, call=call, **DONE, public=public,
                 private={"Tester": _text(rng, 60, 200)}, query=query, key=key, raw=public + "\n{json...}",
                 prompt_tokens=p, completion_tokens=c, latency_s=round(rng.uniform(0.5, 4.0), 4),
             )
@@ -125,7 +130,7 @@ def synthetic_session(seed: int = 7) -> Session:
         events.append(ev.RoundFinished(ts=tick(), round=r, prompt_tokens=tokens[0], completion_tokens=tokens[1]))
     events.append(
         ev.RunFinished(
-            ts=tick(), reason="manager", detail="done", final_answer=_text(rng, 1000, 2000), answer_source="manager",
+            ts=tick(), **BY_MANAGER, detail="done", final_answer=_text(rng, 1000, 2000), answer_source="manager",
             rounds=ROUNDS, prompt_tokens=tokens[0], completion_tokens=tokens[1],
         )
     )

@@ -31,6 +31,7 @@ from core.runtime import events as ev
 from core.runtime.config import Settings
 
 ROUTE_TARGET_MS = 5.0
+GENERAL: dict[str, Any] = {"domain": "general"}  # a plain string: older checkouts have no DomainName
 TOPICS = ["costs", "safety", "law", "users", "timeline", "data", "security", "ethics", "operations", "energy"]
 PROBLEM = "Should a mid-sized city replace its diesel bus fleet with electric buses over the next five years?"
 
@@ -78,7 +79,7 @@ def team(n: int) -> dict[str, Any]:
 
 async def one_round(embedder: Embedder, n: int, latency: float) -> tuple[float, int, int]:
     settings = Settings(
-        domain="general", team="scale", teams={"scale": team(n)}, max_rounds=1, k_in=min(3, n - 1),
+        **GENERAL, team="scale", teams={"scale": team(n)}, max_rounds=1, k_in=min(3, n - 1),
         max_concurrency=8,
     )
     with ScriptedServer(demo_script, latency=latency) as server:

@@ -35,6 +35,9 @@ from core.runtime import events as ev
 from core.runtime.config import Settings
 
 CHUNK = 16
+# Plain strings, not the enums: older checkouts have none (their values equal these).
+RUN_KIND: dict[str, Any] = {"domain": "code", "protocol": "phased"}
+RUNNING: dict[str, Any] = {"state": "running"}
 T = TypeVar("T")
 
 
@@ -127,8 +130,8 @@ async def bench(base_url: str, agents: int, rate: float, seconds: float) -> dict
                    load_embedder=False, start_engine=False)
     async with app.run_test(size=(200, 60), headless=True) as pilot:
         bridge = EventBridge(app)
-        bridge(ev.RunStarted(run_id="bench", problem="streaming bench", domain="code", manager=names[0],
-                             workers=names[1:], roles={}, protocol="phased", strategy="dytopo", model="bench",
+        bridge(ev.RunStarted(run_id="bench", problem="streaming bench", **RUN_KIND, manager=names[0],
+                             workers=names[1:], roles={}, strategy="dytopo", model="bench",
                              base_url=base_url, demo=True, params={"tau": 0.3, "k_in": 3, "max_rounds": 5}))
         bridge(ev.RoundStarted(round=1, params={"tau": 0.3, "k_in": 3, "max_rounds": 5}))
         await pilot.pause(0.3)
@@ -153,8 +156,8 @@ async def bench_compare(base_url: str, methods: int, agents: int, rate: float,
 
     labels = ["dytopo", "dmoa", "topoweaver", "topodim", "single", "random", "chain", "star", "broadcast",
               "single-turn"][:methods]
-    record = CompareRecord(problem="streaming bench", domain="code", model="bench", base_url=base_url, demo=True,
-                           rows=[CompareRow(m, state="running") for m in labels])
+    record = CompareRecord(problem="streaming bench", **RUN_KIND, model="bench", base_url=base_url, demo=True,
+                           rows=[CompareRow(m, **RUNNING) for m in labels])
     app = SwarmApp(Settings(sessions_dir="/nonexistent"), state_path=None, load_embedder=False,
                    compare=lambda: CompareScreen(record))
     async with app.run_test(size=(160, 48), headless=True) as pilot:
@@ -163,8 +166,8 @@ async def bench_compare(base_url: str, methods: int, agents: int, rate: float,
         names = [f"Agent{i}" for i in range(agents)]
         bridges = {m: MethodBridge(screen, m) for m in labels}
         for method, bridge in bridges.items():
-            bridge(ev.RunStarted(run_id=method, problem="streaming bench", domain="code", manager="", workers=names,
-                                 roles={}, protocol="phased", strategy=method, model="bench", base_url=base_url,
+            bridge(ev.RunStarted(run_id=method, problem="streaming bench", **RUN_KIND, manager="", workers=names,
+                                 roles={}, strategy=method, model="bench", base_url=base_url,
                                  demo=True, params={"tau": 0.3, "k_in": 1, "max_rounds": 5}))
             bridge(ev.RoundStarted(round=1, params={"tau": 0.3, "k_in": 1, "max_rounds": 5}))
         await pilot.pause(0.3)

@@ -38,7 +38,7 @@ from core.llm.request_seed import REQUEST_SEED
 from core.llm.tokens import cached_share
 from core.methods.catalogue import build_method, get_method_info
 from core.runtime import events as ev
-from core.runtime.config import Settings
+from core.runtime.config import DomainName, Settings
 from core.runtime.domains import Domain, get_domain
 from core.runtime.engine import Method
 from core.runtime.teams import resolve_team
@@ -312,7 +312,7 @@ class BenchRunner:
         if team is None or team.name != problem.domain:
             team = get_domain(problem.domain)
         settings = replace(
-            self.settings, domain=problem.domain, team=self.settings.team if team.team else None,
+            self.settings, domain=DomainName(problem.domain), team=self.settings.team if team.team else None,
             execute_code=True, k_in=min(self.settings.k_in, len(team.workers) - 1),
         )
         return settings

@@ -18,8 +18,8 @@ from core.methods.dytopo import DyTopoMethod
 from core.methods.steer_checks import catalogue_hook
 from core.routing.strategies import TopologyStrategy
 from core.runtime.clients import client_for
-from core.runtime.config import ConfigError, Settings, resolve_api_key, resolve_base_url
-from core.runtime.control import Params, RunControl
+from core.runtime.config import ConfigError, DomainName, Settings, resolve_api_key, resolve_base_url
+from core.runtime.control import MODE_AUTO, MODE_STEP, Params, RunControl
 from core.runtime.domains import Domain
 from core.runtime.engine import ForkPoint, Method, RoundEvaluator, RunSpec, SwarmEngine
 from core.runtime.events import EventSink
@@ -187,7 +187,7 @@ def build_engine(
     team = team or resolve_team(settings)
     spec = RunSpec(
         problem=problem,
-        domain=team.name,
+        domain=DomainName(team.name),
         team=team,
         protocol=settings.protocol,
         model=backend.model,
@@ -205,7 +205,8 @@ def build_engine(
         method = build_method(settings.strategy, options, team)
     if control is None:
         control = RunControl(
-            Params(settings.tau, settings.k_in, settings.max_rounds), n_workers, mode="step" if step_mode else "auto"
+            Params(settings.tau, settings.k_in, settings.max_rounds), n_workers,
+            mode=MODE_STEP if step_mode else MODE_AUTO,
         )
     # Until the method sets its own steering hook (most do at the start of their run), the catalogue answers.
     control.steer_hook = control.steer_hook or catalogue_hook(method.name, control)

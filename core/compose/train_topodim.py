@@ -46,7 +46,7 @@ from core.methods.topodim_policy import (
 from core.methods.topodim_prompts import team_roles
 from core.routing.topodim import r_div
 from core.runtime import events as ev
-from core.runtime.config import Settings
+from core.runtime.config import DomainName, Settings
 from core.runtime.domains import get_domain
 from core.runtime.engine import SwarmEngine
 
@@ -179,7 +179,7 @@ class TopoDIMTrainer:
     async def _one_run(self, problem: Problem, temperature: float, seed: int) -> tuple[TopoDIMMethod, float] | None:
         domain = get_domain(problem.domain)
         method = TopoDIMMethod(self._options(), domain, policy=self.policy, temperature=temperature, sample_seed=seed)
-        settings = replace(self.settings, domain=problem.domain, execute_code=True,
+        settings = replace(self.settings, domain=DomainName(problem.domain), execute_code=True,
                            k_in=min(self.settings.k_in, len(domain.workers) - 1))
         def notices(event: ev.Event) -> None:  # the runs' warnings (a reply that did not parse, ...) reach the user
             if isinstance(event, ev.Notice) and event.severity != "info" and self.on_notice is not None:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from core.llm.urls import URLError, check_base_url, redact_url
-from core.runtime.config import DOMAINS, ConfigError, Settings
+from core.runtime.config import DOMAINS, ConfigError, DomainName, Settings
 from core.runtime.domains import DOMAIN_BY_NAME, Domain, Role, get_domain
 
 MIN_WORKERS = 2
@@ -219,8 +219,8 @@ def with_team(settings: Settings) -> Settings:
         settings = replace(settings, team=name, teams={**settings.teams, name: table})
     team = resolve_team(settings)
     if team.team == "":  # a built-in team chosen by name
-        return replace(settings, team=None, domain=team.name)
-    return replace(settings, domain=team.name)
+        return replace(settings, team=None, domain=DomainName(team.name))
+    return replace(settings, domain=DomainName(team.name))
 
 
 def team_record(team: Domain) -> dict[str, Any]:
@@ -269,7 +269,8 @@ def with_recorded_team(settings: Settings, record: dict[str, Any]) -> Settings:
         return replace(settings, team=None)
     name, table = table_from_record(record)
     team_from_table(name, table, "the recorded team")  # ConfigError, one line, for a damaged record
-    return replace(settings, team=name, teams={**settings.teams, name: table}, domain=str(table.get("domain")))
+    domain = DomainName(str(table.get("domain", "general")))  # checked by team_from_table just above
+    return replace(settings, team=name, teams={**settings.teams, name: table}, domain=domain)
 
 
 def describe_teams(settings: Settings) -> str:

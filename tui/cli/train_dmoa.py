@@ -22,6 +22,7 @@ from typing import TextIO
 from core.compose.train_dmoa import TrainError, TrainSchedule, dmoa_training_options, train_router
 from core.methods.registry import MethodError, parse_option_flags
 from core.runtime import events as ev
+from core.runtime.config import DomainName
 
 from .options import EXIT_USAGE, OneLineParser, add_run_options, int_range, positive_number, settings_from_args
 
@@ -102,7 +103,7 @@ def main(argv: Sequence[str]) -> int:
         domain = problems[0].domain
         if args.domain is not None and args.domain != domain:
             raise _UserError(f"--domain {args.domain} does not fit a {dataset.name} dataset (its domain is {domain})")
-        settings = replace(settings, domain=domain, execute_code=False)
+        settings = replace(settings, domain=DomainName(domain), execute_code=False)
         options = dmoa_training_options(settings, parse_option_flags(args.dmoa_options))
     except (_UserError, MethodError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)

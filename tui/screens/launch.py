@@ -19,7 +19,15 @@ from core.demo.scripts import DEMO_PROBLEMS
 from core.evaluation.sandbox import unisolated_refusal
 from core.methods.catalogue import build_method, get_method_info, method_names
 from core.methods.registry import MethodError
-from core.runtime.config import DOMAINS, PROTOCOLS, ConfigError, Settings, check_setting, resolve_base_url
+from core.runtime.config import (
+    DOMAINS,
+    PROTOCOLS,
+    ConfigError,
+    DomainName,
+    Settings,
+    check_setting,
+    resolve_base_url,
+)
 from core.runtime.domains import Domain, get_domain
 from core.runtime.teams import team_from_table
 from core.runtime.textsafe import printable
@@ -73,7 +81,7 @@ def _fields_to_settings(base: Settings, values: dict[str, str], options: dict[st
         return check_setting(name, text, from_text=True)  # the bound and message a flag or a file gets
 
     # replace, not with_overrides: validating without the team size would word the k_in range wrongly.
-    changes = dict(
+    changes: dict[str, Any] = dict(
         strategy=values.get("strategy", base.strategy),
         protocol=values["protocol"],
         tau=number("tau", float),
@@ -89,7 +97,7 @@ def _fields_to_settings(base: Settings, values: dict[str, str], options: dict[st
         settings = replace(settings, strategy_options={
             **settings.strategy_options, method: {**settings.strategy_options.get(method, {}), **options}})
     team = _team(base, values["domain"])
-    settings = replace(settings, domain=team.name, team=team.team or None)
+    settings = replace(settings, domain=DomainName(team.name), team=team.team or None)
     settings.validate(n_workers=len(team.workers))
     try:  # the method and its options from the config file, checked for this team
         build_method(settings.strategy, settings.strategy_options.get(settings.strategy), team)
@@ -157,7 +165,7 @@ class LaunchScreen(Screen[None]):
                 yield Label("domain")
                 teams = [(f"team {name}", name) for name in s.teams]
                 chosen = s.team if s.team in s.teams else s.domain
-                yield Select([(d, d) for d in DOMAINS] + teams, value=chosen, allow_blank=False, id="domain")
+                yield Select([(str(d), str(d)) for d in DOMAINS] + teams, value=chosen, allow_blank=False, id="domain")
                 yield Label("protocol", id="protocol-label", classes="tau-field")
                 yield Select([(p, p) for p in PROTOCOLS], value=s.protocol, allow_blank=False, id="protocol",
                              classes="tau-field")

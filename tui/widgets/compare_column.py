@@ -78,7 +78,7 @@ class CompareColumn(Widget):
         m, row = self.model, self.row
         where = m.position if m.current else ""
         phase = m.phase if m.running and m.phase else ""
-        state = row.state
+        state: str = row.state
         if m.running and m.control_status and m.control_status not in ("running", "starting"):
             state = m.control_status  # paused / stepping
         text = Text()

@@ -102,7 +102,7 @@ class DyTopoCalls:
 
     async def manager_call(
         self, call: str, messages: list[dict[str, str]], *, shrink: Shrink | None = None
-    ) -> tuple[Any | None, str]:
+    ) -> tuple[Any | None, ev.CallStatus]:
         rt = self.rt
         name = rt.domain.manager.name
         rt.emit(ev.AgentStarted(round=rt.round, agent=name, call=call))
