@@ -210,7 +210,7 @@ def build_engine(
         )
     # Until the method sets its own steering hook (most do at the start of their run), the catalogue answers.
     control.steer_hook = control.steer_hook or catalogue_hook(method.name, control)
-    engine = SwarmEngine(
+    return SwarmEngine(
         spec,
         settings,
         backend.llm,
@@ -220,6 +220,5 @@ def build_engine(
         control=control,
         evaluator=evaluator,
         fork=fork,
+        agent_clients=backend.agent_clients,
     )
-    engine.agent_clients = dict(backend.agent_clients)
-    return engine

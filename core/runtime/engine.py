@@ -131,6 +131,7 @@ class SwarmEngine:
         control: RunControl | None = None,
         evaluator: RoundEvaluator | None = None,
         fork: ForkPoint | None = None,
+        agent_clients: Mapping[str, LLMClient] | None = None,
     ) -> None:
         self.spec = spec
         self.fork = fork
@@ -139,7 +140,7 @@ class SwarmEngine:
         self.workers = self.domain.worker_names
         self.llm = llm
         # Agents of a user team with their own model or endpoint: name -> client (core.compose.runner).
-        self.agent_clients: dict[str, LLMClient] = {}
+        self.agent_clients: dict[str, LLMClient] = dict(agent_clients or {})
         self.embedder = embedder
         self.sinks: list[ev.EventSink] = list(sinks or [])
         # The method is chosen by the composition root (core.compose.runner): the engine hosts any of them.
