@@ -17,7 +17,7 @@ import importlib
 import importlib.util
 import sys
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 
 class _Deferred(ModuleType):
@@ -40,4 +40,7 @@ def lazy_module(name: str) -> ModuleType:
     return _Deferred(name)
 
 
-numpy = lazy_module("numpy")
+if TYPE_CHECKING:  # the checker sees NumPy's own types; at run time the stand-in defers the import
+    import numpy as numpy
+else:
+    numpy = lazy_module("numpy")

@@ -18,6 +18,7 @@ import matplotlib
 matplotlib.use("Agg")  # before pyplot: files only, never a window
 
 import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
 # The report's types (core.bench.report.Report, MethodStats) are written as Any here: report imports this
 # module, and the packages' import graph stays acyclic (import-linter).
@@ -30,7 +31,7 @@ def pareto_front(methods: list[MethodStats]) -> list[MethodStats]:
     """Methods no other method dominates (fewer or equal tokens and higher or equal accuracy, one strictly),
     sorted by tokens."""
     def tokens(m: MethodStats) -> float:
-        return m.prompt_tokens + m.completion_tokens
+        return float(m.prompt_tokens + m.completion_tokens)
 
     front = [
         m for m in methods
@@ -42,7 +43,7 @@ def pareto_front(methods: list[MethodStats]) -> list[MethodStats]:
     return sorted(front, key=tokens)
 
 
-def _save(fig: plt.Figure, out: Path, stem: str) -> list[Path]:
+def _save(fig: Figure, out: Path, stem: str) -> list[Path]:
     paths = [out / f"{stem}.png", out / f"{stem}.svg"]
     fig.savefig(paths[0], dpi=DPI, bbox_inches="tight")
     fig.savefig(paths[1], bbox_inches="tight")

@@ -85,8 +85,8 @@ def mcnemar_exact(only_a: int, only_b: int) -> float:
     if n == 0:
         return 1.0
     k = min(only_a, only_b)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
-    return min(1.0, 2 * tail)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / (1 << n)  # 2ⁿ, exact for any n
+    return min(1.0, 2.0 * tail)
 
 
 def discordant_pairs(a: Mapping[str, bool], b: Mapping[str, bool]) -> tuple[int, int]:

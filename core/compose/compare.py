@@ -113,8 +113,8 @@ class RowTracker:
             if event.reason == "error":
                 row.reason = event.detail or "error"
         if self.started_at is not None:
-            paused = row.paused_s + (self.clock() - self.paused_since if self.paused_since is not None else 0.0)
-            row.wall_s = round(max(0.0, self.clock() - self.started_at - paused), 3)
+            paused_s = row.paused_s + (self.clock() - self.paused_since if self.paused_since is not None else 0.0)
+            row.wall_s = round(max(0.0, self.clock() - self.started_at - paused_s), 3)
 
 
 def verdict_for(tracker: RowTracker, domain: str, expect: str | None) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core.llm.client import EndpointError, LLMClient
 from core.llm.embeddings import Embedder, shared_embedder
@@ -177,7 +177,7 @@ def build_engine(
     strategy: TopologyStrategy | None = None,
     method: Method | None = None,
     evaluator: RoundEvaluator | None = None,
-    parent: dict | None = None,
+    parent: dict[str, Any] | None = None,
     step_mode: bool = False,
     fork: ForkPoint | None = None,
     team: Domain | None = None,

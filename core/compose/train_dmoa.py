@@ -20,7 +20,8 @@ from core.demo.bench_script import benchmark_script
 from core.demo.server import ScriptedServer
 from core.llm.embeddings import shared_embedder
 from core.methods.catalogue import get_method_info
-from core.methods.dmoa import DmoaMethod, dmoa_pool
+from core.methods.dmoa import DmoaMethod
+from core.methods.dmoa_prompts import dmoa_pool
 from core.methods.dmoa_routing import predictive_entropy
 from core.methods.registry import MethodError
 from core.runtime import events as ev

@@ -127,14 +127,17 @@ def _apps(record: dict[str, Any], index: int, where: str) -> Problem:
     question = _text(record, "question", where)
     raw = record.get("input_output")
     try:
-        io = json.loads(raw) if isinstance(raw, str) else raw
+        io: Any = json.loads(raw) if isinstance(raw, str) else raw
         inputs, outputs = io["inputs"], io["outputs"]
     except (ValueError, TypeError, KeyError):
         shape = '{"inputs": [...], "outputs": [...]}'
         raise DatasetError(f"{where}: field 'input_output' must hold {shape}") from None
     if not isinstance(inputs, list) or not isinstance(outputs, list) or len(inputs) != len(outputs) or not inputs:
         raise DatasetError(f"{where}: 'input_output' needs as many inputs as outputs, at least one")
-    join = lambda v: "\n".join(map(str, v)) + "\n" if isinstance(v, list) else str(v)  # noqa: E731
+
+    def join(v: object) -> str:
+        return "\n".join(map(str, v)) + "\n" if isinstance(v, list) else str(v)
+
     cases = tuple((join(i), join(o)) for i, o in zip(inputs, outputs, strict=True))
     solutions = record.get("solutions")
     try:

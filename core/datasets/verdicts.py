@@ -166,7 +166,7 @@ def chosen_letter(text: str, n_choices: int) -> str:
     allowed = LETTERS[:n_choices]
     for pattern in _LETTER_PATTERNS:
         for found in pattern.findall(text):
-            letter = found.upper()
+            letter = str(found).upper()
             if letter in allowed:
                 return letter
     return ""

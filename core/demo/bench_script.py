@@ -209,18 +209,18 @@ class _BenchScript:
         if info.role == SOLO_ROLE:
             return _solo(problem, correct)
         if info.call.startswith("dmoa-"):  # DMoA's calls (core.methods.dmoa_events.CALLS)
-            from core.demo.dmoa_script import bench_reply
+            from core.demo.dmoa_script import bench_reply as dmoa_reply
 
-            return bench_reply(info, problem.domain, oracle_answer(problem, correct))
+            return dmoa_reply(info, problem.domain, oracle_answer(problem, correct))
         if info.call.startswith("tw-"):  # TopoWeaver-R1's orchestrator and agents
-            from core.demo.topoweaver_script import bench_reply
+            from core.demo.topoweaver_script import bench_reply as topoweaver_reply
 
-            return bench_reply(info, domain=problem.domain, answer=oracle_answer(problem, correct),
+            return topoweaver_reply(info, domain=problem.domain, answer=oracle_answer(problem, correct),
                                entry_point=problem.entry_point, correct=correct)
         if info.call in _TOPODIM_CALLS:
-            from core.demo.topodim_script import bench_reply
+            from core.demo.topodim_script import bench_reply as topodim_reply
 
-            reply = bench_reply(info, oracle_answer(problem, correct), problem.domain)
+            reply = topodim_reply(info, oracle_answer(problem, correct), problem.domain)
             if reply is not None:
                 return reply
         if info.role == "Manager" or info.call in (CALL_PLAN, CALL_MANAGER):

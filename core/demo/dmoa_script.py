@@ -11,6 +11,8 @@ competent lead would. Other calls get the DyTopo family's replies (core.demo.sce
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import TypeVar
 
 from core.demo.requests import RequestInfo
 from core.demo.scenarios import SCENARIOS, dytopo_reply
@@ -59,7 +61,10 @@ def request_domain(info: RequestInfo) -> str:
     return _DOMAIN_OF_ROLE.get(info.role, "code")
 
 
-def _at(table: dict[int, object], step: int) -> object:
+T = TypeVar("T")
+
+
+def _at(table: Mapping[int, T], step: int) -> T:
     known = [n for n in table if n <= step]
     return table[max(known) if known else min(table)]
 
@@ -74,21 +79,21 @@ def _final(domain: str) -> str:
 def summary_reply(domain: str, step: int, last: bool) -> str:
     if last or step >= FINAL_STEP.get(domain, 2):
         return _final(domain)
-    return f"[CONTINUE] {_at(_CONTINUE[domain], step)}"  # type: ignore[arg-type]
+    return f"[CONTINUE] {_at(_CONTINUE[domain], step)}"
 
 
 def step_reply(domain: str, role: str, step: int) -> str:
     work = SCENARIOS[domain].work.get(role)
     if not work:  # an agent the script does not know (a larger pool): a short, well-formed turn
         return f"{role}, step {step}: I checked the previous responses from my role's side; nothing to correct."
-    text = _at(work, step).public  # type: ignore[attr-defined]
+    text = _at(work, step).public
     answer = getattr(_at(work, step), "answer", None)
     return text + (f"\n\nFinal answer: ${answer}$" if answer else "")
 
 
 def selector_reply(domain: str, step: int) -> str:
     weights = _at(_SELECTION[domain], step)
-    return json.dumps({"agents": list(weights), "weights": weights})  # type: ignore[call-overload]
+    return json.dumps({"agents": list(weights), "weights": weights})
 
 
 def dmoa_script(info: RequestInfo) -> str:

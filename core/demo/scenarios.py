@@ -440,7 +440,8 @@ def _descriptors(scn: _Scenario, role: str, round_no: int) -> tuple[str, str]:
     table = scn.descriptors.get(role)
     if not table:  # an agent the script does not know: generic but valid descriptors
         return ("I need the team's current results.", f"I provide the {role}'s contribution.")
-    return _at(table, max(2, round_no))
+    need, offer = _at(table, max(2, round_no))
+    return str(need), str(offer)
 
 
 def _worker_reply(scn: _Scenario, info: RequestInfo) -> dict[str, Any]:

@@ -24,7 +24,8 @@ import json
 
 from core.demo.requests import RequestInfo
 from core.demo.scenarios import FINAL_CODE
-from core.methods.topodim import CALL_GRAPH, CALLS
+from core.methods.topodim import CALLS
+from core.methods.topodim_generators import CALL_GRAPH
 from core.methods.topodim_prompts import MARK
 
 # The calls TopoDIM makes (core.methods.topodim): answered by this script.

@@ -11,6 +11,7 @@ import ast
 import re
 import sys
 import textwrap
+from typing import TypeGuard
 
 # An opening fence (``` or ~~~, optional language tag) up to its closing fence or the end of the text
 # (agents get cut off mid-block).
@@ -104,7 +105,7 @@ def _stdlib_imports(tree: ast.Module, source: str) -> list[str]:
     return kept
 
 
-def _is_main_guard(node: ast.stmt) -> bool:
+def _is_main_guard(node: ast.stmt) -> TypeGuard[ast.If]:
     return (
         isinstance(node, ast.If)
         and isinstance(node.test, ast.Compare)

@@ -408,7 +408,7 @@ class LLMClient:
         json_mode: bool,
         schema: dict[str, Any] | None = None,
         top_logprobs: int = 0,
-    ) -> dict:
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": messages,

@@ -146,7 +146,7 @@ class Embedder:
         if self._model is not None:
             return
         with _LOAD_LOCK:
-            if self._model is not None:
+            if self.loaded:  # another thread loaded it while this one waited for the lock
                 return
             if "torch" not in sys.modules:
                 # Idle OpenMP threads spin by default. On a shared CPU (a local LLM server, the TUI,

@@ -186,7 +186,7 @@ def status_result(entry: SwarmTask) -> StatusResult:
 def steer_result(entry: SwarmTask, action: SteerAction) -> SteerResult:
     when = f"at the barrier before round {action.at_round}" if action.at_round else "at the run's next barrier"
     return SteerResult(
-        task_id=entry.id, status=entry.status, action=action.describe(),  # type: ignore[arg-type]
+        task_id=entry.id, status=entry.status, action=action.describe(),
         message=f"queued: it applies {when}; swarm_status lists it as taken or refused (with why) once applied",
     )
 

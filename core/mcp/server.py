@@ -15,7 +15,7 @@ import logging
 import os
 import signal
 import sys
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -63,7 +63,7 @@ def team_help(teams: dict[str, Domain]) -> str:
 
 
 def build_server(manager: SwarmManager, *, host: str = "127.0.0.1", port: int = 8000,
-                 log_level: str = "WARNING") -> Any:
+                 log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING") -> Any:
     """A FastMCP server whose tools drive ``manager``."""
     from mcp.server.fastmcp import FastMCP
     from mcp.server.fastmcp.exceptions import ToolError

@@ -243,6 +243,7 @@ class DmoaMethod:
             rt.notice(f"{exc}; routing with a seeded initialisation instead", "warning")
             self._gru, info = seeded_weights(len(self.names), seed=self.seed), RouterInfo()
         self.router_note = info.describe() + ("" if info.trained_queries else f", seed {self.seed}")
+        assert self._gru is not None  # loaded or seeded just above
         self._session = RouterSession(self._gru)
         self._dense = self.collect
         if self.ttt and rt.fork is None and not self.collect:
@@ -428,7 +429,8 @@ class DmoaMethod:
         rt = self.rt
         selected = [self.names[i] for i in choice.selected]
         wanted = [n for n in (self.names if self._dense else selected) if n in results and results[n].public]
-        vectors = await rt.embedder.aembed([results[n].public for n in wanted]) if wanted else []
+        texts = [results[n].public for n in wanted]
+        vectors: np.ndarray | list[list[float]] = await rt.embedder.aembed(texts) if wanted else []
         embedded = {n: np.asarray(v, dtype=np.float64) for n, v in zip(wanted, vectors, strict=True)}
         answered = [(pos, n) for pos, n in enumerate(selected) if n in embedded]
         if answered:
@@ -437,7 +439,7 @@ class DmoaMethod:
             if len(answered) < len(selected):
                 missing = ", ".join(n for n in selected if n not in embedded)
                 rt.notice(f"step {step}: {missing} gave no answer; alpha renormalised over the others", "warning")
-            x_next = context_vector(alpha, [embedded[n] for _, n in answered])
+            x_next = context_vector(alpha, np.asarray([embedded[n] for _, n in answered]))
         else:
             rt.notice(f"step {step}: no routed agent answered; the context vector stays as it was", "warning")
             alpha, x_next = np.zeros(0), x

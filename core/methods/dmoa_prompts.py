@@ -148,7 +148,9 @@ def parse_selection(text: str, names: Sequence[str], k_max: int) -> list[tuple[s
     if not isinstance(agents, list) or not agents:
         raise ParseError('"agents" must be a non-empty list of expert names')
     by_lower = {n.lower(): n for n in names}
-    raw_weights = found.get("weights") if isinstance(found.get("weights"), dict) else {}
+    raw_weights = found.get("weights")
+    if not isinstance(raw_weights, dict):
+        raw_weights = {}
     weights = {str(k).strip().lower(): v for k, v in raw_weights.items()}
     chosen: list[tuple[str, float]] = []
     for item in agents:

@@ -76,7 +76,8 @@ def gru_step(w: RouterWeights, x: np.ndarray, h: np.ndarray) -> np.ndarray:
     r = sigmoid(gi[:d] + gh[:d])
     z = sigmoid(gi[d : 2 * d] + gh[d : 2 * d])
     n = np.tanh(gi[2 * d :] + r * gh[2 * d :])
-    return (1.0 - z) * n + z * h
+    h_next: np.ndarray = (1.0 - z) * n + z * h
+    return h_next
 
 
 class RouterSession:
@@ -89,7 +90,8 @@ class RouterSession:
     def step(self, x: np.ndarray) -> np.ndarray:
         self.h = gru_step(self.weights, np.asarray(x, dtype=np.float32).reshape(-1), self.h)
         z = self.weights.head_weight @ self.h + self.weights.head_bias
-        return z.astype(np.float64)
+        scores: np.ndarray = z.astype(np.float64)
+        return scores
 
 
 def seeded_weights(n_agents: int, *, dim: int = DIM, seed: int = 0) -> RouterWeights:

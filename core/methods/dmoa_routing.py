@@ -35,7 +35,8 @@ def softmax(values: Sequence[float] | np.ndarray, temperature: float = 1.0) -> n
         return x
     x = x - np.max(x)
     e = np.exp(x)
-    return e / e.sum()
+    p: np.ndarray = e / e.sum()
+    return p
 
 
 def adaptive_k(logits: Sequence[float] | np.ndarray, tau: float, k_max: int, *, adaptive: bool = True) -> int:

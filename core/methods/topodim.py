@@ -89,7 +89,8 @@ def usable_text(result: AgentResult) -> str:
         if isinstance(data, dict) and isinstance(data.get("public"), str) and data["public"].strip():
             extra = data.get("answer")
             answer = f"\n\nFinal answer: \\boxed{{{extra}}}" if isinstance(extra, str | int | float) and extra else ""
-            return data["public"].strip() + answer
+            public: str = data["public"]
+            return public.strip() + answer
     return text
 
 

@@ -94,7 +94,7 @@ def parse_prior(text: str) -> PriorProposal:
             continue
         raw = item.get("confidence", item.get("p", 0.5))
         try:
-            confidence = float(raw)
+            confidence = float(raw)  # type: ignore[arg-type]  # anything a model wrote: float() is the check
         except (TypeError, ValueError):
             confidence = math.nan
         if not math.isfinite(confidence):

@@ -141,7 +141,8 @@ class TopoDIMPolicy(nn.Module):
     def initial_states(self, names: Sequence[str], task: torch.Tensor) -> torch.Tensor:
         """Eq. 5: h_i^(0) = e_i^role + W_q φ(q). Shape (N, hidden)."""
         ids = torch.tensor([self._index.get(n, self._index.get(OTHER_ROLE, 0)) for n in names], dtype=torch.long)
-        return self.role_embedding(ids) + self.task_projection(task.reshape(1, -1))
+        h0: torch.Tensor = self.role_embedding(ids) + self.task_projection(task.reshape(1, -1))
+        return h0
 
     def adjacency(self, names: Sequence[str], prior: Sequence[tuple[str, str, str]]) -> torch.Tensor:
         """(relations, N, N): A[r][i][j] = 1 / c_{i,r} when j -> i is a prior edge of relation r."""
@@ -160,7 +161,9 @@ class TopoDIMPolicy(nn.Module):
         a = self.adjacency(names, prior)
         for layer in range(self.layers):
             message = self.self_weights[layer](h)
-            for r, weight in enumerate(self.relation_weights[layer]):
+            relations = self.relation_weights[layer]
+            assert isinstance(relations, nn.ModuleList)  # W_r^(l) for each relation r
+            for r, weight in enumerate(relations):
                 message = message + a[r] @ weight(h)
             h = torch.tanh(message)
         return h
@@ -169,7 +172,8 @@ class TopoDIMPolicy(nn.Module):
         """Eq. 6's scores w_r^T [h_i || h_j] for every ordered pair: (N, N, |R'|)."""
         n = h.shape[0]
         pairs = torch.cat([h.unsqueeze(1).expand(n, n, -1), h.unsqueeze(0).expand(n, n, -1)], dim=-1)
-        return self.edge_weights(pairs)
+        scores: torch.Tensor = self.edge_weights(pairs)
+        return scores
 
     def distributions(
         self, names: Sequence[str], prior: Sequence[tuple[str, str, str]], task: torch.Tensor, temperature: float

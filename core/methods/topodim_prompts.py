@@ -215,12 +215,12 @@ def request(
             "",
         )
     if step.mode == MODE_DEFEND:
-        turns = debates.get((agent, partner))
-        if not turns or not turns[1] or not answers.get(agent):
+        debate = debates.get((agent, partner))
+        if not debate or not debate[1] or not answers.get(agent):
             return "", "", f"no challenge from {partner} to answer"
         return (
             f"YOUR ANSWER:\n{clip(answers[agent], limit)}\n\n"
-            f"CHALLENGE FROM {peer(roles, partner, turns[1], limit=limit)}\n\n",
+            f"CHALLENGE FROM {peer(roles, partner, debate[1], limit=limit)}\n\n",
             "Answer the challenge: defend what holds, correct what does not, and give your complete answer "
             "at the end.",
             "",

@@ -603,7 +603,9 @@ def plan_routing(plan: Plan, memory_turns: dict[str, int] | None = None) -> Rout
 
 # --- the deterministic fallback [INFERRED, METHODS.md §3.7] -------------------------------------------
 
-_FALLBACK_CODE = {
+# (id, type, refs) per agent, one list per step
+_Layers = list[list[tuple[str, str, list[str]]]]
+_FALLBACK_CODE: dict[str, _Layers] = {
     "introductory": [[("planner_1", PLANNER, [])], [("coder_1", CODER, ["planner_1"])],
                      [("tester_1", TESTER, ["coder_1"])]],
     "interview": [[("planner_1", PLANNER, []), ("searcher_1", SEARCHER, [])],
@@ -614,9 +616,9 @@ _FALLBACK_CODE = {
                      ("coder_2", CODER, ["planner_1", "searcher_1", "algorithmmer_1"])],
                     [("debugger_1", DEBUGGER, ["coder_1", "coder_2"])], [("tester_1", TESTER, ["debugger_1"])]],
 }
-_FALLBACK_CODE_RETRY = [[("coder_1", CODER, [])], [("debugger_1", DEBUGGER, ["coder_1"])],
+_FALLBACK_CODE_RETRY: _Layers = [[("coder_1", CODER, [])], [("debugger_1", DEBUGGER, ["coder_1"])],
                         [("tester_1", TESTER, ["debugger_1"])]]
-_FALLBACK_REASONING = {
+_FALLBACK_REASONING: dict[str, _Layers] = {
     "introductory": [[("thinker_1", THINKER, [])], [("verifier_1", VERIFIER, ["thinker_1"])]],
     "interview": [[("planner_1", PLANNER, [])], [("thinker_1", THINKER, ["planner_1"])],
                   [("verifier_1", VERIFIER, ["thinker_1"])]],
@@ -625,7 +627,7 @@ _FALLBACK_REASONING = {
                      ("thinker_2", THINKER, ["planner_1", "searcher_1"])],
                     [("verifier_1", VERIFIER, ["thinker_1", "thinker_2"])]],
 }
-_FALLBACK_REASONING_RETRY = [[("thinker_1", THINKER, [])], [("verifier_1", VERIFIER, ["thinker_1"])]]
+_FALLBACK_REASONING_RETRY: _Layers = [[("thinker_1", THINKER, [])], [("verifier_1", VERIFIER, ["thinker_1"])]]
 
 
 def fallback_plan(domain: str, difficulty: str = DEFAULT_DIFFICULTY, *, retry: bool = False) -> Plan:

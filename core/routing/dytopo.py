@@ -88,7 +88,7 @@ class Edge:
     kind: str = KIND_ROUTED
 
 
-def edge_label(e: Edge) -> str:
+def edge_label(e: Edge | RemovedEdge) -> str:
     """The score of a routed edge; the kind of a typed one (with its weight when that means something)."""
     if e.kind in (KIND_ROUTED, KIND_FIXED, KIND_PINNED):
         return f"{e.score:.2f}"
@@ -181,7 +181,8 @@ def similarity_matrix(query: np.ndarray, key: np.ndarray) -> np.ndarray:
     k = np.asarray(key, dtype=np.float64)
     q = q / np.clip(np.linalg.norm(q, axis=1, keepdims=True), 1e-12, None)
     k = k / np.clip(np.linalg.norm(k, axis=1, keepdims=True), 1e-12, None)
-    return np.clip(q @ k.T, -1.0, 1.0)
+    cosine: np.ndarray = np.clip(q @ k.T, -1.0, 1.0)
+    return cosine
 
 
 def paper_cyclic_order(names: list[str], edges: list[Edge]) -> list[str]:

@@ -380,11 +380,11 @@ def to_routing(graph: TypedGraph, steps: Sequence[CallStep], tau: float, k_in: i
             order.append(step.agent)
     import networkx as nx  # here, not at the top: importing it cost every start-up ~0.2 s for this one call
 
-    dag = nx.DiGraph()
+    dag: nx.DiGraph[str] = nx.DiGraph()
     dag.add_nodes_from(graph.active)
     dag.add_edges_from((e.src, e.dst) for e in graph.kept if e.kind in ACYCLIC_TYPES)
     tiers = [sorted(gen, key=index.__getitem__) for gen in nx.topological_generations(dag)]
-    whole = nx.DiGraph()
+    whole: nx.DiGraph[str] = nx.DiGraph()
     whole.add_nodes_from(names)
     whole.add_edges_from((e.src, e.dst) for e in graph.kept)
     removed = [RemovedEdge(e.src, e.dst, round(e.p, 6), REASON_MASKED, e.kind) for e in graph.masked]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -103,7 +103,8 @@ class Method(Protocol):
     name: str
     # Each call kind's settings table (``{"manager": "manager_call"}``), as the method's call options record
     # it (core.methods.registry.call_tables): call_limits reads it, so a kind is paired with its table once.
-    call_tables: Mapping[str, str]
+    @property
+    def call_tables(self) -> Mapping[str, str]: ...
 
     def roster(self, domain: Domain) -> tuple[str, list[str], dict[str, str]]:
         """(manager name or "", the agents shown from the start, role descriptions) for RunStarted."""
@@ -326,12 +327,12 @@ class SwarmEngine:
         self.control.steer_hook = steer or self.control.steer_hook
 
     # --- calls --------------------------------------------------------------------------------
-    async def gather(self, calls: dict[str, Awaitable[AgentResult]]) -> dict[str, AgentResult]:
+    async def gather(self, calls: Mapping[str, Coroutine[Any, Any, AgentResult]]) -> dict[str, AgentResult]:
         """Run calls in parallel. A TaskGroup cancels the siblings if one is cancelled, so a cancel
         leaves no orphan tasks behind."""
         try:
             async with asyncio.TaskGroup() as group:
-                tasks = {name: group.create_task(call) for name, call in calls.items()}  # type: ignore[arg-type]
+                tasks = {name: group.create_task(call) for name, call in calls.items()}
         except BaseExceptionGroup as group_error:
             # A run-ending error inside one call (the endpoint refused us, MiniLM cannot load) ends the run
             # with its own one-line message, not as "unhandled errors in a TaskGroup".

@@ -21,11 +21,18 @@ from core.runtime.events import CallStatus
 
 
 class _Result(Protocol):
-    agent: str
-    status: str
-    error: str
-    connection_failed: bool
-    context_overflow: bool
+    """What the fault rules read of a call's result (core.runtime.engine.AgentResult); read-only."""
+
+    @property
+    def agent(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def error(self) -> str: ...
+    @property
+    def connection_failed(self) -> bool: ...
+    @property
+    def context_overflow(self) -> bool: ...
 
 
 def default_limit(team_size: int) -> int:

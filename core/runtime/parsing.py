@@ -389,12 +389,13 @@ MANAGER_SCHEMA: dict[str, Any] = {
 def response_schema(parser: Callable[[str], Any]) -> dict[str, Any] | None:
     """The ``json_schema`` object (name and schema) for the contract a parser reads; None for another
     parser."""
-    named = {
+    schemas: dict[Callable[[str], Any], tuple[str, dict[str, Any]]] = {
         parse_worker: ("worker_reply", WORKER_SCHEMA),
         parse_work: ("work_reply", WORK_SCHEMA),
         parse_descriptors: ("descriptors", DESCRIPTOR_SCHEMA),
         parse_manager: ("manager_decision", MANAGER_SCHEMA),
-    }.get(parser)
+    }
+    named = schemas.get(parser)
     if named is None:
         return None
     return {"name": named[0], "schema": named[1], "strict": False}

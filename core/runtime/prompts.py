@@ -117,7 +117,7 @@ def _context_block(memory: str, inbox: str) -> str:
     return "\n\n".join(parts)
 
 
-_ASKS = {
+_ASKS: dict[str, str] = {  # by call kind (a CallKind is its text)
     CALL_WORK: "Do your part of this round's goal. Reply with the full work JSON.",
     CALL_SINGLE_PASS: "Do your part of this round's goal. Reply with the full work JSON, including query "
     "and key for the next routing.",

@@ -183,7 +183,7 @@ def parse_action(obj: Mapping[str, Any]) -> SteerAction:
         raise SteerError(f"expected a JSON object with an \"action\", got {type(obj).__name__}")
     name = obj.get("action")
     try:
-        kind = SteerKind(name)
+        kind = SteerKind(str(name))
     except ValueError:
         choices = ", ".join(k.value for k in SteerKind)
         raise SteerError(f'unknown action {name!r}: "action" is one of {choices}') from None

@@ -100,4 +100,4 @@ def printable_fields(obj: T) -> T:
     changes = {
         f.name: _clean(getattr(obj, f.name)) for f in fields(obj) if f.init and _dirty(getattr(obj, f.name))
     }
-    return replace(obj, **changes) if changes else obj  # type: ignore[type-var]
+    return replace(obj, **changes) if changes else obj

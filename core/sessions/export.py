@@ -181,9 +181,10 @@ def _markdown_round(record: RoundRecord, roster: list[str]) -> list[str]:
     if described:  # a method's own record of the round (e.g. DMoA's router and entropies)
         out += ["### Method", "", _fence("\n".join(described), "text"), ""]
     if record.decision is not None:
-        d = record.decision
-        verdict = "terminate" if d.terminate else f"continue — next goal: {d.next_goal}" if d.next_goal else "continue"
-        out += ["### Manager decision", "", f"{verdict}", "", d.reasoning, ""]
+        decision = record.decision
+        verdict = ("terminate" if decision.terminate else
+                   f"continue — next goal: {decision.next_goal}" if decision.next_goal else "continue")
+        out += ["### Manager decision", "", f"{verdict}", "", decision.reasoning, ""]
     if record.finished:
         out.append(f"*Round tokens: {record.prompt_tokens} prompt + {record.completion_tokens} completion.*")
     else:

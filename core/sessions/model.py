@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from core import __version__
 from core.llm.urls import redact_url
 from core.methods.catalogue import ensure_event_type
-from core.routing.dytopo import RoutingResult
+from core.routing.dytopo import Edge, RemovedEdge, RoutingResult
 from core.runtime import events as ev
 from core.runtime.dispatch import EventTable
 from core.sessions.schema import (
@@ -311,7 +311,7 @@ def _plain_ok(value: Any, depth: int = 0) -> bool:
     if kind is float:
         return math.isfinite(value)
     if kind is int:
-        return -MAX_INT <= value <= MAX_INT
+        return bool(-MAX_INT <= value <= MAX_INT)
     if value is None or kind is bool:
         return True
     if depth >= MAX_DEPTH:
@@ -448,7 +448,8 @@ def _check_topology(e: ev.TopologyBuilt, where: str) -> RoutingResult:
     if routing.k_in < 1 or not 0.0 <= routing.tau <= 1.0:
         raise SessionFormatError(f"{where}: routing tau/k_in out of range")
     known = set(names)
-    for edge in [*routing.edges, *routing.removed]:
+    every: list[Edge | RemovedEdge] = [*routing.edges, *routing.removed]
+    for edge in every:
         if edge.src not in known or edge.dst not in known:
             raise SessionFormatError(f"{where}: an edge names an unknown agent")
     if set(routing.order) - known or any(set(t) - known for t in routing.tiers):

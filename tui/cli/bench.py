@@ -301,7 +301,7 @@ async def _bench(
         repeats=args.repeats, seed=args.seed, control=control,
     )
     loop = asyncio.get_running_loop()
-    handled: list[int] = []
+    handled: list[signal.Signals] = []
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
             loop.add_signal_handler(sig, runner.stop)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.methods.registry import MethodError
 from core.methods.selection import parse_strategies, split_option_flags
@@ -21,6 +22,9 @@ from core.sessions.store import SUFFIXES
 
 from .launch import OpenCompareLive, OpenCompareSaved, Outcome
 from .options import CliError, OneLineParser, add_run_options, fail, int_range, read_problem, settings_from_args
+
+if TYPE_CHECKING:  # loaded only when saved runs are opened (startup time)
+    from core.compose.compare_saved import SavedRun
 
 STEP_HELP = "start every method in step mode: n advances all of them by one of their own steps, N the focused one"
 
@@ -126,7 +130,7 @@ def _open_saved(args: argparse.Namespace, paths: list[Path]) -> Outcome:
     return _show_saved(args, runs, ", ".join(str(p) for p in paths))
 
 
-def _show_saved(args: argparse.Namespace, runs: list, source: str) -> Outcome:
+def _show_saved(args: argparse.Namespace, runs: list[SavedRun], source: str) -> Outcome:
     settings = settings_from_args(args)
     return OpenCompareSaved(runs, source, settings=settings, demo=args.demo)
 

@@ -175,7 +175,7 @@ async def _train(
         print(f"swarm-tui train topodim: {exc}", file=sys.stderr)
         return EXIT_FAILED
     loop = asyncio.get_running_loop()
-    handled: list[int] = []
+    handled: list[signal.Signals] = []
     trainer: TopoDIMTrainer | None = None
     try:
         trainer = TopoDIMTrainer(plan, settings, backend, embedder, weights, resume=args.resume, on_step=bar,

@@ -232,7 +232,7 @@ class _Job:
                 tests_total=int(verdict.get("tests_total", total)),
             )
         # No verdict: the judge was killed or died. Its last phase marker says where it was.
-        phase = next((r for r in reversed(records) if "phase" in r), {})
+        phase: dict[str, Any] = next((r for r in reversed(records) if "phase" in r), {})
         failing, passed_units = "", 0
         if phase.get("phase") == "test":
             passed_units = int(phase.get("index", 0))
@@ -359,7 +359,12 @@ def _returncode(proc: subprocess.Popen[bytes], timeout: float) -> int | None:
 async def _until_readable(fd: int, timeout: float) -> bool:
     loop = asyncio.get_running_loop()
     ready = loop.create_future()
-    loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_reader(fd, wake)
     try:
         await asyncio.wait_for(ready, timeout)
         return True

@@ -59,9 +59,8 @@ class DyTopoCalls:
     ) -> AgentResult:
         rt = self.rt
         limits = rt.call_limits("descriptor" if call == ev.CALL_DESCRIPTORS else "worker")
-        parser: Callable[[str], Any] = {ev.CALL_DESCRIPTORS: parse_descriptors, ev.CALL_WORK: parse_work}.get(
-            call, parse_worker
-        )
+        parsers: dict[str, Callable[[str], Any]] = {ev.CALL_DESCRIPTORS: parse_descriptors, ev.CALL_WORK: parse_work}
+        parser = parsers.get(call, parse_worker)
         messages = self._worker_messages(name, call, goal, inbox, inbox_from)
         rt.emit(ev.AgentStarted(round=rt.round, agent=name, call=call, tier=tier))
         outcome = await rt.calls.call_and_parse(

@@ -313,7 +313,7 @@ class DyTopoMethod:
         active = self.steer.active(self.rt.workers)
         results = await self.rt.gather({name: self._worker(name, call, goal, tier=0) for name in active})
         self.rt.abort_if_unreachable(results)
-        deliveries = [
+        deliveries: list[dict[str, Any]] = [
             {"src": src, "dst": dst, "score": None, "content": message_for(results[src], dst, self.payload)}
             for dst in active
             for src in active
@@ -352,7 +352,7 @@ class DyTopoMethod:
         for tier_index, whole_tier in enumerate(routing.tiers):
             # Silenced agents (routing.inactive) have no call; the graph was rebuilt if one was silenced late.
             tier = [name for name in whole_tier if name not in routing.inactive and name in descriptors]
-            deliveries = []
+            deliveries: list[dict[str, Any]] = []
             for dst in tier:
                 for edge in routing.in_edges(dst):
                     sender = results.get(edge.src)
@@ -390,7 +390,7 @@ class DyTopoMethod:
         # Edges whose provider did not run in an earlier tier (a strategy that keeps cycles, e.g.
         # broadcast) deliver at the barrier, into next round's memory, as in the single-pass protocol.
         delivered = {(d["src"], d["dst"]) for deliveries in received.values() for d in deliveries}
-        late = [
+        late: list[dict[str, Any]] = [
             {
                 "src": e.src,
                 "dst": e.dst,
@@ -428,7 +428,7 @@ class DyTopoMethod:
         routing = self._routing
         assert routing is not None
         # Barrier semantics (paper eq. 3): messages enter next round's memory, strongest first.
-        deliveries = []
+        deliveries: list[dict[str, Any]] = []
         for dst in routing.order:
             for edge in routing.in_edges(dst):
                 if edge.src not in results:

@@ -63,9 +63,9 @@ def _layout(routing: RoutingResult, tiered: bool) -> tuple[dict[str, Box], list[
     position = {name: i + 1 for i, name in enumerate(run_order(routing, tiered))}
     inactive = set(routing.inactive)
     lines: list[tuple[int, list[str]]] = []  # (tier index, names on this visual line)
-    for index, tier in enumerate(rows(routing, tiered)):
-        for start in range(0, max(1, len(tier)), PER_LINE):
-            lines.append((index, tier[start:start + PER_LINE]))
+    for index, row in enumerate(rows(routing, tiered)):
+        for start in range(0, max(1, len(row)), PER_LINE):
+            lines.append((index, row[start:start + PER_LINE]))
     widths: list[list[float]] = []
     labels: list[list[str]] = []
     for _, names in lines:
