@@ -1,4 +1,4 @@
-"""DESIGN rule 1: the headless core never imports Textual."""
+"""docs/architecture.md, rule 1: the headless core and the command line never import Textual."""
 
 from __future__ import annotations
 

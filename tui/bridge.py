@@ -1,4 +1,4 @@
-"""Engine events into Textual messages: the only way the engine reaches the UI (DESIGN rules 2, 4).
+"""Engine events into Textual messages: the only way the engine reaches the UI (docs/architecture.md, rules 2 and 5).
 
 The sink runs wherever the engine emits (the app's loop); it only posts a message. Handlers on the
 app/screens own every piece of UI state.

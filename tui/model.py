@@ -1,4 +1,4 @@
-"""What the run screen knows, built only from the event stream (DESIGN rule 2).
+"""What the run screen knows, built only from the event stream (docs/architecture.md, rule 2).
 
 RunModel is plain Python (no Textual): ``apply(event)`` folds one core event into per-round records.
 The live run, a replay and the tests all feed it the same events; widgets only read it. Text enters

@@ -1,4 +1,4 @@
-"""DMoA: Differentiable Mixture-of-Agents (Wu et al., arXiv 2605.15706; METHODS.md §2).
+"""DMoA: Differentiable Mixture-of-Agents (Wu et al., arXiv 2605.15706).
 
 Each step i (up to L_max, default 20) a router reads the context vector X_i (MiniLM, d = 384) and scores
 the pool of N agents; the top k_i run in parallel, each seeing the problem and every response of the
@@ -11,12 +11,12 @@ core.methods.dmoa_router (the GRU router's forward pass in NumPy and its weights
 Routers (``[strategy.dmoa] router``):
 
 * ``gru`` — the paper's router: GRU + Linear head (eq. 2 / 10), trained without labels from predictive
-  entropy (eq. 13-15); seeded initialisation until trained (METHODS.md §2.7 C);
+  entropy (eq. 13-15); seeded initialisation until trained (ours: the paper always trains);
 * ``llm`` — the *w LLM Selector* ablation (Table 5): the Manager model picks up to K agents with weights
-  in one JSON call per step (§2.7 A);
-* ``semantic`` — z_i[a] = cos(X_i, MiniLM(profile_a)), no learning (§2.7 D).
+  in one JSON call per step;
+* ``semantic`` — z_i[a] = cos(X_i, MiniLM(profile_a)), no learning (ours; no ablation in the paper).
 
-Test-time training (``ttt = N``, §2.7 B, App. B.5): the first N runs of this process for a (domain,
+Test-time training (``ttt = N``, Table 3's DMoA (TTT), App. B.5): the first N runs of this process for a (domain,
 team) run dense — every agent runs every step, with top logprobs, and the routed ones carry the
 trajectory as in Alg. 1 — then the router is updated (AdamW, batch 8, 3 epochs) and saved; later runs
 route sparsely with it.
@@ -24,7 +24,7 @@ route sparsely with it.
 Each agent's system prompt holds its profile and the user query, P_sys = (Profile, P_usr) (§3.1); its
 user message holds the previous step's responses (``query_in = "user"`` moves the query there instead).
 
-Decisions where the paper is silent (marked [INFERRED] in METHODS.md or here):
+Decisions where the paper is silent (our readings; docs/fidelity.md lists them):
 * P_last at step 1 is empty; the Summarizer sees only the routed agents' responses, dense or not.
 * A routed agent that gave no text drops out of X_{i+1} and alpha renormalises over the others.
 * A [FINAL] with no answer after it reads as [CONTINUE]; at L_max the Summarizer is told to answer, and
@@ -93,7 +93,7 @@ ROUTERS = ("gru", "llm", "semantic")
 
 DEFAULT_TAU = 0.1  # App. B.3
 DEFAULT_L_MAX = 20  # App. B.3
-DEFAULT_K = 4  # (N, K) = (10, 4), METHODS.md §2.5 [INFERRED]
+DEFAULT_K = 4  # (N, K) = (10, 4) in App. B.3; K for our pools: our reading
 DEFAULT_TOP_LOGPROBS = 5
 
 
@@ -377,7 +377,7 @@ class DmoaMethod:
         return Choice(weights, weights.copy(), len(selected), selected, alpha)
 
     def _handoff(self, step: int, previous: _Step, selected: list[str], choice: Choice) -> ev.TopologyBuilt:
-        """The implied topology (METHODS.md §2.9): every agent of step i-1 hands its response to every
+        """The implied topology (Alg. 2's P_last, drawn): every agent of step i-1 hands its response to every
         agent of step i, weighted by the alpha it had in X_i."""
         n = len(self.names)
         index = {name: i for i, name in enumerate(self.names)}

@@ -6,7 +6,8 @@
 * ``RouterSession`` — one query's pass: h_0 = 0 (Alg. 1 l.4), then (z_i, h_i) from X_i and h_{i-1}.
 * ``seeded_weights`` — the untrained router: uniform(-1/sqrt(d), 1/sqrt(d)) for the GRU (torch's
   GRUCell default) and uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) for the head (torch's Linear default), from
-  a NumPy generator seeded by ``seed`` (METHODS.md §2.7 C: a seeded initialisation until trained).
+  a NumPy generator seeded by ``seed`` (ours:
+  the paper always trains the router, §4.2 and Alg. 1; until then every equation runs on seeded weights).
 * ``RouterStore`` — weights per (domain, team) as ``.npz`` in the user data dir (``np.load`` with
   ``allow_pickle=False``: a weights file can hold arrays and text only). A ``.pt`` file from an earlier
   version is converted once (that needs torch, imported only then).

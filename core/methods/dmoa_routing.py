@@ -6,10 +6,10 @@ every equation:
 * ``adaptive_k`` — eq. 3 / 11: k_i = min(K, #{a : softmax(z_i / tau)_a >= 1/N});
 * ``keep_top_k`` — eq. 4 / 12: the agents with the k_i largest logits;
 * ``alpha_weights`` — eq. 7 / 9: softmax over the selected raw logits (KeepTopK sets the rest to -inf;
-  no tau there, METHODS.md §2.2);
+  no tau there, eq. 7 / 9);
 * ``context_vector`` — eq. 7 / 9: X_{i+1} = sum_j alpha_j * ST(R_{i,j});
 * ``predictive_entropy`` — eq. 13, over the top-k logprobs an OpenAI-compatible endpoint returns,
-  renormalised per token (a lower bound on the full-vocabulary entropy; METHODS.md §2.6);
+  renormalised per token (a lower bound on eq. 13's full-vocabulary entropy; our reading, docs/methods.md);
 * ``confidence`` — C_i = softmax(-E_i) (§4.2), and ``rank_loss`` — eq. 14 against Z_i = softmax(z_i);
 * ``parse_summary`` — the summarizer's ``[FINAL]`` / ``[CONTINUE]`` tags (App. B.6);
 * ``choose`` — one step's routing from the router's logits (eq. 3-4 / 11-12 and alpha).
@@ -156,7 +156,7 @@ class Summary:
 def parse_summary(text: str) -> Summary:
     """The summarizer's decision (App. B.6): ``[FINAL]`` followed by the answer, or ``[CONTINUE]``.
 
-    The first tag found wins (METHODS.md §2.3); a reply with neither is read as [CONTINUE] (the run
+    The first tag found wins (our reading of App. B.6); a reply with neither is read as [CONTINUE] (the run
     asks for a final answer at L_max); a [FINAL] with nothing after it has no answer to give, so it
     is read as [CONTINUE] too. Tags are matched without regard to case or inner spaces."""
     text = text or ""

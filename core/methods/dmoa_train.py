@@ -2,7 +2,8 @@
 
 * ``GRURouter`` — eq. 2 / 10 in torch, for training: (h_i, o_i) = GRU(X_i, h_{i-1}) with hidden size
   d = 384 (one GRU cell, so o_i = h_i), z_i = Linear(o_i) over the N agents of the pool; h_0 = 0
-  (Alg. 1 l.4). It starts from the NumPy router's weights (seeded until trained, METHODS.md §2.7 C).
+  (Alg. 1 l.4). It starts from the NumPy router's weights (seeded until trained:
+  our cold start; the paper always trains).
 * ``Trace`` — what one dense query leaves for training: X_1, and per step every agent's response
   embedding R_hat and predictive entropy E (eq. 13).
 * ``trace_loss`` — eq. 15: (1/L) sum_i L_rank^(i), replaying the query through the router with

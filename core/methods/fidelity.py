@@ -112,7 +112,7 @@ DEVIATIONS: tuple[Deviation, ...] = (
         "topodim",
         "Eq. 6's pair order is read as (j = 2..N, i < j), each pair followed by its reverse, so an edge may "
         "point either way; eq. 7's mask removes a conditioned or debate edge that would close a path j ⇝ i.",
-        "The paper's equations leave the direction of a pair and the path rule open (METHODS.md §1.3).",
+        "The paper's equations leave the direction of a pair and the path rule open (TopoDIM §3.2, eq. 6-7).",
     ),
     Deviation(
         "topodim",
@@ -154,7 +154,7 @@ DEVIATIONS: tuple[Deviation, ...] = (
         "dmoa",
         "Where the paper is silent: P_last is empty at step 1, the routed agents run in parallel, and an agent "
         "that gave no text drops out of X_{i+1} with alpha renormalised over the others.",
-        "Readings of Alg. 2 (METHODS.md §2.3-2.4), listed in core/methods/dmoa.py.",
+        "Readings of Alg. 2 (the prompts of §3 and App. A.3), listed in core/methods/dmoa.py.",
     ),
     Deviation(
         "dmoa",

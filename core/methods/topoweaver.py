@@ -1,8 +1,9 @@
-"""TopoWeaver-R1 (ICLR submission, seed 004): an orchestrator writes the team as a layered DAG in YAML,
+"""TopoWeaver-R1 ("Reinforcing Difficulty-Aware Topology Evolution in Multi-Agent
+Competition-Level Code Generation", an ICLR submission): an orchestrator writes the team as a layered DAG in YAML,
 the plan is validated and run step by step, and rewritten from the test results of the turn before.
 
-The untrained faithful variant (METHODS.md §3.7): the orchestrator is a prompted model (the paper's
-is Qwen2.5-3B after SFT and GRPO), on the run's endpoint or its own (``orchestrator_model``,
+The untrained variant (the paper trains the orchestrator with SFT, then GRPO, §2.3): the orchestrator is
+a prompted model (the paper's is Qwen2.5-3B after SFT and GRPO), on the run's endpoint or its own (``orchestrator_model``,
 ``orchestrator_base_url``). One turn follows Algorithm 1 of the paper:
 
 1. the orchestrator answers the task and the history of earlier turns with a YAML plan (eq. 1);
@@ -16,7 +17,7 @@ is Qwen2.5-3B after SFT and GRPO), on the run's endpoint or its own (``orchestra
    own cases; PASSED stops the run (Alg. 1, l. 13–14), anything else goes into the history.
 
 Outside code, the role pool is planner / searcher / thinker / verifier and the verifier's verdict is
-the answer check [004 C.5]. K turns (default 2, the paper's [004 B.2]); the run's max_rounds follows K.
+the answer check [App. C.5]. K turns (default 2, the paper's [App. B.2]); the run's max_rounds follows K.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ NAME = "topoweaver"
 PHASE_ORCHESTRATE = "orchestrate"
 PHASE_STEP = "step"
 PHASE_CHECK = "test"
-DEFAULT_TURNS = 2  # K [004 B.2]
+DEFAULT_TURNS = 2  # K [TopoWeaver-R1 B.2]
 NO_CODE = "NO_CODE"
 NO_TESTS = "NO_TESTS"
 CORRECT, INCORRECT, NO_VERDICT = "CORRECT", "INCORRECT", "NO_VERDICT"

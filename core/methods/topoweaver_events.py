@@ -21,7 +21,7 @@ def _num(value: Any, digits: int = 2) -> str:
 @_register
 @dataclass(kw_only=True)
 class PlanProposed(Event):
-    """The orchestrator's reply for a turn, validated [004 Table 1], with the plan's density [eqs. 4–7]."""
+    """The orchestrator's reply for a turn, validated [TopoWeaver-R1 Table 1], with the plan's density [eqs. 4–7]."""
 
     type: ClassVar[str] = "topoweaver_plan"
     round: int  # the turn

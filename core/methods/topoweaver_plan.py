@@ -1,13 +1,13 @@
 """TopoWeaver-R1's plans as data: the orchestrator's YAML, validated, measured and drawn (pure functions).
 
 A plan is a layered DAG: ``steps`` are layers whose agents run in parallel, ``ref`` lists are edges from
-agents of earlier steps [004 §2.1.1, App. D]. The validator reports the paper's four tags in the paper's
+agents of earlier steps [TopoWeaver-R1 §2.1.1, App. D]. The validator reports the paper's four tags in the paper's
 order (Table 1, eq. 11): no YAML block, YAML that does not parse (PyYAML's ``safe_load``), a document that
-is not a plan (the schema), a plan that breaks a topology rule (the logic rules, METHODS.md §3.3 L1–L5,
+is not a plan (the schema), a plan that breaks a topology rule (the logic rules L1–L5 of App. B.3-B.4,
 L8). The difficulty's node cap (L6, eq. 13) and conciseness (L7, Definition 1) are warnings, never
 failures. The density figures are eqs. 4–7, 13, 14, 19 and 21 of the paper.
 
-Schema details the paper leaves open [INFERRED, METHODS.md §3.3]: the field names
+Schema details the paper leaves open [our reading: the paper's YAML is only in its Fig. 1(a)]: the field names
 ``difficulty / notes / steps / step / agents / id / type / ref``; a top-level list of steps or
 ``step_N`` keys are accepted too; an id reused from an earlier turn is the same agent (its earlier
 output reaches it: the inter-turn self edge); ``id@N`` in a ``ref`` reads that agent's output of turn N
@@ -32,7 +32,7 @@ TAG_SCHEMA = "[YAML_SCHEMA_INVALID]"
 TAG_LOGIC = "[YAML_LOGIC_INVALID]"
 TAGS = (TAG_NO_YAML, TAG_PARSE, TAG_SCHEMA, TAG_LOGIC)  # the paper's eq. 11, in checking order
 
-# Warnings (METHODS.md §3.3: the cap and conciseness do not block a plan). The names are ours.
+# Warnings (the node cap and conciseness do not block a plan: our reading). The names are ours.
 WARN_CAP = "[DENSITY_CAP_EXCEEDED]"
 WARN_CONCISE = "[NOT_CONCISE]"
 WARN_DIFFICULTY = "[NO_DIFFICULTY]"
@@ -41,15 +41,15 @@ WARN_DIFFICULTY = "[NO_DIFFICULTY]"
 LEVELS = {"introductory": 1, "interview": 2, "competition": 3}
 _LEVEL_ALIASES = {"easy": "introductory", "medium": "interview", "hard": "competition"}
 N_MAX = {1: 4, 2: 7, 3: 10}
-DEFAULT_DIFFICULTY = "interview"  # when a plan names none [INFERRED]
+DEFAULT_DIFFICULTY = "interview"  # when a plan names none [our reading]
 
-# Density weights: lambda1 : lambda2 : lambda3 = 0.5 : 1 : 0.5 [004 E.3.1]; alpha is not given [AMBIGUOUS]
+# Density weights: lambda1 : lambda2 : lambda3 = 0.5 : 1 : 0.5 [TopoWeaver-R1 E.3.1]; alpha is not given [AMBIGUOUS]
 # so the figure is shown with alpha = 1 and labelled so.
 LAMBDA_NODE, LAMBDA_EDGE, LAMBDA_DEPTH = 0.5, 1.0, 0.5
 ALPHA = 1.0
 
-# Agent types (the orchestrator prompt's vocabulary, [004 B.4]); non-code domains use the pool of
-# [004 C.5]. ``algorithmmer`` is the paper's spelling of the algorithm designer.
+# Agent types (the orchestrator prompt's vocabulary, [TopoWeaver-R1 B.4]); non-code domains use the pool of
+# [TopoWeaver-R1 C.5]. ``algorithmmer`` is the paper's spelling of the algorithm designer.
 PLANNER, SEARCHER, ALGORITHMMER, CODER, DEBUGGER, TESTER = (
     "planner", "searcher", "algorithmmer", "coder", "debugger", "tester"
 )
@@ -72,12 +72,12 @@ def agent_types(domain: str) -> tuple[str, ...]:
 
 def checker_roles(domain: str) -> tuple[str, tuple[str, ...]]:
     """(the type that must close a plan, the types it must read): the tester reading a coder or a
-    debugger [004 B.4 note 5]; outside code the verifier reading a thinker [INFERRED from C.5]."""
+    debugger [TopoWeaver-R1 B.4 note 5]; outside code the verifier reading a thinker [our reading of App. C.5]."""
     return (TESTER, (CODER, DEBUGGER)) if domain == "code" else (VERIFIER, (THINKER,))
 
 
-# Hard bounds that keep a hostile plan from running away [INFERRED]: at most 20 agents in a plan (the
-# node budget the paper gives every baseline, two turns of 10, [004 B.1]), short names, short ref lists.
+# Hard bounds that keep a hostile plan from running away [our reading]: at most 20 agents in a plan (the
+# node budget the paper gives every baseline, two turns of 10, [TopoWeaver-R1 B.1]), short names, short ref lists.
 MAX_AGENTS = 20
 MAX_REFS = 20
 MAX_YAML_CHARS = 20_000
@@ -192,7 +192,7 @@ _KEY_LINE = re.compile(r"^(?:difficulty|steps|step_?\d+|-\s*step)\s*:", re.M | r
 
 
 def extract_yaml(reply: str) -> str | None:
-    """The plan's YAML text in an orchestrator reply, or None [004 Table 1 "No YAML block found"].
+    """The plan's YAML text in an orchestrator reply, or None [TopoWeaver-R1 Table 1 "No YAML block found"].
 
     A ```yaml (or ```yml) block wins; else the first fenced block that holds plan keys; else, for a
     reply that is bare YAML as the prompt asks, the text from the first plan key on."""
@@ -303,7 +303,7 @@ def _step_agents(step: Any, number: int) -> list[Any]:
 
 
 def _schema(data: Any, domain: str, warnings: list[str]) -> Plan:
-    """Stage 3: the document has the shape of a plan [004 §2.3, B.3; fields INFERRED]."""
+    """Stage 3: the document has the shape of a plan [TopoWeaver-R1 §2.3, B.3; fields ours]."""
     raw_steps, difficulty, notes = _raw_steps(data)
     if not raw_steps:
         raise _schema_error("the plan has no steps")
@@ -393,7 +393,7 @@ def _kind(value: Any) -> str:
 
 
 def _logic(plan: Plan, domain: str, turn: int, earlier: dict[int, list[str]]) -> None:
-    """Stage 4: the topology rules (METHODS.md §3.3). Every violation is listed; the first names the rule."""
+    """Stage 4: the topology rules (App. B.3-B.4). Every violation is listed; the first names the rule."""
     problems: list[tuple[str, str, str]] = []  # (rule, message, offender)
     step_of: dict[str, int] = {}
     types: dict[str, str] = {}
@@ -561,7 +561,7 @@ def plan_routing(plan: Plan, memory_turns: dict[str, int] | None = None) -> Rout
     """The plan as the one graph shape every consumer reads (core.routing.dytopo.RoutingResult).
 
     Layers are the tiers; ``ref`` edges are KIND_REF; an earlier turn's output (an ``id@N`` ref, or the
-    inter-turn self edge added when an id recurs, [004 App. D]) is a KIND_CROSS edge from an inactive
+    inter-turn self edge added when an id recurs, [TopoWeaver-R1 App. D]) is a KIND_CROSS edge from an inactive
     node ``id@N``. ``memory_turns``: agent id -> the latest earlier turn it ran in. The "similarity" is
     the adjacency (1 where an edge reads the column's agent): a plan has no scores."""
     memory_turns = memory_turns or {}
@@ -601,7 +601,7 @@ def plan_routing(plan: Plan, memory_turns: dict[str, int] | None = None) -> Rout
     )
 
 
-# --- the deterministic fallback [INFERRED, METHODS.md §3.7] -------------------------------------------
+# --- the deterministic fallback [ours: the paper has none] --------------------------------------------------
 
 # (id, type, refs) per agent, one list per step
 _Layers = list[list[tuple[str, str, list[str]]]]

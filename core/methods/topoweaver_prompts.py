@@ -115,7 +115,7 @@ def orchestrator_system_prompt(domain: str, turns: int) -> str:
 
 @dataclass(frozen=True)
 class TurnNote:
-    """What the orchestrator hears about an earlier turn (its history H, [004 eq. 3, Alg. 1])."""
+    """What the orchestrator hears about an earlier turn (its history H, [TopoWeaver-R1 eq. 3, Alg. 1])."""
 
     turn: int
     text: str

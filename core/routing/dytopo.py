@@ -1,4 +1,4 @@
-"""Routing: descriptor embeddings in, a sparse ordered graph out. A pure function (DESIGN rule 3).
+"""Routing: descriptor embeddings in, a sparse ordered graph out. A pure function (docs/architecture.md, rule 4).
 
 S[i][j] = cos(query_i, key_j). An edge j -> i (j provides for i) exists when S[i][j] >= tau and i != j.
 

@@ -122,7 +122,8 @@ def reaches(adjacency: dict[int, set[int]], start: int, goal: int) -> bool:
 
 def acyclic_allowed(adjacency: dict[int, set[int]], i: int, j: int) -> bool:
     """M_ij of eq. 7: may a conditioned/debate edge i -> j be added to the conditioned/debate edges so far?
-    Only when no path j ⇝ i exists (the reading of METHODS.md §1.3: the path that would close a cycle)."""
+    Only when no path j ⇝ i exists (eq. 7 and App. B say a path v_i ⇝ v_j;
+    our reading, docs/methods.md: the path that would close a cycle)."""
     return not reaches(adjacency, j, i)
 
 
@@ -248,7 +249,8 @@ def proposal_decisions(
 
 
 def keep_count(sampled: int, alpha: float) -> int:
-    """How many sampled edges eq. 8 keeps: the top (1 - alpha) share, rounded up (METHODS.md §1.3)."""
+    """How many sampled edges eq. 8 keeps: the top (1 - alpha) share, rounded up
+    (TopoDIM §3.2, eq. 8: TopK(·, 1 − α); the rounding is our reading, docs/methods.md)."""
     return min(sampled, max(0, math.ceil(round((1.0 - alpha) * sampled, 9))))
 
 
@@ -358,7 +360,8 @@ def schedule(names: Sequence[str], graph: TypedGraph, decider: str) -> list[Call
 
 
 def expected_calls(graph: TypedGraph) -> int:
-    """|V_final| + 2 per feedback edge + 2 per debate edge + 1 decision (METHODS.md §1.4)."""
+    """|V_final| + 2 per feedback edge + 2 per debate edge + 1 decision (TopoDIM §3.2
+    "Execution order" and App. B: each agent once, a feedback or debate edge two calls each)."""
     counts = histogram(graph.kept)
     return len(graph.active) + 2 * counts[KIND_FEEDBACK] + 2 * counts[KIND_DEBATE] + 1
 

@@ -1,4 +1,4 @@
-"""The one event stream (DESIGN rule 2).
+"""The one event stream (docs/architecture.md, rule 2).
 
 The engine emits these; the TUI, the headless printer and the session recorder consume them, and a
 replay feeds recorded events back through the same consumers. Every event is a plain dataclass of

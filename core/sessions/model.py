@@ -1,4 +1,4 @@
-"""A session: the complete record of one run, built from the engine's event stream (DESIGN rule 2).
+"""A session: the complete record of one run, built from the engine's event stream (docs/architecture.md, rule 2).
 
 The recorded events are the source of truth; everything else here (metadata, the per-round view,
 the outcome) is derived from them, so a replay that feeds ``replay_events()`` to the live consumers

@@ -24,7 +24,7 @@ from .drawing_pane import DrawingPane
 
 STRATEGY = "topodim"
 SHORT = {"conditioned": "cond", "feedback": "fbk", "debate": "dbt", "none": "∅"}
-# conditioned solid →, feedback dashed ↺, debate double ⇄ (METHODS.md §1.11)
+# conditioned solid →, feedback dashed ↺, debate double ⇄ (TopoDIM's three interaction modes, §3.1; the glyphs are ours)
 LINES = {"conditioned": ("──", "──▶"), "feedback": ("┄┄", "┄┄↺"), "debate": ("══", "══⇄")}
 REASONS = {"masked": "masked", "pruned": "pruned"}
 MARKS = {"pending": "·", "running": "▶", "done": "✓", "unparsed": "?", "failed": "✗", "skipped": "–",
