@@ -5,8 +5,9 @@
   self weight W_0^(l), neighbours averaged per relation (1 / c_{i,r}).
 * Decoder (eq. 6): ``p(r_ij) = softmax_r(w_r^T [h_i || h_j] / τ)`` over R' = {none, conditioned,
   feedback, debate} (eq. 6 normalises over R but samples over R ∪ {∅}: we read it as one softmax over
-  the four, docs/methods.md). As in eq. 6's formula the scores depend on H only; the edges drawn so far (G_<ij) act through the acyclic mask of eq. 7
-  (core.routing.topodim.decode), which also sets the masked distributions log π(G) is taken over.
+  the four, docs/methods.md). As in eq. 6's formula the scores depend on H only; the edges drawn so far
+  (G_<ij) act through the acyclic mask of eq. 7 (core.routing.topodim.decode), which also sets the masked
+  distributions log π(G) is taken over.
 * Objective: eq. 10 (R_div), eq. 11 (R = λ R_task + (1 - λ) R_div), eq. 12 (REINFORCE with a moving
   average baseline and an entropy bonus γ H).
 

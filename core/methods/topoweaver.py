@@ -1,10 +1,10 @@
-"""TopoWeaver-R1 ("Reinforcing Difficulty-Aware Topology Evolution in Multi-Agent
-Competition-Level Code Generation", an ICLR submission): an orchestrator writes the team as a layered DAG in YAML,
-the plan is validated and run step by step, and rewritten from the test results of the turn before.
+"""TopoWeaver-R1 ("Reinforcing Difficulty-Aware Topology Evolution in Multi-Agent Competition-Level Code
+Generation", an ICLR submission): an orchestrator writes the team as a layered DAG in YAML, the plan is
+validated and run step by step, and rewritten from the test results of the turn before.
 
 The untrained variant (the paper trains the orchestrator with SFT, then GRPO, §2.3): the orchestrator is
-a prompted model (the paper's is Qwen2.5-3B after SFT and GRPO), on the run's endpoint or its own (``orchestrator_model``,
-``orchestrator_base_url``). One turn follows Algorithm 1 of the paper:
+a prompted model (the paper's is Qwen2.5-3B after SFT and GRPO), on the run's endpoint or its own
+(``orchestrator_model``, ``orchestrator_base_url``). One turn follows Algorithm 1 of the paper:
 
 1. the orchestrator answers the task and the history of earlier turns with a YAML plan (eq. 1);
 2. the plan is validated in the paper's order ([NO_YAML_FOUND], [YAML_PARSE_ERROR],
