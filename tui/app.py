@@ -311,7 +311,7 @@ class SwarmApp(App[int]):
         for command in super().get_system_commands(screen):
             if command.title != "Quit":
                 yield command
-        yield SystemCommand("Compare methods", "pick several methods on the launch form and run them side by side",
+        yield SystemCommand("Compare methods", "run several methods side by side on one problem",
                             self.open_compare_form)
 
     def open_compare_form(self) -> None:

@@ -91,6 +91,16 @@ def steering_refusal(name: str, kind: SteerKind | str) -> str:
         return str(exc)
 
 
+def unit_count(strategy: str, count: int) -> str:
+    """``count`` of the method's units, in words: "3 rounds", "1 step", "2 turns" (rounds for a method this version
+    does not know)."""
+    try:
+        unit = get_method_info(strategy).unit
+    except MethodError:
+        unit = "round"
+    return f"{count} {unit}{'' if count == 1 else 's'}"
+
+
 def build_method(name: str, options: Mapping[str, Any] | None, domain: Domain) -> Method:
     """A fresh method for one run, its options checked (MethodError, one line, if not). The resolved
     options, defaults included, ride on the method as ``options``: the run records them (RunStarted)."""

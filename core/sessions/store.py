@@ -24,6 +24,9 @@ from core.sessions.model import Session, SessionFormatError, record_dict, sessio
 
 SUFFIXES = (".json", ".toml")
 COMPARE_SUFFIX = ".compare.json"  # a comparison's record (core.sessions.compare_record), not a session
+# A comparison's summary exported beside its record (core.compose.compare_export: NAME.summary.json): not a
+# session either, and no reason to warn about it.
+COMPARE_EXPORT_SUFFIX = ".summary.json"
 MAX_FILE_BYTES = 64 * 1024 * 1024  # a 10-round, 8-agent session with every embedding is a few MB
 
 # TOML has no null. A dict's None-valued keys are listed under NULL_KEY; a None list item becomes the
@@ -275,6 +278,7 @@ class SessionSummary:
     demo: bool
     parent: dict[str, Any] | None
     live: str = ""  # "running": its writer is still at it (follow it); "interrupted": the writer died
+    method: str = "dytopo"  # the strategy the run used
 
 
 def summarize(session: Session, path: Path) -> SessionSummary:
@@ -291,6 +295,7 @@ def summarize(session: Session, path: Path) -> SessionSummary:
         demo=session.demo,
         parent=session.parent,
         live=live,
+        method=session.metadata.strategy or "dytopo",
     )
 
 
@@ -315,6 +320,8 @@ def list_sessions(directory: Path) -> SessionListing:
             continue
         if path.name.endswith(COMPARE_SUFFIX):
             continue  # listed by core.sessions.compare_record.list_records
+        if path.name.endswith(COMPARE_EXPORT_SUFFIX):
+            continue  # the app's own export of a comparison
         if path.suffix.lower() == ".toml" and path.with_suffix(".json").is_file():
             continue  # the same session twice (a TOML twin or export): list the canonical JSON once
         try:

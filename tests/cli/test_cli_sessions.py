@@ -12,8 +12,10 @@ import pytest
 
 from core.sessions.store import load_session
 from sessions import EXAMPLES_DIR
+from tests.cli.test_cli import swarm
 from tests.paths import ROOT
 from tui.cli.headless import ProgressPrinter
+from tui.cli.sessions import format_table
 from tui.entry import main as cli_main
 
 CODE = EXAMPLES_DIR / "example-code.json"
@@ -36,11 +38,12 @@ def test_sessions_lists_the_shipped_examples_in_a_subprocess() -> None:
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     header = next(line for line in lines if line.startswith("date"))
-    assert header.split() == ["date", "problem", "domain", "rounds", "outcome", "tokens", "file"]
+    assert header.split() == ["date", "problem", "domain", "method", "done", "outcome", "tokens", "file"]
     code_row = next(line for line in lines if "example-code.json" in line)
     session = load_session(CODE)
     assert "[demo] Complete these two functions" in code_row
-    assert f" {session.completed_rounds} " in code_row and str(session.tokens) in code_row
+    assert f" {session.completed_rounds} rounds " in code_row and str(session.tokens) in code_row  # its unit
+    assert " dytopo " in code_row
     assert " manager " in code_row and " code " in code_row
     assert any("example-math.json" in line for line in lines)
 
@@ -110,3 +113,18 @@ def test_bad_arguments_give_one_line_and_exit_2(
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and fragment in lines[0], err
     assert "Traceback" not in err
+
+
+def test_sessions_name_the_method_and_its_unit_and_skip_compare_exports(tmp_path: Path) -> None:
+    """A DMoA run counts steps, not rounds; the app's own comparison summary (NAME.summary.json) is not
+    reported as "not a swarm-tui session"."""
+    from core.sessions.store import list_sessions
+
+    env = {"SWARM_TUI_SESSIONS_DIR": str(tmp_path)}
+    ran = swarm("--headless", "--demo", "--strategy", "dmoa", "--domain", "math", env=env)
+    assert ran.returncode == 0, ran.stderr
+    (tmp_path / "x.summary.json").write_text('{"summary": []}', encoding="utf-8")
+    listing = list_sessions(tmp_path)
+    assert not listing.errors
+    line = format_table(listing).splitlines()[2]
+    assert " dmoa " in line and " 2 steps " in line and "rounds" not in line

@@ -342,10 +342,10 @@ async def test_session_picker_lists_a_comparison_and_opens_it_side_by_side(tmp_p
     async with app.run_test(size=(160, 40)) as pilot:
         await pilot.press("ctrl+l")
         rows = await picker_rows(app, pilot)
-        index = next(i for i, r in enumerate(rows) if r[4].startswith("compare: "))
-        assert rows[index][4] == "compare: dytopo, dmoa, topoweaver, topodim"
-        assert rows[index][6] == FIXTURE.name
-        assert not [r for r in rows if r[6] in ("dytopo.json", "dmoa.json")]  # its sessions are in its folder
+        index = next(i for i, r in enumerate(rows) if r[5].startswith("compare: "))
+        assert rows[index][5] == "compare: dytopo, dmoa, topoweaver, topodim"
+        assert rows[index][7] == FIXTURE.name
+        assert not [r for r in rows if r[7] in ("dytopo.json", "dmoa.json")]  # its sessions are in its folder
         picker = app.screen
         picker.query_one(DataTable).move_cursor(row=index)
         await pilot.press("enter")

@@ -4,6 +4,7 @@ run that could not start clears its "loading" text and ends with a non-zero code
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 from textual.widgets import Markdown
@@ -54,3 +55,54 @@ def test_demo_alone_runs_the_demo_at_once(monkeypatch: pytest.MonkeyPatch) -> No
     assert started["problem"] == DEMO_PROBLEMS["math"] and started["demo"] is True
     assert main(["--domain", "math"]) == 0
     assert started["problem"] is None  # no demo, no problem: the launch form
+
+
+def test_the_80x24_header_shortens_fields_before_cutting_a_word() -> None:
+    """A paused run on a long model name at 80 cells: "paused" whole (the position says before what), never
+    "paused before r…"."""
+    from tui.model import RunModel
+    from tui.widgets.header import status_line
+
+    model = RunModel()
+    model.model_name = "Qwen2.5-Coder-32B-Instruct-GGUF-Q4_K_M-long-build-name"
+    model.domain, model.params, model.control_status, model.mode = "code", {"tau": 0.3, "k_in": 3, "max_rounds": 5}, \
+        "paused", "step"
+    line = status_line(model, 3.0, width=78).plain
+    assert len(line) <= 78 and "…" not in line
+    assert line.startswith("paused · round 0/5")
+
+
+async def test_help_lists_palette_commands_once_and_k_in_names_its_limit(events: tuple[ev.Event, ...]) -> None:
+    from tui.screens.help import HelpScreen
+
+    app = feed_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await post_events(app, pilot, events)
+        for _ in range(4):
+            await pilot.press("K")
+        await pilot.pause()
+        said = [n.message for n in app._notifications]
+        assert any(m.startswith("k_in is already 1, its lowest (1..") for m in said), said
+        await pilot.press("f1")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, HelpScreen)
+        palette = [row for row in screen.rows if row[1] == "palette"]
+        assert len(palette) == 1 and "Export session as Markdown" in palette[0][3]
+
+
+async def test_a_paused_replay_does_not_say_mode_auto(events: tuple[ev.Event, ...], tmp_path: Path) -> None:
+    from core.sessions.model import session_from_events
+    from core.sessions.store import load_session, save_session
+    from tui.app import SwarmApp
+    from tui.widgets.header import ParamsBar
+
+    path = tmp_path / "demo.json"
+    save_session(session_from_events([e for e in events if not isinstance(e, ev.AgentDelta)]), path)
+    session = load_session(path)
+    app = SwarmApp(replay=session.replay_events(), replay_source=str(path), replay_session=session,
+                   state_path=None, load_embedder=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        bar = str(app.screen.query_one(ParamsBar).render()).replace("\xa0", " ")
+        assert "paused" in bar and "mode auto" not in bar

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from textual.widgets import DataTable, Static
 
+from core.methods.catalogue import unit_count
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.sessions.export import FORMATS, export_session
@@ -67,19 +68,20 @@ async def test_picker_lists_saved_sessions_and_examples_and_opens_one(tmp_path: 
         examples = list_sessions(EXAMPLES_DIR)
         assert len(rows) == 1 + len(examples)
         saved = list_sessions(tmp_path)[0]
-        assert rows[0] == (saved.created, "[demo] " + saved.problem[:40] + "…", "code", "3", "manager",
-                           str(saved.tokens), "saved-run.json")
+        assert rows[0] == (saved.created, "[demo] " + saved.problem[:40] + "…", "code", "dytopo", "3 rounds",
+                           "manager", str(saved.tokens), "saved-run.json")
         cli_line = format_table([saved]).splitlines()[2]  # what `swarm-tui sessions` prints for it
         assert all(cell in cli_line for cell in rows[0])
         for row, summary in zip(rows[1:], examples, strict=True):
-            assert row[0] == summary.created and row[2:6] == (summary.domain, str(summary.rounds),
-                                                              summary.outcome, str(summary.tokens))
-            assert row[6] == f"example: {summary.path.name}"
+            assert row[0] == summary.created and row[2:7] == (
+                summary.domain, summary.method, unit_count(summary.method, summary.rounds), summary.outcome,
+                str(summary.tokens))
+            assert row[7] == f"example: {summary.path.name}"
         # The unreadable file: one notification line naming it, and the count under the table.
         assert any(m.startswith("skipped ") and "broken.json" in m and "\n" not in m for m in messages(app))
         assert "1 unreadable file(s) skipped" in str(app.screen.query_one("#picker-status", Static).render())
 
-        math_row = next(i for i, r in enumerate(rows) if r[6] == "example: example-math.json")
+        math_row = next(i for i, r in enumerate(rows) if r[7] == "example: example-math.json")
         app.screen.query_one(DataTable).move_cursor(row=math_row)
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, ReplayScreen))
@@ -113,7 +115,7 @@ async def test_picker_is_in_the_command_palette(tmp_path: Path) -> None:
         await pilot.pause(0.3)
         await pilot.press("enter")
         rows = await picker_rows(app, pilot)
-        assert any(r[6] == "example: example-code.json" for r in rows)
+        assert any(r[7] == "example: example-code.json" for r in rows)
 
 
 async def test_picker_refuses_while_a_swarm_runs(tmp_path: Path) -> None:

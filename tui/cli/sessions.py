@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core.compose.compare_export import EXPORT_FORMATS, WRITERS
+from core.methods.catalogue import unit_count
 from core.runtime.config import ConfigError
 from core.runtime.config_file import load_settings
 from core.runtime.textsafe import one_line, printable
@@ -70,13 +71,14 @@ def _say(text: str = "", *, err: bool = False) -> None:
 
 
 def format_table(rows: Sequence[SessionSummary]) -> str:
-    headers = ("date", "problem", "domain", "rounds", "outcome", "tokens", "file")
+    headers = ("date", "problem", "domain", "method", "done", "outcome", "tokens", "file")
     cells = [
         (
             s.created,
             one_line(("[demo] " if s.demo else "") + s.problem, 48),
             s.domain,
-            str(s.rounds),
+            printable(s.method),
+            unit_count(s.method, s.rounds),  # DMoA's steps, TopoWeaver's turns: not "rounds"
             s.outcome,
             str(s.tokens),
             printable(s.path.name),
@@ -84,7 +86,7 @@ def format_table(rows: Sequence[SessionSummary]) -> str:
         for s in rows
     ]
     widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(headers)]
-    numeric = {3, 5}
+    numeric = {4, 6}
 
     def line(values: Sequence[str]) -> str:
         pairs = enumerate(zip(values, widths, strict=True))

@@ -36,6 +36,14 @@ TAU_STEP = 0.05
 _TEAM_ROSTER_METHODS = ("dytopo", "single-turn", "random", "broadcast", "chain", "star")
 
 
+def limit_message(name: str, wanted: float, now: float, n_workers: int) -> str:
+    """What a tau/k_in key at its bound says, with the bound: "k_in is already 1, its lowest (1..4)"."""
+    low, high = (1, max(1, n_workers - 1)) if name == "k_in" else (0.0, 1.0)
+    which = "lowest" if wanted < now else "highest"
+    shown = f"{now:.2f}" if name == "tau" else str(now)
+    return f"{name} is already {shown}, its {which} ({low:g}..{high:g})"
+
+
 class RunScreen(SwarmScreen):
     BINDINGS = RUN_BINDINGS
 
@@ -66,6 +74,7 @@ class RunScreen(SwarmScreen):
         self.start = start
         domain = resolve_team(settings)
         n_workers = len(domain.workers)
+        self.n_workers = n_workers  # k_in's range is 1..n_workers-1
         params = Params(settings.tau, settings.k_in, settings.max_rounds)
         self.control = RunControl(params, n_workers, mode=MODE_STEP if step else MODE_AUTO)
         self.model.params = params.as_dict()  # the bar shows the run's settings before the engine starts
@@ -192,7 +201,9 @@ class RunScreen(SwarmScreen):
         before = self.control.params
         after = self.control.set_params(**changes)  # type: ignore[arg-type]
         if after == before:
-            self.notify("already at the limit", severity="warning", timeout=2)
+            name, wanted = next(iter(changes.items()))
+            self.notify(limit_message(name, wanted, getattr(before, name), self.n_workers), severity="warning",
+                        timeout=3)
         elif self.model.run is None:
             # No engine yet to announce it: keep the bar honest anyway.
             self.model.params = after.as_dict()

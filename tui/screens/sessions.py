@@ -21,6 +21,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
+from core.methods.catalogue import unit_count
 from core.runtime.config import Settings
 from core.runtime.textsafe import printable
 from core.sessions.compare_record import CompareSummary, list_records
@@ -31,7 +32,7 @@ from sessions import EXAMPLES_DIR
 
 from ..widgets.footer import WrapFooter
 
-COLUMNS = ("date", "problem", "domain", "rounds", "outcome", "tokens", "file")
+COLUMNS = ("date", "problem", "domain", "method", "done", "outcome", "tokens", "file")
 PROBLEM_WIDTH = 48  # as `swarm-tui sessions`; narrower when the terminal is
 MIN_PROBLEM_WIDTH = 20
 MAX_ERROR_TOASTS = 3
@@ -105,20 +106,23 @@ def row_cells(summary: SessionSummary, example: bool, problem_width: int = PROBL
     file made printable."""
     problem = _cell(("[demo] " if summary.demo else "") + printable(summary.problem), problem_width)
     name = printable(f"example: {summary.path.name}" if example else summary.path.name)
-    return (summary.created, problem, printable(summary.domain), str(summary.rounds), printable(summary.outcome),
-            str(summary.tokens), _middle(name, file_width))
+    # "done" in the method's unit (DMoA's steps, TopoWeaver-R1's turns); a comparison names its methods instead.
+    compare = summary.outcome.startswith("compare: ")
+    done = "" if compare else unit_count(summary.method, summary.rounds)
+    return (summary.created, problem, printable(summary.domain), "" if compare else printable(summary.method), done,
+            printable(summary.outcome), str(summary.tokens), _middle(name, file_width))
 
 
 def column_widths(rows: list[tuple[str, ...]], total: int) -> tuple[int, int]:
     """(problem, file) widths so that every column fits in ``total`` cells: the problem shrinks to
-    30 first, then the file name to 20, then the problem to 20. DataTable pads each cell by one on
-    both sides; two cells are kept for the scrollbar."""
+    30 first, then to 20, then the file name to 20 (the file is what `swarm-tui replay` takes). DataTable
+    pads each cell by one on both sides; two cells are kept for the scrollbar."""
     def need(i: int) -> int:
         return max([len(COLUMNS[i]), *(len(r[i]) for r in rows)])
 
-    room = total - 2 - sum(need(i) + 2 for i in (0, 2, 3, 4, 5)) - 4  # the problem's and file's padding
-    problem, file = PROBLEM_WIDTH, need(6)
-    for shrink_problem_to, shrink_file_to in ((30, file), (30, 20), (MIN_PROBLEM_WIDTH, 20)):
+    room = total - 2 - sum(need(i) + 2 for i in (0, 2, 3, 4, 5, 6)) - 4  # the problem's and file's padding
+    problem, file = PROBLEM_WIDTH, need(7)
+    for shrink_problem_to, shrink_file_to in ((30, file), (MIN_PROBLEM_WIDTH, file), (MIN_PROBLEM_WIDTH, 20)):
         if problem + file <= room:
             break
         problem = max(shrink_problem_to, room - file)
@@ -126,7 +130,7 @@ def column_widths(rows: list[tuple[str, ...]], total: int) -> tuple[int, int]:
     return problem, file
 
 
-NUMERIC = {3, 5}  # right-aligned, as in the CLI table
+NUMERIC = {4, 6}  # right-aligned, as in the CLI table
 
 
 class SessionTable(DataTable[Text]):

@@ -83,9 +83,16 @@ def status_line(model: RunModel, elapsed: float, replay: str = "", width: int | 
     compact = _status_line(model, elapsed, replay, compact=True)
     if compact.cell_length <= width:
         return compact
+    # Each field's short form before anything is cut mid-word: "paused" (the position says before what), then
+    # the line without the team and the server (the header's first line and the bar name them).
+    for lean in (False, True):
+        short = _status_line(model, elapsed, replay, compact=True, short=True, lean=lean)
+        if short.cell_length <= width:
+            return short
     # A long status (an endpoint error): shorten it so the rest of the state stays in view.
-    room = width - (compact.cell_length - len(_status_text(model, replay, compact=True))) - 1
-    return _status_line(model, elapsed, replay, compact=True, status_room=max(16, room))
+    short = _status_line(model, elapsed, replay, compact=True, short=True)
+    room = width - (short.cell_length - len(_status_text(model, replay, compact=True, short=True))) - 1
+    return _status_line(model, elapsed, replay, compact=True, short=True, status_room=max(16, room))
 
 
 def _unit(model: RunModel) -> str:
@@ -94,11 +101,11 @@ def _unit(model: RunModel) -> str:
     return info.unit if info is not None else "round"
 
 
-def _status_text(model: RunModel, replay: str, *, compact: bool, detail: bool = True) -> str:
+def _status_text(model: RunModel, replay: str, *, compact: bool, detail: bool = True, short: bool = False) -> str:
     unit = _unit(model)
     status = model.status_text
     rv = model.round_view()
-    if status == "paused" and (rv is None or rv.finished):
+    if status == "paused" and (rv is None or rv.finished) and not short:
         status = f"paused before {unit} {model.current + 1}"
     if model.finished is not None:
         status = f"finished: {model.finished.reason}" + ("" if compact or not detail else f" — {model.finished.detail}")
@@ -128,12 +135,12 @@ def _tokens(model: RunModel, compact: bool = False) -> str:
 
 
 def _status_line(model: RunModel, elapsed: float, replay: str, *, compact: bool, detail: bool = True,
-                 status_room: int | None = None) -> Content:
+                 status_room: int | None = None, short: bool = False, lean: bool = False) -> Content:
     who = ("DEMO" if compact else "DEMO (scripted server)") if model.demo else (model.model_name or "model ?")
     phase = f" · phase {model.phase}" if model.phase else ""
     if model.phase_detail and not compact and detail:
         phase = f"{phase} ({model.phase_detail})"
-    status = _status_text(model, replay, compact=compact, detail=detail)
+    status = _status_text(model, replay, compact=compact, detail=detail, short=short)
     if status_room is not None and len(status) > status_room:
         status = status[: status_room - 1] + "…"
     style = "$error" if model.error else "$success" if model.finished else "$accent" if replay else (
@@ -146,10 +153,9 @@ def _status_line(model: RunModel, elapsed: float, replay: str, *, compact: bool,
             phase,
             " · ",
             (model.position, "bold"),
-            f" · {_tokens(model, compact=True)} · {_clock(elapsed)} · ",
-            (_team_label(model, compact=True), "bold"),
-            " · ",
-            (who, "bold $accent" if model.demo else "bold"),
+            f" · {_tokens(model, compact=True)} · {_clock(elapsed)}",
+            *([] if lean else [" · ", (_team_label(model, compact=True), "bold"), " · ",
+                               (who, "bold $accent" if model.demo else "bold")]),
             *([" · ", (fork, "bold $accent")] if fork else []),
         )
     return Content.assemble(
@@ -240,7 +246,8 @@ class ParamsBar(Static):
               if model.unit_limit == p["max_rounds"] else []),
             *([(f"[b]{model.protocol or '-'}[/]" if compact else f"protocol [b]{model.protocol or '-'}[/]")]
               if routed else []),
-            f"[b]{model.mode}[/]" if compact else f"mode [b]{model.mode}[/]",
+            # A replay's own state (playing, paused) is its part of the bar, not the recorded run's mode.
+            *([f"[b]{model.mode}[/]" if compact else f"mode [b]{model.mode}[/]"] if live else []),
             *([(f"tests [b]{tests}[/]" if compact else f"tests: [b]{tests}[/]")] if tests else []),
             # The user's steering actions taken so far (each is marked where it applied).
             *([f"✎[b]{model.steered_count}[/]" if compact else f"steered [b]{model.steered_count}[/]"]
