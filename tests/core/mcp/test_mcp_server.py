@@ -97,6 +97,9 @@ async def test_tools_are_published_with_input_and_output_schemas(tmp_path: Path,
     compare = tools["swarm_compare"].inputSchema["properties"]
     assert "each method's run" in compare["time_budget"]["description"]
     assert "each method's run" in compare["max_calls"]["description"]
+    # The bounds the settings model checks, published from it (core.runtime.config.schema_bounds).
+    assert (compare["time_budget"]["minimum"], compare["time_budget"]["maximum"]) == (1, 36000)
+    assert (compare["max_calls"]["minimum"], compare["max_calls"]["maximum"]) == (1, 100000)
     for name, field in (("swarm_start", "task_id"), ("swarm_status", "poll_interval_s"),
                         ("swarm_result", "topology"), ("swarm_cancel", "cancelled")):
         assert field in tools[name].outputSchema["properties"], name
