@@ -46,7 +46,7 @@ async def lifecycle(session: ClientSession, **start: Any) -> dict[str, Any]:
     await asyncio.wait_for(session.initialize(), STEP)
     tools = await asyncio.wait_for(session.list_tools(), STEP)
     assert {t.name for t in tools.tools} == {
-        "swarm_start", "swarm_compare", "swarm_status", "swarm_result", "swarm_cancel"}
+        "swarm_start", "swarm_compare", "swarm_status", "swarm_result", "swarm_cancel", "swarm_steer"}
     arguments = start or {"task": DEMO_PROBLEMS["math"], "domain": "math"}
     started = await asyncio.wait_for(session.call_tool("swarm_start", arguments), STEP)
     assert not started.isError, started.content
