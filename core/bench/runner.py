@@ -410,11 +410,9 @@ class BenchRunner:
         async with open_run(
             settings, problem.task, sinks=[lambda e: None if isinstance(e, ev.AgentDelta) else events.append(e)],
             recorder=recorder, team=team, method=bench_method(strategy, team, self.options_for(strategy, seed)),
-            backend=self.backend, embedder=self.embedder, sandbox_limits=self.limits,
+            backend=self.backend, embedder=self.embedder, sandbox_limits=self.limits, steering=self.control,
         ) as run:
             engine = run.engine
-            if self.control is not None:
-                self.control.attach(engine.control)
             finished = await run.run()
         measure = get_method_info(strategy).metrics
         own = getattr(engine.method, "metrics", None)  # a method's figures it keeps itself (DMoA)

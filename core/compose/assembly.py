@@ -24,6 +24,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from core.compose.control_feed import ControlScript
 from core.compose.runner import Backend, build_engine, open_agent_clients, open_backend
 from core.evaluation.sandbox import SandboxLimits
 from core.llm.embeddings import Embedder
@@ -90,6 +91,7 @@ async def open_run(
     sandbox_limits: SandboxLimits | None = None,
     fork: ForkPoint | None = None,
     parent: dict[str, Any] | None = None,
+    steering: ControlScript | None = None,
 ) -> AsyncIterator[OpenRun]:
     """Assemble one run of ``problem`` under ``settings`` (see the module's docstring).
 
@@ -100,6 +102,7 @@ async def open_run(
     ``endpoint_limits`` too, the run opens its own team's agent endpoints, sharing those concurrency
     limits by URL, and closes them (the MCP server). Otherwise the backend is opened here (``demo``,
     ``demo_chunk_delay``, ``server``, ``on_status`` as core.compose.runner.open_backend) and closed.
+    ``steering``: a steering script (``--control``) whose actions go to this run's control while it is open.
     Raises MethodError before any I/O for a bad method option, EndpointError for an unusable endpoint."""
     team = team or resolve_team(settings)
     if method is None:
@@ -120,7 +123,13 @@ async def open_run(
             embedder=embedder, control=control, method=method, evaluator=make_evaluator(settings, sandbox_limits),
             parent=parent, step_mode=step, fork=fork, team=team,
         )
-        yield OpenRun(engine, backend, team, recorder)
+        if steering is not None:
+            steering.attach(engine.control)
+        try:
+            yield OpenRun(engine, backend, team, recorder)
+        finally:
+            if steering is not None:
+                steering.detach(engine.control)
     finally:
         if recorder is not None and close_recorder:
             recorder.close("failed")  # a no-op after a normal end; a crash must not leave it "running"

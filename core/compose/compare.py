@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from core.compose.assembly import open_run
+from core.compose.control_feed import ControlScript
 from core.compose.runner import Backend
 from core.evaluation.math_answers import answer_or_text, answers_equivalent
 from core.llm.embeddings import Embedder
@@ -151,8 +152,10 @@ class Comparison:
         sinks_for: SinkFactory | None = None,
         on_row: Callable[[CompareRow], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        steering: ControlScript | None = None,
     ) -> None:
         self.plan = plan
+        self.steering = steering  # --control: the same steering script for every method's run
         self.backend = backend
         self.embedder = embedder
         self.sinks_for = sinks_for or (lambda _method: [])
@@ -217,7 +220,7 @@ class Comparison:
         try:
             async with open_run(
                 settings, self.plan.problem, sinks=[tracker, *self.sinks_for(method)], recorder=recorder,
-                control=self.controls[method], backend=self.backend, embedder=self.embedder,
+                control=self.controls[method], backend=self.backend, embedder=self.embedder, steering=self.steering,
             ) as run:
                 await run.run()
         except Exception as exc:  # one method's crash ends its own row, never the comparison

@@ -56,13 +56,9 @@ def steer_all(control: RunControl, actions: Iterable[SteerAction], on_error: Cal
             on_error(str(exc))
 
 
-async def feed_stdin(
-    controls: list[RunControl], on_error: Callable[[str], None], stream: TextIO | None = None
-) -> None:
-    """Read actions from stdin while the runs go, each to every control, until end of input. A daemon
-    thread does the blocking reads (a worker thread of the loop's executor would keep the process waiting
-    for input after the run); cancel the task when the runs end."""
-    stream = stream or sys.stdin
+def read_stdin_lines(stream: TextIO) -> asyncio.Queue[str]:
+    """stdin's lines as they come ("" at the end). A daemon thread does the blocking reads: a worker thread
+    of the loop's executor would keep the process waiting for input after the run."""
     loop = asyncio.get_running_loop()
     lines: asyncio.Queue[str] = asyncio.Queue()
 
@@ -75,38 +71,56 @@ async def feed_stdin(
             return
 
     threading.Thread(target=read, name="control-stdin", daemon=True).start()
-    number = 0
-    while line := await lines.get():
-        number += 1
-        if is_skipped(line):
-            continue
-        try:
-            action = parse_control_line(line, source="stdin", line_no=number)
-        except SteerError as exc:
-            on_error(str(exc))
-            continue
-        for control in controls:
-            steer_all(control, [action], on_error)
+    return lines
 
 
 class ControlScript:
-    """``--control FILE|-`` for one or several runs (compare and bench give every run the same script)."""
+    """``--control FILE|-`` for one run or several (compare and bench give every run the same script).
 
-    def __init__(self, source: str, on_error: Callable[[str], None]) -> None:
+    core.compose.assembly.open_run attaches each run's control while the run is assembled and detaches it
+    when the run ends. A file is read before any run (one that cannot be read fails at once) and every
+    attached run gets all its actions; stdin is read while the runs go, each action going to every
+    attached run (a run attached later gets what was read before it, too). ``close`` stops the reading."""
+
+    def __init__(self, source: str, on_error: Callable[[str], None], *, stream: TextIO | None = None) -> None:
         self.source = source
         self.on_error = on_error
-        # A file is read before the run (a missing one fails at once); stdin is read while it goes.
         self.actions = [] if source == STDIN else read_actions(load_control_file(source), source, on_error)
+        self._stream = stream
+        self._controls: list[RunControl] = []
+        self._reader: asyncio.Task[None] | None = None
 
     def attach(self, control: RunControl) -> None:
-        """Queue the file's actions on a run's control (before the run starts)."""
+        """Queue the script's actions so far on a run's control, and the ones read from now on."""
+        self._controls.append(control)
         steer_all(control, self.actions, self.on_error)
+        if self.source == STDIN and self._reader is None:
+            self._reader = asyncio.create_task(self._read_stdin())
 
-    def start(self, controls: list[RunControl]) -> asyncio.Task[None] | None:
-        """For stdin: the task that reads it while the runs go (cancel it after them); None for a file."""
-        if self.source != STDIN:
-            return None
-        return asyncio.create_task(feed_stdin(controls, self.on_error))
+    def detach(self, control: RunControl) -> None:
+        if control in self._controls:
+            self._controls.remove(control)
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            self._reader = None
+
+    async def _read_stdin(self) -> None:
+        lines = read_stdin_lines(self._stream or sys.stdin)
+        number = 0
+        while line := await lines.get():
+            number += 1
+            if is_skipped(line):
+                continue
+            try:
+                action = parse_control_line(line, source="stdin", line_no=number)
+            except SteerError as exc:
+                self.on_error(str(exc))
+                continue
+            self.actions.append(action)
+            for control in list(self._controls):
+                steer_all(control, [action], self.on_error)
 
 
 class SteerCount:

@@ -173,6 +173,9 @@ def _positive_int(name: str, value: Any, kind: SteerKind) -> int:
     return value
 
 
+_KINDS = {kind.value: kind for kind in SteerKind}
+
+
 def parse_action(obj: Mapping[str, Any]) -> SteerAction:
     """One action from its object (a control-file line, an MCP call, the TUI's form). The schema:
     ``{"action": KIND, ...the keys REQUIRED[KIND] names..., "at_round": N}``; e.g.
@@ -182,11 +185,10 @@ def parse_action(obj: Mapping[str, Any]) -> SteerAction:
     if not isinstance(obj, Mapping):
         raise SteerError(f"expected a JSON object with an \"action\", got {type(obj).__name__}")
     name = obj.get("action")
-    try:
-        kind = SteerKind(str(name))
-    except ValueError:
+    kind = _KINDS.get(name) if isinstance(name, str) else None
+    if kind is None:
         choices = ", ".join(k.value for k in SteerKind)
-        raise SteerError(f'unknown action {name!r}: "action" is one of {choices}') from None
+        raise SteerError(f'unknown action {name!r}: "action" is one of {choices}')
     allowed = {"action", "at_round", *REQUIRED[kind], *OPTIONAL.get(kind, ())}
     extra = sorted(set(obj) - allowed)
     if extra:

@@ -110,8 +110,9 @@ async def _compare(plan: ComparePlan, demo: bool, json_lines: bool, save: Path |
         if row.state == RowState.FAILED:
             say(f"[{row.method}] failed: {row.reason}")
 
+    # Every method's run gets the same script: the comparison is of the same steered run.
     comparison = Comparison(plan, backend, embedder, sessions_dir=Path(settings.sessions_dir), record_path=save,
-                            sinks_for=sinks_for, on_row=ended)
+                            sinks_for=sinks_for, on_row=ended, steering=script)
     for writer in writers:
         writer.on_closed = comparison.cancel
     loop = asyncio.get_running_loop()
@@ -122,16 +123,11 @@ async def _compare(plan: ComparePlan, demo: bool, json_lines: bool, save: Path |
         pass
     say(f"comparing {', '.join(plan.methods)} on one problem ({plan.parallel or len(plan.methods)} at a time)"
         + (" — DEMO: scripted model server, no real model is answering" if demo else ""))
-    feeding = None
-    if script is not None:  # every method gets the same script: the comparison is of the same steered run
-        for run_control in comparison.controls.values():
-            script.attach(run_control)
-        feeding = script.start(list(comparison.controls.values()))
     try:
         record = await comparison.run()
     finally:
-        if feeding is not None:
-            feeding.cancel()
+        if script is not None:
+            script.close()
         await backend.close()
     rows = record.rows
     if json_lines:

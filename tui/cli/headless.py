@@ -271,7 +271,7 @@ async def _run(
     sinks = [writer, SaveWarning(recorder, sys.stderr), embedder.warm_up_on_first_reply(), steering]
     try:
         async with open_run(settings, problem, sinks=sinks, recorder=recorder, demo=demo, embedder=embedder,
-                            on_status=lambda text: say(f"  {text}"), fork=fork) as run:
+                            on_status=lambda text: say(f"  {text}"), fork=fork, steering=script) as run:
             engine = run.engine
             if isinstance(writer, JsonLinesWriter):
                 writer.on_closed = engine.control.cancel
@@ -283,16 +283,12 @@ async def _run(
                 loop.add_signal_handler(signal.SIGTERM, engine.control.cancel)
             except (NotImplementedError, RuntimeError):  # not on the main thread, or not supported
                 pass
-            feeding = None
-            if script is not None:
-                script.attach(engine.control)
-                feeding = script.start([engine.control])
             try:
                 # MiniLM loads alongside the first model call (warm_up_on_first_reply): no request waits for torch.
                 finished = await run.run()
             finally:
-                if feeding is not None:
-                    feeding.cancel()
+                if script is not None:
+                    script.close()
     except EndpointError as exc:
         say(f"swarm-tui: {exc}")
         return EXIT_FAILED
