@@ -30,7 +30,10 @@ async def test_the_screen_shows_every_method_and_opens_a_run_in_replay(folder: P
         assert isinstance(screen, BenchScreen)
         methods = screen.query_one("#bench-methods", DataTable)
         assert methods.row_count == 1 and str(methods.get_row_at(0)[0]) == "single"
-        assert "[" in str(methods.get_row_at(0)[3]) and "Wilson" in str(methods.get_row_at(0)[3])
+        assert str(methods.get_row_at(0)[3]).startswith("[")
+        assert str(methods.ordered_columns[3].label) == "95% (Wilson)"  # the interval's method, once, in its name
+        labels = [str(c.label) for c in methods.ordered_columns]
+        assert labels[-1] == "wall s" and sum(c.get_render_width(methods) for c in methods.ordered_columns) <= 80
         problems = screen.query_one("#bench-problems", DataTable)
         assert problems.row_count == 3
         problems.move_cursor(row=1, column=1)

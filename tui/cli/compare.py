@@ -79,7 +79,7 @@ def _saved_files(inputs: list[str]) -> list[Path] | None:
         return paths
     missing = [p for p in paths if p.suffix.lower() in SUFFIXES and not p.exists()]
     if missing and len(missing) == len(paths):
-        fail(f"no such file: {missing[0]}")
+        fail(f"{missing[0]}: no such file")  # as replay, export and attach say it
     return None
 
 

@@ -7,6 +7,7 @@ replay screen; esc there comes back here.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ def method_lines(report: Report) -> list[tuple[str, ...]]:
             m.label,
             f"{m.solved}/{m.runs}",
             f"{100 * m.accuracy:.1f}%",
-            f"[{100 * m.low:.1f}, {100 * m.high:.1f}] {m.interval}",
+            f"[{100 * m.low:.1f}, {100 * m.high:.1f}]",  # the method (Wilson, ...) is in the column's name
             f"{m.prompt_tokens + m.completion_tokens:.0f}",
             f"{m.accuracy_per_1k_tokens:.3f}",
             f"{m.calls:.1f}",
@@ -40,6 +41,14 @@ def method_lines(report: Report) -> list[tuple[str, ...]]:
         )
         for m in report.methods
     ]
+
+
+def nice_step(raw: float) -> float:
+    """A round tick step near ``raw``: 1, 2 or 5 times a power of ten."""
+    if raw <= 0:
+        return 1.0
+    power = 10 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
 
 
 class BenchScreen(Screen[None]):
@@ -80,7 +89,9 @@ class BenchScreen(Screen[None]):
     def on_mount(self) -> None:
         self.set_class(self.app.size.width < self.NARROW, "-narrow")
         methods = self.query_one("#bench-methods", DataTable)
-        methods.add_columns("method", "solved", "accuracy", "95% interval", "tokens", "acc/1k tok", "calls", "wall s")
+        kinds = sorted({m.interval for m in self.report.methods}) or ["95%"]
+        methods.add_columns("method", "solved", "accuracy", f"95% ({'/'.join(kinds)})", "tokens", "acc/1k", "calls",
+                            "wall s")
         for line in method_lines(self.report):
             methods.add_row(*(Text(printable(cell)) for cell in line))
         problems = self.query_one("#bench-problems", DataTable)
@@ -110,7 +121,13 @@ class BenchScreen(Screen[None]):
             plt.text(m.label[:14], x + right * 0.04, 100 * m.accuracy, alignment="left")  # beside its point
         plt.title("accuracy % (95% interval) vs mean tokens")
         plt.xlim(0, right * 1.3)  # room for the rightmost name
-        plt.ylim(0, 105)
+        # Fixed ticks: 0 to 100 in quarters (plotext's own started at 105 and skipped some on a short plot);
+        # whole tokens on x.
+        plt.ylim(0, 100)
+        plt.yticks([0, 25, 50, 75, 100])
+        step = nice_step(right * 1.3 / 4)
+        plt.xticks([step * i for i in range(5) if step * i <= right * 1.3], [f"{step * i:,.0f}" for i in range(5)
+                                                                              if step * i <= right * 1.3])
         widget.refresh()
 
     def run_session(self, task: str, label: str) -> Path | None:

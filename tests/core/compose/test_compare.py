@@ -139,7 +139,7 @@ def test_hostile_record_cannot_point_outside_its_folder(tmp_path: Path) -> None:
         (["compare", "--demo", "--strategy", "dytopo,dmoa", "--json", "x"], "--json goes with --headless"),
         (["compare", "--demo", "--strategy", "dytopo,dmoa", "--parallel", "0", "x"], "parallel"),
         (["compare", "--bench", "/no/such/dir", "17"], "not a benchmark folder"),
-        (["compare", "missing.json"], "no such file"),
+        (["compare", "missing.json"], "missing.json: no such file"),  # worded as replay words it
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], fragment: str, tmp_path: Path) -> None:
