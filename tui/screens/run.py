@@ -288,7 +288,7 @@ class RunScreen(SwarmScreen):
         except SteerError as exc:
             self.notify(str(exc), severity="error", timeout=8)
             return
-        if self.control.pending_steering:
+        if any(waiting is action for waiting in self.control.pending_steering):  # not taken at once
             self.notify(f"{action.describe()}: waits for the next barrier", timeout=4)
         self.refresh_all()
 
