@@ -1,9 +1,10 @@
 """Quit: time from the quit key to the process's exit, while MiniLM may still be loading.
 
-``swarm-tui --demo`` runs in a pseudo-terminal (120x40). As soon as the first frame is on screen (the
-launch form's "Problem" label; with --problem the run screen's "DEMO") the bench sends ctrl+q (with
---problem: q, then y to the "quit?" dialog) and stops the clock when the process has exited. MiniLM
-and torch load in a background thread for the first seconds; quitting must not wait for them.
+``swarm-tui`` (the form; with --problem ``swarm-tui --demo PROBLEM``) runs in a pseudo-terminal
+(120x40). As soon as the first frame is on screen (the launch form's "Problem" label; with --problem the
+run screen's "DEMO") the bench sends ctrl+q (with --problem: q, then y to the "quit?" dialog) and stops
+the clock when the process has exited. MiniLM and torch load in a background thread for the first
+seconds; quitting must not wait for them.
 
 Target: <= 0.5 s.
 
@@ -32,7 +33,7 @@ TARGET_S = 0.5
 
 def command(with_problem: bool) -> list[str]:
     # This checkout's code (not whatever `swarm-tui` is installed): python -m tui.
-    return [sys.executable, "-m", "tui", "--demo", *(["What is 2+2?"] if with_problem else [])]
+    return [sys.executable, "-m", "tui", *(["--demo", "What is 2+2?"] if with_problem else [])]  # no problem: the form
 
 
 def _read(fd: int, seen: bytearray, wait: float) -> bool:

@@ -1,4 +1,5 @@
-"""Start-up: time from process start to the first frame of ``swarm-tui --demo``.
+"""Start-up: time from process start to the first frame of ``swarm-tui`` (the launch form; with ``--problem``
+a demo run).
 
 The command runs in a pseudo-terminal (120x40); the clock stops when the first frame's text reaches
 the terminal (the launch form's "Problem" label, or with a problem the run screen's "DEMO"). MiniLM
@@ -32,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def command(with_problem: bool) -> list[str]:
     exe = shutil.which("swarm-tui", path=str(Path(sys.executable).parent))
     base = [exe] if exe else [sys.executable, "-m", "tui"]
-    return [*base, "--demo", *(["What is 2+2?"] if with_problem else [])]
+    return [*base, *(["--demo", "What is 2+2?"] if with_problem else [])]  # no problem: the form
 
 
 def first_frame_seconds(argv: list[str], marker: bytes, timeout: float = 30.0) -> float:
