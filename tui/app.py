@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from textual import events
 from textual.app import App, SystemCommand
 from textual.notifications import Notify
 
@@ -149,7 +150,7 @@ class SwarmApp(App[int]):
         super().notify(printable(message), title=printable(title), severity=severity, timeout=timeout, markup=markup)
 
     # --- start-up -----------------------------------------------------------------------------
-    def on_mount(self) -> None:
+    def on_mount(self, event: events.Mount) -> None:  # the event: FollowApp prevents it
         self.call_after_refresh(self._preload_client)  # after the first frame, which it would slow down
         self._register_themes()
         if self.settings.keymap:
@@ -380,9 +381,10 @@ class SwarmApp(App[int]):
 
     def close_replay(self, replay: Any) -> None:
         """Back from a replay to the session picker it was opened from."""
-        if replay.back_to is None or self.screen is not replay:
+        back_to = replay.back_to
+        if back_to is None or self.screen is not replay:
             return
-        picker, previous = replay.back_to
+        picker, previous = back_to
         self.swarm_screen = previous
         self.pop_screen()
         if self.screen is picker:

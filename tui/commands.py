@@ -4,6 +4,7 @@ the screen's commands that have no key (``palette_commands()``, e.g. export in e
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from functools import partial
 from typing import Any
 
 from textual.command import DiscoveryHit, Hit, Provider
@@ -14,16 +15,13 @@ from .screens.help import active_bindings
 class SwarmCommands(Provider):
     def _commands(self) -> list[tuple[str, str, Callable[[], Any]]]:
         screen = self.screen
-        out = []
+        out: list[tuple[str, str, Callable[[], Any]]] = []
         for keys, binding in active_bindings(screen):
             if binding.system or not binding.id:
                 continue
             title = f"{binding.tooltip or binding.description}"
 
-            def run(action: str = binding.action) -> Any:
-                return screen.run_action(action)
-
-            out.append((title, f"key: {keys} · id: {binding.id}", run))
+            out.append((title, f"key: {keys} · id: {binding.id}", partial(screen.run_action, binding.action)))
         extra = getattr(screen, "palette_commands", None)
         if extra is not None:
             out.extend(extra())

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import HorizontalScroll
 from textual.message import Message
 from textual.screen import Screen
@@ -129,7 +130,7 @@ class SummaryTable(DataTable[str]):
 
 
 class CompareScreen(Screen[None]):
-    BINDINGS = COMPARE_BINDINGS
+    BINDINGS: ClassVar[list[BindingType]] = [*COMPARE_BINDINGS]
 
     def __init__(self, record: CompareRecord) -> None:
         super().__init__()
@@ -199,8 +200,8 @@ class CompareScreen(Screen[None]):
         if self._table_narrow != self.narrow:  # at 80×24 the columns that matter, all in view
             self._table_narrow = self.narrow
             table.clear(columns=True)
-            for column in self.summary_columns():
-                table.add_column(column.label, key=column.label)
+            for shown in self.summary_columns():
+                table.add_column(shown.label, key=shown.label)
             self._shown_cells = None
             if self.is_mounted:
                 self.refresh_summary()
@@ -350,7 +351,7 @@ class CompareScreen(Screen[None]):
 
     def palette_commands(self) -> list[tuple[str, str, Callable[[], object]]]:
         names = {"md": "Markdown", "json": "JSON", "csv": "CSV", "html": "HTML"}
-        return [(f"Export comparison as {name}", "beside the compare record", lambda f=fmt: self.export((f,)))
+        return [(f"Export comparison as {name}", "beside the compare record", partial(self.export, (fmt,)))
                 for fmt, name in names.items()]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

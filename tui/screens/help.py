@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from rich.table import Table
 from textual.app import ComposeResult
@@ -35,7 +36,7 @@ def active_bindings(screen: Screen[object]) -> list[tuple[str, Binding]]:
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "close", id="help_close", tooltip="Close help")]
 
-    def __init__(self, target: Screen[object]) -> None:
+    def __init__(self, target: Screen[Any]) -> None:
         super().__init__()
         self.target = target
         self.rows: list[tuple[str, str, str, str]] = []  # key, action, id, what it does

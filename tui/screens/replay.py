@@ -9,10 +9,10 @@ have given: a HYPOTHETICAL graph, never mixed up with what happened.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.timer import Timer
@@ -34,7 +34,7 @@ MAX_SPEED, MIN_SPEED = 64.0, 0.25
 
 
 class ReplayScreen(SwarmScreen):
-    BINDINGS = REPLAY_BINDINGS
+    BINDINGS: ClassVar[list[BindingType]] = [*REPLAY_BINDINGS]
     live = False
 
     def __init__(self, events: list[ev.Event], *, source: str = "", session: Any = None) -> None:

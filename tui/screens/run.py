@@ -9,8 +9,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from textual import events
+from textual.binding import BindingType
 from textual.worker import Worker
 
 from core.demo.server import ScriptedServer
@@ -45,7 +47,7 @@ def limit_message(name: str, wanted: float, now: float, n_workers: int) -> str:
 
 
 class RunScreen(SwarmScreen):
-    BINDINGS = RUN_BINDINGS
+    BINDINGS: ClassVar[list[BindingType]] = [*RUN_BINDINGS]
 
     def __init__(
         self,
@@ -108,6 +110,10 @@ class RunScreen(SwarmScreen):
     def now(self) -> float | None:
         return self.clock()
 
+    def _status(self, text: str) -> None:
+        """A line from opening the endpoint (loading, connecting), for the header while it waits."""
+        self.app.post_message(BackendStatus(text))
+
     async def _run_engine(self) -> None:
         """Open the endpoint (or the demo server), then run the engine to its end."""
         client_loaded = getattr(self.app, "client_loaded", None)
@@ -121,7 +127,7 @@ class RunScreen(SwarmScreen):
         assembly = open_run(
             self.settings, self.problem, sinks=[EventBridge(self.app), self._warm_up], recorder=self.recorder,
             control=self.control, demo=self.demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server,
-            on_status=lambda text: self.app.post_message(BackendStatus(text)), embedder=embedder, fork=self.fork,
+            on_status=self._status, embedder=embedder, fork=self.fork,
         )
         try:
             async with assembly as run:
@@ -334,6 +340,6 @@ class RunScreen(SwarmScreen):
             f"A swarm is still running. Quit? The run is cancelled; the session so far is kept{saved}.",
             on_answer=answer))
 
-    def on_unmount(self) -> None:
+    def on_unmount(self, event: events.Unmount) -> None:  # the event: LiveCompareScreen prevents it
         self.control.cancel()
 

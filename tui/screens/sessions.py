@@ -240,7 +240,6 @@ class SessionPickerScreen(Screen[None]):
         except SessionFormatError as exc:  # changed or removed since it was listed
             self.notify(str(exc), severity="error", timeout=12)
             return
-        app: Any = self.app
         app.open_replay(session, path, picker=self)  # on top: esc in the replay comes back here
 
     def _open_compare(self, path: Path) -> None:

@@ -239,7 +239,7 @@ class SwarmScreen(Screen[None]):
             view = rv.agents.get(name) if rv else None
             earlier = None
             idle = view is not None and not view.streaming and not view.public
-            if idle and (not view.text or view.call == ev.CALL_DESCRIPTORS):
+            if idle and view is not None and (not view.text or view.call == ev.CALL_DESCRIPTORS):
                 earlier = self._earlier_output(name, self.shown_round)
             pane.inbox_count = inbox_count(self.model, name, self.shown_round) if name != self.model.manager else 0
             pane.place, pane.unit = self.model.place(self.shown_round, view), unit
@@ -307,9 +307,9 @@ class SwarmScreen(Screen[None]):
         self.query_one(ManagerPane).sync(model, self.shown_round)
         if self.query_one(DmoaView).display:
             self.query_one(DmoaView).sync(model, self.shown_round)
-        view = self.query_one(TopoWeaverView)
-        if view.display:
-            view.sync(model, self.shown_round, active=active)
+        weaver = self.query_one(TopoWeaverView)
+        if weaver.display:
+            weaver.sync(model, self.shown_round, active=active)
         self.query_one(ResultsPane).sync(model, tests)
         self.query_one(RoundSparks).sync(model)
         self._sync_panes()
@@ -428,7 +428,8 @@ class SwarmScreen(Screen[None]):
         pane = self._panes[hit[0]]
         self.query_one("#body", VerticalScroll).scroll_to_widget(pane, animate=False)
         agents = len({h[0] for h in self._hits})
-        bar.status(f"{self._hit + 1}/{len(self._hits)} · {hit[0]}" + (f" · in {agents} agents" if agents > 1 else ""))
+        shown = (self._hit or 0) + 1
+        bar.status(f"{shown}/{len(self._hits)} · {hit[0]}" + (f" · in {agents} agents" if agents > 1 else ""))
 
     def end_search(self) -> None:
         bar = self.query_one(SearchBar)
@@ -469,7 +470,7 @@ class SwarmScreen(Screen[None]):
         if session is None or base is None:
             self.notify(why, severity="warning")
             return None
-        sessions_dir = Path(getattr(self.app.settings, "sessions_dir", "sessions"))
+        sessions_dir = Path(getattr(getattr(self.app, "settings", None), "sessions_dir", "sessions"))
         try:
             path = export_to_file(session, base, fmt, sessions_dir)
         except ExportError as exc:

@@ -147,6 +147,11 @@ def _status_line(model: RunModel, elapsed: float, replay: str, *, compact: bool,
         "$warning" if model.mode == "step" else "")
     parent = model.run.parent if model.run is not None else None
     fork = f"fork of {Path(str(parent.get('session', '?'))).name} @ round {parent.get('round', '?')}" if parent else ""
+    fork_part: tuple[str, str] = (fork, "bold $accent")
+    fork_after: list[str | tuple[str, str]] = [" · ", fork_part] if fork else []
+    fork_before: list[str | tuple[str, str]] = [fork_part, " · "] if fork else []
+    team_part: list[str | tuple[str, str]] = [] if lean else [
+        " · ", (_team_label(model, compact=True), "bold"), " · ", (who, "bold $accent" if model.demo else "bold")]
     if compact:  # the state first: it is what a glance at a small terminal is for
         return Content.assemble(
             (status, f"bold {style}".strip()),
@@ -154,14 +159,13 @@ def _status_line(model: RunModel, elapsed: float, replay: str, *, compact: bool,
             " · ",
             (model.position, "bold"),
             f" · {_tokens(model, compact=True)} · {_clock(elapsed)}",
-            *([] if lean else [" · ", (_team_label(model, compact=True), "bold"), " · ",
-                               (who, "bold $accent" if model.demo else "bold")]),
-            *([" · ", (fork, "bold $accent")] if fork else []),
+            *team_part,
+            *fork_after,
         )
     return Content.assemble(
         (_team_label(model, compact=False), "bold"),
         " · ",
-        *([(fork, "bold $accent"), " · "] if fork else []),
+        *fork_before,
         (who, "bold $accent" if model.demo else "bold"),
         " · ",
         (model.position, "bold"),

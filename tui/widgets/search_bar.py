@@ -7,9 +7,11 @@ searching (``run_search``, ``search_step``, ``end_search``); the bar only says w
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import Input, Label
 
@@ -21,7 +23,7 @@ SEARCH_BAR_BINDINGS = [
 
 
 class SearchBar(Horizontal):
-    BINDINGS = SEARCH_BAR_BINDINGS
+    BINDINGS: ClassVar[list[BindingType]] = [*SEARCH_BAR_BINDINGS]
     DEFAULT_CSS = """
     SearchBar {
         height: 1;

@@ -342,7 +342,11 @@ class TopoWeaverView(Horizontal):
         """The pane's width changes with the layout around it, not only with the terminal: redraw the DAG for
         the width it has now (rows drawn for a wider pane would wrap mid-step)."""
         if self._last is not None:
-            self.call_after_refresh(lambda: self._last is not None and self.sync(*self._last[:2], active=self._last[2]))
+            self.call_after_refresh(self._redraw)
+
+    def _redraw(self) -> None:
+        if self._last is not None:
+            self.sync(*self._last[:2], active=self._last[2])
 
     def sync(self, model: RunModel, round_no: int, *, active: frozenset[str] = frozenset()) -> None:
         self._last = (model, round_no, active)
@@ -386,7 +390,7 @@ class TopoWeaverView(Horizontal):
         if plan is None:
             pane.border_title = "plan (YAML)"
             body = Text("no plan yet", styles.muted)
-        elif plan.yaml and (plan.runs or plan.tag not in ("[NO_YAML_FOUND]",)):
+        elif turn is not None and plan.yaml and (plan.runs or plan.tag not in ("[NO_YAML_FOUND]",)):
             pane.border_title = f"turn {turn.number} · " + ("fallback plan (YAML)" if plan.fallback else "plan (YAML)")
             dark = self.app.current_theme.dark if self.app.current_theme is not None else True
             syntax = Syntax(plan.yaml, "yaml", theme="ansi_dark" if dark else "ansi_light", word_wrap=True,
