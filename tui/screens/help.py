@@ -56,12 +56,12 @@ class HelpScreen(ModalScreen[None]):
         commands = [title for title, _help, _run in palette()] if palette is not None else []
         if commands:  # on the palette's own row: these have no key; ^p opens the palette, their name finds them
             said = "commands without a key, by name: " + "; ".join(commands)
-            row = next((i for i, r in enumerate(self.rows) if r[1] == "palette"), None)
-            if row is None:
+            at = next((i for i, r in enumerate(self.rows) if r[1] == "palette"), None)
+            if at is None:
                 self.rows.append(("^p", "palette", "", said[0].upper() + said[1:]))
             else:
-                keys, action, ident, what = self.rows[row]
-                self.rows[row] = (keys, action, ident, f"{what}; {said}")
+                keys, action, ident, what = self.rows[at]
+                self.rows[at] = (keys, action, ident, f"{what}; {said}")
         for row in self.rows:
             table.add_row(*row)
         with VerticalScroll(id="help-dialog", can_focus=True):
