@@ -239,6 +239,7 @@ class TopoDIMView(DrawingPane):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("TopoDIM typed graph", "topodim-body", id=id)
+        self._last: tuple[TopoDIMState, dict[str, Any]] | None = None  # what sync was last given
 
     def _styles(self) -> ViewStyles:
         return ViewStyles(
@@ -256,9 +257,18 @@ class TopoDIMView(DrawingPane):
             active=f"underline {self._color('warning', 'yellow')}",
         )
 
+    def on_resize(self) -> None:
+        """Its width changes with the layout around it (a finished run widens the results): redraw for the
+        width it has now, or rows drawn for the old one wrap mid-item ("[4" / "Mathematician]")."""
+        if self._last is not None:
+            self.call_after_refresh(lambda: self._last is not None and self.sync(self._last[0], **self._last[1]))
+
     def sync(self, state: TopoDIMState, *, show_removed: bool, distributions: bool,
              active: frozenset[str] = frozenset()) -> None:
-        width = max(20, self.scrollable_content_region.width)
+        self._last = (state, {"show_removed": show_removed, "distributions": distributions, "active": active})
+        # The scrollbar's room is left whether or not it shows yet: rows drawn before it appeared would wrap.
+        scrollbar = 0 if self.show_vertical_scrollbar else self.styles.scrollbar_size_vertical
+        width = max(20, self.scrollable_content_region.width - scrollbar)
         key = (state.rev, show_removed, distributions, active, width, self.app.theme)
         if key == self._key:
             return
