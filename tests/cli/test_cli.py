@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -185,3 +186,23 @@ def test_version_prints_the_package_version() -> None:
     out = swarm("--version")
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == f"swarm-tui {version('swarm-tui')}"
+
+
+def test_a_headless_run_builds_its_method_once_and_a_team_check_is_still_one_line(monkeypatch: Any) -> None:
+    """The command line checks a headless run's options without building the method; the run's one assembly
+    builds it (before any request), and an option only the team can check still ends in one line, exit 2."""
+    import core.methods.catalogue as catalogue
+    from tui.cli import main
+
+    built: list[str] = []
+    real = catalogue.build_method
+
+    def counting(name: str, options: Any, domain: Any) -> Any:
+        built.append(name)
+        return real(name, options, domain)
+
+    monkeypatch.setattr(catalogue, "build_method", counting)
+    monkeypatch.setattr("tui.cli.options.build_method", counting)
+    monkeypatch.setattr("core.compose.assembly.build_method", counting)
+    assert main.main(["--headless", "--demo", "--strategy", "star", "-o", "hub=Nobody", "x"]) == 2
+    assert built == ["star"]  # once, in the assembly

@@ -292,6 +292,9 @@ async def _run(
     except EndpointError as exc:
         say(f"swarm-tui: {exc}")
         return EXIT_FAILED
+    except MethodError as exc:  # an option only the team can check (open_run builds the method before any I/O)
+        say(f"swarm-tui: error: {exc}")  # worded as the command line's own errors
+        return EXIT_USAGE
     if steering.total:
         say(f"steering: {steering.describe()}")
     if recorder.error:

@@ -72,7 +72,8 @@ def main(argv: Sequence[str] | None = None) -> Outcome:
         if argv and argv[0] in SUBCOMMANDS:
             return _run_subcommand(argv[0], argv[1:])
         args = build_parser().parse_args(argv)
-        settings = settings_from_args(args)
+        # A headless run builds its method once, in its assembly; a TUI run checks it here, before a screen opens.
+        settings = settings_from_args(args, build=not args.headless)
         problem = read_problem(args)
         check_save_path(args.save)
         if args.json and not args.headless:

@@ -173,7 +173,7 @@ def add_run_options(parser: argparse.ArgumentParser, *, method: bool = True, sev
     )
 
 
-def settings_from_args(args: argparse.Namespace) -> Settings:
+def settings_from_args(args: argparse.Namespace, *, build: bool = True) -> Settings:
     cli = {
         name: getattr(args, name, None)
         for name in (
@@ -229,7 +229,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                 if settings.strategy != "topoweaver":
                     raise MethodError("--orchestrator-model goes with --strategy topoweaver")
                 flags.append(f"orchestrator_model={args.orchestrator_model}")
-            settings = with_method_options(settings, flags, team)
+            settings = with_method_options(settings, flags, team, build=build)
     except (ConfigError, MethodError) as exc:
         fail(str(exc))
     check_code_isolation(settings, runs_code=settings.runs_code_tests)
@@ -247,11 +247,17 @@ def check_code_isolation(settings: Settings, *, runs_code: bool) -> None:
             fail(refused)
 
 
-def with_method_options(settings: Settings, flags: list[str] | None, team: Domain) -> Settings:
-    """Settings whose chosen method exists and whose options (config table, then -o flags) are valid."""
+def with_method_options(settings: Settings, flags: list[str] | None, team: Domain, *, build: bool = True) -> Settings:
+    """Settings whose chosen method exists and whose options (config table, then -o flags) are valid.
+    ``build``: also build the method once, for the checks that need the team (a TUI run meets them here,
+    not after its screen opened); a headless run leaves that to its one assembly (core.compose.assembly
+    builds the method before any connection), so the method is built once."""
     info = get_method_info(settings.strategy)
     given = {**settings.strategy_options.get(info.name, {}), **parse_option_flags(flags)}
-    build_method(info.name, given, team)  # every value checked now, before any connection, not mid-run
+    if build:
+        build_method(info.name, given, team)  # every value checked now, before any connection, not mid-run
+    else:
+        info.resolve(given)  # each value against its option's type and range
     if not given:
         return settings
     return replace(settings, strategy_options={**settings.strategy_options, info.name: given})

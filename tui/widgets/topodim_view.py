@@ -261,7 +261,11 @@ class TopoDIMView(DrawingPane):
         """Its width changes with the layout around it (a finished run widens the results): redraw for the
         width it has now, or rows drawn for the old one wrap mid-item ("[4" / "Mathematician]")."""
         if self._last is not None:
-            self.call_after_refresh(lambda: self._last is not None and self.sync(self._last[0], **self._last[1]))
+            self.call_after_refresh(self._redraw)
+
+    def _redraw(self) -> None:
+        if self._last is not None:
+            self.sync(self._last[0], **self._last[1])
 
     def sync(self, state: TopoDIMState, *, show_removed: bool, distributions: bool,
              active: frozenset[str] = frozenset()) -> None:
