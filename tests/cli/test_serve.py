@@ -24,6 +24,7 @@ def test_loopback_reaches_no_one_else_and_any_other_address_says_who() -> None:
     (["serve", "--demo", "--headless"], "--headless"),
     (["serve", "--demo", "--spectate", "--step"], "--step"),
     (["serve", "bench", "humaneval"], "not bench"),
+    (["serve", "--spectate", "attach"], "attach needs a session file or a task id"),
     (["serve", "--demo", "--port", "0"], "not a port"),
 ])
 def test_a_run_that_cannot_be_served_is_one_line_and_exit_2(argv: list[str], says: str,
@@ -40,6 +41,14 @@ def test_the_served_command_carries_the_run_and_the_spectator_flag() -> None:
     assert line.startswith(f"{SPECTATE_ENV}=1 ") and "'a problem; rm -rf /'" in line  # quoted, not run
     assert SPECTATE_ENV not in command(["--demo"], spectate=False)
     assert spectating({SPECTATE_ENV: "1"}) and not spectating({})
+
+
+def test_many_watch_one_run_by_serving_attach() -> None:
+    """Each browser gets its own process: ``attach`` makes every one of them follow the same run."""
+    from tui.cli.serve import check_run
+
+    assert check_run(["attach", "abc123"], spectate=True) == ["attach", "abc123"]
+    assert command(["attach", "abc123"], spectate=True).endswith("-m tui attach abc123")
 
 
 def test_refused_keys_are_the_ones_that_change_the_run() -> None:

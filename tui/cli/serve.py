@@ -1,7 +1,8 @@
 """``swarm-tui serve [RUN ARGS…]``: the TUI in a browser, through textual-serve (the ``web`` extra).
 
-Each browser that opens the page gets its own process of ``swarm-tui RUN ARGS…`` (a run, ``--demo``, or
-``replay FILE``). Bound to 127.0.0.1 unless ``--host`` says otherwise; then it says who can reach it, since
+Each browser that opens the page gets its own process of ``swarm-tui RUN ARGS…`` (a run, ``--demo``,
+``replay FILE``, or ``attach TASK_ID|FILE``: every browser then follows the one run another process is
+writing, which is how several people watch the same run, read-only with ``--spectate``). Bound to 127.0.0.1 unless ``--host`` says otherwise; then it says who can reach it, since
 whoever opens the page drives a run against the configured endpoint. ``--spectate`` makes the view read-only
 (tui.spectate).
 """
@@ -25,14 +26,17 @@ from .options import EXIT_USAGE, OneLineParser, check_save_path, fail, read_prob
 # command line per browser, so the environment is the one channel.
 SPECTATE_ENV = "SWARM_TUI_SPECTATE"
 LOOPBACK = "127.0.0.1"
-SERVABLE = ("replay",)  # subcommands that open the TUI; every other one prints and ends
+# Subcommands that open the TUI; every other one prints and ends. ``attach`` is how many people watch one run:
+# each browser's process follows the same session log that the run (a headless run, MCP, a TUI) writes.
+SERVABLE = ("replay", "attach")
 
 
 def build_parser() -> OneLineParser:
     parser = OneLineParser(
         prog="swarm-tui serve", allow_abbrev=False,
         description="The TUI in a browser (textual-serve). Every other argument is a run's, as for swarm-tui "
-        "itself: a problem, --demo, options, or replay FILE.",
+        "itself: a problem, --demo, options, replay FILE, or attach TASK_ID|FILE (every browser watches the "
+        "same run another process writes).",
         epilog="Needs the web extra: pip install 'swarm-tui[web]'.",
     )
     parser.add_argument("--host", default=LOOPBACK,
@@ -67,7 +71,7 @@ def check_run(run_args: list[str], spectate: bool) -> list[str]:
         if run_args[0] not in SERVABLE:
             fail(f"serve opens the TUI: a run or replay FILE, not {run_args[0]}")
         if len(run_args) < 2:
-            fail("serve replay needs a session file")
+            fail(f"serve {run_args[0]} needs a session file" + (" or a task id" if run_args[0] == "attach" else ""))
         return run_args
     args = run_parser().parse_args(run_args)
     settings = settings_from_args(args)
