@@ -2,9 +2,9 @@
 
 Each browser that opens the page gets its own process of ``swarm-tui RUN ARGS…`` (a run, ``--demo``,
 ``replay FILE``, or ``attach TASK_ID|FILE``: every browser then follows the one run another process is
-writing, which is how several people watch the same run, read-only with ``--spectate``). Bound to 127.0.0.1 unless ``--host`` says otherwise; then it says who can reach it, since
-whoever opens the page drives a run against the configured endpoint. ``--spectate`` makes the view read-only
-(tui.spectate).
+writing, which is how several people watch the same run, read-only with ``--spectate``). Bound to 127.0.0.1
+unless ``--host`` says otherwise; then it says who can reach it, since whoever opens the page drives a run
+against the configured endpoint. ``--spectate`` makes the view read-only (tui.spectate).
 """
 
 from __future__ import annotations
