@@ -231,7 +231,7 @@ def _recording_proxy(upstream: int, calls: list[dict[str, float]]) -> http.serve
 
 
 def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[str, str] | None = None,
-               ctx_per_slot: int = 4096) -> dict[str, float]:
+               binary: str = "", ctx_per_slot: int = 4096) -> dict[str, float]:
     """One DyTopo code run on a fresh llama-server (the real-model tier's build and model)."""
     sys.path.append(str(ROOT))  # tests.realmodel: the revision's own, else this checkout's
     from tests.realmodel.setup_llama import CACHE, MODEL_MEMBER
@@ -244,7 +244,8 @@ def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[
     from core.llm.embeddings import shared_embedder
     from core.runtime.config import Settings
 
-    server = CACHE / "llama_cpp_python-0.3.36" / "vendor" / "llama.cpp" / "build" / "bin" / "llama-server"
+    built = CACHE / "llama_cpp_python-0.3.36" / "vendor" / "llama.cpp" / "build" / "bin" / "llama-server"
+    server = Path(binary) if binary else built
     model = CACHE / "model" / MODEL_MEMBER
     if not server.is_file() or not model.is_file():
         raise SystemExit("llama-server or the model is missing: python -m tests.realmodel.setup_llama builds them")
@@ -303,7 +304,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"scripted": scripted_tier(args.rounds)}
     if args.llama:
         options = dict(o.split("=", 1) for o in args.llama_option)
-        runs = [llama_tier(args.slots, args.rounds, args.llama_protocol, options) for _ in range(args.repeat)]
+        runs = [llama_tier(args.slots, args.rounds, args.llama_protocol, options, args.llama_server)
+                for _ in range(args.repeat)]
         out["llama"] = {k: sum(r[k] for r in runs) / len(runs) for k in runs[0]}
     return out
 
@@ -351,12 +353,15 @@ def main() -> int:
                         help="llama-server -np (default 5: the code team and its Manager)")
     parser.add_argument("--repeat", type=int, default=1, help="llama-server runs to average")
     parser.add_argument("--llama-protocol", default="phased", choices=("phased", "single-pass"))
+    parser.add_argument("--llama-server", default="", metavar="PATH",
+                        help="another llama-server binary (default: the real-model tier's build)")
     parser.add_argument("--llama-option", action="append", default=[], metavar="KEY=VALUE",
                         help="a DyTopo option for the llama-server run (e.g. descriptor_context=full)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     argv = ["--rounds", str(args.rounds), "--slots", str(args.slots), "--repeat", str(args.repeat)]
-    argv += ["--llama", "--llama-protocol", args.llama_protocol] if args.llama else []
+    if args.llama:
+        argv += ["--llama", "--llama-protocol", args.llama_protocol, "--llama-server", args.llama_server]
     # The baseline runs with its own defaults: --llama-option names this checkout's options.
     if args.child:
         print(json.dumps(measure(args)))
