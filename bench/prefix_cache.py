@@ -231,7 +231,7 @@ def _recording_proxy(upstream: int, calls: list[dict[str, float]]) -> http.serve
 
 
 def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[str, str] | None = None,
-               binary: str = "", ctx_per_slot: int = 4096) -> dict[str, float]:
+               binary: str = "", max_tokens: int = 256, ctx_per_slot: int = 4096) -> dict[str, float]:
     """One DyTopo code run on a fresh llama-server (the real-model tier's build and model)."""
     sys.path.append(str(ROOT))  # tests.realmodel: the revision's own, else this checkout's
     from tests.realmodel.setup_llama import CACHE, MODEL_MEMBER
@@ -272,16 +272,19 @@ def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[
         proxy = _recording_proxy(port, calls)
         threading.Thread(target=proxy.serve_forever, daemon=True).start()
 
+        ran: list[int] = []  # the rounds the run completed
+
         async def run() -> None:
             chosen: dict[str, Any] = {"domain": "code", "protocol": protocol}  # plain strings, as above
             settings = Settings(**chosen, max_rounds=rounds, tau=0.3, k_in=3,
                                 convergence_threshold=1.01, base_url=f"http://127.0.0.1:{proxy.server_address[1]}/v1",
-                                model="smollm2", max_tokens=512,
+                                model="smollm2", max_tokens=max_tokens, first_byte_timeout=600.0,
+                                call_timeout=600.0,
                                 strategy_options={"dytopo": dict(options)} if options else {})
             backend = await open_backend(settings)
             try:
                 engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [], embedder=shared_embedder())
-                await engine.run()
+                ran.append((await engine.run()).rounds)
             finally:
                 await backend.close()
 
@@ -295,7 +298,7 @@ def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[
             process.kill()
     cached = sum(c["cache_n"] for c in calls)
     fresh = sum(c["prompt_n"] for c in calls)
-    return {"calls": len(calls), "cached": cached, "prompt": cached + fresh,
+    return {"rounds": ran[0] if ran else 0, "calls": len(calls), "cached": cached, "prompt": cached + fresh,
             "prefill_ms": round(sum(c["prompt_ms"] for c in calls), 1)}
 
 
@@ -304,7 +307,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"scripted": scripted_tier(args.rounds)}
     if args.llama:
         options = dict(o.split("=", 1) for o in args.llama_option)
-        runs = [llama_tier(args.slots, args.rounds, args.llama_protocol, options, args.llama_server)
+        runs = [llama_tier(args.slots, args.rounds, args.llama_protocol, options, args.llama_server, args.max_tokens)
                 for _ in range(args.repeat)]
         out["llama"] = {k: sum(r[k] for r in runs) / len(runs) for k in runs[0]}
     return out
@@ -340,8 +343,10 @@ def report(name: str, figures: dict[str, Any]) -> None:
               f"{_pct(f['bound'], f['chars']):>9}")
     llama = figures.get("llama")
     if llama:
-        print(f"  llama-server: {llama['calls']:.0f} calls, {llama['prompt']:.0f} prompt tokens, cached "
-              f"{_pct(llama['cached'], llama['prompt']).strip()}, prefill {llama['prefill_ms'] / 1000:.2f} s")
+        print(f"  llama-server: {llama['rounds']:.0f} rounds, {llama['calls']:.0f} calls, "
+              f"{llama['prompt']:.0f} prompt tokens, cached "
+              f"{_pct(llama['cached'], llama['prompt']).strip()}, {llama['prompt'] - llama['cached']:.0f} prefilled, "
+              f"prefill {llama['prefill_ms'] / 1000:.2f} s")
 
 
 def main() -> int:
@@ -352,6 +357,7 @@ def main() -> int:
     parser.add_argument("--slots", type=int, default=5,
                         help="llama-server -np (default 5: the code team and its Manager)")
     parser.add_argument("--repeat", type=int, default=1, help="llama-server runs to average")
+    parser.add_argument("--max-tokens", type=int, default=256, help="each call's max_tokens on the llama-server")
     parser.add_argument("--llama-protocol", default="phased", choices=("phased", "single-pass"))
     parser.add_argument("--llama-server", default="", metavar="PATH",
                         help="another llama-server binary (default: the real-model tier's build)")
@@ -361,7 +367,8 @@ def main() -> int:
     args = parser.parse_args()
     argv = ["--rounds", str(args.rounds), "--slots", str(args.slots), "--repeat", str(args.repeat)]
     if args.llama:
-        argv += ["--llama", "--llama-protocol", args.llama_protocol, "--llama-server", args.llama_server]
+        argv += ["--llama", "--llama-protocol", args.llama_protocol, "--llama-server", args.llama_server,
+                 "--max-tokens", str(args.max_tokens)]
     # The baseline runs with its own defaults: --llama-option names this checkout's options.
     if args.child:
         print(json.dumps(measure(args)))
