@@ -234,7 +234,7 @@ def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[
                binary: str = "", max_tokens: int = 256, ctx_per_slot: int = 4096) -> dict[str, float]:
     """One DyTopo code run on a fresh llama-server (the real-model tier's build and model)."""
     sys.path.append(str(ROOT))  # tests.realmodel: the revision's own, else this checkout's
-    from tests.realmodel.setup_llama import CACHE, MODEL_MEMBER
+    from tests.realmodel.setup_llama import CACHE, MODEL_MEMBER, SERVER
 
     try:
         from core.compose.runner import build_engine, open_backend
@@ -244,7 +244,7 @@ def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[
     from core.llm.embeddings import shared_embedder
     from core.runtime.config import Settings
 
-    built = CACHE / "llama_cpp_python-0.3.36" / "vendor" / "llama.cpp" / "build" / "bin" / "llama-server"
+    built = SERVER
     server = Path(binary) if binary else built
     model = CACHE / "model" / MODEL_MEMBER
     if not server.is_file() or not model.is_file():

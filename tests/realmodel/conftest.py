@@ -19,9 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.realmodel.setup_llama import CACHE, MODEL_MEMBER
+from tests.realmodel.setup_llama import CACHE, MODEL_MEMBER, SERVER
 
-SERVER = CACHE / "llama_cpp_python-0.3.36" / "vendor" / "llama.cpp" / "build" / "bin" / "llama-server"
 MODEL = CACHE / "model" / MODEL_MEMBER
 
 

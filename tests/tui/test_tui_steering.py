@@ -276,6 +276,7 @@ def test_steered_round_snapshot(snap_compare: Any, size: tuple[int, int]) -> Non
         screen = pilot.app.swarm_screen
         screen.view_round = 2
         screen.refresh_all()
+        pilot.app.clear_notifications()  # the toasts each action raised come and go with time: not the frame
         await pilot.pause()
 
     assert snap_compare(feed_app(), terminal_size=size, run_before=run_before)
