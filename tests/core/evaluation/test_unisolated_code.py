@@ -166,14 +166,33 @@ print(subprocess.run([sys.executable, "-c", peek], capture_output=True, text=Tru
 """
 
 
+def readable_copy_of_core() -> Path:
+    """This checkout's ``core`` package, copied where the unprivileged user can read it: a checkout under a
+    private home (CI's clone) is out of its reach, and the check needs only the package's own code."""
+    # The temporary folder may be private too (here /tmp is 0700): the first one every user can enter.
+    shared = next((d for d in (tempfile.gettempdir(), "/var/tmp", "/dev/shm")
+                   if os.path.isdir(d) and os.stat(d).st_mode & 0o001), None)
+    if shared is None:
+        pytest.skip("no temporary folder that another user can enter")
+    folder = Path(tempfile.mkdtemp(prefix="swarm-core-", dir=shared))
+    shutil.copytree(ROOT / "core", folder / "core", ignore=shutil.ignore_patterns("__pycache__", "data"))
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return folder
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_DUMPABLE is Linux's")
 @pytest.mark.parametrize("protect", [True, False])
 def test_a_same_user_child_cannot_read_a_protected_process_environment(protect: bool) -> None:
     python, env = as_another_user(pythons())
-    result = subprocess.run(
-        [*python, "-c", _READER, str(ROOT), "protect" if protect else "open"], capture_output=True, text=True,
-        timeout=60, cwd="/", env={**env, "SWARM_TEST_SECRET": "sk-do-not-leak"},
-    )
+    code = readable_copy_of_core()
+    try:
+        result = subprocess.run(
+            [*python, "-c", _READER, str(code), "protect" if protect else "open"], capture_output=True, text=True,
+            timeout=60, cwd="/", env={**env, "SWARM_TEST_SECRET": "sk-do-not-leak"},
+        )
+    finally:
+        shutil.rmtree(code, ignore_errors=True)
     assert result.returncode == 0, result.stderr
     if protect:
         assert result.stdout.strip() == "PermissionError"

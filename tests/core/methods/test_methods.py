@@ -150,9 +150,13 @@ def test_options_are_checked_with_one_line() -> None:
 def test_bad_strategy_flags_exit_2_with_one_line(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with pytest.raises(SystemExit) as stop:
-        cli_main(argv)
-    assert stop.value.code == 2
+    # A flag the parser refuses exits at once; an option only the team can check (star's hub) is found by the
+    # run's assembly, which builds the method before any request: the same exit code and one line either way.
+    try:
+        code = cli_main(argv)
+    except SystemExit as stop:
+        code = stop.code
+    assert code == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
