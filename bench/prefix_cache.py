@@ -195,6 +195,8 @@ def _timings(payload: bytes) -> dict[str, float]:
 
 
 def _recording_proxy(upstream: int, calls: list[dict[str, float]]) -> http.server.ThreadingHTTPServer:
+    """Like the real-model tier's proxy (tests/realmodel/conftest.py), kept here because this script also runs
+    against older checkouts (--baseline), whose tests/ may not have what this one has."""
     class Handler(http.server.BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
             pass
@@ -234,7 +236,12 @@ def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[
                binary: str = "", max_tokens: int = 256, ctx_per_slot: int = 4096) -> dict[str, float]:
     """One DyTopo code run on a fresh llama-server (the real-model tier's build and model)."""
     sys.path.append(str(ROOT))  # tests.realmodel: the revision's own, else this checkout's
-    from tests.realmodel.setup_llama import CACHE, MODEL_MEMBER, SERVER
+    import tests.realmodel.setup_llama as setup  # the revision's own when it has one (--baseline)
+
+    CACHE, MODEL_MEMBER = setup.CACHE, setup.MODEL_MEMBER
+    # An older revision's setup has no SERVER: the portable build this checkout's setup makes is the one to run.
+    SERVER = getattr(setup, "SERVER", CACHE / "llama_cpp_python-0.3.36" / "vendor" / "llama.cpp" / "build-portable"
+                     / "bin" / "llama-server")
 
     try:
         from core.compose.runner import build_engine, open_backend
