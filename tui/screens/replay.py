@@ -26,7 +26,7 @@ from core.sessions.model import Session, SessionFormatError, session_from_events
 
 from ..bindings import REPLAY_BINDINGS
 from ..model import RunModel, reroute
-from .steer import ACTION_LABELS, SteerContext, SteerScreen
+from .steer import SteerScreen
 from .swarm_view import SwarmScreen
 
 BASE_STEP_S = 0.4  # one event every 0.4 s at speed 1
@@ -270,25 +270,18 @@ class ReplayScreen(SwarmScreen):
     def action_steer_fork(self) -> None:
         """Fork and compare in one action: pick a steering action for the round after the one viewed; the
         fork runs with it, and when it ends the compare screen opens with the original beside the fork."""
-        from core.methods.catalogue import steering_of
-
         session = self._session()
         if session is None:
             self.notify("this replay has no session to fork from", severity="warning")
             return
-        taken = {k.value for k in steering_of(self.model.strategy)}
-        actions = [a for a in ACTION_LABELS if a in taken]
-        if not actions:
+        round_no = self.shown_round
+        context = self.steer_context(
+            title=f"fork from {self.model.unit} {round_no} with a steering action, then compare with the original",
+            round_no=round_no,
+        )
+        if context is None:
             self.notify(f"{self.model.strategy} takes no steering actions", severity="warning")
             return
-        pane = self.focused_agent()
-        focused = pane.agent if pane is not None and pane.agent != self.model.manager else ""
-        round_no = self.shown_round
-        context = SteerContext(
-            actions=actions, agents=[*self.model.workers, *self.model.extra_agents], focused=focused,
-            long_texts={"goal": self.model.next_goal},
-            title=f"fork from {self.model.unit} {round_no} with a steering action, then compare with the original",
-        )
 
         def chosen(request: dict[str, Any] | None) -> None:
             if request is None:

@@ -29,7 +29,7 @@ from ..bindings import RUN_BINDINGS
 from ..bridge import BackendFailed, BackendStatus, EventBridge
 from ..model import steer_line
 from ..widgets.topoweaver_view import tests_always_on
-from .steer import ACTION_LABELS, SteerContext, SteerScreen
+from .steer import SteerScreen
 from .swarm_view import SwarmScreen
 
 TAU_STEP = 0.05
@@ -250,28 +250,6 @@ class RunScreen(SwarmScreen):
         self.app.push_screen(SavedCompareScreen(unique_labels(runs), source=str(self.recorder.path)))
 
     # --- steering (docs/steering.md) -----------------------------------------------------------
-    def steer_context(self, initial: str = "note") -> SteerContext | None:
-        """What the steering dialog offers in this run: its method's actions, its team, the focused agent."""
-        from core.methods.catalogue import steering_of
-
-        actions = [a for a in ACTION_LABELS if a in {k.value for k in steering_of(self.model.strategy)}]
-        if not actions:
-            return None
-        pane = self.focused_agent()
-        focused = pane.agent if pane is not None and pane.agent != self.model.manager else ""
-        rv = self.model.round_view()
-        latest = rv.agents.get(focused) if rv is not None and focused else None
-        plans = [e for e in self.model.method_events if getattr(e, "type", "") == "topoweaver_plan"]
-        return SteerContext(
-            actions=actions,
-            agents=[*self.model.workers, *self.model.extra_agents],
-            focused=focused,
-            initial=initial,
-            long_texts={"goal": self.model.next_goal, "replace": latest.public if latest is not None else "",
-                        "plan": str(getattr(plans[-1], "yaml", "")) if plans else ""},
-            title=f"steer {self.model.strategy} · {self.model.position} · applies at the next barrier",
-        )
-
     def action_steer(self) -> None:
         if not self.model.running:
             self.notify("no run in progress to steer", severity="warning")

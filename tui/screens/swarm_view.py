@@ -37,6 +37,7 @@ from ..widgets.search_bar import SearchBar
 from ..widgets.topodim_view import TopoDIMState, TopoDIMView
 from ..widgets.topoweaver_view import TopoWeaverView, shows_topoweaver
 from .inbox import inbox_count
+from .steer import ACTION_LABELS, SteerContext
 
 FRAME_INTERVAL = 1 / 25  # how often streamed text reaches the panes
 NARROW_WIDTH, SHORT_HEIGHT = 100, 30
@@ -183,6 +184,32 @@ class SwarmScreen(Screen[None]):
             views = [*self.query(GraphPane), *self.query(TopoDIMView)]
             return not views or any(view.display for view in views)
         return True
+
+    def steer_context(self, initial: str = "note", *, title: str = "",
+                      round_no: int | None = None) -> SteerContext | None:
+        """What the steering dialog offers here (None: the method takes no action): the method's actions, its
+        team, the focused agent, and the texts its editors start from as of ``round_no`` (default: the current
+        round). The run screen steers the live run; a replay steers a fork from the round it shows."""
+        from core.methods.catalogue import steering_of
+
+        taken = {k.value for k in steering_of(self.model.strategy)}
+        actions = [a for a in ACTION_LABELS if a in taken]
+        if not actions:
+            return None
+        pane = self.focused_agent()
+        focused = pane.agent if pane is not None and pane.agent != self.model.manager else ""
+        rv = self.model.round_view(round_no)
+        latest = rv.agents.get(focused) if rv is not None and focused else None
+        plans = [e for e in self.model.method_events if getattr(e, "type", "") == "topoweaver_plan"]
+        return SteerContext(
+            actions=actions,
+            agents=[*self.model.workers, *self.model.extra_agents],
+            focused=focused,
+            initial=initial,
+            long_texts={"goal": self.model.next_goal, "replace": latest.public if latest is not None else "",
+                        "plan": str(getattr(plans[-1], "yaml", "")) if plans else ""},
+            title=title or f"steer {self.model.strategy} · {self.model.position} · applies at the next barrier",
+        )
 
     @property
     def takes_steering(self) -> bool:
