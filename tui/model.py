@@ -485,11 +485,9 @@ class RunModel:
 def reroute(routing: RoutingResult, tau: float, k_in: int, protocol: str) -> RoutingResult:
     """The graph the same similarities give at another tau / k_in (pure; core.routing.dytopo does the work).
     The user's pins and cuts of that round stay what they were: only tau and k_in change."""
-    from core.routing.dytopo import KIND_PINNED, REASON_CUT, route_from_similarity
+    from core.routing.dytopo import route_from_similarity
 
-    pinned = frozenset((e.src, e.dst) for e in routing.edges if e.kind == KIND_PINNED)
-    cut = frozenset((r.src, r.dst) for r in routing.removed if r.reason == REASON_CUT)
     return route_from_similarity(
-        routing.names, routing.similarity, tau, k_in, break_cycles=protocol != "single-pass", pinned=pinned, cut=cut,
-        silenced=frozenset(routing.inactive),
+        routing.names, routing.similarity, tau, k_in, break_cycles=protocol != "single-pass",
+        pinned=routing.pinned_pairs, cut=routing.cut_pairs, silenced=frozenset(routing.inactive),
     )

@@ -142,6 +142,16 @@ class RoutingResult:
         n = len(self.names)
         return n * (n - 1)
 
+    @property
+    def pinned_pairs(self) -> frozenset[tuple[str, str]]:
+        """(src, dst) of the edges a person pinned (core.runtime.steering): kept whatever their score."""
+        return frozenset((e.src, e.dst) for e in self.edges if e.kind == KIND_PINNED)
+
+    @property
+    def cut_pairs(self) -> frozenset[tuple[str, str]]:
+        """(src, dst) of the edges a person cut: in no graph while the cut holds."""
+        return frozenset((r.src, r.dst) for r in self.removed if r.reason == REASON_CUT)
+
     def in_edges(self, agent: str) -> list[Edge]:
         """Edges into agent, strongest first (the paper's recipient order, §3.4)."""
         return sorted((e for e in self.edges if e.dst == agent), key=lambda e: (-e.score, e.src))

@@ -91,20 +91,15 @@ def symbols(routing: RoutingResult, options: GraphOptions) -> str:
     return " · ".join(parts)
 
 
-def steered_edges(routing: RoutingResult) -> tuple[list[Edge], list[tuple[str, str]]]:
-    """(the pinned edges kept, the (src, dst) pairs cut by the user) of a graph."""
-    pinned = [e for e in routing.edges if e.kind == KIND_PINNED]
-    cut = sorted({(r.src, r.dst) for r in routing.removed if r.reason == REASON_CUT})
-    return pinned, cut
-
-
 def steer_legend(routing: RoutingResult, width: int, options: GraphOptions) -> list[Text]:
     """The user's pins and cuts in one (wrapped) line, always shown: ``━▶ pinned by you: A→B · ✂ cut by
     you: C→D``; nothing when the user pinned and cut nothing."""
-    pinned, cut = steered_edges(routing)
+    pinned = [(e.src, e.dst) for e in routing.edges if (e.src, e.dst) in routing.pinned_pairs]  # delivery order
+    cut = sorted(routing.cut_pairs)
     parts = []
     if pinned:
-        parts.append(f"{edge_glyphs(KIND_PINNED)[1]} pinned by you: " + ", ".join(f"{e.src}→{e.dst}" for e in pinned))
+        named = ", ".join(f"{src}→{dst}" for src, dst in pinned)
+        parts.append(f"{edge_glyphs(KIND_PINNED)[1]} pinned by you: {named}")
     if cut:
         parts.append("✂ cut by you: " + ", ".join(f"{src}→{dst}" for src, dst in cut))
     return _wrapped(" · ".join(parts), width, options.styles.steered) if parts else []
@@ -354,8 +349,7 @@ def render_matrix(routing: RoutingResult, width: int, options: GraphOptions | No
     name_width = max(4, min(longest, width - n * 6 - 1, 12))
     cell = max(6, min(longest + 1, (width - name_width) // max(1, n)))
     kept = {(e.src, e.dst) for e in routing.edges}
-    pinned, cut = steered_edges(routing)
-    pins, cuts = {(e.src, e.dst) for e in pinned}, set(cut)
+    pins, cuts = routing.pinned_pairs, routing.cut_pairs
     lines = _legend_lines(routing, width, options)
     marks = " · + pinned by you" * bool(pins) + " · x cut by you" * bool(cuts)
     lines += _wrapped(f"rows: query (needs) · columns: key (offers) · ≥ {routing.tau:.2f} highlighted · * kept{marks}",
@@ -395,8 +389,7 @@ def _heat_map(routing: RoutingResult, width: int, options: GraphOptions) -> list
     names = routing.names
     n = len(names)
     kept = {(e.src, e.dst) for e in routing.edges}
-    pinned, cut = steered_edges(routing)
-    pins, cuts = {(e.src, e.dst) for e in pinned}, set(cut)
+    pins, cuts = routing.pinned_pairs, routing.cut_pairs
     digits = len(str(n))
     longest = max((len(x) for x in names), default=4)
     label = max(digits + 1, min(width - 2 * n - 1, digits + 2 + longest))
