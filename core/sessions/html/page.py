@@ -21,7 +21,10 @@ CSS = """
 *{box-sizing:border-box}
 body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif}
 main{max-width:1240px;margin:0 auto;padding:16px}
-h1{font-size:1.35rem;margin:.2em 0 .4em;overflow-wrap:anywhere}h2{font-size:1.15rem;margin:.2em 0}
+h1{font-size:1.35rem;margin:.2em 0 .4em}
+/* Paths and URLs have no break in them: prose may break anywhere rather than widen the page. */
+h1,p,li{overflow-wrap:anywhere}
+h2{font-size:1.15rem;margin:.2em 0}
 h3{font-size:1rem;margin:.9em 0 .3em}h4{font-size:.95rem;margin:0}
 a{color:var(--accent)}
 .mute{color:var(--mute)}.ok{color:var(--ok)}.bad{color:var(--bad)}
