@@ -17,10 +17,14 @@ Real-model tier (``--llama``): a 3-round DyTopo code run on the real-model tier'
 the Manager); prints the share of prompt tokens the server took from its cache (llama.cpp's
 ``timings.cache_n`` over ``cache_n + prompt_n``) and the summed prefill time (``timings.prompt_ms``).
 
-Both tiers run on this checkout and, with ``--baseline REV``, on that revision (a temporary git worktree,
+Replay (``--replay``): the scripted tier's DyTopo prompts (single-pass and phased) sent to that llama-server
+one at a time, each agent on its own slot, one token each: the cached share and the summed prefill time of
+the same requests, free of a live run's differing replies and of calls that share the two cores.
+
+All tiers run on this checkout and, with ``--baseline REV``, on that revision (a temporary git worktree,
 the same script run as a child with it on PYTHONPATH):
 
-    python bench/prefix_cache.py [--baseline REV] [--rounds 3] [--llama] [--slots N] [--repeat 1]
+    python bench/prefix_cache.py [--baseline REV] [--rounds 3] [--replay] [--llama] [--slots N] [--repeat 1]
         [--llama-protocol phased|single-pass] [--llama-option KEY=VALUE ...]
 """
 
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import http.client
 import http.server
 import json
@@ -39,7 +44,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +56,7 @@ if not os.environ.get("PYTHONPATH"):  # a baseline child imports its revision th
 CASES: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
     ("dytopo single-pass", "dytopo", "single-pass", {}),
     ("dytopo phased", "dytopo", "phased", {}),
-    ("  descriptor full", "dytopo", "phased", {"descriptor_context": "full"}),
+    ("  descriptor round", "dytopo", "phased", {"descriptor_context": "round"}),
     ("topodim", "topodim", "phased", {}),
     ("dmoa", "dmoa", "phased", {}),
     ("topoweaver", "topoweaver", "phased", {}),
@@ -133,7 +138,9 @@ def changing(script: Callable[[Any], str]) -> Callable[[Any], str]:
     return reply
 
 
-def scripted_case(method: str, protocol: str, options: dict[str, Any], rounds: int) -> dict[str, int]:
+def scripted_requests(method: str, protocol: str, options: dict[str, Any], rounds: int
+                      ) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Each worker and Manager request of one scripted run, in the order sent: (agent, messages)."""
     try:
         from core.compose.runner import build_engine, open_backend
     except ImportError:  # a revision from before the layers refactor
@@ -157,8 +164,12 @@ def scripted_case(method: str, protocol: str, options: dict[str, Any], rounds: i
 
     with ScriptedServer(changing(demo_script)) as server:
         asyncio.run(run(server))
-        prompts = [(r.role, rendered(r.messages)) for r in server.requests if r.role]
-    return reuse(prompts)
+        return [(r.role, list(r.messages)) for r in server.requests if r.role]
+
+
+def scripted_case(method: str, protocol: str, options: dict[str, Any], rounds: int) -> dict[str, int]:
+    return reuse([(agent, rendered(messages)) for agent, messages in
+                  scripted_requests(method, protocol, options, rounds)])
 
 
 def scripted_tier(rounds: int) -> dict[str, dict[str, int] | None]:
@@ -211,6 +222,8 @@ def _recording_proxy(upstream: int, calls: list[dict[str, float]]) -> http.serve
                 timings = _timings(payload)
                 if timings:
                     calls.append({k: float(timings.get(k, 0)) for k in ("cache_n", "prompt_n", "prompt_ms")})
+                    if os.environ.get("PREFIX_CACHE_CALLS"):  # each call's figures, for a closer look
+                        print(self.headers.get("X-Swarm-Call", ""), calls[-1], file=sys.stderr)
             self.send_response(reply.status)
             for key, value in reply.getheaders():
                 if key.lower() not in ("transfer-encoding", "content-length", "connection"):
@@ -232,37 +245,32 @@ def _recording_proxy(upstream: int, calls: list[dict[str, float]]) -> http.serve
     return Quiet(("127.0.0.1", _free_port()), Handler)
 
 
-def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[str, str] | None = None,
-               binary: str = "", max_tokens: int = 256, ctx_per_slot: int = 4096) -> dict[str, float]:
-    """One DyTopo code run on a fresh llama-server (the real-model tier's build and model)."""
+def _llama_paths(binary: str = "") -> tuple[Path, Path]:
+    """The llama-server binary and the model of the real-model tier (the revision's own setup when it has one)."""
     sys.path.append(str(ROOT))  # tests.realmodel: the revision's own, else this checkout's
     import tests.realmodel.setup_llama as setup  # the revision's own when it has one (--baseline)
 
-    CACHE, MODEL_MEMBER = setup.CACHE, setup.MODEL_MEMBER
+    cache = setup.CACHE
     # An older revision's setup has no SERVER: the portable build this checkout's setup makes is the one to run.
-    SERVER = getattr(setup, "SERVER", CACHE / "llama_cpp_python-0.3.36" / "vendor" / "llama.cpp" / "build-portable"
-                     / "bin" / "llama-server")
-
-    try:
-        from core.compose.runner import build_engine, open_backend
-    except ImportError:
-        from core.runtime.runner import build_engine, open_backend  # type: ignore[no-redef]
-    from core.demo.scripts import DEMO_PROBLEMS
-    from core.llm.embeddings import shared_embedder
-    from core.runtime.config import Settings
-
-    built = SERVER
+    built = getattr(setup, "SERVER", cache / "llama_cpp_python-0.3.36" / "vendor" / "llama.cpp" / "build-portable"
+                    / "bin" / "llama-server")
     server = Path(binary) if binary else built
-    model = CACHE / "model" / MODEL_MEMBER
+    model = cache / "model" / setup.MODEL_MEMBER
     if not server.is_file() or not model.is_file():
         raise SystemExit("llama-server or the model is missing: python -m tests.realmodel.setup_llama builds them")
+    return server, model
+
+
+@contextlib.contextmanager
+def llama_server(slots: int, binary: str = "", ctx_per_slot: int = 4096) -> Iterator[int]:
+    """A fresh llama-server with ``slots`` slots on a free port, stopped on exit; yields the port."""
+    server, model = _llama_paths(binary)
     port = _free_port()
     process = subprocess.Popen(
         [str(server), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-t", "2",
          "-c", str(ctx_per_slot * slots), "--parallel", str(slots), "--seed", "1"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
-    calls: list[dict[str, float]] = []
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -276,10 +284,62 @@ def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[
             if time.monotonic() > deadline or process.poll() is not None:
                 raise SystemExit("llama-server did not start")
             time.sleep(0.3)
+        yield port
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def _figures(calls: list[dict[str, float]]) -> dict[str, float]:
+    cached = sum(c["cache_n"] for c in calls)
+    fresh = sum(c["prompt_n"] for c in calls)
+    return {"calls": len(calls), "cached": cached, "prompt": cached + fresh,
+            "prefill_ms": round(sum(c["prompt_ms"] for c in calls), 1)}
+
+
+def llama_replay(slots: int, rounds: int, protocol: str, binary: str = "") -> dict[str, float]:
+    """The scripted run's requests (the same content before and after) sent to llama-server one at a time,
+    each agent on its own slot as the app keeps it, one token each: what the server took from its cache and
+    how long it prefilled. One at a time, so each call's prefill time is its own."""
+    requests = scripted_requests("dytopo", protocol, {}, rounds)
+    slot_of: dict[str, int] = {}
+    calls: list[dict[str, float]] = []
+    with llama_server(slots, binary) as port:
+        for agent, messages in requests:
+            slot = slot_of.setdefault(agent, len(slot_of) % slots)
+            body = json.dumps({"messages": messages, "max_tokens": 1, "temperature": 0, "cache_prompt": True,
+                               "id_slot": slot}).encode()
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+            conn.request("POST", "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"})
+            reply = conn.getresponse()
+            payload = reply.read()
+            conn.close()
+            if reply.status != 200:
+                raise SystemExit(f"llama-server refused a replayed request ({reply.status}): {payload[:300]!r}")
+            timings = _timings(payload)
+            calls.append({k: float(timings.get(k, 0)) for k in ("cache_n", "prompt_n", "prompt_ms")})
+    return _figures(calls)
+
+
+def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[str, str] | None = None,
+               binary: str = "", max_tokens: int = 256) -> dict[str, float]:
+    """One DyTopo code run on a fresh llama-server (the real-model tier's build and model)."""
+    try:
+        from core.compose.runner import build_engine, open_backend
+    except ImportError:
+        from core.runtime.runner import build_engine, open_backend  # type: ignore[no-redef]
+    from core.demo.scripts import DEMO_PROBLEMS
+    from core.llm.embeddings import shared_embedder
+    from core.runtime.config import Settings
+
+    calls: list[dict[str, float]] = []
+    ran: list[int] = []  # the rounds the run completed
+    with llama_server(slots, binary) as port:
         proxy = _recording_proxy(port, calls)
         threading.Thread(target=proxy.serve_forever, daemon=True).start()
-
-        ran: list[int] = []  # the rounds the run completed
 
         async def run() -> None:
             chosen: dict[str, Any] = {"domain": "code", "protocol": protocol}  # plain strings, as above
@@ -297,16 +357,7 @@ def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[
 
         asyncio.run(run())
         proxy.shutdown()
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-    cached = sum(c["cache_n"] for c in calls)
-    fresh = sum(c["prompt_n"] for c in calls)
-    return {"rounds": ran[0] if ran else 0, "calls": len(calls), "cached": cached, "prompt": cached + fresh,
-            "prefill_ms": round(sum(c["prompt_ms"] for c in calls), 1)}
+    return {"rounds": ran[0] if ran else 0, **_figures(calls)}
 
 
 # --- before and after ----------------------------------------------------------------------------------------
@@ -317,6 +368,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         runs = [llama_tier(args.slots, args.rounds, args.llama_protocol, options, args.llama_server, args.max_tokens)
                 for _ in range(args.repeat)]
         out["llama"] = {k: sum(r[k] for r in runs) / len(runs) for k in runs[0]}
+    if args.replay:
+        out["replay"] = {protocol: llama_replay(args.slots, args.rounds, protocol, args.llama_server)
+                         for protocol in ("single-pass", "phased")}
     return out
 
 
@@ -354,6 +408,10 @@ def report(name: str, figures: dict[str, Any]) -> None:
               f"{llama['prompt']:.0f} prompt tokens, cached "
               f"{_pct(llama['cached'], llama['prompt']).strip()}, {llama['prompt'] - llama['cached']:.0f} prefilled, "
               f"prefill {llama['prefill_ms'] / 1000:.2f} s")
+    for protocol, f in figures.get("replay", {}).items():
+        print(f"  llama-server, the scripted {protocol} prompts replayed: {f['calls']:.0f} calls, "
+              f"{f['prompt']:.0f} prompt tokens, cached {_pct(f['cached'], f['prompt']).strip()}, "
+              f"{f['prompt'] - f['cached']:.0f} prefilled, prefill {f['prefill_ms'] / 1000:.2f} s")
 
 
 def main() -> int:
@@ -365,17 +423,20 @@ def main() -> int:
                         help="llama-server -np (default 5: the code team and its Manager)")
     parser.add_argument("--repeat", type=int, default=1, help="llama-server runs to average")
     parser.add_argument("--max-tokens", type=int, default=256, help="each call's max_tokens on the llama-server")
+    parser.add_argument("--replay", action="store_true",
+                        help="also send the scripted runs' prompts (the same content before and after) to llama-server")
     parser.add_argument("--llama-protocol", default="phased", choices=("phased", "single-pass"))
     parser.add_argument("--llama-server", default="", metavar="PATH",
                         help="another llama-server binary (default: the real-model tier's build)")
     parser.add_argument("--llama-option", action="append", default=[], metavar="KEY=VALUE",
-                        help="a DyTopo option for the llama-server run (e.g. descriptor_context=full)")
+                        help="a DyTopo option for the llama-server run (e.g. descriptor_context=round)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     argv = ["--rounds", str(args.rounds), "--slots", str(args.slots), "--repeat", str(args.repeat)]
+    if args.replay or args.llama:
+        argv += ["--llama-server", args.llama_server] + (["--replay"] if args.replay else [])
     if args.llama:
-        argv += ["--llama", "--llama-protocol", args.llama_protocol, "--llama-server", args.llama_server,
-                 "--max-tokens", str(args.max_tokens)]
+        argv += ["--llama", "--llama-protocol", args.llama_protocol, "--max-tokens", str(args.max_tokens)]
     # The baseline runs with its own defaults: --llama-option names this checkout's options.
     if args.child:
         print(json.dumps(measure(args)))

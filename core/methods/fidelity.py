@@ -70,10 +70,15 @@ DEVIATIONS: tuple[Deviation, ...] = (
     ),
     Deviation(
         "dytopo",
-        "A descriptor call sees the memory of the previous round only.",
-        "A descriptor states this round's needs and offers; older rounds reach it through the Manager's goal. "
-        "The paper does not say what the descriptor prompt holds. -o descriptor_context=full shows it the work "
-        "call's memory and whole problem, which a server's prefix cache then reuses for the work call.",
+        "A phased descriptor call sees the agent's whole state, as every output of eq. 1 is drawn from it "
+        "(S_i = [role; task; memory]): the whole problem and memory, then the round's goal. "
+        "descriptor_context=round is an economy: the problem's opening and the last round's memory only.",
+        "Eq. 1 conditions the descriptors on the whole state; the reference does not say what its phase-A prompt "
+        "holds. On a server with a prefix cache the work call that follows reuses the descriptor call's prompt, "
+        "so the whole state leaves fewer tokens to prefill than the economy (bench/prefix_cache.py).",
+        "-o descriptor_context=full (the default)",
+        ("descriptor_context", "full"),
+        default_is_paper=True,
     ),
     Deviation(
         "dytopo",

@@ -117,7 +117,7 @@ def _context_block(memory: str, inbox: str) -> str:
     return "\n\n".join(parts)
 
 
-_ASKS: dict[str, str] = {  # by call kind (a CallKind is its text)
+WORKER_ASKS: dict[str, str] = {  # a worker call's instruction, by call kind (a CallKind is its text)
     CALL_WORK: "Do your part of this round's goal. Reply with the full work JSON.",
     CALL_SINGLE_PASS: "Do your part of this round's goal. Reply with the full work JSON, including query "
     "and key for the next routing.",
@@ -136,7 +136,7 @@ def worker_request(
     return (
         f"PROBLEM:\n{problem}\n\nROUND {round_no} GOAL:\n{goal}\n\n"
         + (f"{context}\n\n" if context else "")
-        + _ASKS[call]
+        + WORKER_ASKS[call]
     )
 
 
@@ -161,8 +161,9 @@ def worker_messages(
     In the cache order the user message runs: problem, memory (oldest first, as it arrived), this round's goal,
     the inbox, the ask. The system prompt is the role and, for a single-pass call (an agent's only call kind,
     the same every round), its reply shape; phased descriptor and work calls alternate, so each one's shape
-    ends its user message and the two share the role and the problem's opening. Each round's prompt begins
-    with the previous round's up to that round's goal."""
+    ends its user message: shown the same state (``digest`` False), a round's work call begins with its
+    descriptor call up to the ask. Each round's prompt begins with the previous round's up to that round's
+    goal."""
     if order == PROMPT_PAPER:
         return [
             {"role": "system", "content": worker_system_prompt(domain, role, call, private_only=private_only)},
@@ -182,7 +183,7 @@ def worker_messages(
     parts.append(f"ROUND {round_no} GOAL:\n{goal}")
     if inbox:
         parts.append(f"MESSAGES ROUTED TO YOU THIS ROUND:\n{inbox}")
-    parts.append(_ASKS[call])
+    parts.append(WORKER_ASKS[call])
     if shape:
         parts.append(shape)
     return [

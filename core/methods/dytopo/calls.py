@@ -34,8 +34,9 @@ class DyTopoCalls:
         # The edge payload: True when only the private message travels (the workers' prompt says so).
         self.private_only = private_only
         self.prompt_order = prompt_order  # core.runtime.prompts PROMPT_ORDERS: how a worker prompt is ordered
-        # A descriptor call sees the work call's memory and whole problem (a prefix the work call then reuses
-        # from the server's cache) rather than the last round's memory and the problem's opening.
+        # A descriptor call sees the agent's whole state (eq. 1: the whole problem and memory), a prefix the work
+        # call then reuses from a server's cache; False: the economy of the last round's memory and the
+        # problem's opening (descriptor_context=round).
         self.full_descriptors = full_descriptors
         self.memory: dict[str, AgentMemory] = {name: AgentMemory(rule=memory_rule) for name in rt.workers}
 

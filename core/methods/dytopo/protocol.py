@@ -83,10 +83,10 @@ DESCRIPTOR_CONTEXTS = ("round", "full")
 DESCRIPTOR_CONTEXT_OPTION = OptionSpec(
     "descriptor_context",
     "choice",
-    "round",
-    "what a phased descriptor call sees: round (the last round's memory and the problem's opening: fewer prompt "
-    "tokens) or full (the work call's memory and whole problem: more tokens, but on a server with a prefix cache "
-    "the work call that follows reuses them, so fewer are prefilled)",
+    "full",
+    "what a phased descriptor call sees: full (the agent's whole state, as eq. 1: the whole problem and memory, "
+    "which the work call that follows reuses from a server's prefix cache) or round (the problem's opening and "
+    "the last round's memory: fewer prompt tokens, more of them prefilled on a caching server, not the paper)",
     choices=DESCRIPTOR_CONTEXTS,
 )
 
@@ -112,7 +112,7 @@ class DyTopoMethod:
         payload: str = PAYLOAD_AUTO,
         memory: str = MEMORY_ACCUMULATE,
         prompt_order: str = PROMPT_CACHE,
-        descriptor_context: str = "round",
+        descriptor_context: str = "full",
     ) -> None:
         self.graph: TopologyStrategy = graph or DyTopoStrategy()
         self.name = name or self.graph.name

@@ -17,7 +17,7 @@ from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import ScriptedServer
 from core.runtime.config import Settings
 from core.runtime.events import CALL_DESCRIPTORS, CALL_SINGLE_PASS, CALL_WORK
-from core.runtime.prompts import problem_digest
+from core.runtime.prompts import WORKER_ASKS, problem_digest
 from tests.core.runtime.test_engine import run_swarm
 
 
@@ -73,17 +73,36 @@ async def test_each_round_begins_with_the_agents_previous_prompt(embedder: Any, 
         assert last.index(f"[{agent}, round 1]") < last.index("ROUND 3 GOAL:")
 
 
-async def test_a_rounds_descriptor_and_work_calls_share_their_opening(embedder: Any) -> None:
+async def test_a_rounds_work_call_begins_with_its_descriptor_call_up_to_the_ask(embedder: Any) -> None:
+    """Both see the agent's whole state (eq. 1) and the round's goal; only the instruction differs."""
     requests = await _log(embedder, "phased")
     work, descriptors = _calls(requests, CALL_WORK), _calls(requests, CALL_DESCRIPTORS)
+    assert len(descriptors) == 4 and all(len(calls) == 2 for calls in descriptors.values())  # rounds 2 and 3
     for agent, calls in descriptors.items():
         for described in calls:
             (worked,) = [w for w in work[agent] if w.round == described.round]
-            a, b = _text(described), _text(worked)
-            shared = a[: next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))]
-            # The whole system prompt, and the problem up to where the descriptor call's digest cuts it.
-            head = problem_digest(DEMO_PROBLEMS["code"]).split("\n[…")[0]
-            assert worked.messages[0]["content"] in shared and f"PROBLEM:\n{head}" in shared, agent
+            asked = _text(described)
+            stable = asked[: asked.index(WORKER_ASKS[CALL_DESCRIPTORS])]
+            assert f"ROUND {described.round} GOAL:" in stable and "YOUR MEMORY" in stable, agent
+            assert _text(worked).startswith(stable), (agent, described.round)
+            # ... and the next round's descriptor call begins with this round's work call up to its goal.
+            later = [d for d in calls if d.round == described.round + 1]
+            if later:
+                done = _text(worked)
+                assert _text(later[0]).startswith(done[: done.index(f"ROUND {described.round} GOAL:")])
+
+
+async def test_the_round_economy_shows_a_descriptor_call_the_problems_opening_and_last_round(
+    embedder: Any,
+) -> None:
+    requests = await _log(embedder, "phased", descriptor_context="round")
+    head = problem_digest(DEMO_PROBLEMS["code"])
+    late = [r for r in requests if r.call == CALL_DESCRIPTORS and r.round == 3]
+    assert late
+    for r in late:
+        text = _text(r)
+        assert f"PROBLEM:\n{head}" in text and DEMO_PROBLEMS["code"].strip() not in text
+        assert "[round 2," in text and "[round 1," not in text  # the last round's memory only
 
 
 @pytest.mark.parametrize("protocol", ["single-pass", "phased"])
