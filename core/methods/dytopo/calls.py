@@ -28,7 +28,7 @@ class DyTopoCalls:
 
     def __init__(
         self, rt: SwarmEngine, *, private_only: bool = False, memory_rule: str = MEMORY_ACCUMULATE,
-        prompt_order: str = PROMPT_CACHE, full_descriptors: bool = False,
+        prompt_order: str = PROMPT_CACHE, full_descriptors: bool = True,
     ) -> None:
         self.rt = rt
         # The edge payload: True when only the private message travels (the workers' prompt says so).
