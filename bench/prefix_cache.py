@@ -15,7 +15,8 @@ every step (DyTopo's Manager never ends early, no convergence stop). Per method 
 Real-model tier (``--llama``): a 3-round DyTopo code run on the real-model tier's llama-server
 (SmolLM2-135M, ``python -m tests.realmodel.setup_llama``), one slot per agent (``-np`` = the team plus
 the Manager); prints the share of prompt tokens the server took from its cache (llama.cpp's
-``timings.cache_n`` over ``cache_n + prompt_n``) and the summed prefill time (``timings.prompt_ms``).
+``timings.cache_n`` over ``cache_n + prompt_n``) and the summed prefill time (``timings.prompt_ms``);
+``PREFIX_CACHE_CALLS=1`` also prints each call's figures, by agent, call kind and round, to stderr.
 
 Replay (``--replay``): the scripted tier's DyTopo prompts (single-pass and phased) sent to that llama-server
 one at a time, each agent on its own slot, one token each: the cached share and the summed prefill time of
