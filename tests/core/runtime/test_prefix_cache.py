@@ -269,3 +269,18 @@ async def test_each_method_reuses_within_five_points_of_its_append_only_bound(em
     reusable, bound = _reusable_and_bound(requests)
     assert len({r.role for r in requests}) > 1 and bound > 0.2, (method, bound)
     assert reusable >= bound - 0.05, (method, round(reusable, 3), round(bound, 3))
+
+
+@pytest.mark.parametrize("protocol", ["single-pass", "phased"])
+async def test_dytopo_reuses_within_five_points_of_its_append_only_bound(embedder: Any, protocol: str) -> None:
+    """Replies that change every round: what is left to prefill is what is new, bar the round's goal and ask
+    (a phased descriptor call that saw less than its work call would sit about 20 points under)."""
+    reusable, bound = _reusable_and_bound(await _log(embedder, protocol))
+    assert bound > 0.3, bound
+    assert reusable >= bound - 0.05, (protocol, round(reusable, 3), round(bound, 3))
+
+
+async def test_the_round_economy_breaks_the_work_calls_prefix(embedder: Any) -> None:
+    """The other side of the check above: the economy's descriptor call pushes the work prompt out."""
+    reusable, bound = _reusable_and_bound(await _log(embedder, "phased", descriptor_context="round"))
+    assert reusable < bound - 0.1, (round(reusable, 3), round(bound, 3))
