@@ -37,7 +37,20 @@ class Recorded:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0  # llama.cpp's timings.cache_n: the prompt tokens it took from a slot's cache
+    in_flight: int = 0  # chat requests forwarded and not yet answered
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def settled(self, timeout: float = 300.0) -> None:
+        """Wait until no chat request is in flight. A run that hung up on a call (its time budget) leaves the
+        server finishing it, and the proxy counts its tokens when it does: a later test's counts must start
+        after that."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if self.in_flight == 0:
+                    return
+            time.sleep(0.1)
+        raise AssertionError("a chat request to llama-server is still in flight after 300 s")
 
 
 @dataclass
@@ -86,21 +99,30 @@ def _proxy(upstream_port: int, recorded: Recorded, *, hide_props: bool = False) 
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
-            conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=300)
-            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
-            conn.request(self.command, self.path, body=body, headers=headers)
-            reply = conn.getresponse()
-            payload = reply.read()
-            if body and self.path.endswith("/chat/completions") and reply.status == 200:
-                prompt, completion = _usage_of(payload)
+            chat = bool(body) and self.path.endswith("/chat/completions")
+            if chat:
                 with recorded.lock:
-                    recorded.bodies.append(json.loads(body))
-                    recorded.prompt_tokens += prompt
-                    recorded.completion_tokens += completion
-                    recorded.cached_tokens += _cached_of(payload)
-            elif body and self.path.endswith("/chat/completions") and 400 <= reply.status < 500:
-                with recorded.lock:
-                    recorded.refusals.append(payload.decode("utf-8", "replace"))
+                    recorded.in_flight += 1
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=300)
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+                conn.request(self.command, self.path, body=body, headers=headers)
+                reply = conn.getresponse()
+                payload = reply.read()
+                if chat and reply.status == 200:
+                    prompt, completion = _usage_of(payload)
+                    with recorded.lock:
+                        recorded.bodies.append(json.loads(body or b"{}"))
+                        recorded.prompt_tokens += prompt
+                        recorded.completion_tokens += completion
+                        recorded.cached_tokens += _cached_of(payload)
+                elif chat and 400 <= reply.status < 500:
+                    with recorded.lock:
+                        recorded.refusals.append(payload.decode("utf-8", "replace"))
+            finally:
+                if chat:
+                    with recorded.lock:
+                        recorded.in_flight -= 1
             self.send_response(reply.status)
             for key, value in reply.getheaders():
                 if key.lower() not in ("transfer-encoding", "content-length", "connection"):
