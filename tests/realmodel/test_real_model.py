@@ -86,8 +86,14 @@ def test_the_cached_tokens_recorded_are_the_servers(real_model: RealModel, tmp_p
     assert replied and all(isinstance(c.get("cached_tokens"), int) for c in replied)
     finished = session.outcome
     assert finished is not None and finished.cached_tokens == sum(c["cached_tokens"] for c in replied)
+    recorded.settled()
     with recorded.lock:
-        assert finished.cached_tokens == recorded.cached_tokens - before
+        served = recorded.cached_tokens - before
+    if finished.reason == "budget" or len(replied) < sum(e.get("type") == "agent_started" for e in session.events):
+        # A call the run hung up on (its time budget) was served, and counted by the proxy, but never read.
+        assert finished.cached_tokens <= served
+    else:
+        assert finished.cached_tokens == served
     if len(replied) > 2:  # two slots: a third prompt meets an earlier one's chat-template opening in its slot
         assert finished.cached_tokens > 0
     assert f"prompt cache: cached {finished.cached_tokens:,}" in out.stderr
