@@ -34,19 +34,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import http.client
-import http.server
+import importlib.util
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -186,64 +185,17 @@ def scripted_tier(rounds: int) -> dict[str, dict[str, int] | None]:
 
 
 # --- the real-model tier -------------------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _timings(payload: bytes) -> dict[str, float]:
-    """llama.cpp's timings of one reply (the JSON body, or the last SSE chunk that has them)."""
-    text = payload.decode("utf-8", "replace")
-    found: dict[str, float] = {}
-    for chunk in [line[5:].strip() for line in text.splitlines() if line.startswith("data:")] or [text]:
-        try:
-            timings = json.loads(chunk).get("timings")
-        except (ValueError, AttributeError):
-            continue
-        if isinstance(timings, dict):
-            found = timings
-    return found
-
-
-def _recording_proxy(upstream: int, calls: list[dict[str, float]]) -> http.server.ThreadingHTTPServer:
-    """Like the real-model tier's proxy (tests/realmodel/conftest.py), kept here because this script also runs
-    against older checkouts (--baseline), whose tests/ may not have what this one has."""
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def _forward(self, body: bytes | None) -> None:
-            conn = http.client.HTTPConnection("127.0.0.1", upstream, timeout=600)
-            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
-            conn.request(self.command, self.path, body=body, headers=headers)
-            reply = conn.getresponse()
-            payload = reply.read()
-            if body and self.path.endswith("/chat/completions") and reply.status == 200:
-                timings = _timings(payload)
-                if timings:
-                    calls.append({k: float(timings.get(k, 0)) for k in ("cache_n", "prompt_n", "prompt_ms")})
-                    if os.environ.get("PREFIX_CACHE_CALLS"):  # each call's figures, for a closer look
-                        print(self.headers.get("X-Swarm-Call", ""), calls[-1], file=sys.stderr)
-            self.send_response(reply.status)
-            for key, value in reply.getheaders():
-                if key.lower() not in ("transfer-encoding", "content-length", "connection"):
-                    self.send_header(key, value)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-            conn.close()
-
-        def do_GET(self) -> None:
-            self._forward(None)
-
-        def do_POST(self) -> None:
-            self._forward(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-
-    class Quiet(http.server.ThreadingHTTPServer):
-        daemon_threads = True
-
-    return Quiet(("127.0.0.1", _free_port()), Handler)
+@functools.cache
+def _process_helpers() -> ModuleType:
+    """tests/realmodel/llama_process.py of this checkout, loaded by its path: a --baseline child has an older
+    checkout's tests/ on its path, which may lack it."""
+    path = ROOT / "tests" / "realmodel" / "llama_process.py"
+    spec = importlib.util.spec_from_file_location("_llama_process", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _llama_paths(binary: str = "") -> tuple[Path, Path]:
@@ -266,32 +218,19 @@ def _llama_paths(binary: str = "") -> tuple[Path, Path]:
 def llama_server(slots: int, binary: str = "", ctx_per_slot: int = 4096) -> Iterator[int]:
     """A fresh llama-server with ``slots`` slots on a free port, stopped on exit; yields the port."""
     server, model = _llama_paths(binary)
-    port = _free_port()
-    process = subprocess.Popen(
-        [str(server), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-t", "2",
-         "-c", str(ctx_per_slot * slots), "--parallel", str(slots), "--seed", "1"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    helpers = _process_helpers()
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-                conn.request("GET", "/health")
-                if conn.getresponse().status == 200:
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline or process.poll() is not None:
-                raise SystemExit("llama-server did not start")
-            time.sleep(0.3)
-        yield port
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        with helpers.llama_server(server, model, ctx_size=ctx_per_slot * slots, parallel=slots,
+                                  extra=["--seed", "1"]) as port:
+            yield port
+    except helpers.ServerFailed as exc:
+        raise SystemExit(str(exc)) from None
+
+
+def _call_figures(payload: bytes) -> dict[str, float]:
+    """One reply's llama.cpp timings: prompt tokens from the cache (cache_n), prefilled (prompt_n), prefill ms."""
+    timings = _process_helpers().reply_field(payload, "timings")
+    return {k: float(timings.get(k, 0)) for k in ("cache_n", "prompt_n", "prompt_ms")}
 
 
 def _figures(calls: list[dict[str, float]]) -> dict[str, float]:
@@ -320,8 +259,7 @@ def llama_replay(slots: int, rounds: int, protocol: str, binary: str = "") -> di
             conn.close()
             if reply.status != 200:
                 raise SystemExit(f"llama-server refused a replayed request ({reply.status}): {payload[:300]!r}")
-            timings = _timings(payload)
-            calls.append({k: float(timings.get(k, 0)) for k in ("cache_n", "prompt_n", "prompt_ms")})
+            calls.append(_call_figures(payload))
     return _figures(calls)
 
 
@@ -338,14 +276,19 @@ def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[
 
     calls: list[dict[str, float]] = []
     ran: list[int] = []  # the rounds the run completed
-    with llama_server(slots, binary) as port:
-        proxy = _recording_proxy(port, calls)
-        threading.Thread(target=proxy.serve_forever, daemon=True).start()
+
+    def seen(headers: Any, body: bytes, status: int, payload: bytes) -> None:
+        if status == 200 and _process_helpers().reply_field(payload, "timings"):
+            calls.append(_call_figures(payload))
+            if os.environ.get("PREFIX_CACHE_CALLS"):  # each call's figures, for a closer look
+                print(headers.get("X-Swarm-Call", ""), calls[-1], file=sys.stderr)
+
+    with llama_server(slots, binary) as port, _process_helpers().Proxy(port, seen).serving() as proxy:
 
         async def run() -> None:
             chosen: dict[str, Any] = {"domain": "code", "protocol": protocol}  # plain strings, as above
             settings = Settings(**chosen, max_rounds=rounds, tau=0.3, k_in=3,
-                                convergence_threshold=1.01, base_url=f"http://127.0.0.1:{proxy.server_address[1]}/v1",
+                                convergence_threshold=1.01, base_url=proxy.base_url,
                                 model="smollm2", max_tokens=max_tokens, first_byte_timeout=600.0,
                                 call_timeout=600.0,
                                 strategy_options={"dytopo": dict(options)} if options else {})
@@ -357,7 +300,6 @@ def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[
                 await backend.close()
 
         asyncio.run(run())
-        proxy.shutdown()
     return {"rounds": ran[0] if ran else 0, **_figures(calls)}
 
 

@@ -1,33 +1,25 @@
 """The real-model tier's server: llama-server with SmolLM2-135M-Instruct on a free loopback port, behind a
-small recording proxy (every request body, every usage count the server reported). Without the build the tier
+small recording proxy (tests/realmodel/llama_process.py: every request body, every usage count the server
+reported). Without the build the tier
 skips on a developer's machine, and fails in CI (CI=true), where .ci/run sets it up first."""
 
 from __future__ import annotations
 
 import contextlib
-import http.client
-import http.server
 import json
 import os
-import socket
-import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from email.message import Message
 from typing import Any
 
 import pytest
 
+from tests.realmodel.llama_process import Proxy, ServerFailed, llama_server, reply_field
 from tests.realmodel.setup_llama import CACHE, MODEL_MEMBER, SERVER
 
 MODEL = CACHE / "model" / MODEL_MEMBER
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -37,114 +29,32 @@ class Recorded:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0  # llama.cpp's timings.cache_n: the prompt tokens it took from a slot's cache
-    in_flight: int = 0  # chat requests forwarded and not yet answered
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def settled(self, timeout: float = 300.0) -> None:
-        """Wait until no chat request is in flight. A run that hung up on a call (its time budget) leaves the
-        server finishing it, and the proxy counts its tokens when it does: a later test's counts must start
-        after that."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self.lock:
-                if self.in_flight == 0:
-                    return
-            time.sleep(0.1)
-        raise AssertionError("a chat request to llama-server is still in flight after 300 s")
+    def seen(self, headers: Message, body: bytes, status: int, payload: bytes) -> None:
+        """One chat reply, as the proxy passes it on: a served request's body and counts, or a refusal."""
+        with self.lock:
+            if status == 200:
+                usage = reply_field(payload, "usage")
+                self.bodies.append(json.loads(body or b"{}"))
+                self.prompt_tokens += int(usage.get("prompt_tokens", 0))
+                self.completion_tokens += int(usage.get("completion_tokens", 0))
+                self.cached_tokens += int(reply_field(payload, "timings").get("cache_n", 0))
+            elif 400 <= status < 500:
+                self.refusals.append(payload.decode("utf-8", "replace"))
 
 
 @dataclass
 class RealModel:
     base_url: str  # the proxy's
     recorded: Recorded
+    proxy: Proxy
 
-
-def _cached_of(payload: bytes) -> int:
-    """llama.cpp's timings.cache_n of a reply (the JSON body or the stream's chunk that has them)."""
-    text = payload.decode("utf-8", "replace")
-    cached = 0
-    for chunk in [line[5:].strip() for line in text.splitlines() if line.startswith("data:")] or [text]:
-        try:
-            timings = json.loads(chunk).get("timings") or {}
-        except (ValueError, AttributeError):
-            continue
-        cached = timings.get("cache_n", cached)
-    return int(cached)
-
-
-def _usage_of(payload: bytes) -> tuple[int, int]:
-    """The usage the server reported in a reply (a JSON body or the SSE stream's usage chunk)."""
-    text = payload.decode("utf-8", "replace")
-    chunks = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")] or [text]
-    prompt = completion = 0
-    for chunk in chunks:
-        try:
-            usage = json.loads(chunk).get("usage") or {}
-        except (ValueError, AttributeError):
-            continue
-        prompt, completion = usage.get("prompt_tokens", prompt), usage.get("completion_tokens", completion)
-    return prompt, completion
-
-
-def _proxy(upstream_port: int, recorded: Recorded, *, hide_props: bool = False) -> http.server.ThreadingHTTPServer:
-    """``hide_props``: answer GET /props with 404, as a server that does not report its context does."""
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def _forward(self, body: bytes | None) -> None:
-            if hide_props and self.path.rstrip("/").endswith("/props"):
-                self.send_response(404)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            chat = bool(body) and self.path.endswith("/chat/completions")
-            if chat:
-                with recorded.lock:
-                    recorded.in_flight += 1
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=300)
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
-                conn.request(self.command, self.path, body=body, headers=headers)
-                reply = conn.getresponse()
-                payload = reply.read()
-                if chat and reply.status == 200:
-                    prompt, completion = _usage_of(payload)
-                    with recorded.lock:
-                        recorded.bodies.append(json.loads(body or b"{}"))
-                        recorded.prompt_tokens += prompt
-                        recorded.completion_tokens += completion
-                        recorded.cached_tokens += _cached_of(payload)
-                elif chat and 400 <= reply.status < 500:
-                    with recorded.lock:
-                        recorded.refusals.append(payload.decode("utf-8", "replace"))
-            finally:
-                if chat:
-                    with recorded.lock:
-                        recorded.in_flight -= 1
-            self.send_response(reply.status)
-            for key, value in reply.getheaders():
-                if key.lower() not in ("transfer-encoding", "content-length", "connection"):
-                    self.send_header(key, value)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-            conn.close()
-
-        def do_GET(self) -> None:
-            self._forward(None)
-
-        def do_POST(self) -> None:
-            self._forward(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-
-    class Quiet(http.server.ThreadingHTTPServer):
-        daemon_threads = True
-
-        def handle_error(self, request: Any, client_address: Any) -> None:
-            pass  # the app hung up (a cancelled call, a time budget): nothing to report
-
-    return Quiet(("127.0.0.1", _free_port()), Handler)
+    def settled(self) -> None:
+        """Wait for the chat requests in flight: an earlier run that hung up on a call (its time budget) leaves
+        the server finishing it, and the proxy records its tokens when it does. A test that compares counts
+        starts after that."""
+        self.proxy.settled()
 
 
 @contextlib.contextmanager
@@ -154,38 +64,13 @@ def _serve(ctx_size: int, parallel: int, *, hide_props: bool = False) -> Iterato
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-    port = _free_port()
-    process = subprocess.Popen(
-        [str(SERVER), "-m", str(MODEL), "--host", "127.0.0.1", "--port", str(port), "-t", "2", "-c", str(ctx_size),
-         "--parallel", str(parallel)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-                conn.request("GET", "/health")
-                if conn.getresponse().status == 200:
-                    break
-            except OSError:
-                pass
-            if process.poll() is not None:
-                pytest.fail(f"llama-server exited with code {process.returncode}")
-            time.sleep(0.3)
-        else:
-            pytest.fail("llama-server did not become healthy within 60 s")
-        recorded = Recorded()
-        proxy = _proxy(port, recorded, hide_props=hide_props)
-        threading.Thread(target=proxy.serve_forever, daemon=True).start()
-        yield RealModel(f"http://127.0.0.1:{proxy.server_address[1]}/v1", recorded)
-        proxy.shutdown()
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        with llama_server(SERVER, MODEL, ctx_size=ctx_size, parallel=parallel) as port:
+            recorded = Recorded()
+            with Proxy(port, recorded.seen, hide_props=hide_props, timeout_s=300).serving() as proxy:
+                yield RealModel(proxy.base_url, recorded, proxy)
+    except ServerFailed as exc:
+        pytest.fail(str(exc))
 
 
 @pytest.fixture(scope="session")

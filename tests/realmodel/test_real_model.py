@@ -50,7 +50,7 @@ def test_every_method_ends_within_its_time_budget(real_model: RealModel, tmp_pat
 
 def test_the_tokens_counted_are_the_servers(real_model: RealModel, tmp_path: Path) -> None:
     recorded = real_model.recorded
-    recorded.settled()  # an earlier run's abandoned call is counted before ours start
+    real_model.settled()  # an earlier run's abandoned call is counted before ours start
     with recorded.lock:
         before = (recorded.prompt_tokens, recorded.completion_tokens, len(recorded.bodies))
     save = tmp_path / "count.json"
@@ -70,7 +70,7 @@ def test_the_cached_tokens_recorded_are_the_servers(real_model: RealModel, tmp_p
     """llama.cpp says per reply how many prompt tokens came from a slot's cache (timings.cache_n): each call's
     count is kept in its agent_finished, their sum in run_finished, and the headless summary shows it."""
     recorded = real_model.recorded
-    recorded.settled()  # an earlier run's abandoned call is counted before ours start
+    real_model.settled()  # an earlier run's abandoned call is counted before ours start
     with recorded.lock:
         before = recorded.cached_tokens
     save = tmp_path / "cached.json"
@@ -86,7 +86,7 @@ def test_the_cached_tokens_recorded_are_the_servers(real_model: RealModel, tmp_p
     assert replied and all(isinstance(c.get("cached_tokens"), int) for c in replied)
     finished = session.outcome
     assert finished is not None and finished.cached_tokens == sum(c["cached_tokens"] for c in replied)
-    recorded.settled()
+    real_model.settled()
     with recorded.lock:
         served = recorded.cached_tokens - before
     if finished.reason == "budget" or len(replied) < sum(e.get("type") == "agent_started" for e in session.events):
@@ -113,7 +113,7 @@ def test_a_session_recorded_on_the_real_server_replays(real_model: RealModel, tm
 
 def test_an_orchestrator_cut_off_is_asked_again_for_yaml(real_model: RealModel, tmp_path: Path) -> None:
     recorded = real_model.recorded
-    recorded.settled()  # an earlier run's abandoned call is counted before ours start
+    real_model.settled()  # an earlier run's abandoned call is counted before ours start
     with recorded.lock:
         seen = len(recorded.bodies)
     out, _ = swarm("--headless", "--base-url", real_model.base_url, "--strategy", "topoweaver", "--domain", "math",
@@ -157,7 +157,7 @@ def test_a_comparison_on_the_real_server_is_bounded_honest_and_counted(real_mode
     import json
 
     recorded = real_model.recorded
-    recorded.settled()  # an earlier run's abandoned call is counted before ours start
+    real_model.settled()  # an earlier run's abandoned call is counted before ours start
     with recorded.lock:
         before = (recorded.prompt_tokens, recorded.completion_tokens)
     out, _ = swarm("compare", "--headless", "--json", "--base-url", real_model.base_url, "--strategy",

@@ -1,0 +1,171 @@
+"""llama-server as a child process on a free loopback port, and a proxy in front of it that shows its caller
+every chat reply. The real-model tier (tests/realmodel/conftest.py) records usage through it and
+bench/prefix_cache.py llama.cpp's timings; the bench loads this file by its path, so a ``--baseline`` run on an
+older checkout, whose tests/ lack it, uses it too. Standard library only, for the same reason."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import http.server
+import json
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from email.message import Message
+from pathlib import Path
+from typing import Any
+
+HEALTH_WAIT_S = 60.0
+
+# What a caller sees of one chat request: its headers, its body, the server's status and reply.
+ChatSeen = Callable[[Message, bytes, int, bytes], None]
+
+
+def reply_field(payload: bytes, name: str) -> dict[str, Any]:
+    """A reply's ``usage`` or llama.cpp ``timings`` object: from the JSON body, or the last chunk of a stream
+    that has it; empty when none does."""
+    text = payload.decode("utf-8", "replace")
+    found: dict[str, Any] = {}
+    for chunk in [line[5:].strip() for line in text.splitlines() if line.startswith("data:")] or [text]:
+        try:
+            value = json.loads(chunk).get(name)
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(value, dict):
+            found = value
+    return found
+
+
+class ServerFailed(RuntimeError):
+    """llama-server exited or did not become healthy."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def llama_server(binary: Path, model: Path, *, ctx_size: int, parallel: int,
+                 extra: Sequence[str] = ()) -> Iterator[int]:
+    """A fresh llama-server (2 threads) that answers /health; yields its port and stops it on exit."""
+    port = free_port()
+    process = subprocess.Popen(
+        [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-t", "2", "-c", str(ctx_size),
+         "--parallel", str(parallel), *extra],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + HEALTH_WAIT_S
+        while True:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                conn.request("GET", "/health")
+                if conn.getresponse().status == 200:
+                    break
+            except OSError:
+                pass
+            if process.poll() is not None:
+                raise ServerFailed(f"llama-server exited with code {process.returncode}")
+            if time.monotonic() > deadline:
+                raise ServerFailed(f"llama-server did not become healthy within {HEALTH_WAIT_S:.0f} s")
+            time.sleep(0.3)
+        yield port
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+class Proxy(http.server.ThreadingHTTPServer):
+    """Forwards every request to the server; ``on_chat`` sees each chat request's reply before the client does.
+    ``in_flight`` counts chat requests forwarded and not yet seen: a client that hung up (a cancelled call, a
+    time budget) leaves the server finishing its call, and ``on_chat`` sees it then."""
+
+    daemon_threads = True
+
+    def __init__(self, upstream_port: int, on_chat: ChatSeen, *, hide_props: bool = False,
+                 timeout_s: float = 600.0) -> None:
+        self.upstream_port = upstream_port
+        self.on_chat = on_chat
+        self.hide_props = hide_props  # answer GET /props with 404, as a server that does not report its context
+        self.timeout_s = timeout_s
+        self.in_flight = 0
+        self.lock = threading.Lock()
+        super().__init__(("127.0.0.1", free_port()), _Forward)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def settled(self, timeout_s: float = 300.0) -> None:
+        """Wait until no chat request is in flight (every reply the server gave has been seen)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self.lock:
+                if self.in_flight == 0:
+                    return
+            time.sleep(0.1)
+        raise AssertionError(f"a chat request to llama-server is still in flight after {timeout_s:.0f} s")
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # the client hung up (a cancelled call, a time budget): nothing to report
+
+    @contextlib.contextmanager
+    def serving(self) -> Iterator[Proxy]:
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+        try:
+            yield self
+        finally:
+            self.shutdown()
+
+
+class _Forward(http.server.BaseHTTPRequestHandler):
+    server: Proxy
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._forward(None)
+
+    def do_POST(self) -> None:
+        self._forward(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+
+    def _forward(self, body: bytes | None) -> None:
+        proxy = self.server
+        if proxy.hide_props and self.path.rstrip("/").endswith("/props"):
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        chat = body is not None and self.path.endswith("/chat/completions")
+        if chat:
+            with proxy.lock:
+                proxy.in_flight += 1
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", proxy.upstream_port, timeout=proxy.timeout_s)
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+            conn.request(self.command, self.path, body=body, headers=headers)
+            reply = conn.getresponse()
+            payload = reply.read()
+            conn.close()
+            if chat:
+                proxy.on_chat(self.headers, body or b"", reply.status, payload)
+        finally:
+            if chat:
+                with proxy.lock:
+                    proxy.in_flight -= 1
+        self.send_response(reply.status)
+        for key, value in reply.getheaders():
+            if key.lower() not in ("transfer-encoding", "content-length", "connection"):
+                self.send_header(key, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
