@@ -39,16 +39,16 @@ import http.client
 import importlib.util
 import json
 import os
-import subprocess
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+import baseline  # bench/baseline.py, beside this script
+
+ROOT = baseline.ROOT
 if not os.environ.get("PYTHONPATH"):  # a baseline child imports its revision through PYTHONPATH
     sys.path.insert(0, str(ROOT))
 
@@ -141,30 +141,12 @@ def changing(script: Callable[[Any], str]) -> Callable[[Any], str]:
 def scripted_requests(method: str, protocol: str, options: dict[str, Any], rounds: int
                       ) -> list[tuple[str, list[dict[str, Any]]]]:
     """Each worker and Manager request of one scripted run, in the order sent: (agent, messages)."""
-    try:
-        from core.compose.runner import build_engine, open_backend
-    except ImportError:  # a revision from before the layers refactor
-        from core.runtime.runner import build_engine, open_backend  # type: ignore[no-redef]
-    from core.demo.scripts import DEMO_PROBLEMS, demo_script
-    from core.demo.server import ScriptedServer
-    from core.llm.embeddings import shared_embedder
-    from core.runtime.config import Settings
+    from core.demo.scripts import demo_script
 
-    async def run(server: ScriptedServer) -> None:
-        # Plain strings: older checkouts have no DomainName / RoundProtocol enums (theirs equal these strings).
-        chosen: dict[str, Any] = {"domain": "code", "protocol": protocol}
-        settings = Settings(**chosen, strategy=method, max_rounds=rounds, tau=0.3, k_in=3,
-                            convergence_threshold=1.01, strategy_options={method: options} if options else {})
-        backend = await open_backend(settings, server=server)
-        try:
-            engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [], embedder=shared_embedder())
-            await engine.run()
-        finally:
-            await backend.close()
-
-    with ScriptedServer(changing(demo_script)) as server:
-        asyncio.run(run(server))
-        return [(r.role, list(r.messages)) for r in server.requests if r.role]
+    requests = baseline.scripted_requests(changing(demo_script), strategy=method, protocol=protocol,
+                                          max_rounds=rounds, convergence_threshold=1.01,
+                                          strategy_options={method: options} if options else {})
+    return [(r.role, list(r.messages)) for r in requests if r.role]
 
 
 def scripted_case(method: str, protocol: str, options: dict[str, Any], rounds: int) -> dict[str, int]:
@@ -317,21 +299,6 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def measure_at(revision: str, argv: list[str]) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="swarm-bench-") as tmp:
-        tree = Path(tmp) / "tree"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree), revision], check=True)
-        try:
-            env = {**os.environ, "PYTHONPATH": str(tree)}
-            out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", *argv],
-                                 cwd=tmp, env=env, capture_output=True, text=True)
-            if out.returncode:
-                raise SystemExit(f"the baseline run failed:\n{out.stderr[-2000:]}")
-            return dict(json.loads(out.stdout.strip().splitlines()[-1]))
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
-
-
 def _pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:5.1f} %" if whole else "    — "
 
@@ -385,7 +352,7 @@ def main() -> int:
         print(json.dumps(measure(args)))
         return 0
     if args.baseline:
-        report(f"before ({args.baseline})", measure_at(args.baseline, argv))
+        report(f"before ({args.baseline})", baseline.measure_at(args.baseline, Path(__file__).resolve(), argv))
     report("this checkout", measure(args))
     return 0
 

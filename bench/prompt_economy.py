@@ -14,69 +14,31 @@ Both memory rules are measured: the default, accumulate (DyTopo eq. 3), and the 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+import baseline  # bench/baseline.py, beside this script
+
+ROOT = baseline.ROOT
 DEFAULT_BASELINE = "6a7b457"  # before the prompt economy changes (issue 16)
 
 
 def measure(protocol: str, memory: str | None = None) -> dict[str, list[int]]:
     """{call kind: [calls, prompt characters]} for one run of this checkout (run in-process)."""
-    try:
-        from core.compose.runner import build_engine, open_backend
-    except ImportError:  # a baseline revision from before the layers refactor
-        from core.runtime.runner import build_engine, open_backend  # type: ignore[no-redef]
-    from core.demo.scripts import DEMO_PROBLEMS, demo_script
-    from core.demo.server import ScriptedServer
-    from core.llm.embeddings import shared_embedder
-    from core.runtime.config import Settings
+    from core.demo.scripts import demo_script
 
-    async def run(server: ScriptedServer) -> None:
-        options = {"dytopo": {"memory": memory}} if memory else {}
-        # Plain strings: older checkouts have no DomainName / RoundProtocol enums (theirs equal these strings).
-        chosen: dict[str, Any] = {"domain": "code", "protocol": protocol}
-        settings = Settings(**chosen, max_rounds=3, tau=0.3, k_in=3, strategy_options=options)
-        backend = await open_backend(settings, server=server)
-        try:
-            engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [], embedder=shared_embedder())
-            await engine.run()
-        finally:
-            await backend.close()
-
-    with ScriptedServer(demo_script) as server:
-        asyncio.run(run(server))
-        kinds: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-        for request in server.requests:
-            if not request.call:
-                continue
-            chars = sum(len(str(m.get("content", ""))) for m in request.messages)
-            kinds[request.call][0] += 1
-            kinds[request.call][1] += chars
+    options = {"dytopo": {"memory": memory}} if memory else {}
+    kinds: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for request in baseline.scripted_requests(demo_script, protocol=protocol, max_rounds=3, strategy_options=options):
+        if not request.call:
+            continue
+        kinds[request.call][0] += 1
+        kinds[request.call][1] += sum(len(str(m.get("content", ""))) for m in request.messages)
     return dict(kinds)
-
-
-def measure_at(revision: str, protocol: str) -> dict[str, list[int]]:
-    """The same measurement on another revision, in a temporary worktree and a child process."""
-    with tempfile.TemporaryDirectory(prefix="swarm-bench-") as tmp:
-        tree = Path(tmp) / "tree"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree), revision], check=True)
-        try:
-            env = {**os.environ, "PYTHONPATH": str(tree)}
-            out = subprocess.run(
-                [sys.executable, str(Path(__file__).resolve()), "--child", "--protocol", protocol],
-                cwd=tmp, env=env, capture_output=True, text=True, check=True,
-            )
-            return json.loads(out.stdout.strip().splitlines()[-1])
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
 
 
 def main() -> int:
@@ -93,7 +55,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as cwd:  # runs autosave into ./sessions: keep the checkout clean
         os.chdir(cwd)
         runs = {rule: measure(args.protocol, rule) for rule in ("accumulate", "latest")}
-    before = measure_at(args.baseline, args.protocol)
+    before = baseline.measure_at(args.baseline, Path(__file__).resolve(), ["--protocol", args.protocol])
     for rule, after in runs.items():
         print(f"\n== -o memory={rule}" + (" (the default: DyTopo eq. 3)" if rule == "accumulate" else " (economy)"))
         table(args, before, after)
