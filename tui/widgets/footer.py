@@ -25,12 +25,13 @@ def key_width(key: Widget) -> int:
     return len(display) + (1 + len(description) if description else 0)
 
 
-def flow(widths: list[int], width: int) -> list[list[int]]:
-    """Indexes of items laid out left to right in rows of ``width`` cells (GAP between items)."""
+def flow(widths: list[int], width: int, gap: int = GAP) -> list[list[int]]:
+    """Indexes of items laid out left to right in rows of ``width`` cells (``gap`` cells between items); an
+    item wider than a row has a row of its own."""
     rows: list[list[int]] = [[]]
     used = 0
     for index, w in enumerate(widths):
-        need = w + (GAP if rows[-1] else 0)
+        need = w + (gap if rows[-1] else 0)
         if rows[-1] and used + need > width:
             rows.append([])
             used, need = 0, w

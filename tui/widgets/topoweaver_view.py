@@ -25,6 +25,7 @@ from core.routing.dytopo import KIND_CROSS, RoutingResult
 from core.runtime import events as ev
 
 from ..model import RunModel
+from .footer import flow
 from .theme_colors import theme_color
 
 if TYPE_CHECKING:  # the method's modules pull in the engine: the widget only reads their events
@@ -190,17 +191,7 @@ def bands(natural: list[int], width: int) -> list[list[int]]:
     """Columns (by index) in bands that fit ``width``: as many whole columns side by side as fit at their
     natural width (at least MIN_COLUMN), the rest in the next band below. A step is never split across
     lines; a pane too narrow for two has one column per band."""
-    out: list[list[int]] = [[]]
-    used = 0
-    for index, w in enumerate(natural):
-        w = min(width, max(MIN_COLUMN, w))
-        need = w + (GAP if out[-1] else 0)
-        if out[-1] and used + need > width:
-            out.append([])
-            used, need = 0, w
-        out[-1].append(index)
-        used += need
-    return [band for band in out if band]
+    return flow([min(width, max(MIN_COLUMN, w)) for w in natural], width, gap=GAP)
 
 
 def band_widths(natural: list[int], width: int) -> list[int]:
