@@ -9,8 +9,6 @@ from typing import Any
 
 import pytest
 
-from core.compose.runner import build_engine, open_backend
-from core.demo.scripts import DEMO_PROBLEMS
 from core.demo.server import ScriptedServer
 from core.methods.catalogue import build_method, get_method_info, method_names
 from core.methods.registry import MethodError
@@ -30,6 +28,7 @@ from core.sessions.export import export_session
 from core.sessions.model import Session, session_from_events
 from core.sessions.store import load_session, save_session
 from core.sessions.whatif import WhatIfUnsupported, reroute_session, what_if_refusal
+from tests.core.runtime.test_engine import run_swarm
 from tui.entry import main as cli_main
 
 
@@ -37,18 +36,7 @@ async def run_method(
     server: ScriptedServer, embedder: Any, name: str, domain: str, *, step: bool = False, drive: Any = None
 ) -> tuple[ev.RunFinished, list[ev.Event]]:
     settings = Settings(domain=domain, strategy=name, execute_code=False, k_in=2)
-    backend = await open_backend(settings, server=server)
-    events: list[ev.Event] = []
-    engine = build_engine(
-        DEMO_PROBLEMS[domain], settings, backend, [events.append], embedder=embedder, step_mode=step
-    )
-    try:
-        task = asyncio.create_task(engine.run())
-        if drive is not None:
-            await drive(engine, events)
-        finished = await asyncio.wait_for(task, timeout=120)  # a guard against hangs, not a speed test
-    finally:
-        await backend.close()
+    finished, events, _ = await run_swarm(server, embedder, settings=settings, step=step, drive=drive, timeout=120)
     return finished, events
 
 

@@ -33,6 +33,7 @@ from core.runtime.domains import get_domain
 from core.runtime.engine import SwarmEngine
 from core.sessions.export import export_session
 from core.sessions.model import Session, session_from_events
+from tests.core.runtime.test_engine import of, run_swarm
 from tui.cli.headless import ProgressPrinter
 
 PROBLEM = DEMO_PROBLEMS["code"]
@@ -128,21 +129,9 @@ async def run_tw(
     with ScriptedServer(script) as server:
         for rule in faults or []:
             server.add_fault(rule)
-        backend = await open_backend(settings, server=server)
-        events: list[ev.Event] = []
-        engine = build_engine(problem or DEMO_PROBLEMS[domain], settings, backend, [events.append])
-        try:
-            task = asyncio.create_task(engine.run())
-            if drive is not None:
-                await drive(engine, events)
-            finished = await asyncio.wait_for(task, timeout=120)  # a guard against hangs, not a speed test
-        finally:
-            await backend.close()
+        finished, events, _ = await run_swarm(server, None, settings=settings, problem=problem, drive=drive,
+                                              timeout=120)
     return finished, events, server
-
-
-def of(events: list[ev.Event], kind: type[ev.Event], **match: Any) -> list[Any]:
-    return [e for e in events if isinstance(e, kind) and all(getattr(e, k) == v for k, v in match.items())]
 
 
 def requests(server: ScriptedServer, call: str, role: str | None = None, round_no: int | None = None) -> list[Any]:

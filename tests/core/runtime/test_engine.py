@@ -27,6 +27,7 @@ async def run_swarm(
     problem: str | None = None,
     step: bool = False,
     drive: Callable[[SwarmEngine, list[ev.Event]], Any] | None = None,
+    timeout: float = 60,
 ) -> tuple[ev.RunFinished, list[ev.Event], SwarmEngine]:
     settings = settings or Settings()
     backend: Backend = await open_backend(settings, server=server)
@@ -38,7 +39,7 @@ async def run_swarm(
         run = asyncio.create_task(engine.run())
         if drive is not None:
             await drive(engine, events)
-        finished = await asyncio.wait_for(run, timeout=60)  # a guard against hangs, not a speed test
+        finished = await asyncio.wait_for(run, timeout=timeout)  # a guard against hangs, not a speed test
     finally:
         await backend.close()
     return finished, events, engine
