@@ -67,22 +67,12 @@ def test_the_fidelity_page_shows_the_same_list() -> None:
 
 
 async def test_a_session_records_the_options_its_method_ran_with(demo_server: Any, embedder: Any) -> None:
-    import asyncio
-
-    from core.compose.runner import build_engine, open_backend
-    from core.demo.scripts import DEMO_PROBLEMS
-    from core.runtime import events as ev
     from core.runtime.config import Settings
     from core.sessions.model import session_from_events
+    from tests.core.runtime.test_engine import run_swarm
 
     settings = Settings(strategy="dytopo", max_rounds=1, strategy_options={"dytopo": {"memory": "latest"}})
-    backend = await open_backend(settings, server=demo_server)
-    events: list[ev.Event] = []
-    try:
-        engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [events.append], embedder=embedder)
-        await asyncio.wait_for(engine.run(), timeout=120)
-    finally:
-        await backend.close()
+    _, events, _ = await run_swarm(demo_server, embedder, settings=settings, timeout=120)
     session = session_from_events(events)
     assert session.metadata.method_options == {
         "payload": "auto", "memory": "latest", "prompt_order": "cache", "descriptor_context": "full"}

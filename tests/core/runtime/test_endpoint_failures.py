@@ -215,13 +215,7 @@ async def test_user_and_password_in_the_url_never_replace_the_api_key(
     demo_server.add_fault(FaultRule("http_403", role="Tester", call=ev.CALL_WORK, round=1))
     url = demo_server.base_url.replace("http://", "http://user:URLPASSWORD@")
     settings = Settings(base_url=url, api_key_env="SWARM_TEST_KEY", max_rounds=1)
-    backend = await open_backend(settings)
-    events: list[ev.Event] = []
-    try:
-        engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [events.append], embedder=embedder)
-        await asyncio.wait_for(engine.run(), timeout=60)
-    finally:
-        await backend.close()
+    _, events, _ = await run_swarm(None, embedder, settings=settings)
     (tester,) = of(events, ev.AgentFinished, agent="Tester")
     assert "key *** may not use this model" in tester.error, tester.error
 

@@ -20,7 +20,7 @@ from core.runtime.engine import SwarmEngine
 
 
 async def run_swarm(
-    server: ScriptedServer,
+    server: ScriptedServer | None,
     embedder: Any,
     *,
     settings: Settings | None = None,
@@ -29,6 +29,7 @@ async def run_swarm(
     drive: Callable[[SwarmEngine, list[ev.Event]], Any] | None = None,
     timeout: float = 60,
 ) -> tuple[ev.RunFinished, list[ev.Event], SwarmEngine]:
+    """One run to its end; ``server`` None: the settings' own base_url and key (the real endpoint path)."""
     settings = settings or Settings()
     backend: Backend = await open_backend(settings, server=server)
     events: list[ev.Event] = []
@@ -278,13 +279,7 @@ async def test_an_api_key_echoed_by_the_server_is_never_recorded(
     monkeypatch.setenv("SWARM_TEST_KEY", secret)
     demo_server.add_fault(FaultRule("http_403", role="Tester", call=ev.CALL_WORK, round=1))
     settings = Settings(base_url=demo_server.base_url, api_key_env="SWARM_TEST_KEY", max_rounds=1)
-    backend = await open_backend(settings)  # the real key path, not the demo placeholder
-    events: list[ev.Event] = []
-    try:
-        engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [events.append], embedder=embedder)
-        await asyncio.wait_for(engine.run(), timeout=60)
-    finally:
-        await backend.close()
+    _, events, _ = await run_swarm(None, embedder, settings=settings)  # the real key path, not the demo placeholder
     (tester,) = of(events, ev.AgentFinished, round=1, agent="Tester")
     assert tester.status == "failed" and "***" in tester.error
     assert secret not in json.dumps([e.to_dict() for e in events])
@@ -298,13 +293,7 @@ async def test_secrets_in_the_endpoint_url_never_reach_the_event_stream(
     url = demo_server.base_url.replace("http://", "http://user:URLPASSWORD@")
     demo_server.add_fault(FaultRule("http_404", role="Tester", call=ev.CALL_WORK, round=1))
     settings = Settings(base_url=url, max_rounds=1)
-    backend = await open_backend(settings)
-    events: list[ev.Event] = []
-    try:
-        engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [events.append], embedder=embedder)
-        await asyncio.wait_for(engine.run(), timeout=60)
-    finally:
-        await backend.close()
+    _, events, _ = await run_swarm(None, embedder, settings=settings)
     assert of(events, ev.AgentFinished, agent="Tester")[0].status == "failed"  # its error names the URL
     text = json.dumps([e.to_dict() for e in events])
     assert "URLPASSWORD" not in text
