@@ -9,6 +9,13 @@ that plain ``import numpy`` deferred too; but a C extension that imports a NumPy
 (onnxruntime's ``import_array`` does) then loaded ``numpy._core`` twice, and sentence-transformers and
 SciPy failed to import later in the same process. Modules on a run's first-request path import NumPy
 from here; tests/test_import_hygiene.py checks both.
+
+Two threads must not import NumPy at once: when one enters it through a C extension (torch,
+onnxruntime) while the other imports the package, Python's import-deadlock guard hands one of them a
+half-initialised ``numpy._core`` and that thread fails with "cannot load module more than once per
+process" (seen when compare's methods started together: one loading MiniLM, one routing). So the
+first use takes a lock, and code about to import such an extension in a worker thread calls
+``load_now(numpy)`` first.
 """
 
 from __future__ import annotations
@@ -16,8 +23,12 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import threading
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
+
+# Held while a deferred module is really imported (see the module docstring).
+_IMPORT_LOCK = threading.RLock()
 
 
 class _Deferred(ModuleType):
@@ -26,9 +37,18 @@ class _Deferred(ModuleType):
     comes along and serves its lazy submodules, e.g. ``numpy.linalg``)."""
 
     def __getattr__(self, attr: str) -> Any:
-        real = importlib.import_module(self.__name__)
+        with _IMPORT_LOCK:
+            real = importlib.import_module(self.__name__)
         vars(self).update(vars(real))
         return getattr(real, attr)
+
+
+def load_now(module: ModuleType) -> ModuleType:
+    """The real module behind ``module``, imported now under the import lock (a loaded module as is)."""
+    if not isinstance(module, _Deferred):
+        return module
+    with _IMPORT_LOCK:
+        return importlib.import_module(module.__name__)
 
 
 def lazy_module(name: str) -> ModuleType:

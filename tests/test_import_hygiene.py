@@ -79,3 +79,53 @@ def test_deferred_numpy_survives_a_c_extension_that_imports_it_first() -> None:
                             cwd=CORE.parent)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split() == ["3.0", "2.0"]
+
+
+def test_the_embedder_never_imports_numpy_alongside_a_runs_first_use() -> None:
+    """compare starts its methods together: one run's first NumPy use (routing) and another's MiniLM load
+    (torch or onnxruntime, which import NumPy from C) must not import NumPy at the same moment, or one of
+    them gets a half-initialised numpy._core and the method fails. Here the first use is slowed inside
+    NumPy's import; the load must wait for it before it imports either extension."""
+    script = (
+        "import importlib.abc, importlib.machinery, sys, threading, time\n"
+        "order = []\n"
+        "class Slow(importlib.abc.Loader):\n"  # NumPy's own loader, one second slower to run
+        "    def __init__(self, real): self.real = real\n"
+        "    def create_module(self, spec): return self.real.create_module(spec)\n"
+        "    def exec_module(self, module):\n"
+        "        order.append('numpy begins'); time.sleep(1.0)\n"
+        "        self.real.exec_module(module); order.append('numpy loaded')\n"
+        "class Watch(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'numpy' and not order:\n"
+        "            spec = importlib.machinery.PathFinder.find_spec(name, path)\n"
+        "            spec.loader = Slow(spec.loader)\n"
+        "            return spec\n"
+        "        if name in ('torch', 'onnxruntime', 'sentence_transformers'):\n"
+        "            order.append(name)\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, Watch())\n"
+        "from core.lazy import numpy as np\n"
+        "from core.llm.embeddings import Embedder\n"
+        "embedder, errors = Embedder(None), []\n"
+        "def first_use():\n"
+        "    try: np.zeros(3)\n"
+        "    except Exception as exc: errors.append(repr(exc)[:200])\n"
+        "def load():\n"
+        "    try: embedder.load()\n"
+        "    except Exception as exc: errors.append(repr(exc)[:200])\n"
+        "use = threading.Thread(target=first_use); use.start()\n"
+        "while not order: time.sleep(0.01)\n"
+        "loader = threading.Thread(target=load); loader.start()\n"
+        "use.join(); loader.join()\n"
+        "print(errors)\n"
+        "print(' | '.join(order))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                            cwd=CORE.parent)
+    assert result.returncode == 0, result.stderr[-2000:]
+    errors, order = result.stdout.splitlines()
+    assert errors == "[]"
+    steps = order.split(" | ")
+    assert steps[:2] == ["numpy begins", "numpy loaded"], order  # no extension import in between
+    assert len(steps) > 2, order  # the load did import an extension afterwards

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.lazy import load_now
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 from core.llm.onnx_minilm import OnnxMiniLM, OnnxUnavailable, onnx_wanted
 
@@ -148,6 +149,9 @@ class Embedder:
         with _LOAD_LOCK:
             if self.loaded:  # another thread loaded it while this one waited for the lock
                 return
+            # torch and onnxruntime import NumPy from C; importing it here first, under core.lazy's
+            # lock, keeps a run in another thread from importing it at the same moment.
+            load_now(np)
             if "torch" not in sys.modules:
                 # Idle OpenMP threads spin by default. On a shared CPU (a local LLM server, the TUI,
                 # other processes) that spinning turned a 30 ms encode into ~1 s (bench/routing.py);

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import platformdirs
 
+from core.lazy import load_now
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 
 DIM = 384  # all-MiniLM-L6-v2 (§5.1)
@@ -201,6 +202,7 @@ class RouterStore:
         """A .pt file of an earlier version, converted once to .npz (the .pt stays, untouched)."""
         legacy = self.legacy_path(domain, names)
         try:
+            load_now(np)  # before torch, which imports NumPy from C (see core.lazy)
             import torch
 
             data = torch.load(legacy, map_location="cpu", weights_only=True)
