@@ -9,6 +9,12 @@ from pathlib import Path
 CORE = Path(__file__).resolve().parent.parent / "core"
 
 
+def run_python(script: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
+    """``script`` in a fresh interpreter at the project's root, so every import in it is a first one."""
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout,
+                          cwd=CORE.parent)
+
+
 def test_every_core_module_imports_without_textual() -> None:
     modules = sorted(
         ".".join(path.relative_to(CORE.parent).with_suffix("").parts)
@@ -23,7 +29,7 @@ def test_every_core_module_imports_without_textual() -> None:
         "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
         "print(','.join(bad))\n"
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    result = run_python(script)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "", f"core imported textual modules: {result.stdout.strip()}"
 
@@ -40,8 +46,7 @@ def test_the_command_line_and_the_console_entry_do_not_import_textual() -> None:
         "assert 'tui.cli.headless' in names and 'tui.cli.main' in names, names\n"
         "print(any(m == 'textual' or m.startswith('textual.') for m in sys.modules))\n"
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                            cwd=CORE.parent)
+    result = run_python(script)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
 
@@ -59,8 +64,7 @@ def test_a_runs_path_to_its_first_request_does_not_load_numpy() -> None:
         "from core.routing.dytopo import similarity_matrix\n"
         "print(float(similarity_matrix(np.eye(2, dtype=np.float32), np.eye(2, dtype=np.float32))[0][0]))\n"
     )
-    root = CORE.parent
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=root)
+    result = run_python(script)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["deferred", "1.0"], result.stdout
 
@@ -75,8 +79,7 @@ def test_deferred_numpy_survives_a_c_extension_that_imports_it_first() -> None:
         "import scipy.optimize, sentence_transformers\n"
         "print(np.ones(3).sum(), np.linalg.norm(np.ones(4)))\n"
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                            cwd=CORE.parent)
+    result = run_python(script, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split() == ["3.0", "2.0"]
 
@@ -121,8 +124,7 @@ def test_the_embedder_never_imports_numpy_alongside_a_runs_first_use() -> None:
         "print(errors)\n"
         "print(' | '.join(order))\n"
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                            cwd=CORE.parent)
+    result = run_python(script, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     errors, order = result.stdout.splitlines()
     assert errors == "[]"
