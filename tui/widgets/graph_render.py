@@ -94,7 +94,8 @@ def symbols(routing: RoutingResult, options: GraphOptions) -> str:
 def steer_legend(routing: RoutingResult, width: int, options: GraphOptions) -> list[Text]:
     """The user's pins and cuts in one (wrapped) line, always shown: ``━▶ pinned by you: A→B · ✂ cut by
     you: C→D``; nothing when the user pinned and cut nothing."""
-    pinned = [(e.src, e.dst) for e in routing.edges if (e.src, e.dst) in routing.pinned_pairs]  # delivery order
+    pins = routing.pinned_pairs  # a property that builds its set: once, not per edge
+    pinned = [(e.src, e.dst) for e in routing.edges if (e.src, e.dst) in pins]  # delivery order
     cut = sorted(routing.cut_pairs)
     parts = []
     if pinned:
