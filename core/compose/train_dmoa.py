@@ -20,9 +20,9 @@ from core.demo.bench_script import benchmark_script
 from core.demo.server import ScriptedServer
 from core.llm.embeddings import shared_embedder
 from core.methods.catalogue import get_method_info
-from core.methods.dmoa import DmoaMethod
-from core.methods.dmoa_prompts import dmoa_pool
-from core.methods.dmoa_routing import predictive_entropy
+from core.methods.dmoa.method import DmoaMethod
+from core.methods.dmoa.prompts import dmoa_pool
+from core.methods.dmoa.routing import predictive_entropy
 from core.methods.registry import MethodError
 from core.runtime import events as ev
 from core.runtime.config import Settings
@@ -81,8 +81,8 @@ async def train_router(
 
     from core.llm.client import EndpointError
     from core.llm.embeddings import EmbeddingError
-    from core.methods.dmoa_router import RouterError, RouterInfo, RouterStore, seeded_weights
-    from core.methods.dmoa_train import GRURouter, mean_loss, train
+    from core.methods.dmoa.router import RouterError, RouterInfo, RouterStore, seeded_weights
+    from core.methods.dmoa.train import GRURouter, mean_loss, train
 
     server = ScriptedServer(benchmark_script(dataset.problems)).start() if demo else None
     try:

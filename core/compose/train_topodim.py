@@ -27,8 +27,8 @@ from core.datasets.verdicts import score
 from core.evaluation.sandbox import SandboxLimits
 from core.llm.embeddings import Embedder
 from core.methods.catalogue import get_method_info
-from core.methods.topodim import TopoDIMMethod
-from core.methods.topodim_policy import (
+from core.methods.topodim.method import TopoDIMMethod
+from core.methods.topodim.policy import (
     LocalPolicies,
     PolicyLoadError,
     PolicySample,
@@ -43,7 +43,7 @@ from core.methods.topodim_policy import (
     reward,
     save_checkpoint,
 )
-from core.methods.topodim_prompts import team_roles
+from core.methods.topodim.prompts import team_roles
 from core.routing.topodim import r_div
 from core.runtime import events as ev
 from core.runtime.config import DomainName, Settings

@@ -208,7 +208,7 @@ class _BenchScript:
             return demo_script(info)
         if info.role == SOLO_ROLE:
             return _solo(problem, correct)
-        if info.call.startswith("dmoa-"):  # DMoA's calls (core.methods.dmoa_events.CALLS)
+        if info.call.startswith("dmoa-"):  # DMoA's calls (core.methods.dmoa.events.CALLS)
             from core.demo.dmoa_script import bench_reply as dmoa_reply
 
             return dmoa_reply(info, problem.domain, oracle_answer(problem, correct))

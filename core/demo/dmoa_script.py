@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from core.demo.requests import RequestInfo
 from core.demo.scenarios import SCENARIOS, dytopo_reply
-from core.methods.dmoa_events import CALL_SELECT, CALL_STEP, CALL_SUMMARY
+from core.methods.dmoa.events import CALL_SELECT, CALL_STEP, CALL_SUMMARY
 
 FINAL_STEP = {"code": 3, "math": 2, "general": 2}
 

@@ -29,7 +29,7 @@ class DemoScript:
 
 def _reply(info: RequestInfo) -> str:
     """The scripted reply (a JSON string in core.runtime.prompts' contracts) for one request."""
-    if info.call.startswith("dmoa-"):  # DMoA's calls (core.methods.dmoa_events.CALLS)
+    if info.call.startswith("dmoa-"):  # DMoA's calls (core.methods.dmoa.events.CALLS)
         return dmoa_script(info)
     if info.call.startswith("tw-"):  # TopoWeaver-R1's calls: YAML plans and plain-text agents
         return topoweaver_script(info)

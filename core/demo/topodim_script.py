@@ -24,11 +24,11 @@ import json
 
 from core.demo.requests import RequestInfo
 from core.demo.scenarios import FINAL_CODE
-from core.methods.topodim import CALLS
-from core.methods.topodim_generators import CALL_GRAPH
-from core.methods.topodim_prompts import MARK
+from core.methods.topodim.generators import CALL_GRAPH
+from core.methods.topodim.method import CALLS
+from core.methods.topodim.prompts import MARK
 
-# The calls TopoDIM makes (core.methods.topodim): answered by this script.
+# The calls TopoDIM makes (core.methods.topodim.method): answered by this script.
 TOPODIM_CALLS = frozenset({"typed-graph", "solution", "evaluate", "revise", "challenge", "defend", "final"})
 
 TOPODIM_CALLS = frozenset(CALLS)

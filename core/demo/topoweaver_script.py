@@ -14,7 +14,7 @@ import re
 
 from core.demo.requests import RequestInfo
 from core.demo.scenarios import DRAFT_CODE, FINAL_CODE
-from core.methods.topoweaver_prompts import CALL_AGENT, CALL_ORCHESTRATE, CALLS
+from core.methods.topoweaver.prompts import CALL_AGENT, CALL_ORCHESTRATE, CALLS
 
 __all__ = ["CALLS", "bench_reply", "topoweaver_script"]
 

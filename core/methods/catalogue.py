@@ -22,15 +22,15 @@ from core.runtime.steering import SteerKind
 # name -> the module that registers it, in the order `swarm-tui strategies` lists them.
 MODULES: dict[str, str] = {
     "dytopo": "core.methods.dytopo",
-    "single": "core.methods.baselines",
-    "single-turn": "core.methods.baselines",
-    "random": "core.methods.baselines",
-    "broadcast": "core.methods.baselines",
-    "chain": "core.methods.baselines",
-    "star": "core.methods.baselines",
-    "topodim": "core.methods.topodim",
-    "dmoa": "core.methods.dmoa",
-    "topoweaver": "core.methods.topoweaver",
+    "single": "core.methods.baselines.method",
+    "single-turn": "core.methods.baselines.method",
+    "random": "core.methods.baselines.method",
+    "broadcast": "core.methods.baselines.method",
+    "chain": "core.methods.baselines.method",
+    "star": "core.methods.baselines.method",
+    "topodim": "core.methods.topodim.method",
+    "dmoa": "core.methods.dmoa.method",
+    "topoweaver": "core.methods.topoweaver.method",
 }
 
 

@@ -159,7 +159,7 @@ DEVIATIONS: tuple[Deviation, ...] = (
         "dmoa",
         "Where the paper is silent: P_last is empty at step 1, the routed agents run in parallel, and an agent "
         "that gave no text drops out of X_{i+1} with alpha renormalised over the others.",
-        "Readings of Alg. 2 (the prompts of §3 and App. A.3), listed in core/methods/dmoa.py.",
+        "Readings of Alg. 2 (the prompts of §3 and App. A.3), listed in core/methods/dmoa/method.py.",
     ),
     Deviation(
         "dmoa",

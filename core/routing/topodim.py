@@ -8,7 +8,7 @@ probability (eq. 8) and drops the agents left without an edge (eq. 9). The sched
 breadth-first traversal (§3.2 "Execution order", App. B), and eq. 10 scores the edge-type diversity.
 
 Nothing here calls a model or knows where the probabilities come from (random, a Manager-written prior
-or the policy network, core.methods.topodim).
+or the policy network, core.methods.topodim.method).
 """
 
 from __future__ import annotations

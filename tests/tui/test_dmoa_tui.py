@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from core.demo.scripts import DEMO_PROBLEMS
-from core.methods.dmoa_events import DmoaRouted
+from core.methods.dmoa.events import DmoaRouted
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.sessions.store import load_session

@@ -70,7 +70,7 @@ class TrainPrinter:
         self.out.flush()
 
     def __call__(self, event: ev.Event) -> None:
-        from core.methods.dmoa_events import DmoaRouted, DmoaStepDone
+        from core.methods.dmoa.events import DmoaRouted, DmoaStepDone
 
         if isinstance(event, DmoaRouted):
             self._line(f"  step {event.round}: routed {', '.join(event.selected)} (k {event.k}/{event.k_max})")

@@ -92,7 +92,7 @@ def main(argv: list[str]) -> int:
     from core.datasets.loader import load_dataset
     from core.datasets.problems import DatasetError
     from core.methods.registry import MethodError
-    from core.methods.topodim_generators import parse_edge_types
+    from core.methods.topodim.generators import parse_edge_types
 
     try:
         parse_edge_types(args.edge_types)
@@ -105,7 +105,7 @@ def main(argv: list[str]) -> int:
         print(f"swarm-tui train topodim: error: --offset {args.offset} is past the end of the dataset "
               f"({len(dataset.problems)} problems)", file=sys.stderr)
         return EXIT_USAGE
-    from core.methods.topodim_policy import default_weights_path
+    from core.methods.topodim.policy import default_weights_path
 
     weights: Path = args.weights or default_weights_path()
     if args.distill:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.widgets import Static
 
-from core.methods.dmoa_events import DmoaRouted, StepRecord, steps_from_events
+from core.methods.dmoa.events import DmoaRouted, StepRecord, steps_from_events
 
 from ..model import RunModel
 from .drawing_pane import DrawingPane

@@ -17,7 +17,7 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import Static
 
-from core.methods.topodim_events import TopoDIMCall, TopoDIMGraph
+from core.methods.topodim.events import TopoDIMCall, TopoDIMGraph
 from core.runtime import events as ev
 
 from .drawing_pane import DrawingPane

@@ -29,7 +29,7 @@ from .footer import flow
 from .theme_colors import theme_color
 
 if TYPE_CHECKING:  # the method's modules pull in the engine: the widget only reads their events
-    from core.methods.topoweaver_events import PlanProposed, TurnEnded
+    from core.methods.topoweaver.events import PlanProposed, TurnEnded
 
 STRATEGY = "topoweaver"
 MIN_COLUMN = 14  # the narrowest step column the DAG is drawn with

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 from core.methods.dytopo.calls import DyTopoCalls
-from core.methods.dytopo_steer import DyTopoSteering, join_inbox, recorded_action
+from core.methods.dytopo.steer import DyTopoSteering, join_inbox, recorded_action
 from core.methods.registry import MethodInfo, OptionSpec, call_options, call_tables, register
 from core.routing.dytopo import RoutingResult, similarity_matrix
 from core.routing.strategies import DyTopoStrategy, TopologyStrategy
@@ -58,7 +58,7 @@ def message_for(sender: AgentResult, recipient: str, payload: str = PAYLOAD_BOTH
     return sender.public
 
 
-# Shared by DyTopo and the baselines that run its rounds (core.methods.baselines).
+# Shared by DyTopo and the baselines that run its rounds (core.methods.baselines.method).
 MEMORY_OPTION = OptionSpec(
     "memory",
     "choice",
@@ -460,7 +460,7 @@ class DyTopoMethod:
         self, name: str, call: str, goal: str, *, inbox: str = "", tier: int | None = None,
         inbox_from: frozenset[str] = frozenset(),
     ) -> AgentResult:
-        """A worker's call, with the user's notes first in its inbox (core.methods.dytopo_steer)."""
+        """A worker's call, with the user's notes first in its inbox (core.methods.dytopo.steer)."""
         return await self.steer.call(name, lambda notes: self.calls.worker_call(
             name, call, goal, inbox=join_inbox(notes, inbox), tier=tier, inbox_from=inbox_from))
 

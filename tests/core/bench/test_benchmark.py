@@ -22,7 +22,7 @@ from core.datasets.verdicts import humaneval_program, score_code
 from core.demo.bench_script import benchmark_script
 from core.demo.server import RequestInfo, ScriptedServer
 from core.evaluation.extract import docstring_examples
-from core.methods.baselines import solo_answer
+from core.methods.baselines.method import solo_answer
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 from core.sessions.store import load_session

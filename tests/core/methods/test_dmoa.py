@@ -23,8 +23,8 @@ from core.demo.requests import RequestInfo
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import ScriptedServer
 from core.methods.catalogue import build_method
-from core.methods.dmoa import SELECTOR, SUMMARIZER, DmoaMethod, choose, reset_ttt
-from core.methods.dmoa_events import CALL_SELECT, CALL_STEP, CALL_SUMMARY, DmoaRouted, DmoaStepDone, steps_from_events
+from core.methods.dmoa.events import CALL_SELECT, CALL_STEP, CALL_SUMMARY, DmoaRouted, DmoaStepDone, steps_from_events
+from core.methods.dmoa.method import SELECTOR, SUMMARIZER, DmoaMethod, choose, reset_ttt
 from core.routing.dytopo import KIND_HANDOFF, RoutingResult
 from core.runtime import events as ev
 from core.runtime.config import Settings
@@ -211,7 +211,7 @@ async def test_a_selector_that_works_drives_the_steps(tmp_path: Path, embedder: 
 
 
 async def test_one_training_step_lowers_the_ranking_loss(tmp_path: Path, embedder: Any) -> None:
-    from core.methods.dmoa_train import GRURouter, mean_loss, train
+    from core.methods.dmoa.train import GRURouter, mean_loss, train
 
     traces = []
     with ScriptedServer(demo_script) as server:
@@ -257,7 +257,7 @@ def test_training_is_refused_without_logprobs(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_training_cli_trains_and_saves_per_domain_and_team(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from core.methods.dmoa_router import RouterStore
+    from core.methods.dmoa.router import RouterStore
     from tui.cli.train_dmoa import main
 
     dataset = _math_dataset(tmp_path / "m.jsonl")
@@ -298,7 +298,7 @@ async def test_test_time_training_without_logprobs_goes_on_sparse(tmp_path: Path
 
 
 async def test_damaged_weights_fall_back_to_a_seeded_router(tmp_path: Path, embedder: Any) -> None:
-    from core.methods.dmoa_router import RouterStore
+    from core.methods.dmoa.router import RouterStore
 
     RouterStore(tmp_path).path("math", ["ProblemParser", "Solver", "Verifier"]).write_bytes(b"not a torch file")
     with ScriptedServer(demo_script) as server:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.methods.dmoa_router import RouterError, RouterInfo, RouterSession, RouterStore, seeded_weights
+from core.methods.dmoa.router import RouterError, RouterInfo, RouterSession, RouterStore, seeded_weights
 from tests.paths import ROOT
 
 NAMES = ["ProblemParser", "Solver", "Verifier"]
@@ -18,7 +18,7 @@ NAMES = ["ProblemParser", "Solver", "Verifier"]
 
 def test_the_numpy_forward_equals_torch_on_the_same_weights() -> None:
     torch = pytest.importorskip("torch")
-    from core.methods.dmoa_train import GRURouter
+    from core.methods.dmoa.train import GRURouter
 
     trained = GRURouter(4, seed=3)  # torch's own initialisation, as a trained file would hold
     weights = trained.to_weights()
@@ -36,7 +36,7 @@ def test_the_numpy_forward_equals_torch_on_the_same_weights() -> None:
 
 def test_weights_round_trip_through_torch_and_npz(tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    from core.methods.dmoa_train import GRURouter
+    from core.methods.dmoa.train import GRURouter
 
     weights = seeded_weights(3, seed=5)
     back = GRURouter.from_weights(weights).to_weights()
@@ -54,7 +54,7 @@ def test_an_old_pt_file_is_converted_once(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     import json
 
-    from core.methods.dmoa_train import GRURouter
+    from core.methods.dmoa.train import GRURouter
 
     router = GRURouter(3, seed=9)
     store = RouterStore(tmp_path)

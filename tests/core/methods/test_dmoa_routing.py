@@ -1,4 +1,4 @@
-"""DMoA's equations in isolation (core.methods.dmoa_routing): adaptive k (eq. 3/11), KeepTopK (eq. 4/12),
+"""DMoA's equations in isolation (core.methods.dmoa.routing): adaptive k (eq. 3/11), KeepTopK (eq. 4/12),
 alpha and the context vector (eq. 7/9), predictive entropy (eq. 13), the ranking loss (eq. 14), the
 summarizer's tags and the Selector's reply. Property tests use seeded random vectors."""
 
@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from core.methods.dmoa import choose, default_k, parse_selection
-from core.methods.dmoa_routing import (
+from core.methods.dmoa.method import choose, default_k, parse_selection
+from core.methods.dmoa.routing import (
     TAG_CONTINUE,
     TAG_FINAL,
     adaptive_k,

@@ -88,7 +88,7 @@ def _script(info: Any) -> str:
     import json
 
     from core.demo.scripts import demo_script
-    from core.methods.topoweaver_prompts import CALL_ORCHESTRATE
+    from core.methods.topoweaver.prompts import CALL_ORCHESTRATE
     from core.runtime.events import CALL_MANAGER
 
     if info.call == CALL_ORCHESTRATE:
@@ -108,7 +108,7 @@ async def _requests(method: str, options: dict[str, Any], embedder: Any) -> list
     from core.compose.runner import build_engine, open_backend
     from core.demo.scripts import DEMO_PROBLEMS
     from core.demo.server import ScriptedServer
-    from core.methods.dmoa import reset_ttt
+    from core.methods.dmoa.method import reset_ttt
     from core.runtime.config import Settings
 
     reset_ttt()  # test-time training counts runs per process: each run here starts afresh

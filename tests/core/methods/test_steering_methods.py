@@ -12,11 +12,11 @@ from core.demo.scripts import demo_script
 from core.demo.server import ScriptedServer
 from core.demo.topoweaver_script import topoweaver_script
 from core.methods.catalogue import build_method
-from core.methods.dmoa_events import CALL_STEP, DmoaRouted
-from core.methods.topodim_events import TopoDIMGraph
-from core.methods.topoweaver import run_metrics
-from core.methods.topoweaver_events import PlanProposed
-from core.methods.topoweaver_prompts import CALL_AGENT
+from core.methods.dmoa.events import CALL_STEP, DmoaRouted
+from core.methods.topodim.events import TopoDIMGraph
+from core.methods.topoweaver.events import PlanProposed
+from core.methods.topoweaver.method import run_metrics
+from core.methods.topoweaver.prompts import CALL_AGENT
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.control import Params, RunControl

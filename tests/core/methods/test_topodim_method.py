@@ -20,8 +20,8 @@ from core.demo.scripts import DEMO_PROBLEMS, FINAL_CODE, demo_script
 from core.demo.server import FaultRule, ScriptedServer
 from core.methods.catalogue import build_method
 from core.methods.registry import MethodError
-from core.methods.topodim import CALL_GRAPH, usable_text
-from core.methods.topodim_events import TopoDIMCall, TopoDIMGraph
+from core.methods.topodim.events import TopoDIMCall, TopoDIMGraph
+from core.methods.topodim.method import CALL_GRAPH, usable_text
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 from core.runtime.config import Settings
@@ -250,7 +250,7 @@ async def test_the_random_generator_repeats_for_a_problem_and_seed(embedder: Any
 
 
 async def test_the_policy_generator_says_which_weights_it_uses(embedder: Any, tmp_path: Path) -> None:
-    from core.methods.topodim_policy import TopoDIMPolicy, save_checkpoint
+    from core.methods.topodim.policy import TopoDIMPolicy, save_checkpoint
 
     missing = tmp_path / "none.pt"
     _, events, _ = await run_topodim(embedder, options={"generator": "policy", "weights": str(missing)})

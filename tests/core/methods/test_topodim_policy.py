@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from core.methods.topodim_policy import (
+from core.methods.topodim.policy import (
     HIDDEN,
     TASK_DIM,
     LocalPolicies,

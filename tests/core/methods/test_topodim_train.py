@@ -15,7 +15,7 @@ from core.compose.train_topodim import TopoDIMTrainer, TrainError, TrainPlan, di
 from core.datasets.loader import load_dataset
 from core.demo.bench_script import benchmark_script
 from core.demo.server import ScriptedServer
-from core.methods.topodim_policy import load_checkpoint
+from core.methods.topodim.policy import load_checkpoint
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from tui.cli.train_topodim import main
@@ -118,7 +118,7 @@ async def test_resume_refuses_a_file_that_is_not_a_checkpoint(dataset: Path, tmp
 
 
 async def test_distillation_then_a_decentralised_run(dataset: Path, tmp_path: Path, embedder: Any) -> None:
-    from core.methods.topodim_events import TopoDIMGraph
+    from core.methods.topodim.events import TopoDIMGraph
     from tests.core.methods.test_topodim_method import of, run_topodim
 
     weights = tmp_path / "p.pt"
@@ -133,8 +133,8 @@ async def test_distillation_then_a_decentralised_run(dataset: Path, tmp_path: Pa
 
 
 async def test_decentralized_without_local_policies_says_so(tmp_path: Path, embedder: Any) -> None:
-    from core.methods.topodim_events import TopoDIMGraph
-    from core.methods.topodim_policy import TopoDIMPolicy, save_checkpoint
+    from core.methods.topodim.events import TopoDIMGraph
+    from core.methods.topodim.policy import TopoDIMPolicy, save_checkpoint
     from tests.core.methods.test_topodim_method import of, run_topodim
 
     weights = tmp_path / "p.pt"

@@ -23,9 +23,9 @@ from core.demo.server import FaultRule, ScriptedServer
 from core.demo.topoweaver_script import topoweaver_script
 from core.methods.catalogue import build_method
 from core.methods.registry import MethodError
-from core.methods.topoweaver import run_metrics
-from core.methods.topoweaver_events import PlanProposed, TurnEnded
-from core.methods.topoweaver_prompts import CALL_AGENT, CALL_ORCHESTRATE
+from core.methods.topoweaver.events import PlanProposed, TurnEnded
+from core.methods.topoweaver.method import run_metrics
+from core.methods.topoweaver.prompts import CALL_AGENT, CALL_ORCHESTRATE
 from core.routing.dytopo import KIND_CROSS, RoutingResult
 from core.runtime import events as ev
 from core.runtime.config import Settings

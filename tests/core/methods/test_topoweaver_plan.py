@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from core.methods.topoweaver_plan import (
+from core.methods.topoweaver.plan import (
     TAG_LOGIC,
     TAG_NO_YAML,
     TAG_PARSE,

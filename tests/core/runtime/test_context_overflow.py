@@ -128,7 +128,7 @@ def test_fitting_drops_the_oldest_first_then_cuts_to_equal_shares() -> None:
 
 
 def test_topodim_clips_every_quoted_answer_to_one_smaller_limit() -> None:
-    from core.methods.topodim_prompts import clip, clip_shrink
+    from core.methods.topodim.prompts import clip, clip_shrink
 
     answers = ["a" * 5000, "b" * 3000]
 

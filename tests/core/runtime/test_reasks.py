@@ -6,7 +6,7 @@ from typing import Any
 
 from core.demo.scripts import demo_script
 from core.demo.server import FaultRule, ScriptedServer
-from core.methods.topoweaver import ORCHESTRATOR_REPLY_FORMAT
+from core.methods.topoweaver.method import ORCHESTRATOR_REPLY_FORMAT
 from core.runtime.parsing import parse_descriptors, parse_manager, parse_work, parse_worker
 from core.runtime.prompts import repair_request
 from tests.core.runtime.test_engine import run_swarm

@@ -4,8 +4,8 @@ Each step i (up to L_max, default 20) a router reads the context vector X_i (Min
 the pool of N agents; the top k_i run in parallel, each seeing the problem and every response of the
 previous step's agents (the MoA-style P_last); X_{i+1} is the alpha-weighted sum of their response
 embeddings; a Summarizer reads the problem and the step's responses and answers ``[FINAL]`` with the
-answer or ``[CONTINUE]``. The equations live in core.methods.dmoa_routing (NumPy) and
-core.methods.dmoa_router (the GRU router's forward pass in NumPy and its weights) and core.methods.dmoa_train
+answer or ``[CONTINUE]``. The equations live in core.methods.dmoa.routing (NumPy) and
+core.methods.dmoa.router (the GRU router's forward pass in NumPy and its weights) and core.methods.dmoa.train
 (its training, torch, imported only when a run trains).
 
 Routers (``[strategy.dmoa] router``):
@@ -45,8 +45,8 @@ from typing import TYPE_CHECKING, Any
 
 from core.evaluation.extract import latest_code
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
-from core.methods.dmoa_events import CALL_SELECT, CALL_STEP, CALL_SUMMARY, DmoaRouted, DmoaStepDone
-from core.methods.dmoa_prompts import (
+from core.methods.dmoa.events import CALL_SELECT, CALL_STEP, CALL_SUMMARY, DmoaRouted, DmoaStepDone
+from core.methods.dmoa.prompts import (
     QUERY_IN,
     QUERY_IN_SYSTEM,
     agent_request,
@@ -59,8 +59,8 @@ from core.methods.dmoa_prompts import (
     summarizer_request,
     summarizer_system_prompt,
 )
-from core.methods.dmoa_router import RouterError, RouterInfo, RouterSession, RouterStore, RouterWeights, seeded_weights
-from core.methods.dmoa_routing import (
+from core.methods.dmoa.router import RouterError, RouterInfo, RouterSession, RouterStore, RouterWeights, seeded_weights
+from core.methods.dmoa.routing import (
     TAG_FINAL,
     Choice,
     choose,
@@ -71,7 +71,7 @@ from core.methods.dmoa_routing import (
     predictive_entropy,
     rank_loss,
 )
-from core.methods.dmoa_steer import DmoaSteering
+from core.methods.dmoa.steer import DmoaSteering
 from core.methods.registry import MethodError, MethodInfo, OptionSpec, call_options, call_tables, register
 from core.routing.dytopo import KIND_HANDOFF, Edge, RoutingResult
 from core.runtime import events as ev
@@ -82,7 +82,7 @@ from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.steering import SteerKind
 
 if TYPE_CHECKING:
-    from core.methods.dmoa_train import Trace
+    from core.methods.dmoa.train import Trace
     from core.runtime.engine import SwarmEngine
 
 NAME = "dmoa"
@@ -268,7 +268,7 @@ class DmoaMethod:
             x = np.asarray((await rt.embedder.aembed([rt.spec.problem]))[0], dtype=np.float64)  # eq. 1
             step_state = _Step([], x, [], [])
             if self._dense:
-                from core.methods.dmoa_train import Trace
+                from core.methods.dmoa.train import Trace
 
                 self.trace = Trace(x1=x.tolist(), problem=rt.spec.problem)
         x_prev: np.ndarray | None = None
@@ -458,7 +458,7 @@ class DmoaMethod:
                 self._dense = False
                 self.trace = None
             elif self.trace is not None:
-                from core.methods.dmoa_train import TraceStep
+                from core.methods.dmoa.train import TraceStep
 
                 self.trace.steps.append(
                     TraceStep(
@@ -560,7 +560,7 @@ class DmoaMethod:
     async def _update_router(self) -> None:
         """App. B.5: after the dense runs, one update pass (AdamW, batch 8, 3 epochs), then save. Training
         needs torch (imported here only); the updated weights go back to the NumPy router."""
-        from core.methods.dmoa_train import GRURouter, mean_loss, train
+        from core.methods.dmoa.train import GRURouter, mean_loss, train
 
         state, rt = self._ttt, self.rt
         assert state is not None and self._gru is not None

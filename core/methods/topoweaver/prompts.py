@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.methods.topoweaver_plan import (
+from core.methods.topoweaver.plan import (
     ALGORITHMMER,
     CODER,
     DEBUGGER,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from core.methods.dmoa_routing import alpha_weights
+from core.methods.dmoa.routing import alpha_weights
 from core.methods.steer_checks import refusal
 from core.runtime.steering import ALL, SteerAction, SteerKind
 

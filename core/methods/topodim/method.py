@@ -9,7 +9,7 @@ no second round (Alg. 1 l.20).
 
 This module is the protocol: one graph, the schedule's calls, the decision. The generators that draw the
 graph (``[strategy.topodim] generator``: prior, random, policy, decentralized) are
-core.methods.topodim_generators; the prompts are core.methods.topodim_prompts; the pure graph work (mask,
+core.methods.topodim.generators; the prompts are core.methods.topodim.prompts; the pure graph work (mask,
 sparsification, node filter, schedule, diversity) is core.routing.topodim.
 """
 
@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from core.evaluation.extract import docstring_examples, latest_code
 from core.evaluation.math_answers import answer_or_text, extract_answer
 from core.methods.registry import MethodError, MethodInfo, OptionSpec, call_options, call_tables, one_unit, register
-from core.methods.topodim_events import TopoDIMCall, TopoDIMGraph, describe_call
-from core.methods.topodim_generators import (
+from core.methods.topodim.events import TopoDIMCall, TopoDIMGraph, describe_call
+from core.methods.topodim.generators import (
     CALL_GRAPH,
     GENERATORS,
     Generated,
@@ -33,7 +33,7 @@ from core.methods.topodim_generators import (
     abort_if_unreachable,
     parse_edge_types,
 )
-from core.methods.topodim_prompts import (
+from core.methods.topodim.prompts import (
     EXTRA_ROLES,
     PEER_CHARS,
     clip_shrink,
@@ -44,7 +44,7 @@ from core.methods.topodim_prompts import (
     team_roles,
     user_prompt,
 )
-from core.methods.topodim_steer import TopoDIMSteering
+from core.methods.topodim.steer import TopoDIMSteering
 from core.routing.topodim import (
     EDGE_TYPES,
     MODE_CHALLENGE,
@@ -70,7 +70,7 @@ from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.steering import SteerKind
 
 if TYPE_CHECKING:
-    from core.methods.topodim_policy import PolicySample, TopoDIMPolicy
+    from core.methods.topodim.policy import PolicySample, TopoDIMPolicy
     from core.runtime.engine import AgentResult, SwarmEngine
 
 NAME = "topodim"

@@ -32,8 +32,8 @@ from core.evaluation.math_answers import answer_or_text, extract_answer
 from core.evaluation.sandbox import SandboxLimits, arun_code
 from core.llm.urls import redact_url
 from core.methods.registry import MethodInfo, OptionSpec, call_options, call_tables, register
-from core.methods.topoweaver_events import PlanProposed, TurnEnded
-from core.methods.topoweaver_plan import (
+from core.methods.topoweaver.events import PlanProposed, TurnEnded
+from core.methods.topoweaver.plan import (
     CODER,
     DEBUGGER,
     EXECUTION_REWARD,
@@ -50,7 +50,7 @@ from core.methods.topoweaver_plan import (
     plan_yaml,
     validate_plan,
 )
-from core.methods.topoweaver_prompts import (
+from core.methods.topoweaver.prompts import (
     CALL_AGENT,
     CALL_ORCHESTRATE,
     LOG_CHARS,
@@ -62,7 +62,7 @@ from core.methods.topoweaver_prompts import (
     orchestrator_system_prompt,
     trimmed,
 )
-from core.methods.topoweaver_steer import TopoWeaverSteering
+from core.methods.topoweaver.steer import TopoWeaverSteering
 from core.runtime import events as ev
 from core.runtime.config import resolve_api_key
 from core.runtime.context import Messages, shrink_pieces

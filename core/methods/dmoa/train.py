@@ -10,7 +10,7 @@
   gradients: z_i from the GRU, eq. 14 against C_i = softmax(-E_i), then X_{i+1} from the agents this
   router routes (Alg. 1 l.11), so the gradient reaches earlier steps through alpha and h (§4.1).
 * ``train`` — AdamW, lr 1e-3, batch 8, 3 epochs, gradient clip 1.0 (App. B.3).
-* ``GRURouter.from_weights`` / ``to_weights`` — to and from the NumPy router (core.methods.dmoa_router),
+* ``GRURouter.from_weights`` / ``to_weights`` — to and from the NumPy router (core.methods.dmoa.router),
   which runs inference and stores the weights (.npz) without torch.
 
 Only training imports this module (and torch): ``swarm-tui train dmoa`` and test-time training.
@@ -28,8 +28,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from core.methods.dmoa_router import DIM, RouterError, RouterWeights
-from core.methods.dmoa_routing import adaptive_k, keep_top_k
+from core.methods.dmoa.router import DIM, RouterError, RouterWeights
+from core.methods.dmoa.routing import adaptive_k, keep_top_k
 
 LR = 1e-3  # App. B.3
 BATCH = 8
@@ -56,7 +56,7 @@ class GRURouter(nn.Module):
 
     @classmethod
     def from_weights(cls, weights: RouterWeights) -> GRURouter:
-        """A trainable copy of the NumPy router's weights (core.methods.dmoa_router)."""
+        """A trainable copy of the NumPy router's weights (core.methods.dmoa.router)."""
         router = cls(weights.n_agents, dim=weights.dim)
         state = {
             "gru.weight_ih": weights.weight_ih, "gru.weight_hh": weights.weight_hh,

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from core.methods.steer_checks import refusal
-from core.methods.topoweaver_plan import Validation, validate_plan
+from core.methods.topoweaver.plan import Validation, validate_plan
 from core.runtime.steering import SteerAction, SteerKind
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 * ``RouterWeights`` — the parameters of eq. 2 / 10: one GRU cell with hidden size d = 384 (so o_i = h_i)
   and the linear head z_i = W o_i + b over the N agents of the pool, in torch's GRUCell layout (the gate
-  blocks r, z, n stacked), so the trainer (core.methods.dmoa_train, torch) reads and writes the same arrays.
+  blocks r, z, n stacked), so the trainer (core.methods.dmoa.train, torch) reads and writes the same arrays.
 * ``RouterSession`` — one query's pass: h_0 = 0 (Alg. 1 l.4), then (z_i, h_i) from X_i and h_{i-1}.
 * ``seeded_weights`` — the untrained router: uniform(-1/sqrt(d), 1/sqrt(d)) for the GRU (torch's
   GRUCell default) and uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) for the head (torch's Linear default), from

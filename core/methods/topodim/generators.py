@@ -4,7 +4,7 @@
   configurable), every structural rule applied, seeded per problem.
 * ``prior`` — the LLM-written prior graph (§3.2 "initialized by an advanced LLM"): the Manager proposes
   typed edges with a confidence in one JSON call; the confidence is p for eq. 8.
-* ``policy`` / ``decentralized`` — the generator network (eq. 4-7, core.methods.topodim_policy) or its
+* ``policy`` / ``decentralized`` — the generator network (eq. 4-7, core.methods.topodim.policy) or its
   distilled per-agent policies (§3.4); untrained they run from a seeded initialisation.
 """
 
@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 from core.methods.registry import MethodError
-from core.methods.topodim_prompts import prior_messages
+from core.methods.topodim.prompts import prior_messages
 from core.routing.topodim import EDGE_TYPES, NONE, RELATIONS, TypedGraph, build_graph, decode, proposal_decisions
 from core.runtime.domains import Role
 from core.runtime.engine import AgentResult, RunAborted
 from core.runtime.parsing import ParseError, extract_json_object
 
 if TYPE_CHECKING:
-    from core.methods.topodim_policy import PolicySample, TopoDIMPolicy
+    from core.methods.topodim.policy import PolicySample, TopoDIMPolicy
     from core.runtime.engine import SwarmEngine
 
 CALL_GRAPH = "typed-graph"  # the Manager's one call of the prior generator
@@ -199,7 +199,7 @@ class GraphGenerator:
     async def _policy(self, rng: np.random.Generator, seed: int) -> Generated | None:
         import torch
 
-        from core.methods.topodim_policy import (
+        from core.methods.topodim.policy import (
             TASK_DIM,
             PolicyLoadError,
             PolicySample,
