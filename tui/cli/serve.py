@@ -18,9 +18,9 @@ from typing import Any
 
 from core.demo.scripts import DEMO_PROBLEMS
 
-from .main import SUBCOMMANDS
-from .main import build_parser as run_parser
 from .options import EXIT_USAGE, OneLineParser, check_save_path, fail, read_problem, settings_from_args
+from .run_parser import SUBCOMMANDS
+from .run_parser import build_parser as run_parser
 
 # How the served process learns it is read-only (tui.spectate reads it): textual-serve starts it from a
 # command line per browser, so the environment is the one channel.
