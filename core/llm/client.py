@@ -7,13 +7,13 @@ Every wait is bounded, and every wait can be cancelled (all of them are awaits):
 * inside a stream, ``timeout`` (``call_timeout``, 120 s) is the longest silence; a stream that stalls or
   drops mid-way is retried once; a stream that goes on past max_tokens, or slower than
   ``min_tokens_per_second``, is cut off as if at max_tokens (core.llm.bounds);
-* a call that fails before it starts (408/409/429/5xx, a refused connection) is retried here, not by the
+* a call that fails before it starts (408/409/5xx, a refused connection) is retried here, not by the
   SDK, up to ``max_retries`` times, honouring Retry-After, and each retry is announced (``on_retry``:
-  "rate limited by URL, retrying in N s"); a 429 without Retry-After (a busy local server) is retried with
-  exponential backoff and jitter as often as fits in ``max_retry_wait``. One call waits at most
-  ``max_retry_wait`` seconds in all;
-  a server that asks for more, or still rate-limits after the retries, ends the call with one line
-  (``EndpointUnavailable``).
+  "rate limited by URL, retrying in N s"). A 429 is a server asking for patience, not a failure: it is
+  retried as often as fits in ``max_retry_wait``, after the wait it names (Retry-After) or, when it names
+  none (a busy local server), with exponential backoff and jitter. One call waits at most
+  ``max_retry_wait`` seconds in all; a server that asks for more, or still rate-limits when that time is
+  spent, ends the call with one line (``EndpointUnavailable``).
 
 Structured output: a call that names a contract's JSON schema asks for ``response_format`` of type
 ``json_schema``; a server that rejects it is asked for ``json_object``, then for nothing, and each
@@ -51,6 +51,7 @@ StatusCallback = Callable[[str], None]
 T = TypeVar("T")
 
 STATUS_EVERY = 5.0  # "contacting URL … N s" after 1 s, then every 5 s, while the endpoint has not answered
+_MIN_NAMED_WAIT = 0.05  # seconds: the shortest Retry-After a 429 is waited, however often it repeats
 _INITIAL_BACKOFF = 0.5  # seconds before the first retry when the server names no Retry-After
 _MAX_BACKOFF = 8.0
 
@@ -482,24 +483,21 @@ class LLMClient:
         limited = isinstance(exc, openai.RateLimitError)
         url = self.shown_url
         asked = _retry_after(exc) if status else None  # type: ignore[arg-type]
-        # A 429 that names no wait (a local server while it is busy) is tried again, with exponential backoff
-        # and jitter, for as long as max_retry_wait allows, however many attempts that takes.
+        if limited and asked is not None:
+            # "Retry at once", again and again, would spin: 0 is backed off like a 429 naming no wait, and a
+            # named wait is at least _MIN_NAMED_WAIT (a few hundred attempts at most within max_retry_wait).
+            asked = max(asked, _MIN_NAMED_WAIT) if asked > 0 else None
+        # A 429 is tried again for as long as max_retry_wait allows, however many attempts that takes: after
+        # the wait it names, or (a local server while it is busy) with exponential backoff and jitter.
         patient = limited and asked is None
-        if retries >= self.max_retries and not patient:
-            if limited:
-                raise EndpointUnavailable(
-                    f"rate limited by {url}: still refused after {retries + 1} attempt(s)"
-                    + (f" and {seconds(waited)} s of waiting" if waited else "")
-                    + ": try again later",
-                    strip_userinfo(self.base_url),
-                ) from exc
+        if retries >= self.max_retries and not limited:
             raise exc
         delay = asked if asked is not None else min(_MAX_BACKOFF, _INITIAL_BACKOFF * 2**retries)
         if asked is None:
             delay *= 1 - 0.25 * random.random()
         left = self.max_retry_wait - waited
         if patient and left >= _INITIAL_BACKOFF / 4:
-            delay = min(delay, left)  # the last wait fills what max_retry_wait leaves
+            delay = min(delay, left)  # the last wait fills what max_retry_wait leaves (a named wait is kept)
         if waited + delay > self.max_retry_wait:
             if limited:
                 if asked is not None and asked > self.max_retry_wait:

@@ -97,7 +97,7 @@ DEVIATIONS: tuple[Deviation, ...] = (
         "A run also ends when the workers' outputs stop changing (similarity >= convergence_threshold, 0.95), "
         "as the reference deployment does; in the paper only the Manager halts (§3.5.2).",
         "Saves rounds that would repeat the same outputs; the Manager still halts first when it can.",
-        "config: convergence_threshold = 1.01 (never reached)",
+        'config: convergence_threshold = "off"',
     ),
     Deviation(
         "random",

@@ -16,11 +16,21 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from enum import StrEnum
 from typing import Annotated, Any, get_type_hints
 
-from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
 
 from core.llm.urls import DEFAULT_BASE_URL, URLError, check_base_url
 
 APP_NAME = "swarm-tui"
+# The word that switches a stop off where a number sets it (a file, the environment, a flag): None in Settings.
+OFF = "off"
+
+
+def _off_is_none(value: Any) -> Any:
+    return None if isinstance(value, str) and value.strip().lower() == OFF else value
+
+
+# A setting that may also be switched off: its number, or "off" (None).
+Switchable = BeforeValidator(_off_is_none)
 
 
 
@@ -105,7 +115,9 @@ class Settings:
     no_think: bool = False  # append /no_think to descriptor calls (Qwen3)
     # Memory and termination.
     context_budget_tokens: Annotated[int, Field(ge=500)] = 12000
-    convergence_threshold: Annotated[float, Field(ge=0.0, le=1.0)] = 0.95
+    # The run also ends when the workers' outputs stop changing (mean similarity >= this); "off" (None): only
+    # the Manager or max_rounds end it, as in the paper (docs/fidelity.md).
+    convergence_threshold: Annotated[Annotated[float, Field(ge=0.0, le=1.0)] | None, Switchable] = 0.95
     # Embeddings: a local sentence-transformers folder tried before the bundled package.
     embedding_model_path: str | None = None
     # MiniLM quantised to int8 (ONNX Runtime dynamic quantisation): about twice as fast, an opt-in because
@@ -183,6 +195,8 @@ def _constraints(owner: type, name: str) -> dict[str, Any]:
                         found[key] = getattr(item, key)
             if getattr(meta, "description", None):
                 found["unit"] = meta.description
+            if meta is Switchable:
+                found["off"] = True
         stack.extend(getattr(hint, "__args__", ()))
     return found
 
@@ -195,6 +209,11 @@ def bounds_text(name: str, owner: type | None = None) -> str:
     """How a setting's bounds read in a message or a --help line: "between 0 and 1", "at least 500"."""
     c = _constraints(owner or Settings, name)
     unit = f" {c['unit']}" if "unit" in c else ""
+    off = f', or "{OFF}"' if c.get("off") else ""
+    return _range_text(c, unit) + off
+
+
+def _range_text(c: dict[str, Any], unit: str) -> str:
     if "ge" in c and "le" in c:
         return f"between {_num(c['ge'])} and {_num(c['le'])}{unit}"
     if "gt" in c and "le" in c:
@@ -226,7 +245,10 @@ _TYPE_WORDS = {"int": "a whole number", "float": "a number", "bool": "true or fa
 
 def _problem(owner: type, name: str, label: str, value: Any, error: Any) -> str:
     kind = str(error["type"])
-    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):  # a number, or its text
+    switchable = bool(_constraints(owner, name).get("off"))
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than") or (
+        switchable and kind.startswith("float")
+    ):  # a number, or its text
         return f"{label} must be {bounds_text(name, owner)}, got {value if isinstance(value, str) else _shown(value)}"
     if kind == "enum":
         enum = next(t for t in _enum_types(_field_types(owner)[name]))

@@ -4,14 +4,13 @@ bytes its websocket hands to the terminal (recorded by a script the test adds to
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import socket
-import subprocess
-import sys
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +18,10 @@ import pytest
 
 from tests.browser.conftest import SIZES
 from tests.browser.support import open_page
+from tests.serve_support import hostile_folder, serving
 from tui.spectate import REFUSAL
 
 pytestmark = pytest.mark.browser
-ROOT = Path(__file__).resolve().parents[2]
 RECORD = """(() => { window.__screen = ''; const decode = new TextDecoder(); const Native = window.WebSocket;
   window.WebSocket = function (url, protocols) {
     const ws = protocols === undefined ? new Native(url) : new Native(url, protocols);
@@ -33,36 +32,10 @@ RECORD = """(() => { window.__screen = ''; const decode = new TextDecoder(); con
 _ESCAPES = re.compile(r"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _serve(where: Path, *args: str) -> Iterator[str]:
-    port = _free_port()
     # The served runs save their sessions in ``where``, never in the checkout (its sessions/ holds the examples).
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "SWARM_TUI_SESSIONS_DIR": str(where)}
-    # A session of its own: the server starts a shell and an app per browser, all ended with it.
-    server = subprocess.Popen([sys.executable, "-m", "tui", "serve", "--port", str(port), "--demo", *args],
-                              cwd=where, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              start_new_session=True)
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert server.poll() is None, server.stdout.read().decode() if server.stdout else ""
-            time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
+    with serving(where, "--demo", *args) as served:
+        yield served.url
 
 
 @pytest.fixture()
@@ -106,6 +79,60 @@ def test_serve_demo_renders_the_agent_panes_in_the_page(browser: Any, served: st
         assert all(url.startswith((here, here.replace("http", "ws"), "data:")) for url in watched.requests), \
             watched.requests
         watched.page.context.close()
+
+
+@contextmanager
+def _another_site(folder: Path) -> Iterator[str]:
+    """A real web site on this machine, at another origin than the served page's (another port)."""
+    folder.mkdir()
+    (folder / "index.html").write_text("<!DOCTYPE html><title>elsewhere</title>", encoding="utf-8")
+    site = ThreadingHTTPServer(("127.0.0.1", 0), partial(SimpleHTTPRequestHandler, directory=str(folder)))
+    threading.Thread(target=site.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{site.server_address[1]}"
+    finally:
+        site.shutdown()
+        site.server_close()
+
+
+def test_a_page_on_another_site_cannot_open_the_app(browser: Any, tmp_path: Path) -> None:
+    """Cross-site WebSocket hijacking: a page the user visits elsewhere tries the served app's socket."""
+    with serving(tmp_path, "--demo") as served, _another_site(tmp_path / "elsewhere") as elsewhere:
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(elsewhere + "/")
+        outcome = page.evaluate("""url => new Promise(done => {
+            const ws = new WebSocket(url);
+            ws.onopen = () => done('open'); ws.onerror = () => done('refused'); })""",
+                                f"ws://127.0.0.1:{served.port}/ws?width=80&height=24")
+        context.close()
+        said = served.stderr_now()
+    assert outcome == "refused", said
+    assert [line for line in said if f"refused a connection from Origin {elsewhere!r}" in line], said
+    assert not list(tmp_path.glob("*.json"))  # no app started, no run saved
+
+
+def test_the_session_cap_holds_and_the_next_page_says_so(browser: Any, tmp_path: Path, shots: Path) -> None:
+    with serving(tmp_path, "--demo", "--max-sessions", "1") as served:
+        first = open_page(browser, served.url, init_script=RECORD)
+        _wait_for_panes(first.page)
+        second = browser.new_context().new_page()
+        answer = second.goto(served.url)
+        assert answer is not None and answer.status == 503
+        text = second.inner_text("body")
+        second.screenshot(path=str(shots / "serve-full-1280x720.png"))
+        second.context.close()
+        first.page.context.close()
+    assert "all sessions are in use" in text and "--max-sessions 1" in text
+
+
+def test_served_from_a_folder_with_its_own_tui_and_sessions_the_page_works(browser: Any, tmp_path: Path) -> None:
+    marker = hostile_folder(tmp_path)
+    with serving(tmp_path, "--demo") as served:
+        watched = open_page(browser, served.url, init_script=RECORD)
+        _wait_for_panes(watched.page)
+        watched.page.context.close()
+    assert not marker.exists()
 
 
 def test_a_spectator_is_refused_the_step_key_in_one_line(browser: Any, spectated: str, shots: Path) -> None:

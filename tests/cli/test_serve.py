@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.tui.test_tui_support import live_app, wait_for
-from tui.cli.serve import command, local_fonts, reach
+from tui.cli.serve import command, reach
 from tui.entry import main
 from tui.spectate import REFUSAL, SPECTATE_ENV, refused, spectating
 
@@ -38,7 +38,7 @@ def test_a_run_that_cannot_be_served_is_one_line_and_exit_2(argv: list[str], say
 
 def test_the_served_command_carries_the_run_and_the_spectator_flag() -> None:
     line = command(["--demo", "a problem; rm -rf /"], spectate=True)
-    assert line.startswith(f"{SPECTATE_ENV}=1 ") and "'a problem; rm -rf /'" in line  # quoted, not run
+    assert f" {SPECTATE_ENV}=1 " in line and "'a problem; rm -rf /'" in line  # quoted, not run
     assert SPECTATE_ENV not in command(["--demo"], spectate=False)
     assert spectating({SPECTATE_ENV: "1"}) and not spectating({})
 
@@ -88,6 +88,8 @@ def test_a_spectator_may_step_and_play_a_replay_but_not_what_if_or_fork_it() -> 
 
 def test_the_served_page_takes_its_font_from_the_server_not_a_font_service() -> None:
     import textual_serve
+
+    from tui.cli.serve_server import local_fonts
 
     template = (Path(textual_serve.__file__).parent / "templates" / "app_index.html").read_text(encoding="utf-8")
     page = local_fonts(template)

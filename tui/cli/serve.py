@@ -10,17 +10,17 @@ against the configured endpoint. ``--spectate`` makes the view read-only (tui.sp
 from __future__ import annotations
 
 import ipaddress
-import re
+import os
 import shlex
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from core.demo.scripts import DEMO_PROBLEMS
 
-from .main import SUBCOMMANDS
-from .main import build_parser as run_parser
-from .options import EXIT_USAGE, OneLineParser, check_save_path, fail, read_problem, settings_from_args
+from .options import EXIT_USAGE, OneLineParser, check_save_path, fail, int_range, read_problem, settings_from_args
+from .run_parser import SUBCOMMANDS
+from .run_parser import build_parser as run_parser
+from .serve_gate import Gate, new_token, page_origins, say
 
 # How the served process learns it is read-only (tui.spectate reads it): textual-serve starts it from a
 # command line per browser, so the environment is the one channel.
@@ -44,6 +44,9 @@ def build_parser() -> OneLineParser:
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     parser.add_argument("--public-url", metavar="URL",
                         help="the address browsers use to reach the page, when it is not http://HOST:PORT")
+    parser.add_argument("--max-sessions", type=int_range(1, 64), default=4, metavar="N",
+                        help="browser sessions open at once, each its own app process (default 4); the next "
+                        "page says they are all in use")
     parser.add_argument("--spectate", action="store_true",
                         help="read-only: the keys that change the run (step, tau, k_in, steering, cancel) are off")
     return parser
@@ -88,41 +91,50 @@ def check_run(run_args: list[str], spectate: bool) -> list[str]:
     return run_args
 
 
-def command(run_args: Sequence[str], spectate: bool) -> str:
-    """The shell command textual-serve starts per browser: this Python, this package, the run's arguments."""
-    line = shlex.join([sys.executable, "-m", "tui", *run_args])
-    return f"{SPECTATE_ENV}=1 {line}" if spectate else line
+def safe_pythonpath(environ: Mapping[str, str]) -> str:
+    """PYTHONPATH for the served app: the absolute folders the user named. An empty or relative entry means
+    "wherever the app runs", i.e. the working folder, and is dropped (so is nothing else)."""
+    entries = environ.get("PYTHONPATH", "").split(os.pathsep)
+    return os.pathsep.join(e for e in entries if e and os.path.isabs(e))
 
 
-_WEB_FONT = re.compile(r"<link[^>]*fonts\.googleapis\.com[^>]*>", re.DOTALL)
-# textual-serve's page asks a font service for its font; it ships the same font: the page takes that instead,
-# so opening the app loads nothing from anywhere but this server.
-_LOCAL_FONT = ('<style>@font-face{font-family:"Roboto Mono";'
-               'src:url("/static/fonts/RobotoMono-VariableFont_wght.ttf") format("truetype")}</style>')
+def command(run_args: Sequence[str], spectate: bool, environ: Mapping[str, str] | None = None) -> str:
+    """The shell command textual-serve starts per browser: this Python, the installed package, the run's
+    arguments. Started as the console script starts it: ``-P`` keeps the working folder off the import path
+    (a ``tui/`` or ``sessions/`` there would otherwise be imported instead of the app: code run with the
+    user's rights and key), and PYTHONSAFEPATH=1 does the same for every Python the app itself starts."""
+    path = safe_pythonpath(os.environ if environ is None else environ)
+    assignments = ["PYTHONSAFEPATH=1", f"PYTHONPATH={shlex.quote(path)}" if path else "PYTHONPATH="]
+    if spectate:
+        assignments.append(f"{SPECTATE_ENV}=1")
+    return " ".join([*assignments, shlex.join([sys.executable, "-P", "-m", "tui", *run_args])])
 
 
-def local_fonts(page: str) -> str:
-    return _WEB_FONT.sub(_LOCAL_FONT, page)
+def public_url_of(host: str, port: int) -> str:
+    """Where a browser finds the page when --public-url does not say: http://HOST:PORT."""
+    shown = f"[{host.strip('[]')}]" if ":" in host else host
+    return f"http://{shown}:{port}"
 
 
-def _server(command_line: str, host: str, port: int, title: str, public_url: str | None) -> Any:
-    from aiohttp import web
-    from textual_serve.server import Server
+def unspecified(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return False
 
-    @web.middleware
-    async def no_web_font(request: web.Request, handler: Any) -> web.StreamResponse:
-        response: web.StreamResponse = await handler(request)
-        if request.path == "/" and isinstance(response, web.Response) and response.text:
-            response.text = local_fonts(response.text)
-        return response
 
-    class LocalServer(Server):
-        async def _make_app(self) -> web.Application:
-            app = await super()._make_app()
-            app.middlewares.append(no_web_font)
-            return app
-
-    return LocalServer(command_line, host=host, port=port, title=title, public_url=public_url)
+def startup_notes(host: str, port: int, spectate: bool, public_url: str | None) -> list[str]:
+    """What the person starting the server should know: who can reach it, and an address no browser can use."""
+    notes = []
+    who = reach(host, port)
+    if who is not None:
+        drive = ("they watch read-only (--spectate)" if spectate else
+                 "each of them drives a run against your endpoint (add --spectate for a read-only view)")
+        notes.append(f"listening on {host}:{port}: {who}; {drive}; the address below carries the token they need")
+    if unspecified(host) and public_url is None:
+        notes.append(f"the page will point its connection at ws://{host}:{port}, which no browser can reach: "
+                     f"--public-url http://THIS-MACHINE:{port} (the address browsers use) fixes it")
+    return notes
 
 
 def main(argv: list[str]) -> int:
@@ -131,16 +143,20 @@ def main(argv: list[str]) -> int:
         fail(f"--port {args.port} is not a port (1..65535)")
     run_args = check_run(run_args, args.spectate)
     try:
-        import textual_serve.server  # noqa: F401  (the web extra)
+        from .serve_server import GatedServer  # the web extra
     except ImportError:
         print("swarm-tui: error: serve needs the web extra: pip install 'swarm-tui[web]'", file=sys.stderr)
         return EXIT_USAGE
-    who = reach(args.host, args.port)
-    if who is not None:
-        drive = ("they watch read-only (--spectate)" if args.spectate else
-                 "each of them drives a run against your endpoint (add --spectate for a read-only view)")
-        print(f"swarm-tui serve: listening on {args.host}:{args.port}: {who}; {drive}", file=sys.stderr)
-    server = _server(command(run_args, args.spectate), args.host, args.port,
-                     "swarm-tui" + (" (spectating)" if args.spectate else ""), args.public_url)
-    server.serve()
+    public_url = args.public_url or public_url_of(args.host, args.port)
+    loopback = reach(args.host, args.port) is None
+    gate = Gate(page_origins(public_url, args.port, loopback), args.max_sessions,
+                token=None if loopback else new_token(), secure=public_url.startswith("https:"), port=args.port)
+    for note in startup_notes(args.host, args.port, args.spectate, args.public_url):
+        say(note)
+    server = GatedServer(command(run_args, args.spectate), host=args.host, port=args.port, public_url=public_url,
+                         title="swarm-tui" + (" (spectating)" if args.spectate else ""), gate=gate)
+    try:
+        server.serve()
+    except OSError as exc:
+        fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
     return 0

@@ -202,13 +202,13 @@ class DyTopoMethod:
                     return RunOutcome(EndReason.MAX_ROUNDS, f"reached max_rounds ({round_no})", answer, "manager")
                 answer, source = self.rt.extract_answer()
                 return RunOutcome(EndReason.MAX_ROUNDS, f"reached max_rounds ({round_no})", answer, source)
-            if (convergence is not None and convergence >= self.rt.settings.convergence_threshold
+            threshold = self.rt.settings.convergence_threshold  # None: "off", as in the paper (§3.5.2)
+            if (convergence is not None and threshold is not None and convergence >= threshold
                     and not self.steer.veto(round_no)):
                 answer, source = self.rt.extract_answer()
                 return RunOutcome(
                     EndReason.CONVERGED,
-                    f"outputs stopped changing (similarity {convergence:.2f} ≥ "
-                    f"{self.rt.settings.convergence_threshold:.2f})",
+                    f"outputs stopped changing (similarity {convergence:.2f} ≥ {threshold:.2f})",
                     answer,
                     source,
                 )

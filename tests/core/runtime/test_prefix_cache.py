@@ -38,7 +38,7 @@ def _text(request: RequestInfo) -> str:
 
 
 async def _log(embedder: Any, protocol: str, **options: str) -> list[RequestInfo]:
-    settings = Settings(max_rounds=3, protocol=protocol, convergence_threshold=1.01,
+    settings = Settings(max_rounds=3, protocol=protocol, convergence_threshold=None,
                         strategy_options={"dytopo": options} if options else {})
     with ScriptedServer(_changing) as server:
         finished, _, _ = await run_swarm(server, embedder, settings=settings)

@@ -1,5 +1,5 @@
 """Faults stay small: one agent's failed call fails its turn, not the run; a stream that never ends or only
-trickles is cut off at its bound; a busy server's 429s without Retry-After are waited out. The real
+trickles is cut off at its bound; a busy server's 429s, with or without Retry-After, are waited out. The real
 openai client against the scripted server's fault injection (core.demo.server), real MiniLM."""
 
 from __future__ import annotations
@@ -84,6 +84,22 @@ async def test_three_429s_without_retry_after_are_backed_off_and_the_call_succee
     assert designer.status == "done" and designer.attempts == 4
     waits = [m for m in notices(events, "Designer") if "(no Retry-After), retrying in" in m]
     assert len(waits) == 3 and all("of the 20 s max_retry_wait" in m for m in waits)
+    assert finished.reason != "error"
+
+
+async def test_429s_that_name_their_wait_are_waited_out_past_max_retries_within_max_retry_wait(
+    embedder: Any,
+) -> None:
+    """A server that answers "429, Retry-After: 1" three times, then serves: more attempts than max_retries
+    (2), 3 s of the 60 s max_retry_wait, and the call succeeds (it used to end the run after 3 attempts)."""
+    with ScriptedServer(demo_script) as server:
+        server.add_fault(FaultRule("http_429", role="Designer", call=ev.CALL_WORK, round=1, times=3, retry_after=1))
+        settings = Settings(max_rounds=1, max_retries=2, max_retry_wait=60)
+        finished, events, _ = await run_swarm(server, embedder, settings=settings)
+    (designer,) = of(events, ev.AgentFinished, round=1, agent="Designer", call=ev.CALL_WORK)
+    assert designer.status == "done" and designer.attempts == 4
+    waits = [m for m in notices(events, "Designer") if "rate limited by" in m]
+    assert len(waits) == 3 and all(m.endswith("retrying in 1 s") for m in waits)
     assert finished.reason != "error"
 
 
