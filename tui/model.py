@@ -72,6 +72,8 @@ class RoundView:
     number: int
     params: dict[str, Any]
     goal: str = ""
+    goal_by_user: bool = False  # the round ran with the user's goal (GoalReplaced), not the Manager's
+    replaced_goal: str = ""  # then: the Manager's goal it replaced
     agents: dict[str, AgentView] = field(default_factory=dict)
     routing: RoutingResult | None = None
     rerouted: bool = False
@@ -420,6 +422,11 @@ class RunModel:
         else:
             rv.decision = Decision(e.terminate, e.next_goal, e.reasoning, e.status, e.final_answer)
         self.next_goal = e.next_goal
+
+    @HANDLERS.on(ev.GoalReplaced)
+    def _on_goal_replaced(self, e: ev.GoalReplaced) -> None:
+        rv = self._round(e.round)
+        rv.goal, rv.goal_by_user, rv.replaced_goal = e.goal, True, e.replaced
 
     @HANDLERS.on(ev.RoundFinished)
     def _on_round_finished(self, e: ev.RoundFinished) -> None:

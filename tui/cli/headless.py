@@ -130,6 +130,12 @@ class ProgressPrinter:
         else:
             self._line(f"{self._decider}: continue — next goal: {e.next_goal}")
 
+    @PRINTS.on(ev.GoalReplaced)
+    def on_goal_replaced(self, e: ev.GoalReplaced) -> None:
+        self._line(f"goal (yours): {e.goal}")
+        if e.replaced:
+            self._line(f"  replaced the {self._decider}'s goal: {e.replaced}")
+
     @PRINTS.on(ev.TopologyBuilt)
     def on_topology_built(self, e: ev.TopologyBuilt) -> None:
         routing = RoutingResult.from_dict(e.routing)

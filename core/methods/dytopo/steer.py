@@ -241,6 +241,8 @@ class DyTopoSteering:
             return goal
         self.goal_changed[round_no] = goal
         goal, self.new_goal = self.new_goal, None
+        # Every face shows the goal the round ran with, as the user's, beside the one it replaced.
+        self.rt.emit(ev.GoalReplaced(round=round_no, goal=goal, replaced=self.goal_changed[round_no]))
         return goal
 
     def review_note(self, round_no: int) -> str:

@@ -53,7 +53,7 @@ async def test_a_new_goal_reaches_every_worker_of_that_round_and_the_managers_re
     demo_server: ScriptedServer, embedder: Any
 ) -> None:
     goal = SteerAction(K.GOAL, text="USER-GOAL: handle unicode input", at_round=2)
-    await run_swarm(demo_server, embedder, settings=Settings(max_rounds=3), drive=_queue(goal))
+    _, events, _ = await run_swarm(demo_server, embedder, settings=Settings(max_rounds=3), drive=_queue(goal))
     round2 = [r for r in demo_server.requests if r.round == 2 and r.role in WORKERS]
     assert {r.role for r in round2} == set(WORKERS)
     assert all(_says(r, "ROUND 2 GOAL:\nUSER-GOAL") for r in round2)
@@ -61,6 +61,11 @@ async def test_a_new_goal_reaches_every_worker_of_that_round_and_the_managers_re
     assert _says(review[-1], "replaced your goal for this round")
     round1 = [r for r in demo_server.requests if r.round == 1 and r.role in WORKERS]
     assert not any(_says(r, "USER-GOAL") for r in round1)
+    # The stream says so, for every face to show: the round's goal is the user's, the Manager's beside it.
+    (replaced,) = of(events, ev.GoalReplaced)
+    assert (replaced.round, replaced.goal) == (2, "USER-GOAL: handle unicode input")
+    managers = [e.next_goal for e in of(events, ev.ManagerDecided) if e.round == 1 and not e.plan]
+    assert managers and replaced.replaced == managers[-1] and "USER-GOAL" not in replaced.replaced
 
 
 async def test_a_pinned_edge_is_in_every_later_graph_and_a_cut_one_in_none(

@@ -116,3 +116,25 @@ def test_bench_steers_every_run_from_its_control_file(tmp_path: Path) -> None:
     assert [(e.action, e.target, e.accepted) for e in load_session(saved).steering] == [("note", "all", True)]
     stdin = swarm("bench", "humaneval", "--demo", "--limit", "1", "--control", "-", "--out", str(tmp_path / "b2"))
     assert stdin.returncode == 2 and "a benchmark takes a FILE" in stdin.stderr
+
+
+def test_a_steered_goal_is_the_goal_headless_prints_and_the_session_exports(tmp_path: Path) -> None:
+    control = tmp_path / "goal.jsonl"
+    control.write_text('{"at_round": 2, "action": "goal", "text": "CONTROL-GOAL: handle unicode"}\n', encoding="utf-8")
+    saved = tmp_path / "run.json"
+    result = swarm("--headless", "--demo", "--control", str(control), "--save", str(saved),
+                   env={"SWARM_TUI_SESSIONS_DIR": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    session = load_session(saved)
+    managers = session.rounds[0].decision
+    assert managers is not None and managers.next_goal
+    round2 = session.rounds[1]
+    assert (round2.goal, round2.replaced_goal) == ("CONTROL-GOAL: handle unicode", managers.next_goal)
+    lines = result.stderr.splitlines()
+    at = lines.index("goal (yours): CONTROL-GOAL: handle unicode")  # under round 2's heading, marked as the user's
+    assert lines[at + 1] == f"  replaced the manager's goal: {managers.next_goal}"
+    assert "round 2/" in "\n".join(lines[at - 3:at])
+    md = export_session(session, "md")
+    assert (f"**Goal:** CONTROL-GOAL: handle unicode (the user's goal; it replaced the Manager's: "
+            f"{managers.next_goal})") in md
+    assert session.rounds[0].goal_note == ""  # round 1 ran with the Manager's own
