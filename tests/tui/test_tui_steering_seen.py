@@ -57,3 +57,42 @@ async def test_the_users_goal_is_the_goal_shown_with_the_managers_beside_it(
             assert "R1 goal ✎" not in shown  # round 1 ran with the Manager's own goal
             await pilot.press("a")
             await wait_for(pilot, lambda: model.finished is not None)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_demo_sessions_fork_runs_on_the_scripted_server_and_esc_from_its_compare_goes_back(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    """A demo session replayed without --demo: s, a note, send — the fork runs on the scripted server (no
+    endpoint error), the compare screen opens, and esc returns to the replay where the fork was made."""
+    import shutil
+
+    from tests.tui.test_tui_sessions import EXAMPLE, replay_app
+    from tui.screens.compare_saved import SavedCompareScreen
+    from tui.screens.replay import ReplayScreen
+    from tui.screens.run import RunScreen
+    from tui.screens.steer import SteerScreen
+
+    source = tmp_path / "parent.json"
+    shutil.copy(EXAMPLE, source)
+    app = replay_app(source, tmp_path / "forks", demo_chunk_delay=0.0)  # no demo=True: the session says demo
+    async with app.run_test(size=size) as pilot:
+        replay = app.screen
+        assert isinstance(replay, ReplayScreen)
+        replay.jump_to_round(1)
+        await pilot.pause()
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, SteerScreen))
+        app.screen.query_one("#steer-to").value = "Tester"
+        app.screen.query_one("#steer-text").value = "FORK-NOTE test the empty string"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        run = app.screen
+        assert run.demo
+        await wait_for(pilot, lambda: isinstance(app.screen, SavedCompareScreen), timeout=120)
+        assert not any("cannot" in n.message for n in app._notifications)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is replay and app.swarm_screen is replay
+        await pilot.press("right")  # the replay answers its keys again
+        await pilot.pause()

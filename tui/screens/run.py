@@ -99,6 +99,7 @@ class RunScreen(SwarmScreen):
         # A fork made to be compared (replay's "steer a fork"): the original's session, opened beside this
         # run in the compare screen once it ends.
         self.compare_with: Path | None = None
+        self.fork_origin: Any = None  # the replay screen this fork was made from (esc in the compare goes back)
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -247,7 +248,9 @@ class RunScreen(SwarmScreen):
         runs[0].label, runs[1].label = "original", f"fork @ {self.model.unit} {self.fork.round if self.fork else '?'}"
         for run in runs:
             run.row.method = run.label
-        self.app.push_screen(SavedCompareScreen(unique_labels(runs), source=str(self.recorder.path)))
+        compare = SavedCompareScreen(unique_labels(runs), source=str(self.recorder.path))
+        compare.back_to = self.fork_origin  # esc: back to the replay where the fork was made
+        self.app.push_screen(compare)
 
     # --- steering (docs/steering.md) -----------------------------------------------------------
     def action_steer(self) -> None:

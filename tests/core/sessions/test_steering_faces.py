@@ -138,3 +138,36 @@ def test_a_steered_goal_is_the_goal_headless_prints_and_the_session_exports(tmp_
     assert (f"**Goal:** CONTROL-GOAL: handle unicode (the user's goal; it replaced the Manager's: "
             f"{managers.next_goal})") in md
     assert session.rounds[0].goal_note == ""  # round 1 ran with the Manager's own
+
+
+def test_a_demo_session_forks_headless_with_a_control_file_and_no_demo_flag(tmp_path: Path) -> None:
+    from sessions import EXAMPLES_DIR
+
+    parent = EXAMPLES_DIR / "example-code.json"
+    assert load_session(parent).demo  # a session recorded with --demo
+    control = tmp_path / "fork.jsonl"
+    control.write_text('{"action": "note", "to": "Tester", "text": "FORK-NOTE: check the empty string"}\n',
+                       encoding="utf-8")
+    saved = tmp_path / "fork.json"
+    result = swarm("replay", str(parent), "--headless", "--fork", "1", "--control", str(control), "--compare",
+                   "--save", str(saved), env={"SWARM_TUI_SESSIONS_DIR": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert "cannot reach" not in result.stderr
+    assert "DEMO — scripted model server" in result.stderr  # the scripted server, as the session was
+    fork = load_session(saved)
+    assert fork.demo and fork.metadata.parent is not None and fork.metadata.parent["round"] == 1
+    assert [(e.action, e.target, e.accepted) for e in fork.steering] == [("note", "Tester", True)]
+    # --compare: the original and the fork side by side, as swarm-tui compare prints them.
+    table = result.stdout.splitlines()
+    header = next(i for i, line in enumerate(table) if line.startswith("method "))
+    assert "steered" in table[header]
+    assert table[header + 2].startswith("original ") and table[header + 2].rstrip().endswith("0")
+    assert table[header + 3].startswith("fork @ round 1 ") and table[header + 3].rstrip().endswith("1")
+
+
+def test_replay_control_and_compare_need_a_fork(tmp_path: Path) -> None:
+    from sessions import EXAMPLES_DIR
+
+    result = swarm("replay", str(EXAMPLES_DIR / "example-code.json"), "--headless", "--compare")
+    assert result.returncode == 2 and "--compare goes with --headless --fork ROUND" in result.stderr
+    assert "Traceback" not in result.stderr
