@@ -125,6 +125,18 @@ def steer_line(event: ev.UserSteered) -> str:
     return f"✎ {what}" if event.accepted else f"✗ {what} (refused: {event.reason})"
 
 
+def refusal_toast(event: ev.UserSteered) -> str:
+    """One line for a refused action: its reason, after what was asked unless the reason says that itself
+    ("cannot pin Tester→Tester: …", not "pin Tester→Tester: cannot pin Tester→Tester: …"); a long reason's
+    trailing aside in parentheses is left to the session and its export."""
+    asked = f"{event.action} {event.target}".strip()
+    reason = event.reason
+    if reason.endswith(")") and " (" in reason and len(reason) > 70:  # a trailing aside: the session keeps it
+        reason = reason[: reason.rindex(" (")]
+    said = asked and asked in reason.split(":", 1)[0]
+    return f"not taken: {reason}" if said else f"not taken: {asked}: {reason}"
+
+
 class RunModel:
     def __init__(self) -> None:
         self.run: ev.RunStarted | None = None

@@ -27,7 +27,7 @@ from core.sessions.store import SessionRecorder
 
 from ..bindings import RUN_BINDINGS
 from ..bridge import BackendFailed, BackendStatus, EventBridge
-from ..model import steer_line
+from ..model import refusal_toast, steer_line
 from ..widgets.topoweaver_view import tests_always_on
 from .steer import SteerScreen
 from .swarm_view import SwarmScreen
@@ -173,11 +173,11 @@ class RunScreen(SwarmScreen):
         if isinstance(event, ev.RunFinished) and self.compare_with is not None:
             self.call_after_refresh(self.open_comparison)
         if isinstance(event, ev.UserSteered):  # taken or refused: the person who asked hears which
+            # markup=False: a reason's "[YAML_PARSE_ERROR]" is text to read, not a style tag to swallow.
             if event.accepted:
-                self.notify(steer_line(event), timeout=4)
+                self.notify(steer_line(event), timeout=4, markup=False)
             else:
-                self.notify(f"not taken: {event.action} {event.target}: {event.reason}".replace("  ", " "),
-                            severity="warning", timeout=8)
+                self.notify(refusal_toast(event), severity="warning", timeout=8, markup=False)
         if isinstance(event, ev.RunFinished):
             from core.runtime.parsing import contract_warning
 

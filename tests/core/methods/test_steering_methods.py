@@ -62,14 +62,18 @@ async def test_an_edited_plan_runs_in_place_of_the_orchestrators(embedder: Any) 
 async def test_a_broken_plan_edit_is_refused_with_the_validators_tag_and_the_old_plan_runs(embedder: Any) -> None:
     actions = (SteerAction(K.PLAN, text=LATER_STEP_REF),
                SteerAction(K.PLAN, text="```yaml\nsteps: [\n  - step: 1\n```"),
-               SteerAction(K.PIN, src="a", dst="b"))
+               SteerAction(K.PIN, src="a", dst="b"),
+               SteerAction(K.PLAN, text="x: [unclosed\n" + CHAIN))  # a junk first line: the plan is read whole
     _, _, plain_server = await run_tw(topoweaver_script)
     _, events, server = await run_tw(topoweaver_script, drive=_drive(*actions))
     refused = [e.reason for e in of(events, ev.UserSteered, accepted=False)]
     assert refused[0].startswith("topoweaver cannot take pin")
     assert refused[1].startswith("the edited plan is invalid, [YAML_LOGIC_INVALID] L")
     assert refused[2].startswith("the edited plan is invalid, [YAML_PARSE_ERROR]: YAML parse failed at line ")
+    assert refused[3].startswith("the edited plan is invalid, [YAML_PARSE_ERROR]: YAML parse failed at line ")
+    assert "(while parsing a flow sequence from line 1)" in refused[3]  # the junk line, by its number
     assert all(r.endswith("the Orchestrator's plan stays") for r in refused[1:])
+    assert not [e for e in of(events, ev.UserSteered) if e.accepted]
     ran = sorted((r.role, r.round) for r in server.requests if r.call == CALL_AGENT)
     assert ran == sorted((r.role, r.round) for r in plain_server.requests if r.call == CALL_AGENT)
 
