@@ -43,7 +43,8 @@ class TopoWeaverSteering:
         if not action.text.strip():
             return "an empty plan: the Orchestrator's plan stays"
         # The edited text whole: a junk line anywhere is the user's, not a reply's chatter to skip.
-        validation = validate_yaml(unfenced(action.text), domain=self.rt.domain.name, turn=self.turn, earlier=self.earlier)
+        validation = validate_yaml(unfenced(action.text), domain=self.rt.domain.name, turn=self.turn,
+                                   earlier=self.earlier)
         if not validation.valid:
             return f"the edited plan is invalid, {validation.badge()}; the Orchestrator's plan stays"
         self.on_plan(self.turn, validation)
