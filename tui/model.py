@@ -16,6 +16,7 @@ from typing import Any
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 from core.runtime.dispatch import EventTable
+from core.runtime.steering import SteerKind
 from core.runtime.textsafe import printable, printable_fields
 
 from .streamtext import ReplyStream
@@ -23,6 +24,7 @@ from .streamtext import ReplyStream
 BADGE_WAITING = "waiting"
 BADGE_DESCRIPTORS = "writing descriptors"
 BADGE_WORKING = "working"
+BADGE_SILENCED = "silenced"  # the user silenced it: no calls, no edges, no place in the order
 
 
 def unit_mark(unit: str, number: int) -> str:
@@ -171,6 +173,7 @@ class RunModel:
         self.test_runs: list[ev.TestRun] = []  # every sandboxed test run, in order
         # Every steering action, taken or refused, in order, with the round it takes effect in.
         self.steered: list[tuple[int, ev.UserSteered]] = []
+        self.silenced: set[str] = set()  # agents silenced (and not restored) so far
         self.preview: RoutingResult | None = None  # current round's graph at the live tau / k_in
         self.embeddings_ready = False
         self.rev = 0
@@ -343,6 +346,8 @@ class RunModel:
         rv = self._round(e.round)
         rv.params = dict(e.params)
         rv.goal = self.next_goal
+        for name in self.silenced:
+            self._silence(rv, name)
         self.preview = None
         self.phase, self.phase_detail = "", ""
 
@@ -410,6 +415,8 @@ class RunModel:
         for name in rv.routing.names:
             tier = rv.routing.tier_of(name)
             self._agent(e.round, name).tier = tier if tier >= 0 and self.tiered else None
+        for name in rv.routing.inactive:
+            self._silence(rv, name)
         self.preview = None
         self.refresh_preview()
 
@@ -475,6 +482,17 @@ class RunModel:
         # The round it takes effect in: taken at the barrier after a finished round, the next one.
         done = e.round < 1 or (e.round in self.rounds and self.rounds[e.round].finished)
         self.steered.append((e.round + 1 if done else e.round, e))
+        agent = str(e.payload.get("agent", ""))
+        if e.accepted and e.action == SteerKind.SILENCE:
+            self.silenced.add(agent)
+        elif e.accepted and e.action == SteerKind.RESTORE:
+            self.silenced.discard(agent)
+
+    def _silence(self, rv: RoundView, name: str) -> None:
+        """A silenced agent's badge in a round it does not run: ``silenced``, with no tier or step."""
+        view = rv.agents.get(name)
+        if view is not None and not view.public and not view.streaming:
+            view.status, view.tier = BADGE_SILENCED, None
 
     def steered_in(self, round_no: int, agent: str = "") -> list[ev.UserSteered]:
         """The actions taken that take effect in round ``round_no`` (about ``agent`` when given; a note to

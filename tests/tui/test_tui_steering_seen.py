@@ -96,3 +96,36 @@ async def test_a_demo_sessions_fork_runs_on_the_scripted_server_and_esc_from_its
         assert app.screen is replay and app.swarm_screen is replay
         await pilot.press("right")  # the replay answers its keys again
         await pilot.pause()
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_silenced_agent_is_out_of_the_order_and_badged_silenced(tmp_path: Path, size: tuple[int, int]) -> None:
+    from tui.widgets.graph_pane import GraphPane
+
+    with ScriptedServer(demo_script) as server:
+        app = live_app(tmp_path, step=True, server=server, max_rounds=3)
+        async with app.run_test(size=size) as pilot:
+            screen = app.swarm_screen
+            model = screen.model
+            await _paused_after_round_one(pilot, model)
+            screen.send_steering({"action": "silence", "agent": "Researcher"})
+            await wait_for(pilot, lambda: model.steered_count == 1)
+            await pilot.press("N")
+            await wait_for(pilot, lambda: model.rounds.get(2) is not None and model.rounds[2].finished)
+            routing = model.rounds[2].routing
+            assert routing is not None and routing.inactive == ["Researcher"]
+            assert "Researcher" not in routing.order and all("Researcher" not in tier for tier in routing.tiers)
+            view = model.rounds[2].agents["Researcher"]
+            assert (view.status, view.tier) == ("silenced", None)
+            screen.view_round = 2
+            screen.refresh_all()
+            await pilot.pause(0.1)
+            pane = screen.query_one("#agent-Researcher")
+            assert "[silenced]" in str(pane.border_title) and "tier" not in str(pane.border_subtitle)
+            graph = screen.query_one(GraphPane)
+            text = "\n".join(line.plain for line in graph._lines)
+            tiers = [line for line in text.splitlines() if line.startswith("T")]
+            assert tiers and not any("Researcher" in line for line in tiers)
+            assert "not running: Researcher" in text
+            await pilot.press("a")
+            await wait_for(pilot, lambda: model.finished is not None)

@@ -13,7 +13,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import ContentSwitcher, Markdown, Static
 
-from ..model import BADGE_DESCRIPTORS, BADGE_WAITING, BADGE_WORKING, AgentView, unit_mark
+from ..model import BADGE_DESCRIPTORS, BADGE_SILENCED, BADGE_WAITING, BADGE_WORKING, AgentView, unit_mark
 from .stream_view import StreamView
 
 BADGE_STYLE = {
@@ -23,6 +23,7 @@ BADGE_STYLE = {
     "done": "$success",
     "unparsed": "$error",
     "failed": "$error",
+    BADGE_SILENCED: "$text-disabled",
 }
 
 

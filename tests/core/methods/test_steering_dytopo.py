@@ -115,6 +115,10 @@ async def test_a_silenced_agent_gets_no_calls_and_no_edges_until_restored(
     (graph2,) = of(events, ev.TopologyBuilt, round=2)
     assert graph2.routing["inactive"] == ["Designer"]
     assert all("Designer" not in (e["src"], e["dst"]) for e in graph2.routing["edges"])
+    # Out of the order and the tiers: a silenced agent does not run, so it has no place in them.
+    assert "Designer" not in graph2.routing["order"] and all("Designer" not in t for t in graph2.routing["tiers"])
+    (graph3,) = of(events, ev.TopologyBuilt, round=3)
+    assert "Designer" in graph3.routing["order"]  # restored
     routed2 = [d for m in of(events, ev.MessagesRouted, round=2) for d in m.deliveries]
     assert routed2 and all("Designer" not in (d["src"], d["dst"]) for d in routed2)
 
