@@ -53,6 +53,7 @@ class AgentView:
     tier: int | None = None
     tokens: int = 0  # this round, every call
     latency_s: float = 0.0
+    retried: bool = False  # asked again after it had answered this round (a retry): the answer shown is the new one
     _stream: ReplyStream = field(default_factory=ReplyStream, repr=False)
 
     @property
@@ -369,6 +370,8 @@ class RunModel:
         if e.agent and e.agent not in self.agents:  # e.g. an agent of an orchestrator's plan
             self.extra_agents.append(e.agent)
         agent = self._agent(e.round, e.agent)
+        if agent.public and e.call == agent.call:  # the same call again after its answer: the user's retry
+            agent.retried = True
         agent.call = e.call
         agent.status = BADGE_DESCRIPTORS if e.call == ev.CALL_DESCRIPTORS else BADGE_WORKING
         agent.text = ""

@@ -129,3 +129,43 @@ async def test_a_silenced_agent_is_out_of_the_order_and_badged_silenced(tmp_path
             assert "not running: Researcher" in text
             await pilot.press("a")
             await wait_for(pilot, lambda: model.finished is not None)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_retry_leaves_its_mark_live_and_in_the_replay(tmp_path: Path, size: tuple[int, int]) -> None:
+    from tests.tui.test_tui_sessions import replay_app
+    from tui.screens.replay import ReplayScreen
+
+    def marked(screen: Any) -> None:
+        pane = screen.query_one("#agent-Developer")
+        assert "✎ retry Developer" in pane.steer_marks
+        assert "↻ retried" in str(pane.border_subtitle)
+        assert "↻ retried" not in str(screen.query_one("#agent-Tester").border_subtitle)
+
+    with ScriptedServer(demo_script) as server:
+        app = live_app(tmp_path, step=True, server=server, max_rounds=3)
+        async with app.run_test(size=size) as pilot:
+            screen = app.swarm_screen
+            model = screen.model
+            await _paused_after_round_one(pilot, model)
+            screen.send_steering({"action": "retry", "agent": "Developer"})
+            await wait_for(pilot, lambda: model.steered_count == 1)
+            await pilot.press("N")
+            await wait_for(pilot, lambda: model.rounds.get(2) is not None and model.rounds[2].finished)
+            work = [r for r in server.requests if r.role == "Developer" and r.round == 2 and r.call == "work"]
+            assert len(work) == 2  # asked again
+            screen.view_round = 2
+            screen.refresh_all()
+            await pilot.pause(0.1)
+            marked(screen)
+            await pilot.press("a")
+            await wait_for(pilot, lambda: model.finished is not None)
+            saved = screen.recorder.path
+    assert saved is not None
+    replay = replay_app(saved, tmp_path)
+    async with replay.run_test(size=size) as pilot:
+        shown = replay.screen
+        assert isinstance(shown, ReplayScreen)
+        shown.jump_to_round(2)
+        await pilot.pause(0.2)
+        marked(shown)
