@@ -169,3 +169,59 @@ async def test_a_retry_leaves_its_mark_live_and_in_the_replay(tmp_path: Path, si
         shown.jump_to_round(2)
         await pilot.pause(0.2)
         marked(shown)
+
+
+@pytest.mark.parametrize("method", ["dytopo", "dmoa", "topoweaver", "topodim", "single"])
+def test_the_steer_key_and_the_inbox_are_worded_for_each_method(method: str) -> None:
+    from core.methods.catalogue import get_method_info, steering_of
+    from tui.bindings import RUN_BINDINGS
+    from tui.method_keys import relabel, words_for
+
+    info = get_method_info(method)
+    words = words_for(info)
+    by_id = {b.id: relabel(b, words) for b in RUN_BINDINGS}
+    steer, inbox, removed = by_id["steer"].tooltip, by_id["agent_inbox"].tooltip, by_id["toggle_removed"].tooltip
+    taken = {k.value for k in steering_of(method)}
+    assert ("a new goal" in steer) == ("goal" in taken)
+    assert ("pin or cut an edge" in steer) == ("pin" in taken)
+    assert ("retry" in steer) == ("retry" in taken)
+    assert ("force or exclude" in steer) == ("force" in taken)
+    assert ("the Orchestrator's plan" in steer) == ("plan" in taken)
+    assert f"in the {info.unit} shown" in inbox
+    assert ("k_in or cycle breaking" in removed) == bool(info.uses_tau)
+
+
+def test_help_at_80x24_is_two_lines_a_key_snapshot(snap_compare: Any) -> None:
+    """At 80x24 each key takes two lines (key, action, id; then what it does, the dialog's width), not a
+    description column ~18 characters wide."""
+    from tests.tui.test_tui_support import feed_app, pinned_demo_events, post_events
+
+    events = pinned_demo_events()[:3]
+
+    async def run_before(pilot: Any) -> None:
+        await post_events(pilot.app, pilot, events)
+        await pilot.press("question_mark")
+        await pilot.pause()
+
+    assert snap_compare(feed_app(), terminal_size=(80, 24), run_before=run_before)
+
+
+async def test_help_at_80x24_says_each_key_in_two_lines() -> None:
+    from rich.console import Console
+
+    from tests.tui.test_tui_support import feed_app, pinned_demo_events, post_events
+    from tui.screens.help import HelpScreen
+
+    app = feed_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await post_events(app, pilot, pinned_demo_events()[:3])
+        await pilot.press("question_mark")
+        await pilot.pause()
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen)
+        console = Console(width=70, record=True, color_system=None)
+        console.print(help_screen.table)
+        lines = console.export_text().splitlines()
+        steer = next(i for i, line in enumerate(lines) if line.startswith("s  steer"))
+        assert lines[steer + 1].startswith("    Steer the team: a note to the focused agent")
+        assert len(lines[steer + 1]) > 50  # the description has the dialog's width, not a narrow column

@@ -252,6 +252,7 @@ class LaunchScreen(Screen[None]):
     @on(Select.Changed, "#strategy")
     async def strategy_changed(self) -> None:
         await self._method_fields()
+        self._execute_applies()
 
     # --- demo --------------------------------------------------------------------------------
     def _demo_changed(self, on: bool) -> None:
@@ -298,7 +299,9 @@ class LaunchScreen(Screen[None]):
         """Code tests only exist for code tasks: the switch is greyed out for the other domains."""
         code = self._chosen().name == "code"
         self.query_one("#execute_code", Switch).disabled = not code
-        label = "run code tests after each round (sandbox)" + ("" if code else " — code domain only")
+        info = _method_info(self.method)  # in the method's own unit: DMoA's step, TopoWeaver-R1's turn
+        unit = info.unit if info is not None else "round"
+        label = f"run code tests after each {unit} (sandbox)" + ("" if code else " — code domain only")
         self.query_one("#execute-label", Label).update(label)
 
     def action_toggle_demo(self) -> None:
