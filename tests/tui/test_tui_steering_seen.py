@@ -225,3 +225,86 @@ async def test_help_at_80x24_says_each_key_in_two_lines() -> None:
         steer = next(i for i, line in enumerate(lines) if line.startswith("s  steer"))
         assert lines[steer + 1].startswith("    Steer the team: a note to the focused agent")
         assert len(lines[steer + 1]) > 50  # the description has the dialog's width, not a narrow column
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_refusal_stays_in_the_dialog_next_to_its_field(size: tuple[int, int]) -> None:
+    from textual.widgets import Static
+
+    from tests.tui.test_tui_support import feed_app, pinned_demo_events, post_events
+    from tui.screens.steer import SteerScreen
+
+    app = feed_app()
+    async with app.run_test(size=size) as pilot:
+        await post_events(app, pilot, pinned_demo_events())
+        screen = app.swarm_screen
+        sent: list[Any] = []
+        app.push_screen(SteerScreen(screen.steer_context(initial="note")), sent.append)
+        await pilot.pause()
+        dialog = app.screen
+        assert isinstance(dialog, SteerScreen)
+        dialog.query_one("#steer-to").value = "Tester"
+        await pilot.press("enter")  # no text typed
+        await pilot.pause()
+        assert app.screen is dialog and not sent
+        error = dialog.query_one("#steer-error", Static)
+        assert error.display and str(error.render()) == "✗ type the note"
+        assert dialog.query_one("#steer-text").has_class("-invalid") and dialog.focused.id == "steer-text"
+        assert dialog.query_one("#steer-to").value == "Tester"  # what was chosen stays
+        dialog.query_one("#steer-action").value = "silence"  # silence with no agent picked
+        await pilot.pause()
+        dialog.query_one("#steer-agent").clear()
+        dialog.action_send()
+        await pilot.pause()
+        assert app.screen is dialog and not sent
+        assert str(error.render()) == "✗ pick the agent to silence" and "{" not in str(error.render())
+        assert dialog.query_one("#steer-agent").has_class("-invalid")
+        region = error.region
+        assert region.height >= 1 and region.bottom <= size[1]  # on screen, not clipped away
+        dialog.query_one("#steer-agent").value = "Researcher"
+        dialog.action_send()
+        await pilot.pause()
+        assert sent == [{"action": "silence", "agent": "Researcher"}]
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_goal_editor_replaces_the_managers_goal_in_one_key(size: tuple[int, int]) -> None:
+    from tests.tui.test_tui_support import feed_app, pinned_demo_events, post_events
+    from tui.screens.steer import ACTION_LABELS, SteerScreen
+
+    app = feed_app()
+    async with app.run_test(size=size) as pilot:
+        await post_events(app, pilot, pinned_demo_events())
+        screen = app.swarm_screen
+        sent: list[Any] = []
+        app.push_screen(SteerScreen(screen.steer_context(initial="goal")), sent.append)
+        await pilot.pause()
+        dialog = app.screen
+        area = dialog.query_one("#steer-long_text")
+        assert area.text == screen.model.next_goal and area.selected_text == area.text  # prefilled, selected
+        hint = str(dialog.query_one("#steer-hint").render())
+        assert "next round" in ACTION_LABELS["goal"] and "next round" in hint and "about to run" not in hint
+        await pilot.press(*"FIRST")  # the first key typed replaces the whole goal
+        assert area.text == "FIRST"
+        await pilot.press("ctrl+a", *"USER GOAL")  # select all, and replace again
+        assert area.text == "USER GOAL"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert sent == [{"action": "goal", "text": "USER GOAL"}]
+
+
+def test_a_refusal_in_the_dialog_at_80x24_snapshot(snap_compare: Any) -> None:
+    from tests.tui.test_tui_support import feed_app, pinned_demo_events, post_events
+    from tui.screens.steer import SteerScreen
+
+    events = pinned_demo_events()
+
+    async def run_before(pilot: Any) -> None:
+        await post_events(pilot.app, pilot, events)
+        screen = pilot.app.swarm_screen
+        pilot.app.push_screen(SteerScreen(screen.steer_context(initial="silence")))
+        await pilot.pause()
+        pilot.app.screen.action_send()  # no agent picked
+        await pilot.pause()
+
+    assert snap_compare(feed_app(), terminal_size=(80, 24), run_before=run_before)
