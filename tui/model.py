@@ -499,9 +499,16 @@ class RunModel:
 
     def steered_in(self, round_no: int, agent: str = "") -> list[ev.UserSteered]:
         """The actions taken that take effect in round ``round_no`` (about ``agent`` when given; a note to
-        all is about every worker, not the Manager)."""
-        names = {agent} if agent == self.manager else {agent, "all"}
+        all is about every worker that was called in that round, not the Manager)."""
+        names = {agent} if agent == self.manager or not self._ran(round_no, agent) else {agent, "all"}
         return [e for r, e in self.steered if r == round_no and e.accepted and (not agent or names & steer_agents(e))]
+
+    def _ran(self, round_no: int, agent: str) -> bool:
+        """The agent was called in that round: a note "to all" reached it (DMoA's next step runs only the agents
+        the router picks; a silenced agent gets no call)."""
+        rv = self.rounds.get(round_no)
+        view = rv.agents.get(agent) if rv is not None else None
+        return view is not None and bool(view.call) and view.status != BADGE_SILENCED
 
     @property
     def steered_count(self) -> int:

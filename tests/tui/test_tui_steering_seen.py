@@ -308,3 +308,54 @@ def test_a_refusal_in_the_dialog_at_80x24_snapshot(snap_compare: Any) -> None:
         await pilot.pause()
 
     assert snap_compare(feed_app(), terminal_size=(80, 24), run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_dmoa_note_to_all_is_marked_only_where_it_ran(tmp_path: Path, size: tuple[int, int]) -> None:
+    from core.demo.scripts import DEMO_PROBLEMS
+    from core.methods.dmoa.events import DmoaRouted
+    from core.runtime.config import Settings
+    from tui.app import SwarmApp
+
+    settings = Settings(domain="code", sessions_dir=str(tmp_path), strategy="dmoa",
+                        strategy_options={"dmoa": {"weights_dir": str(tmp_path)}})
+    app = SwarmApp(settings, problem=DEMO_PROBLEMS["code"], demo=True, state_path=None, demo_chunk_delay=0.0,
+                   load_embedder=False, step=True)
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: app.swarm_screen is not None and app.swarm_screen.model.control_status == "paused")
+        screen = app.swarm_screen
+        model = screen.model
+        await pilot.press("N")
+        await wait_for(pilot, lambda: model.current == 1 and model.rounds[1].finished
+                       and model.control_status == "paused")
+        screen.send_steering({"action": "note", "to": "all", "text": "DMOA-NOTE mind the empty string"})
+        await wait_for(pilot, lambda: model.steered_count == 1)
+        await pilot.press("a")
+        await wait_for(pilot, lambda: model.finished is not None)
+        step2 = next(e for e in model.method_events if isinstance(e, DmoaRouted) and e.round == 2)
+        idle = [name for name in model.workers if name not in step2.selected]
+        assert step2.selected and idle  # the router ran some agents at step 2, not all
+        for name in step2.selected:
+            assert model.steered_in(2, name)
+        for name in idle:
+            assert not model.steered_in(2, name)  # it got no note: no mark
+
+
+def test_a_refusal_toast_is_one_line_and_says_what_was_asked_once() -> None:
+    from core.runtime import events as ev
+    from tui.model import refusal_toast
+
+    def toast(action: str, target: str, reason: str) -> str:
+        return refusal_toast(ev.UserSteered(round=1, phase="manager", action=action, target=target, accepted=False,
+                                            reason=reason))
+
+    assert toast("pin", "Tester→Tester", "cannot pin Tester→Tester: an agent does not send to itself") == (
+        "not taken: cannot pin Tester→Tester: an agent does not send to itself")
+    cycle = toast("pin", "A→B", "cannot pin A→B: it would close the cycle B→C→A→B of pinned edges (the graph must "
+                                "stay acyclic; release one first)")
+    assert cycle == "not taken: cannot pin A→B: it would close the cycle B→C→A→B of pinned edges"
+    tagged = toast("plan", "", "the edited plan is invalid, [YAML_PARSE_ERROR]: YAML parse failed at line 3 (while "
+                               "parsing a flow sequence from line 1); the Orchestrator's plan stays")
+    assert "[YAML_PARSE_ERROR]" in tagged and "from line 1" in tagged
+    assert toast("note", "Nobody", "no agent 'Nobody' in this team") == (
+        "not taken: note Nobody: no agent 'Nobody' in this team")

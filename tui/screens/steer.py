@@ -214,7 +214,7 @@ class SteerScreen(ModalScreen[dict[str, Any] | None]):
             if self.action_name == "goal":  # a new goal replaces the old: the first key typed replaces it all
                 area.select_all()
         hint = {
-            "note": "delivered in that agent's next call, from User; only it sees the note",
+            "note": self._note_hint(),
             "goal": "every worker gets it in the next round, in place of the Manager's; typing replaces the "
                     "text (selected), ctrl+a selects it all again; ctrl+s sends",
             "pin": "in every graph from the next on (counts toward k_in); a pin that closes a cycle is refused",
@@ -227,6 +227,11 @@ class SteerScreen(ModalScreen[dict[str, Any] | None]):
         self.query_one("#steer-hint", Static).update(hint)
         self._show_refusal("", "")
         self._focus_first(wanted)
+
+    def _note_hint(self) -> str:
+        if self.query_one("#steer-to", Select).value == "all":
+            return "delivered in every agent's next call, from User"
+        return "delivered in that agent's next call, from User; only it sees the note"
 
     def _show_refusal(self, field: str, words: str) -> None:
         """A refusal stays in the dialog: under the fields, the field it is about marked and focused."""
@@ -249,6 +254,8 @@ class SteerScreen(ModalScreen[dict[str, Any] | None]):
         if message.select.id == "steer-action" and isinstance(message.value, str):
             self.action_name = message.value
             self._show_fields()
+        elif message.select.id == "steer-to" and self.action_name == "note":
+            self.query_one("#steer-hint", Static).update(self._note_hint())
 
     def values(self) -> dict[str, str]:
         values: dict[str, str] = {}

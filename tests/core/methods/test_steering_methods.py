@@ -174,3 +174,20 @@ async def test_a_method_without_its_own_hook_answers_from_the_catalogue(embedder
     assert steered.reason == ("single cannot take note: one agent answers in one call: nothing runs after it to "
                               "steer (it takes stop)")
     assert finished.final_answer
+
+
+async def test_dmoa_force_then_exclude_of_one_agent_says_the_later_wins(tmp_path: Path, embedder: Any) -> None:
+    _, plain, _ = await _run_dmoa(tmp_path, embedder, _queued())
+    first = of(plain, DmoaRouted, round=1)[0].selected
+    control = _queued(SteerAction(K.FORCE, agent=first[0]), SteerAction(K.EXCLUDE, agent=first[0]))
+    _, events, _ = await _run_dmoa(tmp_path, embedder, control)
+    assert first[0] not in of(events, DmoaRouted, round=1)[0].selected  # exclude, the later, wins
+    said = [n.message for n in of(events, ev.Notice) if n.agent == first[0]]
+    assert f"exclude {first[0]} replaces the earlier force of {first[0]}: the later action wins" in said
+
+
+async def test_a_stop_before_any_answer_does_not_promise_the_best_answer(tmp_path: Path, embedder: Any) -> None:
+    control = _queued(SteerAction(K.STOP, at_round=2))
+    finished, _, _ = await _run_dmoa(tmp_path, embedder, control)
+    assert finished.reason == "cancelled" and not finished.final_answer.strip()
+    assert "best answer so far" not in finished.detail and "no answer" in finished.detail
