@@ -322,7 +322,8 @@ async def test_a_dmoa_note_to_all_is_marked_only_where_it_ran(tmp_path: Path, si
     app = SwarmApp(settings, problem=DEMO_PROBLEMS["code"], demo=True, state_path=None, demo_chunk_delay=0.0,
                    load_embedder=False, step=True)
     async with app.run_test(size=size) as pilot:
-        await wait_for(pilot, lambda: app.swarm_screen is not None and app.swarm_screen.model.control_status == "paused")
+        await wait_for(pilot, lambda: app.swarm_screen is not None
+                       and app.swarm_screen.model.control_status == "paused")
         screen = app.swarm_screen
         model = screen.model
         await pilot.press("N")
