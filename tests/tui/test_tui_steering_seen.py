@@ -360,3 +360,48 @@ def test_a_refusal_toast_is_one_line_and_says_what_was_asked_once() -> None:
     assert "[YAML_PARSE_ERROR]" in tagged and "from line 1" in tagged
     assert toast("note", "Nobody", "no agent 'Nobody' in this team") == (
         "not taken: note Nobody: no agent 'Nobody' in this team")
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_form_sets_every_compared_methods_options_and_says_ctrl_r_below_the_fold(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    from textual.widgets import Input, Select, SelectionList, Static, Switch
+
+    from core.runtime.config import Settings
+    from tui.app import SwarmApp
+    from tui.screens.compare_live import LiveCompareScreen
+    from tui.screens.launch import LaunchScreen
+
+    app = SwarmApp(Settings(sessions_dir=str(tmp_path)), state_path=None, load_embedder=False, start_engine=False)
+    async with app.run_test(size=size) as pilot:
+        form = app.screen
+        assert isinstance(form, LaunchScreen)
+        form.query_one("#demo", Switch).value = True
+        form.query_one("#strategy", Select).value = "dmoa"
+        await pilot.pause(0.2)
+        form.query_one("#problem").focus()
+        await pilot.pause(0.2)
+        fold = form.query_one("#launch-fold", Static)
+        start, scroll = form.query_one("#start"), form.query_one("#launch")
+        below = not start.region.area or not scroll.region.contains_region(start.region)
+        assert fold.display == below  # said exactly when Start is out of sight
+        if size == (160, 48):  # DMoA's 11 options, three rows high each, push Start below the fold
+            assert below and "ctrl+r starts" in str(fold.render())
+            start.focus()  # scrolled into view: no need to say it
+            await pilot.pause(0.3)
+            assert not fold.display
+        picker = form.query_one("#compare", SelectionList)
+        picker.select("topoweaver")
+        await pilot.pause(0.2)
+        assert picker.get_option("topoweaver").prompt.startswith("✓")  # a mark, not colour alone
+        assert not str(picker.get_option("single").prompt).startswith("✓")
+        turns = form.query_one("#compare-options-topoweaver #opt-turns", Input)  # its own options, settable
+        turns.value = "2"
+        form.query_one("#opt-l_max", Input).value = "3"
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, LiveCompareScreen)
+        assert screen.plan.methods == ["dmoa", "topoweaver"]
+        assert screen.plan.options["topoweaver"]["turns"] == "2" and screen.plan.options["dmoa"]["l_max"] == "3"
