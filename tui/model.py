@@ -418,8 +418,9 @@ class RunModel:
         for name in rv.routing.names:
             tier = rv.routing.tier_of(name)
             self._agent(e.round, name).tier = tier if tier >= 0 and self.tiered else None
-        for name in rv.routing.inactive:
-            self._silence(rv, name)
+        for name in rv.routing.inactive:  # not running here; the badge only for whom the user silenced (DMoA's
+            if name in self.silenced:  # unselected agents are inactive too)
+                self._silence(rv, name)
         self.preview = None
         self.refresh_preview()
 

@@ -340,6 +340,7 @@ async def test_a_dmoa_note_to_all_is_marked_only_where_it_ran(tmp_path: Path, si
             assert model.steered_in(2, name)
         for name in idle:
             assert not model.steered_in(2, name)  # it got no note: no mark
+            assert model.rounds[2].agents[name].status != "silenced"  # not picked is not silenced
 
 
 def test_a_refusal_toast_is_one_line_and_says_what_was_asked_once() -> None:
