@@ -171,3 +171,11 @@ def test_replay_control_and_compare_need_a_fork(tmp_path: Path) -> None:
     result = swarm("replay", str(EXAMPLES_DIR / "example-code.json"), "--headless", "--compare")
     assert result.returncode == 2 and "--compare goes with --headless --fork ROUND" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_an_mcp_clients_topology_gives_the_goal_the_round_ran_with() -> None:
+    from core.mcp.results import topology
+
+    rounds = topology([ev.RoundStarted(round=2, params={}),
+                       ev.GoalReplaced(round=2, goal="the user's goal", replaced="the Manager's")])
+    assert rounds[0].goal == "the user's goal" and rounds[0].graphs == []  # a goal, not a graph
