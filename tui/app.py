@@ -331,20 +331,22 @@ class SwarmApp(App[int]):
         self.push_screen(LaunchScreen(self.settings, demo=self.demo, problem=self.problem or "", compare=True))
 
     def start_fork(self, fork: Any, problem: str, settings: Settings, *, steer: Any = None,
-                   compare_with: Path | None = None) -> None:
+                   compare_with: Path | None = None, demo: bool | None = None) -> None:
         """Continue a replayed run live from a core.sessions.fork.ForkPoint, on top of the replay screen (which
         comes back if the endpoint is down). ``steer``: a steering action the fork takes at its first barrier;
         ``compare_with``: the original's session, opened beside the fork in the compare screen when it ends."""
         from .screens.run import RunScreen
 
         origin = self.swarm_screen
+        demo = self.demo if demo is None else demo  # a demo session's fork: the scripted server (fork_on_demo)
         screen = RunScreen(
-            problem, settings, demo=self.demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server,
+            problem, settings, demo=demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server,
             clock=self.clock, start=self.start_engine, fork=fork,
         )
         if steer is not None:
             screen.control.steer(steer)  # queued: no barrier yet; the fork's first one takes it
         screen.compare_with = compare_with
+        screen.fork_origin = origin
         self._fork_origin = origin
         self._from_launch = None
         if not self.load_embedder:  # a replay needed no model; the fork's next rounds route live
@@ -353,7 +355,7 @@ class SwarmApp(App[int]):
         self.swarm_screen = screen
         self.push_screen(screen)
         self.notify(f"forking from round {fork.round}: continuing live with tau {settings.tau:.2f}, "
-                    f"k_in {settings.k_in}" + (" (DEMO server)" if self.demo else ""))
+                    f"k_in {settings.k_in}" + (" (DEMO server)" if demo else ""))
 
     # --- saved sessions -----------------------------------------------------------------------
     def open_session_picker(self) -> None:

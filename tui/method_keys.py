@@ -18,10 +18,43 @@ from textual.binding import Binding, BindingsMap
 SHORT = {"round": "rnd"}  # the footer's short form of a unit (the others are short already)
 
 
+# What s offers, in its help: a method's steering actions (core.runtime.steering.SteerKind values), in the
+# order the dialog lists them, each group said once.
+STEER_WORDS: tuple[tuple[frozenset[str], str], ...] = (
+    (frozenset({"note"}), "a note to the focused agent (type, enter)"),
+    (frozenset({"goal"}), "a new goal"),
+    (frozenset({"pin", "cut"}), "pin or cut an edge"),
+    (frozenset({"silence"}), "silence an agent"),
+    (frozenset({"retry", "replace"}), "retry or replace a turn"),
+    (frozenset({"plan"}), "edit the Orchestrator's plan"),
+    (frozenset({"edge_add", "edge_remove"}), "add or remove a typed edge"),
+    (frozenset({"force", "exclude"}), "force or exclude an agent"),
+    (frozenset({"stop"}), "stop"),
+)
+DYTOPO_STEERING = ("note", "goal", "pin", "cut", "silence", "retry", "replace", "stop")
+
+
 @dataclass(frozen=True)
 class Words:
     unit: str = "round"  # what N steps over and ◀ ▶ browse: round, step, turn, call
     substep: str = "phase"  # what n steps over: phase, call, step
+    steering: tuple[str, ...] = DYTOPO_STEERING  # the steering actions the method takes
+    uses_tau: bool = True  # its graph's edges are removed by k_in and cycle breaking (else by the method)
+
+    def steer_list(self) -> str:
+        """The method's steering actions in a few words: "a note to …, a new goal, pin or cut an edge, … stop"."""
+        return ", ".join(words for kinds, words in STEER_WORDS if kinds & set(self.steering))
+
+    def steer_help(self) -> str:
+        if set(self.steering) <= {"stop"}:
+            return "Stop the run at the next barrier with the best answer so far"
+        return f"Steer the team: {self.steer_list()} (applies at the next barrier)"
+
+    @property
+    def removed_help(self) -> str:
+        if self.uses_tau:
+            return "Show the edges removed by k_in or cycle breaking, dimmed, with the reason"
+        return "Show the edges taken out of the graph (by the method, or your cuts and silences), dimmed, with why"
 
     @property
     def short(self) -> str:
@@ -30,7 +63,10 @@ class Words:
 
 def words_for(info: Any) -> Words:
     """A core.methods.registry.MethodInfo's words (DyTopo's for a method this version does not know)."""
-    return Words(info.unit, info.substep) if info is not None else Words()
+    if info is None:
+        return Words()
+    steering = tuple(str(kind.value) for kind in info.steering)
+    return Words(info.unit, info.substep, steering, bool(info.uses_tau))
 
 
 # binding id -> (footer label, help text) in a method's words. A new method-worded key is one entry here.
@@ -44,6 +80,13 @@ UNIT_LABELS: dict[str, Callable[[Words], tuple[str, str]]] = {
                              if w.unit != "round" else
                              "Look back: the previous round's graph, outputs and goal (the run goes on)"),
     "next_round": lambda w: (f"{w.short}▶", f"Next {w.unit}; past the last one: back to live"),
+    "steer": lambda w: ("steer", w.steer_help()),
+    "toggle_removed": lambda w: ("removed", w.removed_help),
+    "agent_inbox": lambda w: ("inbox", f"What the focused agent received in the {w.unit} shown: its inbox "
+                                       "(sender, score, message)"),
+    "replay_steer_fork": lambda w: ("steer fork", f"Fork from this {w.unit} with a steering action "
+                                                  f"({w.steer_list()}); when the fork ends, the compare screen "
+                                                  "shows it beside the original"),
     # the replay screen
     "replay_next_phase": lambda w: (f"{w.substep}▶", f"Replay up to the next {w.substep}"),
     "replay_prev_phase": lambda w: (f"◀{w.substep}", f"Step back one {w.substep}"),

@@ -16,6 +16,7 @@ from typing import Any
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 from core.runtime.dispatch import EventTable
+from core.runtime.steering import SteerKind
 from core.runtime.textsafe import printable, printable_fields
 
 from .streamtext import ReplyStream
@@ -23,6 +24,7 @@ from .streamtext import ReplyStream
 BADGE_WAITING = "waiting"
 BADGE_DESCRIPTORS = "writing descriptors"
 BADGE_WORKING = "working"
+BADGE_SILENCED = "silenced"  # the user silenced it: no calls, no edges, no place in the order
 
 
 def unit_mark(unit: str, number: int) -> str:
@@ -51,6 +53,7 @@ class AgentView:
     tier: int | None = None
     tokens: int = 0  # this round, every call
     latency_s: float = 0.0
+    retried: bool = False  # asked again after it had answered this round (a retry): the answer shown is the new one
     _stream: ReplyStream = field(default_factory=ReplyStream, repr=False)
 
     @property
@@ -72,6 +75,8 @@ class RoundView:
     number: int
     params: dict[str, Any]
     goal: str = ""
+    goal_by_user: bool = False  # the round ran with the user's goal (GoalReplaced), not the Manager's
+    replaced_goal: str = ""  # then: the Manager's goal it replaced
     agents: dict[str, AgentView] = field(default_factory=dict)
     routing: RoutingResult | None = None
     rerouted: bool = False
@@ -123,6 +128,18 @@ def steer_line(event: ev.UserSteered) -> str:
     return f"✎ {what}" if event.accepted else f"✗ {what} (refused: {event.reason})"
 
 
+def refusal_toast(event: ev.UserSteered) -> str:
+    """One line for a refused action: its reason, after what was asked unless the reason says that itself
+    ("cannot pin Tester→Tester: …", not "pin Tester→Tester: cannot pin Tester→Tester: …"); a long reason's
+    trailing aside in parentheses is left to the session and its export."""
+    asked = f"{event.action} {event.target}".strip()
+    reason = event.reason
+    if reason.endswith(")") and " (" in reason and len(reason) > 70:  # a trailing aside: the session keeps it
+        reason = reason[: reason.rindex(" (")]
+    said = asked and asked in reason.split(":", 1)[0]
+    return f"not taken: {reason}" if said else f"not taken: {asked}: {reason}"
+
+
 class RunModel:
     def __init__(self) -> None:
         self.run: ev.RunStarted | None = None
@@ -157,6 +174,7 @@ class RunModel:
         self.test_runs: list[ev.TestRun] = []  # every sandboxed test run, in order
         # Every steering action, taken or refused, in order, with the round it takes effect in.
         self.steered: list[tuple[int, ev.UserSteered]] = []
+        self.silenced: set[str] = set()  # agents silenced (and not restored) so far
         self.preview: RoutingResult | None = None  # current round's graph at the live tau / k_in
         self.embeddings_ready = False
         self.rev = 0
@@ -329,6 +347,8 @@ class RunModel:
         rv = self._round(e.round)
         rv.params = dict(e.params)
         rv.goal = self.next_goal
+        for name in self.silenced:
+            self._silence(rv, name)
         self.preview = None
         self.phase, self.phase_detail = "", ""
 
@@ -350,6 +370,8 @@ class RunModel:
         if e.agent and e.agent not in self.agents:  # e.g. an agent of an orchestrator's plan
             self.extra_agents.append(e.agent)
         agent = self._agent(e.round, e.agent)
+        if agent.public and e.call == agent.call:  # the same call again after its answer: the user's retry
+            agent.retried = True
         agent.call = e.call
         agent.status = BADGE_DESCRIPTORS if e.call == ev.CALL_DESCRIPTORS else BADGE_WORKING
         agent.text = ""
@@ -396,6 +418,9 @@ class RunModel:
         for name in rv.routing.names:
             tier = rv.routing.tier_of(name)
             self._agent(e.round, name).tier = tier if tier >= 0 and self.tiered else None
+        for name in rv.routing.inactive:  # not running here; the badge only for whom the user silenced (DMoA's
+            if name in self.silenced:  # unselected agents are inactive too)
+                self._silence(rv, name)
         self.preview = None
         self.refresh_preview()
 
@@ -420,6 +445,11 @@ class RunModel:
         else:
             rv.decision = Decision(e.terminate, e.next_goal, e.reasoning, e.status, e.final_answer)
         self.next_goal = e.next_goal
+
+    @HANDLERS.on(ev.GoalReplaced)
+    def _on_goal_replaced(self, e: ev.GoalReplaced) -> None:
+        rv = self._round(e.round)
+        rv.goal, rv.goal_by_user, rv.replaced_goal = e.goal, True, e.replaced
 
     @HANDLERS.on(ev.RoundFinished)
     def _on_round_finished(self, e: ev.RoundFinished) -> None:
@@ -456,12 +486,30 @@ class RunModel:
         # The round it takes effect in: taken at the barrier after a finished round, the next one.
         done = e.round < 1 or (e.round in self.rounds and self.rounds[e.round].finished)
         self.steered.append((e.round + 1 if done else e.round, e))
+        agent = str(e.payload.get("agent", ""))
+        if e.accepted and e.action == SteerKind.SILENCE:
+            self.silenced.add(agent)
+        elif e.accepted and e.action == SteerKind.RESTORE:
+            self.silenced.discard(agent)
+
+    def _silence(self, rv: RoundView, name: str) -> None:
+        """A silenced agent's badge in a round it does not run: ``silenced``, with no tier or step."""
+        view = rv.agents.get(name)
+        if view is not None and not view.public and not view.streaming:
+            view.status, view.tier = BADGE_SILENCED, None
 
     def steered_in(self, round_no: int, agent: str = "") -> list[ev.UserSteered]:
         """The actions taken that take effect in round ``round_no`` (about ``agent`` when given; a note to
-        all is about every worker, not the Manager)."""
-        names = {agent} if agent == self.manager else {agent, "all"}
+        all is about every worker that was called in that round, not the Manager)."""
+        names = {agent} if agent == self.manager or not self._ran(round_no, agent) else {agent, "all"}
         return [e for r, e in self.steered if r == round_no and e.accepted and (not agent or names & steer_agents(e))]
+
+    def _ran(self, round_no: int, agent: str) -> bool:
+        """The agent was called in that round: a note "to all" reached it (DMoA's next step runs only the agents
+        the router picks; a silenced agent gets no call)."""
+        rv = self.rounds.get(round_no)
+        view = rv.agents.get(agent) if rv is not None else None
+        return view is not None and bool(view.call) and view.status != BADGE_SILENCED
 
     @property
     def steered_count(self) -> int:

@@ -300,6 +300,8 @@ def topology(events: list[ev.Event]) -> list[RoundTopology]:
                 pending_goal = event.next_goal or pending_goal
         elif isinstance(event, ev.MessagesRouted) and event.broadcast:
             at(number).broadcast = True
+        elif isinstance(event, ev.GoalReplaced):  # the round ran with the user's goal: that is its goal
+            at(number).goal = event.goal
         elif event.type not in FLOW_EVENTS:
             at(number).graphs.append(graph_of(event))
     return [rounds[n] for n in sorted(rounds)]

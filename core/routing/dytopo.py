@@ -429,17 +429,18 @@ def route_from_similarity(
         raise ValueError("k_in must be at least 1")
     rows = sim.tolist()  # plain floats: indexing a numpy matrix per element is slow
     selected, removed = _select_edges(names, rows, tau, k_in, pinned, cut, silenced)
-    paper_order = paper_cyclic_order(names, selected)
+    running = [name for name in names if name not in silenced]  # a silenced agent has no place in the order
+    paper_order = paper_cyclic_order(running, selected)
     if break_cycles:
-        kept, cycle_removed = _break_cycles(names, selected)
+        kept, cycle_removed = _break_cycles(running, selected)
         removed = removed + cycle_removed
-        order, tiers = order_and_tiers(names, kept)
+        order, tiers = order_and_tiers(running, kept)
         acyclic = True
     else:
         kept = selected
         order = paper_order
         tiers = [[name] for name in order]
-        acyclic = _is_acyclic(names, kept)
+        acyclic = _is_acyclic(running, kept)
     return RoutingResult(
         names=list(names),
         tau=float(tau),

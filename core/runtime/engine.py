@@ -266,9 +266,12 @@ class SwarmEngine:
         if refused:
             self.notice(f"{refused}: the run ends with no answer", "warning")
         solved = self.last_evaluation.passed if self.last_evaluation is not None else None
+        detail = outcome.detail
+        if not answer and self.control.stop_reason and detail == self.control.stop_reason:  # no "best answer" to end on
+            detail = "stopped by the user before any answer passed the answer check: the run ends with no answer"
         self.finished = ev.RunFinished(
             reason=EndReason(outcome.reason),  # a StrEnum: sessions store its string as before
-            detail=outcome.detail,
+            detail=detail,
             final_answer=answer,
             answer_source=source,
             rounds=self.round,

@@ -411,6 +411,18 @@ class UserSteered(Event):
     reason: str = ""  # why it was refused; "" when taken
 
 
+@_register
+@dataclass(kw_only=True)
+class GoalReplaced(Event):
+    """The round ran with the user's goal (a ``goal`` steering action) in place of the Manager's: every
+    consumer shows ``goal`` as the round's, marked as the user's, with ``replaced`` beside it."""
+
+    type: ClassVar[str] = "goal_replaced"
+    round: int
+    goal: str  # the user's goal: what every worker of the round received
+    replaced: str  # the Manager's goal it replaced ("" when the Manager had set none)
+
+
 EventSink = Callable[[Event], None]
 
 

@@ -125,7 +125,7 @@ def _markdown_round(record: RoundRecord, roster: list[str]) -> list[str]:
     out.append(f"Parameters: tau {p['tau']}, k_in {p['k_in']}, max_rounds {p['max_rounds']}")
     for change in record.param_changes:
         out.append(f"Changed during the round: {', '.join(f'{k}={change.params[k]}' for k in change.changed)}")
-    out += ["", f"**Goal:** {record.goal or '(none)'}", ""]
+    out += ["", f"**Goal:** {record.goal or '(none)'}" + (f" ({record.goal_note})" if record.goal_note else ""), ""]
     if record.descriptors:
         out.append("### Descriptors")
         out.append("")

@@ -17,6 +17,13 @@ _RUN_LEVEL = (ev.RunStarted, ev.RunFinished, ev.ControlChanged)
 FALLBACK_GOAL = "Continue from the previous round: check the team's answer, fix what is wrong and finish it."
 
 
+def fork_on_demo(session: Session, asked_demo: bool, named_endpoint: str | None) -> bool:
+    """Whether a fork runs against the scripted demo server: when asked (--demo), or when the session was a
+    demo run and the user names no endpoint (--base-url, the config file's base_url). A demo's fork then
+    just works, instead of failing on a default endpoint nobody meant."""
+    return asked_demo or (session.demo and not named_endpoint)
+
+
 def fork_point(session: Session, round_no: int, session_ref: str) -> ForkPoint:
     """Where to continue from. ValueError (one line) if round_no is not a completed round."""
     completed = session.completed_rounds

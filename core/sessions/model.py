@@ -79,6 +79,7 @@ class RoundRecord:
     round: int
     params: dict[str, Any]  # tau, k_in, max_rounds in force when the round started
     goal: str = ""
+    replaced_goal: str | None = None  # the round ran with the user's goal: the Manager's it replaced
     param_changes: list[ev.ParamsChanged] = field(default_factory=list)
     descriptors: dict[str, dict[str, str]] = field(default_factory=dict)
     query_embeddings: list[list[float]] = field(default_factory=list)
@@ -105,6 +106,13 @@ class RoundRecord:
     @property
     def similarity(self) -> list[list[float]]:
         return self.routing.similarity if self.routing else []
+
+    @property
+    def goal_note(self) -> str:
+        """"" for the Manager's goal; for the user's, what an export prints beside it (the one it replaced)."""
+        if self.replaced_goal is None:
+            return ""
+        return "the user's goal" + (f"; it replaced the Manager's: {self.replaced_goal}" if self.replaced_goal else "")
 
     @property
     def edges(self) -> list[Any]:
@@ -581,6 +589,10 @@ class _Fold:
     @FOLDS.on(ev.MemoryTrimmed)
     def _memory_trimmed(self, e: ev.MemoryTrimmed) -> None:
         self.record.trims.append(e)
+
+    @FOLDS.on(ev.GoalReplaced)
+    def _goal_replaced(self, e: ev.GoalReplaced) -> None:
+        self.record.goal, self.record.replaced_goal = e.goal, e.replaced
 
     @FOLDS.on(ev.UserSteered)
     def _user_steered(self, e: ev.UserSteered) -> None:

@@ -130,6 +130,12 @@ class ProgressPrinter:
         else:
             self._line(f"{self._decider}: continue — next goal: {e.next_goal}")
 
+    @PRINTS.on(ev.GoalReplaced)
+    def on_goal_replaced(self, e: ev.GoalReplaced) -> None:
+        self._line(f"goal (yours): {e.goal}")
+        if e.replaced:
+            self._line(f"  replaced the {self._decider}'s goal: {e.replaced}")
+
     @PRINTS.on(ev.TopologyBuilt)
     def on_topology_built(self, e: ev.TopologyBuilt) -> None:
         routing = RoutingResult.from_dict(e.routing)
@@ -258,6 +264,7 @@ async def _run(
     expect: str | None,
     fork: ForkPoint | None,
     control: str | None = None,
+    on_saved: Callable[[Path], None] | None = None,
 ) -> int:
     try:  # a control file is read before the run: one that cannot be read fails at once
         script = ControlScript(control, lambda line: say(f"swarm-tui: {line}")) if control else None
@@ -301,6 +308,8 @@ async def _run(
         say(f"swarm-tui: the session could not be saved: {recorder.error}")
     elif recorder.path is not None:
         say(f"session saved: {recorder.path}")
+        if on_saved is not None:
+            on_saved(recorder.path)
     if not json_lines:
         write_or_silence(sys.stdout, finished.final_answer + "\n")
     warning = contract_warning(finished.replies_parsed, finished.replies_total)
@@ -333,6 +342,8 @@ def run_headless(
     expect: str | None = None,
     fork: ForkPoint | None = None,
     control: str | None = None,
+    on_saved: Callable[[Path], None] | None = None,
 ) -> int:
-    """``control``: a steering script (core.compose.control_feed), a path or "-" for stdin."""
-    return asyncio.run(_run(problem, settings, demo, json_lines, save, expect, fork, control))
+    """``control``: a steering script (core.compose.control_feed), a path or "-" for stdin; ``on_saved``: told
+    where the session was saved (a fork's --compare opens it)."""
+    return asyncio.run(_run(problem, settings, demo, json_lines, save, expect, fork, control, on_saved))

@@ -186,22 +186,33 @@ def _replay(argv: list[str]) -> Outcome:
         "--fork",
         type=int,
         metavar="ROUND",
-        help="with --headless: continue the run live from this completed round (needs an endpoint or --demo)",
+        help="with --headless: continue the run live from this completed round (a demo session's fork runs on "
+        "the scripted server unless --base-url names an endpoint)",
     )
     parser.add_argument("--json", action="store_true", help="with --fork: the event stream as JSON lines on stdout")
     parser.add_argument("--save", type=Path, metavar="PATH", help="with --fork: save the new session here")
+    parser.add_argument("--control", metavar="FILE", help="with --fork: steer the fork from a script of JSON lines "
+                        "(- reads stdin); see docs/steering.md")
+    parser.add_argument("--compare", action="store_true",
+                        help="with --fork: then print the original and the fork side by side, as compare does")
     add_run_options(parser)
     args = parser.parse_args(argv)
     session, path = _load(args.file)
+    for flag in ("control", "compare"):
+        if getattr(args, flag) not in (None, False) and args.fork is None:
+            raise _UserError(f"--{flag} goes with --headless --fork ROUND")
     if args.fork is not None:
         return _fork_headless(args, session, path)
     if not args.headless:
+        from core.sessions.fork import fork_on_demo
+
         from .options import settings_from_args
 
         # Run options say where a fork from the replay screen continues (--demo, --base-url, ...).
         args.domain = session.domain
         args.team_record = session.metadata.team
-        return OpenReplay(session, path, settings=settings_from_args(args), demo=args.demo)
+        settings = settings_from_args(args)
+        return OpenReplay(session, path, settings=settings, demo=fork_on_demo(session, args.demo, settings.base_url))
     # The very consumer a live headless run uses, fed the recorded events.
     from .headless import ProgressPrinter
 
@@ -217,7 +228,7 @@ def _replay(argv: list[str]) -> Outcome:
 
 
 def _fork_headless(args: argparse.Namespace, session: Session, path: Path) -> int:
-    from core.sessions.fork import fork_point
+    from core.sessions.fork import fork_on_demo, fork_point
 
     from .headless import run_headless
     from .options import check_save_path, settings_from_args
@@ -241,7 +252,28 @@ def _fork_headless(args: argparse.Namespace, session: Session, path: Path) -> in
             if point.round < 10
             else f"cannot fork from round {point.round}: 10 rounds is the most a run may have"
         )
-    return run_headless(session.problem, settings, demo=args.demo, json_lines=args.json, save=args.save, fork=point)
+    forked: list[Path] = []
+    code = run_headless(session.problem, settings, demo=fork_on_demo(session, args.demo, settings.base_url),
+                        json_lines=args.json, save=args.save, fork=point, control=args.control,
+                        on_saved=forked.append)
+    if args.compare and forked:
+        _print_fork_compare(session, path, forked[0], point.round)
+    return code
+
+
+def _print_fork_compare(session: Session, path: Path, fork_path: Path, round_no: int) -> None:
+    """The original and its fork side by side: the summary table ``swarm-tui compare`` prints."""
+    from core.compose.compare_saved import saved_run
+
+    from .compare_headless import format_summary
+
+    try:
+        fork = load_session(fork_path)
+    except (OSError, SessionFormatError) as exc:
+        _say(f"swarm-tui: cannot compare with the fork: {exc}", err=True)
+        return
+    rows = [saved_run(session, path, "original").row, saved_run(fork, fork_path, f"fork @ round {round_no}").row]
+    _say(format_summary(rows))
 
 
 _COMMANDS = {"sessions": _sessions, "export": _export, "replay": _replay}

@@ -94,7 +94,8 @@ COMPARE_BINDINGS: list[Binding] = [
             tooltip="Export the comparison as Markdown, JSON and CSV beside its record"),
     *(Binding(str(i), f"focus_number({i})", str(i), show=False, id=f"compare_col{i}",
               tooltip=f"Focus column {i}") for i in range(1, 10)),
-    Binding("escape", "back", "back", id="compare_back", tooltip="Back to the session picker this was opened from"),
+    Binding("escape", "back", "back", id="compare_back",
+            tooltip="Back to where it was opened: the session picker, or the replay a fork was made from"),
     Binding("question_mark,f1", "help", "help", id="help", tooltip="List every key and what it does"),
     Binding("q", "request_quit", "quit", id="quit", tooltip="Quit (asks first while methods are running)"),
 ]
@@ -360,8 +361,15 @@ class CompareScreen(Screen[None]):
         return True
 
     def action_back(self) -> None:
-        if self.back_to is not None and self.app.screen is self:
+        """Back to the screen it was opened from: the session picker, or the replay a fork was made from
+        (the fork's own run screen, below this one, goes with it)."""
+        back_to = self.back_to
+        if back_to is None or self.app.screen is not self or back_to not in self.app.screen_stack:
+            return
+        while self.app.screen is not back_to:
             self.app.pop_screen()
+        if hasattr(back_to, "model") and hasattr(self.app, "swarm_screen"):  # a replay: the app's run screen again
+            self.app.swarm_screen = back_to
 
     def action_help(self) -> None:
         from .help import HelpScreen

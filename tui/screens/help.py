@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from rich.console import Group, RenderableType
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -33,6 +36,9 @@ def active_bindings(screen: Screen[object]) -> list[tuple[str, Binding]]:
     return [(", ".join(keys), binding) for keys, binding in ordered]
 
 
+NARROW = 100  # below this many columns the help lists each key on two lines
+
+
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "close", id="help_close", tooltip="Close help")]
 
@@ -47,11 +53,6 @@ class HelpScreen(ModalScreen[None]):
             for keys, b in active_bindings(self.target)
             if not b.system
         ]
-        table = Table(box=None, expand=True, header_style="bold", pad_edge=False)
-        table.add_column("key", no_wrap=True)
-        table.add_column("action", no_wrap=True)
-        table.add_column("id", no_wrap=True, style="dim")
-        table.add_column("what it does", ratio=1)
         palette = getattr(self.target, "palette_commands", None)
         commands = [title for title, _help, _run in palette()] if palette is not None else []
         if commands:  # on the palette's own row: these have no key; ^p opens the palette, their name finds them
@@ -62,13 +63,31 @@ class HelpScreen(ModalScreen[None]):
             else:
                 keys, action, ident, what = self.rows[at]
                 self.rows[at] = (keys, action, ident, f"{what}; {said}")
-        for row in self.rows:
-            table.add_row(*row)
+        self.table = table = self._two_lines() if self.app.size.width < NARROW else self._columns()
         with VerticalScroll(id="help-dialog", can_focus=True):
             yield Static(Content.from_markup("[b]Keys[/b] — rebind any of them by id under [b]keymap[/b] in the "
                                              "config file; ctrl+p opens the command palette; esc closes"),
                          id="help-title")
             yield Static(table, id="help-table")
+
+    def _columns(self) -> RenderableType:
+        table = Table(box=None, expand=True, header_style="bold", pad_edge=False)
+        table.add_column("key", no_wrap=True)
+        table.add_column("action", no_wrap=True)
+        table.add_column("id", no_wrap=True, style="dim")
+        table.add_column("what it does", ratio=1)
+        for row in self.rows:
+            table.add_row(*row)
+        return table
+
+    def _two_lines(self) -> RenderableType:
+        """At a narrow width (80x24) a key per two lines: key, action and id, then what it does, indented and
+        as wide as the dialog (in columns it had ~18 characters, each key wrapping over 3 to 5 lines)."""
+        parts: list[RenderableType] = []
+        for keys, action, ident, what in self.rows:
+            parts.append(Text.assemble((keys, "bold"), "  ", action, "  ", (ident, "dim")))
+            parts.append(Padding(Text(what), (0, 0, 0, 4)))
+        return Group(*parts)
 
     def on_mount(self) -> None:
         self.query_one("#help-dialog").focus()

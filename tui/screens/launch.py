@@ -10,10 +10,11 @@ from typing import Any
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Grid, Horizontal, VerticalScroll
+from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Button, Input, Label, Select, SelectionList, Static, Switch, TextArea
+from textual.widgets.selection_list import Selection
 
 from core.demo.scripts import DEMO_PROBLEMS
 from core.evaluation.sandbox import unisolated_refusal
@@ -194,7 +195,10 @@ class LaunchScreen(Screen[None]):
             # Below Start (a single run needs none of it): more methods to run beside the chosen one.
             with Horizontal(id="launch-compare"):
                 yield Label("compare with", id="compare-label")
-                yield SelectionList[str](*[(m, m) for m in method_names()], id="compare")
+                yield SelectionList[str](*[Selection(f"  {m}", m, id=m) for m in method_names()], id="compare")
+            # Each compared method's own options (the chosen one's are above): a comparison sets them all.
+            yield Vertical(id="compare-options")
+        yield Static("", id="launch-fold")  # at 80x24, when Start is below the fold: ctrl+r starts
         yield WrapFooter()
 
     def on_resize(self) -> None:
@@ -202,10 +206,12 @@ class LaunchScreen(Screen[None]):
         field shows the URL and Start stays in view at 80x24."""
         small = self.size.width < SMALL_WIDTH or self.size.height < SMALL_HEIGHT
         if small == self.has_class("-small"):
+            self.call_after_refresh(self._say_fold)
             return
         self.set_class(small, "-small")
         for widget in self.query("Input, Select, Button, TextArea"):
             widget.compact = small  # type: ignore[attr-defined]
+        self.call_after_refresh(self._say_fold)
 
     async def on_mount(self) -> None:
         self.on_resize()
@@ -252,6 +258,8 @@ class LaunchScreen(Screen[None]):
     @on(Select.Changed, "#strategy")
     async def strategy_changed(self) -> None:
         await self._method_fields()
+        self._execute_applies()
+        self.call_after_refresh(self._say_fold)
 
     # --- demo --------------------------------------------------------------------------------
     def _demo_changed(self, on: bool) -> None:
@@ -298,7 +306,9 @@ class LaunchScreen(Screen[None]):
         """Code tests only exist for code tasks: the switch is greyed out for the other domains."""
         code = self._chosen().name == "code"
         self.query_one("#execute_code", Switch).disabled = not code
-        label = "run code tests after each round (sandbox)" + ("" if code else " — code domain only")
+        info = _method_info(self.method)  # in the method's own unit: DMoA's step, TopoWeaver-R1's turn
+        unit = info.unit if info is not None else "round"
+        label = f"run code tests after each {unit} (sandbox)" + ("" if code else " — code domain only")
         self.query_one("#execute-label", Label).update(label)
 
     def action_toggle_demo(self) -> None:
@@ -369,6 +379,50 @@ class LaunchScreen(Screen[None]):
             model_input.value = message.first_model
 
     # --- start -------------------------------------------------------------------------------
+    @on(SelectionList.SelectedChanged, "#compare")
+    async def compare_changed(self) -> None:
+        """The picked methods marked with ✓ (not by colour alone), and a row of options for each of them."""
+        listed = self.query_one("#compare", SelectionList)
+        picked = set(listed.selected)
+        for name in method_names():
+            listed.replace_option_prompt(name, f"✓ {name}" if name in picked else f"  {name}")
+        await self._compare_fields()
+
+    async def _compare_fields(self) -> None:
+        box = self.query_one("#compare-options", Vertical)
+        await box.remove_children()
+        for method in self.compared()[1:]:
+            fields = option_fields(_method_info(method), self.settings.strategy_options.get(method, {}))
+            if not fields:
+                continue
+            small = self.has_class("-small")
+            for widget in fields:
+                if hasattr(widget, "compact"):
+                    widget.compact = small
+            await box.mount(Label(f"{method}'s options", classes="compare-options-title"),
+                            Grid(*fields, id=f"compare-options-{method}", classes="method-options"))
+
+    def compared_options(self) -> dict[str, dict[str, Any]]:
+        """The options typed for each compared method but the chosen one (those go with its own fields)."""
+        out: dict[str, dict[str, Any]] = {}
+        for method in self.compared()[1:]:
+            found = self.query(f"#compare-options-{method}")
+            if found:
+                out[method] = read_options(_method_info(method), found.first())
+        return out
+
+    def on_descendant_focus(self) -> None:
+        """At 80x24 Start may be below the fold: say ctrl+r starts whenever it is out of sight."""
+        self.call_after_refresh(self._say_fold)
+
+    def _say_fold(self) -> None:
+        start = self.query_one("#start", Button)
+        scroll = self.query_one("#launch", VerticalScroll)
+        hidden = not scroll.region.contains_region(start.region) if start.region.area else True
+        fold = self.query_one("#launch-fold", Static)
+        fold.update("Start is further down: ctrl+r starts from anywhere in the form" if hidden else "")
+        fold.display = hidden
+
     def compared(self) -> list[str]:
         """The methods of a comparison started from here: the chosen one first, then those picked (none: one run)."""
         picked = [m for m in self.query_one("#compare", SelectionList).selected if m != self.method]
@@ -405,6 +459,9 @@ class LaunchScreen(Screen[None]):
             return
         step = self.query_one("#step", Switch).value
         methods = self.compared()
+        for method, options in self.compared_options().items():  # each compared method's own fields
+            settings = replace(settings, strategy_options={
+                **settings.strategy_options, method: {**settings.strategy_options.get(method, {}), **options}})
         app: Any = self.app
         if methods:
             app.start_compare(problem, settings, methods, demo=demo, step=step)

@@ -300,7 +300,7 @@ class ReplayScreen(SwarmScreen):
     def fork_from_here(self, steer: Any = None) -> None:
         """Fork from the viewed round; ``steer`` (a core.runtime.steering.SteerAction): taken at the fork's
         first barrier, and the fork opens beside this session in the compare screen when it ends."""
-        from core.sessions.fork import fork_point
+        from core.sessions.fork import fork_on_demo, fork_point
 
         session = self._session()
         if session is None:
@@ -329,10 +329,11 @@ class ReplayScreen(SwarmScreen):
             return
         self.playing = False
         self._schedule()
+        demo = fork_on_demo(session, app.demo, settings.base_url)
         if steer is None:
-            app.start_fork(point, session.problem, settings)
+            app.start_fork(point, session.problem, settings, demo=demo)
         else:
-            app.start_fork(point, session.problem, settings, steer=steer,
+            app.start_fork(point, session.problem, settings, steer=steer, demo=demo,
                            compare_with=Path(self.source) if self.source else None)
 
     def action_request_quit(self) -> None:

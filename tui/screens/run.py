@@ -27,7 +27,7 @@ from core.sessions.store import SessionRecorder
 
 from ..bindings import RUN_BINDINGS
 from ..bridge import BackendFailed, BackendStatus, EventBridge
-from ..model import steer_line
+from ..model import refusal_toast, steer_line
 from ..widgets.topoweaver_view import tests_always_on
 from .steer import SteerScreen
 from .swarm_view import SwarmScreen
@@ -99,6 +99,7 @@ class RunScreen(SwarmScreen):
         # A fork made to be compared (replay's "steer a fork"): the original's session, opened beside this
         # run in the compare screen once it ends.
         self.compare_with: Path | None = None
+        self.fork_origin: Any = None  # the replay screen this fork was made from (esc in the compare goes back)
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -172,11 +173,11 @@ class RunScreen(SwarmScreen):
         if isinstance(event, ev.RunFinished) and self.compare_with is not None:
             self.call_after_refresh(self.open_comparison)
         if isinstance(event, ev.UserSteered):  # taken or refused: the person who asked hears which
+            # markup=False: a reason's "[YAML_PARSE_ERROR]" is text to read, not a style tag to swallow.
             if event.accepted:
-                self.notify(steer_line(event), timeout=4)
+                self.notify(steer_line(event), timeout=4, markup=False)
             else:
-                self.notify(f"not taken: {event.action} {event.target}: {event.reason}".replace("  ", " "),
-                            severity="warning", timeout=8)
+                self.notify(refusal_toast(event), severity="warning", timeout=8, markup=False)
         if isinstance(event, ev.RunFinished):
             from core.runtime.parsing import contract_warning
 
@@ -247,7 +248,9 @@ class RunScreen(SwarmScreen):
         runs[0].label, runs[1].label = "original", f"fork @ {self.model.unit} {self.fork.round if self.fork else '?'}"
         for run in runs:
             run.row.method = run.label
-        self.app.push_screen(SavedCompareScreen(unique_labels(runs), source=str(self.recorder.path)))
+        compare = SavedCompareScreen(unique_labels(runs), source=str(self.recorder.path))
+        compare.back_to = self.fork_origin  # esc: back to the replay where the fork was made
+        self.app.push_screen(compare)
 
     # --- steering (docs/steering.md) -----------------------------------------------------------
     def action_steer(self) -> None:

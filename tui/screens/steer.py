@@ -18,10 +18,12 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
+from core.runtime.steering import REQUIRED, SteerError, SteerKind, parse_action
+
 # What each action is called in the dialog, in the order it offers them.
 ACTION_LABELS: dict[str, str] = {
     "note": "note to an agent",
-    "goal": "new goal for the next round",
+    "goal": "new goal for the next round",  # the hint says "the next round" too: one wording
     "pin": "pin an edge (always routed)",
     "cut": "cut an edge (never routed)",
     "release": "release a pinned or cut edge",
@@ -97,12 +99,60 @@ def request_of(action: str, values: dict[str, str]) -> dict[str, Any]:
     return request
 
 
+# What a missing field means, in the dialog's words (the control file's message names JSON keys).
+_MISSING: dict[str, str] = {
+    "to": "pick whom the note is for",
+    "agent": "pick the agent to {action}",
+    "src": "pick the agent the edge comes from",
+    "dst": "pick the agent the edge goes to",
+    "type": "pick the edge's type",
+}
+_EMPTY_TEXT: dict[str, str] = {
+    "note": "type the note",
+    "goal": "type the new goal",
+    "replace": "type the output that stands for the agent's",
+    "plan": "the plan is empty: edit it, or esc to keep the Orchestrator's",
+}
+
+
+def field_refusal(request: dict[str, Any]) -> tuple[str, str]:
+    """(the dialog's field, what to do, in plain words) when the request would be refused as it stands;
+    ("", "") when the one validator (parse_action) takes it. A field's own words first; else the validator's
+    message, put next to the field it names."""
+    action = str(request.get("action", ""))
+    kind = SteerKind(action)
+    for key in REQUIRED[kind]:
+        if key not in request or (key == "text" and not str(request[key]).strip()):
+            field = "long_text" if key == "text" and "long_text" in _FIELDS[action] else key
+            words = _EMPTY_TEXT.get(action, "type the text") if key == "text" else _MISSING[key]
+            return ("edge_type" if field == "type" else field), words.format(action=action)
+    if kind is SteerKind.AGENT and not {"model", "temperature"} & set(request):
+        return "model", "give the agent a new model or temperature"
+    try:
+        parse_action(request)
+    except SteerError as exc:
+        message = str(exc)
+        for name in ("rounds", "temperature", "model", "endpoint"):
+            if f'"{name}"' in message:
+                return name, message.split(" (", 1)[0].replace(f'"{name}"', name)
+        return "", message.split(" (", 1)[0]
+    return "", ""
+
+
 def _number(text: str, *, integer: bool) -> Any:
     """The number typed, or the text itself (the validator then says what it expected)."""
     try:
         return int(text) if integer else float(text)
     except ValueError:
         return text
+
+
+class LongText(TextArea):
+    """The dialog's multi-line editor (a goal, a plan, a replaced output): ctrl+a selects all, so a new text
+    replaces the old in one key (TextArea's own ctrl+a goes to the line's start; home still does)."""
+
+    BINDINGS = [Binding("ctrl+a", "select_all", "select all", id="steer_select_all", show=False,
+                        tooltip="Select the whole text: what you type next replaces it")]
 
 
 class SteerScreen(ModalScreen[dict[str, Any] | None]):
@@ -141,7 +191,8 @@ class SteerScreen(ModalScreen[dict[str, Any] | None]):
                 yield Input(placeholder="model (empty: unchanged)", id="steer-model")
                 yield Input(placeholder="temperature", id="steer-temperature")
             yield Input(placeholder="the note (enter sends)", id="steer-text")
-            yield TextArea(id="steer-long_text", soft_wrap=True)
+            yield LongText(id="steer-long_text", soft_wrap=True)
+            yield Static("", id="steer-error", markup=False)
             yield Static("", id="steer-hint")
             with Horizontal(id="steer-buttons"):
                 yield Button("Send (enter / ctrl+s)", variant="primary", id="steer-send")
@@ -160,9 +211,12 @@ class SteerScreen(ModalScreen[dict[str, Any] | None]):
         if "long_text" in wanted:
             area = self.query_one("#steer-long_text", TextArea)
             area.load_text(long_texts.get(self.action_name, ""))
+            if self.action_name == "goal":  # a new goal replaces the old: the first key typed replaces it all
+                area.select_all()
         hint = {
-            "note": "delivered in that agent's next call, from User; only it sees the note",
-            "goal": "the goal the workers receive in the round about to run; ctrl+s sends",
+            "note": self._note_hint(),
+            "goal": "every worker gets it in the next round, in place of the Manager's; typing replaces the "
+                    "text (selected), ctrl+a selects it all again; ctrl+s sends",
             "pin": "in every graph from the next on (counts toward k_in); a pin that closes a cycle is refused",
             "cut": "kept out of every graph from the next on, whatever its score",
             "replace": "this text stands for the agent's output before it is routed; ctrl+s sends",
@@ -171,7 +225,23 @@ class SteerScreen(ModalScreen[dict[str, Any] | None]):
             "continue": "the Manager's next decision to stop is overruled once",
         }.get(self.action_name, "applies at the next barrier")
         self.query_one("#steer-hint", Static).update(hint)
+        self._show_refusal("", "")
         self._focus_first(wanted)
+
+    def _note_hint(self) -> str:
+        if self.query_one("#steer-to", Select).value == "all":
+            return "delivered in every agent's next call, from User"
+        return "delivered in that agent's next call, from User; only it sees the note"
+
+    def _show_refusal(self, field: str, words: str) -> None:
+        """A refusal stays in the dialog: under the fields, the field it is about marked and focused."""
+        error = self.query_one("#steer-error", Static)
+        error.update(f"✗ {words}" if words else "")
+        error.display = bool(words)
+        for name in _ALL_FIELDS:
+            self.query_one(f"#steer-{name}").set_class(name == field, "-invalid")
+        if field:
+            self.query_one(f"#steer-{field}").focus()
 
     def _focus_first(self, wanted: set[str]) -> None:
         for name in ("text", "long_text", "src", "agent", "to"):
@@ -184,6 +254,8 @@ class SteerScreen(ModalScreen[dict[str, Any] | None]):
         if message.select.id == "steer-action" and isinstance(message.value, str):
             self.action_name = message.value
             self._show_fields()
+        elif message.select.id == "steer-to" and self.action_name == "note":
+            self.query_one("#steer-hint", Static).update(self._note_hint())
 
     def values(self) -> dict[str, str]:
         values: dict[str, str] = {}
@@ -209,4 +281,9 @@ class SteerScreen(ModalScreen[dict[str, Any] | None]):
             self.dismiss(None)
 
     def action_send(self) -> None:
-        self.dismiss(request_of(self.action_name, self.values()))
+        request = request_of(self.action_name, self.values())
+        field, words = field_refusal(request)
+        if words:  # the inputs stay; the person fixes the field and sends again
+            self._show_refusal(field, words)
+            return
+        self.dismiss(request)

@@ -13,7 +13,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import ContentSwitcher, Markdown, Static
 
-from ..model import BADGE_DESCRIPTORS, BADGE_WAITING, BADGE_WORKING, AgentView, unit_mark
+from ..model import BADGE_DESCRIPTORS, BADGE_SILENCED, BADGE_WAITING, BADGE_WORKING, AgentView, unit_mark
 from .stream_view import StreamView
 
 BADGE_STYLE = {
@@ -23,6 +23,7 @@ BADGE_STYLE = {
     "done": "$success",
     "unparsed": "$error",
     "failed": "$error",
+    BADGE_SILENCED: "$text-disabled",
 }
 
 
@@ -88,7 +89,7 @@ class AgentPane(Vertical):
             return  # children not composed yet: on_mount shows it
         view = view or AgentView(self.agent)
         meta = (round_no, view.status, view.call, view.query, view.key, view.tokens, self.place, view.error,
-                earlier and earlier[0], self.inbox_count, self.unit, self.steer_marks)
+                earlier and earlier[0], self.inbox_count, self.unit, self.steer_marks, view.retried)
         if meta != self._meta_key:
             self._meta_key = meta
             self._sync_meta(view, earlier[0] if earlier else None)
@@ -112,6 +113,8 @@ class AgentPane(Vertical):
             (self.agent, "bold"), " ", Content.from_markup(f"[{BADGE_STYLE.get(badge, '')}]\\[{badge}][/]")
         )
         sub = [self.model_name] if self.model_name else []
+        if view.retried:
+            sub.append("↻ retried")  # the answer shown is its second: the user asked again
         if self.place:
             sub.append(self.place)
         if self.inbox_count:

@@ -93,7 +93,8 @@ class CompareColumn(Widget):
         out.append_text(self.status_line())
         played = m.run.demo_played if m.run is not None else ""
         if played:  # never let a demo's answer read as the answer to the user's problem
-            out.append("\nDEMO: it played its own problem, not yours", style="bold yellow")
+            verb = "played" if m.finished is not None else "plays"  # not "played" before it has played anything
+            out.append(f"\nDEMO: it {verb} its own problem, not yours", style="bold yellow")
         paused = f" (+{row.paused_s:.1f} s paused)" if row.paused_s >= 0.05 else ""  # wall_s is its working time
         # The user's steering actions taken (and refused), where there were any: a steered fork says so.
         steered = f" · ✎ {row.steered} steered" if row.steered else ""

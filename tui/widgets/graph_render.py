@@ -301,8 +301,8 @@ def render_graph(routing: RoutingResult, width: int, options: GraphOptions | Non
     lines.append(Text("─" * min(width, 40), options.styles.tier))
     footer: list[Text] = []
     listed = {(e.src, e.dst) for e in diff(options.baseline, routing)[1]} if options.baseline else set()
-    # Cut edges are named by the steering line above: only the others are "hidden".
-    hidden = sum(1 for r in routing.removed if (r.src, r.dst) not in listed and r.reason != REASON_CUT)
+    # Every edge d would list (cut ones too, though the steering line names them): the count matches d's list.
+    hidden = sum(1 for r in routing.removed if (r.src, r.dst) not in listed)
     if not options.show_removed and hidden > 0:
         footer.append(Text(f"{hidden} removed edge(s) hidden (d shows them)", options.styles.removed))
     footer += _wrapped(symbols(routing, options), width, options.styles.removed)

@@ -13,8 +13,15 @@ from ..model import RoundView, RunModel, unit_mark
 def round_entry(rv: RoundView, unit: str = "round") -> tuple[Content, str]:
     """(what the pane shows, plain text for copying) for one round (or step, or turn: the method's ``unit``)."""
     mark = unit_mark(unit, rv.number)  # DyTopo's "R2", TopoDIM's "step 1"
-    parts = [Content.assemble((f"{mark} goal", "bold"), " ", rv.goal or "…")]
-    plain = [f"{mark} goal: {rv.goal}"]
+    if rv.goal_by_user:  # the round ran with the user's goal: say so, with the Manager's beside it
+        parts = [Content.assemble((f"{mark} goal", "bold"), " ", ("✎ yours", "bold $warning"), " ", rv.goal)]
+        plain = [f"{mark} goal ✎ yours: {rv.goal}"]
+        if rv.replaced_goal:
+            parts.append(Content.styled(f"   replaced the Manager's: {rv.replaced_goal}", "$text-muted"))
+            plain.append(f"   replaced the Manager's: {rv.replaced_goal}")
+    else:
+        parts = [Content.assemble((f"{mark} goal", "bold"), " ", rv.goal or "…")]
+        plain = [f"{mark} goal: {rv.goal}"]
     if rv.tests:
         parts.append(Content.styled(f"   tests: {rv.tests[-1]}", "$text-muted"))
         plain.append(f"   tests: {rv.tests[-1]}")

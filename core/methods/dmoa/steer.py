@@ -36,12 +36,12 @@ class DmoaSteering:
         if kind is SteerKind.STOP:
             self.rt.control.stop()
         elif kind is SteerKind.FORCE:
-            self.exclude.discard(name)
+            self._overrides(name, self.exclude, "force", "exclude")
             self.force.add(name)
         elif kind is SteerKind.EXCLUDE:
             if not set(self.names) - self.exclude - {name}:
                 return f"cannot exclude {name}: no agent would be left to run"
-            self.force.discard(name)
+            self._overrides(name, self.force, "exclude", "force")
             self.exclude.add(name)
         elif kind is SteerKind.NOTE:
             if not action.text.strip():
@@ -51,6 +51,13 @@ class DmoaSteering:
             else:
                 self.notes.setdefault(action.to, []).append(action.text.strip())
         return ""
+
+    def _overrides(self, name: str, earlier: set[str], now: str, before: str) -> None:
+        """Force and exclude of one agent for the same step: the later wins, and the user is told so."""
+        if name in earlier:
+            earlier.discard(name)
+            self.rt.notice(f"{now} {name} replaces the earlier {before} of {name}: the later action wins", "info",
+                           name)
 
     def steer_choice(self, choice: Any, step: int) -> Any:
         """The router's choice for this step with the user's force and exclude applied (used up)."""

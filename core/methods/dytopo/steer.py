@@ -233,6 +233,10 @@ class DyTopoSteering:
             edges=[e for e in routing.edges if e not in gone],
             removed=[*routing.removed, *(RemovedEdge(e.src, e.dst, e.score, REASON_SILENCED, e.kind) for e in gone)],
             inactive=[name for name in routing.names if name in self.silenced],
+            # Out of the order and the tiers too: a silenced agent does not run, so it has no place.
+            order=[name for name in routing.order if name not in self.silenced],
+            paper_order=[name for name in routing.paper_order if name not in self.silenced],
+            tiers=[tier for tier in ([n for n in t if n not in self.silenced] for t in routing.tiers) if tier],
         )
 
     def round_goal(self, round_no: int, goal: str) -> str:
@@ -241,6 +245,8 @@ class DyTopoSteering:
             return goal
         self.goal_changed[round_no] = goal
         goal, self.new_goal = self.new_goal, None
+        # Every face shows the goal the round ran with, as the user's, beside the one it replaced.
+        self.rt.emit(ev.GoalReplaced(round=round_no, goal=goal, replaced=self.goal_changed[round_no]))
         return goal
 
     def review_note(self, round_no: int) -> str:

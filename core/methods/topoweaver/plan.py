@@ -222,6 +222,16 @@ def validate_plan(
     yaml_text = extract_yaml(reply)
     if yaml_text is None:
         return Validation(TAG_NO_YAML, rule="found", message="no YAML block found in the reply")
+    return validate_yaml(yaml_text, domain=domain, turn=turn, earlier=earlier)
+
+
+def validate_yaml(
+    yaml_text: str, *, domain: str = "code", turn: int = 1, earlier: dict[int, list[str]] | None = None
+) -> Validation:
+    """Stages 2-4 on a YAML text taken whole, every line of it (a plan the user edited: nothing is skipped
+    the way a model's reply is searched for its plan)."""
+    if not yaml_text.strip():
+        return Validation(TAG_NO_YAML, rule="found", message="the plan is empty")
     if len(yaml_text) > MAX_YAML_CHARS:
         return Validation(TAG_PARSE, yaml_text[:MAX_YAML_CHARS], rule="parse",
                           message=f"the YAML is longer than {MAX_YAML_CHARS} characters")
@@ -248,7 +258,10 @@ def _yaml_error(exc: Exception) -> str:
     mark = getattr(exc, "problem_mark", None)
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
     where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-    return f"YAML parse failed{where}: {problem}"
+    context, start = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    # Where the broken construct began (an unclosed "[" two lines up), which is the line to fix.
+    began = f" ({context} from line {start.line + 1})" if context and start is not None else ""
+    return f"YAML parse failed{where}: {problem}{began}"
 
 
 def _schema_error(message: str, offender: str = "") -> _Invalid:

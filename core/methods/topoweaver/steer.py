@@ -9,11 +9,19 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from core.methods.steer_checks import refusal
-from core.methods.topoweaver.plan import Validation, validate_plan
+from core.methods.topoweaver.plan import Validation, validate_yaml
 from core.runtime.steering import SteerAction, SteerKind
 
 if TYPE_CHECKING:
     from core.runtime.engine import SwarmEngine
+
+
+def unfenced(text: str) -> str:
+    """The plan inside one ```yaml fence that holds the whole text (a pasted block), else the text as typed."""
+    lines = text.strip().splitlines()
+    if len(lines) >= 2 and lines[0].lstrip().startswith(("```", "~~~")) and lines[-1].strip() in ("```", "~~~"):
+        return "\n".join(lines[1:-1])
+    return text
 
 
 class TopoWeaverSteering:
@@ -34,7 +42,9 @@ class TopoWeaverSteering:
             return None  # no plan waits to run: the edit waits for the next one
         if not action.text.strip():
             return "an empty plan: the Orchestrator's plan stays"
-        validation = validate_plan(action.text, domain=self.rt.domain.name, turn=self.turn, earlier=self.earlier)
+        # The edited text whole: a junk line anywhere is the user's, not a reply's chatter to skip.
+        validation = validate_yaml(unfenced(action.text), domain=self.rt.domain.name, turn=self.turn,
+                                   earlier=self.earlier)
         if not validation.valid:
             return f"the edited plan is invalid, {validation.badge()}; the Orchestrator's plan stays"
         self.on_plan(self.turn, validation)

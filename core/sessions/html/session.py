@@ -244,7 +244,7 @@ def round_section(session: Session, record: RoundRecord, *, uid: str, unit: str,
         plan = record.plan
         right.append(f"<h3>Plan</h3>{rich_text(plan.next_goal)}{rich_text(plan.reasoning)}")
     if record.goal and not (record.plan is not None and record.plan.next_goal.strip() == record.goal.strip()):
-        right.append(f"<h3>Goal</h3>{rich_text(record.goal)}")  # the plan's own goal is shown once, above
+        right.append(f"<h3>Goal</h3>{rich_text(record.goal)}{rich_text(record.goal_note)}")  # plan goal: above
     if record.notices:
         items = "".join(f'<li class="{"bad" if n.severity == "error" else ""}">{esc(n.severity)}'
                         f'{" · " + esc(n.agent) if n.agent else ""}: {esc(n.message)}</li>' for n in record.notices)

@@ -53,7 +53,7 @@ async def test_a_new_goal_reaches_every_worker_of_that_round_and_the_managers_re
     demo_server: ScriptedServer, embedder: Any
 ) -> None:
     goal = SteerAction(K.GOAL, text="USER-GOAL: handle unicode input", at_round=2)
-    await run_swarm(demo_server, embedder, settings=Settings(max_rounds=3), drive=_queue(goal))
+    _, events, _ = await run_swarm(demo_server, embedder, settings=Settings(max_rounds=3), drive=_queue(goal))
     round2 = [r for r in demo_server.requests if r.round == 2 and r.role in WORKERS]
     assert {r.role for r in round2} == set(WORKERS)
     assert all(_says(r, "ROUND 2 GOAL:\nUSER-GOAL") for r in round2)
@@ -61,6 +61,11 @@ async def test_a_new_goal_reaches_every_worker_of_that_round_and_the_managers_re
     assert _says(review[-1], "replaced your goal for this round")
     round1 = [r for r in demo_server.requests if r.round == 1 and r.role in WORKERS]
     assert not any(_says(r, "USER-GOAL") for r in round1)
+    # The stream says so, for every face to show: the round's goal is the user's, the Manager's beside it.
+    (replaced,) = of(events, ev.GoalReplaced)
+    assert (replaced.round, replaced.goal) == (2, "USER-GOAL: handle unicode input")
+    managers = [e.next_goal for e in of(events, ev.ManagerDecided) if e.round == 1 and not e.plan]
+    assert managers and replaced.replaced == managers[-1] and "USER-GOAL" not in replaced.replaced
 
 
 async def test_a_pinned_edge_is_in_every_later_graph_and_a_cut_one_in_none(
@@ -110,6 +115,10 @@ async def test_a_silenced_agent_gets_no_calls_and_no_edges_until_restored(
     (graph2,) = of(events, ev.TopologyBuilt, round=2)
     assert graph2.routing["inactive"] == ["Designer"]
     assert all("Designer" not in (e["src"], e["dst"]) for e in graph2.routing["edges"])
+    # Out of the order and the tiers: a silenced agent does not run, so it has no place in them.
+    assert "Designer" not in graph2.routing["order"] and all("Designer" not in t for t in graph2.routing["tiers"])
+    (graph3,) = of(events, ev.TopologyBuilt, round=3)
+    assert "Designer" in graph3.routing["order"]  # restored
     routed2 = [d for m in of(events, ev.MessagesRouted, round=2) for d in m.deliveries]
     assert routed2 and all("Designer" not in (d["src"], d["dst"]) for d in routed2)
 

@@ -62,14 +62,18 @@ async def test_an_edited_plan_runs_in_place_of_the_orchestrators(embedder: Any) 
 async def test_a_broken_plan_edit_is_refused_with_the_validators_tag_and_the_old_plan_runs(embedder: Any) -> None:
     actions = (SteerAction(K.PLAN, text=LATER_STEP_REF),
                SteerAction(K.PLAN, text="```yaml\nsteps: [\n  - step: 1\n```"),
-               SteerAction(K.PIN, src="a", dst="b"))
+               SteerAction(K.PIN, src="a", dst="b"),
+               SteerAction(K.PLAN, text="x: [unclosed\n" + CHAIN))  # a junk first line: the plan is read whole
     _, _, plain_server = await run_tw(topoweaver_script)
     _, events, server = await run_tw(topoweaver_script, drive=_drive(*actions))
     refused = [e.reason for e in of(events, ev.UserSteered, accepted=False)]
     assert refused[0].startswith("topoweaver cannot take pin")
     assert refused[1].startswith("the edited plan is invalid, [YAML_LOGIC_INVALID] L")
     assert refused[2].startswith("the edited plan is invalid, [YAML_PARSE_ERROR]: YAML parse failed at line ")
+    assert refused[3].startswith("the edited plan is invalid, [YAML_PARSE_ERROR]: YAML parse failed at line ")
+    assert "(while parsing a flow sequence from line 1)" in refused[3]  # the junk line, by its number
     assert all(r.endswith("the Orchestrator's plan stays") for r in refused[1:])
+    assert not [e for e in of(events, ev.UserSteered) if e.accepted]
     ran = sorted((r.role, r.round) for r in server.requests if r.call == CALL_AGENT)
     assert ran == sorted((r.role, r.round) for r in plain_server.requests if r.call == CALL_AGENT)
 
@@ -170,3 +174,20 @@ async def test_a_method_without_its_own_hook_answers_from_the_catalogue(embedder
     assert steered.reason == ("single cannot take note: one agent answers in one call: nothing runs after it to "
                               "steer (it takes stop)")
     assert finished.final_answer
+
+
+async def test_dmoa_force_then_exclude_of_one_agent_says_the_later_wins(tmp_path: Path, embedder: Any) -> None:
+    _, plain, _ = await _run_dmoa(tmp_path, embedder, _queued())
+    first = of(plain, DmoaRouted, round=1)[0].selected
+    control = _queued(SteerAction(K.FORCE, agent=first[0]), SteerAction(K.EXCLUDE, agent=first[0]))
+    _, events, _ = await _run_dmoa(tmp_path, embedder, control)
+    assert first[0] not in of(events, DmoaRouted, round=1)[0].selected  # exclude, the later, wins
+    said = [n.message for n in of(events, ev.Notice) if n.agent == first[0]]
+    assert f"exclude {first[0]} replaces the earlier force of {first[0]}: the later action wins" in said
+
+
+async def test_a_stop_before_any_answer_does_not_promise_the_best_answer(tmp_path: Path, embedder: Any) -> None:
+    control = _queued(SteerAction(K.STOP, at_round=2))
+    finished, _, _ = await _run_dmoa(tmp_path, embedder, control)
+    assert finished.reason == "cancelled" and not finished.final_answer.strip()
+    assert "best answer so far" not in finished.detail and "no answer" in finished.detail

@@ -116,3 +116,66 @@ def test_bench_steers_every_run_from_its_control_file(tmp_path: Path) -> None:
     assert [(e.action, e.target, e.accepted) for e in load_session(saved).steering] == [("note", "all", True)]
     stdin = swarm("bench", "humaneval", "--demo", "--limit", "1", "--control", "-", "--out", str(tmp_path / "b2"))
     assert stdin.returncode == 2 and "a benchmark takes a FILE" in stdin.stderr
+
+
+def test_a_steered_goal_is_the_goal_headless_prints_and_the_session_exports(tmp_path: Path) -> None:
+    control = tmp_path / "goal.jsonl"
+    control.write_text('{"at_round": 2, "action": "goal", "text": "CONTROL-GOAL: handle unicode"}\n', encoding="utf-8")
+    saved = tmp_path / "run.json"
+    result = swarm("--headless", "--demo", "--control", str(control), "--save", str(saved),
+                   env={"SWARM_TUI_SESSIONS_DIR": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    session = load_session(saved)
+    managers = session.rounds[0].decision
+    assert managers is not None and managers.next_goal
+    round2 = session.rounds[1]
+    assert (round2.goal, round2.replaced_goal) == ("CONTROL-GOAL: handle unicode", managers.next_goal)
+    lines = result.stderr.splitlines()
+    at = lines.index("goal (yours): CONTROL-GOAL: handle unicode")  # under round 2's heading, marked as the user's
+    assert lines[at + 1] == f"  replaced the manager's goal: {managers.next_goal}"
+    assert "round 2/" in "\n".join(lines[at - 3:at])
+    md = export_session(session, "md")
+    assert (f"**Goal:** CONTROL-GOAL: handle unicode (the user's goal; it replaced the Manager's: "
+            f"{managers.next_goal})") in md
+    assert session.rounds[0].goal_note == ""  # round 1 ran with the Manager's own
+
+
+def test_a_demo_session_forks_headless_with_a_control_file_and_no_demo_flag(tmp_path: Path) -> None:
+    from sessions import EXAMPLES_DIR
+
+    parent = EXAMPLES_DIR / "example-code.json"
+    assert load_session(parent).demo  # a session recorded with --demo
+    control = tmp_path / "fork.jsonl"
+    control.write_text('{"action": "note", "to": "Tester", "text": "FORK-NOTE: check the empty string"}\n',
+                       encoding="utf-8")
+    saved = tmp_path / "fork.json"
+    result = swarm("replay", str(parent), "--headless", "--fork", "1", "--control", str(control), "--compare",
+                   "--save", str(saved), env={"SWARM_TUI_SESSIONS_DIR": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert "cannot reach" not in result.stderr
+    assert "DEMO — scripted model server" in result.stderr  # the scripted server, as the session was
+    fork = load_session(saved)
+    assert fork.demo and fork.metadata.parent is not None and fork.metadata.parent["round"] == 1
+    assert [(e.action, e.target, e.accepted) for e in fork.steering] == [("note", "Tester", True)]
+    # --compare: the original and the fork side by side, as swarm-tui compare prints them.
+    table = result.stdout.splitlines()
+    header = next(i for i, line in enumerate(table) if line.startswith("method "))
+    assert "steered" in table[header]
+    assert table[header + 2].startswith("original ") and table[header + 2].rstrip().endswith("0")
+    assert table[header + 3].startswith("fork @ round 1 ") and table[header + 3].rstrip().endswith("1")
+
+
+def test_replay_control_and_compare_need_a_fork(tmp_path: Path) -> None:
+    from sessions import EXAMPLES_DIR
+
+    result = swarm("replay", str(EXAMPLES_DIR / "example-code.json"), "--headless", "--compare")
+    assert result.returncode == 2 and "--compare goes with --headless --fork ROUND" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_an_mcp_clients_topology_gives_the_goal_the_round_ran_with() -> None:
+    from core.mcp.results import topology
+
+    rounds = topology([ev.RoundStarted(round=2, params={}),
+                       ev.GoalReplaced(round=2, goal="the user's goal", replaced="the Manager's")])
+    assert rounds[0].goal == "the user's goal" and rounds[0].graphs == []  # a goal, not a graph
