@@ -63,7 +63,7 @@ def _column(record: CompareRecord, index: int) -> tuple[str, int]:
         lang = "python" if session.domain == "code" else ""
         answer = rich_text(session.outcome.final_answer, code_default=lang)
         head += f"<details><summary>answer</summary>{answer}</details>"
-    sections = steps(session, prefix=f"c{index}-", compact=True)
+    sections = steps(session, prefix=f"{row.method}-", compact=True)
     return f'<div class="column" data-method="{esc(row.method)}">{head}{"".join(sections)}</div>', len(sections)
 
 

@@ -14,7 +14,7 @@ import pytest
 from core.bench.report import write_report
 from tests.browser.support import open_page, photograph
 from tests.core.bench.test_benchmark import HUMANEVAL, bench
-from tests.html_support import hostile_session, steered_session, write_session
+from tests.html_support import LONG_REPLY, hostile_session, long_reply_session, steered_session, write_session
 from tests.paths import FIXTURES
 from tui.entry import main
 
@@ -124,3 +124,24 @@ def test_the_bench_report_page_draws_its_plots_and_links_each_run(browser: Any, 
     assert not watched.errors and all(url.startswith(("file:", "data:")) for url in watched.requests)
     widths = photograph(browser, report.as_uri(), shots, "bench-report")
     assert widths[1] <= 390
+
+
+@pytest.mark.parametrize("scripts", [True, False])
+def test_a_200_kb_reply_is_folded_the_page_stays_short_and_opens_in_full(browser: Any, tmp_path: Path,
+                                                                          shots: Path, scripts: bool) -> None:
+    session = long_reply_session()
+    reply = next(o.public for o in session.rounds[1].outputs if len(o.public) == LONG_REPLY)
+    last_line = reply.splitlines()[-1]
+    page_file = _export(session, tmp_path, "long")
+    for width, height in ((1280, 800), (390, 844)):
+        page = open_page(browser, page_file.as_uri() + "#step-2", width=width, height=height, scripts=scripts).page
+        tall = page.evaluate("() => document.documentElement.scrollHeight")
+        assert tall < 20_000, (width, tall)
+        fold = page.locator("section#step-2 details.fold").first
+        assert f"{len(reply.splitlines()):,} lines, 200 KB" in fold.locator("summary").inner_text()
+        fold.locator("summary").click()
+        assert last_line in fold.inner_text()  # nothing was cut: the whole reply is in the page
+        assert page.evaluate("() => document.documentElement.scrollHeight") > 20_000
+        page.context.close()
+    if scripts:
+        photograph(browser, page_file.as_uri() + "#step-2", shots, "long-reply")

@@ -46,6 +46,13 @@ section.step{border-top:2px solid var(--line);padding-top:.6em;margin-top:1.2em}
 .card{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:.5em .7em;margin:.5em 0}
 .card h4 .mute{font-weight:normal}
 details>summary{cursor:pointer;color:var(--mute)}
+details.fold>summary{list-style:none;color:inherit}details.fold>summary::-webkit-details-marker{display:none}
+details.fold .peek{display:block;white-space:pre-wrap;overflow-wrap:anywhere;color:var(--fg);max-height:9em;
+overflow:hidden;-webkit-mask-image:linear-gradient(#000 60%,transparent);
+mask-image:linear-gradient(#000 60%,transparent)}
+details.fold .more{display:inline-block;margin:.2em 0;color:var(--accent)}
+details.fold .more::before{content:"▸ "}details.fold[open] .more::before{content:"▾ "}
+details.fold[open] .peek{display:none}
 svg.graph{width:100%;height:auto;display:block;background:var(--card);border:1px solid var(--line);
 border-radius:8px}
 svg.graph text{font:12px system-ui,sans-serif;fill:var(--fg)}

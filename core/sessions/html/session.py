@@ -16,7 +16,7 @@ from core.routing.layout import legend
 from core.runtime.events import UserSteered
 from core.sessions.html.graph_svg import graph_svg, nodes_svg, style_note
 from core.sessions.html.page import document, esc, removed_toggle, stepper
-from core.sessions.html.text import code_block, rich_text
+from core.sessions.html.text import code_block, folded, rich_text
 from core.sessions.model import RoundRecord, Session
 
 
@@ -165,7 +165,7 @@ def _output(o: Any, lang: str) -> str:
         body = (f'<div class="prose"><b>needs:</b> {esc(o.query)}\n<b>offers:</b> {esc(o.key)}</div>')
     else:
         body = rich_text(o.public, code_default=lang) if o.public else (
-            code_block(o.raw, "") if o.raw else '<p class="mute">(no output)</p>')
+            folded(o.raw, code_block(o.raw, "")) if o.raw else '<p class="mute">(no output)</p>')
         body += "".join(f'<p class="prose"><i>private note for {esc(to)}:</i> {esc(note)}</p>'
                         for to, note in o.private.items())
         if o.answer:
@@ -271,11 +271,11 @@ def round_section(session: Session, record: RoundRecord, *, uid: str, unit: str,
     return "".join(out)
 
 
-def steps(session: Session, *, prefix: str = "s", compact: bool = False) -> list[str]:
-    """Every step's section, in order."""
+def steps(session: Session, *, prefix: str = "", compact: bool = False) -> list[str]:
+    """Every step's section, in order; its id is ``{prefix}step-N`` (a comparison prefixes each column's)."""
     unit = unit_of(session.metadata.strategy)
     times = _round_times(session)
-    return [round_section(session, r, uid=f"{prefix}{r.round}", unit=unit, compact=compact, times=times)
+    return [round_section(session, r, uid=f"{prefix}step-{r.round}", unit=unit, compact=compact, times=times)
             for r in session.rounds]
 
 

@@ -20,6 +20,11 @@ _FENCE = re.compile(r"^(?P<ticks>`{3,})[ \t]*(?P<lang>[\w+.#-]*)[^\n]*\n(?P<body
                     re.MULTILINE | re.DOTALL)
 _FORMATTER = HtmlFormatter(nowrap=True)
 MAX_HIGHLIGHT = 200_000  # characters: past this a block is shown plain (escaped), not coloured
+# Longer than a screen (about 30 lines at the page's line height, or as many characters wrapped): folded.
+FOLD_LINES = 30
+FOLD_CHARS = 3_000
+PEEK_LINES = 5
+PEEK_WIDTH = 160  # characters of a preview line
 
 
 def code_block(code: str, lang: str = "python") -> str:
@@ -38,11 +43,38 @@ def prose(text: str) -> str:
     return f'<div class="prose">{esc(text.strip(chr(10)))}</div>' if text.strip() else ""
 
 
-def rich_text(text: str, *, code_default: str = "") -> str:
+def size_text(text: str) -> str:
+    """How big a text is, as a reader counts: lines and bytes."""
+    lines = text.count("\n") + 1
+    size = len(text.encode("utf-8"))
+    amount = f"{size:,} bytes" if size < 1000 else f"{size / 1000:.1f} KB" if size < 10_000 else f"{size / 1000:.0f} KB"
+    return f"{lines:,} line{'s' if lines != 1 else ''}, {amount}"
+
+
+def is_long(text: str) -> bool:
+    return text.count("\n") >= FOLD_LINES or len(text) > FOLD_CHARS
+
+
+def folded(text: str, inner: str) -> str:
+    """``inner`` (the HTML of ``text``) inside a <details> whose summary shows the first lines and the size, when
+    the text is longer than a screen; else ``inner`` as it is. Closed, the rest stays in the page: Chromium's
+    find in page opens a <details> holding a match, and printing or saving keeps it."""
+    if not is_long(text):
+        return inner
+    first = text.strip("\n").split("\n")[:PEEK_LINES]
+    peek = "\n".join(line if len(line) <= PEEK_WIDTH else line[: PEEK_WIDTH - 1] + "…" for line in first)
+    return (f'<details class="fold"><summary><span class="peek">{esc(peek)}</span>'
+            f'<span class="more">show all · {esc(size_text(text))}</span></summary>{inner}</details>')
+
+
+def rich_text(text: str, *, code_default: str = "", fold: bool = True) -> str:
     """Prose with its fenced code blocks highlighted. ``code_default``: the language of a text that is code
-    without a fence (a code-domain answer), "" for prose."""
+    without a fence (a code-domain answer), "" for prose. ``fold``: a text longer than a screen is folded
+    (``folded``)."""
     if not text:
         return ""
+    if fold and is_long(text):
+        return folded(text, rich_text(text, code_default=code_default, fold=False))
     if code_default and "```" not in text and _looks_like_code(text):
         return code_block(text, code_default)
     out: list[str] = []

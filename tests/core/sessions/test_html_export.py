@@ -14,7 +14,15 @@ from core.sessions.export import export_session
 from core.sessions.html.page import SCRIPT, SCRIPT_HASH
 from core.sessions.store import load_session
 from tests.core.bench.test_benchmark import HUMANEVAL, bench
-from tests.html_support import EXAMPLE, HOSTILE, drawn_edges, hostile_session, steered_session
+from tests.html_support import (
+    EXAMPLE,
+    HOSTILE,
+    LONG_REPLY,
+    drawn_edges,
+    hostile_session,
+    long_reply_session,
+    steered_session,
+)
 from tests.paths import FIXTURES
 from tui.entry import main
 
@@ -148,3 +156,18 @@ def test_a_run_steered_from_a_control_file_exports_its_pins_cuts_and_actions(tmp
         assert ("Developer", "Tester", "cut by user") in edges.removed[record.round]
     header = page.split("</header>", 1)[0]
     assert "Steering before the first round" in header and "pin Tester→Designer" in header
+
+
+def test_a_reply_longer_than_a_screen_is_folded_with_its_first_lines_and_size_and_kept_whole() -> None:
+    session = long_reply_session()
+    reply = next(o.public for o in session.rounds[1].outputs if len(o.public) == LONG_REPLY)
+    page = export_session(session, "html")
+    folds = re.findall(r'<details class="fold"><summary><span class="peek">(.*?)</span>'
+                       r'<span class="more">(.*?)</span></summary>', page, re.DOTALL)
+    assert len(folds) >= 1
+    peek, more = folds[0]
+    assert peek.splitlines()[0] == reply.splitlines()[0] and len(peek.splitlines()) == 5
+    assert more == f"show all · {len(reply.splitlines()):,} lines, 200 KB"
+    assert reply.splitlines()[-1] in page  # folded, not cut
+    short = export_session(load_session(EXAMPLE), "html")
+    assert '<details class="fold">' not in short  # the demo's replies fit a screen
