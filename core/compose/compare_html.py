@@ -10,6 +10,7 @@ from core.compose.compare import estimated_note, summary_rows
 from core.llm.urls import redact_url
 from core.methods.registry import format_options
 from core.sessions.compare_record import CompareRecord
+from core.sessions.html.math import math_text
 from core.sessions.html.page import document, esc, removed_toggle, stepper
 from core.sessions.html.session import meta_rows, steps, unit_of
 from core.sessions.html.text import code_block, rich_text
@@ -27,7 +28,8 @@ def _summary(record: CompareRecord) -> str:
         answer = answer if len(answer) <= 80 else answer[:79] + "…"
         mark = row["tokens_mark"]
         body.append(
-            f"<tr><td><a href=\"#col-{esc(row['method'])}\">{esc(row['method'])}</a></td><td>{esc(answer) or '—'}</td>"
+            f"<tr><td><a href=\"#col-{esc(row['method'])}\">{esc(row['method'])}</a></td>"
+            f"<td>{math_text(answer) or '—'}</td>"
             f"<td>{esc(row['verdict'])}</td><td class=num>{row['calls']}</td>"
             f"<td class=num>{mark}{row['prompt_tokens']}</td><td class=num>{mark}{row['completion_tokens']}</td>"
             f"<td class=num>{mark}{row['total_tokens']}</td><td class=num>{row['wall_s']:.1f}</td>"
@@ -61,7 +63,7 @@ def _column(record: CompareRecord, index: int) -> tuple[str, int]:
         return f'<div class="column">{head}<p class="bad">{esc(problem)}</p></div>', 0
     if session.outcome is not None and session.outcome.final_answer:
         lang = "python" if session.domain == "code" else ""
-        answer = rich_text(session.outcome.final_answer, code_default=lang)
+        answer = rich_text(session.outcome.final_answer, code_default=lang, answer=True)
         head += f"<details><summary>answer</summary>{answer}</details>"
     sections = steps(session, prefix=f"{row.method}-", compact=True)
     return f'<div class="column" data-method="{esc(row.method)}">{head}{"".join(sections)}</div>', len(sections)
@@ -71,7 +73,7 @@ def compare_page(record: CompareRecord) -> str:
     title = record.problem.strip().splitlines()[0] if record.problem.strip() else "comparison"
     badges = '<span class="badge demo">DEMO: a scripted server answered</span>' if record.demo else ""
     settings = ", ".join(f"{k} {v}" for k, v in record.settings.items()) or "defaults"
-    top = (f'<header><p>{badges}<span class="badge">swarm-tui comparison</span></p><h1>{esc(title)}</h1>'
+    top = (f'<header><p>{badges}<span class="badge">swarm-tui comparison</span></p><h1>{math_text(title)}</h1>'
            + meta_rows([("model", esc(record.model)), ("endpoint", esc(redact_url(record.base_url))),
                         ("domain", esc(record.domain)), ("settings", esc(settings)),
                         ("methods", esc(", ".join(record.methods)))])

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from core.bench.report import write_report
+from sessions import EXAMPLES_DIR
 from tests.browser.support import open_page, photograph
 from tests.core.bench.test_benchmark import HUMANEVAL, bench
 from tests.html_support import LONG_REPLY, hostile_session, long_reply_session, steered_session, write_session
@@ -145,3 +146,18 @@ def test_a_200_kb_reply_is_folded_the_page_stays_short_and_opens_in_full(browser
         page.context.close()
     if scripts:
         photograph(browser, page_file.as_uri() + "#step-2", shots, "long-reply")
+
+
+def test_a_math_page_typesets_its_latex_as_mathml(browser: Any, tmp_path: Path, shots: Path) -> None:
+    page_file = tmp_path / "math.html"
+    assert main(["export", str(EXAMPLES_DIR / "example-math.json"), "--format", "html", "-o", str(page_file)]) == 0
+    for scripts in (True, False):
+        watched = open_page(browser, page_file.as_uri(), scripts=scripts)
+        page = watched.page
+        assert page.locator("header h1 math mfrac").count() == 1  # the problem's $f(x) = \frac{3x-2}{x-2}$
+        answer = page.locator("header .math.display math")
+        assert answer.count() == 1 and answer.evaluate("m => m.getBoundingClientRect().height") > 20  # stacked
+        assert "\\frac" not in page.inner_text("body")
+        assert not watched.errors and all(url.startswith("file:") for url in watched.requests)
+        page.context.close()
+    photograph(browser, page_file.as_uri(), shots, "math")

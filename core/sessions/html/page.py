@@ -36,6 +36,9 @@ margin:.4em 0}
 .meta>div{overflow-wrap:anywhere;min-width:0;display:grid;grid-template-columns:5.5em minmax(0,1fr);gap:.6em}
 .meta .wide{grid-column:1/-1}.meta .k{color:var(--mute)}
 .prose{white-space:pre-wrap;overflow-wrap:anywhere;margin:.2em 0}
+math{font-size:1.1em}menclose[notation~=box]{border:1px solid currentColor;padding:.1em .25em}
+.math.display{margin:.3em 0;overflow-x:auto}
+.math.display math{display:inline math;math-style:normal}.math.display math{font-size:1.25em}
 pre.code{background:var(--code);border:1px solid var(--line);border-radius:6px;padding:.5em .7em;overflow-x:auto;
 margin:.4em 0;font:13px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;white-space:pre}
 .code span[class^=k]{color:var(--kw)}.code span[class^=s]{color:var(--str)}.code span[class^=c]{color:var(--com);

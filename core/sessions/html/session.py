@@ -15,6 +15,7 @@ from core.routing.dytopo import KIND_PINNED, edge_label
 from core.routing.layout import legend
 from core.runtime.events import UserSteered
 from core.sessions.html.graph_svg import graph_svg, nodes_svg, style_note
+from core.sessions.html.math import math_text
 from core.sessions.html.page import document, esc, removed_toggle, stepper
 from core.sessions.html.text import code_block, folded, rich_text
 from core.sessions.model import RoundRecord, Session
@@ -98,7 +99,7 @@ def header(session: Session) -> str:
     else:
         mark = "~" if getattr(o, "tokens_estimated", 0) else ""
         rows += [
-            ("ended", esc(f"{o.reason} — {o.detail}" if o.detail else o.reason)),
+            ("ended", math_text(f"{o.reason} — {o.detail}" if o.detail else o.reason)),
             ("tokens", esc(f"{mark}{o.prompt_tokens} prompt + {mark}{o.completion_tokens} completion"
                            + (" (~ partly estimated)" if mark else ""))),
             ("time", esc(_seconds(max(0.0, o.ts - m.ts)))),
@@ -112,11 +113,11 @@ def header(session: Session) -> str:
     answer = ""
     if o is not None:
         source = f" (from {o.answer_source})" if o.answer_source else ""
-        body = rich_text(o.final_answer, code_default=_code_lang(session)) or '<p class="mute">(none)</p>'
+        body = rich_text(o.final_answer, code_default=_code_lang(session), answer=True) or '<p class="mute">(none)</p>'
         answer = f"<h3>Answer{esc(source)}</h3>{body}"
     played = (f'<p class="mute">The demo server played its own problem ({esc(m.demo_played)}): the answer and '
               "verdict are about that problem.</p>") if m.demo and m.demo_played else ""
-    return (f"<header><p>{badges}<span class=\"badge\">swarm-tui session</span></p><h1>{esc(title)}</h1>"
+    return (f"<header><p>{badges}<span class=\"badge\">swarm-tui session</span></p><h1>{math_text(title)}</h1>"
             f"{meta_rows(rows)}{played}<details><summary>the problem</summary>{code_block(session.problem, '')}"
             f"</details>{before}{answer}</header>")
 
@@ -169,7 +170,7 @@ def _output(o: Any, lang: str) -> str:
         body += "".join(f'<p class="prose"><i>private note for {esc(to)}:</i> {esc(note)}</p>'
                         for to, note in o.private.items())
         if o.answer:
-            body += f"<p><b>answer:</b></p>{rich_text(o.answer, code_default=lang)}"
+            body += f"<p><b>answer:</b></p>{rich_text(o.answer, code_default=lang, answer=True)}"
     if o.error:
         body += f'<p class="bad prose">error: {esc(o.error)}</p>'
     return f'<div class="card output" data-agent="{esc(o.agent)}">{head}{body}</div>'

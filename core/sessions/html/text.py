@@ -13,6 +13,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import TextLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
 
+from core.sessions.html.math import is_latex, math_text, typeset
 from core.sessions.html.page import esc
 
 # A fence opens with three or more backticks (and a language), closes with at least as many.
@@ -40,7 +41,8 @@ def code_block(code: str, lang: str = "python") -> str:
 
 
 def prose(text: str) -> str:
-    return f'<div class="prose">{esc(text.strip(chr(10)))}</div>' if text.strip() else ""
+    """Escaped text, its LaTeX typeset as MathML (core.sessions.html.math)."""
+    return f'<div class="prose">{math_text(text.strip(chr(10)))}</div>' if text.strip() else ""
 
 
 def size_text(text: str) -> str:
@@ -67,12 +69,16 @@ def folded(text: str, inner: str) -> str:
             f'<span class="more">show all · {esc(size_text(text))}</span></summary>{inner}</details>')
 
 
-def rich_text(text: str, *, code_default: str = "", fold: bool = True) -> str:
+def rich_text(text: str, *, code_default: str = "", fold: bool = True, answer: bool = False) -> str:
     """Prose with its fenced code blocks highlighted. ``code_default``: the language of a text that is code
     without a fence (a code-domain answer), "" for prose. ``fold``: a text longer than a screen is folded
-    (``folded``)."""
+    (``folded``). ``answer``: a text that is only LaTeX (``\\frac{14}{3}``) is typeset whole."""
     if not text:
         return ""
+    if answer and not code_default and is_latex(text):
+        math = typeset(text, display=True)
+        if math is not None:
+            return math
     if fold and is_long(text):
         return folded(text, rich_text(text, code_default=code_default, fold=False))
     if code_default and "```" not in text and _looks_like_code(text):

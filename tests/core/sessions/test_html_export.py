@@ -4,6 +4,7 @@ same pages in Chromium."""
 
 from __future__ import annotations
 
+import copy
 import re
 from pathlib import Path
 
@@ -12,7 +13,9 @@ import pytest
 from core.bench.report import write_report
 from core.sessions.export import export_session
 from core.sessions.html.page import SCRIPT, SCRIPT_HASH
+from core.sessions.model import Session
 from core.sessions.store import load_session
+from sessions import EXAMPLES_DIR
 from tests.core.bench.test_benchmark import HUMANEVAL, bench
 from tests.html_support import (
     EXAMPLE,
@@ -171,3 +174,25 @@ def test_a_reply_longer_than_a_screen_is_folded_with_its_first_lines_and_size_an
     assert reply.splitlines()[-1] in page  # folded, not cut
     short = export_session(load_session(EXAMPLE), "html")
     assert '<details class="fold">' not in short  # the demo's replies fit a screen
+
+
+def test_latex_is_typeset_as_mathml_and_what_does_not_convert_safely_stays_text() -> None:
+    page = export_session(load_session(EXAMPLES_DIR / "example-math.json"), "html")
+    assert '<span class="math" title="f(x) = \\frac{3x-2}{x-2}"><math display="inline">' in page
+    assert '<div class="math display" title="\\frac{14}{3}"><math display="block">' in page  # the bare answer
+    hostile = Session([*_with_reply(r"costs $5 and $10; $\text{<script>x</script>}$ $\href{https://e.invalid}{y}$ "
+                                    r"$\nosuchcommand{z}$ \boxed{\frac{1}{2}}")])
+    html = export_session(hostile, "html")
+    _self_contained(html)
+    assert "costs $5 and $10;" in html and "<script>x" not in html and "e.invalid" not in html.split("title=")[0]
+    assert "$\\text{&lt;script&gt;x&lt;/script&gt;}$" in html  # not converted safely: the source, escaped
+    assert "$\\nosuchcommand{z}$" in html
+    assert 'title="\\boxed{\\frac{1}{2}}"><math display="inline"><mrow><menclose notation="box">' in html
+    tags = re.findall(r"<[a-zA-Z][^>]*>", html)
+    assert not [t for t in tags if re.search(r"\shref=", t) and not t.startswith("<a ")]  # \\href is not a link
+
+
+def _with_reply(text: str) -> list[dict[str, object]]:
+    events = copy.deepcopy(load_session(EXAMPLE).events)
+    next(e for e in events if e["type"] == "agent_finished" and e.get("call") == "work")["public"] = text
+    return events
