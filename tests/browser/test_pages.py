@@ -161,3 +161,52 @@ def test_a_math_page_typesets_its_latex_as_mathml(browser: Any, tmp_path: Path, 
         assert not watched.errors and all(url.startswith("file:") for url in watched.requests)
         page.context.close()
     photograph(browser, page_file.as_uri(), shots, "math")
+
+
+VISIBLE_STEPS = ("() => [...document.querySelectorAll('section.step')].filter(s => s.offsetParent !== null)"
+                 ".map(s => s.dataset.step)")
+
+
+def test_a_hash_set_after_load_shows_that_step_and_card_and_print_shows_every_step(browser: Any,
+                                                                                    tmp_path: Path) -> None:
+    page_file = _export(hostile_session(), tmp_path, "anchors")
+    watched = open_page(browser, page_file.as_uri())
+    page = watched.page
+    assert page.evaluate(VISIBLE_STEPS) == ["1"]
+    page.evaluate("() => { location.hash = '#step-3'; }")
+    page.wait_for_function("() => document.querySelector('.stepper .where').textContent === 'round 3 of 3'")
+    assert page.evaluate(VISIBLE_STEPS) == ["3"]
+    page.evaluate("() => { location.hash = '#step-2-Tester'; }")  # a card's permalink, followed at any time
+    page.wait_for_function("() => document.querySelector('.stepper .where').textContent === 'round 2 of 3'")
+    card = page.locator("#step-2-Tester")
+    assert card.is_visible() and card.evaluate("c => c.dataset.agent") == "Tester"
+    top = card.evaluate("c => c.getBoundingClientRect().top")
+    assert 0 <= top < 800  # scrolled to, below the step bar
+    assert card.locator("a.permalink").get_attribute("href") == "#step-2-Tester"
+    message = page.locator("[id^='step-2-Tester-from-']").first
+    page.evaluate("id => { location.hash = '#' + id; }", message.get_attribute("id"))
+    page.wait_for_function("id => document.getElementById(id).open", arg=message.get_attribute("id"))
+    page.emulate_media(media="print")
+    assert page.evaluate(VISIBLE_STEPS) == ["1", "2", "3"]
+    assert not page.locator(".stepper").is_visible()
+    assert not watched.errors
+    plain = open_page(browser, page_file.as_uri() + "#step-3", scripts=False).page  # the same anchors, no script
+    assert plain.evaluate("() => document.getElementById('step-3').getBoundingClientRect().top") < 100
+
+
+def test_stepping_brings_the_steps_graph_and_goal_into_view(browser: Any, tmp_path: Path) -> None:
+    page_file = _export(hostile_session(), tmp_path, "in-view")
+    for width, height in ((1280, 800), (390, 844)):
+        page = open_page(browser, page_file.as_uri(), width=width, height=height).page
+        page.click(".stepper .next")
+        graph = page.locator("section.step.on svg.graph").evaluate("g => g.getBoundingClientRect().toJSON()")
+        bar = page.locator(".stepper").evaluate("n => n.getBoundingClientRect().bottom")
+        assert bar <= graph["top"] and graph["bottom"] <= height, (width, graph)
+        if width > 760:  # beside the outputs: still in view after scrolling down through them
+            goal = page.locator("section.step.on h3", has_text="Goal").evaluate("h => h.getBoundingClientRect().top")
+            assert bar <= goal < height
+            page.mouse.wheel(0, 900)
+            page.wait_for_timeout(200)
+            graph = page.locator("section.step.on svg.graph").evaluate("g => g.getBoundingClientRect().toJSON()")
+            assert bar <= graph["top"] and graph["bottom"] <= height
+        page.context.close()

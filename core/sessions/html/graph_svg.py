@@ -208,7 +208,7 @@ def graph_svg(routing: RoutingResult, *, tiered: bool = True, uid: str = "g", ca
     reach = [0.0, width]  # the drawing's left and right ends: a swinging curve may pass the boxes' edges
     heads = {"a": "var(--accent)", "p": "var(--pin)", "r": "var(--mute)", "c": "var(--cut)"}
     defs = "".join(
-        f'<marker id="{uid}-{k}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="10" markerHeight="10" '
+        f'<marker id="mk-{uid}-{k}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="10" markerHeight="10" '
         'markerUnits="userSpaceOnUse" '
         f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" style="fill:{color}"/></marker>'
         for k, color in heads.items()
@@ -228,7 +228,7 @@ def graph_svg(routing: RoutingResult, *, tiered: bool = True, uid: str = "g", ca
             f'<g class="edge-removed{" cut" if cut else ""}" data-src="{esc(r.src)}" data-dst="{esc(r.dst)}" '
             f'data-kind="{esc(r.kind)}" data-score="{r.score:.4f}" data-reason="{esc(r.reason)}">'
             f"<title>{esc(r.src)} → {esc(r.dst)}: removed ({esc(r.reason)}), score {r.score:.2f}</title>"
-            f'<path d="{d}" marker-end="url(#{uid}-{"c" if cut else "r"})"/>'
+            f'<path d="{d}" marker-end="url(#mk-{uid}-{"c" if cut else "r"})"/>'
             f'<text x="{mx:.1f}" y="{my + 4:.1f}" text-anchor="middle">{esc(text)}</text></g>'
         )
     for e in drawn:
@@ -238,13 +238,13 @@ def graph_svg(routing: RoutingResult, *, tiered: bool = True, uid: str = "g", ca
         d, mx, my = _path(boxes[e.src], boxes[e.dst], offsets[("src", e.src, e.dst)], offsets[("dst", e.src, e.dst)],
                           bows[(e.src, e.dst)])
         reach = [min(reach[0], mx - 40), max(reach[1], mx + 40)]
-        start = f' marker-start="url(#{uid}-{head})"' if e.kind == KIND_DEBATE else ""
+        start = f' marker-start="url(#mk-{uid}-{head})"' if e.kind == KIND_DEBATE else ""
         label = f"pin {e.score:.2f}" if pinned else _LABELS.get(e.kind, edge_label)(e)
         out.append(
             f'<g class="{classes}" data-src="{esc(e.src)}" data-dst="{esc(e.dst)}" data-kind="{esc(e.kind)}" '
             f'data-score="{e.score:.4f}"><title>{esc(e.src)} → {esc(e.dst)}: {esc(label)}'
             f"{' (pinned by the user)' if pinned else ''}</title>"
-            f'<path d="{d}" marker-end="url(#{uid}-{head})"{start}/>'
+            f'<path d="{d}" marker-end="url(#mk-{uid}-{head})"{start}/>'
             f'<text x="{mx:.1f}" y="{my + 4:.1f}" text-anchor="middle">{esc(label)}</text></g>'
         )
     for box in boxes.values():
@@ -263,7 +263,7 @@ def graph_svg(routing: RoutingResult, *, tiered: bool = True, uid: str = "g", ca
     return head + "".join(out)
 
 
-def nodes_svg(names: list[str], *, caption: str = "") -> str:
+def nodes_svg(names: list[str], *, caption: str = "", uid: str = "g") -> str:
     """Agents without edges drawn (a broadcast round: everyone hears everyone; said in the caption)."""
     routing = RoutingResult(names=list(names), tau=0.0, k_in=0, similarity=[], edges=[], order=list(names))
-    return graph_svg(routing, tiered=False, caption=caption)
+    return graph_svg(routing, tiered=False, caption=caption, uid=uid)

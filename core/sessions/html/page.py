@@ -94,13 +94,28 @@ font-size:.85rem}
 .columns .stepgrid{grid-template-columns:minmax(0,1fr)}
 .plots{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}.plot{margin:0;max-width:100%}
 .plot svg{max-width:100%;height:auto}
+.permalink{color:var(--mute);text-decoration:none;font-weight:normal;margin-left:.35em;opacity:.55}
+.permalink:hover,.permalink:focus{opacity:1;color:var(--accent)}
+[id]{scroll-margin-top:3.4em}
+/* A wide screen keeps a step's graph in view beside its outputs while they scroll. */
+@media (min-width:761px){main>section.step>.stepgrid>div:first-child{position:sticky;top:3.2em;
+max-height:calc(100vh - 3.6em);overflow:auto}}
 @media (max-width:760px){main{padding:10px}.stepgrid{grid-template-columns:minmax(0,1fr)}
 body{font-size:14px}}
+/* Printing prints every step, one after the other, in light colours, without the controls. */
+@media print{:root{--bg:#fff;--fg:#000;--mute:#444;--line:#bbb;--card:#fff;--code:#f6f6f6}
+html.js [data-step]:not(.on){display:block}html.js [data-step].stale::before{content:none}
+.stepper,html.js .stepper,.permalink,label.legend,.search{display:none!important}
+.stepgrid>div{position:static!important;max-height:none!important;overflow:visible!important}
+section.step{break-before:page}.card,svg.graph,tr{break-inside:avoid}main{max-width:none;padding:0}}
 """
 
 # Steps: of the elements with data-step="N" that share a parent (a session's rounds; a comparison's column),
 # the one with the current N shows, else the last one before it (a method that ended sooner keeps its last).
-# Buttons, arrow keys (left, right, Home, End) and the address's #step-N move it. Nothing here reads model text.
+# Buttons, arrow keys (left, right, Home, End) and the address move it: #step-N, or the id of anything inside a
+# step (#step-2-Tester, a comparison's #dytopo-step-2), when the page opens and whenever the hash changes.
+# Stepping brings the step's top (its graph and goal) under the step bar. Nothing here reads model text as
+# markup: the search compares the steps' textContent only.
 SCRIPT = """
 (function(){
 var root=document.documentElement;root.classList.add('js');
@@ -116,14 +131,21 @@ function show(k){i=Math.max(0,Math.min(steps.length-1,k));var n=steps[i];
 groups.forEach(function(g){var best=null;g.els.forEach(function(e){var s=+e.getAttribute('data-step');
 if(s<=n&&(!best||s>+best.getAttribute('data-step')))best=e;});
 g.els.forEach(function(e){e.classList.toggle('on',e===best);e.classList.toggle('stale',e===best&&+e.getAttribute('data-step')!==n);});});
-where.textContent=unit+' '+n+' of '+steps[steps.length-1];prev.disabled=i===0;next.disabled=i===steps.length-1;
-if(history.replaceState)history.replaceState(null,'','#step-'+n);}
-prev.addEventListener('click',function(){show(i-1);});next.addEventListener('click',function(){show(i+1);});
+where.textContent=unit+' '+n+' of '+steps[steps.length-1];prev.disabled=i===0;next.disabled=i===steps.length-1;}
+function into(el){var top=el.getBoundingClientRect().top,bar=nav.offsetHeight;
+if(top<bar||top>window.innerHeight*0.4)window.scrollBy(0,top-bar-6);}
+function step(k){show(k);if(history.replaceState)history.replaceState(null,'','#step-'+steps[i]);
+var on=document.querySelector('[data-step].on');if(on)into(on);}
+function go(){var id='';try{id=decodeURIComponent(location.hash.slice(1));}catch(e){return;}if(!id)return;
+var el=document.getElementById(id),host=el&&el.closest('[data-step]'),m=/(?:^|-)step-(\\d+)$/.exec(id);
+var k=host?steps.indexOf(+host.getAttribute('data-step')):m?steps.indexOf(+m[1]):-1;if(k<0)return;show(k);
+if(el){for(var d=el;d;d=d.parentElement){if(d.tagName==='DETAILS')d.open=true;}el.scrollIntoView();}}
+prev.addEventListener('click',function(){step(i-1);});next.addEventListener('click',function(){step(i+1);});
 document.addEventListener('keydown',function(ev){var t=ev.target&&ev.target.tagName;
 if(t==='INPUT'||t==='SELECT'||t==='TEXTAREA'||ev.altKey||ev.ctrlKey||ev.metaKey)return;
-if(ev.key==='ArrowRight'){show(i+1);ev.preventDefault();}else if(ev.key==='ArrowLeft'){show(i-1);ev.preventDefault();}
-else if(ev.key==='Home'){show(0);}else if(ev.key==='End'){show(steps.length-1);}});
-var m=/^#step-(\\d+)$/.exec(location.hash);var start=m?steps.indexOf(+m[1]):0;show(start<0?0:start);
+if(ev.key==='ArrowRight'){step(i+1);ev.preventDefault();}else if(ev.key==='ArrowLeft'){step(i-1);ev.preventDefault();}
+else if(ev.key==='Home'){step(0);}else if(ev.key==='End'){step(steps.length-1);}});
+window.addEventListener('hashchange',go);show(0);go();
 })();
 """
 
@@ -133,6 +155,16 @@ SCRIPT_HASH = "sha256-" + base64.b64encode(hashlib.sha256(SCRIPT.encode()).diges
 def esc(text: object) -> str:
     """Text for HTML content or an attribute value (quotes escaped too)."""
     return html.escape(str(text), quote=True)
+
+
+def permalink(anchor: str) -> str:
+    """A link to ``#anchor`` (an id of the page) to copy and share."""
+    return f'<a class="permalink" href="#{esc(anchor)}" title="link to this" aria-label="link to this">#</a>'
+
+
+def anchor_id(*parts: str) -> str:
+    """An id (and URL fragment) from names: spaces become underscores, the rest stays as written."""
+    return "-".join("_".join(str(p).split()) for p in parts if p)
 
 
 def stepper(unit: str) -> str:

@@ -16,7 +16,7 @@ from core.routing.layout import legend
 from core.runtime.events import UserSteered
 from core.sessions.html.graph_svg import graph_svg, nodes_svg, style_note
 from core.sessions.html.math import math_text
-from core.sessions.html.page import document, esc, removed_toggle, stepper
+from core.sessions.html.page import anchor_id, document, esc, permalink, removed_toggle, stepper
 from core.sessions.html.text import code_block, folded, rich_text
 from core.sessions.model import RoundRecord, Session
 
@@ -130,7 +130,7 @@ def _graph(session: Session, record: RoundRecord, uid: str, unit: str) -> str:
         if record.broadcast and workers:
             n = len(workers)
             note = f"broadcast: every worker hears every other worker ({n * (n - 1)} edges)"
-            return nodes_svg(workers, caption=f"{caption}: {note}") + f'<p class="legend">{esc(note)}</p>'
+            return nodes_svg(workers, caption=f"{caption}: {note}", uid=uid) + f'<p class="legend">{esc(note)}</p>'
         agents = list(dict.fromkeys(o.agent for o in record.outputs))
         note = "one agent: no topology" if len(agents) <= 1 else "no graph recorded for this " + unit
         return f'<p class="legend">{esc(note)}</p>'
@@ -158,10 +158,34 @@ def _edge_text(e: Any) -> str:
     return ("pinned " if e.kind == KIND_PINNED else "") + edge_label(e)
 
 
-def _output(o: Any, lang: str) -> str:
-    usage = f"{o.prompt_tokens}+{o.completion_tokens} tok · {o.latency_s:.1f} s"
+def _latency(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else _seconds(seconds)
+
+
+def card_ids(record: RoundRecord, uid: str) -> list[str]:
+    """The id of each output's card, in order: ``step-N-Agent`` for the agent's last output that is not its
+    descriptors (what it said in the step), ``step-N-Agent-call`` for its others."""
+    main = {o.agent: o for o in record.outputs if o.call != "descriptors"}
+    seen: set[str] = set()
+    return [_unique(anchor_id(uid, o.agent) if main.get(o.agent, o) is o else anchor_id(uid, o.agent, o.call), seen)
+            for o in record.outputs]
+
+
+def _unique(base: str, seen: set[str]) -> str:
+    """``base``, or ``base-2``, ``base-3``… if taken; marked as taken."""
+    chosen, n = base, 1
+    while chosen in seen:
+        n += 1
+        chosen = f"{base}-{n}"
+    seen.add(chosen)
+    return chosen
+
+
+def _output(o: Any, lang: str, card_id: str) -> str:
+    usage = f"{o.prompt_tokens}+{o.completion_tokens} tok · {_latency(o.latency_s)}"
     status = "" if o.status == "done" else f' <span class="bad">{esc(o.status)}</span>'
-    head = f'<h4>{esc(o.agent)} <span class="mute">· {esc(o.call)} · {esc(usage)}</span>{status}</h4>'
+    head = (f'<h4>{esc(o.agent)} <span class="mute">· {esc(o.call)} · {esc(usage)}</span>{status}'
+            f"{permalink(card_id)}</h4>")
     if o.call == "descriptors":
         body = (f'<div class="prose"><b>needs:</b> {esc(o.query)}\n<b>offers:</b> {esc(o.key)}</div>')
     else:
@@ -173,23 +197,25 @@ def _output(o: Any, lang: str) -> str:
             body += f"<p><b>answer:</b></p>{rich_text(o.answer, code_default=lang, answer=True)}"
     if o.error:
         body += f'<p class="bad prose">error: {esc(o.error)}</p>'
-    return f'<div class="card output" data-agent="{esc(o.agent)}">{head}{body}</div>'
+    return f'<div class="card output" id="{esc(card_id)}" data-agent="{esc(o.agent)}">{head}{body}</div>'
 
 
-def _inbox(record: RoundRecord, lang: str) -> str:
+def _inbox(record: RoundRecord, lang: str, uid: str) -> str:
+    """Each agent's received messages; a message's id is ``step-N-Dst-from-Src``."""
     if not record.deliveries:
         return ""
     by_dst: dict[str, list[dict[str, Any]]] = {}
     for d in record.deliveries:
         by_dst.setdefault(str(d.get("dst", "?")), []).append(d)
     parts = []
+    seen: set[str] = set()
     for dst, items in by_dst.items():
-        rows = "".join(
-            f"<details><summary>from {esc(d.get('src', '?'))}"
-            + (f" · {float(d['score']):.2f}" if isinstance(d.get("score"), int | float) else "")
-            + f"</summary>{rich_text(str(d.get('content', '')), code_default=lang)}</details>"
-            for d in items
-        )
+        rows = ""
+        for d in items:
+            mid = _unique(anchor_id(uid, dst, "from", str(d.get("src", "?"))), seen)
+            score = f" · {float(d['score']):.2f}" if isinstance(d.get("score"), int | float) else ""
+            rows += (f'<details id="{esc(mid)}"><summary>from {esc(d.get("src", "?"))}{score}{permalink(mid)}'
+                     f"</summary>{rich_text(str(d.get('content', '')), code_default=lang)}</details>")
         parts.append(f'<div class="card inbox" data-agent="{esc(dst)}"><h4>{esc(dst)} received '
                      f'<span class="mute">{len(items)} message(s)</span></h4>{rows}</div>')
     return "<h3>Inbox</h3>" + "".join(parts)
@@ -223,8 +249,8 @@ def round_section(session: Session, record: RoundRecord, *, uid: str, unit: str,
         info.insert(0, f"tau {p['tau']} · k_in {p['k_in']}")
     if not record.finished:
         info.append("did not finish")
-    out = [f'<section class="step" data-step="{record.round}" id="{uid}"><h2>{esc(head_bits[0])} '
-           f'<span class="mute">· {esc(" · ".join(info))}</span></h2>']
+    out = [f'<section class="step" data-step="{record.round}" id="{esc(uid)}"><h2>{esc(head_bits[0])} '
+           f'<span class="mute">· {esc(" · ".join(info))}</span>{permalink(uid)}</h2>']
     for change in record.param_changes:
         out.append(f'<p class="legend">changed during the {unit}: '
                    f'{esc(", ".join(f"{k}={change.params[k]}" for k in change.changed))}</p>')
@@ -252,12 +278,12 @@ def round_section(session: Session, record: RoundRecord, *, uid: str, unit: str,
         right.append(f'<h3>Notices</h3><ul class="notices">{items}</ul>')
     if record.steering:
         right.append(f"<h3>Steering</h3>{steering_list(record.steering)}")
-    outputs = "".join(_output(o, lang) for o in record.outputs)
+    outputs = "".join(_output(o, lang, cid) for o, cid in zip(record.outputs, card_ids(record, uid), strict=True))
     if compact:
         right.append(f"<details><summary>{len(record.outputs)} output(s)</summary>{outputs}</details>")
     else:
         right.append(f"<h3>Outputs</h3>{outputs or '<p class=mute>(none)</p>'}")
-    inbox = _inbox(record, lang)
+    inbox = _inbox(record, lang, uid)
     if inbox:
         right.append(f"<details><summary>inbox</summary>{inbox}</details>" if compact else inbox)
     for t in record.test_runs:
