@@ -120,9 +120,14 @@ def test_the_bench_report_page_draws_its_plots_and_links_each_run(browser: Any, 
     assert len(sizes) == 3 and all(w > 100 for w in sizes)
     hrefs = page.evaluate("() => [...document.querySelectorAll('td a')].map(a => a.href)")
     assert len(hrefs) == 4
-    for href in hrefs:
-        assert Path(href.removeprefix("file://")).is_file(), href
+    assert str(tmp_path) not in page.inner_text("body")  # the dataset relative to the bench folder
     assert not watched.errors and all(url.startswith(("file:", "data:")) for url in watched.requests)
+    for href in hrefs:  # each run's mark opens that run's own page
+        assert href.endswith(".html") and Path(href.removeprefix("file://")).is_file(), href
+        run = open_page(browser, href)
+        assert run.page.locator("section.step").count() >= 1 and run.page.title().startswith("swarm-tui · ")
+        assert not run.errors
+        run.page.context.close()
     widths = photograph(browser, report.as_uri(), shots, "bench-report")
     assert widths[1] <= 390
 

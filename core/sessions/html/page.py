@@ -92,8 +92,10 @@ font-size:.85rem}
 .columns{display:grid;grid-template-columns:repeat(auto-fit,minmax(330px,1fr));gap:16px;align-items:start}
 .columns>.column{min-width:0}
 .columns .stepgrid{grid-template-columns:minmax(0,1fr)}
-.plots{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}.plot{margin:0;max-width:100%}
-.plot svg{max-width:100%;height:auto}
+.plots{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}.plot{margin:0;max-width:100%;overflow-x:auto}
+.plot svg{max-width:100%;height:auto;display:block}.plot svg text{fill:var(--fg)}
+table.grid td{text-align:center}table.grid td:first-child{text-align:left}
+table.grid .mark{display:inline-block;min-width:1.2em;font-weight:600}a .mark{text-decoration:underline}
 .permalink{color:var(--mute);text-decoration:none;font-weight:normal;margin-left:.35em;opacity:.55}
 .permalink:hover,.permalink:focus{opacity:1;color:var(--accent)}
 [id]{scroll-margin-top:3.4em}

@@ -140,8 +140,11 @@ def test_bench_report_html_inlines_its_plots_and_links_every_run(tmp_path: Path)
     assert page.count("<svg") >= 3 and "<?xml" not in page and "<metadata>" not in page
     links = re.findall(r'<a href="([^"]+)" title="([^"]+)"', page)
     assert len(links) == 4  # 2 problems x 2 methods, one run each
-    for href, _ in links:
-        assert (tmp_path / href).is_file(), href
+    for href, _ in links:  # each run's own page, written beside its session
+        assert href.endswith(".html") and (tmp_path / href).is_file(), href
+        assert (tmp_path / href).with_suffix(".json").is_file()
+        assert "<section class=\"step\"" in (tmp_path / href).read_text(encoding="utf-8")
+    assert str(tmp_path) not in page and "humaneval.jsonl (shipped)" in page
 
 
 def test_a_run_steered_from_a_control_file_exports_its_pins_cuts_and_actions(tmp_path: Path) -> None:
