@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import re
 
 CSS = """
 :root{--bg:#fff;--fg:#1d2330;--mute:#5b6474;--line:#d6dae1;--card:#f6f7f9;--accent:#2457c5;--pin:#b45309;
@@ -154,9 +155,32 @@ window.addEventListener('hashchange',go);show(0);go();
 SCRIPT_HASH = "sha256-" + base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
 
 
+# Characters a reader cannot see that change what they see: C0 and C1 controls (ESC starts a terminal sequence,
+# BEL, BS), and the invisible format characters (Unicode category Cf, 14.0), among them the bidi controls:
+# U+202E turns "txt.exe" into "exe.txt". Each is shown as a mark instead; tab, newline and carriage return stay.
+_HIDDEN = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
+    "\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
+)
+
+
+def _mark(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    if code < 0x20:
+        return chr(0x2400 + code)  # the control pictures: ␛ ␇ ␈
+    return "\u2421" if code == 0x7F else f"⟨U+{code:04X}⟩"
+
+
+def visible(text: str) -> str:
+    """``text`` with every control and invisible format character shown as a visible mark."""
+    return _HIDDEN.sub(_mark, text)
+
+
 def esc(text: object) -> str:
-    """Text for HTML content or an attribute value (quotes escaped too)."""
-    return html.escape(str(text), quote=True)
+    """Text for HTML content or an attribute value (quotes escaped too), invisible characters made visible."""
+    return html.escape(visible(str(text)), quote=True)
 
 
 def permalink(anchor: str) -> str:
@@ -187,7 +211,8 @@ def removed_toggle() -> str:
 def document(title: str, body: str, *, steps: bool = True) -> str:
     """A whole page. Its CSP forbids every load from elsewhere and every script but ours (by its hash): even a
     reply that got past the escaping could neither run nor fetch anything."""
-    csp = f"default-src 'none'; style-src 'unsafe-inline'; script-src '{SCRIPT_HASH}'; img-src data:"
+    csp = (f"default-src 'none'; style-src 'unsafe-inline'; script-src '{SCRIPT_HASH}'; img-src data:; "
+           "form-action 'none'; base-uri 'none'")
     script = f"<script>{SCRIPT}</script>" if steps else ""
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -14,7 +14,7 @@ from pygments.lexers import TextLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
 
 from core.sessions.html.math import is_latex, math_text, typeset
-from core.sessions.html.page import esc
+from core.sessions.html.page import esc, visible
 
 # A fence opens with three or more backticks (and a language), closes with at least as many.
 _FENCE = re.compile(r"^(?P<ticks>`{3,})[ \t]*(?P<lang>[\w+.#-]*)[^\n]*\n(?P<body>.*?)^(?P=ticks)`*[ \t]*$",
@@ -29,7 +29,9 @@ PEEK_WIDTH = 160  # characters of a preview line
 
 
 def code_block(code: str, lang: str = "python") -> str:
-    """One <pre> of code, coloured when the language is known."""
+    """One <pre> of code, coloured when the language is known (Pygments escapes; ``visible`` first shows the
+    characters it would pass through unseen)."""
+    code = visible(code)
     if len(code) > MAX_HIGHLIGHT:
         return f'<pre class="code">{esc(code)}</pre>'
     try:

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import copy
 import re
+import unicodedata
 from pathlib import Path
 
 import pytest
 
 from core.bench.report import write_report
 from core.sessions.export import export_session
-from core.sessions.html.page import SCRIPT, SCRIPT_HASH
+from core.sessions.html.page import SCRIPT, SCRIPT_HASH, visible
 from core.sessions.model import Session
 from core.sessions.store import load_session
 from sessions import EXAMPLES_DIR
@@ -199,3 +200,15 @@ def _with_reply(text: str) -> list[dict[str, object]]:
     events = copy.deepcopy(load_session(EXAMPLE).events)
     next(e for e in events if e["type"] == "agent_finished" and e.get("call") == "work")["public"] = text
     return events
+
+
+def test_controls_and_invisible_format_characters_show_as_marks_and_forms_and_base_are_refused() -> None:
+    hidden = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf"]
+    hidden += [chr(c) for c in (*range(0x20), *range(0x7F, 0xA0)) if chr(c) not in "\t\n\r"]
+    assert all(visible(c) != c for c in hidden)
+    reply = "save it as report\u202etxt.exe\n```python\nprint('\x1b[2J\x07\x08\u2066x\u2069')\n```"
+    page = export_session(Session(_with_reply(reply)), "html")
+    assert not [c for c in hidden if c in page]
+    assert "report⟨U+202E⟩txt.exe" in page and "␛[2J␇␈" in page and "⟨U+2066⟩x⟨U+2069⟩" in page
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
+    assert csp and "form-action 'none'" in csp[1] and "base-uri 'none'" in csp[1] and "default-src 'none'" in csp[1]
