@@ -215,3 +215,46 @@ def test_stepping_brings_the_steps_graph_and_goal_into_view(browser: Any, tmp_pa
             graph = page.locator("section.step.on svg.graph").evaluate("g => g.getBoundingClientRect().toJSON()")
             assert bar <= graph["top"] and graph["bottom"] <= height
         page.context.close()
+
+
+CROSSINGS = """() => [...document.querySelectorAll('section.step svg.graph')].flatMap(svg => {
+  const boxes = [...svg.querySelectorAll('g.node')].map(n => [n.dataset.name, n.querySelector('rect').getBBox()]);
+  return [...svg.querySelectorAll('g.edge, g.edge-removed')].flatMap(g => {
+    const path = g.querySelector('path'), total = path.getTotalLength(), hits = [];
+    for (let i = 1; i < 100; i++) {
+      const p = path.getPointAtLength(total * i / 100);
+      for (const [name, r] of boxes) {
+        if (name !== g.dataset.src && name !== g.dataset.dst && p.x > r.x + 1 && p.x < r.x + r.width - 1
+            && p.y > r.y + 1 && p.y < r.y + r.height - 1) hits.push([g.dataset.src, g.dataset.dst, name]);
+      }
+    }
+    return hits;
+  });
+})"""
+
+
+LABEL_OVERLAPS = """() => [...document.querySelectorAll('section.step svg.graph')].flatMap(svg => {
+  const labels = [...svg.querySelectorAll('g.edge > text, g.edge-removed > text')]
+    .map(t => [t.textContent, t.getBBox()]);
+  const boxes = [...svg.querySelectorAll('g.node rect')].map(r => ['node', r.getBBox()]);
+  const meet = (a, b) => a.x < b.x + b.width - 1 && b.x < a.x + a.width - 1 && a.y < b.y + b.height - 1
+    && b.y < a.y + a.height - 1;
+  return labels.flatMap(([text, box], i) => [...labels.slice(i + 1), ...boxes]
+    .filter(([, other]) => meet(box, other)).map(([name]) => [text, name]));
+})"""
+
+
+@pytest.mark.parametrize("strategy", ["topoweaver", "topodim", "dytopo"])
+def test_no_edge_is_drawn_through_another_agents_box(browser: Any, tmp_path: Path, strategy: str) -> None:
+    saved = tmp_path / f"{strategy}.json"
+    with ThreadPoolExecutor(1) as pool:  # the run has its own asyncio loop; Playwright's sync API runs one here
+        assert pool.submit(main, ["--demo", "--headless", "--strategy", strategy, "--save", str(saved)]).result() == 0
+    out = tmp_path / f"{strategy}.html"
+    assert main(["export", str(saved), "--format", "html", "-o", str(out)]) == 0
+    page = open_page(browser, out.as_uri()).page
+    page.emulate_media(media="print")  # every step shows, so every path has a length
+    if strategy == "topoweaver":  # the cross edge of turn 2: coder_1's own earlier turn, past tester_1
+        assert page.locator("g.edge[data-src='coder_1@1'][data-dst='coder_1']").count() >= 1
+    assert page.evaluate(CROSSINGS) == []
+    page.evaluate("() => { document.getElementById('show-removed').checked = true; }")
+    assert page.evaluate(LABEL_OVERLAPS) == []  # with the removed edges shown, no label covers another or a node

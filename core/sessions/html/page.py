@@ -74,6 +74,7 @@ svg.graph .edge-removed text{fill:var(--mute)}
 svg.graph .edge-removed.cut path{stroke:var(--cut);stroke-width:1.6}svg.graph .edge-removed.cut text{fill:var(--cut)}
 svg.graph .edge-removed:not(.cut){display:none}
 body:has(#show-removed:checked) svg.graph .edge-removed{display:inline}
+svg.graph .edge-broadcast path{fill:none;stroke:var(--mute);stroke-width:1;opacity:.7}
 .legend{font-size:.85rem;color:var(--mute);margin:.3em 0}
 table{border-collapse:collapse;margin:.4em 0;font-size:.9rem}
 th,td{border:1px solid var(--line);padding:.2em .5em;text-align:left;vertical-align:top}

@@ -74,6 +74,10 @@ def meta_rows(rows: Iterable[tuple[str, str]]) -> str:
     ) + "</div>"
 
 
+def _steer_key(e: UserSteered) -> tuple[Any, ...]:
+    return (e.ts, e.round, e.phase, e.action, e.target, e.accepted, repr(sorted(e.payload.items())))
+
+
 def header(session: Session) -> str:
     """Who ran what, where, and how it ended."""
     m = session.metadata
@@ -107,8 +111,9 @@ def header(session: Session) -> str:
     v = verdict(session)
     css = "ok" if v == "tests passed" else "bad" if v == "tests failed" else "mute"
     rows.append(("verdict", f'<span class="{css}">{esc(v)}</span>'))
-    placed = {id(e) for r in session.rounds for e in r.steering}
-    early = [e for e in session.steering if id(e) not in placed]
+    # Session.steering builds new events on each read: an action is matched to its round's by what it is.
+    placed = {_steer_key(e) for r in session.rounds for e in r.steering}
+    early = [e for e in session.steering if _steer_key(e) not in placed]
     before = f"<h3>Steering before the first {unit_of(m.strategy)}</h3>{steering_list(early)}" if early else ""
     answer = ""
     if o is not None:
@@ -130,7 +135,8 @@ def _graph(session: Session, record: RoundRecord, uid: str, unit: str) -> str:
         if record.broadcast and workers:
             n = len(workers)
             note = f"broadcast: every worker hears every other worker ({n * (n - 1)} edges)"
-            return nodes_svg(workers, caption=f"{caption}: {note}", uid=uid) + f'<p class="legend">{esc(note)}</p>'
+            drawing = nodes_svg(workers, caption=f"{caption}: {note}", uid=uid, broadcast=True)
+            return drawing + f'<p class="legend">{esc(note)}</p>'
         agents = list(dict.fromkeys(o.agent for o in record.outputs))
         note = "one agent: no topology" if len(agents) <= 1 else "no graph recorded for this " + unit
         return f'<p class="legend">{esc(note)}</p>'

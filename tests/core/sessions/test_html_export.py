@@ -74,6 +74,8 @@ def test_pinned_and_cut_edges_and_the_steering_actions_show() -> None:
     assert 'class="edge-removed cut"' in page and "pin 0.12" in page
     steering = page.split('<ul class="steering">', 1)[1].split("</ul>", 1)[0]
     assert "pin Tester→Developer — <span class=\"ok\">taken" in steering and "cut Developer→Tester" in steering
+    assert "Steering before" not in page.split("</header>", 1)[0]  # round 2's actions are listed in round 2 only
+    assert page.count("pin Tester→Developer — ") == 1
 
 
 def test_a_three_round_demo_page_stays_small() -> None:
@@ -163,6 +165,8 @@ def test_a_run_steered_from_a_control_file_exports_its_pins_cuts_and_actions(tmp
         assert ("Developer", "Tester", "cut by user") in edges.removed[record.round]
     header = page.split("</header>", 1)[0]
     assert "Steering before the first round" in header and "pin Tester→Designer" in header
+    listed = sum(part.split("</ul>", 1)[0].count("<li>") for part in page.split('<ul class="steering">')[1:])
+    assert listed == len(session.steering)  # each action once: before the first round, or in its own round
 
 
 def test_a_reply_longer_than_a_screen_is_folded_with_its_first_lines_and_size_and_kept_whole() -> None:
@@ -212,3 +216,13 @@ def test_controls_and_invisible_format_characters_show_as_marks_and_forms_and_ba
     assert "report⟨U+202E⟩txt.exe" in page and "␛[2J␇␈" in page and "⟨U+2066⟩x⟨U+2069⟩" in page
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
     assert csp and "form-action 'none'" in csp[1] and "base-uri 'none'" in csp[1] and "default-src 'none'" in csp[1]
+
+
+def test_a_broadcast_round_draws_every_worker_to_every_other_apart_from_the_routed_edges() -> None:
+    session = load_session(EXAMPLE)
+    page = export_session(session, "html")
+    first = page.split('<section class="step" data-step="1"', 1)[1].split("</section>", 1)[0]
+    workers = session.metadata.workers
+    drawn = set(re.findall(r'<g class="edge-broadcast" data-src="([^"]+)" data-dst="([^"]+)"', first))
+    assert session.rounds[0].broadcast and drawn == {(a, b) for a in workers for b in workers if a != b}
+    assert f"({len(drawn)} edges)" in first
