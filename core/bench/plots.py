@@ -47,7 +47,7 @@ def pareto_front(methods: list[MethodStats]) -> list[MethodStats]:
 
 
 # SVG text stays text (searchable, sharp at any size, in the reader's sans-serif), not glyph outlines.
-SVG_STYLE = {"svg.fonttype": "none", "font.family": ["DejaVu Sans", "sans-serif"]}
+SVG_STYLE: dict[str, Any] = {"svg.fonttype": "none", "font.family": ["DejaVu Sans", "sans-serif"]}
 # Light cells, so a dark mark reads on every one of them; the report page keeps them in dark mode too.
 SOLVED = LinearSegmentedColormap.from_list("solved", ["#f3a5a5", "#f6e3a0", "#a7d99f"])
 MARK = "#111111"  # marks drawn in this colour keep it on the page (report_html recolours only black)
@@ -57,7 +57,7 @@ FONT = 10  # points: the report page shows a plot at about 0.8 of its size on a 
 def _save(fig: Figure, out: Path, stem: str) -> list[Path]:
     paths = [out / f"{stem}.png", out / f"{stem}.svg"]
     fig.savefig(paths[0], dpi=DPI, bbox_inches="tight")
-    with matplotlib.rc_context(SVG_STYLE):
+    with matplotlib.rc_context(SVG_STYLE):  # type: ignore[arg-type]  # its keys are typed as a Literal
         fig.savefig(paths[1], bbox_inches="tight")
     plt.close(fig)
     return paths

@@ -307,7 +307,8 @@ def graph_svg(routing: RoutingResult, *, tiered: bool = True, uid: str = "g", ca
             label = f"T{tier}" if tier < len(routing.tiers) else "off"  # agents of the graph that do not run
             out.append(f'<text class="tier" x="8" y="{y + 17:.0f}">{label}</text>')
     # Removed edges first (under the kept ones), the nodes last (over every line).
-    out += [_edge_group(e, _d(curves[(e.src, e.dst)]), spots.get((e.src, e.dst)), uid) for e in [*removed, *drawn]]
+    below: list[Edge | RemovedEdge] = [*removed, *drawn]
+    out += [_edge_group(e, _d(curves[(e.src, e.dst)]), spots.get((e.src, e.dst)), uid) for e in below]
     for box in boxes.values():
         note = " (not running)" if box.inactive else ""
         out.append(
@@ -318,8 +319,8 @@ def graph_svg(routing: RoutingResult, *, tiered: bool = True, uid: str = "g", ca
         )
     left, span = reach[0], reach[1] - reach[0]
     aria = esc(caption or "the graph")
-    box = f"{left:.0f} {rise[0]:.0f} {span:.0f} {rise[1] - rise[0]:.0f}"
-    head = (f'<svg class="graph" xmlns="http://www.w3.org/2000/svg" viewBox="{box}" '
+    view = f"{left:.0f} {rise[0]:.0f} {span:.0f} {rise[1] - rise[0]:.0f}"
+    head = (f'<svg class="graph" xmlns="http://www.w3.org/2000/svg" viewBox="{view}" '
             f'style="max-width:{span * 1.25:.0f}px" role="img" aria-label="{aria}"><defs>{_defs(uid)}</defs>')
     return head + "".join(out) + "</svg>"
 

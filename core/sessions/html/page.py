@@ -98,6 +98,14 @@ font-size:.85rem}
 .plot svg{max-width:100%;height:auto;display:block}.plot svg text{fill:var(--fg)}
 table.grid td{text-align:center}table.grid td:first-child{text-align:left}
 table.grid .mark{display:inline-block;min-width:1.2em;font-weight:600}a .mark{text-decoration:underline}
+details.timeline{margin:.4em 0}.wf{font-size:.8rem;font-variant-numeric:tabular-nums}
+.wf-row{display:grid;grid-template-columns:minmax(6em,11em) minmax(0,1fr) auto;gap:.1em .6em;align-items:center}
+.wf-name{overflow:hidden;text-overflow:ellipsis;white-space:nowrap}.wf-tok{color:var(--mute);white-space:nowrap}
+.wf-bar{width:100%;height:12px;display:block;background:var(--card);border-radius:2px}
+.wf-bar rect.ok{fill:var(--accent)}.wf-bar rect.bad{fill:var(--bad)}.wf-bar line{stroke:var(--mute);stroke-width:1}
+.wf-axis{color:var(--mute)}.wf-scale{display:flex;justify-content:space-between}
+@media (max-width:600px){.wf-row{grid-template-columns:minmax(0,1fr) auto}.wf-bar,.wf-scale{grid-column:1/-1;
+grid-row:2}.wf-row{margin-bottom:.3em}}
 .permalink{color:var(--mute);text-decoration:none;font-weight:normal;margin-left:.35em;opacity:.55}
 .permalink:hover,.permalink:focus{opacity:1;color:var(--accent)}
 [id]{scroll-margin-top:3.4em}

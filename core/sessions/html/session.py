@@ -18,6 +18,7 @@ from core.sessions.html.graph_svg import graph_svg, nodes_svg, style_note
 from core.sessions.html.math import math_text
 from core.sessions.html.page import anchor_id, document, esc, permalink, removed_toggle, stepper
 from core.sessions.html.text import code_block, folded, rich_text
+from core.sessions.html.timeline import Call, calls, run_timeline, step_timeline
 from core.sessions.model import RoundRecord, Session
 
 
@@ -120,11 +121,12 @@ def header(session: Session) -> str:
         source = f" (from {o.answer_source})" if o.answer_source else ""
         body = rich_text(o.final_answer, code_default=_code_lang(session), answer=True) or '<p class="mute">(none)</p>'
         answer = f"<h3>Answer{esc(source)}</h3>{body}"
+    timeline = run_timeline(session, unit_of(m.strategy))
     played = (f'<p class="mute">The demo server played its own problem ({esc(m.demo_played)}): the answer and '
               "verdict are about that problem.</p>") if m.demo and m.demo_played else ""
     return (f"<header><p>{badges}<span class=\"badge\">swarm-tui session</span></p><h1>{math_text(title)}</h1>"
-            f"{meta_rows(rows)}{played}<details><summary>the problem</summary>{code_block(session.problem, '')}"
-            f"</details>{before}{answer}</header>")
+            f"{meta_rows(rows)}{played}{timeline}<details><summary>the problem</summary>"
+            f"{code_block(session.problem, '')}</details>{before}{answer}</header>")
 
 
 def _graph(session: Session, record: RoundRecord, uid: str, unit: str) -> str:
@@ -243,8 +245,9 @@ def steering_list(actions: list[UserSteered]) -> str:
 
 
 def round_section(session: Session, record: RoundRecord, *, uid: str, unit: str, compact: bool = False,
-                  times: dict[int, float] | None = None) -> str:
-    """One step of the run. ``compact``: outputs folded (a comparison's narrow column)."""
+                  times: dict[int, float] | None = None, every: list[Call] | None = None) -> str:
+    """One step of the run. ``compact``: outputs and timeline folded (a comparison's narrow column); ``every``:
+    the run's calls (core.sessions.html.timeline.calls), when the caller has them."""
     lang = _code_lang(session)
     p = record.params
     head_bits = [f"{unit.capitalize()} {record.round}"]
@@ -284,6 +287,7 @@ def round_section(session: Session, record: RoundRecord, *, uid: str, unit: str,
         right.append(f'<h3>Notices</h3><ul class="notices">{items}</ul>')
     if record.steering:
         right.append(f"<h3>Steering</h3>{steering_list(record.steering)}")
+    right.append(step_timeline(session, record.round, open_=not compact, every=every))
     outputs = "".join(_output(o, lang, cid) for o, cid in zip(record.outputs, card_ids(record, uid), strict=True))
     if compact:
         right.append(f"<details><summary>{len(record.outputs)} output(s)</summary>{outputs}</details>")
@@ -308,8 +312,9 @@ def steps(session: Session, *, prefix: str = "", compact: bool = False) -> list[
     """Every step's section, in order; its id is ``{prefix}step-N`` (a comparison prefixes each column's)."""
     unit = unit_of(session.metadata.strategy)
     times = _round_times(session)
-    return [round_section(session, r, uid=f"{prefix}step-{r.round}", unit=unit, compact=compact, times=times)
-            for r in session.rounds]
+    every = calls(session)
+    return [round_section(session, r, uid=f"{prefix}step-{r.round}", unit=unit, compact=compact, times=times,
+                          every=every) for r in session.rounds]
 
 
 def session_page(session: Session) -> str:

@@ -226,3 +226,24 @@ def test_a_broadcast_round_draws_every_worker_to_every_other_apart_from_the_rout
     drawn = set(re.findall(r'<g class="edge-broadcast" data-src="([^"]+)" data-dst="([^"]+)"', first))
     assert session.rounds[0].broadcast and drawn == {(a, b) for a in workers for b in workers if a != b}
     assert f"({len(drawn)} edges)" in first
+
+
+def test_a_timeline_per_step_and_for_the_run_shows_each_agents_calls_and_tokens() -> None:
+    session = load_session(EXAMPLE)
+    page = export_session(session, "html")
+    header = page.split("</header>", 1)[0]
+    run = header.split('<details class="timeline">', 1)[1].split("</details>", 1)[0]
+    finished = [e for e in session.events if e["type"] == "agent_finished"]
+    agents = list(dict.fromkeys(e["agent"] for e in finished))
+    names = re.findall(r'<div class="wf-row"><span class="wf-name">([^<]+)</span>', run)
+    assert names == agents
+    prompt = sum(int(p.replace(",", "")) for p in re.findall(r'<span class="wf-tok">([\d,]+)', run))
+    assert prompt == sum(e["prompt_tokens"] for e in finished)
+    assert run.count("<rect ") == len(finished)  # one bar per call
+    second = page.split('<section class="step" data-step="2"', 1)[1].split("</section>", 1)[0]
+    step = second.split('<details class="timeline" open>', 1)[1].split("</details>", 1)[0]
+    assert step.count('<div class="wf-row">') == len(session.rounds[1].outputs)
+    xs = [float(x) for x in re.findall(r'<rect class="ok" x="([\d.]+)"', step)]
+    assert min(xs) == 0.0 and max(xs) < 1000  # on the step's own axis
+    work = session.rounds[1].output("Developer", "work")
+    assert work is not None and f"· {work.latency_s * 1000:.0f} ms" in second  # not "0.0 s"
