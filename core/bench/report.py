@@ -17,7 +17,6 @@ from typing import Any
 
 from core.bench.report_html import render_html
 from core.bench.report_text import cell_mark, public_setup, setup_line
-from core.bench.run_pages import write_run_pages
 from core.bench.runner import ResultsLog, Row, prompt_cache
 from core.bench.stats import (
     bootstrap_accuracy,
@@ -26,6 +25,7 @@ from core.bench.stats import (
     paired_bootstrap_difference,
     wilson_interval,
 )
+from core.sessions.html.beside import write_pages
 
 BASELINE = "single"
 
@@ -342,7 +342,7 @@ def report_json(report: Report) -> dict[str, Any]:
 
 def write_report(dirs: Sequence[Path], *, plots: bool = True) -> list[Path]:
     """report.md, report.json, report.html (plots inline, each run's page linked) and the plots (PNG + SVG) into
-    the first folder, each run's session page beside its session (core.bench.run_pages); the report files
+    the first folder, each run's session page beside its session (core.sessions.html.beside); the report files
     written."""
     folders = [load_folder(Path(d)) for d in dirs]
     report = build_report(folders)
@@ -357,6 +357,6 @@ def write_report(dirs: Sequence[Path], *, plots: bool = True) -> list[Path]:
     (out / "report.json").write_text(text + "\n", encoding="utf-8")
     svgs = {p.stem: p.read_text(encoding="utf-8") for p in written if p.suffix == ".svg"}
     sessions = [f.path / row.session for f in folders for row in f.rows if row.session]
-    pages = write_run_pages(sessions)
+    pages = write_pages(sessions)
     (out / "report.html").write_text(render_html(report, out, svgs, pages), encoding="utf-8")
     return [out / "report.md", out / "report.json", out / "report.html", *written]

@@ -131,7 +131,7 @@ def _per_problem(report: Report, out: Path, pages: Mapping[Path, Path]) -> str:
 def render_html(report: Report, out: Path, plots: Mapping[str, str] | None = None,
                 pages: Mapping[Path, Path] | None = None) -> str:
     """The page. ``plots``: stem -> SVG text (the files core.bench.plots wrote); ``pages``: session file -> its
-    page (core.bench.run_pages), linked instead of the session."""
+    page (core.sessions.html.beside), linked instead of the session."""
     setup = []
     for folder in report.folders:
         bits = setup_line(folder.meta, folder.path)

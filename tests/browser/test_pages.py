@@ -84,8 +84,9 @@ def test_pinned_and_cut_edges_are_drawn_and_removed_edges_show_on_request(browse
 
 def test_a_comparison_page_shows_the_summary_and_steps_every_column(browser: Any, tmp_path: Path,
                                                                    shots: Path) -> None:
+    shutil.copytree(COMPARE.parent, tmp_path, dirs_exist_ok=True)  # each method's page is written beside its session
     out = tmp_path / "compare.html"
-    assert main(["export", str(COMPARE), "--format", "html", "-o", str(out)]) == 0
+    assert main(["export", str(tmp_path / COMPARE.name), "--format", "html", "-o", str(out)]) == 0
     watched = open_page(browser, out.as_uri())
     page = watched.page
     methods = page.evaluate("() => [...document.querySelectorAll('.column')].map(c => c.dataset.method)")
@@ -97,6 +98,18 @@ def test_a_comparison_page_shows_the_summary_and_steps_every_column(browser: Any
     assert all(n == 1 for n in shown)  # one step per column at a time
     page.keyboard.press("ArrowRight")
     assert not watched.errors and all(url.startswith("file:") for url in watched.requests)
+    own = page.evaluate("() => [...document.querySelectorAll('.column h2 a.own')].map(a => a.href)")
+    assert len(own) == len(methods)
+    for href in own:  # each column links that method's own session page
+        run = open_page(browser, href)
+        assert run.page.locator("section.step").count() >= 1 and not run.errors
+        run.page.context.close()
+    phone = open_page(browser, out.as_uri(), width=390, height=844).page
+    cards = phone.evaluate("() => [...document.querySelectorAll('table.summary tr')].slice(1).map(r => "
+                           "[getComputedStyle(r).display, r.getBoundingClientRect().width])")
+    assert cards and all(display == "block" and width <= 390 for display, width in cards)  # a card per method
+    wrap = phone.locator(".tablewrap").first
+    assert wrap.evaluate("w => w.scrollWidth <= w.clientWidth")  # nothing to scroll sideways
     widths = photograph(browser, out.as_uri(), shots, "compare")
     assert widths[1] <= 390
 

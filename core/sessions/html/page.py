@@ -112,6 +112,13 @@ grid-row:2}.wf-row{margin-bottom:.3em}}
 /* A wide screen keeps a step's graph in view beside its outputs while they scroll. */
 @media (min-width:761px){main>section.step>.stepgrid>div:first-child{position:sticky;top:3.2em;
 max-height:calc(100vh - 3.6em);overflow:auto}}
+h2 a.own{font-size:.8rem;font-weight:normal;margin-left:.4em}
+/* A phone reads the comparison's summary as one card per method, each value beside its column's name. */
+@media (max-width:600px){table.summary,table.summary tbody,table.summary tr,table.summary td{display:block}
+table.summary tr:first-child{display:none}table.summary tr{border:1px solid var(--line);border-radius:8px;
+margin:.5em 0;padding:.3em .5em;background:var(--card)}table.summary td{border:0;padding:.1em 0;text-align:left;
+display:grid;grid-template-columns:7em minmax(0,1fr);gap:.5em}
+table.summary td::before{content:attr(data-label);color:var(--mute)}table.summary td:first-child{font-weight:600}}
 @media (max-width:760px){main{padding:10px}.stepgrid{grid-template-columns:minmax(0,1fr)}
 body{font-size:14px}}
 /* Printing prints every step, one after the other, in light colours, without the controls. */

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import re
+import shutil
 import unicodedata
 from pathlib import Path
 
@@ -120,13 +121,21 @@ def test_export_command_writes_a_session_page_and_a_comparison_page(
     out = tmp_path / "run.html"
     assert main(["export", str(EXAMPLE), "--format", "html", "-o", str(out)]) == 0
     assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
-    compared = tmp_path / "compare.html"
-    assert main(["export", str(COMPARE), "--format", "html", "-o", str(compared)]) == 0
+    shutil.copytree(COMPARE.parent, tmp_path / "record")  # each method's page is written beside its session
+    record = tmp_path / "record" / COMPARE.name
+    compared = tmp_path / "pages" / "compare.html"
+    compared.parent.mkdir()
+    assert main(["export", str(record), "--format", "html", "-o", str(compared)]) == 0
     page = compared.read_text(encoding="utf-8")
     _self_contained(page)
     summary = page.split('<table class="summary">', 1)[1].split("</table>", 1)[0]
     methods = re.findall(r'<div class="column" data-method="([^"]+)"', page)
     assert methods and all(f">{m}</a>" in summary for m in methods)
+    assert summary.count('data-label="end"') == len(methods)  # each cell names its column (a phone's card)
+    own = dict(re.findall(r'<h2 id="col-([^"]+)">[^<]*<a class="own" href="([^"]+)"', page))
+    assert sorted(own) == sorted(methods)
+    for href in own.values():  # relative to the page, to the method's own session page
+        assert href.startswith("../record/") and "<section class=\"step\"" in (compared.parent / href).read_text()
     assert main(["export", str(COMPARE), "--format", "csv", "-o", str(tmp_path / "c.csv")]) == 0
     capsys.readouterr()
     assert main(["export", str(EXAMPLE), "--format", "csv"]) == 2

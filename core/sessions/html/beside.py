@@ -1,5 +1,6 @@
-"""Each benchmark run's session as its own HTML page (core.sessions.html), written beside the session file so the
-report's marks open a page a person can read; a session that cannot be read keeps its JSON link."""
+"""A session's own HTML page written beside its session file (``NAME.html`` next to ``NAME.json``), so that a
+page listing runs (the bench report, a comparison) can link pages a person reads; a session that cannot be
+read gets no page, and its link stays the session file."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ def page_of(session: Path) -> Path:
     return session.with_suffix(".html")
 
 
-def write_run_pages(sessions: Iterable[Path]) -> dict[Path, Path]:
+def write_pages(sessions: Iterable[Path]) -> dict[Path, Path]:
     """{session file: its page} for every session that loads; a page newer than its session is kept as it is."""
     pages: dict[Path, Path] = {}
     for session in sessions:
