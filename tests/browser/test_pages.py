@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from core.bench.report import write_report
+from core.sessions.model import Session
 from sessions import EXAMPLES_DIR
 from tests.browser.support import open_page, photograph
 from tests.core.bench.test_benchmark import HUMANEVAL, bench
@@ -271,3 +272,30 @@ def test_no_edge_is_drawn_through_another_agents_box(browser: Any, tmp_path: Pat
     assert page.evaluate(CROSSINGS) == []
     page.evaluate("() => { document.getElementById('show-removed').checked = true; }")
     assert page.evaluate(LABEL_OVERLAPS) == []  # with the removed edges shown, no label covers another or a node
+
+
+def test_search_finds_a_text_in_every_step_and_each_card_diffs_against_the_step_before(browser: Any,
+                                                                                       tmp_path: Path) -> None:
+    events = hostile_session().events
+    word = "Zanzibarquux"  # said once, by one agent in round 3
+    third = next(e for e in events if e["type"] == "agent_finished" and e.get("round") == 3 and e["call"] == "work")
+    third["public"] += f"\nOne more thing: {word}."
+    page_file = _export(Session(events), tmp_path, "search")
+    watched = open_page(browser, page_file.as_uri())
+    page = watched.page
+    page.fill(".stepper .search input", word)
+    found = page.locator(".stepper .found button")
+    assert [b.inner_text().split(" (")[0] for b in found.all()] == ["round 3"]  # (the card, and its diff)
+    found.first.click()
+    assert page.inner_text(".stepper .where") == "round 3 of 3" and page.evaluate(VISIBLE_STEPS) == ["3"]
+    page.fill(".stepper .search input", "window.__pwned")  # hostile text is searched as text, never run
+    assert "round 2" in [b.inner_text().split(" (")[0] for b in found.all()]  # the reply, and round 2's goal
+    page.click(".stepper .all")  # every step on the page: the browser's own find sees them all
+    assert page.evaluate(VISIBLE_STEPS) == ["1", "2", "3"]
+    page.click(".stepper .all")
+    assert page.evaluate(VISIBLE_STEPS) == ["3"]
+    diff = page.locator("section.step.on .card.output details.diff").first
+    diff.locator("summary").click()
+    assert diff.locator("pre.diff .add, pre.diff .del").count() >= 1
+    assert "changes since round 2" in diff.locator("summary").inner_text()
+    assert page.evaluate("() => window.__pwned === undefined") and not watched.errors

@@ -88,7 +88,16 @@ background:var(--bg);border-bottom:1px solid var(--line);padding:.4em 0;margin-b
 background:var(--card);color:var(--fg);cursor:pointer}
 .stepper button:disabled{opacity:.4;cursor:default}
 .stepper .where{font-weight:600;min-width:8em}
-html.js [data-step]:not(.on){display:none}
+.stepper input{font:inherit;padding:.2em .5em;border:1px solid var(--line);border-radius:6px;background:var(--bg);
+color:var(--fg);width:12em}.stepper .found{display:flex;gap:.3em;flex-wrap:wrap;font-size:.85rem}
+.stepper .found button{padding:.1em .5em}
+pre.diff{background:var(--code);border:1px solid var(--line);border-radius:6px;padding:.4em .6em;overflow-x:auto;
+font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;white-space:pre-wrap;overflow-wrap:anywhere}
+pre.diff .add{color:var(--ok)}pre.diff .add::before{content:"+ "}pre.diff .del{color:var(--bad)}
+pre.diff .del::before{content:"− "}pre.diff .same::before{content:"  "}
+pre.diff .hunk{color:var(--mute)}
+@media (max-width:600px){.stepper .keys{display:none}.stepper input{width:9em}}
+html.js [data-step]:not(.on){display:none}html.js.all [data-step]:not(.on){display:block}
 html.js [data-step].stale::before{content:"ended earlier: its last step";display:block;color:var(--mute);
 font-size:.85rem}
 .columns{display:grid;grid-template-columns:repeat(auto-fit,minmax(330px,1fr));gap:16px;align-items:start}
@@ -133,8 +142,10 @@ section.step{break-before:page}.card,svg.graph,tr{break-inside:avoid}main{max-wi
 # the one with the current N shows, else the last one before it (a method that ended sooner keeps its last).
 # Buttons, arrow keys (left, right, Home, End) and the address move it: #step-N, or the id of anything inside a
 # step (#step-2-Tester, a comparison's #dytopo-step-2), when the page opens and whenever the hash changes.
-# Stepping brings the step's top (its graph and goal) under the step bar. Nothing here reads model text as
-# markup: the search compares the steps' textContent only.
+# Stepping brings the step's top (its graph and goal) under the step bar. "every step" shows them all (the
+# browser's find then sees every step); the search box counts a text's matches in each step and offers a button
+# per step that has it. Nothing here reads model text as markup: the search compares textContent only and
+# writes its results with textContent.
 SCRIPT = """
 (function(){
 var root=document.documentElement;root.classList.add('js');
@@ -165,6 +176,16 @@ if(t==='INPUT'||t==='SELECT'||t==='TEXTAREA'||ev.altKey||ev.ctrlKey||ev.metaKey)
 if(ev.key==='ArrowRight'){step(i+1);ev.preventDefault();}else if(ev.key==='ArrowLeft'){step(i-1);ev.preventDefault();}
 else if(ev.key==='Home'){step(0);}else if(ev.key==='End'){step(steps.length-1);}});
 window.addEventListener('hashchange',go);show(0);go();
+var all=nav.querySelector('.all');all.addEventListener('click',function(){var on=root.classList.toggle('all');
+all.textContent=on?'one '+unit:'every '+unit;all.setAttribute('aria-pressed',on?'true':'false');});
+var box=nav.querySelector('.search input'),found=nav.querySelector('.found');
+box.addEventListener('input',function(){var q=box.value.trim().toLowerCase();found.textContent='';if(q.length<2)return;
+var hits=steps.map(function(n){var c=0;els.forEach(function(e){if(+e.getAttribute('data-step')!==n)return;
+var t=e.textContent.toLowerCase(),k=t.indexOf(q);while(k>=0){c++;k=t.indexOf(q,k+q.length);}});return[n,c];})
+.filter(function(h){return h[1]>0;});if(!hits.length){found.textContent='not found';return;}
+hits.forEach(function(h){var b=document.createElement('button');b.type='button';
+b.textContent=unit+' '+h[0]+' ('+h[1]+')';b.addEventListener('click',function(){step(steps.indexOf(h[0]));});
+found.appendChild(b);});});
 })();
 """
 
@@ -215,7 +236,11 @@ def stepper(unit: str) -> str:
             '<button type="button" class="prev" title="previous (←)">◀ previous</button>'
             '<span class="where"></span>'
             '<button type="button" class="next" title="next (→)">next ▶</button>'
-            '<span class="mute">← → keys</span></nav>')
+            f'<button type="button" class="all" aria-pressed="false" title="show every {esc(unit)} on the page">'
+            f"every {esc(unit)}</button>"
+            f'<label class="search"><input type="search" placeholder="search every {esc(unit)}" '
+            'aria-label="search every step"></label><span class="found" aria-live="polite"></span>'
+            '<span class="mute keys">← → keys</span></nav>')
 
 
 def removed_toggle() -> str:

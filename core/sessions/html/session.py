@@ -17,7 +17,7 @@ from core.runtime.events import UserSteered
 from core.sessions.html.graph_svg import graph_svg, nodes_svg, style_note
 from core.sessions.html.math import math_text
 from core.sessions.html.page import anchor_id, document, esc, permalink, removed_toggle, stepper
-from core.sessions.html.text import code_block, folded, rich_text
+from core.sessions.html.text import code_block, diff_block, folded, rich_text
 from core.sessions.html.timeline import Call, calls, run_timeline, step_timeline
 from core.sessions.model import RoundRecord, Session
 
@@ -189,7 +189,8 @@ def _unique(base: str, seen: set[str]) -> str:
     return chosen
 
 
-def _output(o: Any, lang: str, card_id: str) -> str:
+def _output(o: Any, lang: str, card_id: str, before: tuple[str, str] | None = None) -> str:
+    """One call's card. ``before``: ("round 1", text) of the agent's same call in the step before, to diff."""
     usage = f"{o.prompt_tokens}+{o.completion_tokens} tok · {_latency(o.latency_s)}"
     status = "" if o.status == "done" else f' <span class="bad">{esc(o.status)}</span>'
     head = (f'<h4>{esc(o.agent)} <span class="mute">· {esc(o.call)} · {esc(usage)}</span>{status}'
@@ -203,6 +204,8 @@ def _output(o: Any, lang: str, card_id: str) -> str:
                         for to, note in o.private.items())
         if o.answer:
             body += f"<p><b>answer:</b></p>{rich_text(o.answer, code_default=lang, answer=True)}"
+        if before is not None and o.public:
+            body += diff_block(before[1], o.public, before[0])
     if o.error:
         body += f'<p class="bad prose">error: {esc(o.error)}</p>'
     return f'<div class="card output" id="{esc(card_id)}" data-agent="{esc(o.agent)}">{head}{body}</div>'
@@ -245,9 +248,11 @@ def steering_list(actions: list[UserSteered]) -> str:
 
 
 def round_section(session: Session, record: RoundRecord, *, uid: str, unit: str, compact: bool = False,
-                  times: dict[int, float] | None = None, every: list[Call] | None = None) -> str:
+                  times: dict[int, float] | None = None, every: list[Call] | None = None,
+                  previous: RoundRecord | None = None) -> str:
     """One step of the run. ``compact``: outputs and timeline folded (a comparison's narrow column); ``every``:
-    the run's calls (core.sessions.html.timeline.calls), when the caller has them."""
+    the run's calls (core.sessions.html.timeline.calls), when the caller has them; ``previous``: the step before,
+    whose outputs each card can be diffed against."""
     lang = _code_lang(session)
     p = record.params
     head_bits = [f"{unit.capitalize()} {record.round}"]
@@ -288,7 +293,10 @@ def round_section(session: Session, record: RoundRecord, *, uid: str, unit: str,
     if record.steering:
         right.append(f"<h3>Steering</h3>{steering_list(record.steering)}")
     right.append(step_timeline(session, record.round, open_=not compact, every=every))
-    outputs = "".join(_output(o, lang, cid) for o, cid in zip(record.outputs, card_ids(record, uid), strict=True))
+    earlier = {(o.agent, o.call): (f"{unit} {previous.round}", o.public) for o in previous.outputs
+               if o.public} if previous else {}
+    outputs = "".join(_output(o, lang, cid, earlier.get((o.agent, o.call)))
+                      for o, cid in zip(record.outputs, card_ids(record, uid), strict=True))
     if compact:
         right.append(f"<details><summary>{len(record.outputs)} output(s)</summary>{outputs}</details>")
     else:
@@ -314,7 +322,8 @@ def steps(session: Session, *, prefix: str = "", compact: bool = False) -> list[
     times = _round_times(session)
     every = calls(session)
     return [round_section(session, r, uid=f"{prefix}step-{r.round}", unit=unit, compact=compact, times=times,
-                          every=every) for r in session.rounds]
+                          every=every, previous=session.rounds[i - 1] if i else None)
+            for i, r in enumerate(session.rounds)]
 
 
 def session_page(session: Session) -> str:

@@ -6,6 +6,7 @@ a few CSS rules, never a highlighting library.
 
 from __future__ import annotations
 
+import difflib
 import re
 
 from pygments import highlight
@@ -93,6 +94,26 @@ def rich_text(text: str, *, code_default: str = "", fold: bool = True, answer: b
         last = match.end()
     out.append(prose(text[last:]))
     return "".join(out)
+
+
+MAX_DIFF = 50_000  # characters of either side: past this the two are not compared line by line
+
+
+def diff_block(before: str, after: str, label: str) -> str:
+    """What changed from ``before`` to ``after``, line by line (two lines of context), in a <details> a reader
+    opens: "" when nothing changed; a note when either side is too long to compare."""
+    if before == after:
+        return ""
+    if len(before) > MAX_DIFF or len(after) > MAX_DIFF:
+        return f'<p class="legend">changed since {esc(label)} (too long to compare line by line)</p>'
+    lines = list(difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=2))[2:]
+    added = sum(1 for line in lines if line.startswith("+"))
+    removed = sum(1 for line in lines if line.startswith("-"))
+    css = {"+": "add", "-": "del", "@": "hunk"}
+    body = "".join(f'<span class="{css.get(line[:1], "same")}">{esc(line[1:] if line[:1] in "+- " else line)}</span>\n'
+                   for line in lines)
+    return (f'<details class="diff"><summary>changes since {esc(label)} · +{added} −{removed} lines</summary>'
+            f'<pre class="diff">{body}</pre></details>')
 
 
 def _looks_like_code(text: str) -> bool:

@@ -5,6 +5,7 @@ same pages in Chromium."""
 from __future__ import annotations
 
 import copy
+import html
 import re
 import shutil
 import unicodedata
@@ -256,3 +257,20 @@ def test_a_timeline_per_step_and_for_the_run_shows_each_agents_calls_and_tokens(
     assert min(xs) == 0.0 and max(xs) < 1000  # on the step's own axis
     work = session.rounds[1].output("Developer", "work")
     assert work is not None and f"· {work.latency_s * 1000:.0f} ms" in second  # not "0.0 s"
+
+
+def test_each_card_diffs_its_output_against_the_same_agents_call_in_the_step_before() -> None:
+    session = load_session(EXAMPLE)
+    page = export_session(session, "html")
+    second = page.split('<section class="step" data-step="2"', 1)[1].split("</section>", 1)[0]
+    card = second.split('id="step-2-Developer" data-agent="Developer">', 1)[1].split('<div class="card', 1)[0]
+    before, after = (r.output("Developer", "work") for r in session.rounds[:2])
+    assert before is not None and after is not None and before.public != after.public
+    diff = card.split('<details class="diff">', 1)[1].split("</details>", 1)[0]
+    assert "changes since round 1" in diff
+    added = re.findall(r'<span class="add">(.*?)</span>', diff)
+    assert added and all(html.unescape(line) in after.public.splitlines() for line in added)
+    removed = re.findall(r'<span class="del">(.*?)</span>', diff)
+    assert all(html.unescape(line) in before.public.splitlines() for line in removed)
+    first = page.split('<section class="step" data-step="1"', 1)[1].split("</section>", 1)[0]
+    assert 'class="diff"' not in first  # nothing before the first step
