@@ -119,8 +119,7 @@ grid-row:2}.wf-row{margin-bottom:.3em}}
 .permalink:hover,.permalink:focus{opacity:1;color:var(--accent)}
 [id]{scroll-margin-top:3.4em}
 /* A wide screen keeps a step's graph in view beside its outputs while they scroll. */
-@media (min-width:761px){main>section.step>.stepgrid>div:first-child{position:sticky;top:3.2em;
-max-height:calc(100vh - 3.6em);overflow:auto}}
+@media (min-width:761px){main>section.step>.stepgrid>div:first-child{position:sticky;top:3.2em}}
 h2 a.own{font-size:.8rem;font-weight:normal;margin-left:.4em}
 /* A phone reads the comparison's summary as one card per method, each value beside its column's name. */
 @media (max-width:600px){table.summary,table.summary tbody,table.summary tr,table.summary td{display:block}
@@ -134,7 +133,7 @@ body{font-size:14px}}
 @media print{:root{--bg:#fff;--fg:#000;--mute:#444;--line:#bbb;--card:#fff;--code:#f6f6f6}
 html.js [data-step]:not(.on){display:block}html.js [data-step].stale::before{content:none}
 .stepper,html.js .stepper,.permalink,label.legend,.search{display:none!important}
-.stepgrid>div{position:static!important;max-height:none!important;overflow:visible!important}
+.stepgrid>div{position:static!important}
 section.step{break-before:page}.card,svg.graph,tr{break-inside:avoid}main{max-width:none;padding:0}}
 """
 
@@ -238,7 +237,7 @@ def stepper(unit: str) -> str:
             '<button type="button" class="next" title="next (→)">next ▶</button>'
             f'<button type="button" class="all" aria-pressed="false" title="show every {esc(unit)} on the page">'
             f"every {esc(unit)}</button>"
-            f'<label class="search"><input type="search" placeholder="search every {esc(unit)}" '
+            f'<label class="search"><input type="search" placeholder="search all {esc(unit)}s" '
             'aria-label="search every step"></label><span class="found" aria-live="polite"></span>'
             '<span class="mute keys">← → keys</span></nav>')
 
