@@ -107,7 +107,7 @@ def header(session: Session) -> str:
             ("ended", math_text(f"{o.reason} — {o.detail}" if o.detail else o.reason)),
             ("tokens", esc(f"{mark}{o.prompt_tokens} prompt + {mark}{o.completion_tokens} completion"
                            + (" (~ partly estimated)" if mark else ""))),
-            ("time", esc(_seconds(max(0.0, o.ts - m.ts)))),
+            ("time", esc(_latency(max(0.0, o.ts - m.ts)))),
         ]
     v = verdict(session)
     css = "ok" if v == "tests passed" else "bad" if v == "tests failed" else "mute"
@@ -258,7 +258,7 @@ def round_section(session: Session, record: RoundRecord, *, uid: str, unit: str,
     head_bits = [f"{unit.capitalize()} {record.round}"]
     tokens = f"{record.prompt_tokens}+{record.completion_tokens} tokens"
     seconds = (times or {}).get(record.round)
-    info = [tokens] + ([_seconds(seconds)] if seconds is not None else [])
+    info = [tokens] + ([_latency(seconds)] if seconds is not None else [])
     if "tau" in p and record.routing is not None and not record.routing.typed:
         info.insert(0, f"tau {p['tau']} · k_in {p['k_in']}")
     if not record.finished:

@@ -55,6 +55,10 @@ def calls(session: Session) -> list[Call]:
     return sorted(out, key=lambda c: c.start)
 
 
+def _count(n: int) -> str:
+    return f"{n} call{'s' if n != 1 else ''}"
+
+
 def _int(value: object) -> int:
     return value if isinstance(value, int) else 0
 
@@ -105,7 +109,7 @@ def step_timeline(session: Session, step: int, *, open_: bool = True, every: lis
                     f"{_bar([(c.start, c.end, c.ok, title)], t0, total)}"
                     f'<span class="wf-tok">{esc(_tokens(c.prompt, c.cached, c.completion))} · '
                     f"{esc(_duration(c.end - c.start))}</span></div>")
-    return _table(rows, t0, total, f"timeline · {len(mine)} calls · {_duration(total)}", open_=open_)
+    return _table(rows, t0, total, f"timeline · {_count(len(mine))} · {_duration(total)}", open_=open_)
 
 
 def run_timeline(session: Session, unit: str) -> str:
@@ -126,6 +130,6 @@ def run_timeline(session: Session, unit: str) -> str:
         busy = sum(c.end - c.start for c in mine)
         rows.append(f'<div class="wf-row"><span class="wf-name">{esc(agent)}</span>'
                     f"{_bar(spans, t0, total, starts)}<span class=\"wf-tok\">{esc(tokens)} · "
-                    f"{esc(_duration(busy))} in {len(mine)} call{'s' if len(mine) != 1 else ''}</span></div>")
-    caption = f"timeline of the run · {len(every)} calls · {_duration(total)} (lines: each {unit}'s start)"
+                    f"{esc(_duration(busy))} in {_count(len(mine))}</span></div>")
+    caption = f"timeline of the run · {_count(len(every))} · {_duration(total)} (lines: each {unit}'s start)"
     return _table(rows, t0, total, caption, open_=False)
