@@ -94,3 +94,18 @@ def drawn_edges(page: str) -> Edges:
     parser = Edges()
     parser.feed(page)
     return parser
+
+
+LONG_REPLY = 200_000  # characters
+
+
+def long_reply_session() -> Session:
+    """The demo session with round 2's first work reply 200 KB long (over 2,000 lines)."""
+    events = _events()
+    lines = [f"line {i}: the agent keeps talking about the same suffix scan and its edge cases, again."
+             for i in range(LONG_REPLY // 80)]
+    for e in events:
+        if e["type"] == "agent_finished" and e.get("round") == 2 and e.get("call") == "work":
+            e["public"] = "\n".join(lines)[:LONG_REPLY]
+            break
+    return Session(events)

@@ -9,12 +9,14 @@ tables gain a ``model`` column. Paired tests compare methods of the same model o
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from core.bench.report_html import render_html
+from core.bench.report_text import cell_mark, public_setup, setup_line
 from core.bench.runner import ResultsLog, Row, prompt_cache
 from core.bench.stats import (
     bootstrap_accuracy,
@@ -23,6 +25,7 @@ from core.bench.stats import (
     paired_bootstrap_difference,
     wilson_interval,
 )
+from core.sessions.html.beside import write_pages
 
 BASELINE = "single"
 
@@ -218,16 +221,19 @@ def _markdown_table(header: list[str], lines: list[list[str]]) -> list[str]:
     return out
 
 
-def render_markdown(report: Report, plots: Sequence[str] = ()) -> str:
-    several = report.several_models
+def _md_setup(report: Report) -> list[str]:
     out = ["# Benchmark report", ""]
+    base = report.folders[0].path
     for folder in report.folders:
-        meta = folder.meta
-        setup = ", ".join(
-            f"{k} {meta[k]}" for k in ("dataset", "problems", "repeats", "seed", "base_url") if meta.get(k) is not None
-        )
-        out.append(f"- `{folder.path}`: model **{folder.model}**" + (f" ({setup})" if setup else ""))
-    out += [
+        setup = setup_line(folder.meta, folder.path)
+        name = folder.path.name if folder.path == base else Path(os.path.relpath(folder.path, base)).as_posix()
+        out.append(f"- `{name}`: model **{folder.model}**" + (f" ({setup})" if setup else ""))
+    return out
+
+
+def _md_methods(report: Report) -> list[str]:
+    several = report.several_models
+    out = [
         "",
         "## Methods",
         "",
@@ -240,46 +246,55 @@ def render_markdown(report: Report, plots: Sequence[str] = ()) -> str:
         "method", "solved", "accuracy", "95% interval", "prompt tok", "compl tok", "tok / solved",
         "acc / 1k tok", "calls", "wall s", "prompt cache",
     ]
-    lines = []
-    for m in report.methods:
-        lines.append(
-            ([m.model] if several else [])
-            + [
-                m.strategy if several else m.label,
-                f"{m.solved}/{m.runs}",
-                _pct(m.accuracy),
-                f"[{_pct(m.low)}, {_pct(m.high)}] ({m.interval})",
-                f"{m.prompt_tokens:.0f}",
-                f"{m.completion_tokens:.0f}",
-                f"{m.tokens_per_solved:.0f}" if m.tokens_per_solved is not None else "—",
-                f"{m.accuracy_per_1k_tokens:.3f}",
-                f"{m.calls:.1f}",
-                f"{m.wall_s:.2f}",
-                m.prompt_cache,
-            ]
-        )
-    out += _markdown_table(header, lines)
-    if report.paired:
-        out += [
-            "",
-            "## Paired comparisons",
-            "",
-            "Against the first method and against `single`, on the problems both ran: exact McNemar test "
-            "(two-sided binomial on the discordant problems; with repeats a problem counts as solved when "
-            "at least half its repeats solved it) and the 95% paired bootstrap interval of the accuracy "
-            "difference A − B.",
-            "",
+    lines = [
+        ([m.model] if several else [])
+        + [
+            m.strategy if several else m.label,
+            f"{m.solved}/{m.runs}",
+            _pct(m.accuracy),
+            f"[{_pct(m.low)}, {_pct(m.high)}] ({m.interval})",
+            f"{m.prompt_tokens:.0f}",
+            f"{m.completion_tokens:.0f}",
+            f"{m.tokens_per_solved:.0f}" if m.tokens_per_solved is not None else "—",
+            f"{m.accuracy_per_1k_tokens:.3f}",
+            f"{m.calls:.1f}",
+            f"{m.wall_s:.2f}",
+            m.prompt_cache,
         ]
-        header = (["model"] if several else []) + [
-            "A", "B", "problems", "only A", "only B", "McNemar p", "A − B", "95% interval",
-        ]
-        lines = [
-            ([p.model] if several else [])
-            + [p.a, p.b, str(p.problems), str(p.only_a), str(p.only_b), f"{p.p_value:.3g}",
-               f"{100 * p.difference:+.1f} pts", f"[{100 * p.low:+.1f}, {100 * p.high:+.1f}]"]
-            for p in report.paired
-        ]
-        out += _markdown_table(header, lines)
+        for m in report.methods
+    ]
+    return out + _markdown_table(header, lines)
+
+
+def _md_paired(report: Report) -> list[str]:
+    if not report.paired:
+        return []
+    several = report.several_models
+    out = [
+        "",
+        "## Paired comparisons",
+        "",
+        "Against the first method and against `single`, on the problems both ran: exact McNemar test "
+        "(two-sided binomial on the discordant problems; with repeats a problem counts as solved when "
+        "at least half its repeats solved it) and the 95% paired bootstrap interval of the accuracy "
+        "difference A − B.",
+        "",
+    ]
+    header = (["model"] if several else []) + [
+        "A", "B", "problems", "only A", "only B", "McNemar p", "A − B", "95% interval",
+    ]
+    lines = [
+        ([p.model] if several else [])
+        + [p.a, p.b, str(p.problems), str(p.only_a), str(p.only_b), f"{p.p_value:.3g}",
+           f"{100 * p.difference:+.1f} pts", f"[{100 * p.low:+.1f}, {100 * p.high:+.1f}]"]
+        for p in report.paired
+    ]
+    return out + _markdown_table(header, lines)
+
+
+def _md_notes(report: Report, plots: Sequence[str]) -> list[str]:
+    """Method options, rejected verdicts and the plots."""
+    out: list[str] = []
     with_options = [m for m in report.methods if m.options]
     if with_options:
         out += ["", "## Method options", ""]
@@ -295,24 +310,28 @@ def render_markdown(report: Report, plots: Sequence[str] = ()) -> str:
     )
     if plots:
         out += ["", "## Plots", ""] + [f"![{Path(p).stem}]({Path(p).name})" for p in plots if p.endswith(".png")]
-    out += ["", "## Per problem", "", "✓ solved, ✗ not, k/n over repeats, · not run.", ""]
+    return out
+
+
+def _md_per_problem(report: Report) -> list[str]:
+    out = ["", "## Per problem", "", "✓ solved, ✗ not, k/n over repeats, · not run.", ""]
     labels = [m.label for m in report.methods]
-    lines = []
-    for task in report.problems:
-        line = [task]
-        for label in labels:
-            solved, runs = report.cells.get(label, {}).get(task, (0, 0))
-            line.append("·" if not runs else ("✓" if solved else "✗") if runs == 1 else f"{solved}/{runs}")
-        lines.append(line)
-    out += _markdown_table(["problem", *labels], lines)
-    return "\n".join(out) + "\n"
+    lines = [[task] + [cell_mark(*report.cells.get(label, {}).get(task, (0, 0))) for label in labels]
+             for task in report.problems]
+    return out + _markdown_table(["problem", *labels], lines)
+
+
+def render_markdown(report: Report, plots: Sequence[str] = ()) -> str:
+    out = _md_setup(report) + _md_methods(report) + _md_paired(report) + _md_notes(report, plots)
+    return "\n".join(out + _md_per_problem(report)) + "\n"
 
 
 def report_json(report: Report) -> dict[str, Any]:
     from dataclasses import asdict
 
     return {
-        "folders": [{"path": str(f.path), "model": f.model, "setup": f.meta} for f in report.folders],
+        "folders": [{"path": str(f.path), "model": f.model, "setup": public_setup(f.meta, f.path)}
+                    for f in report.folders],
         "confidence": 0.95,
         "methods": [asdict(m) for m in report.methods],
         "paired": [asdict(p) for p in report.paired],
@@ -322,8 +341,9 @@ def report_json(report: Report) -> dict[str, Any]:
 
 
 def write_report(dirs: Sequence[Path], *, plots: bool = True) -> list[Path]:
-    """report.md, report.json, report.html (plots inline) and the plots (PNG + SVG) into the first folder; the
-    files written."""
+    """report.md, report.json, report.html (plots inline, each run's page linked) and the plots (PNG + SVG) into
+    the first folder, each run's session page beside its session (core.sessions.html.beside); the report files
+    written."""
     folders = [load_folder(Path(d)) for d in dirs]
     report = build_report(folders)
     out = folders[0].path
@@ -336,5 +356,7 @@ def write_report(dirs: Sequence[Path], *, plots: bool = True) -> list[Path]:
     text = json.dumps(report_json(report), indent=1, ensure_ascii=False, default=str)
     (out / "report.json").write_text(text + "\n", encoding="utf-8")
     svgs = {p.stem: p.read_text(encoding="utf-8") for p in written if p.suffix == ".svg"}
-    (out / "report.html").write_text(render_html(report, out, svgs), encoding="utf-8")
+    sessions = [f.path / row.session for f in folders for row in f.rows if row.session]
+    pages = write_pages(sessions)
+    (out / "report.html").write_text(render_html(report, out, svgs, pages), encoding="utf-8")
     return [out / "report.md", out / "report.json", out / "report.html", *written]

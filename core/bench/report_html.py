@@ -1,7 +1,8 @@
 """The benchmark report as one HTML page (report.html): the same tables as report.md, the plots inline as
 SVG (matplotlib's SVG backend, core.bench.plots) and, per problem, a link to each of its runs' sessions.
 
-The page needs nothing beside it but the session files it links to (relative links, so the folder can move).
+The page needs nothing beside it but the run pages and session files it links to (relative links, so the folder
+can move).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from core.bench.report_text import setup_line
 from core.sessions.html.page import document, esc
 
 # core.bench.report.Report, written as Any: report imports this module to write the page, and the package's
@@ -23,23 +25,42 @@ _METADATA = re.compile(r"<metadata>.*?</metadata>", re.DOTALL)
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 
 
+# matplotlib's black, white and legend grey become the page's colours, so a plot follows dark mode; the cells'
+# marks (core.bench.plots.MARK) and the series' colours stay as drawn. Text has no colour of its own: the
+# page's CSS gives it the page's.
+_RECOLOUR = {"#000000": "var(--fg)", "#ffffff": "var(--bg)", "#cccccc": "var(--line)"}
+_COLOUR = re.compile("|".join(_RECOLOUR))
+_SVG_STYLE = re.compile(r"<style[^>]*>.*?</style>", re.DOTALL)  # matplotlib's "*{...}" would style the whole page
+
+
+_WIDTH = re.compile(r'<svg\b[^>]*?\swidth="([\d.]+)pt"')
+SMALLEST = 0.8  # a plot shrinks to at most this share of its drawn size (a phone scrolls it instead)
+
+
 def inline_svg(text: str) -> str:
-    """A matplotlib SVG file as an element of the page: no prolog, no metadata, no comments."""
-    return _COMMENT.sub("", _METADATA.sub("", _PROLOG.sub("", text, count=1)))
+    """A matplotlib SVG file as an element of the page: no prolog, metadata, comments or page-wide style; its
+    black and white the page's colours; never shrunk below SMALLEST of its size, so its text stays readable."""
+    svg = _SVG_STYLE.sub("", _COMMENT.sub("", _METADATA.sub("", _PROLOG.sub("", text, count=1))))
+    svg = _COLOUR.sub(lambda m: _RECOLOUR[m.group(0)], svg)
+    width = _WIDTH.search(svg)
+    if width:  # points to CSS pixels: 4/3
+        svg = svg.replace("<svg ", f'<svg style="min-width:{float(width[1]) * 4 / 3 * SMALLEST:.0f}px" ', 1)
+    return svg
 
 
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def _table(header: list[str], rows: list[list[str]], numeric: frozenset[int] = frozenset()) -> str:
+def _table(header: list[str], rows: list[list[str]], numeric: frozenset[int] = frozenset(), css: str = "") -> str:
     """Cells already HTML. ``numeric``: columns aligned right."""
     head = "".join(f"<th{' class=num' if i in numeric else ''}>{esc(h)}</th>" for i, h in enumerate(header))
     body = "".join(
         "<tr>" + "".join(f"<td{' class=num' if i in numeric else ''}>{c}</td>" for i, c in enumerate(row)) + "</tr>"
         for row in rows
     )
-    return f'<div class="tablewrap"><table><tr>{head}</tr>{body}</table></div>'
+    table = f'<table class="{css}">' if css else "<table>"
+    return f'<div class="tablewrap">{table}<tr>{head}</tr>{body}</table></div>'
 
 
 def _methods(report: Report) -> str:
@@ -72,8 +93,9 @@ def _paired(report: Report) -> str:
             + _table(header, rows))
 
 
-def _runs(report: Report, out: Path) -> dict[tuple[str, str], list[tuple[str, bool]]]:
-    """(method label, problem) -> [(link to a run's session, solved)], relative to the report's folder."""
+def _runs(report: Report, out: Path, pages: Mapping[Path, Path]) -> dict[tuple[str, str], list[tuple[str, bool]]]:
+    """(method label, problem) -> [(link to a run's page, else its session file, solved)], relative to the
+    report's folder."""
     several = report.several_models
     found: dict[tuple[str, str], list[tuple[str, bool]]] = {}
     for folder in report.folders:
@@ -81,39 +103,40 @@ def _runs(report: Report, out: Path) -> dict[tuple[str, str], list[tuple[str, bo
             label = f"{folder.model}/{row.strategy}" if several else row.strategy
             link = ""
             if row.session:
-                link = Path(os.path.relpath(folder.path / row.session, out)).as_posix()
+                target = pages.get(folder.path / row.session, folder.path / row.session)
+                link = Path(os.path.relpath(target, out)).as_posix()
             found.setdefault((label, row.task_id), []).append((link, bool(row.correct)))
     return found
 
 
-def _per_problem(report: Report, out: Path) -> str:
+def _per_problem(report: Report, out: Path, pages: Mapping[Path, Path]) -> str:
     labels = [m.label for m in report.methods]
-    runs = _runs(report, out)
+    runs = _runs(report, out, pages)
     rows = []
     for task in report.problems:
         cells = [f'<span id="p-{esc(task)}">{esc(task)}</span>']
         for label in labels:
             marks = []
             for n, (link, solved) in enumerate(runs.get((label, task), []), start=1):
-                mark = f'<span class="{"ok" if solved else "bad"}">{"✓" if solved else "✗"}</span>'
-                title = f"{label} on {task}" + (f", run {n}" if n > 1 else "") + ": its session"
+                mark = f'<span class="mark {"ok" if solved else "bad"}">{"✓" if solved else "✗"}</span>'
+                title = f"{label} on {task}" + (f", run {n}" if n > 1 else "") + (": solved" if solved else ": not")
                 marks.append(f'<a href="{esc(link)}" title="{esc(title)}">{mark}</a>' if link else mark)
             cells.append(" ".join(marks) or '<span class="mute">·</span>')
         rows.append(cells)
-    return ("<h2>Per problem</h2><p class=legend>✓ solved, ✗ not; each mark links to that run's session "
-            "(open it with <code>swarm-tui replay</code>, or make a page of it with "
-            "<code>swarm-tui export FILE --format html</code>); · not run.</p>"
-            + _table(["problem", *labels], rows))
+    return ("<h2>Per problem</h2><p class=legend>✓ solved, ✗ not, · not run; each mark opens that run's page "
+            "(its session file beside it replays with <code>swarm-tui replay</code>).</p>"
+            + _table(["problem", *labels], rows, css="grid"))
 
 
-def render_html(report: Report, out: Path, plots: Mapping[str, str] | None = None) -> str:
-    """The page. ``plots``: stem -> SVG text (the files core.bench.plots wrote)."""
+def render_html(report: Report, out: Path, plots: Mapping[str, str] | None = None,
+                pages: Mapping[Path, Path] | None = None) -> str:
+    """The page. ``plots``: stem -> SVG text (the files core.bench.plots wrote); ``pages``: session file -> its
+    page (core.sessions.html.beside), linked instead of the session."""
     setup = []
     for folder in report.folders:
-        meta = folder.meta
-        bits = ", ".join(f"{k} {meta[k]}" for k in ("dataset", "problems", "repeats", "seed", "base_url")
-                         if meta.get(k) is not None)
-        setup.append(f"<li><code>{esc(folder.path)}</code>: model <b>{esc(folder.model)}</b>"
+        bits = setup_line(folder.meta, folder.path)
+        name = folder.path.name if folder.path == out else Path(os.path.relpath(folder.path, out)).as_posix()
+        setup.append(f"<li><code>{esc(name)}</code>: model <b>{esc(folder.model)}</b>"
                      + (f" ({esc(bits)})" if bits else "") + "</li>")
     body = ['<header><p><span class="badge">swarm-tui benchmark</span></p><h1>Benchmark report</h1>'
             f"<ul>{''.join(setup)}</ul></header>",
@@ -129,5 +152,5 @@ def render_html(report: Report, out: Path, plots: Mapping[str, str] | None = Non
         figures = "".join(f'<figure class="plot" id="plot-{esc(stem)}">{inline_svg(svg)}</figure>'
                           for stem, svg in plots.items())
         body.append(f"<h2>Plots</h2><div class=\"plots\">{figures}</div>")
-    body.append(_per_problem(report, out))
+    body.append(_per_problem(report, out, pages or {}))
     return document("swarm-tui · benchmark report", "".join(body), steps=False)

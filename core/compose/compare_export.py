@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from core.compose.compare import estimated_note, summary_rows
-from core.compose.compare_html import compare_page
+from core.compose.compare_html import compare_page, export_page
 from core.runtime.textsafe import json_safe
 from core.sessions.compare_record import CompareRecord, sessions_folder
 
@@ -89,5 +89,6 @@ def export_paths(record: CompareRecord, directory: Path) -> dict[str, Path]:
 def export_record(record: CompareRecord, fmt: str, path: Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(WRITERS[fmt](record), encoding="utf-8")
+    text = export_page(record, path) if fmt == "html" else WRITERS[fmt](record)  # the page links each method's
+    path.write_text(text, encoding="utf-8")
     return path

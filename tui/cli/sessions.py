@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core.compose.compare_export import EXPORT_FORMATS, WRITERS
+from core.compose.compare_html import export_page
 from core.methods.catalogue import unit_count
 from core.runtime.config import ConfigError
 from core.runtime.config_file import load_settings
@@ -147,7 +148,7 @@ def _export(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     path = resolve_session_path(args.file)
     if path.is_file() and looks_like_record(path):
-        text = _export_record(path, args.format)
+        text = _export_record(path, args.format, args.output)
     else:
         if args.format not in FORMATS:
             raise _UserError(f"--format {args.format} is for compare records; "
@@ -165,14 +166,14 @@ def _export(argv: list[str]) -> int:
     return 0
 
 
-def _export_record(path: Path, fmt: str) -> str:
+def _export_record(path: Path, fmt: str, out: Path | None) -> str:
     if fmt not in RECORD_FORMATS:
         raise _UserError(f"a compare record exports as {', '.join(RECORD_FORMATS)}, not {fmt}")
     try:
         record = load_record(path)
     except SessionFormatError as exc:
         raise _UserError(str(exc)) from None
-    return WRITERS[fmt](record)
+    return export_page(record, out) if fmt == "html" else WRITERS[fmt](record)  # html: each method's page too
 
 
 # --- replay ------------------------------------------------------------------------------------

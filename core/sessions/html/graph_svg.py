@@ -36,6 +36,7 @@ PAD = 34  # room for scores written beside the outermost nodes
 TOP = 48  # room for arcs between nodes of the first row
 PER_LINE = 6  # a tier wider than this wraps onto more lines, as the terminal wraps a long tier
 CHAR_W = 7.0  # a 12px sans-serif character, roughly: box widths follow the labels
+KIND_BROADCAST = "broadcast"  # a drawing-only kind: a broadcast round's every-to-every arrows
 
 
 @dataclass(frozen=True)
@@ -112,13 +113,15 @@ def _offsets(edges: list[Edge | RemovedEdge], boxes: dict[str, Box]) -> dict[tup
     return out
 
 
-def _path(a: Box, b: Box, da: float, db: float, bow: float = 0.0) -> tuple[str, float, float]:
-    """A cubic curve from a to b, and the point halfway along it (for the score). ``bow``: how far sideways the
-    curve swings between two lines (its middle moves by 3/4 of it), to pass a box or a reverse edge."""
+Point = tuple[float, float]
+Curve = tuple[Point, Point, Point, Point]  # a cubic Bézier: start, two control points, end
+
+
+def _curve(a: Box, b: Box, da: float, db: float, bow: float = 0.0) -> Curve:
+    """A cubic curve from a to b. ``bow``: how far sideways the curve swings between two lines (its middle moves
+    by 3/4 of it), or how much higher its arc rises on one line, to pass a box or a reverse edge."""
     if a.name == b.name:  # an agent hearing itself (DMoA's handoff of its previous step): a loop on its left
-        x0, y0, x3, y3 = a.x, a.y + 7, a.x, a.y + NODE_H - 7
-        x1, y1, x2, y2 = a.x - 34, a.y - 10, a.x - 34, a.y + NODE_H + 10
-        return f"M{x0:.1f},{y0:.1f} C{x1:.1f},{y1:.1f} {x2:.1f},{y2:.1f} {x3:.1f},{y3:.1f}", a.x - 30, a.y - 6
+        return ((a.x, a.y + 7), (a.x - 34, a.y - 10), (a.x - 34, a.y + NODE_H + 10), (a.x, a.y + NODE_H - 7))
     if b.line > a.line:  # down: bottom of a to top of b
         x0, y0, x3, y3 = a.cx + da, a.y + NODE_H, b.cx + db, b.y
         bend = (y3 - y0) * 0.5
@@ -129,15 +132,34 @@ def _path(a: Box, b: Box, da: float, db: float, bow: float = 0.0) -> tuple[str, 
         x1, y1, x2, y2 = x0, y0 - bend, x3, y3 + bend
     else:  # same line: left to right arcs over the boxes, right to left under them
         over = b.cx > a.cx
-        lift = -(26 + 0.12 * abs(b.cx - a.cx)) if over else 26 + 0.12 * abs(b.cx - a.cx)
+        rise = 26 + 0.12 * abs(b.cx - a.cx) + abs(bow)
+        lift = -rise if over else rise
         y0 = a.y if over else a.y + NODE_H
         x0, x3, y3 = a.cx + da, b.cx + db, y0
-        x1, y1, x2, y2 = x0, y0 + lift, x3, y3 + lift
-    if a.line != b.line:
-        x1, x2 = x1 + bow, x2 + bow
-    mx = (x0 + 3 * x1 + 3 * x2 + x3) / 8
-    my = (y0 + 3 * y1 + 3 * y2 + y3) / 8
-    return f"M{x0:.1f},{y0:.1f} C{x1:.1f},{y1:.1f} {x2:.1f},{y2:.1f} {x3:.1f},{y3:.1f}", mx, my
+        return ((x0, y0), (x0, y0 + lift), (x3, y3 + lift), (x3, y3))
+    return ((x0, y0), (x1 + bow, y1), (x2 + bow, y2), (x3, y3))
+
+
+def _at(c: Curve, t: float) -> Point:
+    u = 1 - t
+    w = (u * u * u, 3 * u * u * t, 3 * u * t * t, t * t * t)
+    return sum(k * p[0] for k, p in zip(w, c, strict=True)), sum(k * p[1] for k, p in zip(w, c, strict=True))
+
+
+def _d(c: Curve) -> str:
+    (x0, y0), (x1, y1), (x2, y2), (x3, y3) = c
+    return f"M{x0:.1f},{y0:.1f} C{x1:.1f},{y1:.1f} {x2:.1f},{y2:.1f} {x3:.1f},{y3:.1f}"
+
+
+def _inside(p: Point, box: Box, margin: float = 4.0) -> bool:
+    return box.x - margin <= p[0] <= box.x + box.w + margin and box.y - margin <= p[1] <= box.y + NODE_H + margin
+
+
+def _hits(c: Curve, boxes: dict[str, Box], ends: tuple[str, str]) -> int:
+    """How many points along the curve lie on a box other than its own two: a curve through a box reads as an
+    edge of that box."""
+    others = [b for name, b in boxes.items() if name not in ends]
+    return sum(1 for i in range(1, 60) if any(_inside(_at(c, i / 60), b) for b in others))
 
 
 _DASHED = {KIND_FEEDBACK: "dash", KIND_CROSS: "dash", KIND_HANDOFF: "dot"}
@@ -167,35 +189,98 @@ def style_note(routing: RoutingResult) -> str:
     return " · ".join(notes)
 
 
-def _bows(edges: list[Edge | RemovedEdge], boxes: dict[str, Box],
-          offsets: dict[tuple[str, str, str], float]) -> dict[tuple[str, str], float]:
-    """Sideways swings: an edge that skips a line goes round the boxes in its way (alternately right and left,
-    further for each, so several skipping edges do not share one curve); an edge drawn both ways between two
-    lines splits into two curves."""
+def _routes(edges: list[Edge | RemovedEdge], boxes: dict[str, Box],
+            offsets: dict[tuple[str, str, str], float]) -> dict[tuple[str, str], Curve]:
+    """Each edge's curve: the least swing that passes no other box (swinging right and left in turn, further each
+    time); an edge drawn both ways between two lines starts from a split, so the two read as two curves."""
     pairs = {(e.src, e.dst) for e in edges}
-    out: dict[tuple[str, str], float] = {}
-    passes = 0
+    out: dict[tuple[str, str], Curve] = {}
     for e in edges:
         a, b = boxes[e.src], boxes[e.dst]
-        bow = 0.0
+        base = 0.0
         if (e.dst, e.src) in pairs and a.line != b.line:
-            bow = 36.0 if b.line > a.line else -36.0
-        low, high = sorted((a.line, b.line))
-        if high - low > 1:
-            x0, x3 = a.cx + offsets[("src", e.src, e.dst)], b.cx + offsets[("dst", e.src, e.dst)]
-            middle = (x0 + x3) / 2
-            left, right = min(x0, x3) - 10, max(x0, x3) + 10
-            blocking = [box for box in boxes.values() if low < box.line < high and box.x < right
-                        and box.x + box.w > left]
-            if blocking:
-                extra = 18.0 * (passes // 2)
-                if passes % 2 == 0:  # the curve's middle moves by 3/4 of the bow
-                    bow = (max(box.x + box.w for box in blocking) + 14 + extra - middle) / 0.75
-                else:
-                    bow = (min(box.x for box in blocking) - 14 - extra - middle) / 0.75
-                passes += 1
-        out[(e.src, e.dst)] = bow
+            base = 36.0 if b.line > a.line else -36.0
+        da, db = offsets[("src", e.src, e.dst)], offsets[("dst", e.src, e.dst)]
+        best: tuple[int, Curve] | None = None
+        for bow in [base] + [base + sign * 16.0 * k for k in range(1, 31) for sign in (1, -1)]:
+            curve = _curve(a, b, da, db, bow)
+            hits = _hits(curve, boxes, (e.src, e.dst)) if a.name != b.name else 0
+            if best is None or hits < best[0]:
+                best = (hits, curve)
+            if hits == 0:
+                break
+        assert best is not None
+        out[(e.src, e.dst)] = best[1]
     return out
+
+
+LABEL_CHAR = 6.4  # an 11px character, roughly
+LABEL_AT = (0.5, 0.42, 0.58, 0.34, 0.66, 0.26, 0.74, 0.18, 0.82)  # where along a curve a label may sit
+
+
+def _place_labels(items: list[tuple[tuple[str, str], Curve, str]], boxes: dict[str, Box]) -> dict[tuple[str, str],
+                                                                                                    Point]:
+    """Where each edge's label goes: the point nearest the curve's middle where it covers no node and no label
+    placed before it (kept edges are placed first, so a removed edge's label never covers theirs)."""
+    taken: list[tuple[float, float, float, float]] = [(b.x, b.y, b.x + b.w, b.y + NODE_H) for b in boxes.values()]
+    out: dict[tuple[str, str], Point] = {}
+    for key, curve, text in items:
+        half = (LABEL_CHAR * len(text) + 6) / 2
+        best: tuple[int, Point] | None = None
+        for t in LABEL_AT:
+            x, y = _at(curve, t)
+            rect = (x - half, y - 8, x + half, y + 8)
+            hits = sum(1 for r in taken if rect[0] < r[2] and r[0] < rect[2] and rect[1] < r[3] and r[1] < rect[3])
+            if best is None or hits < best[0]:
+                best = (hits, (x, y))
+            if hits == 0:
+                break
+        assert best is not None
+        x, y = best[1]
+        taken.append((x - half, y - 8, x + half, y + 8))
+        out[key] = (x, y)
+    return out
+
+
+def _defs(uid: str) -> str:
+    heads = {"a": "var(--accent)", "p": "var(--pin)", "r": "var(--mute)", "c": "var(--cut)"}
+    return "".join(
+        f'<marker id="mk-{uid}-{k}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="10" markerHeight="10" '
+        'markerUnits="userSpaceOnUse" '
+        f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" style="fill:{color}"/></marker>'
+        for k, color in heads.items()
+    )
+
+
+def _label(e: Edge | RemovedEdge) -> str:
+    if isinstance(e, RemovedEdge):
+        return f"cut {e.score:.2f}" if e.reason == REASON_CUT else f"{e.score:.2f} {e.reason}"
+    if e.kind == KIND_BROADCAST:
+        return ""
+    return f"pin {e.score:.2f}" if e.kind == KIND_PINNED else _LABELS.get(e.kind, edge_label)(e)
+
+
+def _edge_group(e: Edge | RemovedEdge, d: str, at: Point | None, uid: str) -> str:
+    """One edge: its line, arrowhead, label and the data a reader (or a test) checks it by."""
+    label = _label(e)
+    text = f'<text x="{at[0]:.1f}" y="{at[1] + 4:.1f}" text-anchor="middle">{esc(label)}</text>' if at else ""
+    ends = f'data-src="{esc(e.src)}" data-dst="{esc(e.dst)}" data-kind="{esc(e.kind)}" data-score="{e.score:.4f}"'
+    if isinstance(e, RemovedEdge):
+        cut = e.reason == REASON_CUT
+        return (f'<g class="edge-removed{" cut" if cut else ""}" {ends} data-reason="{esc(e.reason)}">'
+                f"<title>{esc(e.src)} → {esc(e.dst)}: removed ({esc(e.reason)}), score {e.score:.2f}</title>"
+                f'<path d="{d}" marker-end="url(#mk-{uid}-{"c" if cut else "r"})"/>{text}</g>')
+    if e.kind == KIND_BROADCAST:  # not a routed edge: a class of its own, so no reader counts it as one
+        return (f'<g class="edge-broadcast" data-src="{esc(e.src)}" data-dst="{esc(e.dst)}">'
+                f"<title>{esc(e.src)} → {esc(e.dst)}: broadcast</title>"
+                f'<path d="{d}" marker-end="url(#mk-{uid}-r)"/></g>')
+    pinned = e.kind == KIND_PINNED
+    classes = " ".join(c for c in ("edge", esc(e.kind), _DASHED.get(e.kind, "")) if c)
+    head = "p" if pinned else "a"
+    start = f' marker-start="url(#mk-{uid}-{head})"' if e.kind == KIND_DEBATE else ""
+    return (f'<g class="{classes}" {ends}><title>{esc(e.src)} → {esc(e.dst)}: {esc(label)}'
+            f"{' (pinned by the user)' if pinned else ''}</title>"
+            f'<path d="{d}" marker-end="url(#mk-{uid}-{head})"{start}/>{text}</g>')
 
 
 def graph_svg(routing: RoutingResult, *, tiered: bool = True, uid: str = "g", caption: str = "") -> str:
@@ -203,50 +288,27 @@ def graph_svg(routing: RoutingResult, *, tiered: bool = True, uid: str = "g", ca
     boxes, tier_y, width, height = _layout(routing, tiered)
     drawn = [e for e in routing.edges if e.src in boxes and e.dst in boxes]
     removed = [r for r in routing.removed if r.src in boxes and r.dst in boxes]
-    offsets = _offsets([*drawn, *removed], boxes)
-    bows = _bows([*drawn, *removed], boxes, offsets)
+    edges: list[Edge | RemovedEdge] = [*drawn, *removed]
+    curves = _routes(edges, boxes, _offsets(edges, boxes))
+    labelled = [((e.src, e.dst), curves[(e.src, e.dst)], _label(e)) for e in edges if _label(e)]
+    spots = _place_labels(labelled, boxes)
     reach = [0.0, width]  # the drawing's left and right ends: a swinging curve may pass the boxes' edges
-    heads = {"a": "var(--accent)", "p": "var(--pin)", "r": "var(--mute)", "c": "var(--cut)"}
-    defs = "".join(
-        f'<marker id="{uid}-{k}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="10" markerHeight="10" '
-        'markerUnits="userSpaceOnUse" '
-        f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" style="fill:{color}"/></marker>'
-        for k, color in heads.items()
-    )
+    rise = [0.0, height]  # its top and bottom: a long arc on one line may rise above the first line
+    for c in curves.values():
+        xs, ys = zip(*(_at(c, i / 8) for i in range(9)), strict=True)
+        reach = [min(reach[0], min(xs) - 10), max(reach[1], max(xs) + 10)]
+        rise = [min(rise[0], min(ys) - 8), max(rise[1], max(ys) + 8)]
+    for key, text in ((k, t) for k, _, t in labelled):
+        reach = [min(reach[0], spots[key][0] - LABEL_CHAR * len(text) / 2 - 6),
+                 max(reach[1], spots[key][0] + LABEL_CHAR * len(text) / 2 + 6)]
     out: list[str] = []
     if tiered and routing.tiers:
         for tier, y in tier_y:
             label = f"T{tier}" if tier < len(routing.tiers) else "off"  # agents of the graph that do not run
             out.append(f'<text class="tier" x="8" y="{y + 17:.0f}">{label}</text>')
-    for r in removed:
-        cut = r.reason == REASON_CUT
-        d, mx, my = _path(boxes[r.src], boxes[r.dst], offsets[("src", r.src, r.dst)], offsets[("dst", r.src, r.dst)],
-                          bows[(r.src, r.dst)])
-        reach = [min(reach[0], mx - 40), max(reach[1], mx + 40)]
-        text = f"cut {r.score:.2f}" if cut else f"{r.score:.2f} {r.reason}"
-        out.append(
-            f'<g class="edge-removed{" cut" if cut else ""}" data-src="{esc(r.src)}" data-dst="{esc(r.dst)}" '
-            f'data-kind="{esc(r.kind)}" data-score="{r.score:.4f}" data-reason="{esc(r.reason)}">'
-            f"<title>{esc(r.src)} → {esc(r.dst)}: removed ({esc(r.reason)}), score {r.score:.2f}</title>"
-            f'<path d="{d}" marker-end="url(#{uid}-{"c" if cut else "r"})"/>'
-            f'<text x="{mx:.1f}" y="{my + 4:.1f}" text-anchor="middle">{esc(text)}</text></g>'
-        )
-    for e in drawn:
-        pinned = e.kind == KIND_PINNED
-        classes = " ".join(c for c in ("edge", esc(e.kind), _DASHED.get(e.kind, "")) if c)
-        head = "p" if pinned else "a"
-        d, mx, my = _path(boxes[e.src], boxes[e.dst], offsets[("src", e.src, e.dst)], offsets[("dst", e.src, e.dst)],
-                          bows[(e.src, e.dst)])
-        reach = [min(reach[0], mx - 40), max(reach[1], mx + 40)]
-        start = f' marker-start="url(#{uid}-{head})"' if e.kind == KIND_DEBATE else ""
-        label = f"pin {e.score:.2f}" if pinned else _LABELS.get(e.kind, edge_label)(e)
-        out.append(
-            f'<g class="{classes}" data-src="{esc(e.src)}" data-dst="{esc(e.dst)}" data-kind="{esc(e.kind)}" '
-            f'data-score="{e.score:.4f}"><title>{esc(e.src)} → {esc(e.dst)}: {esc(label)}'
-            f"{' (pinned by the user)' if pinned else ''}</title>"
-            f'<path d="{d}" marker-end="url(#{uid}-{head})"{start}/>'
-            f'<text x="{mx:.1f}" y="{my + 4:.1f}" text-anchor="middle">{esc(label)}</text></g>'
-        )
+    # Removed edges first (under the kept ones), the nodes last (over every line).
+    below: list[Edge | RemovedEdge] = [*removed, *drawn]
+    out += [_edge_group(e, _d(curves[(e.src, e.dst)]), spots.get((e.src, e.dst)), uid) for e in below]
     for box in boxes.values():
         note = " (not running)" if box.inactive else ""
         out.append(
@@ -255,15 +317,17 @@ def graph_svg(routing: RoutingResult, *, tiered: bool = True, uid: str = "g", ca
             f'<rect x="{box.x:.1f}" y="{box.y:.1f}" width="{box.w:.1f}" height="{NODE_H}" rx="6"/>'
             f'<text x="{box.cx:.1f}" y="{box.y + 17:.1f}" text-anchor="middle">{esc(box.label)}</text></g>'
         )
-    out.append("</svg>")
     left, span = reach[0], reach[1] - reach[0]
     aria = esc(caption or "the graph")
-    head = (f'<svg class="graph" xmlns="http://www.w3.org/2000/svg" viewBox="{left:.0f} 0 {span:.0f} {height:.0f}" '
-            f'style="max-width:{span * 1.25:.0f}px" role="img" aria-label="{aria}"><defs>{defs}</defs>')
-    return head + "".join(out)
+    view = f"{left:.0f} {rise[0]:.0f} {span:.0f} {rise[1] - rise[0]:.0f}"
+    head = (f'<svg class="graph" xmlns="http://www.w3.org/2000/svg" viewBox="{view}" '
+            f'style="max-width:{span * 1.25:.0f}px" role="img" aria-label="{aria}"><defs>{_defs(uid)}</defs>')
+    return head + "".join(out) + "</svg>"
 
 
-def nodes_svg(names: list[str], *, caption: str = "") -> str:
-    """Agents without edges drawn (a broadcast round: everyone hears everyone; said in the caption)."""
-    routing = RoutingResult(names=list(names), tau=0.0, k_in=0, similarity=[], edges=[], order=list(names))
-    return graph_svg(routing, tiered=False, caption=caption)
+def nodes_svg(names: list[str], *, caption: str = "", uid: str = "g", broadcast: bool = False) -> str:
+    """Agents on one line; ``broadcast``: with a thin arrow from each to every other (everyone hears everyone),
+    drawn as ``g.edge-broadcast``, not as routed edges."""
+    edges = [Edge(a, b, 0.0, KIND_BROADCAST) for a in names for b in names if a != b] if broadcast else []
+    routing = RoutingResult(names=list(names), tau=0.0, k_in=0, similarity=[], edges=edges, order=list(names))
+    return graph_svg(routing, tiered=False, caption=caption, uid=uid)

@@ -15,8 +15,10 @@ from core.routing.dytopo import KIND_PINNED, edge_label
 from core.routing.layout import legend
 from core.runtime.events import UserSteered
 from core.sessions.html.graph_svg import graph_svg, nodes_svg, style_note
-from core.sessions.html.page import document, esc, removed_toggle, stepper
-from core.sessions.html.text import code_block, rich_text
+from core.sessions.html.math import math_text
+from core.sessions.html.page import anchor_id, document, esc, permalink, removed_toggle, stepper
+from core.sessions.html.text import code_block, diff_block, folded, rich_text
+from core.sessions.html.timeline import Call, calls, run_timeline, step_timeline
 from core.sessions.model import RoundRecord, Session
 
 
@@ -73,6 +75,10 @@ def meta_rows(rows: Iterable[tuple[str, str]]) -> str:
     ) + "</div>"
 
 
+def _steer_key(e: UserSteered) -> tuple[Any, ...]:
+    return (e.ts, e.round, e.phase, e.action, e.target, e.accepted, repr(sorted(e.payload.items())))
+
+
 def header(session: Session) -> str:
     """Who ran what, where, and how it ended."""
     m = session.metadata
@@ -98,27 +104,29 @@ def header(session: Session) -> str:
     else:
         mark = "~" if getattr(o, "tokens_estimated", 0) else ""
         rows += [
-            ("ended", esc(f"{o.reason} — {o.detail}" if o.detail else o.reason)),
+            ("ended", math_text(f"{o.reason} — {o.detail}" if o.detail else o.reason)),
             ("tokens", esc(f"{mark}{o.prompt_tokens} prompt + {mark}{o.completion_tokens} completion"
                            + (" (~ partly estimated)" if mark else ""))),
-            ("time", esc(_seconds(max(0.0, o.ts - m.ts)))),
+            ("time", esc(_latency(max(0.0, o.ts - m.ts)))),
         ]
     v = verdict(session)
     css = "ok" if v == "tests passed" else "bad" if v == "tests failed" else "mute"
     rows.append(("verdict", f'<span class="{css}">{esc(v)}</span>'))
-    placed = {id(e) for r in session.rounds for e in r.steering}
-    early = [e for e in session.steering if id(e) not in placed]
+    # Session.steering builds new events on each read: an action is matched to its round's by what it is.
+    placed = {_steer_key(e) for r in session.rounds for e in r.steering}
+    early = [e for e in session.steering if _steer_key(e) not in placed]
     before = f"<h3>Steering before the first {unit_of(m.strategy)}</h3>{steering_list(early)}" if early else ""
     answer = ""
     if o is not None:
         source = f" (from {o.answer_source})" if o.answer_source else ""
-        body = rich_text(o.final_answer, code_default=_code_lang(session)) or '<p class="mute">(none)</p>'
+        body = rich_text(o.final_answer, code_default=_code_lang(session), answer=True) or '<p class="mute">(none)</p>'
         answer = f"<h3>Answer{esc(source)}</h3>{body}"
+    timeline = run_timeline(session, unit_of(m.strategy))
     played = (f'<p class="mute">The demo server played its own problem ({esc(m.demo_played)}): the answer and '
               "verdict are about that problem.</p>") if m.demo and m.demo_played else ""
-    return (f"<header><p>{badges}<span class=\"badge\">swarm-tui session</span></p><h1>{esc(title)}</h1>"
-            f"{meta_rows(rows)}{played}<details><summary>the problem</summary>{code_block(session.problem, '')}"
-            f"</details>{before}{answer}</header>")
+    return (f"<header><p>{badges}<span class=\"badge\">swarm-tui session</span></p><h1>{math_text(title)}</h1>"
+            f"{meta_rows(rows)}{played}{timeline}<details><summary>the problem</summary>"
+            f"{code_block(session.problem, '')}</details>{before}{answer}</header>")
 
 
 def _graph(session: Session, record: RoundRecord, uid: str, unit: str) -> str:
@@ -129,7 +137,8 @@ def _graph(session: Session, record: RoundRecord, uid: str, unit: str) -> str:
         if record.broadcast and workers:
             n = len(workers)
             note = f"broadcast: every worker hears every other worker ({n * (n - 1)} edges)"
-            return nodes_svg(workers, caption=f"{caption}: {note}") + f'<p class="legend">{esc(note)}</p>'
+            drawing = nodes_svg(workers, caption=f"{caption}: {note}", uid=uid, broadcast=True)
+            return drawing + f'<p class="legend">{esc(note)}</p>'
         agents = list(dict.fromkeys(o.agent for o in record.outputs))
         note = "one agent: no topology" if len(agents) <= 1 else "no graph recorded for this " + unit
         return f'<p class="legend">{esc(note)}</p>'
@@ -157,38 +166,67 @@ def _edge_text(e: Any) -> str:
     return ("pinned " if e.kind == KIND_PINNED else "") + edge_label(e)
 
 
-def _output(o: Any, lang: str) -> str:
-    usage = f"{o.prompt_tokens}+{o.completion_tokens} tok · {o.latency_s:.1f} s"
+def _latency(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else _seconds(seconds)
+
+
+def card_ids(record: RoundRecord, uid: str) -> list[str]:
+    """The id of each output's card, in order: ``step-N-Agent`` for the agent's last output that is not its
+    descriptors (what it said in the step), ``step-N-Agent-call`` for its others."""
+    main = {o.agent: o for o in record.outputs if o.call != "descriptors"}
+    seen: set[str] = set()
+    return [_unique(anchor_id(uid, o.agent) if main.get(o.agent, o) is o else anchor_id(uid, o.agent, o.call), seen)
+            for o in record.outputs]
+
+
+def _unique(base: str, seen: set[str]) -> str:
+    """``base``, or ``base-2``, ``base-3``… if taken; marked as taken."""
+    chosen, n = base, 1
+    while chosen in seen:
+        n += 1
+        chosen = f"{base}-{n}"
+    seen.add(chosen)
+    return chosen
+
+
+def _output(o: Any, lang: str, card_id: str, before: tuple[str, str] | None = None) -> str:
+    """One call's card. ``before``: ("round 1", text) of the agent's same call in the step before, to diff."""
+    usage = f"{o.prompt_tokens}+{o.completion_tokens} tok · {_latency(o.latency_s)}"
     status = "" if o.status == "done" else f' <span class="bad">{esc(o.status)}</span>'
-    head = f'<h4>{esc(o.agent)} <span class="mute">· {esc(o.call)} · {esc(usage)}</span>{status}</h4>'
+    head = (f'<h4>{esc(o.agent)} <span class="mute">· {esc(o.call)} · {esc(usage)}</span>{status}'
+            f"{permalink(card_id)}</h4>")
     if o.call == "descriptors":
         body = (f'<div class="prose"><b>needs:</b> {esc(o.query)}\n<b>offers:</b> {esc(o.key)}</div>')
     else:
         body = rich_text(o.public, code_default=lang) if o.public else (
-            code_block(o.raw, "") if o.raw else '<p class="mute">(no output)</p>')
+            folded(o.raw, code_block(o.raw, "")) if o.raw else '<p class="mute">(no output)</p>')
         body += "".join(f'<p class="prose"><i>private note for {esc(to)}:</i> {esc(note)}</p>'
                         for to, note in o.private.items())
         if o.answer:
-            body += f"<p><b>answer:</b></p>{rich_text(o.answer, code_default=lang)}"
+            body += f"<p><b>answer:</b></p>{rich_text(o.answer, code_default=lang, answer=True)}"
+        if before is not None and o.public:
+            body += diff_block(before[1], o.public, before[0])
     if o.error:
         body += f'<p class="bad prose">error: {esc(o.error)}</p>'
-    return f'<div class="card output" data-agent="{esc(o.agent)}">{head}{body}</div>'
+    return f'<div class="card output" id="{esc(card_id)}" data-agent="{esc(o.agent)}">{head}{body}</div>'
 
 
-def _inbox(record: RoundRecord, lang: str) -> str:
+def _inbox(record: RoundRecord, lang: str, uid: str) -> str:
+    """Each agent's received messages; a message's id is ``step-N-Dst-from-Src``."""
     if not record.deliveries:
         return ""
     by_dst: dict[str, list[dict[str, Any]]] = {}
     for d in record.deliveries:
         by_dst.setdefault(str(d.get("dst", "?")), []).append(d)
     parts = []
+    seen: set[str] = set()
     for dst, items in by_dst.items():
-        rows = "".join(
-            f"<details><summary>from {esc(d.get('src', '?'))}"
-            + (f" · {float(d['score']):.2f}" if isinstance(d.get("score"), int | float) else "")
-            + f"</summary>{rich_text(str(d.get('content', '')), code_default=lang)}</details>"
-            for d in items
-        )
+        rows = ""
+        for d in items:
+            mid = _unique(anchor_id(uid, dst, "from", str(d.get("src", "?"))), seen)
+            score = f" · {float(d['score']):.2f}" if isinstance(d.get("score"), int | float) else ""
+            rows += (f'<details id="{esc(mid)}"><summary>from {esc(d.get("src", "?"))}{score}{permalink(mid)}'
+                     f"</summary>{rich_text(str(d.get('content', '')), code_default=lang)}</details>")
         parts.append(f'<div class="card inbox" data-agent="{esc(dst)}"><h4>{esc(dst)} received '
                      f'<span class="mute">{len(items)} message(s)</span></h4>{rows}</div>')
     return "<h3>Inbox</h3>" + "".join(parts)
@@ -210,20 +248,23 @@ def steering_list(actions: list[UserSteered]) -> str:
 
 
 def round_section(session: Session, record: RoundRecord, *, uid: str, unit: str, compact: bool = False,
-                  times: dict[int, float] | None = None) -> str:
-    """One step of the run. ``compact``: outputs folded (a comparison's narrow column)."""
+                  times: dict[int, float] | None = None, every: list[Call] | None = None,
+                  previous: RoundRecord | None = None) -> str:
+    """One step of the run. ``compact``: outputs and timeline folded (a comparison's narrow column); ``every``:
+    the run's calls (core.sessions.html.timeline.calls), when the caller has them; ``previous``: the step before,
+    whose outputs each card can be diffed against."""
     lang = _code_lang(session)
     p = record.params
     head_bits = [f"{unit.capitalize()} {record.round}"]
     tokens = f"{record.prompt_tokens}+{record.completion_tokens} tokens"
     seconds = (times or {}).get(record.round)
-    info = [tokens] + ([_seconds(seconds)] if seconds is not None else [])
+    info = [tokens] + ([_latency(seconds)] if seconds is not None else [])
     if "tau" in p and record.routing is not None and not record.routing.typed:
         info.insert(0, f"tau {p['tau']} · k_in {p['k_in']}")
     if not record.finished:
         info.append("did not finish")
-    out = [f'<section class="step" data-step="{record.round}" id="{uid}"><h2>{esc(head_bits[0])} '
-           f'<span class="mute">· {esc(" · ".join(info))}</span></h2>']
+    out = [f'<section class="step" data-step="{record.round}" id="{esc(uid)}"><h2>{esc(head_bits[0])} '
+           f'<span class="mute">· {esc(" · ".join(info))}</span>{permalink(uid)}</h2>']
     for change in record.param_changes:
         out.append(f'<p class="legend">changed during the {unit}: '
                    f'{esc(", ".join(f"{k}={change.params[k]}" for k in change.changed))}</p>')
@@ -251,12 +292,16 @@ def round_section(session: Session, record: RoundRecord, *, uid: str, unit: str,
         right.append(f'<h3>Notices</h3><ul class="notices">{items}</ul>')
     if record.steering:
         right.append(f"<h3>Steering</h3>{steering_list(record.steering)}")
-    outputs = "".join(_output(o, lang) for o in record.outputs)
+    right.append(step_timeline(session, record.round, open_=not compact, every=every))
+    earlier = {(o.agent, o.call): (f"{unit} {previous.round}", o.public) for o in previous.outputs
+               if o.public} if previous else {}
+    outputs = "".join(_output(o, lang, cid, earlier.get((o.agent, o.call)))
+                      for o, cid in zip(record.outputs, card_ids(record, uid), strict=True))
     if compact:
         right.append(f"<details><summary>{len(record.outputs)} output(s)</summary>{outputs}</details>")
     else:
         right.append(f"<h3>Outputs</h3>{outputs or '<p class=mute>(none)</p>'}")
-    inbox = _inbox(record, lang)
+    inbox = _inbox(record, lang, uid)
     if inbox:
         right.append(f"<details><summary>inbox</summary>{inbox}</details>" if compact else inbox)
     for t in record.test_runs:
@@ -271,12 +316,14 @@ def round_section(session: Session, record: RoundRecord, *, uid: str, unit: str,
     return "".join(out)
 
 
-def steps(session: Session, *, prefix: str = "s", compact: bool = False) -> list[str]:
-    """Every step's section, in order."""
+def steps(session: Session, *, prefix: str = "", compact: bool = False) -> list[str]:
+    """Every step's section, in order; its id is ``{prefix}step-N`` (a comparison prefixes each column's)."""
     unit = unit_of(session.metadata.strategy)
     times = _round_times(session)
-    return [round_section(session, r, uid=f"{prefix}{r.round}", unit=unit, compact=compact, times=times)
-            for r in session.rounds]
+    every = calls(session)
+    return [round_section(session, r, uid=f"{prefix}step-{r.round}", unit=unit, compact=compact, times=times,
+                          every=every, previous=session.rounds[i - 1] if i else None)
+            for i, r in enumerate(session.rounds)]
 
 
 def session_page(session: Session) -> str:

@@ -137,3 +137,17 @@ def test_progress_shows_each_methods_count_and_the_sweeps_eta() -> None:
     assert "dytopo 1/2" in out.getvalue() and "ETA 6s" in out.getvalue()  # (1 + 2) runs x 4 s / 2
     progress(Row("P0", "single", "code", True, 1, 10, 10, 2.0, "x"), 2, 4)
     assert out.getvalue().splitlines()[-1].endswith("single 1/2 ETA 3s")  # (1 x 4 + 1 x 2) / 2
+
+
+def test_the_report_redacts_the_endpoint_and_shows_the_dataset_relative_to_the_bench_folder(tmp_path: Path) -> None:
+    (tmp_path / "runs").mkdir()
+    folder = _folder(tmp_path / "runs" / "a", "m1", {"dytopo": 0.7, "single": 0.5})
+    meta = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    meta.update(base_url="https://user:s3cret@gateway.example/v1?api-key=KEY123",
+                dataset=str(tmp_path / "data" / "mine.jsonl"))
+    (folder / "results.json").write_text(json.dumps(meta), encoding="utf-8")
+    write_report([folder])
+    for name in ("report.md", "report.html", "report.json"):
+        text = (folder / name).read_text(encoding="utf-8")
+        assert "s3cret" not in text and "KEY123" not in text and "gateway.example" in text, name
+        assert "../../data/mine.jsonl" in text and str(tmp_path / "data") not in text, name
