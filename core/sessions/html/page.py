@@ -237,7 +237,7 @@ def stepper(unit: str) -> str:
             '<button type="button" class="next" title="next (→)">next ▶</button>'
             f'<button type="button" class="all" aria-pressed="false" title="show every {esc(unit)} on the page">'
             f"every {esc(unit)}</button>"
-            f'<label class="search"><input type="search" placeholder="search all {esc(unit)}s" '
+            f'<label class="search"><input type="search" placeholder="search" title="search every {esc(unit)}" '
             'aria-label="search every step"></label><span class="found" aria-live="polite"></span>'
             '<span class="mute keys">← → keys</span></nav>')
 
