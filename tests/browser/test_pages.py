@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from core.bench.report import write_report
-from tests.browser.support import open_page, photograph
-from tests.core.bench.test_benchmark import HUMANEVAL, bench
-from tests.html_support import hostile_session, steered_session, write_session
-from tests.paths import FIXTURES
+from tests.support.bench import HUMANEVAL, bench
+from tests.support.browser import open_page, photograph
+from tests.support.html import hostile_session, steered_session, write_session
+from tests.support.paths import FIXTURES
 from tui.entry import main
 
 pytestmark = pytest.mark.browser

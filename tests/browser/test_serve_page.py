@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import SIZES
-from tests.browser.support import open_page
+from tests.support.browser import SIZES, open_page
 from tui.spectate import REFUSAL
 
 pytestmark = pytest.mark.browser

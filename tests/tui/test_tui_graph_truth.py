@@ -14,8 +14,8 @@ from textual.color import Color
 
 from core.routing.dytopo import route_from_similarity
 from core.runtime import events as ev
-from tests.tui.test_tui_render import drawn_edges
-from tests.tui.test_tui_support import feed_app, live_app, pinned_demo_events, post_events, wait_for
+from tests.support.render import drawn_edges
+from tests.support.tui import feed_app, live_app, pinned_demo_events, post_events, wait_for
 from tui.widgets.agent_pane import AgentPane
 from tui.widgets.graph_pane import GraphPane
 from tui.widgets.header import ParamsBar

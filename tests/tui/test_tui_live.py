@@ -10,7 +10,7 @@ import pytest
 from core.routing.dytopo import RoutingResult, route_from_similarity
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from tests.tui.test_tui_support import live_app, wait_for
+from tests.support.tui import live_app, wait_for
 from tui.app import SwarmApp
 from tui.screens.confirm import ConfirmScreen
 from tui.widgets.graph_pane import GraphPane
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("embedder")
 
 
 def edges_in(text: str) -> set[tuple[str, str, str]]:
-    from tests.tui.test_tui_render import drawn_edges
+    from tests.support.render import drawn_edges
 
     return drawn_edges(text)
 

@@ -11,8 +11,8 @@ from core.runtime import events as ev
 from core.sessions.model import session_from_events
 from core.sessions.store import load_session, save_session
 from core.sessions.whatif import reroute_session
-from tests.tui.test_tui_render import drawn_edges
-from tests.tui.test_tui_support import pinned_demo_events, wait_for
+from tests.support.render import drawn_edges
+from tests.support.tui import pinned_demo_events, wait_for
 from tui.app import SwarmApp
 from tui.screens.replay import JumpScreen, ReplayScreen
 from tui.widgets.graph_pane import GraphPane

@@ -5,7 +5,6 @@ dataset's own solutions (or deliberately wrong ones), so scoring is checked both
 from __future__ import annotations
 
 import csv
-import json
 import os
 import signal
 from collections.abc import Iterator
@@ -15,9 +14,8 @@ from typing import Any
 import pytest
 
 from core.bench.runner import CSV_FIELDS, SUMMARY_FIELDS, bench_method, session_name
-from core.datasets.catalog import DATA
 from core.datasets.loader import load_dataset
-from core.datasets.problems import DatasetError, Problem
+from core.datasets.problems import DatasetError
 from core.datasets.verdicts import humaneval_program, score_code
 from core.demo.bench_script import benchmark_script
 from core.demo.server import RequestInfo, ScriptedServer
@@ -26,11 +24,8 @@ from core.methods.baselines.method import solo_answer
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 from core.sessions.store import load_session
+from tests.support.bench import HUMANEVAL, MATH, bench, dataset_problems, results
 from tui.entry import main
-
-DATASETS = DATA  # the copies shipped in the package
-HUMANEVAL = DATASETS / "humaneval.jsonl"
-MATH = DATASETS / "math500.jsonl"
 
 ROW_COLUMNS = [
     "task_id",
@@ -52,32 +47,10 @@ ROW_COLUMNS = [
 ]
 
 
-def _problems() -> list[Problem]:
-    return load_dataset(HUMANEVAL).problems + load_dataset(MATH).problems
-
-
-@pytest.fixture(scope="module")
-def right_server() -> Iterator[ScriptedServer]:
-    with ScriptedServer(benchmark_script(_problems())) as server:
-        yield server
-
-
 @pytest.fixture(scope="module")
 def wrong_server() -> Iterator[ScriptedServer]:
-    with ScriptedServer(benchmark_script(_problems(), correct=False)) as server:
+    with ScriptedServer(benchmark_script(dataset_problems(), correct=False)) as server:
         yield server
-
-
-def bench(out: Path, dataset: Path, *args: str, server: ScriptedServer | None = None) -> int:
-    argv = ["bench", str(dataset), "--out", str(out), *args]
-    if server is not None:
-        server.requests.clear()
-        argv += ["--base-url", server.base_url]
-    return main(argv)
-
-
-def results(out: Path) -> dict[str, Any]:
-    return json.loads((out / "results.json").read_text(encoding="utf-8"))
 
 
 def accuracy(out: Path) -> dict[str, float]:
@@ -243,7 +216,7 @@ def test_resume_skips_finished_pairs(tmp_path: Path, right_server: ScriptedServe
 
 
 def test_ctrl_c_stops_cleanly_and_keeps_finished_rows(tmp_path: Path) -> None:
-    problems = _problems()
+    problems = dataset_problems()
     answer = benchmark_script(problems)
     seen: list[int] = []
 

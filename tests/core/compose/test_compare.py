@@ -16,7 +16,7 @@ from core.demo.server import FaultRule
 from core.sessions.compare_record import CompareRow, list_records, load_record
 from core.sessions.model import SessionFormatError
 from core.sessions.store import list_sessions, load_session
-from tests.cli.test_cli import swarm
+from tests.support.cli import swarm
 
 
 def _lines(stdout: str) -> list[dict]:

@@ -25,7 +25,7 @@ from core.evaluation.sandbox import IsolationRefused, Outcome, isolation, run_co
 from core.runtime import events as ev
 from core.runtime.engine import AgentResult, RunAborted
 from core.runtime.round_check import CodeExecutionEvaluator
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 
 INC = "def inc(x):\n    return x + 1\n"
 

@@ -13,8 +13,7 @@ pytest.importorskip("mcp")
 from core.demo.scripts import DEMO_PROBLEMS
 from core.mcp.tasks import STATUS_COMPLETED
 from core.sessions.store import load_session
-
-from .test_mcp_server import connected, finished, ok, poll_until, refused
+from tests.support.mcp import connected, finished, ok, poll_until, refused
 
 
 async def test_swarm_steer_notes_pins_and_is_recorded(tmp_path: Path, embedder: Any) -> None:

@@ -12,7 +12,7 @@ from core.runtime.config import Settings
 from core.runtime.engine import SwarmEngine
 from core.runtime.steering import SteerAction
 from core.runtime.steering import SteerKind as K
-from tests.core.runtime.test_engine import of, run_swarm, wait_until
+from tests.support.engine import of, run_swarm, wait_until
 
 WORKERS = ("Developer", "Researcher", "Tester", "Designer")
 

@@ -13,7 +13,7 @@ from core.routing.dytopo import route_from_similarity
 from core.routing.strategies import GRAPH_STRATEGIES, get_strategy
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from tests.core.runtime.test_engine import of
+from tests.support.engine import of
 
 NAMES = ["Designer", "Developer", "Researcher", "Tester"]
 

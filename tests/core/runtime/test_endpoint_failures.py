@@ -26,8 +26,8 @@ from core.llm.client import EndpointError
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.parsing import DESCRIPTOR_SCHEMA, MANAGER_SCHEMA, WORK_SCHEMA
-from tests.core.runtime.test_engine import of, run_swarm
-from tests.paths import ROOT
+from tests.support.engine import of, run_swarm
+from tests.support.paths import ROOT
 from tui.entry import main as cli_main
 
 

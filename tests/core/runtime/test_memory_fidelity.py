@@ -13,7 +13,7 @@ from core.demo.server import RequestInfo, ScriptedServer
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.events import CALL_WORK
-from tests.core.runtime.test_engine import of, run_swarm
+from tests.support.engine import of, run_swarm
 
 
 def _marked(info: RequestInfo) -> str:

@@ -18,7 +18,7 @@ from core.demo.server import ScriptedServer
 from core.runtime.config import Settings
 from core.runtime.events import CALL_DESCRIPTORS, CALL_SINGLE_PASS, CALL_WORK
 from core.runtime.prompts import WORKER_ASKS, problem_digest
-from tests.core.runtime.test_engine import run_swarm
+from tests.support.engine import run_swarm
 
 
 def _changing(info: RequestInfo) -> str:

@@ -17,7 +17,7 @@ from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.events import CALL_DESCRIPTORS, CALL_SINGLE_PASS, CALL_WORK
 from core.runtime.memory import MEMORY_LATEST, AgentMemory, MemoryItem
-from tests.core.runtime.test_engine import of, run_swarm
+from tests.support.engine import of, run_swarm
 
 
 class GatedEmbedder(Embedder):

@@ -11,7 +11,7 @@ from core.demo.server import RequestInfo, ScriptedServer
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.round_check import CodeExecutionEvaluator
-from tests.core.runtime.test_engine import of
+from tests.support.engine import of
 
 BROKEN = "```python\ndef make_palindrome(string: str) -> str:\n    return string\n```"
 FIXED = (

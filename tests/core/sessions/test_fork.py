@@ -17,8 +17,8 @@ from core.runtime.config import Settings
 from core.sessions.fork import fork_point
 from core.sessions.model import session_from_events
 from core.sessions.store import load_session
-from tests.core.runtime.test_engine import of
-from tests.paths import ROOT
+from tests.support.engine import of
+from tests.support.paths import ROOT
 
 
 async def _run(server: ScriptedServer, settings: Settings, **kwargs: Any) -> list[ev.Event]:

@@ -13,9 +13,9 @@ from core.bench.report import write_report
 from core.sessions.export import export_session
 from core.sessions.html.page import SCRIPT, SCRIPT_HASH
 from core.sessions.store import load_session
-from tests.core.bench.test_benchmark import HUMANEVAL, bench
-from tests.html_support import EXAMPLE, HOSTILE, drawn_edges, hostile_session, steered_session
-from tests.paths import FIXTURES
+from tests.support.bench import HUMANEVAL, bench
+from tests.support.html import EXAMPLE, HOSTILE, drawn_edges, hostile_session, steered_session
+from tests.support.paths import FIXTURES
 from tui.entry import main
 
 COMPARE = FIXTURES / "compare" / "demo-math.compare.json"
