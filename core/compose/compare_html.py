@@ -9,6 +9,7 @@ import re
 from core.compose.compare import estimated_note, summary_rows
 from core.llm.urls import redact_url
 from core.methods.registry import format_options
+from core.runtime.config import DomainName
 from core.sessions.compare_record import CompareRecord
 from core.sessions.html.page import document, esc, removed_toggle, stepper
 from core.sessions.html.session import meta_rows, steps, unit_of
@@ -60,7 +61,7 @@ def _column(record: CompareRecord, index: int) -> tuple[str, int]:
     if session is None:
         return f'<div class="column">{head}<p class="bad">{esc(problem)}</p></div>', 0
     if session.outcome is not None and session.outcome.final_answer:
-        lang = "python" if session.domain == "code" else ""
+        lang = "python" if session.domain == DomainName.CODE else ""
         answer = rich_text(session.outcome.final_answer, code_default=lang)
         head += f"<details><summary>answer</summary>{answer}</details>"
     sections = steps(session, prefix=f"c{index}-", compact=True)

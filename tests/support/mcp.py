@@ -18,7 +18,7 @@ from mcp.shared.memory import create_connected_server_and_client_session
 from core.demo.scripts import demo_script
 from core.demo.server import ScriptedServer
 from core.mcp.server import build_server
-from core.mcp.tasks import STATUS_RUNNING, SwarmManager
+from core.mcp.tasks import SwarmManager, TaskStatus
 from core.runtime.config import Settings
 
 RUN_TIMEOUT = 120.0  # a guard against hangs, not a speed assertion
@@ -74,4 +74,4 @@ async def poll_until(session: Any, task_id: str, done: Callable[[dict[str, Any]]
 
 
 def finished(status: dict[str, Any]) -> bool:
-    return status["status"] != STATUS_RUNNING
+    return status["status"] != TaskStatus.RUNNING

@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from core.demo.server import ScriptedServer
+from core.methods.catalogue import get_method_info
+from core.methods.registry import MethodError
 from core.runtime import events as ev
 from core.runtime.config import Settings
+from core.runtime.steering import SteerKind
 from tests.support.engine import run_swarm
 
 
@@ -16,3 +19,11 @@ async def run_method(
     settings = Settings(domain=domain, strategy=name, execute_code=False, k_in=2)
     finished, events, _ = await run_swarm(server, embedder, settings=settings, step=step, drive=drive, timeout=120)
     return finished, events
+
+
+def steering_refusal(name: str, kind: SteerKind | str) -> str:
+    """One line: why method ``name`` does not take ``kind``; "" when it does (an unknown method: why not)."""
+    try:
+        return get_method_info(name).why_not(kind)
+    except MethodError as exc:
+        return str(exc)

@@ -1,4 +1,4 @@
-"""A TopoDIM run against its own scripted server."""
+"""A TopoDIM run against its own scripted server, and the call count the paper gives a typed graph."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from core.compose.runner import build_engine, open_backend
 from core.demo.requests import RequestInfo
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import FaultRule, ScriptedServer
+from core.routing.dytopo import KIND_DEBATE, KIND_FEEDBACK
+from core.routing.topodim import TypedGraph, histogram
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.control import RunControl
@@ -46,3 +48,10 @@ async def run_topodim(
         finally:
             await backend.close()
     return finished, events, server
+
+
+def expected_calls(graph: TypedGraph) -> int:
+    """|V_final| + 2 per feedback edge + 2 per debate edge + 1 decision (TopoDIM §3.2
+    "Execution order" and App. B: each agent once, a feedback or debate edge two calls each)."""
+    counts = histogram(graph.kept)
+    return len(graph.active) + 2 * counts[KIND_FEEDBACK] + 2 * counts[KIND_DEBATE] + 1

@@ -27,7 +27,7 @@ def controls(text: str) -> list[str]:
 
 def hostile_script(info: RequestInfo) -> str:
     if info.role == "Manager":
-        if info.call == ev.CALL_PLAN:
+        if info.call == ev.CallKind.PLAN:
             plan = {"goal": f"goal {PWN}", "terminate": False, "reasoning": f"plan {PWN}", "final_answer": ""}
             return json.dumps(plan)
         return json.dumps(

@@ -41,7 +41,7 @@ async def test_step_forward_and_back_by_phase_and_round(session_path: Path) -> N
         model = lambda: screen.model  # noqa: E731 - the model is rebuilt when stepping back
         assert model().current == 1 and model().phase == ""
         await pilot.press("n")
-        assert model().phase == ev.PHASE_PLAN and model().rounds[1].goal
+        assert model().phase == ev.Phase.PLAN and model().rounds[1].goal
         await pilot.press("N")
         assert model().current == 1 and model().rounds[1].decision is not None
         await pilot.press("N")

@@ -17,15 +17,7 @@ from typing import Any
 
 from rich.text import Text
 
-from core.routing.dytopo import (
-    KIND_FIXED,
-    KIND_PINNED,
-    KIND_ROUTED,
-    REASON_CUT,
-    Edge,
-    RoutingResult,
-    edge_glyphs,
-)
+from core.routing.dytopo import KIND_FIXED, KIND_PINNED, KIND_ROUTED, Edge, RemovalReason, RoutingResult, edge_glyphs
 from core.routing.layout import legend, run_order
 
 
@@ -251,7 +243,7 @@ def _edge_lines(routing: RoutingResult, options: GraphOptions) -> list[Text]:
             if (r.src, r.dst) in listed:
                 continue
             kind = f"{r.kind}, " if typed else ""
-            style = st.steered if r.reason == REASON_CUT else st.removed
+            style = st.steered if r.reason == RemovalReason.CUT else st.removed
             lines.append(Text(f"{indent}{r.src.rjust(pad)} ┄{r.score:.2f}┄▷ {r.dst}  ({kind}{r.reason})", style))
     if routing.inactive:
         lines.append(Text(f"not running: {', '.join(routing.inactive)}", st.removed))
@@ -302,7 +294,7 @@ def render_graph(routing: RoutingResult, width: int, options: GraphOptions | Non
     footer: list[Text] = []
     listed = {(e.src, e.dst) for e in diff(options.baseline, routing)[1]} if options.baseline else set()
     # Cut edges are named by the steering line above: only the others are "hidden".
-    hidden = sum(1 for r in routing.removed if (r.src, r.dst) not in listed and r.reason != REASON_CUT)
+    hidden = sum(1 for r in routing.removed if (r.src, r.dst) not in listed and r.reason != RemovalReason.CUT)
     if not options.show_removed and hidden > 0:
         footer.append(Text(f"{hidden} removed edge(s) hidden (d shows them)", options.styles.removed))
     footer += _wrapped(symbols(routing, options), width, options.styles.removed)

@@ -19,8 +19,8 @@ from core.routing.dytopo import (
     KIND_FEEDBACK,
     KIND_HANDOFF,
     KIND_PINNED,
-    REASON_CUT,
     Edge,
+    RemovalReason,
     RemovedEdge,
     RoutingResult,
     edge_label,
@@ -162,7 +162,7 @@ STYLE_NOTES = {
 def style_note(routing: RoutingResult) -> str:
     """What the line styles of this graph's edges mean ("" when every edge is a plain arrow)."""
     notes = [STYLE_NOTES[k] for k in routing.kinds if k in STYLE_NOTES]
-    if any(r.reason == REASON_CUT for r in routing.removed):
+    if any(r.reason == RemovalReason.CUT for r in routing.removed):
         notes.append("red dashed: cut by the user")
     return " · ".join(notes)
 
@@ -219,7 +219,7 @@ def graph_svg(routing: RoutingResult, *, tiered: bool = True, uid: str = "g", ca
             label = f"T{tier}" if tier < len(routing.tiers) else "off"  # agents of the graph that do not run
             out.append(f'<text class="tier" x="8" y="{y + 17:.0f}">{label}</text>')
     for r in removed:
-        cut = r.reason == REASON_CUT
+        cut = r.reason == RemovalReason.CUT
         d, mx, my = _path(boxes[r.src], boxes[r.dst], offsets[("src", r.src, r.dst)], offsets[("dst", r.src, r.dst)],
                           bows[(r.src, r.dst)])
         reach = [min(reach[0], mx - 40), max(reach[1], mx + 40)]

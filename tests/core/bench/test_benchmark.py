@@ -160,7 +160,7 @@ def test_single_turn_ends_after_round_one_without_communication(tmp_path: Path, 
     rows = results(tmp_path)["rows"]
     assert [r["rounds"] for r in rows] == [1, 1]
     assert {r["end_reason"] for r in rows} == {"manager"}
-    assert {r.call for r in right_server.requests} == {ev.CALL_PLAN, ev.CALL_WORK, ev.CALL_MANAGER}
+    assert {r.call for r in right_server.requests} == {ev.CallKind.PLAN, ev.CallKind.WORK, ev.CallKind.MANAGER}
     assert accuracy(tmp_path) == {"single-turn": 1.0}
 
 

@@ -17,7 +17,7 @@ pytest.importorskip("mcp")
 
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import FaultRule, ScriptedServer
-from core.mcp.tasks import MAX_TASKS, STATUS_COMPLETED, SwarmTask
+from core.mcp.tasks import MAX_TASKS, SwarmTask, TaskStatus
 from core.runtime.config import Settings
 from core.sessions.compare_record import load_record
 from core.sessions.eventlog import find_task, has_ended, log_path_for, read_header
@@ -64,7 +64,7 @@ async def test_start_poll_result_with_every_rounds_topology(tmp_path: Path, embe
             return finished(status)
 
         status = await poll_until(session, task_id, progress)
-        assert status["status"] == STATUS_COMPLETED and status["termination_reason"] == "manager"
+        assert status["status"] == TaskStatus.COMPLETED and status["termination_reason"] == "manager"
         assert status["round"] == 3 and status["max_rounds"] == 5 and status["poll_interval_s"] is None
         assert status["llm_calls"] > 10
         assert status["tokens"] == status["prompt_tokens"] + status["completion_tokens"] > 0
@@ -185,7 +185,7 @@ async def test_a_full_store_evicts_the_oldest_half_of_the_finished_tasks(tmp_pat
         for i in range(MAX_TASKS):
             entry = SwarmTask(id=f"old{i:02d}", task="t", domain="code", strategy="dytopo",
                               params={"tau": 0.3, "k_in": 3, "max_rounds": 5}, options={}, context="",
-                              budget_s=600, status=STATUS_COMPLETED, started_at=now - 100)
+                              budget_s=600, status=TaskStatus.COMPLETED, started_at=now - 100)
             entry.finished_at = now - 50 + (i * 7) % MAX_TASKS  # finish times out of insertion order
             manager.tasks[entry.id] = entry
         by_age = sorted(manager.tasks.values(), key=lambda t: t.finished_at or 0)
@@ -338,7 +338,7 @@ async def test_compare_runs_several_methods_under_one_task_id(tmp_path: Path, em
         assert started["strategy"] == "compare: dytopo,dmoa" and started["status"] == "running"
         assert started["options"]["options"]["dmoa"] == {"k": 2}
         status = await poll_until(session, started["task_id"], finished)
-        assert status["status"] == STATUS_COMPLETED
+        assert status["status"] == TaskStatus.COMPLETED
         result = await ok(session, "swarm_result", task_id=started["task_id"])
         rows = result["summary"]
         assert [r["method"] for r in rows] == ["dytopo", "dmoa"]
@@ -362,7 +362,7 @@ async def test_compare_bounds_every_method_by_time_budget_and_max_calls(tmp_path
         assert started["options"]["time_budget"] == 2 and started["budget_s"] >= 2 * 2 + 1
         status = await poll_until(session, started["task_id"], finished, timeout=60)
         result = await ok(session, "swarm_result", task_id=started["task_id"])
-    assert status["status"] == STATUS_COMPLETED, status
+    assert status["status"] == TaskStatus.COMPLETED, status
     assert [(r["method"], r["reason"]) for r in result["summary"]] == [("dytopo", "budget"), ("dmoa", "budget")]
 
     async with connected(tmp_path, embedder) as (session, _, scripted):

@@ -89,12 +89,12 @@ def _script(info: Any) -> str:
 
     from core.demo.scripts import demo_script
     from core.methods.topoweaver.prompts import CALL_ORCHESTRATE
-    from core.runtime.events import CALL_MANAGER
+    from core.runtime.events import CallKind
 
     if info.call == CALL_ORCHESTRATE:
         return "no plan today"
     reply = demo_script(info)
-    if info.call == CALL_MANAGER:
+    if info.call == CallKind.MANAGER:
         decision = json.loads(reply)
         decision["terminate"] = False
         return json.dumps(decision)

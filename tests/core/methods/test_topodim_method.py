@@ -23,7 +23,7 @@ from core.methods.topodim.method import CALL_GRAPH, usable_text
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from core.runtime.control import MODE_STEP, Params, RunControl
+from core.runtime.control import ControlMode, Params, RunControl
 from core.runtime.domains import get_domain
 from core.runtime.engine import AgentResult
 from core.runtime.round_check import CodeExecutionEvaluator
@@ -235,7 +235,7 @@ async def test_the_policy_generator_says_which_weights_it_uses(embedder: Any, tm
 
 
 async def test_step_mode_runs_one_call_per_step_and_cancel_ends_cleanly(embedder: Any) -> None:
-    control = RunControl(Params(0.3, 3, 5), 4, mode=MODE_STEP)
+    control = RunControl(Params(0.3, 3, 5), 4, mode=ControlMode.STEP)
 
     async def drive(engine: Any, events: list[ev.Event]) -> None:
         pauses = 0
