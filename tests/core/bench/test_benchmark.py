@@ -24,7 +24,7 @@ from core.methods.baselines.method import solo_answer
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 from core.sessions.store import load_session
-from tests.support.bench import HUMANEVAL, MATH, bench, dataset_problems, results
+from tests.support.bench import HUMANEVAL, MATH, bench, dataset_problems, results, right_server  # noqa: F401  (fixture)
 from tui.entry import main
 
 ROW_COLUMNS = [
@@ -132,7 +132,7 @@ def test_known_wrong_answers_score_0_percent(tmp_path: Path, wrong_server: Scrip
     assert all("not equivalent" in r["detail"] for r in results(ma)["rows"])
 
 
-def test_known_correct_math_answers_score_100_percent(tmp_path: Path, right_server: ScriptedServer) -> None:
+def test_known_correct_math_answers_score_100_percent(tmp_path: Path, right_server: ScriptedServer) -> None:  # noqa: F811
     code = bench(
         tmp_path, MATH, "--limit", "3", "--strategy", "dytopo,single", "--concurrency", "3", server=right_server
     )
@@ -147,7 +147,7 @@ def test_known_correct_math_answers_score_100_percent(tmp_path: Path, right_serv
 # --- strategies --------------------------------------------------------------------------------
 
 
-def test_single_makes_exactly_one_model_call_per_problem(tmp_path: Path, right_server: ScriptedServer) -> None:
+def test_single_makes_exactly_one_model_call_per_problem(tmp_path: Path, right_server: ScriptedServer) -> None:  # noqa: F811
     assert bench(tmp_path, HUMANEVAL, "--limit", "3", "--strategy", "single", server=right_server) == 0
     calls = right_server.requests
     assert len(calls) == 3
@@ -155,7 +155,7 @@ def test_single_makes_exactly_one_model_call_per_problem(tmp_path: Path, right_s
     assert accuracy(tmp_path) == {"single": 1.0}
 
 
-def test_single_turn_ends_after_round_one_without_communication(tmp_path: Path, right_server: ScriptedServer) -> None:
+def test_single_turn_ends_after_round_one_without_communication(tmp_path: Path, right_server: ScriptedServer) -> None:  # noqa: F811
     assert bench(tmp_path, HUMANEVAL, "--limit", "2", "--strategy", "single-turn", server=right_server) == 0
     rows = results(tmp_path)["rows"]
     assert [r["rounds"] for r in rows] == [1, 1]
@@ -198,7 +198,7 @@ def test_star_hub_is_the_domains_answer_role() -> None:
 # --- resume and interruption -------------------------------------------------------------------
 
 
-def test_resume_skips_finished_pairs(tmp_path: Path, right_server: ScriptedServer) -> None:
+def test_resume_skips_finished_pairs(tmp_path: Path, right_server: ScriptedServer) -> None:  # noqa: F811
     assert bench(tmp_path, HUMANEVAL, "--limit", "2", "--strategy", "single", server=right_server) == 0
     with (tmp_path / "results.jsonl").open("a", encoding="utf-8") as handle:
         handle.write('{"task_id": "HumanEval/2", "strat')  # a row cut off by a kill
