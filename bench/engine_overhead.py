@@ -43,7 +43,7 @@ def critical_path(events: list[ev.Event]) -> tuple[float, int]:
     steps: dict[tuple[int, str, int], float] = defaultdict(float)
     for e in events:
         if isinstance(e, ev.AgentFinished):
-            tier = tiers.get((e.round, e.agent, e.call), 0) if e.call == ev.CALL_WORK and e.round > 1 else 0
+            tier = tiers.get((e.round, e.agent, e.call), 0) if e.call == ev.CallKind.WORK and e.round > 1 else 0
             steps[(e.round, e.call, tier)] = max(steps[(e.round, e.call, tier)], e.latency_s)
     return sum(steps.values()), len(steps)
 

@@ -88,12 +88,12 @@ def synthetic_session(seed: int = 7) -> Session:
     for r in range(1, ROUNDS + 1):
         events.append(ev.RoundStarted(ts=tick(), round=r, params=PARAMS))
         if r == 1:
-            finished(r, "Manager", ev.CALL_PLAN, _text(rng, 200, 400))
+            finished(r, "Manager", ev.CallKind.PLAN, _text(rng, 200, 400))
             events.append(
                 ev.ManagerDecided(ts=tick(), round=r, terminate=False, next_goal=goal, reasoning="", plan=True)
             )
             for name in WORKERS:
-                finished(r, name, ev.CALL_WORK, _text(rng, 1000, 2000))
+                finished(r, name, ev.CallKind.WORK, _text(rng, 1000, 2000))
             deliveries = [
                 {"src": s, "dst": d, "score": None, "content": _text(rng, 1000, 2000)}
                 for d in WORKERS for s in WORKERS if s != d
@@ -102,7 +102,7 @@ def synthetic_session(seed: int = 7) -> Session:
         else:
             descriptors = {n: {"query": _text(rng, 60, 120), "key": _text(rng, 60, 120)} for n in WORKERS}
             for name in WORKERS:
-                finished(r, name, ev.CALL_DESCRIPTORS, "", descriptors[name]["query"], descriptors[name]["key"])
+                finished(r, name, ev.CallKind.DESCRIPTORS, "", descriptors[name]["query"], descriptors[name]["key"])
             events.append(ev.DescriptorsReady(ts=tick(), round=r, descriptors=descriptors))
             q = nrng.normal(size=(len(WORKERS), DIM)) + 0.6
             k = nrng.normal(size=(len(WORKERS), DIM)) + 0.6
@@ -117,12 +117,12 @@ def synthetic_session(seed: int = 7) -> Session:
                 )
             )
             for name in routing.order:
-                finished(r, name, ev.CALL_WORK, _text(rng, 1000, 2000))
+                finished(r, name, ev.CallKind.WORK, _text(rng, 1000, 2000))
             deliveries = [
                 {"src": e.src, "dst": e.dst, "score": e.score, "content": _text(rng, 1000, 2000)} for e in routing.edges
             ]
             events.append(ev.MessagesRouted(ts=tick(), round=r, deliveries=deliveries))
-        finished(r, "Manager", ev.CALL_MANAGER, _text(rng, 300, 600))
+        finished(r, "Manager", ev.CallKind.MANAGER, _text(rng, 300, 600))
         last = r == ROUNDS
         goal = _text(rng, 100, 200)
         reasoning = _text(rng, 200, 400)

@@ -7,6 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
+# The helpers in tests/support assert too: their failures read like the tests' own.
+pytest.register_assert_rewrite("tests.support")
+
 # Tests never reach the network: MiniLM comes from the bundled package.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 
 
 def packages() -> list[str]:

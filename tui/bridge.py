@@ -13,6 +13,7 @@ from textual.app import App
 from textual.message import Message
 
 from core.runtime import events as ev
+from core.runtime.dispatch import is_delta
 
 
 class EngineEvent(Message):
@@ -40,7 +41,7 @@ class EventBridge:
         self._flush_at: asyncio.TimerHandle | None = None
 
     def __call__(self, event: ev.Event) -> None:
-        if isinstance(event, ev.AgentDelta):
+        if is_delta(event):
             self._hold(event)
             return
         self.flush()

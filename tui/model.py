@@ -15,6 +15,7 @@ from typing import Any
 
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
+from core.runtime.config import RoundProtocol
 from core.runtime.dispatch import EventTable
 from core.runtime.steering import SteerKind
 from core.runtime.textsafe import printable, printable_fields
@@ -278,7 +279,7 @@ class RunModel:
     def tiered(self) -> bool:
         """Whether a graph's tiers are how the agents run (phased work, a method's layers). In the
         single-pass protocol every worker answers at once: a graph has an order, no tiers."""
-        return not (self.protocol == "single-pass" and self.routes_by_tau)
+        return not (self.protocol == RoundProtocol.SINGLE_PASS and self.routes_by_tau)
 
     def edges_per_round(self) -> list[int]:
         """Kept edges per round; a round in progress counts once its graph is built (never as 0 before)."""
@@ -355,7 +356,7 @@ class RunModel:
     @HANDLERS.on(ev.PhaseStarted)
     def _on_phase_started(self, e: ev.PhaseStarted) -> None:
         self.phase, self.phase_detail = e.phase, e.detail
-        if e.phase in (ev.PHASE_WORK, ev.PHASE_MANAGER):
+        if e.phase in (ev.Phase.WORK, ev.Phase.MANAGER):
             self._work_started(e.round)
 
     def _work_started(self, round_no: int) -> None:
@@ -373,7 +374,7 @@ class RunModel:
         if agent.public and e.call == agent.call:  # the same call again after its answer: the user's retry
             agent.retried = True
         agent.call = e.call
-        agent.status = BADGE_DESCRIPTORS if e.call == ev.CALL_DESCRIPTORS else BADGE_WORKING
+        agent.status = BADGE_DESCRIPTORS if e.call == ev.CallKind.DESCRIPTORS else BADGE_WORKING
         agent.text = ""
         agent._stream = ReplyStream()
         agent.attempt += 1
@@ -393,14 +394,14 @@ class RunModel:
         self.prompt_tokens += e.prompt_tokens
         if e.cached_tokens is not None:
             self.cached_tokens = (self.cached_tokens or 0) + e.cached_tokens
-        if e.call == ev.CALL_DESCRIPTORS:
+        if e.call == ev.CallKind.DESCRIPTORS:
             agent.query, agent.key = e.query, e.key
             if e.status == ev.CallStatus.DONE:  # its work call is still to come
                 agent.status = BADGE_WAITING
             return
         if e.query or e.key:
             agent.query, agent.key = e.query, e.key
-        agent.public = e.public or (e.raw if e.status != "done" else "")
+        agent.public = e.public or (e.raw if e.status != ev.CallStatus.DONE else "")
         agent.answer = e.answer
 
     @HANDLERS.on(ev.DescriptorsReady)

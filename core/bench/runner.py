@@ -39,6 +39,7 @@ from core.llm.tokens import cached_share
 from core.methods.catalogue import build_method, get_method_info
 from core.runtime import events as ev
 from core.runtime.config import DomainName, Settings
+from core.runtime.dispatch import is_delta, of_kind
 from core.runtime.domains import Domain, get_domain
 from core.runtime.engine import Method
 from core.runtime.teams import resolve_team
@@ -408,7 +409,7 @@ class BenchRunner:
         events: list[ev.Event] = []
         team = resolve_team(settings)
         async with open_run(
-            settings, problem.task, sinks=[lambda e: None if isinstance(e, ev.AgentDelta) else events.append(e)],
+            settings, problem.task, sinks=[lambda e: None if is_delta(e) else events.append(e)],
             recorder=recorder, team=team, method=bench_method(strategy, team, self.options_for(strategy, seed)),
             backend=self.backend, embedder=self.embedder, sandbox_limits=self.limits, steering=self.control,
         ) as run:
@@ -423,7 +424,7 @@ class BenchRunner:
             finished.completion_tokens,
             finished.reason,
             finished.detail,
-            calls=sum(isinstance(e, ev.AgentFinished) for e in events),
+            calls=len(of_kind(events, ev.AgentFinished)),
             metrics={**(measure(events) if measure is not None else {}), **(dict(own()) if callable(own) else {})},
             cached_tokens=finished.cached_tokens,
         )

@@ -25,7 +25,8 @@ from core.llm.tokens import cached_share
 from core.methods.catalogue import build_method, get_method_info
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from core.runtime.control import MODE_AUTO, MODE_STEP, STATUS_PAUSED, Params, RunControl
+from core.runtime.control import ControlMode, ControlStatus, Params, RunControl
+from core.runtime.dispatch import EventTable, is_delta
 from core.runtime.outcome import EndReason
 from core.runtime.teams import resolve_team
 from core.sessions.compare_record import CompareRecord, CompareRow, RowState, record_paths, save_record, sessions_folder
@@ -62,6 +63,11 @@ class ComparePlan:
             build_method(method, self.options.get(method), team)
 
 
+# What a compare row takes from each event (RowTracker's ``@ROW_FOLDS.on`` methods); any other event but a
+# token delta only moves the row's wall time on.
+ROW_FOLDS: EventTable[RowTracker] = EventTable()
+
+
 class RowTracker:
     """An event sink folding one method's events into its summary row as they happen."""
 
@@ -74,48 +80,66 @@ class RowTracker:
         self.paused_since: float | None = None  # a stepped run waiting for its next step, since then
 
     def __call__(self, event: ev.Event) -> None:
-        row = self.row
-        if isinstance(event, ev.AgentDelta):
+        if is_delta(event):
             return
-        if isinstance(event, ev.RunStarted):
-            self.started_at = self.clock()
-            row.state = RowState.RUNNING
-        elif isinstance(event, ev.AgentFinished):
-            row.calls += 1  # the headless contract: calls == this method's agent_finished events
-            row.prompt_tokens += event.prompt_tokens
-            row.completion_tokens += event.completion_tokens
-            if event.cached_tokens is not None:
-                row.cached_tokens = (row.cached_tokens or 0) + event.cached_tokens
-        elif isinstance(event, ev.RoundFinished):
-            row.rounds = event.round
-            row.prompt_tokens, row.completion_tokens = event.prompt_tokens, event.completion_tokens
-        elif isinstance(event, ev.TestRun):
-            self.last_test = event
-        elif isinstance(event, ev.ControlChanged):  # the time a stepped run sits paused is not its work
-            paused = event.status == STATUS_PAUSED
-            if paused and self.paused_since is None:
-                self.paused_since = self.clock()
-            elif not paused and self.paused_since is not None:
-                row.paused_s = round(row.paused_s + self.clock() - self.paused_since, 3)
-                self.paused_since = None
-        elif isinstance(event, ev.UserSteered):
-            row.steered += 1 if event.accepted else 0
-            row.steer_refused += 0 if event.accepted else 1
-        elif isinstance(event, ev.RunFinished):
-            self.finished = event
-            row.rounds = event.rounds
-            row.prompt_tokens, row.completion_tokens = event.prompt_tokens, event.completion_tokens
-            row.tokens_estimated = event.tokens_estimated
-            row.cached_tokens = event.cached_tokens
-            row.answer = event.final_answer
-            row.reason = event.reason
-            row.state = (RowState.FAILED if event.reason == EndReason.ERROR else RowState.CANCELLED
-                         if event.reason == EndReason.CANCELLED else RowState.DONE)
-            if event.reason == "error":
-                row.reason = event.detail or "error"
+        ROW_FOLDS.dispatch(self, event)
+        row = self.row
         if self.started_at is not None:
             paused_s = row.paused_s + (self.clock() - self.paused_since if self.paused_since is not None else 0.0)
             row.wall_s = round(max(0.0, self.clock() - self.started_at - paused_s), 3)
+
+    @ROW_FOLDS.on(ev.RunStarted)
+    def _started(self, event: ev.RunStarted) -> None:
+        self.started_at = self.clock()
+        self.row.state = RowState.RUNNING
+
+    @ROW_FOLDS.on(ev.AgentFinished)
+    def _call(self, event: ev.AgentFinished) -> None:
+        row = self.row
+        row.calls += 1  # the headless contract: calls == this method's agent_finished events
+        row.prompt_tokens += event.prompt_tokens
+        row.completion_tokens += event.completion_tokens
+        if event.cached_tokens is not None:
+            row.cached_tokens = (row.cached_tokens or 0) + event.cached_tokens
+
+    @ROW_FOLDS.on(ev.RoundFinished)
+    def _round(self, event: ev.RoundFinished) -> None:
+        self.row.rounds = event.round
+        self.row.prompt_tokens, self.row.completion_tokens = event.prompt_tokens, event.completion_tokens
+
+    @ROW_FOLDS.on(ev.TestRun)
+    def _tested(self, event: ev.TestRun) -> None:
+        self.last_test = event
+
+    @ROW_FOLDS.on(ev.ControlChanged)
+    def _control(self, event: ev.ControlChanged) -> None:
+        """The time a stepped run sits paused is not its work."""
+        paused = event.status == ControlStatus.PAUSED
+        if paused and self.paused_since is None:
+            self.paused_since = self.clock()
+        elif not paused and self.paused_since is not None:
+            self.row.paused_s = round(self.row.paused_s + self.clock() - self.paused_since, 3)
+            self.paused_since = None
+
+    @ROW_FOLDS.on(ev.UserSteered)
+    def _steered(self, event: ev.UserSteered) -> None:
+        self.row.steered += 1 if event.accepted else 0
+        self.row.steer_refused += 0 if event.accepted else 1
+
+    @ROW_FOLDS.on(ev.RunFinished)
+    def _finished(self, event: ev.RunFinished) -> None:
+        row = self.row
+        self.finished = event
+        row.rounds = event.rounds
+        row.prompt_tokens, row.completion_tokens = event.prompt_tokens, event.completion_tokens
+        row.tokens_estimated = event.tokens_estimated
+        row.cached_tokens = event.cached_tokens
+        row.answer = event.final_answer
+        row.reason = event.reason
+        row.state = (RowState.FAILED if event.reason == EndReason.ERROR else RowState.CANCELLED
+                     if event.reason == EndReason.CANCELLED else RowState.DONE)
+        if event.reason == EndReason.ERROR:
+            row.reason = event.detail or "error"
 
 
 def verdict_for(tracker: RowTracker, domain: str, expect: str | None) -> str:
@@ -172,7 +196,8 @@ class Comparison:
         team = resolve_team(plan.settings)
         params = Params(plan.settings.tau, plan.settings.k_in, plan.settings.max_rounds)
         self.controls = {
-            m: RunControl(params, len(team.workers), mode=MODE_STEP if plan.step else MODE_AUTO) for m in plan.methods
+            m: RunControl(params, len(team.workers), mode=ControlMode.STEP if plan.step else ControlMode.AUTO)
+            for m in plan.methods
         }
         self.recorders: dict[str, SessionRecorder] = {}
         self.save_error = ""

@@ -12,6 +12,7 @@ from pathlib import Path
 from core.compose.compare import estimated_note, summary_rows
 from core.llm.urls import redact_url
 from core.methods.registry import format_options
+from core.runtime.config import DomainName
 from core.sessions.compare_record import CompareRecord
 from core.sessions.html.beside import write_pages
 from core.sessions.html.math import math_text
@@ -72,7 +73,7 @@ def _column(record: CompareRecord, index: int, links: Mapping[str, str]) -> tupl
     if session is None:
         return f'<div class="column">{head}<p class="bad">{esc(problem)}</p></div>', 0
     if session.outcome is not None and session.outcome.final_answer:
-        lang = "python" if session.domain == "code" else ""
+        lang = "python" if session.domain == DomainName.CODE else ""
         answer = rich_text(session.outcome.final_answer, code_default=lang, answer=True)
         head += f"<details><summary>answer</summary>{answer}</details>"
     sections = steps(session, prefix=f"{row.method}-", compact=True)

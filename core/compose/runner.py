@@ -19,7 +19,7 @@ from core.methods.steer_checks import catalogue_hook
 from core.routing.strategies import TopologyStrategy
 from core.runtime.clients import client_for
 from core.runtime.config import ConfigError, DomainName, Settings, resolve_api_key, resolve_base_url
-from core.runtime.control import MODE_AUTO, MODE_STEP, Params, RunControl
+from core.runtime.control import ControlMode, Params, RunControl
 from core.runtime.domains import Domain
 from core.runtime.engine import ForkPoint, Method, RoundEvaluator, RunSpec, SwarmEngine
 from core.runtime.events import EventSink
@@ -206,7 +206,7 @@ def build_engine(
     if control is None:
         control = RunControl(
             Params(settings.tau, settings.k_in, settings.max_rounds), n_workers,
-            mode=MODE_STEP if step_mode else MODE_AUTO,
+            mode=ControlMode.STEP if step_mode else ControlMode.AUTO,
         )
     # Until the method sets its own steering hook (most do at the start of their run), the catalogue answers.
     control.steer_hook = control.steer_hook or catalogue_hook(method.name, control)

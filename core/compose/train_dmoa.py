@@ -27,6 +27,7 @@ from core.methods.registry import MethodError
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.domains import get_domain
+from core.runtime.outcome import EndReason
 
 
 class TrainError(RuntimeError):
@@ -77,12 +78,9 @@ async def train_router(
 ) -> Path:
     """Train and save the router; the path of the saved weights. TrainError (one line) when the endpoint
     fails, gives no logprobs, or no problem left a usable trace. ``say`` hears progress lines."""
-    import openai
-
     from core.llm.client import EndpointError
     from core.llm.embeddings import EmbeddingError
-    from core.methods.dmoa.router import RouterError, RouterInfo, RouterStore, seeded_weights
-    from core.methods.dmoa.train import GRURouter, mean_loss, train
+    from core.methods.dmoa.router import RouterStore
 
     server = ScriptedServer(benchmark_script(dataset.problems)).start() if demo else None
     try:
@@ -90,16 +88,7 @@ async def train_router(
     except EndpointError as exc:
         raise TrainError(str(exc)) from None
     try:
-        try:
-            has_logprobs = await probe_logprobs(backend.llm, options["top_logprobs"])
-        except openai.OpenAIError as exc:
-            raise TrainError(backend.llm.describe_error(exc)) from None
-        if not has_logprobs:
-            raise TrainError(
-                f"training refused: the endpoint {backend.base_url} returns no token logprobs "
-                f"(asked for top_logprobs={options['top_logprobs']}), and the entropy signal needs them; "
-                "--strategy dmoa still routes, with the router as it is"
-            )
+        await _require_logprobs(backend, options["top_logprobs"])
         domain = get_domain(settings.domain)
         names = [a.name for a in dmoa_pool(domain)]
         store = RouterStore(Path(options["weights_dir"]) if options["weights_dir"] else None)
@@ -113,54 +102,91 @@ async def train_router(
             await asyncio.to_thread(embedder.load)
         except EmbeddingError as exc:
             raise TrainError(str(exc)) from None
-        traces = []
-        method: DmoaMethod | None = None
-        for number, problem in enumerate(problems, start=1):
-            say(f"[{number}/{len(problems)}] {problem.task_id}")
-            method = DmoaMethod(options, domain)
-            async with open_run(settings, problem.task, sinks=list(sinks), method=method, backend=backend,
-                                embedder=embedder) as run:
-                finished = await run.run()
-            if finished.reason == "error":
-                raise TrainError(finished.detail)
-            if method.trace is None or not method.trace.steps:
-                say(f"{problem.task_id} left no entropies (the endpoint stopped sending logprobs)")
-                continue
-            traces.append(method.trace)
-            say(f"  {len(method.trace.steps)} steps, ended {finished.reason}")
-        if not traces or method is None:
-            raise TrainError("no problem left a usable trace; nothing was trained")
-        try:
-            weights, info = store.load(settings.domain, names, seed=options["seed"])
-        except RouterError as exc:
-            say(f"{exc}; starting from a seeded router")
-            weights, info = seeded_weights(len(names), seed=options["seed"]), RouterInfo()
-        router = GRURouter.from_weights(weights)
-        tau, k_max, adaptive = options["tau"], method.k_max, options["adaptive_k"]
-        before = mean_loss(router, traces, tau=tau, k_max=k_max, adaptive=adaptive)
-        say(f"training on {len(traces)} traces: mean ranking loss {before:.4f} (eq. 15)")
-        reports = train(
-            router,
-            traces,
-            tau=tau,
-            k_max=k_max,
-            adaptive=adaptive,
-            epochs=schedule.epochs,
-            batch_size=schedule.batch,
-            lr=schedule.lr,
-            seed=options["seed"],
-            on_epoch=lambda r: say(f"  epoch {r.epoch}/{schedule.epochs}: loss {r.loss:.4f} ({r.batches} batches)"),
-        )
-        after = mean_loss(router, traces, tau=tau, k_max=k_max, adaptive=adaptive)
-        info.source = "few-shot+ttt" if "ttt" in info.source else "few-shot"
-        info.trained_queries += len(traces)
-        info.epochs += len(reports)
-        info.last_loss = round(after, 6)
-        try:
-            path = store.save(settings.domain, names, router.to_weights(), info)
-        except OSError as exc:
-            raise TrainError(f"cannot save the router weights: {exc.strerror or exc}") from None
-        say(f"mean ranking loss {before:.4f} → {after:.4f}; router weights saved to {path}")
-        return path
+        traces, k_max = await _dense_traces(settings, problems, options, backend, embedder, sinks, say)
+        return _fit_and_save(settings.domain, names, store, traces, options, k_max, schedule, say)
     finally:
         await backend.close()
+
+
+async def _require_logprobs(backend: Any, top: int) -> None:
+    """TrainError unless the endpoint answers with token logprobs (the entropy signal needs them)."""
+    import openai
+
+    try:
+        has_logprobs = await probe_logprobs(backend.llm, top)
+    except openai.OpenAIError as exc:
+        raise TrainError(backend.llm.describe_error(exc)) from None
+    if not has_logprobs:
+        raise TrainError(
+            f"training refused: the endpoint {backend.base_url} returns no token logprobs "
+            f"(asked for top_logprobs={top}), and the entropy signal needs them; "
+            "--strategy dmoa still routes, with the router as it is"
+        )
+
+
+async def _dense_traces(
+    settings: Settings, problems: Sequence[Any], options: dict[str, Any], backend: Any, embedder: Any,
+    sinks: Sequence[Callable[[ev.Event], None]], say: Callable[[str], None],
+) -> tuple[list[Any], int]:
+    """One dense run per problem; the traces that recorded entropies, and the runs' k_max."""
+    domain = get_domain(settings.domain)
+    traces = []
+    method: DmoaMethod | None = None
+    for number, problem in enumerate(problems, start=1):
+        say(f"[{number}/{len(problems)}] {problem.task_id}")
+        method = DmoaMethod(options, domain)
+        async with open_run(settings, problem.task, sinks=list(sinks), method=method, backend=backend,
+                            embedder=embedder) as run:
+            finished = await run.run()
+        if finished.reason == EndReason.ERROR:
+            raise TrainError(finished.detail)
+        if method.trace is None or not method.trace.steps:
+            say(f"{problem.task_id} left no entropies (the endpoint stopped sending logprobs)")
+            continue
+        traces.append(method.trace)
+        say(f"  {len(method.trace.steps)} steps, ended {finished.reason}")
+    if not traces or method is None:
+        raise TrainError("no problem left a usable trace; nothing was trained")
+    return traces, method.k_max
+
+
+def _fit_and_save(
+    domain: str, names: list[str], store: Any, traces: list[Any], options: dict[str, Any], k_max: int,
+    schedule: TrainSchedule, say: Callable[[str], None],
+) -> Path:
+    """The ranking loss (eq. 14-15) minimised with AdamW from the saved (or a seeded) router; the saved path."""
+    from core.methods.dmoa.router import RouterError, RouterInfo, seeded_weights
+    from core.methods.dmoa.train import GRURouter, mean_loss, train
+
+    try:
+        weights, info = store.load(domain, names, seed=options["seed"])
+    except RouterError as exc:
+        say(f"{exc}; starting from a seeded router")
+        weights, info = seeded_weights(len(names), seed=options["seed"]), RouterInfo()
+    router = GRURouter.from_weights(weights)
+    tau, adaptive = options["tau"], options["adaptive_k"]
+    before = mean_loss(router, traces, tau=tau, k_max=k_max, adaptive=adaptive)
+    say(f"training on {len(traces)} traces: mean ranking loss {before:.4f} (eq. 15)")
+    reports = train(
+        router,
+        traces,
+        tau=tau,
+        k_max=k_max,
+        adaptive=adaptive,
+        epochs=schedule.epochs,
+        batch_size=schedule.batch,
+        lr=schedule.lr,
+        seed=options["seed"],
+        on_epoch=lambda r: say(f"  epoch {r.epoch}/{schedule.epochs}: loss {r.loss:.4f} ({r.batches} batches)"),
+    )
+    after = mean_loss(router, traces, tau=tau, k_max=k_max, adaptive=adaptive)
+    info.source = "few-shot+ttt" if "ttt" in info.source else "few-shot"
+    info.trained_queries += len(traces)
+    info.epochs += len(reports)
+    info.last_loss = round(after, 6)
+    try:
+        path: Path = store.save(domain, names, router.to_weights(), info)
+    except OSError as exc:
+        raise TrainError(f"cannot save the router weights: {exc.strerror or exc}") from None
+    say(f"mean ranking loss {before:.4f} → {after:.4f}; router weights saved to {path}")
+    return path

@@ -49,6 +49,7 @@ from core.runtime import events as ev
 from core.runtime.config import DomainName, Settings
 from core.runtime.domains import get_domain
 from core.runtime.engine import SwarmEngine
+from core.runtime.outcome import EndReason
 
 
 class TrainError(RuntimeError):
@@ -182,7 +183,7 @@ class TopoDIMTrainer:
         settings = replace(self.settings, domain=DomainName(problem.domain), execute_code=True,
                            k_in=min(self.settings.k_in, len(domain.workers) - 1))
         def notices(event: ev.Event) -> None:  # the runs' warnings (a reply that did not parse, ...) reach the user
-            if isinstance(event, ev.Notice) and event.severity != "info" and self.on_notice is not None:
+            if isinstance(event, ev.Notice) and event.severity != ev.Severity.INFO and self.on_notice is not None:
                 self.on_notice(f"{problem.task_id}: {event.message}")
 
         async with open_run(settings, problem.task, sinks=[notices], method=method, backend=self.backend,
@@ -192,9 +193,9 @@ class TopoDIMTrainer:
                 finished = await run.run()
             finally:
                 self._engine = None
-        if finished.reason == "cancelled":
+        if finished.reason == EndReason.CANCELLED:
             return None
-        if finished.reason == "error":
+        if finished.reason == EndReason.ERROR:
             raise TrainError(f"the run on {problem.task_id} failed: {finished.detail}")
         verdict = await score(problem, finished.final_answer, self.limits)
         return method, 1.0 if verdict.correct else 0.0

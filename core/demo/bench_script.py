@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from core.demo.requests import RequestInfo, Script
-from core.runtime.events import CALL_DESCRIPTORS, CALL_MANAGER, CALL_PLAN
+from core.runtime.config import DomainName
+from core.runtime.events import CallKind
 
 if TYPE_CHECKING:  # benchmark imports this module; the import is only for type hints
     from core.datasets.problems import Problem
@@ -112,7 +113,7 @@ def oracle_answer(problem: Problem, correct: bool) -> str:
     """The solution this script stands behind, from the problem's reference: a program for code (HumanEval's
     canonical solution, MBPP's code, an APPS solution or a table of its cases), the letter for multiple
     choice, the reference answer for math. ``correct=False``: a wrong one of the same kind."""
-    if problem.domain == "code":
+    if problem.domain == DomainName.CODE:
         if correct:
             return problem.reference_code or problem.prompt + problem.canonical_solution
         return wrong_code(problem.entry_point) if problem.entry_point else "print('no idea')\n"
@@ -125,7 +126,7 @@ def oracle_answer(problem: Problem, correct: bool) -> str:
 def oracle_final(problem: Problem, correct: bool) -> str:
     """The final answer as the team's Manager gives it (code in a fence)."""
     answer = oracle_answer(problem, correct)
-    return _fenced(answer) if problem.domain == "code" else answer
+    return _fenced(answer) if problem.domain == DomainName.CODE else answer
 
 
 
@@ -154,7 +155,7 @@ def _work(problem: Problem, role: str, round_no: int, correct: bool) -> dict[str
 
 
 def _manager(problem: Problem, info: RequestInfo, correct: bool) -> dict[str, Any]:
-    if info.call == CALL_PLAN:
+    if info.call == CallKind.PLAN:
         return {
             "goal": "Round 1: every role drafts its part of a complete solution.",
             "terminate": False,
@@ -175,7 +176,7 @@ def _manager(problem: Problem, info: RequestInfo, correct: bool) -> dict[str, An
 
 def _solo(problem: Problem, correct: bool) -> str:
     answer = oracle_answer(problem, correct)
-    if problem.domain == "code":
+    if problem.domain == DomainName.CODE:
         return f"Here is the solution.\n{_fenced(answer)}"
     if problem.choices:
         return f"Answer: {answer}"
@@ -223,9 +224,9 @@ class _BenchScript:
             reply = topodim_reply(info, oracle_answer(problem, correct), problem.domain)
             if reply is not None:
                 return reply
-        if info.role == "Manager" or info.call in (CALL_PLAN, CALL_MANAGER):
+        if info.role == "Manager" or info.call in (CallKind.PLAN, CallKind.MANAGER):
             return json.dumps(_manager(problem, info, correct))
-        if info.call == CALL_DESCRIPTORS:
+        if info.call == CallKind.DESCRIPTORS:
             query, key = _descriptors(problem, info.role, info.round)
             return json.dumps({"query": query, "key": key})
         return json.dumps(_work(problem, info.role, info.round, correct))

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.demo.requests import RequestInfo
-from core.runtime.events import CALL_DESCRIPTORS, CALL_MANAGER, CALL_PLAN
+from core.runtime.config import DomainName
+from core.runtime.events import CallKind
 
 DEMO_MODEL = "scripted-demo"
 
@@ -417,7 +418,7 @@ def _user_text(info: RequestInfo) -> str:
 
 
 def _manager_reply(scn: _Scenario, info: RequestInfo) -> dict[str, Any]:
-    if info.call == CALL_PLAN:
+    if info.call == CallKind.PLAN:
         return {
             "goal": scn.plan_goal,
             "terminate": False,
@@ -445,7 +446,7 @@ def _descriptors(scn: _Scenario, role: str, round_no: int) -> tuple[str, str]:
 
 
 def _worker_reply(scn: _Scenario, info: RequestInfo) -> dict[str, Any]:
-    if info.call == CALL_DESCRIPTORS:
+    if info.call == CallKind.DESCRIPTORS:
         query, key = _descriptors(scn, info.role, info.round)
         return {"query": query, "key": key}
     roles = scn.work.get(info.role)
@@ -465,9 +466,9 @@ def _worker_reply(scn: _Scenario, info: RequestInfo) -> dict[str, Any]:
 
 def _solo_reply(scn: _Scenario, info: RequestInfo) -> str:
     """The single-agent baseline: one reply with the whole answer (code in a fence, math as JSON)."""
-    if info.domain == "math":
+    if info.domain == DomainName.MATH:
         return json.dumps({"reasoning": "Evaluate each term and add them.", "answer": scn.final_answer})
-    if info.domain == "code":
+    if info.domain == DomainName.CODE:
         return f"Here is the complete solution.\n\n```python\n{FINAL_CODE.rstrip()}\n```"
     return scn.final_answer
 
@@ -478,7 +479,7 @@ def dytopo_reply(info: RequestInfo) -> str:
     scn = SCENARIOS.get(info.domain, _CODE)
     if info.call == "single":
         return _solo_reply(scn, info)
-    if info.role == "Manager" or info.call in (CALL_PLAN, CALL_MANAGER):
+    if info.role == "Manager" or info.call in (CallKind.PLAN, CallKind.MANAGER):
         reply = _manager_reply(scn, info)
     else:
         reply = _worker_reply(scn, info)

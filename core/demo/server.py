@@ -25,7 +25,7 @@ from typing import Any
 
 from core.demo.requests import RequestInfo, Script, estimate_tokens, parse_request, played_instead, text_of
 from core.llm.call_id import CALL_ID_HEADER
-from core.runtime.events import CALL_MANAGER, CALL_PLAN
+from core.runtime.events import CallKind
 
 FAULT_KINDS = (
     "malformed",  # prose with no JSON at all: no repair can fix it
@@ -124,7 +124,7 @@ def _missing_fields(reply: str, info: RequestInfo) -> str:
         data = None
     if not isinstance(data, dict):
         return json.dumps({"public": reply})
-    drop = ("goal",) if info.call in (CALL_MANAGER, CALL_PLAN) or info.role == "Manager" else ("query", "key")
+    drop = ("goal",) if info.call in (CallKind.MANAGER, CallKind.PLAN) or info.role == "Manager" else ("query", "key")
     for name in drop:
         data.pop(name, None)
     return json.dumps(data)
@@ -412,69 +412,11 @@ class ScriptedServer:
             return
         fault = self._take_fault(info)
         kind = fault.kind if fault else ""
-
-        if kind == "reset":
-            handler._reset()
+        if self._send_fault(handler, fault, body):
             return
-        if kind == "http_429":
-            # retry-after-ms wins in the openai SDK and in core.llm.client: retry almost at once by default.
-            headers = {"retry-after": "0", "retry-after-ms": "10"}
-            if fault is not None and not fault.send_retry_after:
-                headers = {}
-            elif fault is not None and fault.retry_after is not None:
-                wait = max(0.0, fault.retry_after)
-                headers = {"retry-after": str(math.ceil(wait)), "retry-after-ms": str(round(wait * 1000))}
-            handler._send_json(
-                429,
-                _error_body("Rate limit reached (scripted)", "rate_limit_error", "rate_limit_exceeded"),
-                headers,
-            )
+        content = self._scripted(handler, info)
+        if content is None:
             return
-        if kind == "http_500":
-            handler._send_json(500, _error_body("Internal server error (scripted)", "server_error", None))
-            return
-        if kind == "http_401":
-            body_401 = _error_body("Invalid API key (scripted)", "invalid_request_error", "invalid_api_key")
-            handler._send_json(401, body_401)
-            return
-        if kind == "http_403":
-            key = handler.headers.get("Authorization", "").removeprefix("Bearer ")
-            message = f"key {key} may not use this model (scripted)"
-            handler._send_json(403, _error_body(message, "permission_error", None))
-            return
-        if kind == "http_404":
-            message = f"The model {body.get('model')!r} does not exist (scripted)"
-            handler._send_json(404, _error_body(message, "invalid_request_error", "model_not_found"))
-            return
-        if kind == "reject_json_schema":
-            handler._send_json(
-                400,
-                _error_body(
-                    "response_format type json_schema is not supported by this server (scripted)",
-                    "invalid_request_error",
-                    None,
-                ),
-            )
-            return
-        if kind == "reject_response_format":
-            handler._send_json(
-                400,
-                _error_body(
-                    "response_format is not supported by this server (scripted)",
-                    "invalid_request_error",
-                    None,
-                ),
-            )
-            return
-
-        if not info.has_header:
-            content = _GENERIC_REPLY
-        else:
-            try:
-                content = self.script(info)
-            except Exception as exc:  # a broken script must show up as a server error, not a hang
-                handler._send_json(500, _error_body(f"script error: {exc!r}", "server_error", None))
-                return
         content = self._shape(kind, content, info)
 
         if self.latency > 0 and self._stopping.wait(self.latency):
@@ -497,6 +439,78 @@ class ScriptedServer:
             self._stream(handler, completion_id, content, usage if want_usage else None, kind, top, interval, timings)
         else:
             self._respond(handler, completion_id, content, usage if self.usage else None, kind, top, timings)
+
+    def _send_fault(self, handler: _Handler, fault: FaultRule | None, body: dict[str, Any]) -> bool:
+        """Answer with the fault's error (or drop the connection) instead of a reply; False when there is no
+        fault or it shapes the reply instead (malformed JSON, a stall, ...)."""
+        kind = fault.kind if fault else ""
+        if kind == "reset":
+            handler._reset()
+            return True
+        if kind == "http_429":
+            # retry-after-ms wins in the openai SDK and in core.llm.client: retry almost at once by default.
+            headers = {"retry-after": "0", "retry-after-ms": "10"}
+            if fault is not None and not fault.send_retry_after:
+                headers = {}
+            elif fault is not None and fault.retry_after is not None:
+                wait = max(0.0, fault.retry_after)
+                headers = {"retry-after": str(math.ceil(wait)), "retry-after-ms": str(round(wait * 1000))}
+            handler._send_json(
+                429,
+                _error_body("Rate limit reached (scripted)", "rate_limit_error", "rate_limit_exceeded"),
+                headers,
+            )
+            return True
+        if kind == "http_500":
+            handler._send_json(500, _error_body("Internal server error (scripted)", "server_error", None))
+            return True
+        if kind == "http_401":
+            body_401 = _error_body("Invalid API key (scripted)", "invalid_request_error", "invalid_api_key")
+            handler._send_json(401, body_401)
+            return True
+        if kind == "http_403":
+            key = handler.headers.get("Authorization", "").removeprefix("Bearer ")
+            message = f"key {key} may not use this model (scripted)"
+            handler._send_json(403, _error_body(message, "permission_error", None))
+            return True
+        if kind == "http_404":
+            message = f"The model {body.get('model')!r} does not exist (scripted)"
+            handler._send_json(404, _error_body(message, "invalid_request_error", "model_not_found"))
+            return True
+        if kind == "reject_json_schema":
+            handler._send_json(
+                400,
+                _error_body(
+                    "response_format type json_schema is not supported by this server (scripted)",
+                    "invalid_request_error",
+                    None,
+                ),
+            )
+            return True
+        if kind == "reject_response_format":
+            handler._send_json(
+                400,
+                _error_body(
+                    "response_format is not supported by this server (scripted)",
+                    "invalid_request_error",
+                    None,
+                ),
+            )
+            return True
+        return False
+
+    def _scripted(self, handler: _Handler, info: RequestInfo) -> str | None:
+        """The script's reply to this request (a generic one without the call header); None when the script
+        failed and a 500 went out instead."""
+        if not info.has_header:
+            content = _GENERIC_REPLY
+        else:
+            try:
+                content = self.script(info)
+            except Exception as exc:  # a broken script must show up as a server error, not a hang
+                handler._send_json(500, _error_body(f"script error: {exc!r}", "server_error", None))
+                return None
+        return content
 
     def _play_cache(self, info: RequestInfo, prompt_tokens: int, usage: dict[str, Any]) -> dict[str, Any] | None:
         """prefix_cache: the cached share of this prompt, put where the chosen server reports it (llama.cpp's
@@ -622,53 +636,47 @@ class ScriptedServer:
         handler.send_header("Transfer-Encoding", "chunked")
         handler.end_headers()
 
-        head = json.dumps(
-            {
-                "id": completion_id,
-                "object": "chat.completion.chunk",
-                "created": int(time.time()),
-                "model": self.model,
-            }
-        )[:-1]  # reused prefix without the closing brace: per-chunk work stays tiny
-
-        def event(rest: str) -> bytes:
-            return f"data: {head}, {rest}}}\n\n".encode()
-
-        def choice(delta: str, finish: str = "null", logprobs: str = "") -> bytes:
-            extra = f', "logprobs": {logprobs}' if logprobs else ""
-            return event(f'"choices": [{{"index": 0, "delta": {delta}{extra}, "finish_reason": {finish}}}]')
-
+        chunks = _Chunks(completion_id, self.model)
         write = handler._write_chunk
-        write(choice('{"role": "assistant", "content": ""}'))
+        write(chunks.choice('{"role": "assistant", "content": ""}'))
         pieces = self._pieces(content)
         # One scripted token per streamed piece; its logprobs ride on the piece's chunk.
-        token_logprobs = scripted_logprobs(content, pieces, top) if top else []
-
-        def piece_chunk(index: int, piece: str) -> bytes:
-            if not token_logprobs:
-                return choice(json.dumps({"content": piece}))
-            return choice(json.dumps({"content": piece}), logprobs=json.dumps({"content": [token_logprobs[index]]}))
+        chunks.token_logprobs = scripted_logprobs(content, pieces, top) if top else []
 
         if kind == "stall":
             # One content chunk, then silence (stop() cuts it short).
             if pieces:
-                write(piece_chunk(0, pieces[0]))
-                pieces, token_logprobs = pieces[1:], token_logprobs[1:]
+                write(chunks.piece(0, pieces[0]))
+                pieces, chunks.token_logprobs = pieces[1:], chunks.token_logprobs[1:]
             if self._stopping.wait(self.stall_seconds):
                 handler._abort()
                 return
         if kind in ("stream_error", "garbage_chunk"):
-            if pieces:
-                write(piece_chunk(0, pieces[0]))
-            if kind == "stream_error":
-                write(f"data: {_error_body('the model crashed mid-reply', 'server_error', None).decode()}\n\n".encode())
-            else:
-                write(b"data: {\"choices\": [\x1b]0;owned\x07\n\n")
-            write(b"data: [DONE]\n\n")
-            write(b"")
+            self._broken_stream(handler, chunks, pieces, kind)
             return
         if kind == "drop":
             pieces = pieces[: max(1, len(pieces) // 2)]
+        if not self._paced(handler, chunks, pieces):
+            return
+        if kind == "drop":
+            handler._abort()
+            return
+        if kind == "endless":  # never finishes: more of the same until the client or stop() ends it
+            filler = chunks.choice(json.dumps({"content": " and so on"}))
+            while not (self._stopping.wait(interval) if interval > 0 else self._stopping.is_set()):
+                write(filler)  # raises once the client has gone (do_POST ends the handler quietly)
+            handler._abort()
+            return
+        write(chunks.choice("{}", '"length"' if kind == "truncated" else '"stop"'))
+        if timings is not None:  # llama.cpp sends its timings with the last chunk
+            write(chunks.event(f'"choices": [], "timings": {json.dumps(timings)}'))
+        if usage is not None:
+            write(chunks.event(f'"choices": [], "usage": {json.dumps(usage)}'))
+        write(b"data: [DONE]\n\n")
+        write(b"")  # the terminating zero-size chunk
+
+    def _paced(self, handler: _Handler, chunks: _Chunks, pieces: list[str]) -> bool:
+        """Every piece at the chunk delay; False when stop() cut the stream (the connection is aborted)."""
         start = time.monotonic()
         for i, piece in enumerate(pieces):
             if i and self.chunk_delay > 0:
@@ -676,24 +684,50 @@ class ScriptedServer:
                 wait = start + i * self.chunk_delay - time.monotonic()
                 if wait > 0 and self._stopping.wait(wait):
                     handler._abort()
-                    return
-            write(piece_chunk(i, piece))
-        if kind == "drop":
-            handler._abort()
-            return
-        if kind == "endless":  # never finishes: more of the same until the client or stop() ends it
-            filler = choice(json.dumps({"content": " and so on"}))
-            while not (self._stopping.wait(interval) if interval > 0 else self._stopping.is_set()):
-                write(filler)  # raises once the client has gone (do_POST ends the handler quietly)
-            handler._abort()
-            return
-        write(choice("{}", '"length"' if kind == "truncated" else '"stop"'))
-        if timings is not None:  # llama.cpp sends its timings with the last chunk
-            write(event(f'"choices": [], "timings": {json.dumps(timings)}'))
-        if usage is not None:
-            write(event(f'"choices": [], "usage": {json.dumps(usage)}'))
+                    return False
+            handler._write_chunk(chunks.piece(i, piece))
+        return True
+
+    @staticmethod
+    def _broken_stream(handler: _Handler, chunks: _Chunks, pieces: list[str], kind: str) -> None:
+        """One piece, then an error event (stream_error) or a chunk that is not JSON (garbage_chunk)."""
+        write = handler._write_chunk
+        if pieces:
+            write(chunks.piece(0, pieces[0]))
+        if kind == "stream_error":
+            write(f"data: {_error_body('the model crashed mid-reply', 'server_error', None).decode()}\n\n".encode())
+        else:
+            write(b"data: {\"choices\": [\x1b]0;owned\x07\n\n")
         write(b"data: [DONE]\n\n")
-        write(b"")  # the terminating zero-size chunk
+        write(b"")
+
+
+class _Chunks:
+    """The server-sent events of one streamed completion, each built on one shared prefix."""
+
+    def __init__(self, completion_id: str, model: str) -> None:
+        self.head = json.dumps(
+            {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": model,
+            }
+        )[:-1]  # reused prefix without the closing brace: per-chunk work stays tiny
+        self.token_logprobs: list[dict[str, Any]] = []
+
+    def event(self, rest: str) -> bytes:
+        return f"data: {self.head}, {rest}}}\n\n".encode()
+
+    def choice(self, delta: str, finish: str = "null", logprobs: str = "") -> bytes:
+        extra = f', "logprobs": {logprobs}' if logprobs else ""
+        return self.event(f'"choices": [{{"index": 0, "delta": {delta}{extra}, "finish_reason": {finish}}}]')
+
+    def piece(self, index: int, piece: str) -> bytes:
+        if not self.token_logprobs:
+            return self.choice(json.dumps({"content": piece}))
+        return self.choice(json.dumps({"content": piece}),
+                           logprobs=json.dumps({"content": [self.token_logprobs[index]]}))
 
 
 # --- logprobs ------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from core.demo.scenarios import FINAL_CODE
 from core.methods.topodim.generators import CALL_GRAPH
 from core.methods.topodim.method import CALLS
 from core.methods.topodim.prompts import MARK
+from core.runtime.config import DomainName
 
 # The calls TopoDIM makes (core.methods.topodim.method): answered by this script.
 TOPODIM_CALLS = frozenset({"typed-graph", "solution", "evaluate", "revise", "challenge", "defend", "final"})
@@ -199,9 +200,9 @@ def topodim_reply(info: RequestInfo) -> str | None:
     if info.call == "final":
         return _final_default(info.domain)
     answering = info.call in ("solution", "revise", "defend")
-    if info.domain == "code" and info.role in ("Developer", "BugFixer") and answering:
+    if info.domain == DomainName.CODE and info.role in ("Developer", "BugFixer") and answering:
         return "Implementation:\n" + _py(FINAL_CODE)
-    if info.domain == "math" and info.role in ("Solver", "Mathematician") and info.call != "challenge":
+    if info.domain == DomainName.MATH and info.role in ("Solver", "Mathematician") and info.call != "challenge":
         return f"The sum is 14/3. \\boxed{{{_MATH_ANSWER}}}"
     return _GENERIC.get(info.call, "{role} has nothing to add.").format(role=info.role)
 

@@ -15,6 +15,7 @@ import re
 from core.demo.requests import RequestInfo
 from core.demo.scenarios import DRAFT_CODE, FINAL_CODE
 from core.methods.topoweaver.prompts import CALL_AGENT, CALL_ORCHESTRATE, CALLS
+from core.runtime.config import DomainName
 
 __all__ = ["CALLS", "bench_reply", "topoweaver_script"]
 
@@ -154,17 +155,17 @@ _GENERAL_WORK = {
 def topoweaver_script(info: RequestInfo) -> str:
     """The demo's reply to a TopoWeaver call (orchestrator YAML, or an agent's text)."""
     if info.call == CALL_ORCHESTRATE:
-        if info.domain == "code":
+        if info.domain == DomainName.CODE:
             return _code_orchestrator(info)
-        return _yaml(_PLAN_REASONING.format(level="introductory" if info.domain == "math" else "interview"))
+        return _yaml(_PLAN_REASONING.format(level="introductory" if info.domain == DomainName.MATH else "interview"))
     kind = agent_type(info)
-    if info.domain == "code":
+    if info.domain == DomainName.CODE:
         table = _CODE_WORK.get(kind, {})
         scripted = [t for t in table if t <= info.round]
         if scripted:
             return table[max(scripted)]
     else:
-        work = (_MATH_WORK if info.domain == "math" else _GENERAL_WORK).get(kind)
+        work = (_MATH_WORK if info.domain == DomainName.MATH else _GENERAL_WORK).get(kind)
         if work:
             return work
     return f"{info.role} ({kind or 'agent'}): nothing to add in turn {info.round}."

@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from core.compose.compare import ComparePlan, Comparison
-from core.mcp.tasks import STATUS_CANCELLED, STATUS_COMPLETED, STATUS_FAILED, StartError, SwarmManager, SwarmTask
+from core.mcp.tasks import StartError, SwarmManager, SwarmTask, TaskStatus
 from core.methods.registry import MethodError
 from core.methods.selection import parse_strategies
 from core.runtime import events as ev
+from core.runtime.dispatch import is_delta
 from core.runtime.teams import resolve_team
 from core.sessions.compare_record import MAX_METHODS, RowState
 
@@ -132,7 +133,7 @@ async def _run(manager: SwarmManager, entry: SwarmTask, plan: ComparePlan) -> No
         await manager.embedder.aload()
 
         def sync(event: ev.Event) -> None:
-            if not isinstance(event, ev.AgentDelta):  # token deltas move no figure of the status
+            if not is_delta(event):  # token deltas move no figure of the status
                 _sync(entry, comparison)
 
         comparison = Comparison(plan, backend, manager.embedder, sessions_dir=Path(plan.settings.sessions_dir),
@@ -146,16 +147,16 @@ async def _run(manager: SwarmManager, entry: SwarmTask, plan: ComparePlan) -> No
         if entry.timed_out:
             manager._fail(entry, f"timed out after {entry.budget_s:g} s")
         elif comparison.cancelled:
-            entry.status = STATUS_CANCELLED
+            entry.status = TaskStatus.CANCELLED
         elif all(row.state == RowState.FAILED for row in comparison.rows.values()):
             manager._fail(entry, "every method failed: " + "; ".join(
                 f"{r.method}: {r.reason}" for r in comparison.rows.values()))
         else:
-            entry.status = STATUS_COMPLETED
+            entry.status = TaskStatus.COMPLETED
         entry.phase = "finished"
     except asyncio.CancelledError:
         if entry.cancel_requested:
-            entry.status, entry.phase = STATUS_CANCELLED, "finished"
+            entry.status, entry.phase = TaskStatus.CANCELLED, "finished"
         else:
             manager._fail(entry, "the server shut down while the comparison was running")
             raise
@@ -166,5 +167,5 @@ async def _run(manager: SwarmManager, entry: SwarmTask, plan: ComparePlan) -> No
         entry.active = {}
         if entry.finished_at is None:
             entry.finished_at = manager.clock()
-        if entry.status not in (STATUS_COMPLETED, STATUS_CANCELLED, STATUS_FAILED):
+        if entry.status not in (TaskStatus.COMPLETED, TaskStatus.CANCELLED, TaskStatus.FAILED):
             manager._fail(entry, "the comparison stopped without a result")

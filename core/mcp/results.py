@@ -14,8 +14,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from core.demo.played import demo_answer_note
-from core.mcp.tasks import STATUS_RUNNING, SwarmTask, TaskStatus
+from core.mcp.tasks import SwarmTask, TaskStatus
 from core.runtime import events as ev
+from core.runtime.dispatch import EventTable
 from core.runtime.steering import SteerAction
 
 Status = TaskStatus
@@ -164,10 +165,10 @@ def status_result(entry: SwarmTask) -> StatusResult:
     if entry.running:
         doing = f", phase {entry.phase}" if entry.phase else ""
         message = f"running: {_round_text(entry)}{doing}; ask again in about {interval:g} s"
-    elif entry.status == "completed":
+    elif entry.status == TaskStatus.COMPLETED:
         message = f"completed after {entry.round} round(s) ({finished.reason if finished else 'done'}): " \
                   "call swarm_result for the answer"
-    elif entry.status == "cancelled":
+    elif entry.status == TaskStatus.CANCELLED:
         message = "cancelled; swarm_result has what the run had produced"
     else:
         message = f"failed: {entry.error}"
@@ -201,7 +202,7 @@ def result_result(entry: SwarmTask, include_topology: bool = False) -> RunResult
     }
     if include_topology:
         base["topology"] = topology(entry.events)
-    if entry.status == STATUS_RUNNING:
+    if entry.status == TaskStatus.RUNNING:
         return RunResult(
             **base,
             message=f"still running ({_round_text(entry)}, phase {entry.phase}): no result yet; poll swarm_status "
@@ -212,12 +213,12 @@ def result_result(entry: SwarmTask, include_topology: bool = False) -> RunResult
     if finished is not None:
         base.update(final_answer=finished.final_answer, answer_source=finished.answer_source or None,
                     termination_reason=finished.reason, detail=finished.detail, rounds=finished.rounds)
-    if entry.status == "completed":
+    if entry.status == TaskStatus.COMPLETED:
         message = f"completed: {finished.reason if finished else 'done'} after {entry.round} round(s)"
         if finished is not None and finished.demo_played:
             base["demo_played"] = finished.demo_played
             message += f"; {demo_answer_note(finished.demo_played)}"
-    elif entry.status == "cancelled":
+    elif entry.status == TaskStatus.CANCELLED:
         message = "cancelled: the answer (if any) is what the team had when it stopped"
     else:
         message = f"failed: {entry.error}"
@@ -229,9 +230,9 @@ def _compare_result(entry: SwarmTask, base: dict[str, Any]) -> RunResult:
     rows = list(entry.compare_rows or [])
     failed = [r["method"] for r in rows if r.get("state") == "failed"]
     said = f"; failed: {', '.join(failed)}" if failed else ""
-    if entry.status == "completed":
+    if entry.status == TaskStatus.COMPLETED:
         message = f"compared {len(rows)} methods{said}: each row has its answer, verdict, calls, tokens and wall time"
-    elif entry.status == "cancelled":
+    elif entry.status == TaskStatus.CANCELLED:
         message = f"cancelled: the rows hold what each method had when it stopped{said}"
     else:
         message = f"failed: {entry.error}"
@@ -277,31 +278,52 @@ def graph_of(event: ev.Event) -> dict[str, Any]:
 
 
 def topology(events: list[ev.Event]) -> list[RoundTopology]:
-    rounds: dict[int, RoundTopology] = {}
-    pending_goal = ""
-
-    def at(number: int) -> RoundTopology:
-        if number not in rounds:
-            rounds[number] = RoundTopology(round=number, goal=pending_goal)
-        return rounds[number]
-
+    fold = _TopologyFold()
     for event in events:
+        fold(event)
+    return [fold.rounds[n] for n in sorted(fold.rounds)]
+
+
+# What a round's topology takes from the flow events (_TopologyFold's ``@TOPOLOGY.on`` methods); any other
+# event with a round that is not a flow event is one of the round's graphs.
+TOPOLOGY: EventTable[_TopologyFold] = EventTable()
+
+
+class _TopologyFold:
+    def __init__(self) -> None:
+        self.rounds: dict[int, RoundTopology] = {}
+        self.pending_goal = ""
+
+    def at(self, number: int) -> RoundTopology:
+        if number not in self.rounds:
+            self.rounds[number] = RoundTopology(round=number, goal=self.pending_goal)
+        return self.rounds[number]
+
+    def __call__(self, event: ev.Event) -> None:
         number = getattr(event, "round", None)
         if not isinstance(number, int):
-            continue
-        if isinstance(event, ev.RoundStarted):
-            at(number).params = dict(event.params)
-        elif isinstance(event, ev.ManagerDecided):
-            if event.plan:
-                at(number).goal = pending_goal = event.next_goal
-            else:
-                at(number).decision = {"terminate": event.terminate, "next_goal": event.next_goal,
-                                       "reasoning": event.reasoning, "status": event.status}
-                pending_goal = event.next_goal or pending_goal
-        elif isinstance(event, ev.MessagesRouted) and event.broadcast:
-            at(number).broadcast = True
-        elif isinstance(event, ev.GoalReplaced):  # the round ran with the user's goal: that is its goal
-            at(number).goal = event.goal
-        elif event.type not in FLOW_EVENTS:
-            at(number).graphs.append(graph_of(event))
-    return [rounds[n] for n in sorted(rounds)]
+            return
+        if not TOPOLOGY.dispatch(self, event) and event.type not in FLOW_EVENTS:
+            self.at(number).graphs.append(graph_of(event))
+
+    @TOPOLOGY.on(ev.RoundStarted)
+    def _round_started(self, event: ev.RoundStarted) -> None:
+        self.at(event.round).params = dict(event.params)
+
+    @TOPOLOGY.on(ev.ManagerDecided)
+    def _decided(self, event: ev.ManagerDecided) -> None:
+        if event.plan:
+            self.at(event.round).goal = self.pending_goal = event.next_goal
+        else:
+            self.at(event.round).decision = {"terminate": event.terminate, "next_goal": event.next_goal,
+                                             "reasoning": event.reasoning, "status": event.status}
+            self.pending_goal = event.next_goal or self.pending_goal
+
+    @TOPOLOGY.on(ev.MessagesRouted)
+    def _routed(self, event: ev.MessagesRouted) -> None:
+        if event.broadcast:
+            self.at(event.round).broadcast = True
+
+    @TOPOLOGY.on(ev.GoalReplaced)
+    def _goal_replaced(self, event: ev.GoalReplaced) -> None:
+        self.at(event.round).goal = event.goal  # the round ran with the user's goal: that is its goal

@@ -15,7 +15,7 @@ import logging
 import os
 import signal
 import sys
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -36,6 +36,9 @@ from core.mcp.tasks import MAX_CONTEXT_CHARS, OPTIONS, STRATEGIES, StartError, S
 from core.runtime.config import DOMAINS, bounds_text, schema_bounds
 from core.runtime.domains import Domain
 from core.runtime.steering import SteerError, SteerKind
+
+if TYPE_CHECKING:
+    from mcp.server.fastmcp import FastMCP
 
 SERVER_NAME = "swarm-tui"
 INSTRUCTIONS = (
@@ -66,18 +69,31 @@ def build_server(manager: SwarmManager, *, host: str = "127.0.0.1", port: int = 
                  log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING") -> Any:
     """A FastMCP server whose tools drive ``manager``."""
     from mcp.server.fastmcp import FastMCP
+
+    server = FastMCP(SERVER_NAME, instructions=INSTRUCTIONS, host=host, port=port, log_level=log_level)
+    server._mcp_server.version = __version__  # the initialize reply names swarm-tui's version, not the SDK's
+    _add_start(server, manager)
+    _add_compare(server, manager)
+    _add_watch(server, manager)
+    _add_steer(server, manager)
+    return server
+
+
+def _lookup(manager: SwarmManager, task_id: str) -> Any:
+    """The task, or the tool's error naming the unknown id."""
     from mcp.server.fastmcp.exceptions import ToolError
 
     from core.mcp.tasks import UnknownTask
 
-    server = FastMCP(SERVER_NAME, instructions=INSTRUCTIONS, host=host, port=port, log_level=log_level)
-    server._mcp_server.version = __version__  # the initialize reply names swarm-tui's version, not the SDK's
+    try:
+        return manager.get(task_id)
+    except UnknownTask as exc:
+        raise ToolError(str(exc)) from None
 
-    def lookup(task_id: str) -> Any:
-        try:
-            return manager.get(task_id)
-        except UnknownTask as exc:
-            raise ToolError(str(exc)) from None
+
+def _add_start(server: "FastMCP", manager: SwarmManager) -> None:
+    """swarm_start."""
+    from mcp.server.fastmcp.exceptions import ToolError
 
     # The published defaults are the server's settings (the usual ones unless its flags or config say
     # otherwise): domain code, tau 0.3, k_in 3 (N-1 for a smaller team), max_rounds 5. domain defaults to
@@ -126,6 +142,13 @@ def build_server(manager: SwarmManager, *, host: str = "127.0.0.1", port: int = 
         except StartError as exc:
             raise ToolError(str(exc)) from None
         return start_result(entry, str(manager.sessions_dir))
+
+
+def _add_compare(server: "FastMCP", manager: SwarmManager) -> None:
+    """swarm_compare."""
+    from mcp.server.fastmcp.exceptions import ToolError
+
+    defaults = manager.settings  # the published defaults are the server's settings
 
     @server.tool()
     async def swarm_compare(
@@ -176,11 +199,14 @@ def build_server(manager: SwarmManager, *, host: str = "127.0.0.1", port: int = 
             raise ToolError(str(exc)) from None
         return start_result(entry, str(manager.sessions_dir))
 
+
+def _add_watch(server: "FastMCP", manager: SwarmManager) -> None:
+    """swarm_status, swarm_result and swarm_cancel."""
     @server.tool()
     async def swarm_status(task_id: Annotated[str, Field(description="from swarm_start")]) -> StatusResult:
         """How a swarm is doing: running / completed / failed / cancelled, round, phase, active agents,
         elapsed time, LLM calls, tokens, and when to ask again."""
-        return status_result(lookup(task_id))
+        return status_result(_lookup(manager, task_id))
 
     @server.tool()
     async def swarm_result(
@@ -191,14 +217,19 @@ def build_server(manager: SwarmManager, *, host: str = "127.0.0.1", port: int = 
     ) -> RunResult:
         """A finished swarm's final answer, why it ended, rounds, tokens and wall time (a running swarm
         says it is still running)."""
-        return result_result(lookup(task_id), include_topology)
+        return result_result(_lookup(manager, task_id), include_topology)
 
     @server.tool()
     async def swarm_cancel(task_id: Annotated[str, Field(description="from swarm_start")]) -> CancelResult:
         """Stop a running swarm; its session so far is kept."""
-        entry = lookup(task_id)
+        entry = _lookup(manager, task_id)
         entry, cancelled = manager.cancel(entry.id)
         return cancel_result(entry, cancelled)
+
+
+def _add_steer(server: "FastMCP", manager: SwarmManager) -> None:
+    """swarm_steer."""
+    from mcp.server.fastmcp.exceptions import ToolError
 
     @server.tool()
     async def swarm_steer(
@@ -228,14 +259,12 @@ def build_server(manager: SwarmManager, *, host: str = "127.0.0.1", port: int = 
         given = {"action": action, "to": to, "agent": agent, "src": src, "dst": dst, "text": text, "when": when,
                  "rounds": rounds, "at_round": at_round, "type": type, "model": model, "endpoint": endpoint,
                  "temperature": temperature}
-        entry = lookup(task_id)
+        entry = _lookup(manager, task_id)
         try:
             entry, taken = manager.steer(entry.id, {k: v for k, v in given.items() if v is not None})
         except SteerError as exc:
             raise ToolError(str(exc)) from None
         return steer_result(entry, taken)
-
-    return server
 
 
 # --- transports --------------------------------------------------------------------------------
@@ -293,7 +322,7 @@ def stop_on_signals(manager: SwarmManager) -> None:
             loop.add_signal_handler(sig, on_signal)
 
 
-async def serve_stdio(server: Any, manager: SwarmManager) -> None:
+async def serve_stdio(server: "FastMCP", manager: SwarmManager) -> None:
     """Serve on the process's stdin/stdout. The protocol gets private copies of fds 0 and 1; fd 0
     becomes /dev/null and fd 1 a copy of stderr, and sys.stdout is stderr, so neither a stray print
     nor a child process (the code sandbox) can write into or read from the wire."""
@@ -318,7 +347,7 @@ async def serve_stdio(server: Any, manager: SwarmManager) -> None:
         await manager.aclose()
 
 
-async def serve_http(server: Any, manager: SwarmManager) -> None:
+async def serve_http(server: "FastMCP", manager: SwarmManager) -> None:
     """Serve streamable HTTP at http://HOST:PORT/mcp until interrupted; running swarms are stopped
     (and their sessions saved) on the way out."""
     stop_on_signals(manager)

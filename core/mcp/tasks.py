@@ -18,8 +18,9 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, Final, Literal, get_args
+from typing import Any
 
 from core.evaluation.sandbox import allow_unisolated_code, unisolated_refusal
 from core.methods.catalogue import build_method, get_method_info, method_names
@@ -35,8 +36,10 @@ from core.runtime.config import (
     check_setting,
 )
 from core.runtime.control import RunControl
+from core.runtime.dispatch import EventTable, is_delta, of_kind
 from core.runtime.domains import Domain, get_domain
 from core.runtime.engine import Method
+from core.runtime.outcome import EndReason
 from core.runtime.steering import SteerAction, SteerError, parse_action
 from core.runtime.teams import is_team_file, named_team, resolve_team, team_names
 from core.sessions.store import SessionRecorder
@@ -47,13 +50,17 @@ ROUND_BUDGET_S = 120.0  # the wall-clock budget is max_rounds x this (the refere
 CANCEL_GRACE_S = 15.0  # after a budget cancel, how long the run gets to stop before it is torn down
 MAX_ROUNDS_LIMIT = MAX_ROUNDS  # the settings' bound (core.runtime.config), named as the server's tools knew it
 
-# A swarm task's status, as the tools' results publish it (a Literal: the output schema lists the four).
-TaskStatus = Literal["running", "completed", "failed", "cancelled"]
-STATUS_RUNNING: Final = "running"
-STATUS_COMPLETED: Final = "completed"
-STATUS_FAILED: Final = "failed"
-STATUS_CANCELLED: Final = "cancelled"
-STATUSES: tuple[TaskStatus, ...] = get_args(TaskStatus)
+
+class TaskStatus(StrEnum):
+    """A swarm task's status, as the tools' results publish it (the output schema lists the four)."""
+
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+STATUSES = tuple(TaskStatus)
 
 # The strategies a swarm can run are the registered methods (core.methods); the list is read when needed.
 STRATEGIES = tuple(method_names())
@@ -97,6 +104,11 @@ class UnknownTask(KeyError):
         return f"no swarm task {self.task_id!r}; known task ids: {ids}"
 
 
+# What a task's status takes from each event (SwarmTask's ``@TASK_FOLDS.on`` methods); every event but a token
+# delta is also kept in the task's list.
+TASK_FOLDS: EventTable[SwarmTask] = EventTable()
+
+
 @dataclass
 class SwarmTask:
     """One swarm: what was asked, how far it got, how it ended."""
@@ -112,7 +124,7 @@ class SwarmTask:
     team: str = ""  # the team's name: a built-in one's is its domain, a user team's its [team.NAME]
     agents: list[str] = field(default_factory=list)  # the team's Manager and workers
     notes: list[str] = field(default_factory=list)
-    status: TaskStatus = STATUS_RUNNING
+    status: TaskStatus = TaskStatus.RUNNING
     started_at: float = field(default_factory=time.time)
     finished_at: float | None = None
     round: int = 0
@@ -137,37 +149,53 @@ class SwarmTask:
     @property
     def steering(self) -> list[ev.UserSteered]:
         """The steering actions applied so far, taken or refused."""
-        return [e for e in self.events if isinstance(e, ev.UserSteered)]
+        return of_kind(self.events, ev.UserSteered)
 
     def observe(self, event: ev.Event) -> None:
         """An engine sink: keeps the status fields current (token deltas are not kept)."""
-        if isinstance(event, ev.AgentDelta):
+        if is_delta(event):
             return
         self.events.append(event)
-        if isinstance(event, ev.RoundStarted):
-            self.round, self.active = event.round, {}
-        elif isinstance(event, ev.PhaseStarted):
-            self.phase = event.phase
-        elif isinstance(event, ev.AgentStarted):
-            self.active[event.agent] = event.call
-        elif isinstance(event, ev.AgentFinished):
-            self.active.pop(event.agent, None)
-            self.llm_calls += max(1, event.attempts)
-            self.prompt_tokens += event.prompt_tokens
-            self.completion_tokens += event.completion_tokens
-        elif isinstance(event, ev.RoundFinished):
-            self.prompt_tokens, self.completion_tokens = event.prompt_tokens, event.completion_tokens
-            self.active = {}
-        elif isinstance(event, ev.RunFinished):
-            self.prompt_tokens, self.completion_tokens = event.prompt_tokens, event.completion_tokens
-            self.active, self.phase = {}, "finished"
-        elif isinstance(event, ev.RunStarted) and self.recorder is not None:
+        TASK_FOLDS.dispatch(self, event)
+
+    @TASK_FOLDS.on(ev.RoundStarted)
+    def _round_started(self, event: ev.RoundStarted) -> None:
+        self.round, self.active = event.round, {}
+
+    @TASK_FOLDS.on(ev.PhaseStarted)
+    def _phase(self, event: ev.PhaseStarted) -> None:
+        self.phase = event.phase
+
+    @TASK_FOLDS.on(ev.AgentStarted)
+    def _call_started(self, event: ev.AgentStarted) -> None:
+        self.active[event.agent] = event.call
+
+    @TASK_FOLDS.on(ev.AgentFinished)
+    def _call_finished(self, event: ev.AgentFinished) -> None:
+        self.active.pop(event.agent, None)
+        self.llm_calls += max(1, event.attempts)
+        self.prompt_tokens += event.prompt_tokens
+        self.completion_tokens += event.completion_tokens
+
+    @TASK_FOLDS.on(ev.RoundFinished)
+    def _round_finished(self, event: ev.RoundFinished) -> None:
+        self.prompt_tokens, self.completion_tokens = event.prompt_tokens, event.completion_tokens
+        self.active = {}
+
+    @TASK_FOLDS.on(ev.RunFinished)
+    def _run_finished(self, event: ev.RunFinished) -> None:
+        self.prompt_tokens, self.completion_tokens = event.prompt_tokens, event.completion_tokens
+        self.active, self.phase = {}, "finished"
+
+    @TASK_FOLDS.on(ev.RunStarted)
+    def _run_started(self, event: ev.RunStarted) -> None:
+        if self.recorder is not None:
             self.session_path = self.recorder.path
 
     # --- views ----------------------------------------------------------------------------
     @property
     def running(self) -> bool:
-        return self.status == STATUS_RUNNING
+        return self.status == TaskStatus.RUNNING
 
     @property
     def tokens(self) -> int:
@@ -532,7 +560,7 @@ class SwarmManager:
             if entry.timed_out:
                 self._fail(entry, f"timed out after {entry.budget_s:g} s (the run did not stop when asked)")
             elif entry.cancel_requested:
-                entry.status, entry.phase = STATUS_CANCELLED, "finished"
+                entry.status, entry.phase = TaskStatus.CANCELLED, "finished"
             else:  # the server is shutting down
                 self._fail(entry, "the server shut down while the swarm was running")
                 raise
@@ -549,27 +577,27 @@ class SwarmManager:
             entry.active = {}
             if entry.finished_at is None:
                 entry.finished_at = self.clock()
-            if entry.status == STATUS_RUNNING:  # pragma: no cover - every path above sets it
+            if entry.status == TaskStatus.RUNNING:  # pragma: no cover - every path above sets it
                 self._fail(entry, "the swarm stopped without a result")
 
     def _finish(self, entry: SwarmTask, finished: ev.RunFinished) -> None:
         entry.finished = finished
         entry.prompt_tokens, entry.completion_tokens = finished.prompt_tokens, finished.completion_tokens
         entry.round = finished.rounds
-        if finished.reason == "error":
+        if finished.reason == EndReason.ERROR:
             self._fail(entry, finished.detail)
-        elif finished.reason == "cancelled":
+        elif finished.reason == EndReason.CANCELLED:
             if entry.timed_out:
                 self._fail(entry, f"timed out after {entry.budget_s:g} s")
             else:
-                entry.status = STATUS_CANCELLED
+                entry.status = TaskStatus.CANCELLED
         else:
-            entry.status = STATUS_COMPLETED
+            entry.status = TaskStatus.COMPLETED
         entry.phase = "finished"
         entry.finished_at = self.clock()
 
     def _fail(self, entry: SwarmTask, message: str) -> None:
-        entry.status, entry.error, entry.phase = STATUS_FAILED, message, "finished"
+        entry.status, entry.error, entry.phase = TaskStatus.FAILED, message, "finished"
         entry.finished_at = self.clock()
 
     def _out_of_time(self, entry: SwarmTask, timers: list[asyncio.TimerHandle]) -> None:

@@ -83,14 +83,6 @@ def steering_of(name: str) -> frozenset[SteerKind]:
         return frozenset()
 
 
-def steering_refusal(name: str, kind: SteerKind | str) -> str:
-    """One line: why method ``name`` does not take ``kind``; "" when it does."""
-    try:
-        return get_method_info(name).why_not(kind)
-    except MethodError as exc:
-        return str(exc)
-
-
 def unit_count(strategy: str, count: int) -> str:
     """``count`` of the method's units, in words: "3 rounds", "1 step", "2 turns" (rounds for a method this version
     does not know)."""

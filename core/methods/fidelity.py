@@ -199,13 +199,6 @@ DEVIATIONS: tuple[Deviation, ...] = (
 )
 
 
-def deviations(method: str | None = None) -> list[Deviation]:
-    """The list, or the entries of one method (its own and those for every method)."""
-    if method is None:
-        return list(DEVIATIONS)
-    return [d for d in DEVIATIONS if d.method in (method, "all")]
-
-
 def fidelity_text() -> str:
     """The list as ``swarm-tui strategies --fidelity`` prints it."""
     lines: list[str] = []

@@ -27,15 +27,23 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from itertools import pairwise
 from typing import Any
 
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 
-REASON_K_IN = "k_in"
-REASON_CYCLE = "cycle"
-REASON_CUT = "cut by user"  # a steering cut (core.runtime.steering)
-REASON_SILENCED = "silenced"  # an edge of an agent the user silenced
+
+class RemovalReason(StrEnum):
+    """Why an edge is not in the graph although its pair was scored (kept in ``RoutingResult.removed``)."""
+
+    K_IN = "k_in"  # past the target's k_in strongest inbound matches
+    CYCLE = "cycle"  # it would have closed a cycle (the graph is made acyclic)
+    CUT = "cut by user"  # a steering cut (core.runtime.steering)
+    SILENCED = "silenced"  # an edge of an agent the user silenced
+    MASKED = "masked"  # TopoDIM (arXiv 2601.10120) eq. 7: it would have closed a conditioned/debate cycle
+    PRUNED = "pruned"  # TopoDIM eq. 8: outside the top (1 - alpha) by probability
+
 
 # Edge kinds: what an edge means in the method that drew it. DyTopo's are "routed"; the other methods
 # draw typed graphs in the same shape (score is then a probability or a weight).
@@ -102,7 +110,7 @@ class RemovedEdge:
     src: str
     dst: str
     score: float
-    reason: str  # REASON_K_IN or REASON_CYCLE, or a method's own reason ("masked", "pruned", ...)
+    reason: RemovalReason
     kind: str = KIND_ROUTED
 
 
@@ -150,7 +158,7 @@ class RoutingResult:
     @property
     def cut_pairs(self) -> frozenset[tuple[str, str]]:
         """(src, dst) of the edges a person cut: in no graph while the cut holds."""
-        return frozenset((r.src, r.dst) for r in self.removed if r.reason == REASON_CUT)
+        return frozenset((r.src, r.dst) for r in self.removed if r.reason == RemovalReason.CUT)
 
     def in_edges(self, agent: str) -> list[Edge]:
         """Edges into agent, strongest first (the paper's recipient order, §3.4)."""
@@ -174,7 +182,8 @@ class RoutingResult:
             similarity=[[float(x) for x in row] for row in data["similarity"]],
             edges=[Edge(e["src"], e["dst"], float(e["score"]), e.get("kind", KIND_ROUTED)) for e in data["edges"]],
             removed=[
-                RemovedEdge(e["src"], e["dst"], float(e["score"]), e["reason"], e.get("kind", KIND_ROUTED))
+                RemovedEdge(e["src"], e["dst"], float(e["score"]), RemovalReason(e["reason"]),
+                            e.get("kind", KIND_ROUTED))
                 for e in data["removed"]
             ],
             order=list(data["order"]),
@@ -245,12 +254,12 @@ def _select_edges(
             pins = sorted((index[s] for s, d in pinned if d == dst and s in index and s != dst
                            and s not in silenced and dst not in silenced), key=lambda j: (-row[j], names[j]))
             kept.extend(Edge(names[j], dst, row[j], KIND_PINNED) for j in pins)
-            removed.extend(RemovedEdge(names[j], dst, row[j], REASON_CUT) for j in range(len(names))
+            removed.extend(RemovedEdge(names[j], dst, row[j], RemovalReason.CUT) for j in range(len(names))
                            if (names[j], dst) in cut and j != i)
             gone = {j for j in range(len(names)) if (names[j], dst) in cut} | set(pins)
             silent = [j for j in range(len(names)) if j != i and j not in gone and row[j] >= tau
                       and (dst in silenced or names[j] in silenced)]
-            removed.extend(RemovedEdge(names[j], dst, row[j], REASON_SILENCED) for j in silent)
+            removed.extend(RemovedEdge(names[j], dst, row[j], RemovalReason.SILENCED) for j in silent)
             gone |= set(silent)
             slots = max(0, k_in - len(pins))
         else:
@@ -260,7 +269,7 @@ def _select_edges(
         ranked = sorted((j for j in range(len(names)) if j != i and row[j] >= tau and j not in gone),
                         key=lambda j: (-row[j], names[j]))
         kept.extend(Edge(names[j], dst, row[j]) for j in ranked[:slots])
-        removed.extend(RemovedEdge(names[j], dst, row[j], REASON_K_IN) for j in ranked[slots:])
+        removed.extend(RemovedEdge(names[j], dst, row[j], RemovalReason.K_IN) for j in ranked[slots:])
     return kept, removed
 
 
@@ -319,7 +328,7 @@ def _break_cycles(names: list[str], edges: list[Edge]) -> tuple[list[Edge], list
         candidates = [(u, v) for u, v in cycle if (u, v) not in pins] or cycle
         lowest = min(succ[u][v] for u, v in candidates)
         src, dst = max((u, v) for u, v in candidates if succ[u][v] == lowest)
-        removed.append(RemovedEdge(src, dst, succ[src][dst], REASON_CYCLE))
+        removed.append(RemovedEdge(src, dst, succ[src][dst], RemovalReason.CYCLE))
         del succ[src][dst]
     remaining = [e for e in edges if e.dst in succ[e.src]]
     return remaining, removed

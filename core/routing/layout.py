@@ -7,7 +7,7 @@ one row per tier, nodes numbered in the order they run.
 
 from __future__ import annotations
 
-from core.routing.dytopo import REASON_CUT, RoutingResult
+from core.routing.dytopo import RemovalReason, RoutingResult
 
 
 def run_order(routing: RoutingResult, tiered: bool = True) -> list[str]:
@@ -48,7 +48,7 @@ def legend(routing: RoutingResult, tag: str = "") -> str:
             f"{len(routing.edges)}/{routing.possible_edges} edges kept",
         ]
     # "2 by k_in", "1 by cycle"; a steering cut says who: "1 cut by user".
-    cut = [f"{count} {reason}" if reason == REASON_CUT else f"{count} by {reason}"
+    cut = [f"{count} {reason}" if reason == RemovalReason.CUT else f"{count} by {reason}"
            for reason, count in removed.items() if count]
     if cut:
         parts.append("removed " + ", ".join(cut))

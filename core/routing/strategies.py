@@ -131,17 +131,3 @@ class StarStrategy:
 
 
 GRAPH_STRATEGIES = ("dytopo", "random", "broadcast", "chain", "star")
-
-
-def get_strategy(name: str, *, hub: str | None = None, seed: int = 0) -> TopologyStrategy:
-    if name == "dytopo":
-        return DyTopoStrategy()
-    if name == "random":
-        return RandomStrategy(seed)
-    if name == "broadcast":
-        return BroadcastStrategy()
-    if name == "chain":
-        return ChainStrategy()
-    if name == "star":
-        return StarStrategy(hub)
-    raise ValueError(f"unknown topology strategy {name!r}: choose one of {', '.join(GRAPH_STRATEGIES)}")

@@ -17,9 +17,18 @@ import heapq
 import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
-from core.routing.dytopo import KIND_CONDITIONED, KIND_DEBATE, KIND_FEEDBACK, Edge, RemovedEdge, RoutingResult
+from core.routing.dytopo import (
+    KIND_CONDITIONED,
+    KIND_DEBATE,
+    KIND_FEEDBACK,
+    Edge,
+    RemovalReason,
+    RemovedEdge,
+    RoutingResult,
+)
 
 NONE = "none"
 RELATIONS = (NONE, KIND_CONDITIONED, KIND_FEEDBACK, KIND_DEBATE)  # R' in a fixed order; index 0 is "no edge"
@@ -27,17 +36,19 @@ EDGE_TYPES = RELATIONS[1:]  # R
 ACYCLIC_TYPES = (KIND_CONDITIONED, KIND_DEBATE)  # App. B: only these must stay acyclic
 SHORT = {KIND_CONDITIONED: "cond", KIND_FEEDBACK: "fbk", KIND_DEBATE: "dbt", NONE: "∅"}
 
-REASON_MASKED = "masked"  # eq. 7: the edge would have closed a conditioned/debate cycle
-REASON_PRUNED = "pruned"  # eq. 8: outside the top (1 - alpha) by probability
 
-# Call modes: what an agent is asked to do in one call (§3.1 ❶–❸, the case study's labels, App. G).
-MODE_SOLUTION = "solution"  # answer the task (with conditioned inputs and debates as context)
-MODE_EVALUATE = "evaluate"  # feedback edge: the target reviews the source's answer
-MODE_REVISE = "revise"  # feedback edge: the source answers again with that review
-MODE_CHALLENGE = "challenge"  # debate edge: the target challenges the source's answer
-MODE_DEFEND = "defend"  # debate edge: the source defends (or corrects) its answer
-MODE_FINAL = "final"  # the decision-maker reads every kept agent and writes the answer
-MODES = (MODE_SOLUTION, MODE_EVALUATE, MODE_REVISE, MODE_CHALLENGE, MODE_DEFEND, MODE_FINAL)
+class CallMode(StrEnum):
+    """What an agent is asked to do in one call (§3.1 ❶–❸, the case study's labels, App. G)."""
+
+    SOLUTION = "solution"  # answer the task (with conditioned inputs and debates as context)
+    EVALUATE = "evaluate"  # feedback edge: the target reviews the source's answer
+    REVISE = "revise"  # feedback edge: the source answers again with that review
+    CHALLENGE = "challenge"  # debate edge: the target challenges the source's answer
+    DEFEND = "defend"  # debate edge: the source defends (or corrects) its answer
+    FINAL = "final"  # the decision-maker reads every kept agent and writes the answer
+
+
+MODES = tuple(CallMode)
 
 
 @dataclass(frozen=True)
@@ -73,7 +84,7 @@ class CallStep:
     index: int
     total: int
     agent: str
-    mode: str
+    mode: CallMode
     partner: str = ""  # the other agent of a feedback/debate step; conditioned inputs of a solution
     kind: str = ""  # the edge type that caused the call ("" for a plain solution and the final)
 
@@ -326,21 +337,21 @@ def schedule(names: Sequence[str], graph: TypedGraph, decider: str) -> list[Call
     ready = [index[n] for n in graph.active if indegree[n] == 0]
     heapq.heapify(ready)
     visited: set[str] = set()
-    steps: list[tuple[str, str, str, str]] = []  # agent, mode, partner, kind
+    steps: list[tuple[str, CallMode, str, str]] = []  # agent, mode, partner, kind
 
     def visit(agent: str) -> None:
         visited.add(agent)
         inputs = sorted((e.src for e in blocking if e.dst == agent), key=index.__getitem__)
-        steps.append((agent, MODE_SOLUTION, ", ".join(inputs), ""))
+        steps.append((agent, CallMode.SOLUTION, ", ".join(inputs), ""))
         outgoing = sorted((e for e in edges if e.src == agent), key=lambda e: index[e.dst])
         for e in outgoing:
             if e.kind == KIND_FEEDBACK:
-                steps.append((e.dst, MODE_EVALUATE, agent, KIND_FEEDBACK))
-                steps.append((agent, MODE_REVISE, e.dst, KIND_FEEDBACK))
+                steps.append((e.dst, CallMode.EVALUATE, agent, KIND_FEEDBACK))
+                steps.append((agent, CallMode.REVISE, e.dst, KIND_FEEDBACK))
         for e in outgoing:
             if e.kind == KIND_DEBATE:
-                steps.append((e.dst, MODE_CHALLENGE, agent, KIND_DEBATE))
-                steps.append((agent, MODE_DEFEND, e.dst, KIND_DEBATE))
+                steps.append((e.dst, CallMode.CHALLENGE, agent, KIND_DEBATE))
+                steps.append((agent, CallMode.DEFEND, e.dst, KIND_DEBATE))
         for e in outgoing:
             if e.kind in ACYCLIC_TYPES:
                 indegree[e.dst] -= 1
@@ -354,16 +365,9 @@ def schedule(names: Sequence[str], graph: TypedGraph, decider: str) -> list[Call
         if not left:
             break
         heapq.heappush(ready, index[left[0]])  # only if a cycle slipped through: never stall
-    steps.append((decider, MODE_FINAL, "all kept agents", ""))
+    steps.append((decider, CallMode.FINAL, "all kept agents", ""))
     total = len(steps)
     return [CallStep(k + 1, total, agent, mode, partner, kind) for k, (agent, mode, partner, kind) in enumerate(steps)]
-
-
-def expected_calls(graph: TypedGraph) -> int:
-    """|V_final| + 2 per feedback edge + 2 per debate edge + 1 decision (TopoDIM §3.2
-    "Execution order" and App. B: each agent once, a feedback or debate edge two calls each)."""
-    counts = histogram(graph.kept)
-    return len(graph.active) + 2 * counts[KIND_FEEDBACK] + 2 * counts[KIND_DEBATE] + 1
 
 
 def to_routing(graph: TypedGraph, steps: Sequence[CallStep], tau: float, k_in: int) -> RoutingResult:
@@ -379,7 +383,7 @@ def to_routing(graph: TypedGraph, steps: Sequence[CallStep], tau: float, k_in: i
             similarity[index[d.dst]][index[d.src]] = round(float(d.p), 6)
     order: list[str] = []
     for step in steps:
-        if step.mode == MODE_SOLUTION and step.agent not in order:
+        if step.mode == CallMode.SOLUTION and step.agent not in order:
             order.append(step.agent)
     import networkx as nx  # here, not at the top: importing it cost every start-up ~0.2 s for this one call
 
@@ -390,8 +394,8 @@ def to_routing(graph: TypedGraph, steps: Sequence[CallStep], tau: float, k_in: i
     whole: nx.DiGraph[str] = nx.DiGraph()
     whole.add_nodes_from(names)
     whole.add_edges_from((e.src, e.dst) for e in graph.kept)
-    removed = [RemovedEdge(e.src, e.dst, round(e.p, 6), REASON_MASKED, e.kind) for e in graph.masked]
-    removed += [RemovedEdge(e.src, e.dst, round(e.p, 6), REASON_PRUNED, e.kind) for e in graph.pruned]
+    removed = [RemovedEdge(e.src, e.dst, round(e.p, 6), RemovalReason.MASKED, e.kind) for e in graph.masked]
+    removed += [RemovedEdge(e.src, e.dst, round(e.p, 6), RemovalReason.PRUNED, e.kind) for e in graph.pruned]
     return RoutingResult(
         names=list(names),
         tau=float(tau),

@@ -114,7 +114,7 @@ class ModelCalls:
             limits = CallLimits(limits.temperature, host.settings.max_tokens)  # --max-tokens caps every call
         usage: Usage | None = None
         tally = self.reply_tally
-        decision = call in (ev.CALL_PLAN, ev.CALL_MANAGER)
+        decision = call in (ev.CallKind.PLAN, ev.CallKind.MANAGER)
         # App-authored only: system prompts and re-asks (user messages also carry the team's own outputs).
         self.sent_texts.extend(str(m.get("content", "")) for m in messages if m.get("role") == "system")
         # The format this call's role must write, for a re-ask: the caller's, the parser's own, or by mode.

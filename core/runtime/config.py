@@ -141,7 +141,7 @@ class Settings:
     def runs_code_tests(self) -> bool:
         """The execute-code rule: the code's tests run in the sandbox after each round when execute_code is
         on and the task is code (core.compose.assembly.make_evaluator; the screens and the CLI say it)."""
-        return bool(self.execute_code) and self.domain == "code"
+        return bool(self.execute_code) and self.domain == DomainName.CODE
 
     def with_overrides(self, **changes: Any) -> Settings:
         """A copy with the given non-None values applied, validated."""

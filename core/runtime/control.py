@@ -28,15 +28,11 @@ class ControlStatus(StrEnum):
     STEPPING = "stepping"
 
 
-MODE_AUTO = ControlMode.AUTO
-MODE_STEP = ControlMode.STEP
+class StepBoundary(StrEnum):
+    """Where a stepping run stops next: at the next phase, or only at the next round's start."""
 
-STATUS_RUNNING = ControlStatus.RUNNING
-STATUS_PAUSED = ControlStatus.PAUSED
-STATUS_STEPPING = ControlStatus.STEPPING
-
-BOUNDARY_PHASE = "phase"
-BOUNDARY_ROUND = "round"
+    PHASE = "phase"
+    ROUND = "round"
 
 
 @dataclass(frozen=True)
@@ -50,13 +46,13 @@ class Params:
 
 
 class RunControl:
-    def __init__(self, params: Params, n_workers: int, *, mode: ControlMode = MODE_AUTO) -> None:
+    def __init__(self, params: Params, n_workers: int, *, mode: ControlMode = ControlMode.AUTO) -> None:
         self._params = params
         self._n_workers = n_workers
         self.mode: ControlMode = mode
         self._wake = asyncio.Event()
         self._pass_current = False  # let the engine past the checkpoint it is waiting at
-        self._stop_at = BOUNDARY_PHASE  # in step mode: stop at the next phase, or only at a round start
+        self._stop_at = StepBoundary.PHASE  # in step mode: stop at the next phase, or only at a round start
         self.waiting = False  # True while the engine sits at a checkpoint
         self.cancelled = False
         self.stop_reason = ""  # set when a steering "stop" ended the run (RunFinished's detail)
@@ -82,9 +78,9 @@ class RunControl:
 
     @property
     def status(self) -> ControlStatus:
-        if self.mode == MODE_AUTO:
-            return STATUS_RUNNING
-        return STATUS_PAUSED if self.waiting and not self._pass_current else STATUS_STEPPING
+        if self.mode == ControlMode.AUTO:
+            return ControlStatus.RUNNING
+        return ControlStatus.PAUSED if self.waiting and not self._pass_current else ControlStatus.STEPPING
 
     def _changed(self) -> None:
         self._wake.set()
@@ -94,33 +90,33 @@ class RunControl:
     # --- user commands ------------------------------------------------------------------------
     def pause(self) -> None:
         """Stop at the next phase boundary."""
-        self.mode = MODE_STEP
-        self._stop_at = BOUNDARY_PHASE
+        self.mode = ControlMode.STEP
+        self._stop_at = StepBoundary.PHASE
         self._changed()
 
     def resume(self) -> None:
         """Back to auto-run."""
-        self.mode = MODE_AUTO
+        self.mode = ControlMode.AUTO
         self._pass_current = self.waiting
         self._changed()
 
     def toggle_pause(self) -> None:
-        if self.mode == MODE_AUTO:
+        if self.mode == ControlMode.AUTO:
             self.pause()
         else:
             self.resume()
 
     def step_phase(self) -> None:
         """Run one phase, then wait at the next boundary. While running freely: stop at the next one."""
-        self.mode = MODE_STEP
-        self._stop_at = BOUNDARY_PHASE
+        self.mode = ControlMode.STEP
+        self._stop_at = StepBoundary.PHASE
         self._pass_current = self.waiting
         self._changed()
 
     def step_round(self) -> None:
         """Run until the start of the next round, then wait."""
-        self.mode = MODE_STEP
-        self._stop_at = BOUNDARY_ROUND
+        self.mode = ControlMode.STEP
+        self._stop_at = StepBoundary.ROUND
         self._pass_current = self.waiting
         self._changed()
 
@@ -210,7 +206,7 @@ class RunControl:
                 self.on_steered(action, "the run ended before the barrier it waited for")
 
     # --- engine side --------------------------------------------------------------------------
-    async def checkpoint(self, boundary: str, round_no: int = 0) -> None:
+    async def checkpoint(self, boundary: StepBoundary, round_no: int = 0) -> None:
         """Called by the engine between phases; returns when the engine may go on. ``round_no``: the round
         this barrier stands before (a round boundary) or in; steering actions due by then apply here."""
         self.barrier_round = round_no
@@ -220,7 +216,7 @@ class RunControl:
         finally:
             self.at_barrier = False
 
-    async def _wait_at(self, boundary: str) -> None:
+    async def _wait_at(self, boundary: StepBoundary) -> None:
         while True:
             if self.cancelled:
                 # A cancel asked from inside the run's own task (a sink reacting to an event) is delivered at
@@ -233,9 +229,9 @@ class RunControl:
             if self._pass_current:
                 self._pass_current = False
                 return
-            if self.mode == MODE_AUTO:
+            if self.mode == ControlMode.AUTO:
                 return
-            if self._stop_at == BOUNDARY_ROUND and boundary != BOUNDARY_ROUND:
+            if self._stop_at == StepBoundary.ROUND and boundary != StepBoundary.ROUND:
                 return
             self.waiting = True
             self._wake.clear()

@@ -1,16 +1,19 @@
 """A consumer's table of event handlers: each event class mapped to the method that takes it.
 
-A consumer of the one event stream (the TUI's run model, the headless printer) registers a handler per
-event class with ``@table.on(EventClass)`` and names the classes it means to skip with ``ignore``. The
-type checker sees that each handler takes the class it is registered for, and ``unhandled()`` lists the
-engine's event types a consumer has neither handled nor ignored, so a new event type that nobody folds
-in is a test failure instead of an event dropped without a word.
+A consumer of the one event stream (the TUI's run model, the headless printer, a compare row, an MCP
+task) registers a handler per event class with ``@table.on(EventClass)`` and names the classes it means
+to skip with ``ignore``. The type checker sees that each handler takes the class it is registered for,
+and ``unhandled()`` lists the engine's event types a consumer has neither handled nor ignored, so a new
+event type that nobody folds in is a test failure instead of an event dropped without a word.
+
+Code that only picks events out of a list (a replay's round starts, a session without its token deltas)
+uses ``of_kind``, ``positions`` and ``without_deltas`` instead of a type test of its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeGuard, TypeVar, cast
 
 from core.runtime import events as ev
 
@@ -53,6 +56,21 @@ class EventTable(Generic[C]):
         return sorted(c.type for c in classes if c not in self._handlers and c not in self._ignored)
 
 
-def core_event_types() -> list[type[ev.Event]]:
-    """The engine's own event types (a method's own types live in its module and print themselves)."""
-    return [cls for cls in ev.event_types().values() if cls.__module__ == ev.__name__]
+def of_kind(events: Iterable[ev.Event], *kinds: type[E]) -> list[E]:
+    """The events of the given classes, in order (events are never subclassed: the class is the kind)."""
+    return [cast(E, e) for e in events if type(e) in kinds]
+
+
+def positions(events: Iterable[ev.Event], *kinds: type[ev.Event]) -> list[int]:
+    """Where the events of the given classes sit in ``events``."""
+    return [i for i, e in enumerate(events) if type(e) in kinds]
+
+
+def is_delta(event: ev.Event) -> TypeGuard[ev.AgentDelta]:
+    """A streamed token delta: the one high-frequency event, which most folds and records skip."""
+    return type(event) is ev.AgentDelta
+
+
+def without_deltas(events: Iterable[ev.Event]) -> list[ev.Event]:
+    """The events a session keeps: everything but the streamed token deltas."""
+    return [e for e in events if type(e) is not ev.AgentDelta]

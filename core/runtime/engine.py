@@ -25,16 +25,12 @@ from core.runtime.answers import honest_answer, latest_answer
 from core.runtime.calls import ModelCalls, Usage, finished_event
 from core.runtime.config import CallLimits, DomainName, RoundProtocol, Settings
 from core.runtime.context import Shrink
-from core.runtime.control import BOUNDARY_ROUND, ControlStatus, Params, RunControl
+from core.runtime.control import ControlStatus, Params, RunControl, StepBoundary
 from core.runtime.domains import Domain, Role, get_domain
 from core.runtime.faults import FailureStreak, default_limit, why_the_run_ends
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.steering import SteerAction
 from core.runtime.teams import team_record
-
-STATUS_DONE = ev.CallStatus.DONE
-STATUS_UNPARSED = ev.CallStatus.UNPARSED
-STATUS_FAILED = ev.CallStatus.FAILED
 
 
 @dataclass
@@ -287,9 +283,9 @@ class SwarmEngine:
         self.emit(self.finished)
         return self.finished
 
-    async def checkpoint(self, boundary: str) -> None:
+    async def checkpoint(self, boundary: StepBoundary) -> None:
         # The barrier hook: steering actions due here are applied by the method (RunControl.steer_hook).
-        await self.control.checkpoint(boundary, self.round + 1 if boundary == BOUNDARY_ROUND else self.round)
+        await self.control.checkpoint(boundary, self.round + 1 if boundary == StepBoundary.ROUND else self.round)
 
     def start_phase(self, phase: str, detail: str = "") -> None:
         self.phase = phase
@@ -403,9 +399,9 @@ class SwarmEngine:
         )
         text = usage.text if usage else ""
         if parsed is not None or (parser is None and usage is not None):
-            result = AgentResult(name, STATUS_DONE, public=text.strip(), raw=text)
+            result = AgentResult(name, ev.CallStatus.DONE, public=text.strip(), raw=text)
         else:
-            status = STATUS_UNPARSED if usage else STATUS_FAILED
+            status = ev.CallStatus.UNPARSED if usage else ev.CallStatus.FAILED
             result = AgentResult(
                 name, status, public=text.strip(), raw=text, error=error, connection_failed=connection_failed,
                 context_overflow=overflow,

@@ -59,18 +59,6 @@ class Severity(StrEnum):
 SeverityName = Severity | Literal["info", "warning", "error"]
 
 
-# The names methods and faces have used since before the enums; each is the enum member itself.
-CALL_PLAN = CallKind.PLAN
-CALL_WORK = CallKind.WORK
-CALL_DESCRIPTORS = CallKind.DESCRIPTORS
-CALL_SINGLE_PASS = CallKind.SINGLE_PASS
-CALL_MANAGER = CallKind.MANAGER
-PHASE_PLAN = Phase.PLAN
-PHASE_WORK = Phase.WORK
-PHASE_DESCRIPTORS = Phase.DESCRIPTORS
-PHASE_ROUTING = Phase.ROUTING
-PHASE_MANAGER = Phase.MANAGER
-
 
 @dataclass(kw_only=True)
 class Event:

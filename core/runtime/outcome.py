@@ -1,8 +1,9 @@
 """How a run ended: the reason as a closed set of values, and what a method hands back to the engine.
 
 ``Method.run`` returns a ``RunOutcome``; the engine turns it into the ``RunFinished`` event, whose
-``reason`` is the enum's string value, so sessions recorded before this type existed load unchanged
-and every face that compares ``finished.reason == "error"`` keeps working (a StrEnum equals its value).
+``reason`` is recorded as the enum's string value, so sessions recorded before this type existed load
+unchanged (``event_from_dict`` turns the text back into the member). Code compares with the members
+(``finished.reason == EndReason.ERROR``), never with their text.
 """
 
 from __future__ import annotations

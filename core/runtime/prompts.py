@@ -7,7 +7,7 @@ the messages: a real model reads only the task.
 from __future__ import annotations
 
 from core.runtime.domains import Domain, Role
-from core.runtime.events import CALL_DESCRIPTORS, CALL_SINGLE_PASS, CALL_WORK
+from core.runtime.events import CallKind
 
 # JSON field names of the contracts. The parser accepts the paper's spellings too (see core.runtime.parsing).
 WORKER_FIELDS = ("public", "private", "query", "key")
@@ -67,23 +67,23 @@ def worker_intro(domain: Domain, role: Role) -> str:
     )
 
 
-def reply_shape(domain: Domain, role: Role, call: str = CALL_WORK, *, private_only: bool = False) -> str:
+def reply_shape(domain: Domain, role: Role, call: str = CallKind.WORK, *, private_only: bool = False) -> str:
     """The one reply shape this call needs. ``private_only``: only the private message travels along an
     edge (the paper's eq. 3), so the shape says which field teammates receive."""
-    if call == CALL_DESCRIPTORS:
+    if call == CallKind.DESCRIPTORS:
         return f"Use exactly this shape:\n{_DESCRIPTOR_SCHEMA}\n{_SPECIFIC}"
     answer_field = ',\n  "answer": "your final answer, as short as possible (e.g. a number or expression)"'
     public, private = (_PUBLIC_RECORD, _PRIVATE_MESSAGE) if private_only else (_PUBLIC_SHARED, _PRIVATE_NOTE)
-    # A phased work call (CALL_WORK) stated its descriptors in phase A; a single-pass call gives the next ones.
-    extra = _NEXT_DESCRIPTORS if call == CALL_SINGLE_PASS else ""
+    # A phased work call (CallKind.WORK) stated its descriptors in phase A; a single-pass call gives the next ones.
+    extra = _NEXT_DESCRIPTORS if call == CallKind.SINGLE_PASS else ""
     if domain.name == "math" and role.name == domain.answer_role:
         extra += answer_field
     schema = _WORK_SCHEMA % (public, private, extra)
-    tail = f"\n{_SPECIFIC}" if call == CALL_SINGLE_PASS else ""
+    tail = f"\n{_SPECIFIC}" if call == CallKind.SINGLE_PASS else ""
     return f"Use exactly this shape:\n{schema}{tail}"
 
 
-def worker_system_prompt(domain: Domain, role: Role, call: str = CALL_WORK, *, private_only: bool = False) -> str:
+def worker_system_prompt(domain: Domain, role: Role, call: str = CallKind.WORK, *, private_only: bool = False) -> str:
     """The role and the one reply shape this call needs (the paper order's system prompt)."""
     return worker_intro(domain, role) + reply_shape(domain, role, call, private_only=private_only)
 
@@ -118,10 +118,10 @@ def _context_block(memory: str, inbox: str) -> str:
 
 
 WORKER_ASKS: dict[str, str] = {  # a worker call's instruction, by call kind (a CallKind is its text)
-    CALL_WORK: "Do your part of this round's goal. Reply with the full work JSON.",
-    CALL_SINGLE_PASS: "Do your part of this round's goal. Reply with the full work JSON, including query "
+    CallKind.WORK: "Do your part of this round's goal. Reply with the full work JSON.",
+    CallKind.SINGLE_PASS: "Do your part of this round's goal. Reply with the full work JSON, including query "
     "and key for the next routing.",
-    CALL_DESCRIPTORS: "Solve nothing yet: state only what you need (query) and can provide (key) for "
+    CallKind.DESCRIPTORS: "Solve nothing yet: state only what you need (query) and can provide (key) for "
     "this round's goal.",
 }
 
@@ -131,7 +131,8 @@ def worker_request(
 ) -> str:
     """The user message in the paper order: the problem, this round's goal, memory, inbox, the ask."""
     context = _context_block(memory, inbox)
-    if call == CALL_DESCRIPTORS and digest:  # one sentence of needs and offers: the goal and memory carry the detail
+    # One sentence of needs and offers: the goal and memory carry the detail.
+    if call == CallKind.DESCRIPTORS and digest:
         problem = problem_digest(problem)
     return (
         f"PROBLEM:\n{problem}\n\nROUND {round_no} GOAL:\n{goal}\n\n"
@@ -171,11 +172,11 @@ def worker_messages(
              + suffix},
         ]
     shape = reply_shape(domain, role, call, private_only=private_only)
-    if call == CALL_SINGLE_PASS:  # the agent's only call kind: its shape is the same every round
+    if call == CallKind.SINGLE_PASS:  # the agent's only call kind: its shape is the same every round
         system, shape = worker_intro(domain, role) + shape, ""
     else:  # phased descriptor and work calls alternate: each one's shape comes last, after what they share
         system = worker_intro(domain, role).rstrip("\n")
-    if call == CALL_DESCRIPTORS and digest:
+    if call == CallKind.DESCRIPTORS and digest:
         problem = problem_digest(problem)
     parts = [f"PROBLEM:\n{problem}"]
     if memory:

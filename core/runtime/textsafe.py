@@ -56,10 +56,6 @@ def one_line(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def has_controls(text: str) -> bool:
-    return bool(_CONTROL_RE.search(text))
-
-
 def json_safe(json_text: str) -> str:
     """JSON text (from ``json.dumps``, which already escapes C0) with DEL, C1 controls and U+2028/2029
     escaped as ``\\uXXXX`` too. Such characters only occur inside JSON strings, so the result is the

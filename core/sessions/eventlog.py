@@ -28,6 +28,7 @@ from typing import Any
 
 from core.methods.catalogue import ensure_event_type
 from core.runtime import events as ev
+from core.runtime.dispatch import is_delta
 from core.sessions.model import record_dict
 
 LOG_SUFFIX = ".events.jsonl"
@@ -165,7 +166,7 @@ class EventLogWriter:
     def write(self, event: ev.Event) -> None:
         if self.closed:
             return
-        if isinstance(event, ev.AgentDelta):
+        if is_delta(event):
             key = (event.round, event.agent, event.call)
             if not self._pending:
                 self._pending_since = self.clock()

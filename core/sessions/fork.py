@@ -8,6 +8,7 @@ exactly as it did live, then runs the next round with the goal the Manager set.
 from __future__ import annotations
 
 from core.runtime import events as ev
+from core.runtime.dispatch import of_kind
 from core.runtime.engine import ForkPoint
 from core.sessions.model import Session
 
@@ -34,7 +35,7 @@ def fork_point(session: Session, round_no: int, session_ref: str) -> ForkPoint:
     history = [
         e for e in session.replay_events() if not isinstance(e, _RUN_LEVEL) and getattr(e, "round", 0) <= round_no
     ]
-    decisions = [e for e in history if isinstance(e, ev.ManagerDecided) and e.round == round_no and not e.plan]
+    decisions = [e for e in of_kind(history, ev.ManagerDecided) if e.round == round_no and not e.plan]
     goal = decisions[-1].next_goal if decisions and decisions[-1].next_goal and not decisions[-1].terminate else ""
     return ForkPoint(
         parent={"session": str(session_ref), "round": round_no},

@@ -22,7 +22,7 @@ from core.llm.urls import redact_url
 from core.methods.catalogue import ensure_event_type
 from core.routing.dytopo import Edge, RemovedEdge, RoutingResult
 from core.runtime import events as ev
-from core.runtime.dispatch import EventTable
+from core.runtime.dispatch import EventTable, of_kind
 from core.sessions.schema import (
     ParentRef,
     RunParams,
@@ -200,8 +200,8 @@ class Session:
     @property
     def steering(self) -> list[ev.UserSteered]:
         """Every steering action of the run, taken or refused, in order ([] for a session without any)."""
-        return [e for e in (ev.event_from_dict(dict(d)) for d in self.events if d.get("type") == ev.UserSteered.type)
-                if isinstance(e, ev.UserSteered)]
+        return of_kind((ev.event_from_dict(dict(d)) for d in self.events if d.get("type") == ev.UserSteered.type),
+                       ev.UserSteered)
 
     def replay_events(self) -> list[ev.Event]:
         """The recorded events, rebuilt as the typed events the live consumers take."""

@@ -18,6 +18,7 @@ from typing import Any
 import tomli_w
 
 from core.runtime import events as ev
+from core.runtime.dispatch import EventTable, is_delta
 from core.runtime.textsafe import json_safe
 from core.sessions.eventlog import EventLogWriter, live_state, log_path_for
 from core.sessions.model import Session, SessionFormatError, record_dict, session_from_events
@@ -334,6 +335,10 @@ def list_sessions(directory: Path) -> SessionListing:
 
 # --- the recorder ------------------------------------------------------------------------------
 
+# When the recorder writes the session file (SessionRecorder's ``@SAVE_POINTS.on`` methods): at the run's
+# start, at a plan, at each round's end and at the run's end; every other event is only logged.
+SAVE_POINTS: EventTable[SessionRecorder] = EventTable()
+
 
 class SessionRecorder:
     """An event sink that records a run and autosaves it atomically: when the run starts, after the
@@ -375,27 +380,39 @@ class SessionRecorder:
         return self.log.path if self.log is not None else None
 
     def __call__(self, event: ev.Event) -> None:
-        if isinstance(event, ev.AgentDelta):
+        if is_delta(event):
             if self._events and self._events[-1]["type"] != ev.RunFinished.type:
                 self._log(event)
             return
-        if isinstance(event, ev.RunStarted):
+        if event.type == ev.RunStarted.type:
             self._events = []
         elif not self._events or self._events[-1]["type"] == ev.RunFinished.type:
             return  # before the run starts or after it ended (e.g. a pause key): not part of the run
         self._events.append(record_dict(event))
-        if isinstance(event, ev.RunStarted):
-            self._choose_path()
-            self.save()
-            self._open_log()
-        elif isinstance(event, ev.RoundFinished | ev.RunFinished) or (
-            isinstance(event, ev.ManagerDecided) and event.plan
-        ):
-            self.save()
+        SAVE_POINTS.dispatch(self, event)
         # After the save: a follower that sees run_finished finds the final session file.
         self._log(event)
-        if isinstance(event, ev.RunFinished):
+        if event.type == ev.RunFinished.type:
             self.close("run_finished")
+
+    @SAVE_POINTS.on(ev.RunStarted)
+    def _run_started(self, event: ev.RunStarted) -> None:
+        self._choose_path()
+        self.save()
+        self._open_log()
+
+    @SAVE_POINTS.on(ev.ManagerDecided)
+    def _decided(self, event: ev.ManagerDecided) -> None:
+        if event.plan:
+            self.save()
+
+    @SAVE_POINTS.on(ev.RoundFinished)
+    def _round_finished(self, event: ev.RoundFinished) -> None:
+        self.save()
+
+    @SAVE_POINTS.on(ev.RunFinished)
+    def _run_finished(self, event: ev.RunFinished) -> None:
+        self.save()
 
     def _open_log(self) -> None:
         self.close("restarted")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.routing.dytopo import Edge, RoutingResult, edge_diff, route_from_similarity
+from core.runtime.config import RoundProtocol
 from core.sessions.model import RoundRecord, Session
 
 
@@ -50,7 +51,7 @@ def breaks_cycles(session: Session, record: RoundRecord) -> bool:
     """Whether this round's routing broke cycles, as the engine decided it."""
     if record.routing is not None and not record.routing.acyclic:
         return False  # cycles were kept: only the single-pass protocol does that
-    return session.metadata.protocol != "single-pass"
+    return session.metadata.protocol != RoundProtocol.SINGLE_PASS
 
 
 def reroute_round(session: Session, record: RoundRecord, tau: float, k_in: int) -> RoundDiff | None:

@@ -15,8 +15,6 @@ from typing import Any
 
 import pytest
 
-SIZES = ((1280, 800), (390, 844))
-
 
 def chromium_path() -> str | None:
     for name in ("chromium", "chromium-browser"):

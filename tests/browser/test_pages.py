@@ -14,10 +14,10 @@ import pytest
 from core.bench.report import write_report
 from core.sessions.model import Session
 from sessions import EXAMPLES_DIR
-from tests.browser.support import open_page, photograph
-from tests.core.bench.test_benchmark import HUMANEVAL, bench
-from tests.html_support import LONG_REPLY, hostile_session, long_reply_session, steered_session, write_session
-from tests.paths import FIXTURES
+from tests.support.bench import HUMANEVAL, bench
+from tests.support.browser import open_page, photograph
+from tests.support.html import LONG_REPLY, hostile_session, long_reply_session, steered_session, write_session
+from tests.support.paths import FIXTURES
 from tui.entry import main
 
 pytestmark = pytest.mark.browser

@@ -16,9 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import SIZES
-from tests.browser.support import open_page
-from tests.serve_support import hostile_folder, serving
+from tests.support.browser import SIZES, open_page
+from tests.support.serve import hostile_folder, serving
 from tui.spectate import REFUSAL
 
 pytestmark = pytest.mark.browser

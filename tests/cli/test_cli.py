@@ -11,23 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.paths import ROOT
-
-
-def swarm(
-    *args: str, stdin: str | None = None, env: dict[str, str] | None = None, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    # PYTHONPATH: this checkout's code, whatever the working directory (an editable install may point elsewhere).
-    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "tui", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=full_env,
-        cwd=cwd or ROOT,
-    )
+from tests.support.cli import swarm
+from tests.support.paths import ROOT
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,8 @@ import pytest
 
 from core.sessions.store import load_session
 from sessions import EXAMPLES_DIR
-from tests.cli.test_cli import swarm
-from tests.paths import ROOT
+from tests.support.cli import swarm
+from tests.support.paths import ROOT
 from tui.cli.headless import ProgressPrinter
 from tui.cli.sessions import format_table
 from tui.entry import main as cli_main

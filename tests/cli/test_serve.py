@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tui.test_tui_support import live_app, wait_for
+from tests.support.tui import live_app, wait_for
 from tui.cli.serve import command, reach
 from tui.entry import main
 from tui.spectate import REFUSAL, SPECTATE_ENV, refused, spectating

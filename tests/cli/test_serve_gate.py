@@ -11,7 +11,7 @@ from pathlib import Path
 
 import aiohttp
 
-from tests.serve_support import Served, free_port, hostile_folder, serving, terminal_text
+from tests.support.serve import Served, free_port, hostile_folder, serving, terminal_text
 from tui.cli.serve import command, safe_pythonpath, startup_notes
 from tui.cli.serve_gate import Gate, origin_of, page_origins
 

@@ -18,7 +18,7 @@ import pytest
 from core.methods.catalogue import method_names
 from core.runtime.answers import APP_PHRASES
 from core.sessions.store import load_session
-from tests.realmodel.conftest import RealModel
+from tests.support.realmodel import RealModel
 
 pytestmark = pytest.mark.realmodel
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ import pytest
 from textual.widgets import DataTable
 
 from core.bench.report import build_report, load_folder
-from tests.core.bench.test_benchmark import HUMANEVAL, bench, right_server  # noqa: F401  (fixture)
+from tests.support.bench import HUMANEVAL, bench, right_server  # noqa: F401  (fixture)
 from tui.app import SwarmApp
 
 

@@ -17,8 +17,8 @@ from core.compose.compare import ComparePlan
 from core.compose.compare_saved import load_saved
 from core.demo.scripts import DEMO_PROBLEMS
 from core.runtime.config import Settings
-from tests.paths import FIXTURES
-from tests.tui.test_tui_support import press_at_once, quiet_second, wait_for
+from tests.support.paths import FIXTURES
+from tests.support.tui import press_at_once, quiet_second, wait_for
 from tui.app import SwarmApp
 from tui.screens.compare import SUMMARY_COLUMNS, SummaryTable
 from tui.screens.compare_live import CompareRunScreen, LiveCompareScreen
@@ -334,7 +334,7 @@ async def test_session_picker_lists_a_comparison_and_opens_it_side_by_side(tmp_p
 
     from textual.widgets import DataTable
 
-    from tests.tui.test_tui_sessions import launch_app, picker_rows
+    from tests.support.tui_sessions import launch_app, picker_rows
     from tui.screens.sessions import SessionPickerScreen
 
     shutil.copytree(FIXTURE.parent, tmp_path, dirs_exist_ok=True)

@@ -13,7 +13,7 @@ from core.methods.dmoa.events import DmoaRouted
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.sessions.store import load_session
-from tests.tui.test_tui_support import wait_for
+from tests.support.tui import wait_for
 from tui.app import SwarmApp
 from tui.screens.replay import ReplayScreen
 from tui.widgets.dmoa_view import DmoaView

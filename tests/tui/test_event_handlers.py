@@ -12,8 +12,9 @@ from typing import ClassVar
 import pytest
 
 from core.runtime import events as ev
-from core.runtime.dispatch import EventTable, core_event_types
+from core.runtime.dispatch import EventTable
 from core.sessions.model import FOLDS
+from tests.support.events import core_event_types
 from tui.cli.headless import PRINTS, ProgressPrinter
 from tui.model import HANDLERS, RunModel
 

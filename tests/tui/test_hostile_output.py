@@ -13,7 +13,7 @@ import pytest
 from core.demo.server import RequestInfo, ScriptedServer
 from core.runtime import events as ev
 from core.sessions.store import load_session
-from tests.tui.test_tui_support import feed_app, post_events
+from tests.support.tui import feed_app, post_events
 from tui.entry import main as cli_main
 from tui.model import RunModel
 
@@ -27,7 +27,7 @@ def controls(text: str) -> list[str]:
 
 def hostile_script(info: RequestInfo) -> str:
     if info.role == "Manager":
-        if info.call == ev.CALL_PLAN:
+        if info.call == ev.CallKind.PLAN:
             plan = {"goal": f"goal {PWN}", "terminate": False, "reasoning": f"plan {PWN}", "final_answer": ""}
             return json.dumps(plan)
         return json.dumps(

@@ -10,8 +10,8 @@ import pytest
 
 from core.demo.scripts import DEMO_PROBLEMS
 from core.runtime.config import Settings
-from tests.cli.test_cli import swarm
-from tests.tui.test_tui_support import wait_for
+from tests.support.cli import swarm
+from tests.support.tui import wait_for
 from tui.app import SwarmApp
 from tui.widgets.agent_pane import AgentPane
 from tui.widgets.results_pane import RoundSparks

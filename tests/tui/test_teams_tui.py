@@ -9,7 +9,7 @@ import pytest
 
 from core.demo.scripts import DEMO_PROBLEMS
 from core.runtime.config import Settings
-from tests.tui.test_tui_support import big_team, feed_app, pinned_team_events, post_events, wait_for
+from tests.support.tui import big_team, feed_app, pinned_team_events, post_events, wait_for
 from tui.widgets.agent_pane import AgentPane
 from tui.widgets.graph_pane import GraphPane
 from tui.widgets.graph_render import COMPACT_AT

@@ -11,7 +11,7 @@ from core.demo.scripts import DEMO_PROBLEMS
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.sessions.store import load_session
-from tests.tui.test_tui_support import post_events, wait_for
+from tests.support.tui import post_events, wait_for
 from tui.app import SwarmApp
 from tui.screens.replay import ReplayScreen
 from tui.widgets.graph_pane import GraphPane
@@ -109,7 +109,7 @@ async def test_replay_draws_the_same_view_and_steps_back(tmp_path: Path) -> None
 
 
 async def test_other_strategies_keep_the_graph_pane(tmp_path: Path) -> None:
-    from tests.tui.test_tui_support import feed_app
+    from tests.support.tui import feed_app
 
     app = feed_app()
     async with app.run_test(size=(120, 40)) as pilot:

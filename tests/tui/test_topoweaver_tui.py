@@ -13,8 +13,8 @@ from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.sessions.model import session_from_events
 from core.sessions.store import load_session, save_session
-from tests.core.methods.test_topoweaver_method import CHAIN, NO_TESTER_LAST, script_with
-from tests.tui.test_tui_support import wait_for
+from tests.support.topoweaver import CHAIN, NO_TESTER_LAST, script_with
+from tests.support.tui import wait_for
 from tui.app import SwarmApp
 from tui.screens.replay import ReplayScreen
 from tui.widgets.graph_pane import GraphPane

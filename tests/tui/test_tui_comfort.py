@@ -18,8 +18,8 @@ from textual.widgets._footer import FooterKey
 
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from tests.paths import ROOT
-from tests.tui.test_tui_support import feed_app, live_app, pinned_demo_events, post_events, wait_for
+from tests.support.paths import ROOT
+from tests.support.tui import feed_app, live_app, pinned_demo_events, post_events, wait_for
 from tui.app import EMBEDDER_THREAD, MAX_TOASTS, SwarmApp
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.help import HelpScreen
@@ -278,7 +278,7 @@ async def test_quit_dialog_says_the_session_is_kept(tmp_path: Path) -> None:
 async def test_exports_never_show_up_as_sessions(tmp_path: Path, events: tuple[ev.Event, ...]) -> None:
     from core.sessions.model import session_from_events
     from core.sessions.store import list_sessions, load_session, save_session
-    from tests.tui.test_tui_sessions import run_palette_command
+    from tests.support.tui_sessions import run_palette_command
     from tui.export import EXPORT_NAMES
     from tui.screens.sessions import gather
 

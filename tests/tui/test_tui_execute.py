@@ -12,7 +12,7 @@ from core.compose.assembly import make_evaluator
 from core.demo.scripts import DEMO_PROBLEMS
 from core.runtime.config import Settings
 from core.sessions.store import load_session
-from tests.tui.test_tui_support import wait_for
+from tests.support.tui import wait_for
 from tui.app import SwarmApp
 from tui.screens.launch import LaunchScreen
 from tui.screens.run import RunScreen

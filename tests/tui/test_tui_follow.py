@@ -23,8 +23,8 @@ from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.sessions.eventlog import LOG_SUFFIX, EventLogReader, has_ended, read_header
 from core.sessions.store import list_sessions, load_session
-from tests.paths import ROOT
-from tests.tui.test_tui_support import wait_for
+from tests.support.paths import ROOT
+from tests.support.tui import wait_for
 from tui.app import SwarmApp
 from tui.cli.attach import main as attach_main
 from tui.cli.sessions import format_table

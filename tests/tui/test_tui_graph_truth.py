@@ -14,8 +14,8 @@ from textual.color import Color
 
 from core.routing.dytopo import route_from_similarity
 from core.runtime import events as ev
-from tests.tui.test_tui_render import drawn_edges
-from tests.tui.test_tui_support import feed_app, live_app, pinned_demo_events, post_events, wait_for
+from tests.support.render import drawn_edges
+from tests.support.tui import feed_app, live_app, pinned_demo_events, post_events, wait_for
 from tui.widgets.agent_pane import AgentPane
 from tui.widgets.graph_pane import GraphPane
 from tui.widgets.header import ParamsBar
@@ -51,7 +51,7 @@ async def test_preview_marks_changes_and_never_outlives_its_round(tmp_path: Path
         await wait_for(pilot, lambda: model.current == 1 and model.rounds[1].decision is not None
                        and model.control_status == "paused")
         await pilot.press("n")  # round 2's phase A
-        await wait_for(pilot, lambda: model.phase == ev.PHASE_DESCRIPTORS and model.control_status == "paused")
+        await wait_for(pilot, lambda: model.phase == ev.Phase.DESCRIPTORS and model.control_status == "paused")
         await pilot.press("n")  # phase B: the graph, then the pause before the work
         await wait_for(pilot, lambda: model.rounds[2].routing is not None and model.control_status == "paused")
         own = model.rounds[2].routing
@@ -68,7 +68,7 @@ async def test_preview_marks_changes_and_never_outlives_its_round(tmp_path: Path
         assert "r re-routes now" in graph.text
 
         await pilot.press("n")  # the work phase starts on the round's own graph
-        await wait_for(pilot, lambda: model.phase == ev.PHASE_WORK)
+        await wait_for(pilot, lambda: model.phase == ev.Phase.WORK)
         await pilot.pause(0.1)
         assert "PREVIEW" not in graph.text and "r re-routes now" not in graph.text
         assert drawn_edges(graph.text) == kept(own)
@@ -231,7 +231,7 @@ def test_model_drops_a_preview_once_the_work_starts(events: tuple[ev.Event, ...]
     changed = ev.ParamsChanged(round=2, params={**model.params, "k_in": 1}, changed=["k_in"])
     model.apply(changed)
     assert model.preview is not None
-    model.apply(ev.PhaseStarted(round=2, phase=ev.PHASE_WORK, detail=""))
+    model.apply(ev.PhaseStarted(round=2, phase=ev.Phase.WORK, detail=""))
     assert model.preview is None
     model.apply(dataclasses.replace(changed, params={**model.params, "k_in": 2}))
     assert model.preview is None and model.rounds[2].work_started

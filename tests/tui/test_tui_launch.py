@@ -11,7 +11,7 @@ from textual.widgets import Input, Label, Select, Static, Switch, TextArea
 from core.demo.scripts import DEMO_PROBLEMS
 from core.demo.server import ScriptedServer
 from core.runtime.config import Settings
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 from themes import THEMES_DIR, ThemeFileError, load_theme_file, load_themes
 from tui.app import SwarmApp
 from tui.commands import SwarmCommands
@@ -182,7 +182,7 @@ async def test_chosen_theme_is_remembered_in_the_state_file(tmp_path: Path) -> N
 
 
 async def test_command_palette_offers_every_run_key(tmp_path: Path) -> None:
-    from tests.tui.test_tui_support import feed_app
+    from tests.support.tui import feed_app
 
     app = feed_app()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -257,7 +257,7 @@ async def test_a_comparison_starts_from_the_form(tmp_path: Path) -> None:
 async def test_the_palette_compares_and_quits_once(tmp_path: Path) -> None:
     from textual.system_commands import SystemCommandsProvider
 
-    from tests.tui.test_tui_support import feed_app
+    from tests.support.tui import feed_app
 
     app = feed_app()
     async with app.run_test(size=(120, 40)) as pilot:

@@ -10,7 +10,7 @@ import pytest
 from core.routing.dytopo import RoutingResult, route_from_similarity
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from tests.tui.test_tui_support import live_app, wait_for
+from tests.support.tui import live_app, wait_for
 from tui.app import SwarmApp
 from tui.screens.confirm import ConfirmScreen
 from tui.widgets.graph_pane import GraphPane
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("embedder")
 
 
 def edges_in(text: str) -> set[tuple[str, str, str]]:
-    from tests.tui.test_tui_render import drawn_edges
+    from tests.support.render import drawn_edges
 
     return drawn_edges(text)
 
@@ -44,10 +44,10 @@ async def test_step_keys_pause_resume_and_auto(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: model.control_status == "paused")
         assert model.current == 0  # waiting before round 1
         await pilot.press("n")
-        await wait_for(pilot, lambda: model.phase == ev.PHASE_PLAN and model.control_status == "paused")
+        await wait_for(pilot, lambda: model.phase == ev.Phase.PLAN and model.control_status == "paused")
         assert model.rounds[1].goal  # the plan ran, then the engine stopped at the next phase
         await pilot.press("n")
-        await wait_for(pilot, lambda: model.phase == ev.PHASE_WORK and model.control_status == "paused")
+        await wait_for(pilot, lambda: model.phase == ev.Phase.WORK and model.control_status == "paused")
         await pilot.press("N")
         await wait_for(pilot, lambda: model.current == 1 and model.rounds[1].decision is not None
                        and model.control_status == "paused")
@@ -73,7 +73,7 @@ async def test_tau_and_k_in_redraw_the_graph_then_reroute(tmp_path: Path) -> Non
         await wait_for(pilot, lambda: model.current == 1 and model.rounds[1].decision is not None
                        and model.control_status == "paused")
         await pilot.press("n")  # round 2's descriptors (phase A)
-        await wait_for(pilot, lambda: model.phase == ev.PHASE_DESCRIPTORS and model.control_status == "paused")
+        await wait_for(pilot, lambda: model.phase == ev.Phase.DESCRIPTORS and model.control_status == "paused")
         await pilot.press("n")
         await wait_for(pilot, lambda: model.rounds[2].routing is not None and model.control_status == "paused")
         recorded: RoutingResult = model.rounds[2].routing

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pytest
 
 from core.routing.dytopo import route_from_similarity
 from core.runtime import events as ev
+from tests.support.render import drawn_edges
 from tui.model import RunModel
 from tui.streamtext import JsonUnescaper
 from tui.widgets.graph_render import GraphOptions, GraphStyles, plain, render_graph, render_matrix
@@ -21,19 +20,6 @@ EIGHT = ["Analyst", "Critic", "Synthesizer", "Developer", "Researcher", "Tester"
 def routing_for(names: list[str], seed: int, tau: float = 0.3, k_in: int = 3):  # type: ignore[no-untyped-def]
     sim = np.random.default_rng(seed).uniform(0.0, 0.85, (len(names), len(names)))
     return route_from_similarity(names, sim, tau, k_in)
-
-
-EDGE_RE = re.compile(r"^\s*(?:\+ +)?(\S+) ─(\d\.\d\d)─▶ (\S+)")  # "+ ": added (in a preview)
-
-
-def drawn_edges(text: str) -> set[tuple[str, str, str]]:
-    found = set()
-    for line in text.splitlines():
-        for chunk in re.split(r"\s{3,}", line):  # edge lines may flow into columns
-            m = EDGE_RE.match(chunk)
-            if m:
-                found.add((m[1], m[3], m[2]))
-    return found
 
 
 @pytest.mark.parametrize(("names", "width", "height"), [(FIVE, 120, 40), (EIGHT, 200, 60), (FIVE, 54, 12)])

@@ -11,8 +11,8 @@ from core.runtime import events as ev
 from core.sessions.model import session_from_events
 from core.sessions.store import load_session, save_session
 from core.sessions.whatif import reroute_session
-from tests.tui.test_tui_render import drawn_edges
-from tests.tui.test_tui_support import pinned_demo_events, wait_for
+from tests.support.render import drawn_edges
+from tests.support.tui import pinned_demo_events, wait_for
 from tui.app import SwarmApp
 from tui.screens.replay import JumpScreen, ReplayScreen
 from tui.widgets.graph_pane import GraphPane
@@ -41,7 +41,7 @@ async def test_step_forward_and_back_by_phase_and_round(session_path: Path) -> N
         model = lambda: screen.model  # noqa: E731 - the model is rebuilt when stepping back
         assert model().current == 1 and model().phase == ""
         await pilot.press("n")
-        assert model().phase == ev.PHASE_PLAN and model().rounds[1].goal
+        assert model().phase == ev.Phase.PLAN and model().rounds[1].goal
         await pilot.press("N")
         assert model().current == 1 and model().rounds[1].decision is not None
         await pilot.press("N")

@@ -10,7 +10,7 @@ import pytest
 from textual.widgets import Markdown
 
 from core.runtime import events as ev
-from tests.tui.test_tui_support import feed_app, pinned_demo_events, post_events
+from tests.support.tui import feed_app, pinned_demo_events, post_events
 from tui.widgets.agent_pane import AgentPane
 
 TESTER_REPORT = "4 pass, 2 fail.\nFAIL test_empty\nFAIL test_single\n\n```python\nx = 1\ny = 2\n```"

@@ -5,22 +5,20 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 from textual.widgets import DataTable, Static
 
 from core.methods.catalogue import unit_count
 from core.runtime import events as ev
-from core.runtime.config import Settings
 from core.sessions.export import FORMATS, export_session
 from core.sessions.model import session_from_events
 from core.sessions.store import list_sessions, load_session, save_session
 from sessions import EXAMPLES_DIR
-from tests.tui.test_tui_support import live_app, pinned_demo_events, wait_for
+from tests.support.tui import live_app, pinned_demo_events, wait_for
+from tests.support.tui_sessions import EXAMPLE, launch_app, picker_rows, replay_app, run_palette_command
 from tui.app import SwarmApp
 from tui.cli.sessions import format_table
-from tui.commands import SwarmCommands
 from tui.export import EXPORT_NAMES, export_path
 from tui.screens.launch import LaunchScreen
 from tui.screens.replay import ReplayScreen
@@ -28,30 +26,9 @@ from tui.screens.run import RunScreen
 from tui.screens.sessions import SessionPickerScreen
 from tui.widgets.header import ParamsBar, RunHeader
 
-EXAMPLE = EXAMPLES_DIR / "example-code.json"
-
-
-def launch_app(sessions_dir: Path, **kwargs: Any) -> SwarmApp:
-    return SwarmApp(Settings(sessions_dir=str(sessions_dir)), state_path=None, load_embedder=False,
-                    start_engine=False, **kwargs)
-
-
-def replay_app(path: Path, sessions_dir: Path, **kwargs: Any) -> SwarmApp:
-    session = load_session(path)
-    settings = Settings(sessions_dir=str(sessions_dir), **kwargs.pop("settings", {}))
-    return SwarmApp(settings, replay=session.replay_events(), replay_source=str(path), replay_session=session,
-                    state_path=None, load_embedder=False, **kwargs)
-
 
 def messages(app: SwarmApp) -> list[str]:
     return [n.message for n in app._notifications]
-
-
-async def picker_rows(app: SwarmApp, pilot: Any) -> list[tuple[str, ...]]:
-    await wait_for(pilot, lambda: isinstance(app.screen, SessionPickerScreen) and app.screen.listing is not None)
-    await pilot.pause()
-    table = app.screen.query_one(DataTable)
-    return [tuple(str(c) for c in table.get_row_at(i)) for i in range(table.row_count)]
 
 
 # --- the picker ---------------------------------------------------------------------------------
@@ -130,13 +107,6 @@ async def test_picker_refuses_while_a_swarm_runs(tmp_path: Path) -> None:
 # --- export -------------------------------------------------------------------------------------
 
 
-async def run_palette_command(app: SwarmApp, title: str) -> None:
-    provider = SwarmCommands(app.screen)
-    hits = [hit async for hit in provider.search(title)]
-    hit = next(h for h in hits if str(h.text or h.match_display) == title)
-    hit.command()
-
-
 async def test_export_every_format_from_a_replay_writes_to_exports_by_the_session(tmp_path: Path) -> None:
     source = tmp_path / "run.json"
     shutil.copy(EXAMPLE, source)
@@ -193,7 +163,7 @@ async def test_export_from_a_live_run_uses_the_recorded_session(tmp_path: Path) 
 
 
 async def test_export_before_anything_is_saved_says_so(tmp_path: Path) -> None:
-    from tests.tui.test_tui_support import feed_app
+    from tests.support.tui import feed_app
 
     app = feed_app()
     async with app.run_test(size=(120, 40)) as pilot:

@@ -11,7 +11,7 @@ import pytest
 
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from tests.tui.test_tui_support import feed_app, mid_round_events, pinned_demo_events, post_events
+from tests.support.tui import feed_app, mid_round_events, pinned_demo_events, post_events
 from tui.app import SwarmApp
 
 SIZE = (120, 40)
@@ -73,7 +73,7 @@ def test_session_picker(snap_compare: Any, tmp_path: Any, monkeypatch: pytest.Mo
     import time
 
     from sessions import EXAMPLES_DIR
-    from tests.tui.test_tui_support import wait_for
+    from tests.support.tui import wait_for
 
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()

@@ -14,7 +14,7 @@ from core.demo.server import ScriptedServer
 from core.routing.dytopo import route_from_similarity
 from core.runtime import events as ev
 from core.sessions.store import load_session
-from tests.tui.test_tui_support import live_app, wait_for
+from tests.support.tui import live_app, wait_for
 from tui.screens.steer import SteerScreen, request_of
 from tui.widgets.graph_render import GraphOptions, plain, render_graph, render_matrix
 from tui.widgets.header import ParamsBar
@@ -139,7 +139,7 @@ async def test_steer_a_fork_in_replay_then_compare_it_with_the_original(tmp_path
     it and, when it ends, the compare screen shows the original beside the fork."""
     import shutil
 
-    from tests.tui.test_tui_sessions import EXAMPLE, replay_app
+    from tests.support.tui_sessions import EXAMPLE, replay_app
     from tui.screens.compare_saved import SavedCompareScreen
     from tui.screens.replay import ReplayScreen
     from tui.screens.run import RunScreen
@@ -212,7 +212,7 @@ def steered_events(events: tuple[ev.Event, ...]) -> list[ev.Event]:
 async def test_every_dytopo_action_shows_its_fields_and_sends_a_valid_line(size: tuple[int, int]) -> None:
     from core.methods.catalogue import steering_of
     from core.runtime.steering import parse_action
-    from tests.tui.test_tui_support import feed_app, pinned_demo_events, post_events
+    from tests.support.tui import feed_app, pinned_demo_events, post_events
     from tui.screens.steer import _FIELDS, ACTION_LABELS
 
     app = feed_app()
@@ -246,7 +246,7 @@ async def test_every_dytopo_action_shows_its_fields_and_sends_a_valid_line(size:
 
 
 def test_steer_dialog_snapshot(snap_compare: Any) -> None:
-    from tests.tui.test_tui_support import feed_app, pinned_demo_events, post_events
+    from tests.support.tui import feed_app, pinned_demo_events, post_events
 
     events = pinned_demo_events()
 
@@ -267,7 +267,7 @@ def test_steer_dialog_snapshot(snap_compare: Any) -> None:
 def test_steered_round_snapshot(snap_compare: Any, size: tuple[int, int]) -> None:
     """Round 2 of a steered run: the note in the Tester's pane, the pin and the cut in the graph's legend,
     the count in the params bar."""
-    from tests.tui.test_tui_support import feed_app, pinned_demo_events, post_events
+    from tests.support.tui import feed_app, pinned_demo_events, post_events
 
     events = steered_events(pinned_demo_events())
 
@@ -285,8 +285,8 @@ def test_steered_round_snapshot(snap_compare: Any, size: tuple[int, int]) -> Non
 async def test_a_steered_session_replays_with_its_marks(tmp_path: Path) -> None:
     from core.sessions.model import session_from_events
     from core.sessions.store import save_session
-    from tests.tui.test_tui_sessions import replay_app
-    from tests.tui.test_tui_support import pinned_demo_events
+    from tests.support.tui import pinned_demo_events
+    from tests.support.tui_sessions import replay_app
     from tui.screens.replay import ReplayScreen
     from tui.widgets.graph_pane import GraphPane
 

@@ -10,7 +10,7 @@ import pytest
 
 from core.demo.scripts import demo_script
 from core.demo.server import ScriptedServer
-from tests.tui.test_tui_support import live_app, wait_for
+from tests.support.tui import live_app, wait_for
 from tui.widgets.manager_pane import ManagerPane
 
 pytestmark = pytest.mark.usefixtures("embedder")
@@ -67,7 +67,7 @@ async def test_a_demo_sessions_fork_runs_on_the_scripted_server_and_esc_from_its
     endpoint error), the compare screen opens, and esc returns to the replay where the fork was made."""
     import shutil
 
-    from tests.tui.test_tui_sessions import EXAMPLE, replay_app
+    from tests.support.tui_sessions import EXAMPLE, replay_app
     from tui.screens.compare_saved import SavedCompareScreen
     from tui.screens.replay import ReplayScreen
     from tui.screens.run import RunScreen
@@ -133,7 +133,7 @@ async def test_a_silenced_agent_is_out_of_the_order_and_badged_silenced(tmp_path
 
 @pytest.mark.parametrize("size", SIZES)
 async def test_a_retry_leaves_its_mark_live_and_in_the_replay(tmp_path: Path, size: tuple[int, int]) -> None:
-    from tests.tui.test_tui_sessions import replay_app
+    from tests.support.tui_sessions import replay_app
     from tui.screens.replay import ReplayScreen
 
     def marked(screen: Any) -> None:
@@ -194,7 +194,7 @@ def test_the_steer_key_and_the_inbox_are_worded_for_each_method(method: str) -> 
 def test_help_at_80x24_is_two_lines_a_key_snapshot(snap_compare: Any) -> None:
     """At 80x24 each key takes two lines (key, action, id; then what it does, the dialog's width), not a
     description column ~18 characters wide."""
-    from tests.tui.test_tui_support import feed_app, pinned_demo_events, post_events
+    from tests.support.tui import feed_app, pinned_demo_events, post_events
 
     events = pinned_demo_events()[:3]
 
@@ -209,7 +209,7 @@ def test_help_at_80x24_is_two_lines_a_key_snapshot(snap_compare: Any) -> None:
 async def test_help_at_80x24_says_each_key_in_two_lines() -> None:
     from rich.console import Console
 
-    from tests.tui.test_tui_support import feed_app, pinned_demo_events, post_events
+    from tests.support.tui import feed_app, pinned_demo_events, post_events
     from tui.screens.help import HelpScreen
 
     app = feed_app()
@@ -231,7 +231,7 @@ async def test_help_at_80x24_says_each_key_in_two_lines() -> None:
 async def test_a_refusal_stays_in_the_dialog_next_to_its_field(size: tuple[int, int]) -> None:
     from textual.widgets import Static
 
-    from tests.tui.test_tui_support import feed_app, pinned_demo_events, post_events
+    from tests.support.tui import feed_app, pinned_demo_events, post_events
     from tui.screens.steer import SteerScreen
 
     app = feed_app()
@@ -269,7 +269,7 @@ async def test_a_refusal_stays_in_the_dialog_next_to_its_field(size: tuple[int, 
 
 @pytest.mark.parametrize("size", SIZES)
 async def test_the_goal_editor_replaces_the_managers_goal_in_one_key(size: tuple[int, int]) -> None:
-    from tests.tui.test_tui_support import feed_app, pinned_demo_events, post_events
+    from tests.support.tui import feed_app, pinned_demo_events, post_events
     from tui.screens.steer import ACTION_LABELS, SteerScreen
 
     app = feed_app()
@@ -294,7 +294,7 @@ async def test_the_goal_editor_replaces_the_managers_goal_in_one_key(size: tuple
 
 
 def test_a_refusal_in_the_dialog_at_80x24_snapshot(snap_compare: Any) -> None:
-    from tests.tui.test_tui_support import feed_app, pinned_demo_events, post_events
+    from tests.support.tui import feed_app, pinned_demo_events, post_events
     from tui.screens.steer import SteerScreen
 
     events = pinned_demo_events()

@@ -12,7 +12,7 @@ from textual.binding import Binding
 from textual.widgets import Footer
 
 from core.runtime import events as ev
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 from tui.bindings import REPLAY_BINDINGS, RUN_BINDINGS
 from tui.model import RunModel
 from tui.screens.launch import LaunchScreen
@@ -77,7 +77,7 @@ def test_every_binding_has_an_id_and_a_tooltip() -> None:
 
 
 async def test_new_keys_are_in_the_footer_help_and_palette(tmp_path: Path) -> None:
-    from tests.tui.test_tui_sessions import replay_app
+    from tests.support.tui_sessions import replay_app
     from tui.commands import SwarmCommands
     from tui.screens.help import HelpScreen
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from core.runtime import events as ev
-from tests.tui.test_tui_support import feed_app, mid_round_cut, pinned_demo_events, post_events
+from tests.support.tui import feed_app, mid_round_cut, pinned_demo_events, post_events
 from tui.bindings import RUN_BINDINGS
 from tui.streamtext import display_text
 from tui.widgets.agent_pane import AgentPane

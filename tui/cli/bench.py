@@ -12,6 +12,7 @@ import asyncio
 import signal
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from core.datasets.problems import Dataset, DatasetError
 from core.evaluation.sandbox import isolation_status, unisolated_refusal
 from core.methods.registry import format_options
 from core.methods.selection import parse_strategies, split_option_flags
-from core.runtime.config import Settings
+from core.runtime.config import DomainName, Settings
 
 from .launch import OpenBenchShow, Outcome
 from .options import EXIT_USAGE, OneLineParser, add_run_options, int_range, settings_from_args
@@ -242,7 +243,8 @@ def main(argv: list[str]) -> Outcome:
             raise _UserError("--control - reads stdin while one run goes; a benchmark takes a FILE")
         control = ControlScript(args.control, lambda line: print(f"swarm-tui bench: {line}", file=sys.stderr)) if (
             args.control) else None
-        if any(p.domain == "code" for p in problems):  # scoring runs the model's code: say how, before it starts
+        # Scoring runs the model's code: say how, before it starts.
+        if any(p.domain == DomainName.CODE for p in problems):
             refused = unisolated_refusal()
             if refused:
                 raise _UserError(refused)
@@ -275,7 +277,6 @@ async def _bench(
     from core.llm.client import EndpointError
     from core.llm.embeddings import EmbeddingError, shared_embedder
     from core.llm.pool import LLMPool
-    from core.llm.urls import redact_url
 
     log = ResultsLog(out / "results.jsonl")
     jobs, finished = plan_jobs(problems, strategies, log.read() if args.resume else [], args.repeats)
@@ -301,13 +302,7 @@ async def _bench(
         repeats=args.repeats, seed=args.seed, control=control,
     )
     loop = asyncio.get_running_loop()
-    handled: list[signal.Signals] = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, runner.stop)
-            handled.append(sig)
-        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no support
-            pass
+    handled = _stop_on_signals(loop, runner.stop)
     try:
         if any(s not in ("single", "single-turn") for s in strategies) and jobs:
             embedder.load_in_background()  # alongside the first requests; a run that needs a vector waits
@@ -330,7 +325,41 @@ async def _bench(
         spread = ", ".join(f"{m.shown_url} {n}" for m, n in zip(backend.llm.members, backend.llm.served, strict=True))
         progress.note(f"calls per endpoint: {spread}")
     rows = order_rows([*finished, *runner.rows], problems, strategies)
-    meta = {
+    meta = _results_meta(args, settings, dataset, problems, strategies, backend, rows)
+    if rows:
+        _write_and_print(out, dataset, problems, strategies, backend, rows, meta)
+    if runner.fatal is not None:
+        print(f"swarm-tui bench: {runner.fatal}", file=sys.stderr)
+        return EXIT_FAILED
+    if runner.stopped:
+        left = len(problems) * len(strategies) * args.repeats - len(rows)
+        print(
+            f"swarm-tui bench: interrupted with {left} pairs left; run again with --resume to finish", file=sys.stderr
+        )
+        return EXIT_INTERRUPTED
+    return 0
+
+
+def _stop_on_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[], None]) -> list[signal.Signals]:
+    """Ctrl-C and SIGTERM stop the runner; the signals that could be handled (removed again at the end)."""
+    handled: list[signal.Signals] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop)
+            handled.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no support
+            pass
+    return handled
+
+
+def _results_meta(
+    args: argparse.Namespace, settings: Settings, dataset: Dataset, problems: list[Any], strategies: list[str],
+    backend: Any, rows: list[Any],
+) -> dict[str, Any]:
+    """What results.json says about the run beside its rows: the slice, the model, the settings, the options."""
+    from core.llm.urls import redact_url
+
+    return {
         "dataset": str(dataset.path),
         "kind": dataset.kind,
         "offset": args.offset,
@@ -353,28 +382,24 @@ async def _bench(
         # How each method was configured (defaults included): two columns are never compared blind.
         "method_options": resolved_options(strategies, settings.strategy_options),
     }
-    written = write_results(out, rows, strategies, meta) if rows else []
-    if rows:
-        print(
-            f"{dataset.name} ({dataset.path.name}), {len(problems)} problems, model {backend.model}"
-            + (" (demo)" if backend.demo else "")
-        )
-        print(format_table(summarize(rows, strategies)))
-        for name, values in meta["method_options"].items():
-            if values:
-                print(f"{name} options: {format_options(values)}")
-        print(f"results: {', '.join(str(p) for p in written)}; sessions in {out / 'sessions'}")
-        from core.bench.report import write_report
 
-        report = write_report([out])
-        print(f"report: {report[0]} (plots beside it)")
-    if runner.fatal is not None:
-        print(f"swarm-tui bench: {runner.fatal}", file=sys.stderr)
-        return EXIT_FAILED
-    if runner.stopped:
-        left = len(problems) * len(strategies) * args.repeats - len(rows)
-        print(
-            f"swarm-tui bench: interrupted with {left} pairs left; run again with --resume to finish", file=sys.stderr
-        )
-        return EXIT_INTERRUPTED
-    return 0
+
+def _write_and_print(
+    out: Path, dataset: Dataset, problems: list[Any], strategies: list[str], backend: Any, rows: list[Any],
+    meta: dict[str, Any],
+) -> None:
+    """results.json/.csv and the report written; the summary table and where everything went printed."""
+    written = write_results(out, rows, strategies, meta)
+    print(
+        f"{dataset.name} ({dataset.path.name}), {len(problems)} problems, model {backend.model}"
+        + (" (demo)" if backend.demo else "")
+    )
+    print(format_table(summarize(rows, strategies)))
+    for name, values in meta["method_options"].items():
+        if values:
+            print(f"{name} options: {format_options(values)}")
+    print(f"results: {', '.join(str(p) for p in written)}; sessions in {out / 'sessions'}")
+    from core.bench.report import write_report
+
+    report = write_report([out])
+    print(f"report: {report[0]} (plots beside it)")

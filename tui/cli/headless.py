@@ -25,11 +25,12 @@ from core.llm.embeddings import shared_embedder
 from core.llm.tokens import cached_share
 from core.methods.catalogue import get_method_info, unit_position
 from core.methods.registry import MethodError, format_options
-from core.routing.dytopo import KIND_PINNED, REASON_CUT, REASON_SILENCED, RoutingResult, edge_label
+from core.routing.dytopo import KIND_PINNED, RemovalReason, RoutingResult, edge_label
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.dispatch import EventTable
 from core.runtime.engine import ForkPoint
+from core.runtime.outcome import EndReason
 from core.runtime.parsing import contract_warning
 from core.runtime.textsafe import json_safe, printable
 from core.sessions.store import SessionRecorder
@@ -154,7 +155,8 @@ class ProgressPrinter:
             return
         edges = ", ".join(f"{x.src}→{x.dst} {x.score:.2f}" + (" pinned" if x.kind == KIND_PINNED else "")
                           for x in routing.edges) or "none"
-        steered = "".join(f", {removed[why]} {why}" for why in (REASON_CUT, REASON_SILENCED) if removed.get(why))
+        steered = "".join(f", {removed[why]} {why}"
+                          for why in (RemovalReason.CUT, RemovalReason.SILENCED) if removed.get(why))
         silent = f"; not running: {', '.join(routing.inactive)}" if routing.inactive else ""
         self._line(
             f"graph{tag}: {edges}  [{len(routing.edges)}/{routing.possible_edges} edges; "
@@ -315,10 +317,10 @@ async def _run(
     warning = contract_warning(finished.replies_parsed, finished.replies_total)
     if warning:
         say(f"swarm-tui: {warning}")
-    if finished.reason == "error":
+    if finished.reason == EndReason.ERROR:
         say(f"swarm-tui: {finished.detail}")
         return EXIT_FAILED
-    if finished.reason == "cancelled":
+    if finished.reason == EndReason.CANCELLED:
         return EXIT_CANCELLED
     if finished.replies_total > 0 and finished.replies_parsed == 0:
         return EXIT_FAILED  # nothing the model said was usable: not a success, whatever the answer looks like

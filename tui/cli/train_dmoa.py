@@ -81,7 +81,7 @@ class TrainPrinter:
                 self._line(f"    entropy: {pe}{loss}  [{event.tag}]")
             else:
                 self._line(f"    no entropy this step  [{event.tag}]")
-        elif isinstance(event, ev.Notice) and event.severity != "info":
+        elif isinstance(event, ev.Notice) and event.severity != ev.Severity.INFO:
             self._line(f"    ! {event.message}")
 
 

@@ -24,6 +24,7 @@ from textual.widgets import DataTable, Static, Tab, Tabs
 
 from core.compose.compare import answer_gist, estimated_note, summary_rows
 from core.runtime import events as ev
+from core.runtime.dispatch import is_delta
 from core.runtime.textsafe import one_line, printable
 from core.sessions.compare_record import CompareRecord, CompareRow
 
@@ -221,7 +222,7 @@ class CompareScreen(Screen[None]):
         column = self.columns.get(method)
         if column is None:
             return
-        if not isinstance(event, ev.AgentDelta):  # a full view opened later starts from the finished calls
+        if not is_delta(event):  # a full view opened later starts from the finished calls
             self.events[method].append(event)
         column.apply(event)
         if isinstance(event, ev.RunStarted) and event.demo_played and not self.demo_played:

@@ -13,7 +13,7 @@ from textual.binding import Binding
 from core.compose.compare import ComparePlan, Comparison
 from core.llm.urls import redact_url
 from core.runtime.config import resolve_base_url
-from core.runtime.control import MODE_AUTO
+from core.runtime.control import ControlMode
 from core.sessions.compare_record import CompareRecord, CompareRow, RowState
 
 from ..bindings import RUN_BINDINGS
@@ -124,7 +124,7 @@ class LiveCompareScreen(CompareScreen):
         controls = self._controls()
         if controls is None:
             return
-        pause = any(c.mode == MODE_AUTO for c in controls.values())
+        pause = any(c.mode == ControlMode.AUTO for c in controls.values())
         for control in controls.values():
             control.pause() if pause else control.resume()
         self.notify("every method pauses at its next step" if pause else "every method runs on", timeout=3)
@@ -133,7 +133,7 @@ class LiveCompareScreen(CompareScreen):
         controls = self._controls()
         if controls is None:
             return
-        if all(controls[m].mode == MODE_AUTO for m in methods):
+        if all(controls[m].mode == ControlMode.AUTO for m in methods):
             self.notify("not in step mode: space pauses every method, then n steps them", severity="warning",
                         timeout=4)
             return

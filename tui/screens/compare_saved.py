@@ -8,6 +8,7 @@ from textual.widgets import Static
 
 from core.compose.compare_saved import SavedRun, fold_events, record_of_runs, same_problem
 from core.runtime import events as ev
+from core.runtime.dispatch import positions
 from core.sessions.compare_record import CompareRow, RowState
 
 from ..model import RunModel
@@ -35,7 +36,7 @@ class SavedCompareScreen(CompareScreen):
     def stops(self, label: str) -> list[int]:
         """Cursor positions that end one step of the method: before each next round starts, and the end."""
         events = self.replayed[label]
-        return [*(i for i, e in enumerate(events) if isinstance(e, ev.RoundStarted) and i > 1), len(events)]
+        return [*(i for i in positions(events, ev.RoundStarted) if i > 1), len(events)]
 
     def seek(self, label: str, position: int) -> None:
         events = self.replayed[label]

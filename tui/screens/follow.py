@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from core.runtime import events as ev
+from core.runtime.dispatch import of_kind, without_deltas
 from core.sessions.eventlog import EventLogReader, log_path_for, writer_alive
 from core.sessions.model import SessionFormatError, session_from_events
 from core.sessions.store import load_session
@@ -108,7 +109,7 @@ class FollowScreen(ReplayScreen):
             return load_session(self.session_path)
         except SessionFormatError:
             try:
-                return session_from_events([e for e in self.events if not isinstance(e, ev.AgentDelta)])
+                return session_from_events(without_deltas(self.events))
             except SessionFormatError:
                 return None
 
@@ -117,7 +118,7 @@ class FollowScreen(ReplayScreen):
         if session is not None:
             self.session = session
             self.events = session.replay_events()
-            self.tests_recorded = any(isinstance(e, ev.TestRun) for e in self.events)
+            self.tests_recorded = bool(of_kind(self.events, ev.TestRun))
         self.model = RunModel()
         self.model.embeddings_ready = True
         self.cursor = 0
@@ -181,7 +182,7 @@ class FollowScreen(ReplayScreen):
     def _session(self) -> Any:
         if self.following:
             try:
-                return session_from_events([e for e in self.events if not isinstance(e, ev.AgentDelta)])
+                return session_from_events(without_deltas(self.events))
             except SessionFormatError:
                 return None
         return super()._session()

@@ -452,7 +452,7 @@ class LaunchScreen(Screen[None]):
             self._status(f"✗ {exc}", "error")
             self.notify(str(exc), severity="error")
             return
-        refused = unisolated_refusal() if settings.execute_code and settings.domain == "code" else ""
+        refused = unisolated_refusal() if settings.execute_code and settings.domain == DomainName.CODE else ""
         if refused and not settings.allow_unisolated_code:  # before the run, not at its first test run
             self._status("✗ code tests need isolation", "error")
             self.notify(refused, severity="error", timeout=20)

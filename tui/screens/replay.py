@@ -21,6 +21,7 @@ from textual.widgets import Input, Label
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 from core.runtime.config import ConfigError
+from core.runtime.dispatch import of_kind, positions, without_deltas
 from core.runtime.teams import with_recorded_team
 from core.sessions.model import Session, SessionFormatError, session_from_events
 
@@ -48,7 +49,7 @@ class ReplayScreen(SwarmScreen):
         self._timer: Timer | None = None
         self.whatif: tuple[float, int] | None = None  # (tau, k_in) of the what-if, or None
         self.model.embeddings_ready = True
-        self.tests_recorded = any(isinstance(e, ev.TestRun) for e in events)
+        self.tests_recorded = bool(of_kind(events, ev.TestRun))
         self.back_to: tuple[Any, Any] | None = None  # (the session picker it was opened from, the screen before)
 
     def on_mount(self) -> None:
@@ -58,12 +59,12 @@ class ReplayScreen(SwarmScreen):
     # --- positions ----------------------------------------------------------------------------
     def _phase_stops(self) -> list[int]:
         """Cursor positions that end a phase: just before each phase or round starts, and the end."""
-        stops = [i for i, e in enumerate(self.events) if isinstance(e, ev.PhaseStarted | ev.RoundStarted) and i > 1]
+        stops = [i for i in positions(self.events, ev.PhaseStarted, ev.RoundStarted) if i > 1]
         return [*stops, len(self.events)]
 
     def _round_stops(self) -> list[int]:
         """Cursor positions that end a round: just before each next round starts, and the end."""
-        stops = [i for i, e in enumerate(self.events) if isinstance(e, ev.RoundStarted) and i > 0]
+        stops = [i for i in positions(self.events, ev.RoundStarted) if i > 0]
         return [*stops, len(self.events)]
 
     def seek(self, position: int) -> None:
@@ -117,7 +118,7 @@ class ReplayScreen(SwarmScreen):
 
     def jump_to_round(self, number: int) -> None:
         """Show round ``number`` complete (everything before the next round starts)."""
-        starts = [i for i, e in enumerate(self.events) if isinstance(e, ev.RoundStarted)]
+        starts = positions(self.events, ev.RoundStarted)
         if not 1 <= number <= len(starts):
             self.notify(f"no {self.model.unit} {number}: this session has {len(starts)}", severity="warning")
             return
@@ -128,7 +129,7 @@ class ReplayScreen(SwarmScreen):
             if value is not None:
                 self.jump_to_round(value)
 
-        rounds = sum(isinstance(e, ev.RoundStarted) for e in self.events)
+        rounds = len(positions(self.events, ev.RoundStarted))
         self.app.push_screen(JumpScreen(rounds, self.model.unit), answer)
 
     def action_toggle_pause(self) -> None:
@@ -240,7 +241,7 @@ class ReplayScreen(SwarmScreen):
     def _session(self) -> Session | None:
         if self.session is None:
             try:
-                self.session = session_from_events([e for e in self.events if not isinstance(e, ev.AgentDelta)])
+                self.session = session_from_events(without_deltas(self.events))
             except SessionFormatError:
                 return None
         return self.session

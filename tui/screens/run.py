@@ -18,8 +18,9 @@ from textual.worker import Worker
 from core.demo.server import ScriptedServer
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from core.runtime.control import MODE_AUTO, MODE_STEP, Params, RunControl
+from core.runtime.control import ControlMode, Params, RunControl
 from core.runtime.engine import ForkPoint
+from core.runtime.outcome import EndReason
 from core.runtime.teams import resolve_team
 from core.runtime.textsafe import printable
 from core.sessions.model import Session, SessionFormatError
@@ -78,7 +79,7 @@ class RunScreen(SwarmScreen):
         n_workers = len(domain.workers)
         self.n_workers = n_workers  # k_in's range is 1..n_workers-1
         params = Params(settings.tau, settings.k_in, settings.max_rounds)
-        self.control = RunControl(params, n_workers, mode=MODE_STEP if step else MODE_AUTO)
+        self.control = RunControl(params, n_workers, mode=ControlMode.STEP if step else ControlMode.AUTO)
         self.model.params = params.as_dict()  # the bar shows the run's settings before the engine starts
         self.model.strategy = settings.strategy
         info = self.model.method_info  # ... counting against the method's own limit (DMoA's L_max steps)
@@ -301,7 +302,7 @@ class RunScreen(SwarmScreen):
     @property
     def exit_code(self) -> int:
         """What the process ends with: 1 when the run failed (no endpoint, a crash), as headless does."""
-        failed = self.model.error or (self.model.finished is not None and self.model.finished.reason == "error")
+        failed = self.model.error or (self.model.finished is not None and self.model.finished.reason == EndReason.ERROR)
         return 1 if failed else 0
 
     def action_request_quit(self) -> None:

@@ -266,7 +266,7 @@ class SwarmScreen(Screen[None]):
             view = rv.agents.get(name) if rv else None
             earlier = None
             idle = view is not None and not view.streaming and not view.public
-            if idle and view is not None and (not view.text or view.call == ev.CALL_DESCRIPTORS):
+            if idle and view is not None and (not view.text or view.call == ev.CallKind.DESCRIPTORS):
                 earlier = self._earlier_output(name, self.shown_round)
             pane.inbox_count = inbox_count(self.model, name, self.shown_round) if name != self.model.manager else 0
             pane.place, pane.unit = self.model.place(self.shown_round, view), unit

@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from core.routing.dytopo import RoutingResult
+from core.runtime.control import ControlMode
 
 from ..model import RunModel
 from .drawing_pane import DrawingPane
@@ -120,7 +121,7 @@ class GraphPane(DrawingPane):
         elif not model.embeddings_ready:
             lines = [Text("loading embeddings…", "italic")]
         elif rv is None and model.run is not None:
-            step = " (step mode: n runs one phase, a auto-runs)" if model.mode == "step" else ""
+            step = " (step mode: n runs one phase, a auto-runs)" if model.mode == ControlMode.STEP else ""
             lines = [Text(f"waiting for round 1{step}", "italic")]
         elif rv is None:
             lines = [Text("waiting for the run to start", "italic")]

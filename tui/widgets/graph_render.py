@@ -17,15 +17,7 @@ from typing import Any
 
 from rich.text import Text
 
-from core.routing.dytopo import (
-    KIND_FIXED,
-    KIND_PINNED,
-    KIND_ROUTED,
-    REASON_CUT,
-    Edge,
-    RoutingResult,
-    edge_glyphs,
-)
+from core.routing.dytopo import KIND_FIXED, KIND_PINNED, KIND_ROUTED, Edge, RemovalReason, RoutingResult, edge_glyphs
 from core.routing.layout import legend, run_order
 
 
@@ -251,7 +243,7 @@ def _edge_lines(routing: RoutingResult, options: GraphOptions) -> list[Text]:
             if (r.src, r.dst) in listed:
                 continue
             kind = f"{r.kind}, " if typed else ""
-            style = st.steered if r.reason == REASON_CUT else st.removed
+            style = st.steered if r.reason == RemovalReason.CUT else st.removed
             lines.append(Text(f"{indent}{r.src.rjust(pad)} ┄{r.score:.2f}┄▷ {r.dst}  ({kind}{r.reason})", style))
     if routing.inactive:
         lines.append(Text(f"not running: {', '.join(routing.inactive)}", st.removed))

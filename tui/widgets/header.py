@@ -10,6 +10,7 @@ from textual.widgets import Static
 
 from core.demo.played import demo_header
 from core.llm.tokens import cached_share
+from core.runtime.control import ControlMode
 
 from ..model import RunModel
 
@@ -144,7 +145,7 @@ def _status_line(model: RunModel, elapsed: float, replay: str, *, compact: bool,
     if status_room is not None and len(status) > status_room:
         status = status[: status_room - 1] + "…"
     style = "$error" if model.error else "$success" if model.finished else "$accent" if replay else (
-        "$warning" if model.mode == "step" else "")
+        "$warning" if model.mode == ControlMode.STEP else "")
     parent = model.run.parent if model.run is not None else None
     fork = f"fork of {Path(str(parent.get('session', '?'))).name} @ round {parent.get('round', '?')}" if parent else ""
     fork_part: tuple[str, str] = (fork, "bold $accent")

@@ -7,6 +7,8 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
+from core.runtime.events import CallStatus
+
 from ..model import RoundView, RunModel, unit_mark
 
 
@@ -31,7 +33,7 @@ def round_entry(rv: RoundView, unit: str = "round") -> tuple[Content, str]:
             line = Content.assemble(("   ✓ terminate", "bold $success"), f": {d.reasoning}")
         else:
             line = Content.assemble(("   → continue", "bold $primary"), f": {d.reasoning}")
-        if d.status != "done":
+        if d.status != CallStatus.DONE:
             line = line + Content.styled(f" [{d.status}]", "$error")
         parts.append(line)
         plain.append(f"   {'terminate' if d.terminate else 'continue'}: {d.reasoning}")

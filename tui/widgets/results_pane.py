@@ -9,6 +9,7 @@ from textual.widgets import Label, Markdown, Static
 
 from core.demo.played import TESTS_LABEL, demo_answer_note, demo_banner
 from core.runtime import events as ev
+from core.runtime.outcome import EndReason
 
 from ..model import RunModel, unit_mark
 
@@ -88,7 +89,7 @@ class ResultsPane(VerticalScroll):
                 solved += " (the demo's own problem)"
             reason = Content(f"{f.detail}{source}{solved}")
             self.border_title = Content.assemble(
-                "result · ended: ", (f.reason, "bold $success" if f.reason != "error" else "bold $error")
+                "result · ended: ", (f.reason, "bold $success" if f.reason != EndReason.ERROR else "bold $error")
             )
             answer = as_markdown(f.final_answer, model.domain) or "*(no answer)*"
             self._raw = f.final_answer

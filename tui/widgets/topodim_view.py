@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from rich.text import Text
@@ -31,6 +32,22 @@ MARKS = {"pending": "·", "running": "▶", "done": "✓", "unparsed": "?", "fai
          "stopped": "■"}
 
 
+class CallState(StrEnum):
+    """Where one scheduled call is: waiting its turn, under way, ended as the engine's CallStatus says, skipped
+    (what it needed never came) or stopped by the run's end."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    UNPARSED = "unparsed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    STOPPED = "stopped"
+
+
+ENDED = frozenset({CallState.DONE, CallState.UNPARSED, CallState.FAILED, CallState.SKIPPED})
+
+
 @dataclass
 class CallView:
     index: int
@@ -38,7 +55,7 @@ class CallView:
     agent: str
     mode: str
     partner: str
-    status: str = "pending"  # pending | running | done | unparsed | failed | skipped | stopped
+    status: CallState = CallState.PENDING
     reason: str = ""
 
 
@@ -71,17 +88,17 @@ class TopoDIMState:
         elif isinstance(event, TopoDIMCall):
             call = self._call(event.index)
             if call is not None:
-                call.status = "skipped" if event.skipped else "running"
+                call.status = CallState.SKIPPED if event.skipped else CallState.RUNNING
                 call.reason = event.reason
         elif isinstance(event, ev.AgentFinished):
-            running = next((c for c in self.calls if c.status == "running"), None)
+            running = next((c for c in self.calls if c.status == CallState.RUNNING), None)
             if running is not None and running.agent == event.agent and running.mode == event.call:
-                running.status = event.status
+                running.status = CallState(event.status)
         elif isinstance(event, ev.RunFinished):
             self.finished = True
             for call in self.calls:
-                if call.status == "running":
-                    call.status = "stopped"
+                if call.status == CallState.RUNNING:
+                    call.status = CallState.STOPPED
         else:
             return
         self.rev += 1
@@ -155,7 +172,7 @@ def _call_line(call: CallView, styles: ViewStyles) -> Text:
     what = _CALL_TEXT.get(call.mode, "{agent}").format(agent=call.agent, partner=call.partner, inputs=inputs)
     line = Text(f"{MARKS.get(call.status, '·')} {call.index}/{call.total} {call.mode:<9} ", style)
     line.append(what, style)
-    if call.status == "skipped" and call.reason:
+    if call.status == CallState.SKIPPED and call.reason:
         line.append(f" ({call.reason})", styles.removed)
     return line
 
@@ -278,7 +295,7 @@ class TopoDIMView(DrawingPane):
             return
         self._key = key
         self.border_title = "TopoDIM · p(r) per pair" if distributions else "TopoDIM typed graph"
-        done = sum(1 for c in state.calls if c.status in ("done", "unparsed", "failed", "skipped"))
+        done = sum(1 for c in state.calls if c.status in ENDED)
         self.border_subtitle = f"calls {done}/{len(state.calls)}" if state.calls else ""
         self._lines = render_topodim(state, width, show_removed=show_removed, distributions=distributions,
                                      active=active, styles=self._styles())

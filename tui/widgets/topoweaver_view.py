@@ -23,8 +23,9 @@ from textual.widgets import Static
 
 from core.routing.dytopo import KIND_CROSS, RoutingResult
 from core.runtime import events as ev
+from core.runtime.config import DomainName
 
-from ..model import RunModel
+from ..model import BADGE_WAITING, RunModel
 from .footer import flow
 from .theme_colors import theme_color
 
@@ -44,7 +45,7 @@ def shows_topoweaver(run: ev.RunStarted | None) -> bool:
 
 def tests_always_on(run: ev.RunStarted | None) -> bool:
     """TopoWeaver's tester runs the sandbox every turn in the code domain, whatever --execute says."""
-    return shows_topoweaver(run) and run is not None and run.domain == "code"
+    return shows_topoweaver(run) and run is not None and run.domain == DomainName.CODE
 
 
 @dataclass(frozen=True)
@@ -120,9 +121,9 @@ def _agent_style(model: RunModel, turn: int, agent: str, active: frozenset[str],
     view = rv.agents.get(agent) if rv is not None else None
     if agent in active or (view is not None and view.streaming):
         return "◉", styles.active
-    if view is None or view.status == "waiting":
+    if view is None or view.status == BADGE_WAITING:
         return "○", styles.muted
-    if view.status == "done":
+    if view.status == ev.CallStatus.DONE:
         return "●", styles.ok
     return "✗", styles.bad
 
@@ -355,7 +356,7 @@ class TopoWeaverView(Horizontal):
         turn = turns.get(number)
         styles = self._styles()
         total = int(model.params.get("max_rounds", 0) or 0)
-        sandbox = "sandbox: always on" if model.domain == "code" else "answer check: the verifier"
+        sandbox = "sandbox: always on" if model.domain == DomainName.CODE else "answer check: the verifier"
         main.border_title = f"TopoWeaver-R1 · {sandbox}"
         lines: list[Text] = []
         if turn is None:

@@ -52,6 +52,35 @@ def _payload_file(root: Path, payload: dict[str, Any]) -> tuple[IO[bytes], int]:
     return fh, len(data)
 
 
+
+def _common_payload(code: str, limits: SandboxLimits) -> dict[str, Any]:
+    """What both processes' payloads carry: the code, the runner and the limits in the runner's units."""
+    return {
+        "code": code,
+        "traceback_chars": TRACEBACK_CHARS,
+        "max_message": MESSAGE_BYTES,
+        "site_packages": site_packages(),
+        "runner": runner_code(),
+        "runner_name": RUNNER_NAME,
+        "limits": {
+            "wall_seconds": float(limits.wall_seconds),
+            "cpu_seconds": max(1, math.ceil(limits.cpu_seconds)),
+            "memory_bytes": int(limits.memory_mb) * 2**20,
+            "file_bytes": FILE_BYTES,
+            "output_chars": int(limits.output_chars),
+        },
+    }
+
+
+def _discard(opened: list[Any], root: Path) -> None:
+    """A job that could not be set up: its descriptors and files closed, its folder removed."""
+    for item in opened:
+        if isinstance(item, int):
+            os.close(item)
+        else:
+            item.close()
+    shutil.rmtree(root, ignore_errors=True)
+
 @dataclass
 class _Job:
     """Everything one run needs; removed by ``close``."""
@@ -95,21 +124,7 @@ class _Job:
             to_code, to_judge, done = os.pipe(), os.pipe(), os.pipe()
             pipe_ends = [*to_code, *to_judge, done[1]]
             opened.extend([*pipe_ends, done[0]])
-            common = {
-                "code": code,
-                "traceback_chars": TRACEBACK_CHARS,
-                "max_message": MESSAGE_BYTES,
-                "site_packages": site_packages(),
-                "runner": runner_code(),
-                "runner_name": RUNNER_NAME,
-                "limits": {
-                    "wall_seconds": float(limits.wall_seconds),
-                    "cpu_seconds": max(1, math.ceil(limits.cpu_seconds)),
-                    "memory_bytes": int(limits.memory_mb) * 2**20,
-                    "file_bytes": FILE_BYTES,
-                    "output_chars": int(limits.output_chars),
-                },
-            }
+            common = _common_payload(code, limits)
             code_channel = (to_code[0], to_judge[1])
             judge_channel = (to_judge[0], to_code[1])
             code_file, code_size = _payload_file(root, {**common, "role": "code", "channel": code_channel})
@@ -125,12 +140,7 @@ class _Job:
             judge_file, judge_size = _payload_file(root, judge_payload)
             opened.append(judge_file)
         except BaseException:
-            for item in opened:
-                if isinstance(item, int):
-                    os.close(item)
-                else:
-                    item.close()
-            shutil.rmtree(root, ignore_errors=True)
+            _discard(opened, root)
             raise
         if isolation.bwrap is not None:
             prefix, python = bwrap_argv(isolation, str(cwd)), python_binary()

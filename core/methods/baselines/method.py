@@ -32,7 +32,7 @@ from core.routing.strategies import (
     TopologyStrategy,
 )
 from core.runtime import events as ev
-from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
+from core.runtime.control import StepBoundary
 from core.runtime.domains import Domain
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.parsing import ParseError, extract_json_object
@@ -104,11 +104,11 @@ class SingleAgentMethod:
 
     async def run(self, rt: SwarmEngine) -> RunOutcome:
         domain = rt.domain.name
-        await rt.checkpoint(BOUNDARY_ROUND)
+        await rt.checkpoint(StepBoundary.ROUND)
         rt.begin_round(1)
         what = "one agent, one call" if self.samples == 1 else f"one agent, {self.samples} samples"
-        rt.start_phase(ev.PHASE_WORK, what)
-        await rt.checkpoint(BOUNDARY_PHASE)
+        rt.start_phase(ev.Phase.WORK, what)
+        await rt.checkpoint(StepBoundary.PHASE)
         answers: list[str] = []
         base_seed = REQUEST_SEED.get()
         for index in range(self.samples):  # one after another: the agent's pane shows one reply at a time

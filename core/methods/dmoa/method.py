@@ -75,9 +75,10 @@ from core.methods.dmoa.steer import DmoaSteering
 from core.methods.registry import MethodError, MethodInfo, OptionSpec, call_options, call_tables, register
 from core.routing.dytopo import KIND_HANDOFF, Edge, RoutingResult
 from core.runtime import events as ev
-from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
+from core.runtime.control import StepBoundary
 from core.runtime.domains import Domain
-from core.runtime.engine import STATUS_DONE, AgentResult, RunAborted
+from core.runtime.engine import AgentResult, RunAborted
+from core.runtime.events import CallStatus
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.steering import SteerKind
 
@@ -274,11 +275,11 @@ class DmoaMethod:
         x_prev: np.ndarray | None = None
         feedback = ""
         for step in range(start + 1, self.l_max + 1):
-            await rt.checkpoint(BOUNDARY_ROUND)
+            await rt.checkpoint(StepBoundary.ROUND)
             rt.begin_round(step, self._params())
             x = step_state.x_next
             scoring = f"step {step}: the {self.router_kind} router scores {len(self.names)} agents"
-            rt.start_phase(ev.PHASE_ROUTING, scoring)
+            rt.start_phase(ev.Phase.ROUTING, scoring)
             choice = self.steer.steer_choice(await self._route(step, x, step_state.responses), step)
             self.k_history.append(choice.k)
             selected = [self.names[i] for i in choice.selected]
@@ -301,10 +302,10 @@ class DmoaMethod:
                 )
             )
             rt.emit(self._handoff(step, step_state, selected, choice))
-            await rt.checkpoint(BOUNDARY_PHASE)
+            await rt.checkpoint(StepBoundary.PHASE)
             running = list(self.names) if self._dense else selected
             dense = " (dense: every agent runs)" if self._dense else ""
-            rt.start_phase(ev.PHASE_WORK, f"step {step}: {', '.join(selected)}{dense}")
+            rt.start_phase(ev.Phase.WORK, f"step {step}: {', '.join(selected)}{dense}")
             results = await rt.gather(
                 {name: self._agent_call(name, step, step_state.responses, feedback) for name in running}
             )
@@ -312,7 +313,7 @@ class DmoaMethod:
             evaluation = await rt.evaluate(step, {n: r for n, r in results.items() if r.public})
             feedback = evaluation.feedback if evaluation is not None else ""
             next_state, entropy = await self._aggregate(step, choice, results, x)
-            await rt.checkpoint(BOUNDARY_PHASE)
+            await rt.checkpoint(StepBoundary.PHASE)
             rt.start_phase(PHASE_SUMMARY, f"step {step}: the Summarizer decides [FINAL] or [CONTINUE]")
             outcome = await self._summarize(step, next_state.responses, feedback, choice, entropy)
             rt.finish_round()
@@ -450,7 +451,7 @@ class DmoaMethod:
                 value = predictive_entropy(results[n].top_logprobs) if n in results else None
                 if value is not None:
                     entropy[n] = round(value, 6)
-            if not entropy and any(r.status == STATUS_DONE for r in results.values()):
+            if not entropy and any(r.status == CallStatus.DONE for r in results.values()):
                 why = "the endpoint returned no logprobs, which the entropy signal needs"
                 rt.notice(f"test-time training is off: {why}; routing goes on sparse", "warning")
                 if self._ttt is not None:
@@ -489,7 +490,7 @@ class DmoaMethod:
                                         shrink=shrink)
         if result.connection_failed:
             raise RunAborted(result.error)
-        if result.status == STATUS_DONE:
+        if result.status == CallStatus.DONE:
             summary = parse_summary(result.public)
             tag, body, found, note = summary.tag, summary.body, summary.found, summary.note
         else:
@@ -513,7 +514,7 @@ class DmoaMethod:
                 round=step,
                 terminate=terminate,
                 next_goal="",
-                reasoning=f"[{tag}] {_headline(body)}".strip() if result.status == STATUS_DONE else note,
+                reasoning=f"[{tag}] {_headline(body)}".strip() if result.status == CallStatus.DONE else note,
                 final_answer=answer if terminate else "",
                 status=result.status,
             )

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from core.llm.tokens import estimate_tokens
 from core.runtime import events as ev
 from core.runtime.context import Shrink, shrink_pieces
-from core.runtime.engine import STATUS_DONE, STATUS_FAILED, STATUS_UNPARSED, AgentResult, RunAborted
+from core.runtime.engine import AgentResult, RunAborted
+from core.runtime.events import CallStatus
 from core.runtime.memory import MEMORY_ACCUMULATE, AgentMemory, MemoryItem
 from core.runtime.parsing import parse_descriptors, parse_manager, parse_work, parse_worker
 from core.runtime.prompts import PROMPT_CACHE, worker_messages
@@ -59,8 +60,10 @@ class DyTopoCalls:
         inbox_from: frozenset[str] = frozenset(),
     ) -> AgentResult:
         rt = self.rt
-        limits = rt.call_limits("descriptor" if call == ev.CALL_DESCRIPTORS else "worker")
-        parsers: dict[str, Callable[[str], Any]] = {ev.CALL_DESCRIPTORS: parse_descriptors, ev.CALL_WORK: parse_work}
+        limits = rt.call_limits("descriptor" if call == ev.CallKind.DESCRIPTORS else "worker")
+        parsers: dict[str, Callable[[str], Any]] = {
+            ev.CallKind.DESCRIPTORS: parse_descriptors, ev.CallKind.WORK: parse_work,
+        }
         parser = parsers.get(call, parse_worker)
         messages = self._worker_messages(name, call, goal, inbox, inbox_from)
         rt.emit(ev.AgentStarted(round=rt.round, agent=name, call=call, tier=tier))
@@ -72,7 +75,7 @@ class DyTopoCalls:
         if parsed is not None:
             result = AgentResult(
                 agent=name,
-                status=STATUS_DONE,
+                status=CallStatus.DONE,
                 public=getattr(parsed, "public", ""),
                 private=dict(getattr(parsed, "private", {}) or {}),
                 query=parsed.query,
@@ -85,8 +88,8 @@ class DyTopoCalls:
             # Keep the raw text and go on: descriptors fall back to the role's own description.
             result = AgentResult(
                 agent=name,
-                status=STATUS_UNPARSED if chat else STATUS_FAILED,
-                public=raw.strip() if call != ev.CALL_DESCRIPTORS else "",
+                status=CallStatus.UNPARSED if chat else CallStatus.FAILED,
+                public=raw.strip() if call != ev.CallKind.DESCRIPTORS else "",
                 query=role.default_query,
                 key=role.default_key,
                 raw=raw,
@@ -95,7 +98,7 @@ class DyTopoCalls:
                 context_overflow=overflow,
             )
             rt.notice(f"{name}: {'reply unparsed' if chat else 'call failed'} ({error})", "warning", name)
-        if call != ev.CALL_DESCRIPTORS:
+        if call != ev.CallKind.DESCRIPTORS:
             rt.set_latest(result)
         rt.call_finished(call, result, outcome[1])
         return result
@@ -110,9 +113,9 @@ class DyTopoCalls:
             name, call, messages, rt.call_limits("manager"), parse_manager, shrink=shrink
         )
         if parsed is not None:
-            result = AgentResult(name, STATUS_DONE, public=parsed.reasoning, raw=chat.text if chat else "")
+            result = AgentResult(name, CallStatus.DONE, public=parsed.reasoning, raw=chat.text if chat else "")
         else:
-            status = STATUS_UNPARSED if chat else STATUS_FAILED
+            status = CallStatus.UNPARSED if chat else CallStatus.FAILED
             result = AgentResult(name, status, raw=chat.text if chat else "", error=error)
             rt.notice(f"Manager: {'reply unparsed' if chat else 'call failed'} ({error})", "warning", name)
             if unreachable:
@@ -136,14 +139,14 @@ class DyTopoCalls:
 
     def _memory_since(self, call: str) -> int:
         # A descriptor call states needs and offers for this round: the last round's memory is its context.
-        return self.rt.round - 1 if call == ev.CALL_DESCRIPTORS and not self.full_descriptors else 0
+        return self.rt.round - 1 if call == ev.CallKind.DESCRIPTORS and not self.full_descriptors else 0
 
     def _compose_worker(self, name: str, call: str, goal: str, memory_text: str, inbox: str) -> list[dict[str, str]]:
         rt = self.rt
         return worker_messages(
             rt.domain, rt.domain.role(name), call, round_no=rt.round, problem=rt.spec.problem, goal=goal,
             memory=memory_text, inbox=inbox, private_only=self.private_only, order=self.prompt_order,
-            suffix=" /no_think" if call == ev.CALL_DESCRIPTORS and rt.settings.no_think else "",
+            suffix=" /no_think" if call == ev.CallKind.DESCRIPTORS and rt.settings.no_think else "",
             digest=not self.full_descriptors,
         )
 

@@ -23,11 +23,13 @@ from core.methods.registry import MethodInfo, OptionSpec, call_options, call_tab
 from core.routing.dytopo import RoutingResult, similarity_matrix
 from core.routing.strategies import DyTopoStrategy, TopologyStrategy
 from core.runtime import events as ev
+from core.runtime.config import RoundProtocol
 from core.runtime.context import shrink_pieces
-from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
+from core.runtime.control import StepBoundary
 from core.runtime.convergence import text_similarity
 from core.runtime.domains import Domain
-from core.runtime.engine import STATUS_FAILED, AgentResult, Evaluation
+from core.runtime.engine import AgentResult, Evaluation
+from core.runtime.events import CallStatus
 from core.runtime.memory import MEMORY_ACCUMULATE, MEMORY_RULES, MemoryItem
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.prompts import PROMPT_CACHE, PROMPT_ORDERS, manager_request, manager_system_prompt, plan_request
@@ -140,7 +142,7 @@ class DyTopoMethod:
 
     async def run(self, rt: SwarmEngine) -> RunOutcome:
         self.rt = rt
-        single_pass = rt.spec.protocol == "single-pass"
+        single_pass = rt.spec.protocol == RoundProtocol.SINGLE_PASS
         self.payload = self.payload_option
         if self.payload == PAYLOAD_AUTO:
             self.payload = PAYLOAD_PRIVATE if single_pass else PAYLOAD_BOTH
@@ -163,7 +165,7 @@ class DyTopoMethod:
         """Run rounds after round_no (0 for a fresh run, the fork round for a fork)."""
         while True:
             round_no += 1
-            await self.rt.checkpoint(BOUNDARY_ROUND)
+            await self.rt.checkpoint(StepBoundary.ROUND)
             if round_no > self._max_rounds:
                 # A fork from the last allowed round, or max_rounds lowered while waiting to start this one.
                 answer, source = self.rt.extract_answer()
@@ -172,9 +174,9 @@ class DyTopoMethod:
             self.rt.begin_round(round_no)
             if round_no == 1:
                 goal = await self._plan()
-                await self.rt.checkpoint(BOUNDARY_PHASE)
+                await self.rt.checkpoint(StepBoundary.PHASE)
             goal = self.steer.round_goal(round_no, goal)  # a goal the user gave replaces the Manager's
-            if self.rt.spec.protocol == "single-pass":
+            if self.rt.spec.protocol == RoundProtocol.SINGLE_PASS:
                 # The paper routes from round 1 (Algorithm 1): descriptors come with the first replies.
                 outputs = await self._single_pass_round(goal)
             elif round_no == 1:
@@ -182,7 +184,7 @@ class DyTopoMethod:
                 outputs = await self._broadcast_round(goal)
             else:
                 outputs = await self._phased_round(goal)
-            await self.rt.checkpoint(BOUNDARY_PHASE)
+            await self.rt.checkpoint(StepBoundary.PHASE)
             outputs = await self.steer.redo_outputs(outputs, self._work_call)
             evaluation = await self.rt.evaluate(round_no, outputs)
             if evaluation is not None:
@@ -217,7 +219,7 @@ class DyTopoMethod:
 
     @property
     def _work_call(self) -> str:
-        return ev.CALL_SINGLE_PASS if self.rt.spec.protocol == "single-pass" else ev.CALL_WORK
+        return ev.CallKind.SINGLE_PASS if self.rt.spec.protocol == RoundProtocol.SINGLE_PASS else ev.CallKind.WORK
 
     def _one_more(self, round_no: int) -> bool:
         """A user's continue at the last round: max_rounds grows by one (within its bounds)."""
@@ -244,7 +246,7 @@ class DyTopoMethod:
         feedback: list[str] = []
         for event in history:
             self.rt.emit(event)
-            if isinstance(event, ev.AgentFinished) and event.call in (ev.CALL_WORK, ev.CALL_SINGLE_PASS):
+            if isinstance(event, ev.AgentFinished) and event.call in (ev.CallKind.WORK, ev.CallKind.SINGLE_PASS):
                 result = AgentResult(
                     agent=event.agent,
                     status=event.status,
@@ -285,12 +287,12 @@ class DyTopoMethod:
                 outputs, deliveries, feedback = {}, [], []
 
     async def _plan(self) -> str:
-        self.rt.start_phase(ev.PHASE_PLAN, "Manager sets the first goal")
+        self.rt.start_phase(ev.Phase.PLAN, "Manager sets the first goal")
         messages = [
             {"role": "system", "content": manager_system_prompt(self.rt.domain)},
             {"role": "user", "content": plan_request(self.rt.spec.problem, self._max_rounds)},
         ]
-        decision, status = await self.calls.manager_call(ev.CALL_PLAN, messages)
+        decision, status = await self.calls.manager_call(ev.CallKind.PLAN, messages)
         goal = decision.goal if decision is not None and decision.goal else ""
         if not goal:
             goal = "Work on the problem from your role's perspective and produce a first complete attempt."
@@ -308,8 +310,8 @@ class DyTopoMethod:
 
     async def _broadcast_round(self, goal: str) -> dict[str, AgentResult]:
         """Round 1: every worker works on the first goal; every output goes to every worker."""
-        call = ev.CALL_SINGLE_PASS if self.rt.spec.protocol == "single-pass" else ev.CALL_WORK
-        self.rt.start_phase(ev.PHASE_WORK, "all workers, broadcast")
+        call = ev.CallKind.SINGLE_PASS if self.rt.spec.protocol == RoundProtocol.SINGLE_PASS else ev.CallKind.WORK
+        self.rt.start_phase(ev.Phase.WORK, "all workers, broadcast")
         active = self.steer.active(self.rt.workers)
         results = await self.rt.gather({name: self._worker(name, call, goal, tier=0) for name in active})
         self.rt.abort_if_unreachable(results)
@@ -327,10 +329,10 @@ class DyTopoMethod:
         return results
 
     async def _phased_round(self, goal: str) -> dict[str, AgentResult]:
-        self.rt.start_phase(ev.PHASE_DESCRIPTORS, "phase A: every worker states its need and offer")
+        self.rt.start_phase(ev.Phase.DESCRIPTORS, "phase A: every worker states its need and offer")
         active = self.steer.active(self.rt.workers)
         descriptors = await self.rt.gather(
-            {name: self._described_call(name, ev.CALL_DESCRIPTORS, goal) for name in active}
+            {name: self._described_call(name, ev.CallKind.DESCRIPTORS, goal) for name in active}
         )
         self.rt.abort_if_unreachable(descriptors)
         self.rt.emit(
@@ -339,14 +341,14 @@ class DyTopoMethod:
                 descriptors={n: {"query": d.query, "key": d.key} for n, d in descriptors.items()},
             )
         )
-        await self.rt.checkpoint(BOUNDARY_PHASE)
+        await self.rt.checkpoint(StepBoundary.PHASE)
         self._route()
         self._can_reroute = True
-        await self.rt.checkpoint(BOUNDARY_PHASE)
+        await self.rt.checkpoint(StepBoundary.PHASE)
         self._can_reroute = False
         routing = self._routing
         assert routing is not None
-        self.rt.start_phase(ev.PHASE_WORK, f"phase C: {len(routing.tiers)} tiers")
+        self.rt.start_phase(ev.Phase.WORK, f"phase C: {len(routing.tiers)} tiers")
         results: dict[str, AgentResult] = {}
         received: dict[str, list[dict[str, Any]]] = {name: [] for name in self.rt.workers}
         for tier_index, whole_tier in enumerate(routing.tiers):
@@ -374,7 +376,7 @@ class DyTopoMethod:
                 {
                     name: self._worker(
                         name,
-                        ev.CALL_WORK,
+                        ev.CallKind.WORK,
                         goal,
                         inbox=_render_inbox(received[name]),
                         tier=tier_index,
@@ -411,9 +413,10 @@ class DyTopoMethod:
         return results
 
     async def _single_pass_round(self, goal: str) -> dict[str, AgentResult]:
-        self.rt.start_phase(ev.PHASE_WORK, "single pass: work and descriptors together")
+        self.rt.start_phase(ev.Phase.WORK, "single pass: work and descriptors together")
         results = await self.rt.gather(
-            {name: self._described_call(name, ev.CALL_SINGLE_PASS, goal) for name in self.steer.active(self.rt.workers)}
+            {name: self._described_call(name, ev.CallKind.SINGLE_PASS, goal)
+             for name in self.steer.active(self.rt.workers)}
         )
         self.rt.abort_if_unreachable(results)
         self.rt.emit(
@@ -422,8 +425,8 @@ class DyTopoMethod:
                 descriptors={n: {"query": r.query, "key": r.key} for n, r in results.items()},
             )
         )
-        await self.rt.checkpoint(BOUNDARY_PHASE)
-        results = await self.steer.redo_outputs(results, ev.CALL_SINGLE_PASS)  # retried before it is routed
+        await self.rt.checkpoint(StepBoundary.PHASE)
+        results = await self.steer.redo_outputs(results, ev.CallKind.SINGLE_PASS)  # retried before it is routed
         self._route()
         routing = self._routing
         assert routing is not None
@@ -466,7 +469,7 @@ class DyTopoMethod:
 
     def _route(self) -> None:
         """Phase B, from the descriptors _described_call embedded as each reply arrived."""
-        self.rt.start_phase(ev.PHASE_ROUTING, "phase B: build the graph from the embedded descriptors")
+        self.rt.start_phase(ev.Phase.ROUTING, "phase B: build the graph from the embedded descriptors")
         # A silenced agent stated nothing: zero vectors (no similarity; its edges go anyway).
         blank = np.zeros_like(next(iter(self._descriptor_vectors.values()))[0])
         vectors = [self._descriptor_vectors.get(name, (blank, blank)) for name in self.rt.workers]
@@ -504,13 +507,14 @@ class DyTopoMethod:
     @property
     def _breaks_cycles(self) -> bool:
         """Phased work runs in tiers, so its graph must be acyclic; single-pass delivers at a barrier."""
-        return self.rt.spec.protocol != "single-pass"
+        return self.rt.spec.protocol != RoundProtocol.SINGLE_PASS
 
     def _reroute_now(self) -> bool:
         if not self._can_reroute or self._similarity is None:
-            if self.rt.round <= 1 and self.rt.phase != ev.PHASE_MANAGER and self.rt.spec.protocol != "single-pass":
+            single_pass = self.rt.spec.protocol == RoundProtocol.SINGLE_PASS
+            if self.rt.round <= 1 and self.rt.phase != ev.Phase.MANAGER and not single_pass:
                 why = "round 1 is a broadcast: the new values apply at round 2's routing"
-            elif self.rt.phase in (ev.PHASE_PLAN, ev.PHASE_DESCRIPTORS):
+            elif self.rt.phase in (ev.Phase.PLAN, ev.Phase.DESCRIPTORS):
                 why = "this round's graph is not built yet: the new values apply when it is"
             else:
                 why = "this round's work has already started: the new values apply at the next routing"
@@ -522,7 +526,7 @@ class DyTopoMethod:
     async def _decide(
         self, round_no: int, goal: str, outputs: dict[str, AgentResult], evaluation: Evaluation | None
     ) -> Any | None:
-        self.rt.start_phase(ev.PHASE_MANAGER, "Manager reviews the round")
+        self.rt.start_phase(ev.Phase.MANAGER, "Manager reviews the round")
         order = [name for name in (self._routing.order if (self._routing and round_no > 1) else self.rt.workers)
                  if name in outputs]
         extra = f"TEST RESULTS:\n{evaluation.feedback}" if evaluation is not None else ""
@@ -547,7 +551,7 @@ class DyTopoMethod:
         texts = [outputs[name].public for name in order]
         # Over the model's context, every worker's output is cut to an equal share (the round is one step).
         decision, status = await self.calls.manager_call(
-            ev.CALL_MANAGER, build([], texts), shrink=shrink_pieces(build, [], texts)
+            ev.CallKind.MANAGER, build([], texts), shrink=shrink_pieces(build, [], texts)
         )
         tests_fail = evaluation is not None and not evaluation.passed
         if decision is not None and decision.terminate and tests_fail and round_no < self._max_rounds:
@@ -576,7 +580,7 @@ class DyTopoMethod:
         The run has converged when even the worker that changed most changed by less than
         1 - threshold (default 0.95) in difflib's character ratio: nobody is adding anything."""
         # A failed turn said nothing: "" after "" is no sign of convergence (a server failing every call).
-        current = {name: r.public for name, r in outputs.items() if r.status != STATUS_FAILED}
+        current = {name: r.public for name, r in outputs.items() if r.status != CallStatus.FAILED}
         previous = self._previous_public
         self._previous_public = current
         if not previous:

@@ -26,10 +26,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from core.methods.registry import registered
-from core.routing.dytopo import REASON_SILENCED, RemovedEdge, RoutingResult, check_pin
+from core.routing.dytopo import RemovalReason, RemovedEdge, RoutingResult, check_pin
 from core.runtime import events as ev
 from core.runtime.config import resolve_api_key
-from core.runtime.engine import STATUS_DONE, AgentResult
+from core.runtime.engine import AgentResult
+from core.runtime.events import CallStatus
 from core.runtime.memory import AgentMemory, MemoryItem
 from core.runtime.steering import ALL, WHEN_NOW, SteerAction, SteerError, SteerKind, parse_action, unknown_agent
 
@@ -231,7 +232,8 @@ class DyTopoSteering:
         return replace(
             routing,
             edges=[e for e in routing.edges if e not in gone],
-            removed=[*routing.removed, *(RemovedEdge(e.src, e.dst, e.score, REASON_SILENCED, e.kind) for e in gone)],
+            removed=[*routing.removed,
+                     *(RemovedEdge(e.src, e.dst, e.score, RemovalReason.SILENCED, e.kind) for e in gone)],
             inactive=[name for name in routing.names if name in self.silenced],
             # Out of the order and the tiers too: a silenced agent does not run, so it has no place.
             order=[name for name in routing.order if name not in self.silenced],
@@ -312,10 +314,10 @@ class DyTopoSteering:
             if text is None and make is not None:
                 result = await self.call(name, make)
             else:
-                result = AgentResult(name, STATUS_DONE, public=(text or "").strip(), raw=text or "",
+                result = AgentResult(name, CallStatus.DONE, public=(text or "").strip(), raw=text or "",
                                      query=outputs[name].query, key=outputs[name].key)
                 self.rt.set_latest(result)
-                self.rt.emit(ev.AgentFinished(round=self.rt.round, agent=name, call=call, status=STATUS_DONE,
+                self.rt.emit(ev.AgentFinished(round=self.rt.round, agent=name, call=call, status=CallStatus.DONE,
                                               public=result.public, raw=result.raw))
             outputs[name] = result
             memory = self.memory[name]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from core.routing.topodim import CallMode
 from core.runtime import events as ev
 
 SHORT = {"conditioned": "cond", "feedback": "fbk", "debate": "dbt", "none": "∅"}
@@ -79,7 +80,7 @@ class TopoDIMCall(ev.Event):
     index: int
     total: int
     agent: str
-    mode: str
+    mode: CallMode
     partner: str = ""
     kind: str = ""
     skipped: bool = False
@@ -93,18 +94,16 @@ class TopoDIMCall(ev.Event):
         return [f"  call {self.index}/{self.total}: {self.describe()}{note}"]
 
 
-def describe_call(mode: str, agent: str, partner: str) -> str:
+def describe_call(mode: CallMode, agent: str, partner: str) -> str:
     """One line for a call, in the case study's words (App. G)."""
-    if mode == "solution":
+    if mode == CallMode.SOLUTION:
         return f"solution — {agent}" + (f" (conditioned on {partner})" if partner else "")
-    if mode == "evaluate":
+    if mode == CallMode.EVALUATE:
         return f"evaluate — {agent} reviews {partner}"
-    if mode == "revise":
+    if mode == CallMode.REVISE:
         return f"revise — {agent} with {partner}'s review"
-    if mode == "challenge":
+    if mode == CallMode.CHALLENGE:
         return f"challenge — {agent} debates {partner}"
-    if mode == "defend":
+    if mode == CallMode.DEFEND:
         return f"defend — {agent} answers {partner}'s challenge"
-    if mode == "final":
-        return f"final — {agent} decides (conditioned on {partner})"
-    return f"{mode} — {agent}"
+    return f"final — {agent} decides (conditioned on {partner})"  # CallMode.FINAL

@@ -47,13 +47,8 @@ from core.methods.topodim.prompts import (
 from core.methods.topodim.steer import TopoDIMSteering
 from core.routing.topodim import (
     EDGE_TYPES,
-    MODE_CHALLENGE,
-    MODE_DEFEND,
-    MODE_EVALUATE,
-    MODE_FINAL,
-    MODE_REVISE,
-    MODE_SOLUTION,
     MODES,
+    CallMode,
     CallStep,
     TypedGraph,
     histogram,
@@ -63,9 +58,10 @@ from core.routing.topodim import (
 )
 from core.runtime import events as ev
 from core.runtime.context import Messages
-from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
+from core.runtime.control import StepBoundary
 from core.runtime.domains import Domain
-from core.runtime.engine import STATUS_DONE, Evaluation
+from core.runtime.engine import Evaluation
+from core.runtime.events import CallStatus
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.steering import SteerKind
 
@@ -165,10 +161,10 @@ class TopoDIMMethod:
         rt.attach(reroute=self._no_reroute, steer=steer.apply)
         if rt.fork is not None:
             rt.notice("TopoDIM runs one round: a fork runs it again from the start", "info")
-        await rt.checkpoint(BOUNDARY_ROUND)
+        await rt.checkpoint(StepBoundary.ROUND)
         # One round only (Alg. 1 l.20): the round says so, whatever max_rounds the run was given.
         rt.begin_round(1, {**rt.control.params.as_dict(), "max_rounds": 1})
-        rt.start_phase(ev.PHASE_ROUTING, f"{self.generator} generator: the typed graph, once for this problem")
+        rt.start_phase(ev.Phase.ROUTING, f"{self.generator} generator: the typed graph, once for this problem")
         generated = await self.generators.generate(rt, self.roles, self.decider)
         graph = self.last_graph = generated.graph
         self.last_sample = generated.sample
@@ -190,11 +186,11 @@ class TopoDIMMethod:
             plan = f"No edge survived: all {len(graph.active)} agents answer alone, then the decision-maker answers."
         rt.emit(ev.ManagerDecided(round=1, terminate=False, next_goal=plan, reasoning="", plan=True))
         steer.graph, steer.steps = graph, steps  # editable by the user until its calls begin
-        await rt.checkpoint(BOUNDARY_PHASE)
+        await rt.checkpoint(StepBoundary.PHASE)
         graph = self.last_graph = steer.graph
         steps, steer.executing = steer.steps, True
         answers = await self._execute(steps[:-1], graph)
-        await rt.checkpoint(BOUNDARY_PHASE)
+        await rt.checkpoint(StepBoundary.PHASE)
         return await self._decide(steps[-1], graph, answers)
 
     def _no_reroute(self) -> bool:
@@ -257,9 +253,9 @@ class TopoDIMMethod:
         inputs = {n: [e.src for e in graph.kept if e.dst == n and e.kind == "conditioned"] for n in self.names}
         for position, step in enumerate(steps):
             if position:
-                await rt.checkpoint(BOUNDARY_PHASE)
+                await rt.checkpoint(StepBoundary.PHASE)
             what = describe_call(step.mode, step.agent, step.partner)
-            rt.start_phase(ev.PHASE_WORK, f"call {step.index}/{step.total}: {what}")
+            rt.start_phase(ev.Phase.WORK, f"call {step.index}/{step.total}: {what}")
             missing = request(step, answers, reviews, debates, inputs, self.roles)[2]
             if missing:
                 rt.emit(self._call_event(step, skipped=True, reason=missing))
@@ -277,20 +273,20 @@ class TopoDIMMethod:
             result, _ = await rt.agent_call(step.agent, step.mode, make(PEER_CHARS), shrink=clip_shrink(make),
                                             limits=rt.call_limits("agent"))
             abort_if_unreachable(result)
-            text = usable_text(result) if result.status == STATUS_DONE else ""
+            text = usable_text(result) if result.status == CallStatus.DONE else ""
             if not text:
                 continue
-            if step.mode == MODE_SOLUTION:
+            if step.mode == CallMode.SOLUTION:
                 answers[step.agent] = text
                 self.notes[step.agent] = ""
-            elif step.mode == MODE_EVALUATE:
+            elif step.mode == CallMode.EVALUATE:
                 reviews[(step.partner, step.agent)] = text
-            elif step.mode == MODE_REVISE:
+            elif step.mode == CallMode.REVISE:
                 answers[step.agent] = text
                 self.notes[step.agent] = f", revised after {step.partner}'s review"
-            elif step.mode == MODE_CHALLENGE:
+            elif step.mode == CallMode.CHALLENGE:
                 debates[(step.partner, step.agent)] = [answers.get(step.partner, ""), text]
-            elif step.mode == MODE_DEFEND:
+            elif step.mode == CallMode.DEFEND:
                 debates.setdefault((step.agent, step.partner), ["", ""]).append(text)
                 answers[step.agent] = text
                 self.notes[step.agent] = f", after debating {step.partner}"
@@ -354,7 +350,7 @@ class TopoDIMMethod:
 
     async def _decide(self, step: CallStep, graph: TypedGraph, answers: dict[str, str]) -> RunOutcome:
         rt = self.rt
-        rt.start_phase(ev.PHASE_MANAGER, f"call {step.index}/{step.total}: the decision-maker reads every kept agent")
+        rt.start_phase(ev.Phase.MANAGER, f"call {step.index}/{step.total}: the decision-maker reads every kept agent")
         checks, verdicts = await self._candidate_checks(answers)
         order = [n for n in graph.active if answers.get(n)]
         domain = rt.domain.name
@@ -364,11 +360,11 @@ class TopoDIMMethod:
             return decider_messages(self.decider, len(self.names), domain, rt.spec.problem, peers, len(order), checks)
 
         rt.emit(self._call_event(step))
-        result, _ = await rt.agent_call(self.decider, MODE_FINAL, make(PEER_CHARS),
+        result, _ = await rt.agent_call(self.decider, CallMode.FINAL, make(PEER_CHARS),
                                         limits=rt.call_limits("decider"),
                                         shrink=clip_shrink(make))
         abort_if_unreachable(result)
-        text = usable_text(result) if result.status == STATUS_DONE else ""
+        text = usable_text(result) if result.status == CallStatus.DONE else ""
         answer, source = self._answer(text, answers, verdicts)
         if not text:
             rt.notice("TopoDIM: the decision-maker gave no answer: the team's best answer is used", "warning")

@@ -17,7 +17,6 @@ user data dir (``policy.pt``), written atomically; a file that does not load is 
 
 from __future__ import annotations
 
-import math
 import os
 import tempfile
 from collections.abc import Sequence
@@ -366,7 +365,3 @@ def describe_weights(path: Path, data: dict[str, Any]) -> str:
 def _first_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return lines[0][:120] if lines else "no detail"
-
-
-def entropy_of(dist: Sequence[float]) -> float:
-    return float(-sum(p * math.log(p) for p in dist if p > 0))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from core.routing.topodim import MODE_CHALLENGE, MODE_DEFEND, MODE_EVALUATE, MODE_REVISE, MODE_SOLUTION, CallStep
+from core.routing.topodim import CallMode, CallStep
 from core.runtime.context import Messages, Shrink, prompt_chars
 from core.runtime.domains import Domain, Role
 
@@ -165,7 +165,7 @@ def request(
     """(context blocks, the ask, what is missing so the call cannot be made). ``limit``: the most of one
     teammate's text quoted (clip), smaller when the prompt must fit the model's context."""
     agent, partner = step.agent, step.partner
-    if step.mode == MODE_SOLUTION:
+    if step.mode == CallMode.SOLUTION:
         blocks = []
         given = [peer(roles, src, answers[src], limit=limit) for src in inputs[agent] if answers.get(src)]
         if given:
@@ -185,7 +185,7 @@ def request(
             else "Solve the problem from your role's angle."
         )
         return "".join(f"{b}\n\n" for b in blocks), ask, ""
-    if step.mode == MODE_EVALUATE:
+    if step.mode == CallMode.EVALUATE:
         if not answers.get(partner):
             return "", "", f"{partner} has no answer to review"
         return (
@@ -194,7 +194,7 @@ def request(
             "change; do not rewrite the whole answer.",
             "",
         )
-    if step.mode == MODE_REVISE:
+    if step.mode == CallMode.REVISE:
         review = reviews.get((agent, partner))
         if not review or not answers.get(agent):
             return "", "", f"no review from {partner} to revise with"
@@ -205,7 +205,7 @@ def request(
             "complete revised answer.",
             "",
         )
-    if step.mode == MODE_CHALLENGE:
+    if step.mode == CallMode.CHALLENGE:
         if not answers.get(partner):
             return "", "", f"{partner} has no answer to challenge"
         return (
@@ -214,7 +214,7 @@ def request(
             "alternative. Be specific.",
             "",
         )
-    if step.mode == MODE_DEFEND:
+    if step.mode == CallMode.DEFEND:
         debate = debates.get((agent, partner))
         if not debate or not debate[1] or not answers.get(agent):
             return "", "", f"no challenge from {partner} to answer"

@@ -64,11 +64,12 @@ from core.methods.topoweaver.prompts import (
 )
 from core.methods.topoweaver.steer import TopoWeaverSteering
 from core.runtime import events as ev
-from core.runtime.config import resolve_api_key
+from core.runtime.config import DomainName, resolve_api_key
 from core.runtime.context import Messages, shrink_pieces
-from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
+from core.runtime.control import StepBoundary
 from core.runtime.domains import Domain
-from core.runtime.engine import STATUS_DONE, AgentResult, Evaluation, RunAborted
+from core.runtime.engine import AgentResult, Evaluation, RunAborted
+from core.runtime.events import CallStatus
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.steering import SteerKind
 
@@ -213,20 +214,20 @@ class TopoWeaverMethod:
         if rt.control.params.max_rounds != self.turns:
             rt.control.set_params(max_rounds=self.turns)  # the header and the bar count turns of K
         check = "the tester runs the code in the sandbox every turn (always on for this strategy)" if (
-            self.domain == "code") else "the verifier's verdict is the answer check"
+            self.domain == DomainName.CODE) else "the verifier's verdict is the answer check"
         rt.notice(f"TopoWeaver-R1: up to {self.turns} turn(s); {check}", "info")
         if self._records and self._records[-1].passed:  # a fork from the turn that passed: nothing to do
             return self._finish(EndReason.PASSED, f"the check passed in turn {turn} (before the fork)")
         while True:
             turn += 1
-            await rt.checkpoint(BOUNDARY_ROUND)
+            await rt.checkpoint(StepBoundary.ROUND)
             if turn > rt.control.params.max_rounds:
                 return self._finish(EndReason.MAX_TURNS, f"{turn - 1} turn(s) used, none passed")
             rt.begin_round(turn)
             record = await self._turn(turn)
             rt.finish_round()
             if record.passed:
-                what = ("the tester's sandbox run passed" if self.domain == "code" else
+                what = ("the tester's sandbox run passed" if self.domain == DomainName.CODE else
                         "the verifier accepted the answer")
                 return self._finish(EndReason.PASSED, f"{what} in turn {turn}")
             if turn >= rt.control.params.max_rounds:
@@ -262,7 +263,7 @@ class TopoWeaverMethod:
             then = "the fallback plan runs instead" if record.fallback else "this turn is used up"
             rt.notice(f"turn {turn}: the Orchestrator's plan is invalid, {validation.badge()}; {then}", "warning")
         self._waiting, self.steer.turn, self.steer.earlier = record, turn, self._ran  # a user may edit it now
-        await rt.checkpoint(BOUNDARY_PHASE)
+        await rt.checkpoint(StepBoundary.PHASE)
         self._waiting, self.steer.turn = None, 0
         if record.plan is not None:
             await self._execute(turn, record)
@@ -307,7 +308,7 @@ class TopoWeaverMethod:
         text = self._memory.get(record.source, {}).get(record.turn, "")
         if not text or (self._answer is not None and self._answer.passed):
             return
-        if self.domain == "code":
+        if self.domain == DomainName.CODE:
             code = latest_code([text])
             if code:
                 self._answer = _Answer(f"```python\n{code}\n```", record.source, record.passed)
@@ -363,7 +364,7 @@ class TopoWeaverMethod:
         outputs: dict[str, AgentResult] = {}
         for number, step in enumerate(plan.steps, start=1):
             if number > 1:
-                await rt.checkpoint(BOUNDARY_PHASE)
+                await rt.checkpoint(StepBoundary.PHASE)
             rt.start_phase(PHASE_STEP, f"turn {turn}, step {number}/{len(plan.steps)}: {', '.join(a.id for a in step)}")
             results = await rt.gather({a.id: self._run_agent(turn, plan, a, outputs, view) for a in step})
             rt.abort_if_unreachable(results)
@@ -371,8 +372,8 @@ class TopoWeaverMethod:
             for agent in step:
                 self._memory.setdefault(agent.id, {})[turn] = results[agent.id].public
         self._ran[turn] = [a.id for a in plan.agents]
-        await rt.checkpoint(BOUNDARY_PHASE)
-        check = await (self._code_check(turn, plan, outputs) if self.domain == "code" else
+        await rt.checkpoint(StepBoundary.PHASE)
+        check = await (self._code_check(turn, plan, outputs) if self.domain == DomainName.CODE else
                        self._answer_check(turn, plan, outputs))
         record.status, record.passed = check.status, check.passed
         record.failing_test, record.log, record.source = check.failing_test, check.log, check.source
@@ -504,7 +505,8 @@ class TopoWeaverMethod:
                     answer, source = _answer_line(outputs[agent.id].public), agent.id
                     if not answer:
                         body = outputs[agent.id].public
-                        answer = (extract_answer(body) or answer_or_text(body)) if self.domain == "math" else body
+                        is_math = self.domain == DomainName.MATH
+                        answer = (extract_answer(body) or answer_or_text(body)) if is_math else body
                     break
         passed = status == CORRECT
         if answer and (passed or self._answer is None or not self._answer.passed):
@@ -531,7 +533,7 @@ class TopoWeaverMethod:
             else:
                 text = f"Your plan ({r.plan.difficulty if r.plan else '?'}) ran: {r.plan.shape() if r.plan else ''}"
             if r.plan is not None:
-                check = "Tester (sandbox)" if self.domain == "code" else "Verifier"
+                check = "Tester (sandbox)" if self.domain == DomainName.CODE else "Verifier"
                 text += f"\n{check}: {r.status}" + (f"; checked {r.source}'s output" if r.source else "")
                 if r.failing_test:
                     text += f"\nFailing test: {trimmed(r.failing_test, 400)}"
@@ -565,7 +567,7 @@ class TopoWeaverMethod:
     def _final(self) -> tuple[str, str]:
         if self._answer is not None:
             return self._answer.text, f"extracted:{self._answer.source}"
-        if self.domain == "code":  # nothing was tested: the newest code any coder or debugger wrote
+        if self.domain == DomainName.CODE:  # nothing was tested: the newest code any coder or debugger wrote
             for turn in sorted(self._ran, reverse=True):
                 for agent_id in reversed(self._ran[turn]):
                     code = latest_code([self._memory.get(agent_id, {}).get(turn, "")])
@@ -583,8 +585,8 @@ class TopoWeaverMethod:
         if not answer or not hasattr(self, "rt"):
             return
         agent = source.removeprefix("extracted:")
-        math = (extract_answer(answer) or answer) if self.domain == "math" else ""
-        self.rt.set_latest(AgentResult(agent, STATUS_DONE, public=answer, answer=math), newest=True)
+        math = (extract_answer(answer) or answer) if self.domain == DomainName.MATH else ""
+        self.rt.set_latest(AgentResult(agent, CallStatus.DONE, public=answer, answer=math), newest=True)
 
 
 def _answer_line(text: str) -> str:

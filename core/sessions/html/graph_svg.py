@@ -19,8 +19,8 @@ from core.routing.dytopo import (
     KIND_FEEDBACK,
     KIND_HANDOFF,
     KIND_PINNED,
-    REASON_CUT,
     Edge,
+    RemovalReason,
     RemovedEdge,
     RoutingResult,
     edge_label,
@@ -184,7 +184,7 @@ STYLE_NOTES = {
 def style_note(routing: RoutingResult) -> str:
     """What the line styles of this graph's edges mean ("" when every edge is a plain arrow)."""
     notes = [STYLE_NOTES[k] for k in routing.kinds if k in STYLE_NOTES]
-    if any(r.reason == REASON_CUT for r in routing.removed):
+    if any(r.reason == RemovalReason.CUT for r in routing.removed):
         notes.append("red dashed: cut by the user")
     return " · ".join(notes)
 
@@ -254,7 +254,7 @@ def _defs(uid: str) -> str:
 
 def _label(e: Edge | RemovedEdge) -> str:
     if isinstance(e, RemovedEdge):
-        return f"cut {e.score:.2f}" if e.reason == REASON_CUT else f"{e.score:.2f} {e.reason}"
+        return f"cut {e.score:.2f}" if e.reason == RemovalReason.CUT else f"{e.score:.2f} {e.reason}"
     if e.kind == KIND_BROADCAST:
         return ""
     return f"pin {e.score:.2f}" if e.kind == KIND_PINNED else _LABELS.get(e.kind, edge_label)(e)
@@ -266,7 +266,7 @@ def _edge_group(e: Edge | RemovedEdge, d: str, at: Point | None, uid: str) -> st
     text = f'<text x="{at[0]:.1f}" y="{at[1] + 4:.1f}" text-anchor="middle">{esc(label)}</text>' if at else ""
     ends = f'data-src="{esc(e.src)}" data-dst="{esc(e.dst)}" data-kind="{esc(e.kind)}" data-score="{e.score:.4f}"'
     if isinstance(e, RemovedEdge):
-        cut = e.reason == REASON_CUT
+        cut = e.reason == RemovalReason.CUT
         return (f'<g class="edge-removed{" cut" if cut else ""}" {ends} data-reason="{esc(e.reason)}">'
                 f"<title>{esc(e.src)} → {esc(e.dst)}: removed ({esc(e.reason)}), score {e.score:.2f}</title>"
                 f'<path d="{d}" marker-end="url(#mk-{uid}-{"c" if cut else "r"})"/>{text}</g>')

@@ -13,7 +13,8 @@ from core.methods.catalogue import get_method_info
 from core.methods.registry import MethodError, format_options
 from core.routing.dytopo import KIND_PINNED, edge_label
 from core.routing.layout import legend
-from core.runtime.events import UserSteered
+from core.runtime.config import DomainName, RoundProtocol
+from core.runtime.events import CallStatus, Severity, UserSteered
 from core.sessions.html.graph_svg import graph_svg, nodes_svg, style_note
 from core.sessions.html.math import math_text
 from core.sessions.html.page import anchor_id, document, esc, permalink, removed_toggle, stepper
@@ -38,7 +39,7 @@ def verdict(session: Session) -> str:
 
 
 def _code_lang(session: Session) -> str:
-    return "python" if session.domain == "code" else ""
+    return "python" if session.domain == DomainName.CODE else ""
 
 
 def _tiered(session: Session) -> bool:
@@ -47,7 +48,7 @@ def _tiered(session: Session) -> bool:
         uses_tau = get_method_info(session.metadata.strategy).uses_tau
     except MethodError:
         uses_tau = True
-    return not (session.metadata.protocol == "single-pass" and uses_tau)
+    return not (session.metadata.protocol == RoundProtocol.SINGLE_PASS and uses_tau)
 
 
 def _seconds(value: float) -> str:
@@ -192,7 +193,7 @@ def _unique(base: str, seen: set[str]) -> str:
 def _output(o: Any, lang: str, card_id: str, before: tuple[str, str] | None = None) -> str:
     """One call's card. ``before``: ("round 1", text) of the agent's same call in the step before, to diff."""
     usage = f"{o.prompt_tokens}+{o.completion_tokens} tok · {_latency(o.latency_s)}"
-    status = "" if o.status == "done" else f' <span class="bad">{esc(o.status)}</span>'
+    status = "" if o.status == CallStatus.DONE else f' <span class="bad">{esc(o.status)}</span>'
     head = (f'<h4>{esc(o.agent)} <span class="mute">· {esc(o.call)} · {esc(usage)}</span>{status}'
             f"{permalink(card_id)}</h4>")
     if o.call == "descriptors":
@@ -287,7 +288,7 @@ def round_section(session: Session, record: RoundRecord, *, uid: str, unit: str,
     if record.goal and not (record.plan is not None and record.plan.next_goal.strip() == record.goal.strip()):
         right.append(f"<h3>Goal</h3>{rich_text(record.goal)}{rich_text(record.goal_note)}")  # plan goal: above
     if record.notices:
-        items = "".join(f'<li class="{"bad" if n.severity == "error" else ""}">{esc(n.severity)}'
+        items = "".join(f'<li class="{"bad" if n.severity == Severity.ERROR else ""}">{esc(n.severity)}'
                         f'{" · " + esc(n.agent) if n.agent else ""}: {esc(n.message)}</li>' for n in record.notices)
         right.append(f'<h3>Notices</h3><ul class="notices">{items}</ul>')
     if record.steering:

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from core.bench.report import write_report
-from tests.core.bench.test_benchmark import HUMANEVAL, bench, results, right_server  # noqa: F401  (fixture)
+from tests.support.bench import HUMANEVAL, bench, results, right_server  # noqa: F401  (fixture)
 
 
 def test_repeats_run_every_pair_r_times_with_distinct_seeds_sent_to_the_server(

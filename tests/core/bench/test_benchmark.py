@@ -5,7 +5,6 @@ dataset's own solutions (or deliberately wrong ones), so scoring is checked both
 from __future__ import annotations
 
 import csv
-import json
 import os
 import signal
 from collections.abc import Iterator
@@ -15,9 +14,8 @@ from typing import Any
 import pytest
 
 from core.bench.runner import CSV_FIELDS, SUMMARY_FIELDS, bench_method, session_name
-from core.datasets.catalog import DATA
 from core.datasets.loader import load_dataset
-from core.datasets.problems import DatasetError, Problem
+from core.datasets.problems import DatasetError
 from core.datasets.verdicts import humaneval_program, score_code
 from core.demo.bench_script import benchmark_script
 from core.demo.server import RequestInfo, ScriptedServer
@@ -26,11 +24,8 @@ from core.methods.baselines.method import solo_answer
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 from core.sessions.store import load_session
+from tests.support.bench import HUMANEVAL, MATH, bench, dataset_problems, results, right_server  # noqa: F401  (fixture)
 from tui.entry import main
-
-DATASETS = DATA  # the copies shipped in the package
-HUMANEVAL = DATASETS / "humaneval.jsonl"
-MATH = DATASETS / "math500.jsonl"
 
 ROW_COLUMNS = [
     "task_id",
@@ -52,32 +47,10 @@ ROW_COLUMNS = [
 ]
 
 
-def _problems() -> list[Problem]:
-    return load_dataset(HUMANEVAL).problems + load_dataset(MATH).problems
-
-
-@pytest.fixture(scope="module")
-def right_server() -> Iterator[ScriptedServer]:
-    with ScriptedServer(benchmark_script(_problems())) as server:
-        yield server
-
-
 @pytest.fixture(scope="module")
 def wrong_server() -> Iterator[ScriptedServer]:
-    with ScriptedServer(benchmark_script(_problems(), correct=False)) as server:
+    with ScriptedServer(benchmark_script(dataset_problems(), correct=False)) as server:
         yield server
-
-
-def bench(out: Path, dataset: Path, *args: str, server: ScriptedServer | None = None) -> int:
-    argv = ["bench", str(dataset), "--out", str(out), *args]
-    if server is not None:
-        server.requests.clear()
-        argv += ["--base-url", server.base_url]
-    return main(argv)
-
-
-def results(out: Path) -> dict[str, Any]:
-    return json.loads((out / "results.json").read_text(encoding="utf-8"))
 
 
 def accuracy(out: Path) -> dict[str, float]:
@@ -159,7 +132,7 @@ def test_known_wrong_answers_score_0_percent(tmp_path: Path, wrong_server: Scrip
     assert all("not equivalent" in r["detail"] for r in results(ma)["rows"])
 
 
-def test_known_correct_math_answers_score_100_percent(tmp_path: Path, right_server: ScriptedServer) -> None:
+def test_known_correct_math_answers_score_100_percent(tmp_path: Path, right_server: ScriptedServer) -> None:  # noqa: F811
     code = bench(
         tmp_path, MATH, "--limit", "3", "--strategy", "dytopo,single", "--concurrency", "3", server=right_server
     )
@@ -174,7 +147,7 @@ def test_known_correct_math_answers_score_100_percent(tmp_path: Path, right_serv
 # --- strategies --------------------------------------------------------------------------------
 
 
-def test_single_makes_exactly_one_model_call_per_problem(tmp_path: Path, right_server: ScriptedServer) -> None:
+def test_single_makes_exactly_one_model_call_per_problem(tmp_path: Path, right_server: ScriptedServer) -> None:  # noqa: F811
     assert bench(tmp_path, HUMANEVAL, "--limit", "3", "--strategy", "single", server=right_server) == 0
     calls = right_server.requests
     assert len(calls) == 3
@@ -182,12 +155,12 @@ def test_single_makes_exactly_one_model_call_per_problem(tmp_path: Path, right_s
     assert accuracy(tmp_path) == {"single": 1.0}
 
 
-def test_single_turn_ends_after_round_one_without_communication(tmp_path: Path, right_server: ScriptedServer) -> None:
+def test_single_turn_ends_after_round_one_without_communication(tmp_path: Path, right_server: ScriptedServer) -> None:  # noqa: F811
     assert bench(tmp_path, HUMANEVAL, "--limit", "2", "--strategy", "single-turn", server=right_server) == 0
     rows = results(tmp_path)["rows"]
     assert [r["rounds"] for r in rows] == [1, 1]
     assert {r["end_reason"] for r in rows} == {"manager"}
-    assert {r.call for r in right_server.requests} == {ev.CALL_PLAN, ev.CALL_WORK, ev.CALL_MANAGER}
+    assert {r.call for r in right_server.requests} == {ev.CallKind.PLAN, ev.CallKind.WORK, ev.CallKind.MANAGER}
     assert accuracy(tmp_path) == {"single-turn": 1.0}
 
 
@@ -225,7 +198,7 @@ def test_star_hub_is_the_domains_answer_role() -> None:
 # --- resume and interruption -------------------------------------------------------------------
 
 
-def test_resume_skips_finished_pairs(tmp_path: Path, right_server: ScriptedServer) -> None:
+def test_resume_skips_finished_pairs(tmp_path: Path, right_server: ScriptedServer) -> None:  # noqa: F811
     assert bench(tmp_path, HUMANEVAL, "--limit", "2", "--strategy", "single", server=right_server) == 0
     with (tmp_path / "results.jsonl").open("a", encoding="utf-8") as handle:
         handle.write('{"task_id": "HumanEval/2", "strat')  # a row cut off by a kill
@@ -243,7 +216,7 @@ def test_resume_skips_finished_pairs(tmp_path: Path, right_server: ScriptedServe
 
 
 def test_ctrl_c_stops_cleanly_and_keeps_finished_rows(tmp_path: Path) -> None:
-    problems = _problems()
+    problems = dataset_problems()
     answer = benchmark_script(problems)
     seen: list[int] = []
 

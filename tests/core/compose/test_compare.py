@@ -16,7 +16,7 @@ from core.demo.server import FaultRule
 from core.sessions.compare_record import CompareRow, list_records, load_record
 from core.sessions.model import SessionFormatError
 from core.sessions.store import list_sessions, load_session
-from tests.cli.test_cli import swarm
+from tests.support.cli import swarm
 
 
 def _lines(stdout: str) -> list[dict]:
@@ -216,7 +216,7 @@ def test_a_stepped_method_s_wall_time_leaves_out_its_pauses(tmp_path: Path) -> N
     paused_s (the column shows both). A given clock: the figures are exact, no sleeping."""
     from core.compose.compare import RowTracker
     from core.runtime import events as ev
-    from core.runtime.control import MODE_STEP, STATUS_PAUSED, STATUS_STEPPING
+    from core.runtime.control import ControlMode, ControlStatus
 
     now = [100.0]
     tracker = RowTracker(CompareRow("dytopo"), clock=lambda: now[0])
@@ -224,10 +224,11 @@ def test_a_stepped_method_s_wall_time_leaves_out_its_pauses(tmp_path: Path) -> N
                             protocol="phased", strategy="dytopo", model="m", base_url="u", demo=True,
                             params={"tau": 0.3, "k_in": 1, "max_rounds": 2})
     tracker(started)
-    pauses = ((101.0, STATUS_PAUSED), (131.0, STATUS_STEPPING), (133.0, STATUS_PAUSED), (143.0, STATUS_STEPPING))
+    pauses = ((101.0, ControlStatus.PAUSED), (131.0, ControlStatus.STEPPING),
+              (133.0, ControlStatus.PAUSED), (143.0, ControlStatus.STEPPING))
     for at, status in pauses:
         now[0] = at
-        tracker(ev.ControlChanged(round=1, status=status, mode=MODE_STEP))
+        tracker(ev.ControlChanged(round=1, status=status, mode=ControlMode.STEP))
     now[0] = 145.0
     tracker(ev.RoundFinished(round=1, prompt_tokens=10, completion_tokens=5))
     assert tracker.row.paused_s == 40.0

@@ -20,8 +20,8 @@ from core.demo.server import ScriptedServer
 from core.runtime.config import Settings
 from core.sessions.export import export_session
 from core.sessions.store import load_session
-from tests.cli.test_cli import swarm
-from tests.tui.test_tui_support import wait_for
+from tests.support.cli import swarm
+from tests.support.tui import wait_for
 from tui.app import SwarmApp
 from tui.model import RunModel
 from tui.widgets.header import RunHeader
@@ -129,7 +129,7 @@ async def test_the_tui_shows_which_problem_the_demo_played(tmp_path: Path, probl
 
 
 async def test_the_mcp_result_names_the_problem_the_demo_played(tmp_path: Path, embedder: object) -> None:
-    from tests.core.mcp.test_mcp_server import connected, finished, ok, poll_until
+    from tests.support.mcp import connected, finished, ok, poll_until
 
     async with connected(tmp_path, embedder) as (session, _, _):
         results = {}

@@ -19,7 +19,7 @@ from core.demo.scripts import DEMO_MODEL, DEMO_PROBLEMS, FINAL_CODE, demo_script
 from core.demo.server import FaultRule, RequestInfo, ScriptedServer
 from core.llm.call_id import CALL_ID_HEADER, CallId
 from core.runtime.domains import DOMAIN_BY_NAME, get_domain
-from core.runtime.events import CALL_DESCRIPTORS, CALL_MANAGER, CALL_PLAN, CALL_SINGLE_PASS, CALL_WORK
+from core.runtime.events import CallKind
 from core.runtime.prompts import (
     manager_request,
     manager_system_prompt,
@@ -58,7 +58,7 @@ class CallMessages(list):
 
 def worker_messages(
     role: str = "Developer",
-    call: str = CALL_WORK,
+    call: str = CallKind.WORK,
     round_no: int = 1,
     domain: str = "code",
     repair: bool = False,
@@ -88,7 +88,7 @@ def manager_messages(round_no: int, max_rounds: int = 5, domain: str = "code") -
             "content": manager_request(round_no, max_rounds, DEMO_PROBLEMS[domain], "goal", "outputs"),
         },
     ]
-    return CallMessages(msgs, CallId("Manager", CALL_MANAGER, round_no))
+    return CallMessages(msgs, CallId("Manager", CallKind.MANAGER, round_no))
 
 
 class _Completions:
@@ -158,7 +158,7 @@ def test_models_listing(server: ScriptedServer) -> None:
 
 
 def test_non_stream_content_and_usage(server: ScriptedServer) -> None:
-    msgs = worker_messages("Tester", CALL_WORK, 2)
+    msgs = worker_messages("Tester", CallKind.WORK, 2)
     resp = client(server).chat.completions.create(model=DEMO_MODEL, messages=msgs)
     content = resp.choices[0].message.content
     assert content == expected_reply(msgs)
@@ -170,7 +170,7 @@ def test_non_stream_content_and_usage(server: ScriptedServer) -> None:
 
 
 def test_stream_content_chunks_and_usage(server: ScriptedServer) -> None:
-    msgs = worker_messages("Developer", CALL_WORK, 1)
+    msgs = worker_messages("Developer", CallKind.WORK, 1)
     expected = expected_reply(msgs)
     text, usage, chunks = stream_text(client(server), msgs, stream_options={"include_usage": True})
     assert text == expected
@@ -195,7 +195,7 @@ async def test_async_client_concurrent_streams() -> None:
         aclient = openai.AsyncOpenAI(base_url=srv.base_url, api_key="test-key", max_retries=0)
 
         async def one(role: str) -> tuple[str, str]:
-            msgs = worker_messages(role, CALL_WORK, 1)
+            msgs = worker_messages(role, CallKind.WORK, 1)
             stream = await aclient.chat.completions.create(
                 model=DEMO_MODEL, messages=msgs, stream=True, extra_headers={CALL_ID_HEADER: msgs.call.header_value()}
             )
@@ -212,7 +212,7 @@ async def test_async_client_concurrent_streams() -> None:
 
 def test_requests_recorded_with_sampling(server: ScriptedServer) -> None:
     before = len(server.requests)
-    msgs = worker_messages("Designer", CALL_DESCRIPTORS, 2)
+    msgs = worker_messages("Designer", CallKind.DESCRIPTORS, 2)
     client(server).chat.completions.create(
         model=DEMO_MODEL,
         messages=msgs,
@@ -223,7 +223,7 @@ def test_requests_recorded_with_sampling(server: ScriptedServer) -> None:
     info = server.requests[before]
     assert (info.role, info.call, info.round, info.domain, info.is_repair) == (
         "Designer",
-        CALL_DESCRIPTORS,
+        CallKind.DESCRIPTORS,
         2,
         "code",
         False,
@@ -238,16 +238,16 @@ def test_header_domain_and_repair_parsing() -> None:
     with ScriptedServer(echo_script) as srv:
         c = client(srv)
         resp = c.chat.completions.create(
-            model="x", messages=worker_messages("Verifier", CALL_SINGLE_PASS, 4, "math", repair=True)
+            model="x", messages=worker_messages("Verifier", CallKind.SINGLE_PASS, 4, "math", repair=True)
         )
         got = json.loads(resp.choices[0].message.content)
-        assert got["role"] == "Verifier" and got["call"] == CALL_SINGLE_PASS and got["round"] == 4
+        assert got["role"] == "Verifier" and got["call"] == CallKind.SINGLE_PASS and got["round"] == 4
         assert got["domain"] == "math" and got["is_repair"] is True
         resp = c.chat.completions.create(model="x", messages=manager_messages(3, domain="general"))
         got = json.loads(resp.choices[0].message.content)
         assert (got["role"], got["call"], got["round"], got["domain"]) == (
             "Manager",
-            CALL_MANAGER,
+            CallKind.MANAGER,
             3,
             "general",
         )
@@ -414,7 +414,7 @@ def _content(srv: ScriptedServer, msgs: list[dict[str, Any]]) -> str:
 
 
 def test_fenced_think_repairable_malformed_shapes(fresh: ScriptedServer) -> None:
-    msgs = worker_messages("Tester", CALL_WORK, 2)
+    msgs = worker_messages("Tester", CallKind.WORK, 2)
     valid = json.loads(expected_reply(msgs))
 
     fresh.add_fault(FaultRule("fenced"))
@@ -449,18 +449,18 @@ def test_fenced_think_repairable_malformed_shapes(fresh: ScriptedServer) -> None
 def test_missing_fields_for_worker_and_manager(fresh: ScriptedServer) -> None:
     fresh.add_fault(FaultRule("missing_fields", role="Developer"))
     fresh.add_fault(FaultRule("missing_fields", role="Manager"))
-    worker = json.loads(_content(fresh, worker_messages("Developer", CALL_WORK, 1)))
+    worker = json.loads(_content(fresh, worker_messages("Developer", CallKind.WORK, 1)))
     assert "public" in worker and "query" not in worker and "key" not in worker
     manager = json.loads(_content(fresh, manager_messages(1)))
     assert "goal" not in manager and "terminate" in manager
 
 
 def test_fault_matching_by_role_call_round_and_times(fresh: ScriptedServer) -> None:
-    fresh.add_fault(FaultRule("malformed", role="Tester", call=CALL_WORK, round=2, times=2))
-    ok = worker_messages("Tester", CALL_WORK, 3)
-    other_role = worker_messages("Developer", CALL_WORK, 2)
-    other_call = worker_messages("Tester", CALL_DESCRIPTORS, 2)
-    target = worker_messages("Tester", CALL_WORK, 2)
+    fresh.add_fault(FaultRule("malformed", role="Tester", call=CallKind.WORK, round=2, times=2))
+    ok = worker_messages("Tester", CallKind.WORK, 3)
+    other_role = worker_messages("Developer", CallKind.WORK, 2)
+    other_call = worker_messages("Tester", CallKind.DESCRIPTORS, 2)
+    target = worker_messages("Tester", CallKind.WORK, 2)
     for msgs in (ok, other_role, other_call):
         json.loads(_content(fresh, msgs))  # untouched
     for _ in range(2):
@@ -472,8 +472,8 @@ def test_fault_matching_by_role_call_round_and_times(fresh: ScriptedServer) -> N
 # --- the demo script ------------------------------------------------------------------------------------
 
 
-CALLS_BY_ROLE = {"Manager": (CALL_PLAN, CALL_MANAGER)}
-WORKER_CALLS = (CALL_WORK, CALL_DESCRIPTORS, CALL_SINGLE_PASS)
+CALLS_BY_ROLE = {"Manager": (CallKind.PLAN, CallKind.MANAGER)}
+WORKER_CALLS = (CallKind.WORK, CallKind.DESCRIPTORS, CallKind.SINGLE_PASS)
 
 
 def _demo_info(domain: str, role: str, call: str, round_no: int, max_rounds: int = 5) -> RequestInfo:
@@ -482,7 +482,7 @@ def _demo_info(domain: str, role: str, call: str, round_no: int, max_rounds: int
         system = manager_system_prompt(dom)
         user = (
             plan_request(DEMO_PROBLEMS[domain], max_rounds)
-            if call == CALL_PLAN
+            if call == CallKind.PLAN
             else manager_request(round_no, max_rounds, DEMO_PROBLEMS[domain], "goal", "outputs")
         )
     else:
@@ -500,7 +500,7 @@ def _demo_info(domain: str, role: str, call: str, round_no: int, max_rounds: int
 def test_every_demo_reply_is_valid_json_in_contract(domain: str) -> None:
     dom = get_domain(domain)
     for round_no in range(1, 6):
-        for call in (CALL_PLAN, CALL_MANAGER):
+        for call in (CallKind.PLAN, CallKind.MANAGER):
             reply = json.loads(demo_script(_demo_info(domain, "Manager", call, round_no)))
             assert set(reply) == {"goal", "terminate", "reasoning", "final_answer"}
             assert isinstance(reply["terminate"], bool)
@@ -511,7 +511,7 @@ def test_every_demo_reply_is_valid_json_in_contract(domain: str) -> None:
                 assert info.domain == domain
                 reply = json.loads(demo_script(info))
                 assert reply["query"] and reply["key"]
-                if call == CALL_DESCRIPTORS:
+                if call == CallKind.DESCRIPTORS:
                     assert set(reply) == {"query", "key"}
                     continue
                 assert reply["public"] and isinstance(reply["private"], dict)
@@ -523,18 +523,18 @@ def test_code_demo_story() -> None:
     def reply(role: str, call: str, round_no: int, max_rounds: int = 5) -> dict[str, Any]:
         return json.loads(demo_script(_demo_info("code", role, call, round_no, max_rounds)))
 
-    draft = reply("Developer", CALL_WORK, 1)["public"]
+    draft = reply("Developer", CallKind.WORK, 1)["public"]
     assert "```python" in draft
     code = draft.split("```python\n", 1)[1].split("```", 1)[0]
     ns: dict[str, Any] = {}
     exec(code, ns)
     assert ns["make_palindrome"]("x") != "x"  # the draft really has the bug the Tester reports
-    assert "FAIL" in reply("Tester", CALL_WORK, 2)["public"]
-    assert "6/6 pass" in reply("Tester", CALL_WORK, 3)["public"]
-    assert reply("Manager", CALL_MANAGER, 2)["terminate"] is False
-    final = reply("Manager", CALL_MANAGER, 3)
+    assert "FAIL" in reply("Tester", CallKind.WORK, 2)["public"]
+    assert "6/6 pass" in reply("Tester", CallKind.WORK, 3)["public"]
+    assert reply("Manager", CallKind.MANAGER, 2)["terminate"] is False
+    final = reply("Manager", CallKind.MANAGER, 3)
     assert final["terminate"] is True and final["final_answer"] == FINAL_CODE
-    assert reply("Manager", CALL_MANAGER, 2, max_rounds=2)["terminate"] is True  # the last configured round
+    assert reply("Manager", CallKind.MANAGER, 2, max_rounds=2)["terminate"] is True  # the last configured round
     ns = {}
     exec(final["final_answer"], ns)
     for given, want in [
@@ -548,17 +548,17 @@ def test_code_demo_story() -> None:
     ]:
         assert ns["make_palindrome"](given) == want
     # Past the script: round 5 repeats round 3.
-    assert reply("Developer", CALL_WORK, 5) == reply("Developer", CALL_WORK, 3)
+    assert reply("Developer", CallKind.WORK, 5) == reply("Developer", CallKind.WORK, 3)
 
 
 def test_math_and_general_demo_end_in_round_two() -> None:
-    math_final = json.loads(demo_script(_demo_info("math", "Manager", CALL_MANAGER, 2)))
+    math_final = json.loads(demo_script(_demo_info("math", "Manager", CallKind.MANAGER, 2)))
     assert math_final["terminate"] is True
     assert verify(parse("$\\frac{14}{3}$"), parse(math_final["final_answer"]))
-    solver = json.loads(demo_script(_demo_info("math", "Solver", CALL_WORK, 1)))
+    solver = json.loads(demo_script(_demo_info("math", "Solver", CallKind.WORK, 1)))
     assert verify(parse("$\\frac{14}{3}$"), parse(solver["answer"]))
-    assert json.loads(demo_script(_demo_info("math", "Manager", CALL_MANAGER, 1)))["terminate"] is False
-    general = json.loads(demo_script(_demo_info("general", "Manager", CALL_MANAGER, 2)))
+    assert json.loads(demo_script(_demo_info("math", "Manager", CallKind.MANAGER, 1)))["terminate"] is False
+    general = json.loads(demo_script(_demo_info("general", "Manager", CallKind.MANAGER, 2)))
     assert general["terminate"] is True and general["final_answer"]
 
 
@@ -577,7 +577,7 @@ def _demo_routing(minilm: Any, domain: str, round_no: int) -> Any:
     from core.routing.dytopo import route
 
     names = get_domain(domain).worker_names
-    replies = [json.loads(demo_script(_demo_info(domain, n, CALL_DESCRIPTORS, round_no))) for n in names]
+    replies = [json.loads(demo_script(_demo_info(domain, n, CallKind.DESCRIPTORS, round_no))) for n in names]
     q = np.asarray(minilm.encode([r["query"] for r in replies], normalize_embeddings=True))
     k = np.asarray(minilm.encode([r["key"] for r in replies], normalize_embeddings=True))
     return route(names, q, k, 0.3, 3)

@@ -29,7 +29,7 @@ from core.evaluation.sandbox import (
     isolation_status,
     run_code,
 )
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 
 HUMANEVAL = DATA / "humaneval.jsonl"  # the copy shipped in the package
 

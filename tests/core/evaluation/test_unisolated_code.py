@@ -25,7 +25,7 @@ from core.evaluation.sandbox import IsolationRefused, Outcome, isolation, run_co
 from core.runtime import events as ev
 from core.runtime.engine import AgentResult, RunAborted
 from core.runtime.round_check import CodeExecutionEvaluator
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 
 INC = "def inc(x):\n    return x + 1\n"
 
@@ -204,7 +204,7 @@ def _leaking(info: RequestInfo) -> str:
     """The demo, except that the Developer's code reads its parent's (the app's) environment and puts what it
     read into the error the tests report, which goes back to the model in the next prompts."""
     reply = demo_script(info)
-    if info.role != "Developer" or info.call != ev.CALL_WORK:
+    if info.role != "Developer" or info.call != ev.CallKind.WORK:
         return reply
     data = json.loads(reply)
     data["public"] = (

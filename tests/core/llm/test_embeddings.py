@@ -20,10 +20,9 @@ from core.llm.embeddings import (
     bundled_model_path,
     shared_embedder,
 )
+from tests.support.embeddings import DEVELOPER_KEY, TESTER_QUERY
 
 # Paper, Table 9: Tester's query vs Developer's key, cosine 0.77.
-TESTER_QUERY = "I need the Developer's implementation of make_palindrome to verify against these test cases."
-DEVELOPER_KEY = "I provide the complete Python implementation of make_palindrome and is_palindrome."
 
 
 # The `embedder` fixture (tests/conftest.py) is the session-wide shared_embedder(), loaded once.

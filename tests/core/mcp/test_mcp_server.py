@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,71 +14,15 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from mcp.shared.memory import create_connected_server_and_client_session
 
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import FaultRule, ScriptedServer
-from core.mcp.server import build_server
-from core.mcp.tasks import MAX_TASKS, STATUS_COMPLETED, STATUS_RUNNING, SwarmManager, SwarmTask
+from core.mcp.tasks import MAX_TASKS, SwarmTask, TaskStatus
 from core.runtime.config import Settings
 from core.sessions.compare_record import load_record
 from core.sessions.eventlog import find_task, has_ended, log_path_for, read_header
 from core.sessions.store import load_session
-
-RUN_TIMEOUT = 120.0  # a guard against hangs, not a speed assertion
-CALL_TIMEOUT = 30.0
-
-
-@asynccontextmanager
-async def connected(
-    tmp_path: Path, embedder: Any, *, server: ScriptedServer | None = None, settings: Settings | None = None,
-    demo: bool = True, **manager_kwargs: Any
-) -> AsyncIterator[tuple[Any, SwarmManager, ScriptedServer]]:
-    """A client session with a server whose swarms use ``server`` (demo: every agent talks to it; not
-    demo: it is the run's endpoint, and a team's agents may name their own)."""
-    scripted = server or ScriptedServer(demo_script)
-    scripted.start()
-    settings = replace(settings or Settings(max_retries=0), sessions_dir=str(tmp_path / "sessions"))
-    manager = SwarmManager(settings, demo=demo, server=scripted, embedder=embedder, **manager_kwargs)
-    mcp_server = build_server(manager)
-    try:
-        async with create_connected_server_and_client_session(mcp_server, raise_exceptions=True) as session:
-            yield session, manager, scripted
-    finally:
-        await asyncio.wait_for(manager.aclose(), 30)
-        scripted.stop()
-
-
-async def call(session: Any, tool: str, **arguments: Any) -> Any:
-    return await asyncio.wait_for(session.call_tool(tool, arguments), CALL_TIMEOUT)
-
-
-async def ok(session: Any, tool: str, **arguments: Any) -> dict[str, Any]:
-    result = await call(session, tool, **arguments)
-    assert not result.isError, result.content[0].text
-    return result.structuredContent
-
-
-async def refused(session: Any, tool: str, **arguments: Any) -> str:
-    result = await call(session, tool, **arguments)
-    assert result.isError, result.structuredContent
-    return result.content[0].text
-
-
-async def poll_until(session: Any, task_id: str, done: Callable[[dict[str, Any]], bool],
-                     timeout: float = RUN_TIMEOUT) -> dict[str, Any]:
-    async def loop() -> dict[str, Any]:
-        while True:
-            status = await ok(session, "swarm_status", task_id=task_id)
-            if done(status):
-                return status
-            await asyncio.sleep(0.1)
-
-    return await asyncio.wait_for(loop(), timeout)
-
-
-def finished(status: dict[str, Any]) -> bool:
-    return status["status"] != STATUS_RUNNING
+from tests.support.mcp import CALL_TIMEOUT, RUN_TIMEOUT, connected, finished, ok, poll_until, refused
 
 
 async def test_tools_are_published_with_input_and_output_schemas(tmp_path: Path, embedder: Any) -> None:
@@ -123,7 +64,7 @@ async def test_start_poll_result_with_every_rounds_topology(tmp_path: Path, embe
             return finished(status)
 
         status = await poll_until(session, task_id, progress)
-        assert status["status"] == STATUS_COMPLETED and status["termination_reason"] == "manager"
+        assert status["status"] == TaskStatus.COMPLETED and status["termination_reason"] == "manager"
         assert status["round"] == 3 and status["max_rounds"] == 5 and status["poll_interval_s"] is None
         assert status["llm_calls"] > 10
         assert status["tokens"] == status["prompt_tokens"] + status["completion_tokens"] > 0
@@ -244,7 +185,7 @@ async def test_a_full_store_evicts_the_oldest_half_of_the_finished_tasks(tmp_pat
         for i in range(MAX_TASKS):
             entry = SwarmTask(id=f"old{i:02d}", task="t", domain="code", strategy="dytopo",
                               params={"tau": 0.3, "k_in": 3, "max_rounds": 5}, options={}, context="",
-                              budget_s=600, status=STATUS_COMPLETED, started_at=now - 100)
+                              budget_s=600, status=TaskStatus.COMPLETED, started_at=now - 100)
             entry.finished_at = now - 50 + (i * 7) % MAX_TASKS  # finish times out of insertion order
             manager.tasks[entry.id] = entry
         by_age = sorted(manager.tasks.values(), key=lambda t: t.finished_at or 0)
@@ -397,7 +338,7 @@ async def test_compare_runs_several_methods_under_one_task_id(tmp_path: Path, em
         assert started["strategy"] == "compare: dytopo,dmoa" and started["status"] == "running"
         assert started["options"]["options"]["dmoa"] == {"k": 2}
         status = await poll_until(session, started["task_id"], finished)
-        assert status["status"] == STATUS_COMPLETED
+        assert status["status"] == TaskStatus.COMPLETED
         result = await ok(session, "swarm_result", task_id=started["task_id"])
         rows = result["summary"]
         assert [r["method"] for r in rows] == ["dytopo", "dmoa"]
@@ -421,7 +362,7 @@ async def test_compare_bounds_every_method_by_time_budget_and_max_calls(tmp_path
         assert started["options"]["time_budget"] == 2 and started["budget_s"] >= 2 * 2 + 1
         status = await poll_until(session, started["task_id"], finished, timeout=60)
         result = await ok(session, "swarm_result", task_id=started["task_id"])
-    assert status["status"] == STATUS_COMPLETED, status
+    assert status["status"] == TaskStatus.COMPLETED, status
     assert [(r["method"], r["reason"]) for r in result["summary"]] == [("dytopo", "budget"), ("dmoa", "budget")]
 
     async with connected(tmp_path, embedder) as (session, _, scripted):

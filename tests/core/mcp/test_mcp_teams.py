@@ -19,7 +19,7 @@ from core.demo.server import ScriptedServer
 from core.runtime.config import Settings
 from core.sessions.eventlog import log_path_for
 from core.sessions.store import load_session
-from tests.core.mcp.test_mcp_server import CALL_TIMEOUT, connected, finished, ok, poll_until, refused
+from tests.support.mcp import CALL_TIMEOUT, connected, finished, ok, poll_until, refused
 
 PROBLEM = "Should a small city replace its bus fleet with electric buses this year?"
 

@@ -25,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 from core.demo.scripts import DEMO_PROBLEMS
 from core.sessions.eventlog import find_task, has_ended
 from core.sessions.store import load_session
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 
 STEP = 60.0  # one protocol step (the server loads MiniLM and starts the demo server on first use)
 RUN = 180.0  # a whole demo run

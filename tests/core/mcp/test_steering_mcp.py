@@ -11,10 +11,9 @@ import pytest
 pytest.importorskip("mcp")
 
 from core.demo.scripts import DEMO_PROBLEMS
-from core.mcp.tasks import STATUS_COMPLETED
+from core.mcp.tasks import TaskStatus
 from core.sessions.store import load_session
-
-from .test_mcp_server import connected, finished, ok, poll_until, refused
+from tests.support.mcp import connected, finished, ok, poll_until, refused
 
 
 async def test_swarm_steer_notes_pins_and_is_recorded(tmp_path: Path, embedder: Any) -> None:
@@ -31,7 +30,7 @@ async def test_swarm_steer_notes_pins_and_is_recorded(tmp_path: Path, embedder: 
                                                                       action="shout")
         assert "\"text\" is missing" in await refused(session, "swarm_steer", task_id=task_id, action="goal")
         status = await poll_until(session, task_id, finished)
-        assert status["status"] == STATUS_COMPLETED
+        assert status["status"] == TaskStatus.COMPLETED
         assert [(s["action"], s["target"], s["accepted"]) for s in status["steering"]] == [
             ("note", "Tester", True), ("pin", "Researcher→Tester", True), ("pin", "Tester→Tester", False)]
         assert status["steering"][2]["reason"] == "cannot pin Tester→Tester: an agent does not send to itself"

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from core.methods.dmoa.router import RouterError, RouterInfo, RouterSession, RouterStore, seeded_weights
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 
 NAMES = ["ProblemParser", "Solver", "Verifier"]
 

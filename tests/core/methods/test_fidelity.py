@@ -9,7 +9,7 @@ import pytest
 from core.methods.catalogue import build_method, get_method_info, method_names
 from core.methods.fidelity import DEVIATIONS, fidelity_text
 from core.runtime.domains import get_domain
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 from tui.entry import main
 
 OPTION_ENTRIES = [d for d in DEVIATIONS if d.option is not None]
@@ -69,7 +69,7 @@ def test_the_fidelity_page_shows_the_same_list() -> None:
 async def test_a_session_records_the_options_its_method_ran_with(demo_server: Any, embedder: Any) -> None:
     from core.runtime.config import Settings
     from core.sessions.model import session_from_events
-    from tests.core.runtime.test_engine import run_swarm
+    from tests.support.engine import run_swarm
 
     settings = Settings(strategy="dytopo", max_rounds=1, strategy_options={"dytopo": {"memory": "latest"}})
     _, events, _ = await run_swarm(demo_server, embedder, settings=settings, timeout=120)
@@ -89,12 +89,12 @@ def _script(info: Any) -> str:
 
     from core.demo.scripts import demo_script
     from core.methods.topoweaver.prompts import CALL_ORCHESTRATE
-    from core.runtime.events import CALL_MANAGER
+    from core.runtime.events import CallKind
 
     if info.call == CALL_ORCHESTRATE:
         return "no plan today"
     reply = demo_script(info)
-    if info.call == CALL_MANAGER:
+    if info.call == CallKind.MANAGER:
         decision = json.loads(reply)
         decision["terminate"] = False
         return json.dumps(decision)

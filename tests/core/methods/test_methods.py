@@ -20,7 +20,7 @@ from core.routing.dytopo import (
     RoutingResult,
 )
 from core.runtime import events as ev
-from core.runtime.config import ConfigError, Settings
+from core.runtime.config import ConfigError
 from core.runtime.config_file import load_settings
 from core.runtime.domains import get_domain
 from core.runtime.engine import SwarmEngine
@@ -28,16 +28,8 @@ from core.sessions.export import export_session
 from core.sessions.model import Session, session_from_events
 from core.sessions.store import load_session, save_session
 from core.sessions.whatif import WhatIfUnsupported, reroute_session, what_if_refusal
-from tests.core.runtime.test_engine import run_swarm
+from tests.support.methods import run_method
 from tui.entry import main as cli_main
-
-
-async def run_method(
-    server: ScriptedServer, embedder: Any, name: str, domain: str, *, step: bool = False, drive: Any = None
-) -> tuple[ev.RunFinished, list[ev.Event]]:
-    settings = Settings(domain=domain, strategy=name, execute_code=False, k_in=2)
-    finished, events, _ = await run_swarm(server, embedder, settings=settings, step=step, drive=drive, timeout=120)
-    return finished, events
 
 
 @pytest.mark.parametrize("domain", ["code", "math"])

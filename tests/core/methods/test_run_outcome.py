@@ -15,7 +15,7 @@ from core.runtime import events as ev
 from core.runtime.outcome import EndReason
 from core.sessions.model import session_from_events
 from core.sessions.store import load_session, save_session
-from tests.core.methods.test_methods import run_method
+from tests.support.methods import run_method
 
 
 @pytest.mark.parametrize("name", method_names())

@@ -12,7 +12,7 @@ from core.runtime.config import Settings
 from core.runtime.engine import SwarmEngine
 from core.runtime.steering import SteerAction
 from core.runtime.steering import SteerKind as K
-from tests.core.runtime.test_engine import of, run_swarm, wait_until
+from tests.support.engine import of, run_swarm, wait_until
 
 WORKERS = ("Developer", "Researcher", "Tester", "Designer")
 
@@ -41,7 +41,7 @@ async def test_a_note_reaches_only_its_targets_next_request_and_stays_in_its_mem
     assert {r.role for r in with_note} == {"Tester"}  # never shown to another agent
     tester = [r for r in demo_server.requests if r.role == "Tester" and r.round >= 2]
     assert _says(tester[0], "[from User, the person running this team]\nUSER-NOTE")  # in its inbox, marked
-    assert all(_says(r, "USER-NOTE") for r in tester if r.call == ev.CALL_WORK)  # and in its memory after
+    assert all(_says(r, "USER-NOTE") for r in tester if r.call == ev.CallKind.WORK)  # and in its memory after
     before = [r for r in demo_server.requests if r.role == "Tester" and r.round < 2]
     assert before and not any(_says(r, "USER-NOTE") for r in before)
     (steered,) = of(events, ev.UserSteered)
@@ -126,7 +126,7 @@ async def test_a_silenced_agent_gets_no_calls_and_no_edges_until_restored(
 async def test_retry_makes_one_more_call_of_that_agent(demo_server: ScriptedServer, embedder: Any) -> None:
     retry = SteerAction(K.RETRY, agent="Developer", at_round=2)
     await run_swarm(demo_server, embedder, settings=Settings(max_rounds=2), drive=_queue(retry))
-    work = [(r.role, r.round) for r in demo_server.requests if r.call == ev.CALL_WORK and r.round == 2]
+    work = [(r.role, r.round) for r in demo_server.requests if r.call == ev.CallKind.WORK and r.round == 2]
     assert work.count(("Developer", 2)) == 2
     assert all(work.count((name, 2)) == 1 for name in WORKERS if name != "Developer")
 
@@ -211,7 +211,7 @@ async def test_single_pass_takes_pins_silence_and_retry_before_routing(
     assert edges[("Researcher", "Tester")] == edges[("Tester", "Researcher")] == "pinned"
     assert not [r for r in demo_server.requests if r.role == "Designer" and r.round == 2]
     round2 = [(r.role, r.call) for r in demo_server.requests if r.round == 2]
-    assert round2.count(("Developer", ev.CALL_SINGLE_PASS)) == 2
+    assert round2.count(("Developer", ev.CallKind.SINGLE_PASS)) == 2
     assert finished.rounds == 2
 
 
@@ -240,7 +240,7 @@ async def test_a_fork_keeps_the_originals_actions_and_what_they_left(embedder: A
     assert [(e.action, e.accepted) for e in of(forked, ev.UserSteered)] == [("pin", True), ("note", True)]
     (graph3,) = [g for g in of(forked, ev.TopologyBuilt, round=3)]
     assert {(e["src"], e["dst"]): e["kind"] for e in graph3.routing["edges"]}[("Researcher", "Tester")] == "pinned"
-    assert tester3 and all(_says(r, "FORK-NOTE") for r in tester3 if r.call == ev.CALL_WORK)
+    assert tester3 and all(_says(r, "FORK-NOTE") for r in tester3 if r.call == ev.CallKind.WORK)
 
 
 async def test_an_agents_model_and_temperature_change_from_its_next_call(

@@ -24,9 +24,9 @@ from core.runtime.domains import get_domain
 from core.runtime.engine import SwarmEngine
 from core.runtime.steering import SteerAction
 from core.runtime.steering import SteerKind as K
-from tests.core.methods.test_topodim_method import run_topodim
-from tests.core.methods.test_topoweaver_method import CHAIN, LATER_STEP_REF, run_tw
-from tests.core.runtime.test_engine import of, wait_until
+from tests.support.engine import of, wait_until
+from tests.support.topodim import run_topodim
+from tests.support.topoweaver import CHAIN, LATER_STEP_REF, run_tw
 
 
 def _queued(*actions: SteerAction, workers: int = 4) -> RunControl:

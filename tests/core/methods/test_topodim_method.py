@@ -8,15 +8,13 @@ import json
 import math
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from core.compose.runner import build_engine, open_backend
 from core.demo.requests import RequestInfo
-from core.demo.scripts import DEMO_PROBLEMS, FINAL_CODE, demo_script
+from core.demo.scripts import FINAL_CODE, demo_script
 from core.demo.server import FaultRule, ScriptedServer
 from core.methods.catalogue import build_method
 from core.methods.registry import MethodError
@@ -25,14 +23,15 @@ from core.methods.topodim.method import CALL_GRAPH, usable_text
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from core.runtime.control import MODE_STEP, Params, RunControl
+from core.runtime.control import ControlMode, Params, RunControl
 from core.runtime.domains import get_domain
 from core.runtime.engine import AgentResult
 from core.runtime.round_check import CodeExecutionEvaluator
 from core.sessions.fork import fork_point
 from core.sessions.model import Session, session_from_events
 from core.sessions.store import load_session, session_to_json
-from tests.core.runtime.test_engine import of
+from tests.support.engine import of
+from tests.support.topodim import run_topodim
 
 CASE_STUDY = [
     ("Developer", "solution"),
@@ -45,39 +44,6 @@ CASE_STUDY = [
     ("BugFixer", "solution"),
     ("Manager", "final"),
 ]
-
-
-async def run_topodim(
-    embedder: Any,
-    script: Callable[[RequestInfo], str] = demo_script,
-    *,
-    options: dict[str, Any] | None = None,
-    domain: str = "code",
-    problem: str | None = None,
-    evaluator: Any = None,
-    faults: Sequence[FaultRule] = (),
-    settings: Settings | None = None,
-    drive: Callable[[Any, list[ev.Event]], Any] | None = None,
-    control: RunControl | None = None,
-) -> tuple[ev.RunFinished, list[ev.Event], ScriptedServer]:
-    settings = settings or Settings(domain=domain, strategy="topodim", strategy_options={"topodim": options or {}})
-    with ScriptedServer(script) as server:
-        for rule in faults:
-            server.add_fault(rule)
-        backend = await open_backend(settings, server=server)
-        events: list[ev.Event] = []
-        engine = build_engine(
-            problem or DEMO_PROBLEMS[settings.domain], settings, backend, [events.append], embedder=embedder,
-            evaluator=evaluator, control=control,
-        )
-        try:
-            task = asyncio.create_task(engine.run())
-            if drive is not None:
-                await drive(engine, events)
-            finished = await asyncio.wait_for(task, timeout=120)  # a hang guard, not a speed test
-        finally:
-            await backend.close()
-    return finished, events, server
 
 
 def calls(events: list[ev.Event]) -> list[tuple[str, str]]:
@@ -269,7 +235,7 @@ async def test_the_policy_generator_says_which_weights_it_uses(embedder: Any, tm
 
 
 async def test_step_mode_runs_one_call_per_step_and_cancel_ends_cleanly(embedder: Any) -> None:
-    control = RunControl(Params(0.3, 3, 5), 4, mode=MODE_STEP)
+    control = RunControl(Params(0.3, 3, 5), 4, mode=ControlMode.STEP)
 
     async def drive(engine: Any, events: list[ev.Event]) -> None:
         pauses = 0

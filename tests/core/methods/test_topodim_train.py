@@ -119,7 +119,8 @@ async def test_resume_refuses_a_file_that_is_not_a_checkpoint(dataset: Path, tmp
 
 async def test_distillation_then_a_decentralised_run(dataset: Path, tmp_path: Path, embedder: Any) -> None:
     from core.methods.topodim.events import TopoDIMGraph
-    from tests.core.methods.test_topodim_method import of, run_topodim
+    from tests.support.engine import of
+    from tests.support.topodim import run_topodim
 
     weights = tmp_path / "p.pt"
     await _train(dataset, weights, embedder)
@@ -135,7 +136,8 @@ async def test_distillation_then_a_decentralised_run(dataset: Path, tmp_path: Pa
 async def test_decentralized_without_local_policies_says_so(tmp_path: Path, embedder: Any) -> None:
     from core.methods.topodim.events import TopoDIMGraph
     from core.methods.topodim.policy import TopoDIMPolicy, save_checkpoint
-    from tests.core.methods.test_topodim_method import of, run_topodim
+    from tests.support.engine import of
+    from tests.support.topodim import run_topodim
 
     weights = tmp_path / "p.pt"
     save_checkpoint(weights, TopoDIMPolicy(seed=1), step=4)

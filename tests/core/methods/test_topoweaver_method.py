@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,8 @@ from core.runtime.domains import get_domain
 from core.runtime.engine import SwarmEngine
 from core.sessions.export import export_session
 from core.sessions.model import Session, session_from_events
-from tests.core.runtime.test_engine import of, run_swarm
+from tests.support.engine import of
+from tests.support.topoweaver import CHAIN, LATER_STEP_REF, NO_TESTER_LAST, run_tw, script_with, yaml_block
 from tui.cli.headless import ProgressPrinter
 
 PROBLEM = DEMO_PROBLEMS["code"]
@@ -49,61 +49,11 @@ def humaneval_problem(n: int) -> Problem:
     )
 
 
-def yaml_block(body: str) -> str:
-    return f"```yaml\n{body.strip()}\n```"
-
-
-CHAIN = yaml_block("""
-difficulty: introductory
-steps:
-  - step: 1
-    agents: [{id: coder_1, type: coder, ref: []}]
-  - step: 2
-    agents: [{id: tester_1, type: tester, ref: [coder_1]}]
-""")
-LATER_STEP_REF = yaml_block("""
-difficulty: interview
-steps:
-  - step: 1
-    agents: [{id: planner_1, type: planner, ref: []}]
-  - step: 2
-    agents: [{id: coder_1, type: coder, ref: [planner_1, tester_1]}]
-  - step: 3
-    agents: [{id: tester_1, type: tester, ref: [coder_1]}]
-""")
-NO_TESTER_LAST = yaml_block("""
-difficulty: interview
-steps:
-  - step: 1
-    agents: [{id: planner_1, type: planner, ref: []}]
-  - step: 2
-    agents: [{id: coder_1, type: coder, ref: [planner_1]}]
-""")
 TESTS = "```python\nassert make_palindrome('x') == 'x'\nassert make_palindrome('cat') == 'catac'\n```"
 
 
 def user_text(info: RequestInfo) -> str:
     return "\n".join(str(m.get("content", "")) for m in info.messages if m.get("role") == "user")
-
-
-def script_with(
-    plans: dict[int, str] | Callable[[int], str] | None = None,
-    agents: Callable[[RequestInfo], str | None] | None = None,
-) -> Callable[[RequestInfo], str]:
-    """The demo's TopoWeaver script, with the orchestrator's replies per turn and agents' replies overridden."""
-
-    def script(info: RequestInfo) -> str:
-        if info.call == CALL_ORCHESTRATE and plans is not None:
-            reply = plans(info.round) if callable(plans) else plans.get(info.round)
-            if reply is not None:
-                return reply
-        if info.call == CALL_AGENT and agents is not None:
-            reply = agents(info)
-            if reply is not None:
-                return reply
-        return topoweaver_script(info)
-
-    return script
 
 
 def always_draft(info: RequestInfo) -> str | None:
@@ -113,25 +63,6 @@ def always_draft(info: RequestInfo) -> str | None:
     if info.role.startswith("tester"):
         return TESTS
     return None
-
-
-async def run_tw(
-    script: Callable[[RequestInfo], str],
-    *,
-    options: dict[str, Any] | None = None,
-    domain: str = "code",
-    problem: str | None = None,
-    faults: list[FaultRule] | None = None,
-    drive: Callable[[SwarmEngine, list[ev.Event]], Any] | None = None,
-) -> tuple[ev.RunFinished, list[ev.Event], ScriptedServer]:
-    settings = Settings(domain=domain, strategy="topoweaver", strategy_options={"topoweaver": options or {}},
-                        max_retries=0)
-    with ScriptedServer(script) as server:
-        for rule in faults or []:
-            server.add_fault(rule)
-        finished, events, _ = await run_swarm(server, None, settings=settings, problem=problem, drive=drive,
-                                              timeout=120)
-    return finished, events, server
 
 
 def requests(server: ScriptedServer, call: str, role: str | None = None, round_no: int | None = None) -> list[Any]:

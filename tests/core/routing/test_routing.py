@@ -13,9 +13,8 @@ import numpy as np
 import pytest
 
 from core.routing.dytopo import (
-    REASON_CYCLE,
-    REASON_K_IN,
     Edge,
+    RemovalReason,
     RemovedEdge,
     RoutingResult,
     edge_diff,
@@ -117,7 +116,7 @@ def test_k_in_keeps_the_strongest_and_records_the_rest() -> None:
     sim = matrix(names, {"B->A": 0.7, "C->A": 0.9, "D->A": 0.8, "A->B": 0.5})
     result = route_from_similarity(names, sim, tau=0.3, k_in=2)
     assert pairs(result.in_edges("A")) == [("C", "A"), ("D", "A")]  # strongest first
-    assert result.removed == [RemovedEdge("B", "A", 0.7, REASON_K_IN)]
+    assert result.removed == [RemovedEdge("B", "A", 0.7, RemovalReason.K_IN)]
     # The cap is per recipient: B keeps its single in-edge.
     assert pairs(result.in_edges("B")) == [("A", "B")]
 
@@ -127,7 +126,7 @@ def test_k_in_tie_keeps_the_alphabetically_first_source() -> None:
     sim = matrix(names, {"D->A": 0.6, "B->A": 0.6, "C->A": 0.6})
     result = route_from_similarity(names, sim, tau=0.3, k_in=1)
     assert pairs(result.edges) == [("B", "A")]
-    assert [(e.src, e.reason) for e in result.removed] == [("C", REASON_K_IN), ("D", REASON_K_IN)]
+    assert [(e.src, e.reason) for e in result.removed] == [("C", RemovalReason.K_IN), ("D", RemovalReason.K_IN)]
 
 
 def test_k_in_below_one_is_rejected() -> None:
@@ -142,7 +141,7 @@ def test_three_cycle_loses_its_lowest_edge() -> None:
     names = ["A", "B", "C"]
     sim = matrix(names, {"A->B": 0.9, "B->C": 0.8, "C->A": 0.5})
     result = route_from_similarity(names, sim, tau=0.3, k_in=2)
-    assert result.removed == [RemovedEdge("C", "A", 0.5, REASON_CYCLE)]
+    assert result.removed == [RemovedEdge("C", "A", 0.5, RemovalReason.CYCLE)]
     assert sorted(pairs(result.edges)) == [("A", "B"), ("B", "C")]
     assert result.order == ["A", "B", "C"]
     assert result.acyclic
@@ -163,8 +162,8 @@ def test_two_interlocking_cycles_each_lose_their_lowest_edge() -> None:
     sim = matrix(names, {"A->B": 0.9, "B->C": 0.8, "C->A": 0.35, "D->C": 0.6, "C->D": 0.5})
     result = route_from_similarity(names, sim, tau=0.3, k_in=3)
     assert {(e.src, e.dst, e.reason) for e in result.removed} == {
-        ("C", "A", REASON_CYCLE),
-        ("C", "D", REASON_CYCLE),
+        ("C", "A", RemovalReason.CYCLE),
+        ("C", "D", RemovalReason.CYCLE),
     }
     # The removed list is sorted by (reason, dst, -score, src), not by discovery.
     assert pairs(result.removed) == [("C", "A"), ("C", "D")]
@@ -182,7 +181,7 @@ def test_shared_edge_cycles_remove_in_search_order() -> None:
     sim = matrix(names, {"A->B": 0.2, "B->A": 0.5, "A->C": 0.6, "C->B": 0.7})
     result = route_from_similarity(names, sim, tau=0.1, k_in=2)
     assert sorted(pairs(result.removed)) == [("A", "B"), ("B", "A")]
-    assert all(e.reason == REASON_CYCLE for e in result.removed)
+    assert all(e.reason == RemovalReason.CYCLE for e in result.removed)
     assert sorted(pairs(result.edges)) == [("A", "C"), ("C", "B")]
     assert result.order == ["A", "C", "B"]
 
@@ -192,7 +191,7 @@ def test_k_in_applies_before_cycle_breaking() -> None:
     names = ["A", "B", "C"]
     sim = matrix(names, {"B->A": 0.4, "C->A": 0.9, "A->B": 0.8})
     result = route_from_similarity(names, sim, tau=0.3, k_in=1)
-    assert [(e.src, e.dst, e.reason) for e in result.removed] == [("B", "A", REASON_K_IN)]
+    assert [(e.src, e.dst, e.reason) for e in result.removed] == [("B", "A", RemovalReason.K_IN)]
     assert sorted(pairs(result.edges)) == [("A", "B"), ("C", "A")]
     assert result.order == ["C", "A", "B"]
 

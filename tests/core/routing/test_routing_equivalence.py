@@ -17,10 +17,9 @@ import pytest
 
 from core.routing import dytopo
 from core.routing.dytopo import (
-    REASON_CYCLE,
-    REASON_K_IN,
     CycleError,
     Edge,
+    RemovalReason,
     RemovedEdge,
     RoutingResult,
     order_and_tiers,
@@ -42,7 +41,7 @@ def reference_select_edges(
         candidates = [Edge(src, dst, row[j]) for j, src in enumerate(names) if j != i and row[j] >= tau]
         candidates.sort(key=lambda e: (-e.score, e.src))
         kept.extend(candidates[:k_in])
-        removed.extend(RemovedEdge(e.src, e.dst, e.score, REASON_K_IN) for e in candidates[k_in:])
+        removed.extend(RemovedEdge(e.src, e.dst, e.score, RemovalReason.K_IN) for e in candidates[k_in:])
     return kept, removed
 
 
@@ -61,7 +60,7 @@ def reference_break_cycles(names: list[str], edges: list[Edge]) -> tuple[list[Ed
             break
         lowest = min(graph.edges[u, v]["score"] for u, v in cycle)
         src, dst = max((u, v) for u, v in cycle if graph.edges[u, v]["score"] == lowest)
-        removed.append(RemovedEdge(src, dst, graph.edges[src, dst]["score"], REASON_CYCLE))
+        removed.append(RemovedEdge(src, dst, graph.edges[src, dst]["score"], RemovalReason.CYCLE))
         graph.remove_edge(src, dst)
     remaining = [e for e in edges if graph.has_edge(e.src, e.dst)]
     return remaining, removed
@@ -151,7 +150,7 @@ def test_route_matches_the_networkx_reference(n: int, break_cycles: bool) -> Non
         expected = reference_route_from_similarity(names, sim, tau, k_in, break_cycles=break_cycles)
         actual = route_from_similarity(names, sim, tau, k_in, break_cycles=break_cycles)
         assert actual == expected, (names, tau, k_in)
-        cycles_broken += sum(1 for e in actual.removed if e.reason == REASON_CYCLE)
+        cycles_broken += sum(1 for e in actual.removed if e.reason == RemovalReason.CYCLE)
     if break_cycles and n >= 3:
         assert cycles_broken > 0  # the cases do exercise the cycle search
 

@@ -10,10 +10,11 @@ import pytest
 
 from core.demo.server import ScriptedServer
 from core.routing.dytopo import route_from_similarity
-from core.routing.strategies import GRAPH_STRATEGIES, get_strategy
+from core.routing.strategies import GRAPH_STRATEGIES
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from tests.core.runtime.test_engine import of
+from tests.support.engine import of
+from tests.support.routing import get_strategy
 
 NAMES = ["Designer", "Developer", "Researcher", "Tester"]
 
@@ -82,5 +83,6 @@ async def test_broadcast_strategy_delivers_every_message_at_the_barrier(
     await backend.close()
     routed = {(d["src"], d["dst"]) for m in of(events, ev.MessagesRouted, round=2) for d in m.deliveries}
     assert len(routed) == 12
-    tester_round2 = [r for r in demo_server.requests if r.role == "Tester" and r.round == 2 and r.call == ev.CALL_WORK]
+    tester_round2 = [r for r in demo_server.requests
+                     if r.role == "Tester" and r.round == 2 and r.call == ev.CallKind.WORK]
     assert "[from" not in tester_round2[0].messages[-1]["content"]  # nothing in-round: one tier

@@ -12,15 +12,14 @@ import pytest
 from core.routing.topodim import (
     ACYCLIC_TYPES,
     EDGE_TYPES,
-    MODE_FINAL,
     NONE,
     RELATIONS,
+    CallMode,
     PairDecision,
     TypedEdge,
     active_agents,
     build_graph,
     decode,
-    expected_calls,
     histogram,
     inverse_transform,
     keep_count,
@@ -31,6 +30,7 @@ from core.routing.topodim import (
     sparsify,
     to_routing,
 )
+from tests.support.topodim import expected_calls
 
 NAMES = ["Developer", "Researcher", "Tester", "Designer", "BugFixer"]
 
@@ -198,7 +198,7 @@ def test_schedule_runs_feedback_before_debate_and_counts_two_calls_each() -> Non
         ("Developer", "defend"),
     ]
     assert len(steps) == 5 + 2 * 3 + 2 * 1 + 1 == expected_calls(graph)
-    assert steps[-1].mode == MODE_FINAL
+    assert steps[-1].mode == CallMode.FINAL
 
 
 def test_schedule_without_edges_is_every_agent_then_the_decision() -> None:

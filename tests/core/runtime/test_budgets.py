@@ -12,7 +12,7 @@ from core.demo.scripts import demo_script
 from core.demo.server import FaultRule, ScriptedServer
 from core.runtime import events as ev
 from core.runtime.config import ConfigError, Settings
-from tests.core.runtime.test_engine import of, run_swarm
+from tests.support.engine import of, run_swarm
 
 
 @pytest.mark.parametrize("strategy", ["dytopo", "dmoa"])

@@ -16,7 +16,7 @@ from core.methods.registry import MethodError, parse_option_flags
 from core.runtime.config import CallLimits, ConfigError
 from core.runtime.config_file import load_settings
 from core.runtime.domains import get_domain
-from tests.core.runtime.test_engine import run_swarm
+from tests.support.engine import run_swarm
 
 # Each method's call kinds, and who (role, call) makes them on the demo script.
 KINDS: dict[str, dict[str, set[tuple[str, str]]]] = {

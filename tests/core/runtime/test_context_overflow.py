@@ -17,7 +17,7 @@ from core.llm.overflow import context_overflow
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.context import equal_shares, fit_pieces, shrink_pieces
-from tests.core.runtime.test_engine import of, run_swarm
+from tests.support.engine import of, run_swarm
 
 CONTEXT = 800  # the demo's round-1 prompts fit (about 350 tokens); later rounds' memory does not
 

@@ -26,8 +26,8 @@ from core.llm.client import EndpointError
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.parsing import DESCRIPTOR_SCHEMA, MANAGER_SCHEMA, WORK_SCHEMA
-from tests.core.runtime.test_engine import of, run_swarm
-from tests.paths import ROOT
+from tests.support.engine import of, run_swarm
+from tests.support.paths import ROOT
 from tui.entry import main as cli_main
 
 
@@ -109,7 +109,7 @@ async def test_a_call_that_is_never_answered_ends_the_run_without_retrying(silen
     assert finished.detail.startswith(f"no answer from {silent.base_url} in 1 s")
     # The /props probe when the backend opened, then the Manager's plan call, once: no retry, no worker called.
     assert len(silent.connections) == 2
-    assert not of(events, ev.AgentStarted, call=ev.CALL_WORK)
+    assert not of(events, ev.AgentStarted, call=ev.CallKind.WORK)
 
 
 def test_headless_against_a_silent_endpoint_is_one_line_and_exit_1(silent: SilentServer, tmp_path: Path) -> None:
@@ -132,14 +132,14 @@ def test_a_rate_limit_is_announced_on_stderr_and_retried(
     demo_server: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("SWARM_TUI_SESSIONS_DIR", str(tmp_path))
-    demo_server.add_fault(FaultRule("http_429", role="Designer", call=ev.CALL_WORK, round=1, retry_after=0.3))
+    demo_server.add_fault(FaultRule("http_429", role="Designer", call=ev.CallKind.WORK, round=1, retry_after=0.3))
     config = one_line_config(tmp_path, "")
     code = cli_main(["--headless", "--config", str(config), "--base-url", demo_server.base_url, "--max-rounds", "1",
                      "x"])
     assert code == 0
     err = capsys.readouterr().err
     assert f"  ! Designer: rate limited by {demo_server.base_url}, retrying in 0.3 s" in err.splitlines()
-    designer = [r for r in demo_server.requests if r.role == "Designer" and r.call == ev.CALL_WORK]
+    designer = [r for r in demo_server.requests if r.role == "Designer" and r.call == ev.CallKind.WORK]
     assert len(designer) == 2
 
 
@@ -156,7 +156,7 @@ async def test_a_retry_after_longer_than_the_cap_ends_the_run_at_the_managers_fi
         "(60 s a call): try again later or raise max_retry_wait"
     )
     assert len(demo_server.requests) == 1  # no worker is called after the Manager's first call failed
-    assert not of(events, ev.AgentStarted, call=ev.CALL_WORK)
+    assert not of(events, ev.AgentStarted, call=ev.CallKind.WORK)
 
 
 async def test_the_total_wait_of_one_call_is_capped(demo_server: ScriptedServer, embedder: Any) -> None:
@@ -212,7 +212,7 @@ async def test_user_and_password_in_the_url_never_replace_the_api_key(
 ) -> None:
     # The 403 fault echoes what came in the Authorization header: the key (redacted as ***), not Basic auth.
     monkeypatch.setenv("SWARM_TEST_KEY", "sk-test-KEY-0123456789")
-    demo_server.add_fault(FaultRule("http_403", role="Tester", call=ev.CALL_WORK, round=1))
+    demo_server.add_fault(FaultRule("http_403", role="Tester", call=ev.CallKind.WORK, round=1))
     url = demo_server.base_url.replace("http://", "http://user:URLPASSWORD@")
     settings = Settings(base_url=url, api_key_env="SWARM_TEST_KEY", max_rounds=1)
     _, events, _ = await run_swarm(None, embedder, settings=settings)
@@ -226,7 +226,7 @@ FULL_ANSWER = "def f(x):\n    return x + 1\n" * 20
 
 
 def _terminating_manager(info: RequestInfo) -> str:
-    if info.role == "Manager" and info.call == ev.CALL_MANAGER:
+    if info.role == "Manager" and info.call == ev.CallKind.MANAGER:
         # terminate first: a reply cut in half still repairs into "terminate: true" with half an answer.
         return json.dumps({"terminate": True, "reasoning": "Done.", "goal": "", "final_answer": FULL_ANSWER})
     return demo_script(info)
@@ -234,9 +234,9 @@ def _terminating_manager(info: RequestInfo) -> str:
 
 async def test_a_manager_reply_cut_off_is_asked_for_again_not_taken_as_the_decision(embedder: Any) -> None:
     with ScriptedServer(_terminating_manager) as server:
-        server.add_fault(FaultRule("truncated", role="Manager", call=ev.CALL_MANAGER, round=1))
+        server.add_fault(FaultRule("truncated", role="Manager", call=ev.CallKind.MANAGER, round=1))
         finished, _, _ = await run_swarm(server, embedder, settings=Settings(max_rounds=2))
-    asks = [r for r in server.requests if r.role == "Manager" and r.call == ev.CALL_MANAGER and r.round == 1]
+    asks = [r for r in server.requests if r.role == "Manager" and r.call == ev.CallKind.MANAGER and r.round == 1]
     assert len(asks) == 2 and asks[1].is_repair
     assert "cut off at max_tokens (2000 tokens)" in asks[1].messages[-1]["content"]
     assert finished.reason == "manager" and finished.final_answer == FULL_ANSWER.strip()
@@ -244,7 +244,7 @@ async def test_a_manager_reply_cut_off_is_asked_for_again_not_taken_as_the_decis
 
 async def test_a_manager_reply_cut_off_twice_is_no_decision(embedder: Any) -> None:
     with ScriptedServer(_terminating_manager) as server:
-        server.add_fault(FaultRule("truncated", role="Manager", call=ev.CALL_MANAGER, round=1, times=2))
+        server.add_fault(FaultRule("truncated", role="Manager", call=ev.CallKind.MANAGER, round=1, times=2))
         finished, events, _ = await run_swarm(server, embedder, settings=Settings(max_rounds=2))
     (decided,) = of(events, ev.ManagerDecided, round=1, plan=False)
     assert decided.status == "unparsed" and not decided.terminate
@@ -252,7 +252,7 @@ async def test_a_manager_reply_cut_off_twice_is_no_decision(embedder: Any) -> No
 
 
 async def test_a_worker_reply_cut_off_is_asked_for_again(demo_server: ScriptedServer, embedder: Any) -> None:
-    demo_server.add_fault(FaultRule("truncated", role="Tester", call=ev.CALL_WORK, round=1))
+    demo_server.add_fault(FaultRule("truncated", role="Tester", call=ev.CallKind.WORK, round=1))
     finished, events, _ = await run_swarm(demo_server, embedder, settings=Settings(max_rounds=1))
     (tester,) = of(events, ev.AgentFinished, round=1, agent="Tester")
     assert tester.status == "done" and tester.attempts == 2
@@ -269,7 +269,7 @@ async def test_a_worker_reply_cut_off_is_asked_for_again(demo_server: ScriptedSe
 async def test_a_stream_broken_mid_reply_fails_that_agent_with_one_line_and_the_run_goes_on(
     demo_server: ScriptedServer, embedder: Any, kind: str, fragment: str
 ) -> None:
-    demo_server.add_fault(FaultRule(kind, role="Tester", call=ev.CALL_WORK, round=1, times=5))
+    demo_server.add_fault(FaultRule(kind, role="Tester", call=ev.CallKind.WORK, round=1, times=5))
     finished, events, _ = await run_swarm(demo_server, embedder, settings=Settings(max_rounds=1))
     (tester,) = of(events, ev.AgentFinished, round=1, agent="Tester")
     assert tester.status == "failed"
@@ -317,8 +317,8 @@ def test_a_run_in_which_no_reply_parsed_says_so_and_exits_1(
 async def test_each_call_asks_for_its_contracts_json_schema(demo_server: ScriptedServer, embedder: Any) -> None:
     await run_swarm(demo_server, embedder, settings=Settings(max_rounds=2))
     # A phased work call's reply carries no descriptors (phase A gave them): its own, smaller contract.
-    schemas = {ev.CALL_PLAN: MANAGER_SCHEMA, ev.CALL_MANAGER: MANAGER_SCHEMA, ev.CALL_WORK: WORK_SCHEMA,
-               ev.CALL_DESCRIPTORS: DESCRIPTOR_SCHEMA}
+    schemas = {ev.CallKind.PLAN: MANAGER_SCHEMA, ev.CallKind.MANAGER: MANAGER_SCHEMA, ev.CallKind.WORK: WORK_SCHEMA,
+               ev.CallKind.DESCRIPTORS: DESCRIPTOR_SCHEMA}
     assert {r.call for r in demo_server.requests} == set(schemas)
     for r in demo_server.requests:
         sent = r.body["response_format"]

@@ -3,60 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from core.compose.runner import Backend, build_engine, open_backend
+from core.compose.runner import build_engine, open_backend
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import FaultRule, RequestInfo, ScriptedServer
 from core.routing.dytopo import RoutingResult, route_from_similarity
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from core.runtime.control import MODE_STEP, Params, RunControl
+from core.runtime.control import ControlMode, Params, RunControl
 from core.runtime.domains import get_domain
 from core.runtime.engine import SwarmEngine
-
-
-async def run_swarm(
-    server: ScriptedServer | None,
-    embedder: Any,
-    *,
-    settings: Settings | None = None,
-    problem: str | None = None,
-    step: bool = False,
-    drive: Callable[[SwarmEngine, list[ev.Event]], Any] | None = None,
-    timeout: float = 60,
-) -> tuple[ev.RunFinished, list[ev.Event], SwarmEngine]:
-    """One run to its end; ``server`` None: the settings' own base_url and key (the real endpoint path)."""
-    settings = settings or Settings()
-    backend: Backend = await open_backend(settings, server=server)
-    events: list[ev.Event] = []
-    engine = build_engine(
-        problem or DEMO_PROBLEMS[settings.domain], settings, backend, [events.append], embedder=embedder, step_mode=step
-    )
-    try:
-        run = asyncio.create_task(engine.run())
-        if drive is not None:
-            await drive(engine, events)
-        finished = await asyncio.wait_for(run, timeout=timeout)  # a guard against hangs, not a speed test
-    finally:
-        await backend.close()
-    return finished, events, engine
-
-
-def of(events: list[ev.Event], kind: type[ev.Event], **match: Any) -> list[Any]:
-    return [e for e in events if isinstance(e, kind) and all(getattr(e, k) == v for k, v in match.items())]
-
-
-async def wait_until(predicate: Callable[[], bool]) -> None:
-    for _ in range(3000):
-        if predicate():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("condition never became true")
-
+from tests.support.engine import of, run_swarm, wait_until
 
 # --- both protocols -------------------------------------------------------------------------------
 
@@ -81,13 +41,13 @@ async def test_phased_code_run_routes_round_two_along_the_graph(demo_server: Scr
     assert routed and set(routed) <= kept
     index = {id(e): i for i, e in enumerate(events)}
     assert index[id(of(events, ev.DescriptorsReady, round=2)[0])] < index[id(topology)]
-    work_started = {e.agent: index[id(e)] for e in of(events, ev.AgentStarted, round=2, call=ev.CALL_WORK)}
-    work_finished = {e.agent: index[id(e)] for e in of(events, ev.AgentFinished, round=2, call=ev.CALL_WORK)}
+    work_started = {e.agent: index[id(e)] for e in of(events, ev.AgentStarted, round=2, call=ev.CallKind.WORK)}
+    work_finished = {e.agent: index[id(e)] for e in of(events, ev.AgentFinished, round=2, call=ev.CallKind.WORK)}
     for earlier, later in zip(routing.tiers, routing.tiers[1:], strict=False):
         assert max(work_finished[a] for a in earlier) < min(work_started[b] for b in later)
     # The routed content reached the recipient's prompt in the same round.
     for src, dst in routed:
-        prompts = [r for r in demo_server.requests if r.role == dst and r.round == 2 and r.call == ev.CALL_WORK]
+        prompts = [r for r in demo_server.requests if r.role == dst and r.round == 2 and r.call == ev.CallKind.WORK]
         assert f"[from {src}, relevance" in prompts[0].messages[-1]["content"]
 
 
@@ -97,17 +57,17 @@ async def test_calls_use_the_reference_temperatures_and_token_limits(
     await run_swarm(demo_server, embedder)
     seen = {(r.call, r.body["temperature"], r.body["max_tokens"]) for r in demo_server.requests}
     assert seen == {
-        (ev.CALL_PLAN, 0.1, 2000),
-        (ev.CALL_MANAGER, 0.1, 2000),
-        (ev.CALL_WORK, 0.3, 4096),
-        (ev.CALL_DESCRIPTORS, 0.1, 256),
+        (ev.CallKind.PLAN, 0.1, 2000),
+        (ev.CallKind.MANAGER, 0.1, 2000),
+        (ev.CallKind.WORK, 0.3, 4096),
+        (ev.CallKind.DESCRIPTORS, 0.1, 256),
     }
     # Structured output: each call names its contract's JSON schema (the scripted server accepts it).
     names = {
-        ev.CALL_PLAN: "manager_decision",
-        ev.CALL_MANAGER: "manager_decision",
-        ev.CALL_WORK: "work_reply",
-        ev.CALL_DESCRIPTORS: "descriptors",
+        ev.CallKind.PLAN: "manager_decision",
+        ev.CallKind.MANAGER: "manager_decision",
+        ev.CallKind.WORK: "work_reply",
+        ev.CallKind.DESCRIPTORS: "descriptors",
     }
     for r in demo_server.requests:
         response_format = r.body.get("response_format")
@@ -123,8 +83,8 @@ async def test_single_pass_routes_messages_into_next_round_memory_strongest_firs
     finished, events, _ = await run_swarm(demo_server, embedder, settings=settings)
 
     assert finished.reason == "manager"
-    assert not any(r.call == ev.CALL_DESCRIPTORS for r in demo_server.requests)
-    assert {r.call for r in demo_server.requests if r.role != "Manager"} == {ev.CALL_SINGLE_PASS}
+    assert not any(r.call == ev.CallKind.DESCRIPTORS for r in demo_server.requests)
+    assert {r.call for r in demo_server.requests if r.role != "Manager"} == {ev.CallKind.SINGLE_PASS}
     (routed,) = of(events, ev.MessagesRouted, round=2)
     by_recipient: dict[str, list[float]] = {}
     for d in routed.deliveries:
@@ -152,7 +112,7 @@ async def test_math_run_ends_with_the_solver_answer(demo_server: ScriptedServer,
 async def test_wrapped_or_repairable_json_is_parsed_without_asking_again(
     demo_server: ScriptedServer, embedder: Any, kind: str
 ) -> None:
-    demo_server.add_fault(FaultRule(kind, role="Tester", call=ev.CALL_WORK, round=1))
+    demo_server.add_fault(FaultRule(kind, role="Tester", call=ev.CallKind.WORK, round=1))
     finished, events, _ = await run_swarm(demo_server, embedder)
     (tester,) = of(events, ev.AgentFinished, round=1, agent="Tester")
     assert tester.status == "done" and tester.attempts == 1 and tester.query
@@ -161,9 +121,9 @@ async def test_wrapped_or_repairable_json_is_parsed_without_asking_again(
 
 @pytest.mark.parametrize("kind", ["malformed", "missing_fields"])
 async def test_bad_reply_is_asked_for_again_once(demo_server: ScriptedServer, embedder: Any, kind: str) -> None:
-    demo_server.add_fault(FaultRule(kind, role="Developer", call=ev.CALL_DESCRIPTORS, round=2))
+    demo_server.add_fault(FaultRule(kind, role="Developer", call=ev.CallKind.DESCRIPTORS, round=2))
     finished, events, _ = await run_swarm(demo_server, embedder)
-    (developer,) = of(events, ev.AgentFinished, round=2, agent="Developer", call=ev.CALL_DESCRIPTORS)
+    (developer,) = of(events, ev.AgentFinished, round=2, agent="Developer", call=ev.CallKind.DESCRIPTORS)
     assert developer.status == "done" and developer.attempts == 2
     repairs = [r for r in demo_server.requests if r.role == "Developer" and r.round == 2 and r.is_repair]
     assert len(repairs) == 1 and "could not be used" in repairs[0].messages[-1]["content"]
@@ -171,7 +131,7 @@ async def test_bad_reply_is_asked_for_again_once(demo_server: ScriptedServer, em
 
 
 async def test_reply_bad_twice_is_kept_raw_with_role_descriptors(demo_server: ScriptedServer, embedder: Any) -> None:
-    demo_server.add_fault(FaultRule("malformed", role="Researcher", call=ev.CALL_WORK, round=1, times=2))
+    demo_server.add_fault(FaultRule("malformed", role="Researcher", call=ev.CallKind.WORK, round=1, times=2))
     finished, events, _ = await run_swarm(demo_server, embedder)
     (researcher,) = of(events, ev.AgentFinished, round=1, agent="Researcher")
     role = get_domain("code").role("Researcher")
@@ -184,7 +144,7 @@ async def test_reply_bad_twice_is_kept_raw_with_role_descriptors(demo_server: Sc
 
 @pytest.mark.parametrize("kind", ["http_429", "http_500"])
 async def test_server_errors_are_retried_by_the_sdk(demo_server: ScriptedServer, embedder: Any, kind: str) -> None:
-    demo_server.add_fault(FaultRule(kind, role="Designer", call=ev.CALL_WORK, round=1))
+    demo_server.add_fault(FaultRule(kind, role="Designer", call=ev.CallKind.WORK, round=1))
     finished, events, _ = await run_swarm(demo_server, embedder)
     (designer,) = of(events, ev.AgentFinished, round=1, agent="Designer")
     assert designer.status == "done"
@@ -195,7 +155,7 @@ async def test_server_errors_are_retried_by_the_sdk(demo_server: ScriptedServer,
 @pytest.mark.parametrize("kind", ["stall", "drop"])
 async def test_stalled_or_dropped_stream_is_retried_once(embedder: Any, kind: str) -> None:
     with ScriptedServer(demo_script, stall_seconds=30) as server:
-        server.add_fault(FaultRule(kind, role="Tester", call=ev.CALL_WORK, round=1))
+        server.add_fault(FaultRule(kind, role="Tester", call=ev.CallKind.WORK, round=1))
         settings = Settings(call_timeout=1.0)
         finished, events, _ = await run_swarm(server, embedder, settings=settings)
     (tester,) = of(events, ev.AgentFinished, round=1, agent="Tester")
@@ -250,10 +210,10 @@ async def test_every_worker_failing_every_round_never_fakes_convergence(
 ) -> None:
     # The server is up (the Manager and the descriptors are answered): failed turns go on, round after round,
     # but empty outputs that stay empty are not "outputs stopped changing".
-    demo_server.add_fault(FaultRule("http_500", call=ev.CALL_WORK, times=0))
+    demo_server.add_fault(FaultRule("http_500", call=ev.CallKind.WORK, times=0))
     finished, events, _ = await run_swarm(demo_server, embedder, settings=Settings(max_retries=0, max_rounds=3))
     assert finished.reason != "converged"
-    work = of(events, ev.AgentFinished, call=ev.CALL_WORK)
+    work = of(events, ev.AgentFinished, call=ev.CallKind.WORK)
     assert work and all(e.status == "failed" for e in work)
     assert all(r.convergence is None for r in of(events, ev.RoundFinished))
 
@@ -261,7 +221,7 @@ async def test_every_worker_failing_every_round_never_fakes_convergence(
 async def test_too_many_failed_calls_in_a_row_end_the_run_with_the_count_and_the_last_error(
     demo_server: ScriptedServer, embedder: Any
 ) -> None:
-    demo_server.add_fault(FaultRule("http_500", call=ev.CALL_WORK, times=0))
+    demo_server.add_fault(FaultRule("http_500", call=ev.CallKind.WORK, times=0))
     settings = Settings(max_retries=0, max_failed_calls_in_a_row=3)
     finished, events, _ = await run_swarm(demo_server, embedder, settings=settings)
     assert finished.reason == "error"
@@ -277,7 +237,7 @@ async def test_an_api_key_echoed_by_the_server_is_never_recorded(
 
     secret = "sk-test-SECRET-0123456789"
     monkeypatch.setenv("SWARM_TEST_KEY", secret)
-    demo_server.add_fault(FaultRule("http_403", role="Tester", call=ev.CALL_WORK, round=1))
+    demo_server.add_fault(FaultRule("http_403", role="Tester", call=ev.CallKind.WORK, round=1))
     settings = Settings(base_url=demo_server.base_url, api_key_env="SWARM_TEST_KEY", max_rounds=1)
     _, events, _ = await run_swarm(None, embedder, settings=settings)  # the real key path, not the demo placeholder
     (tester,) = of(events, ev.AgentFinished, round=1, agent="Tester")
@@ -291,7 +251,7 @@ async def test_secrets_in_the_endpoint_url_never_reach_the_event_stream(
     import json
 
     url = demo_server.base_url.replace("http://", "http://user:URLPASSWORD@")
-    demo_server.add_fault(FaultRule("http_404", role="Tester", call=ev.CALL_WORK, round=1))
+    demo_server.add_fault(FaultRule("http_404", role="Tester", call=ev.CallKind.WORK, round=1))
     settings = Settings(base_url=url, max_rounds=1)
     _, events, _ = await run_swarm(None, embedder, settings=settings)
     assert of(events, ev.AgentFinished, agent="Tester")[0].status == "failed"  # its error names the URL
@@ -311,7 +271,7 @@ async def test_step_mode_waits_at_each_phase_and_cancel_ends_cleanly(
         assert not of(events, ev.RoundStarted)  # waiting before round 1
         engine.control.step_phase()
         await wait_until(lambda: engine.control.waiting and bool(of(events, ev.ManagerDecided)))
-        assert [e.phase for e in of(events, ev.PhaseStarted)] == [ev.PHASE_PLAN]
+        assert [e.phase for e in of(events, ev.PhaseStarted)] == [ev.Phase.PLAN]
         engine.control.step_phase()
         await wait_until(lambda: engine.control.waiting and len(of(events, ev.PhaseStarted)) == 2)
         assert len(of(events, ev.AgentFinished, round=1)) == 5  # plan + four workers
@@ -319,7 +279,7 @@ async def test_step_mode_waits_at_each_phase_and_cancel_ends_cleanly(
 
     finished, events, _ = await run_swarm(demo_server, embedder, step=True, drive=drive)
     assert finished.reason == "cancelled"
-    assert not of(events, ev.PhaseStarted, phase=ev.PHASE_MANAGER)
+    assert not of(events, ev.PhaseStarted, phase=ev.Phase.MANAGER)
     assert {t for t in asyncio.all_tasks() if not t.done()} == {asyncio.current_task()}
 
 
@@ -357,7 +317,7 @@ async def test_cancel_while_calls_stream_leaves_no_tasks(embedder: Any) -> None:
     with ScriptedServer(demo_script, chunk_delay=0.05) as server:
 
         async def drive(engine: SwarmEngine, events: list[ev.Event]) -> None:
-            await wait_until(lambda: bool(of(events, ev.AgentDelta, round=1, call=ev.CALL_WORK)))
+            await wait_until(lambda: bool(of(events, ev.AgentDelta, round=1, call=ev.CallKind.WORK)))
             engine.control.cancel()
 
         finished, _, _ = await run_swarm(server, embedder, drive=drive)
@@ -373,7 +333,7 @@ async def test_tau_change_mid_run_reroutes_before_phase_c(demo_server: ScriptedS
         for _ in range(2):  # past the round start and the descriptors: stop after routing
             engine.control.step_phase()
             await wait_until(lambda: engine.control.waiting and not engine.control._pass_current)
-        assert of(events, ev.TopologyBuilt, round=2) and not of(events, ev.AgentStarted, round=2, call=ev.CALL_WORK)
+        assert of(events, ev.TopologyBuilt, round=2) and not of(events, ev.AgentStarted, round=2, call=ev.CallKind.WORK)
         engine.control.set_params(tau=0.6)
         assert engine.control.reroute_now()
         engine.control.resume()
@@ -403,7 +363,7 @@ async def test_parameter_change_applies_at_next_routing(demo_server: ScriptedSer
 
 
 def test_control_clamps_parameters_to_their_ranges() -> None:
-    control = RunControl(Params(0.3, 3, 5), n_workers=4, mode=MODE_STEP)
+    control = RunControl(Params(0.3, 3, 5), n_workers=4, mode=ControlMode.STEP)
     assert control.set_params(tau=1.4, k_in=9, max_rounds=0) == Params(1.0, 3, 1)
     assert control.set_params(tau=-0.2, k_in=0, max_rounds=42) == Params(0.0, 1, 10)
 
@@ -419,7 +379,7 @@ def _never_terminates(info: RequestInfo) -> str:
         return json.dumps(
             {"goal": "Keep refining.", "terminate": False, "reasoning": "Not sure yet.", "final_answer": ""}
         )
-    if info.call == ev.CALL_DESCRIPTORS:
+    if info.call == ev.CallKind.DESCRIPTORS:
         return json.dumps({"query": "I need the implementation.", "key": f"I provide {info.role} notes."})
     return json.dumps(
         {
@@ -457,10 +417,10 @@ async def test_sampling_extras_and_no_think_reach_the_server(demo_server: Script
     settings = Settings(top_p=0.85, top_k=20, min_p=0.05, no_think=True, max_rounds=2)
     await run_swarm(demo_server, embedder, settings=settings)
     assert all((r.body["top_p"], r.body["top_k"], r.body["min_p"]) == (0.85, 20, 0.05) for r in demo_server.requests)
-    descriptor_calls = [r for r in demo_server.requests if r.call == ev.CALL_DESCRIPTORS]
+    descriptor_calls = [r for r in demo_server.requests if r.call == ev.CallKind.DESCRIPTORS]
     assert descriptor_calls and all(r.messages[-1]["content"].endswith("/no_think") for r in descriptor_calls)
     assert not any(
-        r.messages[-1]["content"].endswith("/no_think") for r in demo_server.requests if r.call == ev.CALL_WORK
+        r.messages[-1]["content"].endswith("/no_think") for r in demo_server.requests if r.call == ev.CallKind.WORK
     )
 
 

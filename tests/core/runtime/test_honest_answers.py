@@ -13,7 +13,7 @@ from core.demo.server import RequestInfo, ScriptedServer
 from core.runtime.answers import SOURCE_NONE, honest_answer
 from core.runtime.config import Settings
 from core.runtime.prompts import repair_request
-from tests.core.runtime.test_engine import run_swarm
+from tests.support.engine import run_swarm
 
 SYSTEM = "You are the Manager of a team solving one code problem. Reply with ONLY one JSON object in this shape."
 

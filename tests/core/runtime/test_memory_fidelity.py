@@ -12,14 +12,14 @@ from core.demo.scripts import demo_script
 from core.demo.server import RequestInfo, ScriptedServer
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from core.runtime.events import CALL_WORK
-from tests.core.runtime.test_engine import of, run_swarm
+from core.runtime.events import CallKind
+from tests.support.engine import of, run_swarm
 
 
 def _marked(info: RequestInfo) -> str:
     """The demo's replies, each work reply's public text marked with its author and round."""
     reply = demo_script(info)
-    if info.call == CALL_WORK:
+    if info.call == CallKind.WORK:
         data = json.loads(reply)
         data["public"] = f"WORK {info.role} r{info.round}"
         data["private"] = {}
@@ -51,7 +51,7 @@ def _memory_due(events: list[ev.Event], worker: str, before_round: int) -> list[
 @pytest.mark.parametrize("strategy", ["dytopo", "broadcast"])
 async def test_work_prompts_hold_the_whole_accumulated_memory_by_default(embedder: Any, strategy: str) -> None:
     events, requests = await _run(embedder, {}, strategy)
-    later = [r for r in requests if r.call == CALL_WORK and r.round >= 2]
+    later = [r for r in requests if r.call == CallKind.WORK and r.round >= 2]
     assert later, "no round-2 work call"
     for request in later:
         text = request.messages[-1]["content"]
@@ -61,7 +61,7 @@ async def test_work_prompts_hold_the_whole_accumulated_memory_by_default(embedde
 
 async def test_memory_latest_drops_a_teammates_older_messages(embedder: Any) -> None:
     events, requests = await _run(embedder, {"memory": "latest"}, "broadcast")
-    round3 = [r for r in requests if r.call == CALL_WORK and r.round == 3]
+    round3 = [r for r in requests if r.call == CallKind.WORK and r.round == 3]
     assert round3
     missing = 0
     for request in round3:

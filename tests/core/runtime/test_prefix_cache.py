@@ -16,9 +16,9 @@ from core.demo.requests import RequestInfo
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import ScriptedServer
 from core.runtime.config import Settings
-from core.runtime.events import CALL_DESCRIPTORS, CALL_SINGLE_PASS, CALL_WORK
+from core.runtime.events import CallKind
 from core.runtime.prompts import WORKER_ASKS, problem_digest
-from tests.core.runtime.test_engine import run_swarm
+from tests.support.engine import run_swarm
 
 
 def _changing(info: RequestInfo) -> str:
@@ -55,7 +55,7 @@ def _calls(requests: list[RequestInfo], call: str) -> dict[str, list[RequestInfo
     return by_agent
 
 
-@pytest.mark.parametrize(("protocol", "call"), [("single-pass", CALL_SINGLE_PASS), ("phased", CALL_WORK)])
+@pytest.mark.parametrize(("protocol", "call"), [("single-pass", CallKind.SINGLE_PASS), ("phased", CallKind.WORK)])
 async def test_each_round_begins_with_the_agents_previous_prompt(embedder: Any, protocol: str, call: str) -> None:
     requests = await _log(embedder, protocol)
     by_agent = _calls(requests, call)
@@ -76,13 +76,13 @@ async def test_each_round_begins_with_the_agents_previous_prompt(embedder: Any, 
 async def test_a_rounds_work_call_begins_with_its_descriptor_call_up_to_the_ask(embedder: Any) -> None:
     """Both see the agent's whole state (eq. 1) and the round's goal; only the instruction differs."""
     requests = await _log(embedder, "phased")
-    work, descriptors = _calls(requests, CALL_WORK), _calls(requests, CALL_DESCRIPTORS)
+    work, descriptors = _calls(requests, CallKind.WORK), _calls(requests, CallKind.DESCRIPTORS)
     assert len(descriptors) == 4 and all(len(calls) == 2 for calls in descriptors.values())  # rounds 2 and 3
     for agent, calls in descriptors.items():
         for described in calls:
             (worked,) = [w for w in work[agent] if w.round == described.round]
             asked = _text(described)
-            stable = asked[: asked.index(WORKER_ASKS[CALL_DESCRIPTORS])]
+            stable = asked[: asked.index(WORKER_ASKS[CallKind.DESCRIPTORS])]
             assert f"ROUND {described.round} GOAL:" in stable and "YOUR MEMORY" in stable, agent
             assert _text(worked).startswith(stable), (agent, described.round)
             # ... and the next round's descriptor call begins with this round's work call up to its goal.
@@ -97,7 +97,7 @@ async def test_the_round_economy_shows_a_descriptor_call_the_problems_opening_an
 ) -> None:
     requests = await _log(embedder, "phased", descriptor_context="round")
     head = problem_digest(DEMO_PROBLEMS["code"])
-    late = [r for r in requests if r.call == CALL_DESCRIPTORS and r.round == 3]
+    late = [r for r in requests if r.call == CallKind.DESCRIPTORS and r.round == 3]
     assert late
     for r in late:
         text = _text(r)
@@ -122,7 +122,7 @@ async def test_the_paper_order_sends_the_same_text_in_another_order(embedder: An
 
     assert pieces(cache) == pieces(paper)
     # ... and the order differs: in the paper's, the round's goal comes before the memory.
-    late = [r for r in paper if r.call in (CALL_WORK, CALL_SINGLE_PASS) and r.round == 3]
+    late = [r for r in paper if r.call in (CallKind.WORK, CallKind.SINGLE_PASS) and r.round == 3]
     assert late and all(
         r.messages[-1]["content"].index("GOAL:") < r.messages[-1]["content"].index("YOUR MEMORY") for r in late
     )

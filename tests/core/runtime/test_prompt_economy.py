@@ -15,9 +15,9 @@ from core.demo.server import RequestInfo, ScriptedServer
 from core.llm.embeddings import Embedder
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from core.runtime.events import CALL_DESCRIPTORS, CALL_SINGLE_PASS, CALL_WORK
+from core.runtime.events import CallKind
 from core.runtime.memory import MEMORY_LATEST, AgentMemory, MemoryItem
-from tests.core.runtime.test_engine import of, run_swarm
+from tests.support.engine import of, run_swarm
 
 
 class GatedEmbedder(Embedder):
@@ -61,7 +61,7 @@ async def test_phased_prompts_carry_the_problem_and_every_routed_message(
 ) -> None:
     finished, events, _ = await run_swarm(demo_server, embedder)
     assert finished.reason == "manager"
-    work = [r for r in demo_server.requests if r.call == CALL_WORK]
+    work = [r for r in demo_server.requests if r.call == CallKind.WORK]
     problem = DEMO_PROBLEMS["code"]
     assert work and all(problem in r.messages[-1]["content"] for r in work)
     deliveries = [(m.round, m.broadcast, d) for m in of(events, ev.MessagesRouted) for d in m.deliveries]
@@ -81,14 +81,14 @@ async def test_phased_prompts_carry_the_problem_and_every_routed_message(
         return "\n".join(str(m["content"]) for m in r.messages)
 
     assert all('"query"' not in sent(r) for r in work)
-    descriptors = [r for r in demo_server.requests if r.call == CALL_DESCRIPTORS]
+    descriptors = [r for r in demo_server.requests if r.call == CallKind.DESCRIPTORS]
     assert descriptors and all('"public"' not in sent(r) for r in descriptors)
 
 
 def _private_notes(info: RequestInfo) -> str:
     """The demo's replies, with a private message for all on every worker reply."""
     reply = demo_script(info)
-    if info.call == CALL_SINGLE_PASS:
+    if info.call == CallKind.SINGLE_PASS:
         data = json.loads(reply)
         data["private"] = {"all": f"PRIVATE from {info.role} r{info.round}"}
         data["public"] = f"PUBLIC from {info.role} r{info.round}: " + data["public"]
@@ -107,7 +107,7 @@ async def test_single_pass_routes_round_one_and_sends_only_private_messages(embe
     assert deliveries
     for d in deliveries:
         assert d["content"] == f"PRIVATE from {d['src']} r1"
-        (nxt,) = [r for r in requests if r.role == d["dst"] and r.round == 2 and r.call == CALL_SINGLE_PASS]
+        (nxt,) = [r for r in requests if r.role == d["dst"] and r.round == 2 and r.call == CallKind.SINGLE_PASS]
         text = nxt.messages[-1]["content"]
         assert d["content"] in text and f"PUBLIC from {d['src']} r1" not in text
     manager = [r for r in requests if r.role == "Manager" and r.round == 1 and r.call == "manager"]

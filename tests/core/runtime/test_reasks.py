@@ -9,7 +9,7 @@ from core.demo.server import FaultRule, ScriptedServer
 from core.methods.topoweaver.method import ORCHESTRATOR_REPLY_FORMAT
 from core.runtime.parsing import parse_descriptors, parse_manager, parse_work, parse_worker
 from core.runtime.prompts import repair_request
-from tests.core.runtime.test_engine import run_swarm
+from tests.support.engine import run_swarm
 
 
 def test_each_parser_names_its_own_fields() -> None:

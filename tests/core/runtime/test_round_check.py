@@ -11,7 +11,7 @@ from core.demo.server import RequestInfo, ScriptedServer
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.round_check import CodeExecutionEvaluator
-from tests.core.runtime.test_engine import of
+from tests.support.engine import of
 
 BROKEN = "```python\ndef make_palindrome(string: str) -> str:\n    return string\n```"
 FIXED = (
@@ -28,12 +28,12 @@ def _eager_manager(info: RequestInfo) -> str:
         return json.dumps(
             {
                 "goal": "Fix it.",
-                "terminate": info.call == ev.CALL_MANAGER,
+                "terminate": info.call == ev.CallKind.MANAGER,
                 "reasoning": "Looks done.",
                 "final_answer": "done",
             }
         )
-    if info.call == ev.CALL_DESCRIPTORS:
+    if info.call == ev.CallKind.DESCRIPTORS:
         return json.dumps({"query": "I need code.", "key": f"I provide {info.role} work."})
     public = {
         "Developer": BROKEN if info.round == 1 else FIXED,
@@ -59,9 +59,9 @@ async def test_failing_tests_keep_the_run_going_until_they_pass(embedder: Any) -
     assert "make_palindrome('cat')" in runs[0].failing_test
     assert finished.reason == "manager" and finished.rounds == 2 and finished.solved is True
     # The test results reached the Manager and, next round, the workers.
-    manager_r1 = [r for r in server.requests if r.role == "Manager" and r.call == ev.CALL_MANAGER and r.round == 1]
+    manager_r1 = [r for r in server.requests if r.role == "Manager" and r.call == ev.CallKind.MANAGER and r.round == 1]
     assert "TEST RESULTS" in manager_r1[0].messages[-1]["content"]
-    dev_r2 = [r for r in server.requests if r.role == "Developer" and r.round == 2 and r.call == ev.CALL_WORK]
+    dev_r2 = [r for r in server.requests if r.role == "Developer" and r.round == 2 and r.call == ev.CallKind.WORK]
     assert "WRONG_ANSWER" in dev_r2[0].messages[-1]["content"]
     server.stop()
 

@@ -12,7 +12,7 @@ import pytest
 from core.mcp.tasks import StartError, SwarmManager
 from core.runtime.config import ConfigError, Settings
 from core.runtime.config_file import load_settings
-from tests.cli.test_cli import swarm
+from tests.support.cli import swarm
 
 # (setting, flag, bad value, the message every face gives)
 CASES = [

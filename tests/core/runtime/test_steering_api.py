@@ -8,10 +8,10 @@ import asyncio
 import numpy as np
 import pytest
 
-from core.methods.catalogue import method_names, steering_of, steering_refusal
-from core.routing.dytopo import KIND_PINNED, KIND_ROUTED, REASON_CUT, check_pin, route_from_similarity
+from core.methods.catalogue import method_names, steering_of
+from core.routing.dytopo import KIND_PINNED, KIND_ROUTED, RemovalReason, check_pin, route_from_similarity
 from core.runtime import events as ev
-from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND, MODE_STEP, Params, RunControl
+from core.runtime.control import ControlMode, Params, RunControl, StepBoundary
 from core.runtime.steering import (
     SteerAction,
     SteerError,
@@ -20,6 +20,7 @@ from core.runtime.steering import (
     parse_control_line,
     unknown_agent,
 )
+from tests.support.methods import steering_refusal
 
 # --- the control-file schema (issue 33, item 10) ---------------------------------------------------------
 
@@ -118,7 +119,7 @@ def test_a_pin_is_kept_below_tau_and_takes_the_weakest_routed_place() -> None:
 def test_a_cut_edge_is_in_no_graph_and_listed_as_cut_by_user() -> None:
     result = route_from_similarity(NAMES, SIM, 0.0, 3, cut=frozenset({("B", "A"), ("C", "D")}))
     assert not _pairs(result) & {("B", "A"), ("C", "D")}
-    cut = {(r.src, r.dst) for r in result.removed if r.reason == REASON_CUT}
+    cut = {(r.src, r.dst) for r in result.removed if r.reason == RemovalReason.CUT}
     assert cut == {("B", "A"), ("C", "D")}
 
 
@@ -169,11 +170,11 @@ async def test_an_action_waits_for_the_next_barrier_and_at_round_for_its_round()
     control.steer(SteerAction(SteerKind.GOAL, text="new"))
     control.steer(SteerAction(SteerKind.NOTE, to="A", text="later", at_round=3))
     assert applied == [] and len(control.pending_steering) == 2
-    await control.checkpoint(BOUNDARY_PHASE, 1)
+    await control.checkpoint(StepBoundary.PHASE, 1)
     assert [a.action for a in applied] == [SteerKind.GOAL]
-    await control.checkpoint(BOUNDARY_ROUND, 2)
+    await control.checkpoint(StepBoundary.ROUND, 2)
     assert len(applied) == 1
-    await control.checkpoint(BOUNDARY_ROUND, 3)
+    await control.checkpoint(StepBoundary.ROUND, 3)
     assert [a.text for a in applied] == ["new", "later"] and control.pending_steering == []
     assert seen == [("goal", ""), ("note", "")]
 
@@ -182,8 +183,8 @@ async def test_now_applies_at_once_and_a_paused_run_applies_at_once() -> None:
     control, seen, applied = _control()
     control.steer(SteerAction(SteerKind.NOTE, to="A", text="x", when="now"))
     assert len(applied) == 1
-    control.mode = MODE_STEP
-    waiting = asyncio.create_task(control.checkpoint(BOUNDARY_PHASE, 1))
+    control.mode = ControlMode.STEP
+    waiting = asyncio.create_task(control.checkpoint(StepBoundary.PHASE, 1))
     await asyncio.sleep(0)
     assert control.waiting
     control.steer(SteerAction(SteerKind.CUT, src="A", dst="B"))
@@ -205,7 +206,7 @@ async def test_stop_needs_no_hook_and_ends_the_run_at_the_barrier() -> None:
     control = RunControl(Params(0.3, 2, 3), 4)
     control.steer(SteerAction(SteerKind.STOP))
     with pytest.raises(asyncio.CancelledError):
-        await control.checkpoint(BOUNDARY_ROUND, 2)
+        await control.checkpoint(StepBoundary.ROUND, 2)
     assert control.cancelled and "best answer so far" in control.stop_reason
     control2 = RunControl(Params(0.3, 2, 3), 4)
     reasons: list[str] = []

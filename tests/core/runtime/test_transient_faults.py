@@ -8,7 +8,7 @@ from core.demo.scripts import demo_script
 from core.demo.server import FaultRule, ScriptedServer
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from tests.core.runtime.test_engine import of, run_swarm
+from tests.support.engine import of, run_swarm
 
 
 async def test_one_agents_broken_calls_do_not_end_the_run(embedder: Any) -> None:

@@ -17,8 +17,8 @@ from core.runtime.config import Settings
 from core.sessions.fork import fork_point
 from core.sessions.model import session_from_events
 from core.sessions.store import load_session
-from tests.core.runtime.test_engine import of
-from tests.paths import ROOT
+from tests.support.engine import of
+from tests.support.paths import ROOT
 
 
 async def _run(server: ScriptedServer, settings: Settings, **kwargs: Any) -> list[ev.Event]:
@@ -51,7 +51,7 @@ async def test_fork_rebuilds_memory_exactly_as_the_live_run_had_it(embedder: Any
     assert {r.round for r in fork_server.requests} == {3}
     assert [e.round for e in of(forked, ev.RoundFinished)] == [1, 2, 3]
     # Same memory, same prompt: the forked round 3 asks exactly what the original round 3 asked.
-    call = ev.CALL_DESCRIPTORS if protocol == "phased" else ev.CALL_SINGLE_PASS
+    call = ev.CallKind.DESCRIPTORS if protocol == "phased" else ev.CallKind.SINGLE_PASS
     for role in ("Developer", "Tester"):
         assert _prompt(fork_server, role, 3, call) == _prompt(original_server, role, 3, call)
     assert forked[-1].reason == "manager" and "def make_palindrome" in forked[-1].final_answer

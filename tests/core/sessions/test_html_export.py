@@ -19,8 +19,8 @@ from core.sessions.html.page import SCRIPT, SCRIPT_HASH, visible
 from core.sessions.model import Session
 from core.sessions.store import load_session
 from sessions import EXAMPLES_DIR
-from tests.core.bench.test_benchmark import HUMANEVAL, bench
-from tests.html_support import (
+from tests.support.bench import HUMANEVAL, bench
+from tests.support.html import (
     EXAMPLE,
     HOSTILE,
     LONG_REPLY,
@@ -29,7 +29,7 @@ from tests.html_support import (
     long_reply_session,
     steered_session,
 )
-from tests.paths import FIXTURES
+from tests.support.paths import FIXTURES
 from tui.entry import main
 
 COMPARE = FIXTURES / "compare" / "demo-math.compare.json"

@@ -14,7 +14,7 @@ import pytest
 
 from core.sessions.store import load_session
 from core.sessions.whatif import reroute_session, what_if_refusal
-from tests.paths import FIXTURES, ROOT
+from tests.support.paths import FIXTURES, ROOT
 
 SESSIONS_0_1 = FIXTURES / "sessions_0.1"
 STRATEGIES = ("dytopo", "single", "dmoa", "topoweaver", "topodim")

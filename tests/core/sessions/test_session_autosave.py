@@ -18,7 +18,7 @@ from core.runtime import events as ev
 from core.sessions.model import SessionFormatError
 from core.sessions.store import SessionRecorder, list_sessions, load_session
 from sessions import EXAMPLES_DIR
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 
 
 def _completed_rounds(directory: Path) -> tuple[Path | None, int]:

@@ -22,7 +22,7 @@ from core.sessions.eventlog import (
     read_header,
 )
 from core.sessions.store import SessionRecorder, list_sessions, load_session
-from tests.tui.test_tui_support import pinned_demo_events
+from tests.support.tui import pinned_demo_events
 
 
 def demo_events() -> list[ev.Event]:

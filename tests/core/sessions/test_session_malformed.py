@@ -17,7 +17,7 @@ import pytest
 from core.sessions.model import SessionFormatError
 from core.sessions.store import load_session
 from sessions import EXAMPLES_DIR
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 from tui.entry import main as cli_main
 
 BASE: dict[str, Any] = json.loads((EXAMPLES_DIR / "example-math.json").read_text(encoding="utf-8"))

@@ -14,7 +14,7 @@ import pytest
 from core.methods.catalogue import get_method_info
 from core.sessions.export import export_session
 from core.sessions.store import load_session, save_session
-from tests.paths import FIXTURES
+from tests.support.paths import FIXTURES
 
 
 @pytest.mark.parametrize("strategy", ("dytopo", "single", "dmoa", "topoweaver", "topodim"))

@@ -9,8 +9,8 @@ from pathlib import Path
 from core.runtime import events as ev
 from core.sessions.export import export_session
 from core.sessions.store import load_session
-from tests.cli.test_cli import swarm
-from tests.paths import FIXTURES
+from tests.support.cli import swarm
+from tests.support.paths import FIXTURES
 
 SCRIPT = "\n".join([
     "# what if the user had told the Tester at round 2",

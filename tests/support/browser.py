@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.browser.conftest import SIZES
+SIZES = ((1280, 800), (390, 844))  # the pages are photographed at a desktop's and a phone's size
 
 
 @dataclass

@@ -2,5 +2,5 @@
 
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent  # the checkout
+ROOT = Path(__file__).resolve().parents[2]  # the checkout
 FIXTURES = ROOT / "tests" / "fixtures"

@@ -85,7 +85,7 @@ def index_of(events: tuple[ev.Event, ...], predicate: Callable[[ev.Event], bool]
 def mid_round_cut(events: tuple[ev.Event, ...]) -> int:
     """A position in round 2's work phase: the Developer is done, the Researcher mid-stream."""
     round2 = index_of(events, lambda e: isinstance(e, ev.RoundStarted) and e.round == 2)
-    work = index_of(events, lambda e: isinstance(e, ev.PhaseStarted) and e.phase == ev.PHASE_WORK, round2)
+    work = index_of(events, lambda e: isinstance(e, ev.PhaseStarted) and e.phase == ev.Phase.WORK, round2)
     researcher = index_of(
         events, lambda e: isinstance(e, ev.AgentDelta) and e.agent == "Researcher" and e.call == "work", work
     )
@@ -96,7 +96,7 @@ def mid_round_events(events: tuple[ev.Event, ...]) -> list[ev.Event]:
     """Round 2, phase C, frozen in a state that does not depend on how the parallel streams happened
     to interleave: the Developer done, the Researcher 12 chunks in, the Tester 4 chunks in."""
     round2 = index_of(events, lambda e: isinstance(e, ev.RoundStarted) and e.round == 2)
-    work = index_of(events, lambda e: isinstance(e, ev.PhaseStarted) and e.phase == ev.PHASE_WORK, round2)
+    work = index_of(events, lambda e: isinstance(e, ev.PhaseStarted) and e.phase == ev.Phase.WORK, round2)
     out = list(events[: work + 1])
     later = events[work + 1 :]
 
