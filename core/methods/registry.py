@@ -8,6 +8,7 @@ option values from the config file (``[strategy.NAME]``) or flags are checked he
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from core.runtime.domains import Domain
 from core.runtime.engine import Method
 from core.runtime.events import Event
+from core.runtime.scripted import MethodDemo
 from core.runtime.steering import SteerKind
 
 
@@ -114,6 +116,18 @@ def call_tables(specs: Iterable[OptionSpec]) -> dict[str, str]:
             if spec.call_table and spec.name.endswith(MAX_TOKENS_SUFFIX)}
 
 
+@dataclass(frozen=True)
+class Deviation:
+    """One departure of a method from its paper (MethodInfo.fidelity; core.methods.fidelity lists them all)."""
+
+    method: str  # a registered method name, or "all"
+    what: str  # what the app does
+    why: str  # the reason
+    restore: str = ""  # how to get the paper's behaviour back ("" when the app cannot)
+    option: tuple[str, str] | None = None  # (option, value) of the method that restores the paper
+    default_is_paper: bool = False  # the default already follows the paper; the entry names an opt-out
+
+
 MethodFactory = Callable[[dict[str, Any], Domain], Method]
 
 
@@ -163,6 +177,20 @@ class MethodInfo:
     # why it does not take one, for the actions where a reason says more than the list of what it takes.
     steering: frozenset[SteerKind] = frozenset({SteerKind.STOP})
     steering_why: Mapping[SteerKind, str] = field(default_factory=dict)
+    # What the scripted server plays for the method's own calls in --demo and bench --demo: a MethodDemo, or
+    # "module:attribute" naming one, imported only when a demo asks (a real run never loads its script).
+    demo: MethodDemo | str | None = None
+    fidelity: tuple[Deviation, ...] = ()  # where it departs from its paper (its package's fidelity.py)
+
+    def demo_script(self) -> MethodDemo | None:
+        """The method's demo script (its ``demo``, imported if named), or None when it ships none."""
+        if self.demo is None or isinstance(self.demo, MethodDemo):
+            return self.demo
+        module, _, attribute = self.demo.partition(":")
+        script = getattr(importlib.import_module(module), attribute)
+        if not isinstance(script, MethodDemo):
+            raise MethodError(f"{self.name}'s demo {self.demo!r} is not a MethodDemo")
+        return script
 
     def why_not(self, kind: SteerKind | str) -> str:
         """One line saying why this method does not take ``kind``, or "" when it does."""

@@ -21,6 +21,7 @@ from core.evaluation.extract import docstring_examples, latest_code
 from core.evaluation.math_answers import answer_or_text
 from core.evaluation.sandbox import arun_code
 from core.llm.request_seed import REQUEST_SEED
+from core.methods.baselines.fidelity import DEVIATIONS as FIDELITY
 from core.methods.dytopo import CALL_OPTIONS, MEMORY_OPTION, PROMPT_ORDER_OPTION, DyTopoMethod
 from core.methods.registry import MethodInfo, OptionSpec, call_options, call_tables, no_unit_limit, one_unit, register
 from core.routing.strategies import (
@@ -189,6 +190,7 @@ register(
     MethodInfo(
         name="single",
         summary="one agent, one call, no team (baseline)",
+        demo="core.methods.baselines.demo:DEMO",  # its one call's scripted reply (the others share the rounds')
         factory=lambda options, domain: SingleAgentMethod(options["samples"]),
         options=(
             OptionSpec(
@@ -224,6 +226,7 @@ register(
 register(
     MethodInfo(
         name="random",
+        fidelity=FIDELITY,  # where it departs from its paper
         summary="DyTopo's rounds over a random acyclic graph with DyTopo's edge count (baseline)",
         round_one_broadcast=True,
         factory=lambda options, domain: _rounds_over(RandomStrategy(options["seed"]), options),

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 from core.evaluation.extract import latest_code
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 from core.methods.dmoa.events import CALL_SELECT, CALL_STEP, CALL_SUMMARY, DmoaRouted, DmoaStepDone
+from core.methods.dmoa.fidelity import DEVIATIONS as FIDELITY
 from core.methods.dmoa.prompts import (
     QUERY_IN,
     QUERY_IN_SYSTEM,
@@ -658,6 +659,8 @@ def _factory(options: dict[str, Any], domain: Domain) -> DmoaMethod:
 register(
     MethodInfo(
         name=NAME,
+        fidelity=FIDELITY,  # where it departs from its paper
+        demo="core.methods.dmoa.demo:DEMO",  # its scripted replies (--demo, bench --demo)
         summary="a router over MiniLM picks a sparse set of agents each step; a summarizer decides when to stop",
         factory=_factory,
         options=(

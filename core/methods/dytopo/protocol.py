@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 from core.methods.dytopo.calls import DyTopoCalls
+from core.methods.dytopo.fidelity import DEVIATIONS as FIDELITY
 from core.methods.dytopo.steer import DyTopoSteering, join_inbox, recorded_action
 from core.methods.registry import MethodInfo, OptionSpec, call_options, call_tables, register
 from core.routing.dytopo import RoutingResult, similarity_matrix
@@ -597,6 +598,7 @@ def _render_inbox(deliveries: list[dict[str, Any]]) -> str:
 register(
     MethodInfo(
         name="dytopo",
+        fidelity=FIDELITY,  # where it departs from its paper
         summary="Manager goal each round; workers' query/key descriptors, MiniLM and tau/k_in decide who hears whom",
         round_one_broadcast=True,
         factory=lambda options, domain: DyTopoMethod(

@@ -25,6 +25,7 @@ from core.evaluation.extract import docstring_examples, latest_code
 from core.evaluation.math_answers import answer_or_text, extract_answer
 from core.methods.registry import MethodError, MethodInfo, OptionSpec, call_options, call_tables, one_unit, register
 from core.methods.topodim.events import TopoDIMCall, TopoDIMGraph, describe_call
+from core.methods.topodim.fidelity import DEVIATIONS as FIDELITY
 from core.methods.topodim.generators import (
     CALL_GRAPH,
     GENERATORS,
@@ -487,6 +488,8 @@ OPTIONS = (
 register(
     MethodInfo(
         name=NAME,
+        fidelity=FIDELITY,  # where it departs from its paper
+        demo="core.methods.topodim.demo:DEMO",  # its scripted replies (--demo, bench --demo)
         summary="one typed graph per problem (conditioned, feedback, debate edges), one pass, a decision-maker",
         factory=_factory,
         options=OPTIONS,

@@ -33,6 +33,7 @@ from core.evaluation.sandbox import SandboxLimits, arun_code
 from core.llm.urls import redact_url
 from core.methods.registry import MethodInfo, OptionSpec, call_options, call_tables, register
 from core.methods.topoweaver.events import PlanProposed, TurnEnded
+from core.methods.topoweaver.fidelity import DEVIATIONS as FIDELITY
 from core.methods.topoweaver.plan import (
     CODER,
     DEBUGGER,
@@ -619,6 +620,8 @@ def _build(options: dict[str, Any], domain: Domain) -> TopoWeaverMethod:
 register(
     MethodInfo(
         name=NAME,
+        fidelity=FIDELITY,  # where it departs from its paper
+        demo="core.methods.topoweaver.demo:DEMO",  # its scripted replies (--demo, bench --demo)
         summary="an orchestrator writes the team as a YAML layered DAG each turn; validated, run, rewritten "
         "from the test results",
         factory=_build,
