@@ -59,6 +59,12 @@ def ensure_event_type(kind: object) -> None:
         load_all()
 
 
+def option_schemas() -> dict[str, dict[str, Any]]:
+    """Each method's options model as JSON Schema, by name (MCP's tool schema publishes them)."""
+    load_all()
+    return {name: info.options_model.model_json_schema() for name, info in registered().items()}
+
+
 def get_method_info(name: str) -> MethodInfo:
     module = MODULES.get(name)
     if module is None:
