@@ -360,6 +360,11 @@ def register(info: MethodInfo) -> MethodInfo:
     return info
 
 
+def unregister(name: str) -> None:
+    """Forget a method registered in this process (the test hook's other half; built-ins stay installed)."""
+    _REGISTRY.pop(name, None)
+
+
 def registered() -> dict[str, MethodInfo]:
     """The methods registered so far (core.methods.catalogue imports them all)."""
     return dict(_REGISTRY)

@@ -225,7 +225,7 @@ RoundsOptions = with_calls(_RoundsOptions, CALL_OPTIONS)
 RandomOptions = with_calls(_RandomOptions, CALL_OPTIONS)
 StarOptions = with_calls(_StarOptions, CALL_OPTIONS)
 
-register(
+SINGLE = register(
     MethodInfo(
         name="single",
         summary="one agent, one call, no team (baseline)",
@@ -240,7 +240,7 @@ register(
         steering_why={kind: "one agent answers in one call: nothing runs after it to steer" for kind in SteerKind},
     )
 )
-register(
+SINGLE_TURN = register(
     MethodInfo(
         name="single-turn",
         summary="the DyTopo team for one round only (baseline)",
@@ -256,7 +256,7 @@ register(
         steering_why={**ROUND_STEERING["steering_why"], SteerKind.CONTINUE: "it runs one round by definition"},
     )
 )
-register(
+RANDOM = register(
     MethodInfo(
         name="random",
         fidelity=FIDELITY,  # where it departs from its paper
@@ -269,7 +269,7 @@ register(
         **ROUND_STEERING,
     )
 )
-register(
+BROADCAST = register(
     MethodInfo(
         name="broadcast",
         summary="every worker hears every other worker, delivered at the barrier (baseline)",
@@ -280,7 +280,7 @@ register(
         **ROUND_STEERING,
     )
 )
-register(
+CHAIN = register(
     MethodInfo(
         name="chain",
         summary="a fixed pipeline in roster order (baseline)",
@@ -291,7 +291,7 @@ register(
         **ROUND_STEERING,
     )
 )
-register(
+STAR = register(
     MethodInfo(
         name="star",
         summary="every worker sends to one hub, which works last (baseline)",

@@ -691,7 +691,7 @@ def _factory(options: dict[str, Any], domain: Domain) -> DmoaMethod:
     return DmoaMethod(options, domain)
 
 
-register(
+DMOA = register(
     MethodInfo(
         name=NAME,
         fidelity=FIDELITY,  # where it departs from its paper

@@ -605,7 +605,7 @@ def _render_inbox(deliveries: list[dict[str, Any]]) -> str:
     )
 
 
-register(
+DYTOPO = register(
     MethodInfo(
         name="dytopo",
         fidelity=FIDELITY,  # where it departs from its paper

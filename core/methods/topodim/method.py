@@ -502,7 +502,7 @@ class _TopoDIMOptions(MethodOptions):
 
 TopoDIMOptions = with_calls(_TopoDIMOptions, CALL_OPTIONS)
 
-register(
+TOPODIM = register(
     MethodInfo(
         name=NAME,
         fidelity=FIDELITY,  # where it departs from its paper

@@ -631,7 +631,7 @@ class _TopoWeaverOptions(MethodOptions):
 
 TopoWeaverOptions = with_calls(_TopoWeaverOptions, CALL_OPTIONS)
 
-register(
+TOPOWEAVER = register(
     MethodInfo(
         name=NAME,
         fidelity=FIDELITY,  # where it departs from its paper
