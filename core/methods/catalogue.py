@@ -62,6 +62,11 @@ def installed() -> dict[str, EntryPoint]:
     return table
 
 
+def own_method_names() -> list[str]:
+    """The app's own methods (its pyproject's entry points), without plugins: what its docs describe."""
+    return list(_BUILTIN)
+
+
 _errors: dict[str, str] = {}  # a method whose entry point failed to load -> its one-line error
 
 

@@ -14,7 +14,7 @@ an ambiguous passage, or something the app cannot do on a user's machine).
 
 from __future__ import annotations
 
-from core.methods.catalogue import load_all
+from core.methods.catalogue import load_all, method_names, own_method_names
 from core.methods.registry import Deviation, registered
 
 # The departures every method shares; each method's own are in its package (MethodInfo.fidelity).
@@ -27,13 +27,16 @@ SHARED: tuple[Deviation, ...] = (
 )
 
 
-def deviations(method: str | None = None) -> list[Deviation]:
+def deviations(method: str | None = None, *, own_only: bool = False) -> list[Deviation]:
     """The list (every method's own notes, MethodInfo.fidelity, in the order ``swarm-tui strategies`` lists the
-    methods, then the shared ones), or the entries of one method (its own and those for every method)."""
+    methods, then the shared ones), or the entries of one method (its own and those for every method).
+    ``own_only``: the app's own methods only, not installed plugins' (what docs/fidelity.md shows)."""
     load_all()
     collected: list[Deviation] = []
-    for info in registered().values():
-        collected.extend(d for d in info.fidelity if d not in collected)
+    infos = registered()
+    for name in own_method_names() if own_only else method_names():
+        info = infos.get(name)
+        collected.extend(d for d in (info.fidelity if info else ()) if d not in collected)
     collected.extend(SHARED)
     if method is None:
         return collected
@@ -59,7 +62,7 @@ def fidelity_text() -> str:
 def fidelity_markdown() -> str:
     """The list as docs/fidelity.md shows it (a test keeps the two the same)."""
     rows = ["| method | what the app does | why | to restore the paper |", "|---|---|---|---|"]
-    for d in deviations():
+    for d in deviations(own_only=True):
         what = d.what + (" *(the paper's default)*" if d.default_is_paper else "")
         cells = (d.method, what, d.why, f"`{d.restore}`" if d.restore else "—")
         rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
