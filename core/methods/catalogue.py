@@ -14,10 +14,10 @@ registered in this process is a method here too, listed after the installed ones
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from contextlib import suppress
 from functools import cache
-from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from core.methods.registry import MethodError, MethodInfo, register, registered
@@ -47,18 +47,21 @@ _BUILTIN = {
 
 
 @cache
-def installed() -> dict[str, EntryPoint]:
-    """The group's entry points by name: the app's own first (in its declared order), then plugins by name."""
+def installed() -> dict[str, str]:
+    """The group's entry points by name (-> "module:attribute"): the app's own first (in their listed order),
+    then plugins by name."""
+    # importlib.metadata (with email, zipfile, csv) is imported here, when the methods are listed, not when
+    # a built-in is looked up: a run of one of them never waits for it before its first request.
+    from importlib.metadata import entry_points
+
     found = list(entry_points(group=GROUP))
     rank = {name: at for at, name in enumerate(_BUILTIN)}
     own = sorted((ep for ep in found if ep.dist is not None and ep.dist.name == DISTRIBUTION),
                  key=lambda ep: (rank.get(ep.name, len(rank)), ep.name))
     others = sorted((ep for ep in found if ep not in own), key=lambda ep: ep.name)
-    table = {ep.name: ep for ep in own}
-    if not table:  # metadata without the group (see _BUILTIN)
-        table = {name: EntryPoint(name, value, GROUP) for name, value in _BUILTIN.items()}
+    table = {ep.name: ep.value for ep in own} or dict(_BUILTIN)  # no own entry points: see _BUILTIN
     for ep in others:
-        table.setdefault(ep.name, ep)
+        table.setdefault(ep.name, ep.value)
     return table
 
 
@@ -88,15 +91,18 @@ def _load(name: str) -> MethodInfo:
     if name in _errors:
         raise MethodError(f"method {name!r} could not be loaded: {_errors[name]}")
     # A built-in's entry point is the one its pyproject declares: loaded without scanning every installed
-    # distribution's metadata (~50 ms a run would wait before its first request: bench/first_request.py).
-    point = EntryPoint(name, _BUILTIN[name], GROUP) if name in _BUILTIN else installed()[name]
+    # distribution's metadata (what a run would wait for before its first request: bench/first_request.py).
+    value = _BUILTIN[name] if name in _BUILTIN else installed()[name]
+    module, _, attribute = value.split("[")[0].strip().partition(":")  # "module:object" (an extras list aside)
     try:
-        info = point.load()
+        info: Any = importlib.import_module(module)
+        for part in attribute.split(".") if attribute else ():
+            info = getattr(info, part)
     except Exception as exc:  # a plugin's import error must not reach the user as a traceback
         _errors[name] = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
         raise MethodError(f"method {name!r} could not be loaded: {_errors[name]}") from None
     if not isinstance(info, MethodInfo) or info.name != name:
-        _errors[name] = f"{point.value} is not the MethodInfo of {name!r}"
+        _errors[name] = f"{value} is not the MethodInfo of {name!r}"
         raise MethodError(f"method {name!r} could not be loaded: {_errors[name]}")
     if registered().get(name) is not info:
         register(info)

@@ -1,9 +1,11 @@
 """The method registry: every way of wiring a team that the engine can host, with its options.
 
-A method module registers a ``MethodInfo`` (name, one-line summary, the options it takes, what its
-steps are called, a factory). A leaf of the methods layer: it imports no method. Everything that offers
-a choice of method reads the table through ``core.methods.catalogue``, which imports every method, and
-option values from the config file (``[strategy.NAME]``) or flags are checked here, once.
+A method declares a ``MethodInfo`` (name, one-line summary, its options model, what its steps are called,
+a factory, its demo script and fidelity notes) and is found through the ``swarm_tui.methods`` entry point.
+A leaf of the methods layer: it imports no method. Everything that offers a choice of method reads the
+table through ``core.methods.catalogue``, which loads the methods, and option values from the config file
+(``[strategy.NAME]``), flags, a form or MCP are validated here, once, by the method's pydantic model.
+``register`` is also the test hook: a test registers a method of its own without installing a package.
 """
 
 from __future__ import annotations
