@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def scripted_requests(script: Callable[[Any], str], **settings: Any) -> list[Any]:
-    """Every request (core.demo.requests.RequestInfo) of one run of the demo's code problem on the scripted
+    """Every request (core.runtime.scripted.RequestInfo) of one run of the demo's code problem on the scripted
     server playing ``script``; ``settings`` are Settings fields, in plain strings (an older checkout has no
     DomainName or RoundProtocol enums, and theirs equal these strings)."""
     try:

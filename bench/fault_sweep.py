@@ -32,12 +32,12 @@ except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.compose.runner import build_engine, open_backend
-from core.demo.requests import RequestInfo
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import FaultRule, ScriptedServer
 from core.llm.embeddings import shared_embedder
 from core.runtime import events as ev
 from core.runtime.config import Settings
+from core.runtime.scripted import RequestInfo
 
 DOMAINS = ("code", "math", "general")
 PROTOCOLS = ("phased", "single-pass")

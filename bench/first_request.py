@@ -27,9 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.demo.requests import RequestInfo  # noqa: E402
 from core.demo.scripts import demo_script  # noqa: E402
 from core.demo.server import ScriptedServer  # noqa: E402
+from core.runtime.scripted import RequestInfo  # noqa: E402
 
 COMMAND = [sys.executable, "-m", "tui", "--headless", "--max-rounds", "3"]
 

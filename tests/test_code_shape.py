@@ -97,7 +97,6 @@ def test_no_module_keeps_an_alias_for_an_enum_member() -> None:
 # reports, the endpoint client's retry path, DyTopo's round). None may join them, and
 # each one shortened comes off the list.
 LONG_FUNCTIONS_LEFT = {
-    ("core/bench/report.py", "render_markdown"),
     ("core/llm/client.py", "chat"),
     ("core/methods/dytopo/protocol.py", "_phased_round"),
     ("core/runtime/calls.py", "call_and_parse"),

@@ -15,9 +15,11 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from core.demo.requests import RequestInfo, Script
+from core.demo.scripts import demo_script, method_demos
+from core.methods.catalogue import load_all
 from core.runtime.config import DomainName
 from core.runtime.events import CallKind
+from core.runtime.scripted import BenchAnswer, RequestInfo, Script
 
 if TYPE_CHECKING:  # benchmark imports this module; the import is only for type hints
     from core.datasets.problems import Problem
@@ -26,7 +28,7 @@ SOLO_ROLE = "Solo"
 SOLO_CALL = "single"
 WRONG_MATH_ANSWER = "-1234567"
 _PROBLEM_MARK = "PROBLEM:\n"
-_TOPODIM_CALLS = frozenset({"typed-graph", "solution", "evaluate", "revise", "challenge", "defend", "final"})
+_SHARED_CALLS = frozenset(kind.value for kind in CallKind)
 
 
 def wrong_code(entry_point: str) -> str:
@@ -196,40 +198,39 @@ class _BenchScript:
         """"" for a problem of the benchmark (it plays that one), else the demo scenario it plays."""
         if " ".join(problem.split()) in self._tasks:
             return ""
-        from core.demo.scripts import demo_script
-
         return demo_script.plays_instead(problem, domain)
 
     def __call__(self, info: RequestInfo) -> str:
         correct = self.correct
         problem = self.index.find(info)
         if problem is None:
-            from core.demo.scripts import demo_script
-
             return demo_script(info)
         if info.role == SOLO_ROLE:
             return _solo(problem, correct)
-        if info.call.startswith("dmoa-"):  # DMoA's calls (core.methods.dmoa.events.CALLS)
-            from core.demo.dmoa_script import bench_reply as dmoa_reply
-
-            return dmoa_reply(info, problem.domain, oracle_answer(problem, correct))
-        if info.call.startswith("tw-"):  # TopoWeaver-R1's orchestrator and agents
-            from core.demo.topoweaver_script import bench_reply as topoweaver_reply
-
-            return topoweaver_reply(info, domain=problem.domain, answer=oracle_answer(problem, correct),
-                               entry_point=problem.entry_point, correct=correct)
-        if info.call in _TOPODIM_CALLS:
-            from core.demo.topodim_script import bench_reply as topodim_reply
-
-            reply = topodim_reply(info, oracle_answer(problem, correct), problem.domain)
-            if reply is not None:
-                return reply
+        bench = BenchAnswer(problem.domain, oracle_answer(problem, correct), problem.entry_point, correct)
+        reply = _method_bench_reply(info, bench)
+        if reply is not None:  # the method's own call (MethodInfo.demo's bench_reply)
+            return reply
         if info.role == "Manager" or info.call in (CallKind.PLAN, CallKind.MANAGER):
             return json.dumps(_manager(problem, info, correct))
         if info.call == CallKind.DESCRIPTORS:
             query, key = _descriptors(problem, info.role, info.round)
             return json.dumps({"query": query, "key": key})
         return json.dumps(_work(problem, info.role, info.round, correct))
+
+
+def _method_bench_reply(info: RequestInfo, bench: BenchAnswer) -> str | None:
+    """The reply of the method whose call this is (the loaded methods first; a call none of them claims
+    and the shared round calls do not name loads every method once, as core.demo.scripts does)."""
+    for attempt in range(2):
+        for script in method_demos():
+            reply = script.bench_reply(info, bench) if script.bench_reply else None
+            if reply is not None:
+                return reply
+        if attempt or not info.call or info.call in _SHARED_CALLS:
+            break
+        load_all()
+    return None
 
 
 def benchmark_script(problems: Sequence[Problem], *, correct: bool = True) -> Script:

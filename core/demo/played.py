@@ -1,6 +1,6 @@
 """What every face says when a demo plays its own problem instead of the one it was asked.
 
-The scripted server plays fixed scenarios (core.demo.scenarios); asked for another problem, it still
+The scripted server plays fixed scenarios (core.runtime.demo_scenarios); asked for another problem, it still
 answers the scenario's, and a code run's tests check the scenario's code. RunStarted.demo_played and
 RunFinished.demo_played name that scenario; these phrases, shared by the headless output, the TUI and
 the compare view, keep its answer and verdicts from reading as the solution of the user's problem.

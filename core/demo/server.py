@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from core.demo.requests import RequestInfo, Script, estimate_tokens, parse_request, played_instead, text_of
 from core.llm.call_id import CALL_ID_HEADER
 from core.runtime.events import CallKind
+from core.runtime.scripted import RequestInfo, Script, estimate_tokens, parse_request, played_instead, text_of
 
 FAULT_KINDS = (
     "malformed",  # prose with no JSON at all: no repair can fix it

@@ -33,6 +33,7 @@ from core.mcp.results import (
     steer_result,
 )
 from core.mcp.tasks import MAX_CONTEXT_CHARS, OPTIONS, STRATEGIES, StartError, SwarmManager
+from core.methods.catalogue import option_schemas
 from core.runtime.config import DOMAINS, bounds_text, schema_bounds
 from core.runtime.domains import Domain
 from core.runtime.steering import SteerError, SteerKind
@@ -132,7 +133,8 @@ def _add_start(server: "FastMCP", manager: SwarmManager) -> None:
             dict[str, Any] | None,
             Field(
                 description="; ".join(f"{k}: {v}" for k, v in OPTIONS.items())
-                + "; plus the chosen strategy's own options (e.g. dmoa: router, l_max; topodim: alpha)"
+                + "; plus the chosen strategy's own options (their schemas, by strategy: x-strategy-options)",
+                json_schema_extra={"x-strategy-options": option_schemas()},
             ),
         ] = None,
     ) -> StartResult:

@@ -1,50 +1,123 @@
-"""Every built-in method, by name: the one place that knows which module registers which method.
+"""Every method, by name: found through the ``swarm_tui.methods`` entry-point group, built-ins and plugins alike.
 
 ``--strategy``, the launch form, ``swarm-tui strategies``, the benchmark runner, the MCP server and the
-session reader (a method's own event types) look methods up here. A method's module is imported when that
-method is first asked for, so a run loads only its own method before its first request
-(bench/first_request.py); ``load_all`` imports every one (to list them all, or to read any session).
-Adding a method means a module that calls ``register`` plus one line in MODULES.
+session reader (a method's own event types) look methods up here. Each entry point names a MethodInfo
+(``dytopo = "core.methods.dytopo.protocol:DYTOPO"`` in pyproject.toml; a plugin's own pyproject does the
+same). A method's module is imported when that method is first asked for, so a run loads only its own
+method before its first request (bench/first_request.py); ``load_all`` imports every one (to list them all,
+or to read any session). A plugin that fails to import is kept with its one-line error (``load_error``):
+listed, refused with that line when chosen, and never in the way of another method.
+
+Tests register a method of their own with ``core.methods.registry.register`` (the test hook): a name
+registered in this process is a method here too, listed after the installed ones.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
+from contextlib import suppress
+from functools import cache
 from typing import Any
 
-from core.methods.registry import MethodError, MethodInfo, registered
+from core.methods.registry import MethodError, MethodInfo, register, registered
 from core.runtime.domains import Domain
 from core.runtime.engine import Method
 from core.runtime.events import event_types
 from core.runtime.steering import SteerKind
 
-# name -> the module that registers it, in the order `swarm-tui strategies` lists them.
-MODULES: dict[str, str] = {
-    "dytopo": "core.methods.dytopo",
-    "single": "core.methods.baselines.method",
-    "single-turn": "core.methods.baselines.method",
-    "random": "core.methods.baselines.method",
-    "broadcast": "core.methods.baselines.method",
-    "chain": "core.methods.baselines.method",
-    "star": "core.methods.baselines.method",
-    "topodim": "core.methods.topodim.method",
-    "dmoa": "core.methods.dmoa.method",
-    "topoweaver": "core.methods.topoweaver.method",
+GROUP = "swarm_tui.methods"  # the entry-point group a method package declares itself in
+DISTRIBUTION = "swarm-tui"  # the app's own methods: listed first
+
+# The built-ins' entry points in the order they are listed (installed metadata sorts them by name), and what an
+# install whose metadata predates the group uses (an editable install made before pyproject.toml declared it:
+# `pip install -e .` again brings the declared ones).
+_BUILTIN = {
+    "dytopo": "core.methods.dytopo.protocol:DYTOPO",
+    "single": "core.methods.baselines.method:SINGLE",
+    "single-turn": "core.methods.baselines.method:SINGLE_TURN",
+    "random": "core.methods.baselines.method:RANDOM",
+    "broadcast": "core.methods.baselines.method:BROADCAST",
+    "chain": "core.methods.baselines.method:CHAIN",
+    "star": "core.methods.baselines.method:STAR",
+    "topodim": "core.methods.topodim.method:TOPODIM",
+    "dmoa": "core.methods.dmoa.method:DMOA",
+    "topoweaver": "core.methods.topoweaver.method:TOPOWEAVER",
 }
 
 
+@cache
+def installed() -> dict[str, str]:
+    """The group's entry points by name (-> "module:attribute"): the app's own first (in their listed order),
+    then plugins by name."""
+    # importlib.metadata (with email, zipfile, csv) is imported here, when the methods are listed, not when
+    # a built-in is looked up: a run of one of them never waits for it before its first request.
+    from importlib.metadata import entry_points
+
+    found = list(entry_points(group=GROUP))
+    rank = {name: at for at, name in enumerate(_BUILTIN)}
+    own = sorted((ep for ep in found if ep.dist is not None and ep.dist.name == DISTRIBUTION),
+                 key=lambda ep: (rank.get(ep.name, len(rank)), ep.name))
+    others = sorted((ep for ep in found if ep not in own), key=lambda ep: ep.name)
+    table = {ep.name: ep.value for ep in own} or dict(_BUILTIN)  # no own entry points: see _BUILTIN
+    for ep in others:
+        table.setdefault(ep.name, ep.value)
+    return table
+
+
+def own_method_names() -> list[str]:
+    """The app's own methods (its pyproject's entry points), without plugins: what its docs describe."""
+    return list(_BUILTIN)
+
+
+_errors: dict[str, str] = {}  # a method whose entry point failed to load -> its one-line error
+
+
 def method_names() -> list[str]:
-    """DyTopo and its baselines first, then the other methods."""
-    return list(MODULES)
+    """Every method: the app's own (DyTopo and its baselines first, then the other methods), installed plugins,
+    then any registered in this process only (a test's)."""
+    names = list(installed())
+    return names + [name for name in registered() if name not in names]
+
+
+def load_error(name: str) -> str:
+    """Why method ``name`` could not be loaded ("" when it loads, or was not tried yet)."""
+    return _errors.get(name, "")
+
+
+def _load(name: str) -> MethodInfo:
+    """The entry point's MethodInfo, registered (importing its module registers it, or this does); a module
+    that fails to import, or names no MethodInfo, becomes a MethodError with one line."""
+    if name in _errors:
+        raise MethodError(f"method {name!r} could not be loaded: {_errors[name]}")
+    # A built-in's entry point is the one its pyproject declares: loaded without scanning every installed
+    # distribution's metadata (what a run would wait for before its first request: bench/first_request.py).
+    value = _BUILTIN[name] if name in _BUILTIN else installed()[name]
+    module, _, attribute = value.split("[")[0].strip().partition(":")  # "module:object" (an extras list aside)
+    try:
+        info: Any = importlib.import_module(module)
+        for part in attribute.split(".") if attribute else ():
+            info = getattr(info, part)
+    except Exception as exc:  # a plugin's import error must not reach the user as a traceback
+        _errors[name] = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
+        raise MethodError(f"method {name!r} could not be loaded: {_errors[name]}") from None
+    if not isinstance(info, MethodInfo) or info.name != name:
+        _errors[name] = f"{value} is not the MethodInfo of {name!r}"
+        raise MethodError(f"method {name!r} could not be loaded: {_errors[name]}")
+    if registered().get(name) is not info:
+        register(info)
+    return info
 
 
 def load_all() -> None:
-    """Import every method module (each registers itself and its own event types); cheap once done."""
+    """Load every installed method (each registers itself and its own event types); cheap once done. One that
+    fails is left out, with its error kept for ``swarm-tui strategies``."""
     global _all_loaded
     if not _all_loaded:
-        for module in dict.fromkeys(MODULES.values()):
-            importlib.import_module(module)
+        for name in installed():
+            if name not in registered():
+                with suppress(MethodError):  # kept in _errors, listed by `swarm-tui strategies`
+                    _load(name)
         _all_loaded = True
 
 
@@ -59,12 +132,19 @@ def ensure_event_type(kind: object) -> None:
         load_all()
 
 
+def option_schemas() -> dict[str, dict[str, Any]]:
+    """Each method's options model as JSON Schema, by name (MCP's tool schema publishes them)."""
+    load_all()
+    return {name: info.options_model.model_json_schema() for name, info in registered().items()}
+
+
 def get_method_info(name: str) -> MethodInfo:
-    module = MODULES.get(name)
-    if module is None:
+    info = registered().get(name)
+    if info is not None:
+        return info
+    if name not in _BUILTIN and name not in installed():
         raise MethodError(f"unknown strategy {name!r}: choose one of {', '.join(method_names())}")
-    importlib.import_module(module)
-    return registered()[name]
+    return _load(name)
 
 
 def unit_position(strategy: str, current: int, max_rounds: int) -> str:

@@ -1,5 +1,8 @@
 """Where each method departs from its paper: one list, with the reason and what restores the paper.
 
+Each method keeps its own notes in its package (``fidelity.py``, handed to MethodInfo.fidelity; a plugin
+does the same); this module holds the ones every method shares and collects the whole list.
+
 ``swarm-tui strategies --fidelity`` prints it and docs/fidelity.md shows the same; a
 test checks that every option named here exists and changes what the method does. Defaults follow the
 papers; an economy or a reading the paper leaves open is listed here, never hidden in a docstring.
@@ -11,186 +14,11 @@ an ambiguous passage, or something the app cannot do on a user's machine).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from core.methods.catalogue import load_all, method_names, own_method_names
+from core.methods.registry import Deviation, registered
 
-
-@dataclass(frozen=True)
-class Deviation:
-    method: str  # a registered method name, or "all"
-    what: str  # what the app does
-    why: str  # the reason
-    restore: str = ""  # how to get the paper's behaviour back ("" when the app cannot)
-    option: tuple[str, str] | None = None  # (option, value) of the method that restores the paper
-    default_is_paper: bool = False  # the default already follows the paper; the entry names an opt-out
-
-
-DEVIATIONS: tuple[Deviation, ...] = (
-    # --- DyTopo (arXiv 2602.06039) and the reference deployment ---------------------------------------
-    Deviation(
-        "dytopo",
-        "An edge is kept when cos(q_i, k_j) >= tau; eq. 6 writes > tau.",
-        "The reference deployment builds A = (S >= tau); with float scores the two differ only on exact ties.",
-    ),
-    Deviation(
-        "dytopo",
-        "Memory accumulates (eq. 3): a worker's prompt shows every earlier own output and routed message, "
-        "oldest dropped first when the context budget (context_budget_tokens) is exceeded, recorded as a "
-        "MemoryTrimmed event.",
-        "The paper's memory. memory=latest is an economy that shows only each teammate's newest message.",
-        "-o memory=accumulate (the default)",
-        ("memory", "accumulate"),
-        default_is_paper=True,
-    ),
-    Deviation(
-        "dytopo",
-        "The default protocol is phased (descriptors, routing, then work each round), as the reference "
-        "deployment runs it; Algorithm 1 is single-pass (descriptors come with the previous round's work).",
-        "The reference deployment is the measured system; both protocols are implemented.",
-        "--protocol single-pass",
-    ),
-    Deviation(
-        "dytopo",
-        "In the phased protocol an edge carries the sender's public and private text (payload auto); the "
-        "paper routes the private message only.",
-        "The reference deployment injects the whole output; single-pass already sends private only.",
-        "-o payload=private",
-        ("payload", "private"),
-    ),
-    Deviation(
-        "dytopo",
-        "Worker prompts are ordered for a server's prefix cache: the role (with a single-pass call's reply "
-        "shape) in the system prompt, then the problem, the memory as it arrived, the round's goal, the inbox, "
-        "the ask and a phased call's reply shape; the reference puts the reply shape in the system prompt and "
-        "the goal before the memory. Trimming memory to fit the context, or memory=latest dropping a "
-        "superseded message, breaks the shared prefix once at the item dropped.",
-        "The same text in another order: each prompt begins with the agent's previous one, so a local server "
-        "(llama.cpp slots, vLLM prefix caching) prefills it once (bench/prefix_cache.py).",
-        "-o prompt_order=paper",
-        ("prompt_order", "paper"),
-    ),
-    Deviation(
-        "dytopo",
-        "A phased descriptor call sees the agent's whole state, as every output of eq. 1 is drawn from it "
-        "(S_i = [role; task; memory]): the whole problem and memory, then the round's goal. "
-        "descriptor_context=round is an economy: the problem's opening and the last round's memory only.",
-        "Eq. 1 conditions the descriptors on the whole state; the reference does not say what its phase-A prompt "
-        "holds. On a server with a prefix cache the work call that follows reuses the descriptor call's prompt, "
-        "so the whole state leaves fewer tokens to prefill than the economy (bench/prefix_cache.py).",
-        "-o descriptor_context=full (the default)",
-        ("descriptor_context", "full"),
-        default_is_paper=True,
-    ),
-    Deviation(
-        "dytopo",
-        "The reference's sampling extras (top_p 0.85, top_k 20, min_p 0.05) and /no_think on descriptor calls "
-        "are off by default.",
-        "They are tuned for Qwen3 on LM Studio; other servers reject or misread them.",
-        "config: top_p = 0.85, top_k = 20, min_p = 0.05, no_think = true",
-    ),
-    Deviation(
-        "dytopo",
-        "k_in above N-1 is refused with one line.",
-        "An agent cannot have more inbound edges than teammates; the paper leaves k_in unbounded.",
-    ),
-    Deviation(
-        "dytopo",
-        "A run also ends when the workers' outputs stop changing (similarity >= convergence_threshold, 0.95), "
-        "as the reference deployment does; in the paper only the Manager halts (§3.5.2).",
-        "Saves rounds that would repeat the same outputs; the Manager still halts first when it can.",
-        'config: convergence_threshold = "off"',
-    ),
-    Deviation(
-        "random",
-        "The random baseline draws an acyclic graph with as many edges as DyTopo chose that round.",
-        "A fair random control needs the same density; the paper does not say how its random graphs are drawn.",
-    ),
-    # --- TopoDIM ----------------------------------------------------------------------------------------
-    Deviation(
-        "topodim",
-        "The default generator is prior: the Manager writes the typed graph with a confidence per edge "
-        "(one extra Manager call per problem); the paper's generator is a trained R-GCN policy.",
-        "An untrained policy draws noise; the paper initialises from an LLM-written prior graph (§3.2).",
-        "swarm-tui train topodim DATASET, then -o generator=policy",
-        ("generator", "policy"),
-    ),
-    Deviation(
-        "topodim",
-        "Eq. 6's pair order is read as (j = 2..N, i < j), each pair followed by its reverse, so an edge may "
-        "point either way; eq. 7's mask removes a conditioned or debate edge that would close a path j ⇝ i.",
-        "The paper's equations leave the direction of a pair and the path rule open (TopoDIM §3.2, eq. 6-7).",
-    ),
-    Deviation(
-        "topodim",
-        "When eq. 8-9 keep no edge at all, every agent answers alone and the decision-maker merges them "
-        "(recorded as a fallback).",
-        "Eq. 9 would leave no agent to run; the paper does not cover the empty graph.",
-    ),
-    Deviation(
-        "topodim",
-        "The policy's sizes are ours: hidden 32, two R-GCN layers, tanh (the public code: hidden 16).",
-        "The paper does not give them; the policy stays small enough to train on a CPU.",
-    ),
-    # --- DMoA -------------------------------------------------------------------------------------------
-    Deviation(
-        "dmoa",
-        "The GRU router starts from a seeded initialisation until `swarm-tui train dmoa` (or -o ttt=N) "
-        "trains it; the paper routes with a trained router.",
-        "Training needs an endpoint that returns logprobs and a dataset slice; it is one command away.",
-        "swarm-tui train dmoa DATASET (or -o ttt=40)",
-        ("ttt", "40"),
-    ),
-    Deviation(
-        "dmoa",
-        "Each agent's system prompt holds its profile and the problem, P_sys = (Profile, P_usr).",
-        "The paper's prompt layout. query_in=user moves the problem to the user message.",
-        "-o query_in=system (the default)",
-        ("query_in", "system"),
-        default_is_paper=True,
-    ),
-    Deviation(
-        "dmoa",
-        "Eq. 13's inner sum runs over the top-k logprobs the server returns (top_logprobs, 5), renormalised, "
-        "not over the whole vocabulary.",
-        "OpenAI-compatible servers return at most 20 alternatives per token; the tail carries little mass.",
-        "-o top_logprobs=20 (the closest a server allows)",
-        ("top_logprobs", "20"),
-    ),
-    Deviation(
-        "dmoa",
-        "Where the paper is silent: P_last is empty at step 1, the routed agents run in parallel, and an agent "
-        "that gave no text drops out of X_{i+1} with alpha renormalised over the others.",
-        "Readings of Alg. 2 (the prompts of §3 and App. A.3), listed in core/methods/dmoa/method.py.",
-    ),
-    Deviation(
-        "dmoa",
-        "Eq. 13 averages the entropy over the generated tokens that came with a logprob; a token the server "
-        "sent none for is left out of M.",
-        "Nothing is known of that token's distribution; counting it as 0 would make a terse server look certain.",
-    ),
-    # --- TopoWeaver-R1 ----------------------------------------------------------------------------------
-    Deviation(
-        "topoweaver",
-        "The Orchestrator is the user's own model prompted with the paper's rules, not the SFT+GRPO-trained "
-        "Qwen2.5-3B orchestrator.",
-        "No trained orchestrator weights are public; --orchestrator-model picks a different model for it.",
-    ),
-    Deviation(
-        "topoweaver",
-        "An invalid plan uses up its turn (Alg. 1), as in the paper; fallback=true runs a difficulty template "
-        "instead.",
-        "The template keeps a run useful on a model that cannot write the YAML; it is not the paper's.",
-        "-o fallback=false (the default)",
-        ("fallback", "false"),
-        default_is_paper=True,
-    ),
-    Deviation(
-        "topoweaver",
-        "The tester's verdict needs code execution: without --execute no turn can pass, so K turns always run "
-        "(DMoA's agents likewise test code only with --execute); the paper's agents always have a sandbox.",
-        "Running generated code is the user's choice (a bubblewrap sandbox).",
-        "--execute",
-    ),
-    # --- every method -----------------------------------------------------------------------------------
+# The departures every method shares; each method's own are in its package (MethodInfo.fidelity).
+SHARED: tuple[Deviation, ...] = (
     Deviation(
         "all",
         "Calls are capped by the token limits of the settings (descriptor_call, work_call, manager_call).",
@@ -199,11 +27,27 @@ DEVIATIONS: tuple[Deviation, ...] = (
 )
 
 
+def deviations(method: str | None = None, *, own_only: bool = False) -> list[Deviation]:
+    """The list (every method's own notes, MethodInfo.fidelity, in the order ``swarm-tui strategies`` lists the
+    methods, then the shared ones), or the entries of one method (its own and those for every method).
+    ``own_only``: the app's own methods only, not installed plugins' (what docs/fidelity.md shows)."""
+    load_all()
+    collected: list[Deviation] = []
+    infos = registered()
+    for name in own_method_names() if own_only else method_names():
+        info = infos.get(name)
+        collected.extend(d for d in (info.fidelity if info else ()) if d not in collected)
+    collected.extend(SHARED)
+    if method is None:
+        return collected
+    return [d for d in collected if d.method in (method, "all")]
+
+
 def fidelity_text() -> str:
     """The list as ``swarm-tui strategies --fidelity`` prints it."""
     lines: list[str] = []
     current = ""
-    for d in DEVIATIONS:
+    for d in deviations():
         if d.method != current:
             current = d.method
             lines.append(f"{'' if not lines else chr(10)}{current}")
@@ -218,7 +62,7 @@ def fidelity_text() -> str:
 def fidelity_markdown() -> str:
     """The list as docs/fidelity.md shows it (a test keeps the two the same)."""
     rows = ["| method | what the app does | why | to restore the paper |", "|---|---|---|---|"]
-    for d in DEVIATIONS:
+    for d in deviations(own_only=True):
         what = d.what + (" *(the paper's default)*" if d.default_is_paper else "")
         cells = (d.method, what, d.why, f"`{d.restore}`" if d.restore else "—")
         rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")

@@ -7,7 +7,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from core.compose.runner import build_engine, open_backend
-from core.demo.requests import RequestInfo
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import FaultRule, ScriptedServer
 from core.routing.dytopo import KIND_DEBATE, KIND_FEEDBACK
@@ -15,6 +14,7 @@ from core.routing.topodim import TypedGraph, histogram
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.control import RunControl
+from core.runtime.scripted import RequestInfo
 
 
 async def run_topodim(

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from core.demo.requests import RequestInfo
 from core.demo.server import FaultRule, ScriptedServer
-from core.demo.topoweaver_script import topoweaver_script
+from core.methods.topoweaver.demo import topoweaver_script
 from core.methods.topoweaver.prompts import CALL_AGENT, CALL_ORCHESTRATE
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.engine import SwarmEngine
+from core.runtime.scripted import RequestInfo
 from tests.support.engine import run_swarm
 
 

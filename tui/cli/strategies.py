@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.methods.catalogue import get_method_info, method_names
+from core.methods.catalogue import get_method_info, load_error, method_names
 from core.methods.fidelity import fidelity_text
+from core.methods.registry import MethodError
 
 from .options import OneLineParser
 
@@ -15,7 +16,11 @@ def describe_methods() -> str:
     names = method_names()
     width = max(len(n) for n in names)
     for name in names:
-        info = get_method_info(name)
+        try:
+            info = get_method_info(name)
+        except MethodError:  # a plugin that does not import: its one line, and the others still listed
+            lines.append(f"{name:<{width}}  NOT AVAILABLE: {load_error(name)}")
+            continue
         lines.append(f"{name:<{width}}  {info.summary}")
         steps = f"steps by {info.unit}" + (f" / {info.substep}" if info.substep else "")
         extras = [steps]

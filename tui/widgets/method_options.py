@@ -1,4 +1,5 @@
-"""A method's own options as launch-form fields, from its catalogue entry (core.methods.registry.OptionSpec):
+"""A method's own options as launch-form fields, generated from its options model (MethodInfo.options_model,
+read as core.methods.registry.OptionSpec):
 a field per option with its range in the label and its default as the placeholder; choices as a Select,
 true/false as a Switch. Read back as text the method checks itself (MethodInfo.resolve), so the form's
 messages are the command line's (``[strategy.dmoa] l_max must be between 1 and 50, got 80``).

@@ -17,12 +17,24 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from pydantic import Field
+
 from core.evaluation.extract import docstring_examples, latest_code
 from core.evaluation.math_answers import answer_or_text
 from core.evaluation.sandbox import arun_code
 from core.llm.request_seed import REQUEST_SEED
-from core.methods.dytopo import CALL_OPTIONS, MEMORY_OPTION, PROMPT_ORDER_OPTION, DyTopoMethod
-from core.methods.registry import MethodInfo, OptionSpec, call_options, call_tables, no_unit_limit, one_unit, register
+from core.methods.baselines.fidelity import DEVIATIONS as FIDELITY
+from core.methods.dytopo import CALL_OPTIONS, DyTopoMethod, memory_option, prompt_order_option
+from core.methods.registry import (
+    MethodInfo,
+    MethodOptions,
+    call_options,
+    call_tables,
+    no_unit_limit,
+    one_unit,
+    register,
+    with_calls,
+)
 from core.routing.strategies import (
     BroadcastStrategy,
     ChainStrategy,
@@ -82,7 +94,7 @@ def solo_answer(domain: str, text: str) -> str:
     return answer_or_text(text)
 
 
-AGENT_CALL_OPTIONS = call_options("agent", "the agent's calls", "work_call")
+AGENT_CALL_OPTIONS = (call_options("agent", "the agent's calls", "work_call"),)
 
 
 class SingleAgentMethod:
@@ -182,21 +194,44 @@ def _rounds_over(graph: TopologyStrategy, options: dict[str, Any]) -> DyTopoMeth
     return DyTopoMethod(graph, memory=options["memory"], prompt_order=options["prompt_order"])
 
 
-_SEED = OptionSpec("seed", "int", 0, "random graph seed (the same seed gives the same graphs)", low=0)
-_HUB = OptionSpec("hub", "str", "", "the hub agent (default: the domain's answer role)")
+class _SingleOptions(MethodOptions):
+    samples: int = Field(1, ge=1, le=64, description=(
+        "answers sampled; >1 is self-consistency (majority vote; code: first to pass the visible examples) — the "
+        "equal-budget single-agent baseline"))
 
-register(
+
+class _RoundsOptions(MethodOptions):
+    """The baselines that run DyTopo's rounds over a fixed graph: its memory rule and prompt order."""
+
+    memory: str = memory_option()
+    prompt_order: str = prompt_order_option()
+
+
+class _RandomOptions(MethodOptions):
+    seed: int = Field(0, ge=0, description="random graph seed (the same seed gives the same graphs)")
+    memory: str = memory_option()
+    prompt_order: str = prompt_order_option()
+
+
+class _StarOptions(MethodOptions):
+    hub: str = Field("", description="the hub agent (default: the domain's answer role)")
+    memory: str = memory_option()
+    prompt_order: str = prompt_order_option()
+
+
+SingleOptions = with_calls(_SingleOptions, AGENT_CALL_OPTIONS)
+SingleTurnOptions = with_calls(MethodOptions, CALL_OPTIONS)
+RoundsOptions = with_calls(_RoundsOptions, CALL_OPTIONS)
+RandomOptions = with_calls(_RandomOptions, CALL_OPTIONS)
+StarOptions = with_calls(_StarOptions, CALL_OPTIONS)
+
+SINGLE = register(
     MethodInfo(
         name="single",
         summary="one agent, one call, no team (baseline)",
+        demo="core.methods.baselines.demo:DEMO",  # its one call's scripted reply (the others share the rounds')
         factory=lambda options, domain: SingleAgentMethod(options["samples"]),
-        options=(
-            OptionSpec(
-                "samples", "int", 1, "answers sampled; >1 is self-consistency (majority vote; code: first to "
-                "pass the visible examples) — the equal-budget single-agent baseline", low=1, high=64,
-            ),
-            *AGENT_CALL_OPTIONS,
-        ),
+        options_model=SingleOptions,
         unit="call",  # one model call (K with samples): no rounds to count
         unit_limit=no_unit_limit,
         substep="call",
@@ -205,7 +240,7 @@ register(
         steering_why={kind: "one agent answers in one call: nothing runs after it to steer" for kind in SteerKind},
     )
 )
-register(
+SINGLE_TURN = register(
     MethodInfo(
         name="single-turn",
         summary="the DyTopo team for one round only (baseline)",
@@ -213,7 +248,7 @@ register(
         # No memory option: one round, so no prompt shows an earlier round's memory.
         factory=lambda options, domain: DyTopoMethod(DyTopoStrategy(), name="single-turn", round_limit=1),
         unit_limit=one_unit,
-        options=CALL_OPTIONS,
+        options_model=SingleTurnOptions,
         uses_tau=True,
         what_if=True,
         family="baseline",
@@ -221,47 +256,48 @@ register(
         steering_why={**ROUND_STEERING["steering_why"], SteerKind.CONTINUE: "it runs one round by definition"},
     )
 )
-register(
+RANDOM = register(
     MethodInfo(
         name="random",
+        fidelity=FIDELITY,  # where it departs from its paper
         summary="DyTopo's rounds over a random acyclic graph with DyTopo's edge count (baseline)",
         round_one_broadcast=True,
         factory=lambda options, domain: _rounds_over(RandomStrategy(options["seed"]), options),
-        options=(_SEED, MEMORY_OPTION, PROMPT_ORDER_OPTION, *CALL_OPTIONS),
+        options_model=RandomOptions,
         uses_tau=True,
         family="baseline",
         **ROUND_STEERING,
     )
 )
-register(
+BROADCAST = register(
     MethodInfo(
         name="broadcast",
         summary="every worker hears every other worker, delivered at the barrier (baseline)",
         round_one_broadcast=True,
         factory=lambda options, domain: _rounds_over(BroadcastStrategy(), options),
-        options=(MEMORY_OPTION, PROMPT_ORDER_OPTION, *CALL_OPTIONS),
+        options_model=RoundsOptions,
         family="baseline",
         **ROUND_STEERING,
     )
 )
-register(
+CHAIN = register(
     MethodInfo(
         name="chain",
         summary="a fixed pipeline in roster order (baseline)",
         round_one_broadcast=True,
         factory=lambda options, domain: _rounds_over(ChainStrategy(), options),
-        options=(MEMORY_OPTION, PROMPT_ORDER_OPTION, *CALL_OPTIONS),
+        options_model=RoundsOptions,
         family="baseline",
         **ROUND_STEERING,
     )
 )
-register(
+STAR = register(
     MethodInfo(
         name="star",
         summary="every worker sends to one hub, which works last (baseline)",
         round_one_broadcast=True,
         factory=_star,
-        options=(_HUB, MEMORY_OPTION, PROMPT_ORDER_OPTION, *CALL_OPTIONS),
+        options_model=StarOptions,
         family="baseline",
         **ROUND_STEERING,
     )

@@ -43,9 +43,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import Field
+
 from core.evaluation.extract import latest_code
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 from core.methods.dmoa.events import CALL_SELECT, CALL_STEP, CALL_SUMMARY, DmoaRouted, DmoaStepDone
+from core.methods.dmoa.fidelity import DEVIATIONS as FIDELITY
 from core.methods.dmoa.prompts import (
     QUERY_IN,
     QUERY_IN_SYSTEM,
@@ -72,7 +75,16 @@ from core.methods.dmoa.routing import (
     rank_loss,
 )
 from core.methods.dmoa.steer import DmoaSteering
-from core.methods.registry import MethodError, MethodInfo, OptionSpec, call_options, call_tables, register
+from core.methods.registry import (
+    MethodError,
+    MethodInfo,
+    MethodOptions,
+    call_options,
+    call_tables,
+    choice,
+    register,
+    with_calls,
+)
 from core.routing.dytopo import KIND_HANDOFF, Edge, RoutingResult
 from core.runtime import events as ev
 from core.runtime.control import StepBoundary
@@ -160,9 +172,9 @@ class _Step:
 
 
 CALL_OPTIONS = (
-    *call_options("agent", "the pool's agents' calls", "work_call"),
-    *call_options("summarizer", "the Summarizer's calls", "manager_call"),
-    *call_options("selector", "the Selector's calls (router llm)", "manager_call"),
+    call_options("agent", "the pool's agents' calls", "work_call"),
+    call_options("summarizer", "the Summarizer's calls", "manager_call"),
+    call_options("selector", "the Selector's calls (router llm)", "manager_call"),
 )
 
 
@@ -652,35 +664,42 @@ def _floats(values: Any) -> list[float]:
     return out
 
 
+class _DmoaOptions(MethodOptions):
+    """DMoA's options (arXiv 2605.15706, §4: the router's K, tau and L_max; Alg. 2's test-time training)."""
+
+    router: str = choice("gru", ROUTERS, "gru (the paper's), llm (the Manager model selects), semantic")
+    tau: float = Field(DEFAULT_TAU, ge=0.01, le=1.0, description="routing temperature in softmax(z/tau)")
+    k: int = Field(0, ge=0, le=64, description="K, the most agents a step routes (0: 4, or N-1 for a smaller pool)")
+    l_max: int = Field(DEFAULT_L_MAX, ge=1, le=50, description="L_max, the most steps")
+    adaptive_k: bool = Field(True, description="k_i by the 1/N rule (false: always K, the paper's ablation)")
+    ttt: int = Field(0, ge=0, le=1000,
+                     description="test-time training: the first N runs go dense, then the router is updated")
+    top_logprobs: int = Field(DEFAULT_TOP_LOGPROBS, ge=2, le=20, description="top-k logprobs asked for on dense steps")
+    seed: int = Field(0, ge=0, description="seed of the untrained router's initialisation and of training")
+    weights_dir: str = Field("", description="folder of the router weights (default: the user data dir)")
+    collect: bool = Field(False, description="run densely and keep the trace (what swarm-tui train dmoa does)")
+    query_in: str = choice(
+        QUERY_IN_SYSTEM, QUERY_IN,
+        "where an agent reads the problem: system (the paper's P_sys = (Profile, P_usr)) or user "
+        "(the user message, beside the previous step's responses)",
+    )
+
+
+DmoaOptions = with_calls(_DmoaOptions, CALL_OPTIONS)
+
+
 def _factory(options: dict[str, Any], domain: Domain) -> DmoaMethod:
     return DmoaMethod(options, domain)
 
 
-register(
+DMOA = register(
     MethodInfo(
         name=NAME,
+        fidelity=FIDELITY,  # where it departs from its paper
+        demo="core.methods.dmoa.demo:DEMO",  # its scripted replies (--demo, bench --demo)
         summary="a router over MiniLM picks a sparse set of agents each step; a summarizer decides when to stop",
         factory=_factory,
-        options=(
-            OptionSpec("router", "choice", "gru", "gru (the paper's), llm (the Manager model selects), semantic",
-                       choices=ROUTERS),
-            OptionSpec("tau", "float", DEFAULT_TAU, "routing temperature in softmax(z/tau)", low=0.01, high=1.0),
-            OptionSpec("k", "int", 0, "K, the most agents a step routes (0: 4, or N-1 for a smaller pool)",
-                       low=0, high=64),
-            OptionSpec("l_max", "int", DEFAULT_L_MAX, "L_max, the most steps", low=1, high=50),
-            OptionSpec("adaptive_k", "bool", True, "k_i by the 1/N rule (false: always K, the paper's ablation)"),
-            OptionSpec("ttt", "int", 0, "test-time training: the first N runs go dense, then the router is updated",
-                       low=0, high=1000),
-            OptionSpec("top_logprobs", "int", DEFAULT_TOP_LOGPROBS, "top-k logprobs asked for on dense steps",
-                       low=2, high=20),
-            OptionSpec("seed", "int", 0, "seed of the untrained router's initialisation and of training", low=0),
-            OptionSpec("weights_dir", "str", "", "folder of the router weights (default: the user data dir)"),
-            OptionSpec("collect", "bool", False, "run densely and keep the trace (what swarm-tui train dmoa does)"),
-            OptionSpec("query_in", "choice", QUERY_IN_SYSTEM,
-                       "where an agent reads the problem: system (the paper's P_sys = (Profile, P_usr)) or user "
-                       "(the user message, beside the previous step's responses)", choices=QUERY_IN),
-            *CALL_OPTIONS,
-        ),
+        options_model=DmoaOptions,
         unit="step",
         substep="phase",
         limit_option="l_max",

@@ -5,6 +5,6 @@ the method's registration; ``calls``: a worker's and the Manager's calls and the
 Importing the package registers the method (core.methods.catalogue imports it by this name).
 """
 
-from core.methods.dytopo.protocol import CALL_OPTIONS, MEMORY_OPTION, PROMPT_ORDER_OPTION, DyTopoMethod
+from core.methods.dytopo.protocol import CALL_OPTIONS, DyTopoMethod, memory_option, prompt_order_option
 
-__all__ = ["CALL_OPTIONS", "MEMORY_OPTION", "PROMPT_ORDER_OPTION", "DyTopoMethod"]
+__all__ = ["CALL_OPTIONS", "DyTopoMethod", "memory_option", "prompt_order_option"]

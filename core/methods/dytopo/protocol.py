@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 from core.methods.dytopo.calls import DyTopoCalls
+from core.methods.dytopo.fidelity import DEVIATIONS as FIDELITY
 from core.methods.dytopo.steer import DyTopoSteering, join_inbox, recorded_action
-from core.methods.registry import MethodInfo, OptionSpec, call_options, call_tables, register
+from core.methods.registry import MethodInfo, MethodOptions, call_options, call_tables, choice, register, with_calls
 from core.routing.dytopo import RoutingResult, similarity_matrix
 from core.routing.strategies import DyTopoStrategy, TopologyStrategy
 from core.runtime import events as ev
@@ -61,43 +62,53 @@ def message_for(sender: AgentResult, recipient: str, payload: str = PAYLOAD_BOTH
 
 
 # Shared by DyTopo and the baselines that run its rounds (core.methods.baselines.method).
-MEMORY_OPTION = OptionSpec(
-    "memory",
-    "choice",
-    MEMORY_ACCUMULATE,
-    "what a worker's prompt shows of its memory: accumulate (eq. 3: every earlier output and message) or "
-    "latest (only the newest message per teammate: fewer tokens, not the paper)",
-    choices=MEMORY_RULES,
-)
+def memory_option() -> Any:
+    return choice(
+        MEMORY_ACCUMULATE, MEMORY_RULES,
+        "what a worker's prompt shows of its memory: accumulate (eq. 3: every earlier output and message) or "
+        "latest (only the newest message per teammate: fewer tokens, not the paper)",
+    )
+
 
 # Shared by DyTopo and its baselines: the order of a worker prompt's parts (core.runtime.prompts).
-PROMPT_ORDER_OPTION = OptionSpec(
-    "prompt_order",
-    "choice",
-    PROMPT_CACHE,
-    "cache: what persists first (role, problem, memory as it arrived), then the round's goal, inbox and reply "
-    "shape, so a server's prefix cache prefills each token once; paper: the reference's order (reply shape in "
-    "the system prompt, goal before memory). The same text either way",
-    choices=PROMPT_ORDERS,
-)
+def prompt_order_option() -> Any:
+    return choice(
+        PROMPT_CACHE, PROMPT_ORDERS,
+        "cache: what persists first (role, problem, memory as it arrived), then the round's goal, inbox and reply "
+        "shape, so a server's prefix cache prefills each token once; paper: the reference's order (reply shape in "
+        "the system prompt, goal before memory). The same text either way",
+    )
+
 
 DESCRIPTOR_CONTEXTS = ("round", "full")
-DESCRIPTOR_CONTEXT_OPTION = OptionSpec(
-    "descriptor_context",
-    "choice",
-    "full",
-    "what a phased descriptor call sees: full (the agent's whole state, as eq. 1: the whole problem and memory, "
-    "which the work call that follows reuses from a server's prefix cache) or round (the problem's opening and "
-    "the last round's memory: fewer prompt tokens, more of them prefilled on a caching server, not the paper)",
-    choices=DESCRIPTOR_CONTEXTS,
-)
 
 # Each call kind's own max_tokens and temperature, for DyTopo and the baselines that run its rounds.
 CALL_OPTIONS = (
-    *call_options("manager", "the Manager's calls", "manager_call"),
-    *call_options("worker", "the workers' work calls", "work_call"),
-    *call_options("descriptor", "the workers' descriptor calls", "descriptor_call"),
+    call_options("manager", "the Manager's calls", "manager_call"),
+    call_options("worker", "the workers' work calls", "work_call"),
+    call_options("descriptor", "the workers' descriptor calls", "descriptor_call"),
 )
+
+
+class _DyTopoOptions(MethodOptions):
+    """DyTopo's options (arXiv 2602.06039; the reference deployment's choices beside the paper's)."""
+
+    payload: str = choice(
+        PAYLOAD_AUTO, PAYLOADS,
+        "what travels along an edge: private (the paper), private+public (the reference), auto "
+        "(private in single-pass, private+public in phased)",
+    )
+    memory: str = memory_option()
+    prompt_order: str = prompt_order_option()
+    descriptor_context: str = choice(
+        "full", DESCRIPTOR_CONTEXTS,
+        "what a phased descriptor call sees: full (the agent's whole state, as eq. 1: the whole problem and memory, "
+        "which the work call that follows reuses from a server's prefix cache) or round (the problem's opening and "
+        "the last round's memory: fewer prompt tokens, more of them prefilled on a caching server, not the paper)",
+    )
+
+
+DyTopoOptions = with_calls(_DyTopoOptions, CALL_OPTIONS)
 
 
 class DyTopoMethod:
@@ -598,29 +609,17 @@ def _render_inbox(deliveries: list[dict[str, Any]]) -> str:
     )
 
 
-register(
+DYTOPO = register(
     MethodInfo(
         name="dytopo",
+        fidelity=FIDELITY,  # where it departs from its paper
         summary="Manager goal each round; workers' query/key descriptors, MiniLM and tau/k_in decide who hears whom",
         round_one_broadcast=True,
         factory=lambda options, domain: DyTopoMethod(
             DyTopoStrategy(), payload=options["payload"], memory=options["memory"],
             prompt_order=options["prompt_order"], descriptor_context=options["descriptor_context"],
         ),
-        options=(
-            OptionSpec(
-                "payload",
-                "choice",
-                PAYLOAD_AUTO,
-                "what travels along an edge: private (the paper), private+public (the reference), auto "
-                "(private in single-pass, private+public in phased)",
-                choices=PAYLOADS,
-            ),
-            MEMORY_OPTION,
-            PROMPT_ORDER_OPTION,
-            DESCRIPTOR_CONTEXT_OPTION,
-            *CALL_OPTIONS,
-        ),
+        options_model=DyTopoOptions,
         unit="round",
         substep="phase",
         what_if=True,

@@ -21,10 +21,23 @@ import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from pydantic import Field
+
 from core.evaluation.extract import docstring_examples, latest_code
 from core.evaluation.math_answers import answer_or_text, extract_answer
-from core.methods.registry import MethodError, MethodInfo, OptionSpec, call_options, call_tables, one_unit, register
+from core.methods.registry import (
+    MethodError,
+    MethodInfo,
+    MethodOptions,
+    call_options,
+    call_tables,
+    choice,
+    one_unit,
+    register,
+    with_calls,
+)
 from core.methods.topodim.events import TopoDIMCall, TopoDIMGraph, describe_call
+from core.methods.topodim.fidelity import DEVIATIONS as FIDELITY
 from core.methods.topodim.generators import (
     CALL_GRAPH,
     GENERATORS,
@@ -107,8 +120,8 @@ def solution_code(text: str) -> str:
 
 
 CALL_OPTIONS = (
-    *call_options("agent", "the agents' solution, review and debate calls", "work_call"),
-    *call_options("decider", "the decision-maker's graph and final calls", "manager_call"),
+    call_options("agent", "the agents' solution, review and debate calls", "work_call"),
+    call_options("decider", "the decision-maker's graph and final calls", "manager_call"),
 )
 
 
@@ -461,31 +474,38 @@ def _factory(options: dict[str, Any], domain: Domain) -> TopoDIMMethod:
     return TopoDIMMethod(options, domain)
 
 
-OPTIONS = (
-    OptionSpec("generator", "choice", "prior", "how the typed graph is drawn: prior (the Manager writes it), "
-               "random (the paper's w/ Rand ablation), policy (the R-GCN generator) or decentralized (its distilled "
-               "per-agent policies, §3.4)", choices=GENERATORS),
-    OptionSpec("alpha", "float", 0.7, "sparsity budget of eq. 8: keep the top (1 - alpha) of the sampled edges",
-               low=0.0, high=1.0),
-    OptionSpec("edge_types", "str", "conditioned,feedback,debate",
-               "allowed edge types (Fig. 5a: conditioned | conditioned,feedback | conditioned,feedback,debate)"),
-    OptionSpec("p_none", "float", 0.25, "random generator: probability of no edge for a pair", low=0.0, high=1.0),
-    OptionSpec("temperature", "float", 0.5, "policy generator: decoder temperature of eq. 6 (training ends at 0.5)",
-               low=0.05, high=5.0),
-    OptionSpec("seed", "int", 0, "sampler seed (with the problem text it fixes the graph)", low=0),
-    OptionSpec("agents", "int", 5, "team size (the paper runs 5: the domain's roles, then TopoDIM's extra roles)",
-               low=2, high=6),
-    OptionSpec("weights", "str", "",
-               "policy/decentralized: weights file (default: the user data dir's swarm-tui/topodim/policy.pt)"),
-    *CALL_OPTIONS,
-)
+class _TopoDIMOptions(MethodOptions):
+    """TopoDIM's options (eq. 6's temperature, eq. 8's alpha, Fig. 5a's edge types, §3.4's generators)."""
 
-register(
+    generator: str = choice(
+        "prior", GENERATORS,
+        "how the typed graph is drawn: prior (the Manager writes it), random (the paper's w/ Rand ablation), policy "
+        "(the R-GCN generator) or decentralized (its distilled per-agent policies, §3.4)",
+    )
+    alpha: float = Field(0.7, ge=0.0, le=1.0,
+                         description="sparsity budget of eq. 8: keep the top (1 - alpha) of the sampled edges")
+    edge_types: str = Field("conditioned,feedback,debate", description=(
+        "allowed edge types (Fig. 5a: conditioned | conditioned,feedback | conditioned,feedback,debate)"))
+    p_none: float = Field(0.25, ge=0.0, le=1.0, description="random generator: probability of no edge for a pair")
+    temperature: float = Field(0.5, ge=0.05, le=5.0,
+                               description="policy generator: decoder temperature of eq. 6 (training ends at 0.5)")
+    seed: int = Field(0, ge=0, description="sampler seed (with the problem text it fixes the graph)")
+    agents: int = Field(5, ge=2, le=6,
+                        description="team size (the paper runs 5: the domain's roles, then TopoDIM's extra roles)")
+    weights: str = Field("", description=(
+        "policy/decentralized: weights file (default: the user data dir's swarm-tui/topodim/policy.pt)"))
+
+
+TopoDIMOptions = with_calls(_TopoDIMOptions, CALL_OPTIONS)
+
+TOPODIM = register(
     MethodInfo(
         name=NAME,
+        fidelity=FIDELITY,  # where it departs from its paper
+        demo="core.methods.topodim.demo:DEMO",  # its scripted replies (--demo, bench --demo)
         summary="one typed graph per problem (conditioned, feedback, debate edges), one pass, a decision-maker",
         factory=_factory,
-        options=OPTIONS,
+        options_model=TopoDIMOptions,
         unit="step",  # one pass over its typed graph: a step, not a DyTopo round
         unit_limit=one_unit,
         substep="call",

@@ -27,12 +27,15 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pydantic import Field
+
 from core.evaluation.extract import docstring_examples, extract_tests, latest_code
 from core.evaluation.math_answers import answer_or_text, extract_answer
 from core.evaluation.sandbox import SandboxLimits, arun_code
 from core.llm.urls import redact_url
-from core.methods.registry import MethodInfo, OptionSpec, call_options, call_tables, register
+from core.methods.registry import MethodInfo, MethodOptions, call_options, call_tables, register, with_calls
 from core.methods.topoweaver.events import PlanProposed, TurnEnded
+from core.methods.topoweaver.fidelity import DEVIATIONS as FIDELITY
 from core.methods.topoweaver.plan import (
     CODER,
     DEBUGGER,
@@ -135,8 +138,8 @@ class _Answer:
 
 
 CALL_OPTIONS = (
-    *call_options("orchestrator", "the Orchestrator's calls", "manager_call"),
-    *call_options("agent", "the plan's agents' calls", "work_call"),
+    call_options("orchestrator", "the Orchestrator's calls", "manager_call"),
+    call_options("agent", "the plan's agents' calls", "work_call"),
 )
 
 
@@ -618,21 +621,27 @@ def _build(options: dict[str, Any], domain: Domain) -> TopoWeaverMethod:
     )
 
 
-register(
+class _TopoWeaverOptions(MethodOptions):
+    """TopoWeaver-R1's options (Algorithm 1's K turns; the orchestrator's own endpoint)."""
+
+    turns: int = Field(DEFAULT_TURNS, ge=1, le=5, description="K, the most turns (the paper's 2); sets max_rounds")
+    orchestrator_model: str = Field("", description="the orchestrator's model (default: the run's)")
+    orchestrator_base_url: str = Field("", description="the orchestrator's endpoint (default: the run's)")
+    fallback: bool = Field(False, description="run a difficulty template when the plan is invalid "
+                           "(the paper just uses up the turn)")
+
+
+TopoWeaverOptions = with_calls(_TopoWeaverOptions, CALL_OPTIONS)
+
+TOPOWEAVER = register(
     MethodInfo(
         name=NAME,
+        fidelity=FIDELITY,  # where it departs from its paper
+        demo="core.methods.topoweaver.demo:DEMO",  # its scripted replies (--demo, bench --demo)
         summary="an orchestrator writes the team as a YAML layered DAG each turn; validated, run, rewritten "
         "from the test results",
         factory=_build,
-        options=(
-            OptionSpec("turns", "int", DEFAULT_TURNS, "K, the most turns (the paper's 2); sets max_rounds",
-                       low=1, high=5),
-            OptionSpec("orchestrator_model", "str", "", "the orchestrator's model (default: the run's)"),
-            OptionSpec("orchestrator_base_url", "str", "", "the orchestrator's endpoint (default: the run's)"),
-            OptionSpec("fallback", "bool", False, "run a difficulty template when the plan is invalid "
-                       "(the paper just uses up the turn)"),
-            *CALL_OPTIONS,
-        ),
+        options_model=TopoWeaverOptions,
         unit="turn",
         substep="step",
         limit_option="turns",

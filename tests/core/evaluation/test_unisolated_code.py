@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from core.demo.requests import RequestInfo
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import ScriptedServer
 from core.evaluation import sandbox
@@ -25,6 +24,7 @@ from core.evaluation.sandbox import IsolationRefused, Outcome, isolation, run_co
 from core.runtime import events as ev
 from core.runtime.engine import AgentResult, RunAborted
 from core.runtime.round_check import CodeExecutionEvaluator
+from core.runtime.scripted import RequestInfo
 from tests.support.paths import ROOT
 
 INC = "def inc(x):\n    return x + 1\n"

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.demo.scenarios import SCENARIOS
 from core.llm.embeddings import Embedder, bundled_model_path
 from core.llm.onnx_minilm import ENV_BACKEND, ROW_TOKENS, OnnxMiniLM, pack_rows
 from core.routing.dytopo import route_from_similarity, similarity_matrix
+from core.runtime.demo_scenarios import SCENARIOS
 from tests.support.embeddings import DEVELOPER_KEY, TESTER_QUERY
 from tests.support.paths import ROOT
 

@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 
 from core.compose.runner import build_engine, open_backend
-from core.demo.requests import RequestInfo
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import ScriptedServer
 from core.methods.catalogue import build_method
@@ -30,6 +29,7 @@ from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.domains import Domain, Role, get_domain
 from core.runtime.engine import SwarmEngine
+from core.runtime.scripted import RequestInfo
 from core.sessions.export import export_session
 from core.sessions.fork import fork_point
 from core.sessions.model import session_from_events

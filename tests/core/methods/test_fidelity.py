@@ -7,17 +7,17 @@ from typing import Any
 import pytest
 
 from core.methods.catalogue import build_method, get_method_info, method_names
-from core.methods.fidelity import DEVIATIONS, fidelity_text
+from core.methods.fidelity import deviations, fidelity_text
 from core.runtime.domains import get_domain
 from tests.support.paths import ROOT
 from tui.entry import main
 
-OPTION_ENTRIES = [d for d in DEVIATIONS if d.option is not None]
+OPTION_ENTRIES = [d for d in deviations() if d.option is not None]
 
 
 def test_every_entry_names_a_registered_method() -> None:
     names = set(method_names())
-    assert {d.method for d in DEVIATIONS} - {"all"} <= names
+    assert {d.method for d in deviations()} - {"all"} <= names
     # The issue's list: each of these must be covered.
     text = fidelity_text()
     for needle in (">= tau", "/no_think", "k_in above N-1", "eq. 7", "eq. 8-9", "generator is prior",
@@ -39,7 +39,7 @@ def test_each_named_option_exists_and_changes_the_method(entry: Any) -> None:
     name, value = entry.option
     info = get_method_info(entry.method)
     spec = info.option(name)
-    checked = spec.check(entry.method, value)
+    checked = info.resolve({name: value})[name]
     assert (spec.default == checked) is entry.default_is_paper
     # Against the opt-out (any other allowed value) or, where the paper is not the default, the default.
     other = _other_value(spec, checked) if entry.default_is_paper else spec.default
@@ -131,8 +131,9 @@ async def test_each_named_option_changes_what_the_run_sends(entry: Any, embedder
     """Not only the method's state: the requests the scripted server receives differ between the paper's
     value and the other one, so the option reaches the model."""
     name, value = entry.option
-    spec = get_method_info(entry.method).option(name)
-    checked = spec.check(entry.method, value)
+    info = get_method_info(entry.method)
+    spec = info.option(name)
+    checked = info.resolve({name: value})[name]
     other = _other_value(spec, checked) if entry.default_is_paper else spec.default
     base = {"dmoa": {"weights_dir": str(tmp_path)}, "topodim": {"weights": str(tmp_path / "policy.pt")}}
     given = base.get(entry.method, {})

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from core.demo.requests import RequestInfo
 from core.demo.server import ScriptedServer
 from core.methods.fidelity import DEVIATIONS
 from core.runtime.config import ConfigError
 from core.runtime.config_file import load_config_file
 from core.runtime.events import CALL_DESCRIPTORS
+from core.runtime.scripted import RequestInfo
 from tui.entry import main
 
 

@@ -7,19 +7,19 @@ from pathlib import Path
 from typing import Any
 
 from core.compose.runner import build_engine, open_backend
-from core.demo.scenarios import DEMO_PROBLEMS
 from core.demo.scripts import demo_script
 from core.demo.server import ScriptedServer
-from core.demo.topoweaver_script import topoweaver_script
 from core.methods.catalogue import build_method
 from core.methods.dmoa.events import CALL_STEP, DmoaRouted
 from core.methods.topodim.events import TopoDIMGraph
+from core.methods.topoweaver.demo import topoweaver_script
 from core.methods.topoweaver.events import PlanProposed
 from core.methods.topoweaver.method import run_metrics
 from core.methods.topoweaver.prompts import CALL_AGENT
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.control import Params, RunControl
+from core.runtime.demo_scenarios import DEMO_PROBLEMS
 from core.runtime.domains import get_domain
 from core.runtime.engine import SwarmEngine
 from core.runtime.steering import SteerAction

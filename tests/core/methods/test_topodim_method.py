@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from core.demo.requests import RequestInfo
 from core.demo.scripts import FINAL_CODE, demo_script
 from core.demo.server import FaultRule, ScriptedServer
 from core.methods.catalogue import build_method
@@ -27,6 +26,7 @@ from core.runtime.control import ControlMode, Params, RunControl
 from core.runtime.domains import get_domain
 from core.runtime.engine import AgentResult
 from core.runtime.round_check import CodeExecutionEvaluator
+from core.runtime.scripted import RequestInfo
 from core.sessions.fork import fork_point
 from core.sessions.model import Session, session_from_events
 from core.sessions.store import load_session, session_to_json

@@ -16,20 +16,20 @@ from core.bench.runner import BenchRunner
 from core.compose.runner import build_engine, open_backend
 from core.datasets.problems import Problem, humaneval_task
 from core.demo.bench_script import benchmark_script
-from core.demo.requests import RequestInfo
-from core.demo.scenarios import DEMO_PROBLEMS, DRAFT_CODE, FINAL_CODE
 from core.demo.server import FaultRule, ScriptedServer
-from core.demo.topoweaver_script import topoweaver_script
 from core.methods.catalogue import build_method
 from core.methods.registry import MethodError
+from core.methods.topoweaver.demo import topoweaver_script
 from core.methods.topoweaver.events import PlanProposed, TurnEnded
 from core.methods.topoweaver.method import run_metrics
 from core.methods.topoweaver.prompts import CALL_AGENT, CALL_ORCHESTRATE
 from core.routing.dytopo import KIND_CROSS, RoutingResult
 from core.runtime import events as ev
 from core.runtime.config import Settings
+from core.runtime.demo_scenarios import DEMO_PROBLEMS, DRAFT_CODE, FINAL_CODE
 from core.runtime.domains import get_domain
 from core.runtime.engine import SwarmEngine
+from core.runtime.scripted import RequestInfo
 from core.sessions.export import export_session
 from core.sessions.model import Session, session_from_events
 from tests.support.engine import of

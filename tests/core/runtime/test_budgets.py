@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from core.demo.requests import estimate_tokens
 from core.demo.scripts import demo_script
 from core.demo.server import FaultRule, ScriptedServer
 from core.runtime import events as ev
 from core.runtime.config import ConfigError, Settings
+from core.runtime.scripted import estimate_tokens
 from tests.support.engine import of, run_swarm
 
 

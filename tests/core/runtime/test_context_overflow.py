@@ -9,7 +9,6 @@ from typing import Any
 import openai
 import pytest
 
-from core.demo.requests import RequestInfo, estimate_tokens, text_of
 from core.demo.scripts import demo_script
 from core.demo.server import OVERFLOW_STYLES, FaultRule, ScriptedServer
 from core.llm.client import LLMClient
@@ -17,6 +16,7 @@ from core.llm.overflow import context_overflow
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.context import equal_shares, fit_pieces, shrink_pieces
+from core.runtime.scripted import RequestInfo, estimate_tokens, text_of
 from tests.support.engine import of, run_swarm
 
 CONTEXT = 800  # the demo's round-1 prompts fit (about 350 tokens); later rounds' memory does not

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from core.demo.requests import RequestInfo
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import ScriptedServer
 from core.runtime.config import Settings
 from core.runtime.events import CallKind
 from core.runtime.prompts import WORKER_ASKS, problem_digest
+from core.runtime.scripted import RequestInfo
 from tests.support.engine import run_swarm
 
 

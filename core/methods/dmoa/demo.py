@@ -5,7 +5,7 @@ team and problems as the DyTopo demo: HumanEval/10, a MATH fraction, a monorepo 
 the router picks, each step's text fits it. The Summarizer says [CONTINUE] with what is missing until
 the scenario's last step (code: step 3, math and general: step 2), then [FINAL] with the answer; told
 it is the last step (L_max), it gives [FINAL] at once. The Selector (router = llm) picks the agents a
-competent lead would. Other calls get the DyTopo family's replies (core.demo.scenarios).
+competent lead would. Other calls are not DMoA's own (None: the shared round replies answer them).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import json
 from collections.abc import Mapping
 from typing import TypeVar
 
-from core.demo.requests import RequestInfo
-from core.demo.scenarios import SCENARIOS, dytopo_reply
 from core.methods.dmoa.events import CALL_SELECT, CALL_STEP, CALL_SUMMARY
+from core.runtime.demo_scenarios import SCENARIOS
+from core.runtime.scripted import BenchAnswer, MethodDemo, RequestInfo
 
 FINAL_STEP = {"code": 3, "math": 2, "general": 2}
 
@@ -96,7 +96,8 @@ def selector_reply(domain: str, step: int) -> str:
     return json.dumps({"agents": list(weights), "weights": weights})
 
 
-def dmoa_script(info: RequestInfo) -> str:
+def dmoa_script(info: RequestInfo) -> str | None:
+    """The demo's reply to a DMoA call; None for a call DMoA shares with the team methods."""
     domain = request_domain(info)
     if info.call == CALL_SUMMARY:
         return summary_reply(domain, info.round, "This is the last step" in _user_text(info))
@@ -104,12 +105,15 @@ def dmoa_script(info: RequestInfo) -> str:
         return selector_reply(domain, info.round)
     if info.call == CALL_STEP:
         return step_reply(domain, info.role, info.round)
-    return dytopo_reply(info)  # a call DMoA shares with the DyTopo family
+    return None
 
 
-def bench_reply(info: RequestInfo, domain: str, answer: str) -> str:
+def bench_reply(info: RequestInfo, bench: BenchAnswer) -> str | None:
     """DMoA's calls about a benchmark problem (core.demo.bench_script): the answer role states the
     dataset's answer, the Summarizer gives it as [FINAL] at step 2 (or at once when it is the last)."""
+    if info.call not in (CALL_STEP, CALL_SUMMARY, CALL_SELECT):
+        return None
+    domain, answer = bench.domain, bench.answer
     fenced = f"```python\n{answer.rstrip()}\n```" if domain == "code" else answer
     if info.call == CALL_SUMMARY:
         last = "This is the last step" in _user_text(info)
@@ -125,3 +129,6 @@ def bench_reply(info: RequestInfo, domain: str, answer: str) -> str:
             return f"Step {info.round}: the solution.\n{fenced}"
         return f"So the answer is $\\boxed{{{answer}}}$."
     return f"{info.role}, step {info.round}: the current solution holds from my role's side."
+
+
+DEMO = MethodDemo(dmoa_script, bench_reply)

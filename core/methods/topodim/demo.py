@@ -22,16 +22,14 @@ from __future__ import annotations
 
 import json
 
-from core.demo.requests import RequestInfo
-from core.demo.scenarios import FINAL_CODE
 from core.methods.topodim.generators import CALL_GRAPH
 from core.methods.topodim.method import CALLS
 from core.methods.topodim.prompts import MARK
 from core.runtime.config import DomainName
+from core.runtime.demo_scenarios import FINAL_CODE
+from core.runtime.scripted import BenchAnswer, MethodDemo, RequestInfo
 
 # The calls TopoDIM makes (core.methods.topodim.method): answered by this script.
-TOPODIM_CALLS = frozenset({"typed-graph", "solution", "evaluate", "revise", "challenge", "defend", "final"})
-
 TOPODIM_CALLS = frozenset(CALLS)
 
 # (src, dst, type, confidence): conditioned/debate/feedback kept, one masked, four pruned (alpha 0.7).
@@ -207,11 +205,12 @@ def topodim_reply(info: RequestInfo) -> str | None:
     return _GENERIC.get(info.call, "{role} has nothing to add.").format(role=info.role)
 
 
-def bench_reply(info: RequestInfo, answer: str, domain: str) -> str | None:
-    """``bench --demo``: TopoDIM's calls about a dataset problem. ``answer`` is the solution the bench
+def bench_reply(info: RequestInfo, bench: BenchAnswer) -> str | None:
+    """``bench --demo``: TopoDIM's calls about a dataset problem. ``bench.answer`` is the solution the bench
     script stands behind (code for HumanEval, a value for MATH)."""
     if not is_topodim_request(info):
         return None
+    answer, domain = bench.answer, bench.domain
     if info.call == CALL_GRAPH:
         return _graph(domain)
     final = _py(answer) if domain == "code" else f"The answer is $\\boxed{{{answer}}}$."
@@ -221,3 +220,6 @@ def bench_reply(info: RequestInfo, answer: str, domain: str) -> str | None:
     if info.role == solver and info.call in ("solution", "revise", "defend"):
         return final
     return _GENERIC.get(info.call, "{role} has nothing to add.").format(role=info.role)
+
+
+DEMO = MethodDemo(topodim_reply, bench_reply)

@@ -1,8 +1,10 @@
 """What the scripted server hears: a chat request parsed into who is calling, which call and round
-(from the X-Swarm-Call header the client sends, core.llm.call_id).
+(from the X-Swarm-Call header the client sends, core.llm.call_id), and what a method's demo script is.
 
-Scripts (core.demo.scripts and the per-method scripts) are functions of a RequestInfo, so they depend on
-this module only, never on the server that calls them.
+Scripts (core.demo.scripts and each method's ``demo`` module) are functions of a RequestInfo, so they
+depend on this module only, never on the server that calls them. It sits below the methods so that a
+method package (a built-in one or a plugin) can ship its own script: the method's registration carries a
+``MethodDemo`` and the scripted server asks it first for the method's own calls.
 """
 
 from __future__ import annotations
@@ -33,6 +35,28 @@ class RequestInfo:
 
 
 Script = Callable[[RequestInfo], str]  # returns the assistant message content
+
+
+@dataclass(frozen=True)
+class BenchAnswer:
+    """What ``bench --demo``'s script stands behind for one dataset problem: its domain, the answer a
+    competent team gives (code for HumanEval, a value for MATH), the code's entry point, and whether the
+    script answers correctly (``correct=False`` checks scoring the other way)."""
+
+    domain: str
+    answer: str
+    entry_point: str = ""
+    correct: bool = True
+
+
+@dataclass(frozen=True)
+class MethodDemo:
+    """A method's scripted replies (MethodInfo.demo): ``reply`` answers the method's own calls in
+    ``--demo`` and returns None for a call that is not the method's (the shared round calls then get
+    core.runtime.demo_scenarios' replies); ``bench_reply`` does the same about a benchmark problem."""
+
+    reply: Callable[[RequestInfo], str | None]
+    bench_reply: Callable[[RequestInfo, BenchAnswer], str | None] | None = None
 
 
 def played_instead(script: Script, problem: str, domain: str) -> str:

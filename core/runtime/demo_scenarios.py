@@ -1,4 +1,9 @@
-"""The ``--demo`` scenarios: a scripted team per domain (core.demo.scripts picks the method's script).
+"""The ``--demo`` scenarios: a scripted team per domain, and the replies to the round calls every team
+method shares (the Manager's plan and decision, descriptors, work: core.runtime.prompts' contracts).
+
+Below the methods so that a method's own demo script (its package's ``demo`` module, or a plugin's) can
+build on the same problems and texts; core.demo.scripts asks the method's script first and falls back
+to ``round_reply`` here.
 
 Code follows the DyTopo paper's case study (HumanEval make_palindrome): round 1 everyone drafts in
 parallel (the Developer's draft has an off-by-one), round 2 the Tester's query meets the Developer's
@@ -14,9 +19,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from core.demo.requests import RequestInfo
-from core.runtime.config import DomainName
 from core.runtime.events import CallKind
+from core.runtime.scripted import RequestInfo
 
 DEMO_MODEL = "scripted-demo"
 
@@ -99,17 +103,17 @@ def _py(code: str) -> str:
 
 
 @dataclass(frozen=True)
-class _Work:
+class Work:
     public: str
     private: dict[str, str] | None = None
     answer: str | None = None
 
 
 @dataclass(frozen=True)
-class _Scenario:
+class Scenario:
     plan_goal: str
     # role -> round -> work
-    work: dict[str, dict[int, _Work]]
+    work: dict[str, dict[int, Work]]
     # role -> round -> (query, key): the descriptors emitted for that round's routing (rounds >= 2)
     descriptors: dict[str, dict[int, tuple[str, str]]]
     # round -> next goal, for the rounds the Manager continues
@@ -128,12 +132,12 @@ def _at(table: dict[int, Any], round_no: int) -> Any:
 
 # --- code: HumanEval/10 -------------------------------------------------------------------------------
 
-_CODE = _Scenario(
+_CODE = Scenario(
     plan_goal="Round 1: agree on the signatures of is_palindrome and make_palindrome, choose the algorithm, "
     "draft an implementation and write the docstring test cases with edge cases.",
     work={
         "Designer": {
-            1: _Work(
+            1: Work(
                 "Interface, following the docstring exactly:\n"
                 + _py(
                     "def is_palindrome(string: str) -> bool: ...\n"
@@ -142,15 +146,15 @@ _CODE = _Scenario(
                 + "\nBoth are pure functions on str; make_palindrome returns a new string that starts with "
                 "the input. No classes needed.",
             ),
-            2: _Work(
+            2: Work(
                 "The Developer's code matches both signatures and type hints. The docstring of "
                 "make_palindrome should keep the doctest examples ('' -> '', 'cat' -> 'catac', "
                 "'cata' -> 'catac') so the task's own checks still apply.",
             ),
-            3: _Work("Interface confirmed on the fixed version: signatures unchanged, docstrings kept."),
+            3: Work("Interface confirmed on the fixed version: signatures unchanged, docstrings kept."),
         },
         "Researcher": {
-            1: _Work(
+            1: Work(
                 "Algorithm: find the longest palindromic suffix, then append the reverse of the prefix "
                 "before it. A plain scan over suffix start positions i = 0..n-1 with a reversed-string "
                 "check is O(n^2) time, O(n) space, fine for docstring-sized inputs. KMP on "
@@ -160,28 +164,28 @@ _CODE = _Scenario(
                     "is returned as is."
                 },
             ),
-            2: _Work(
+            2: Work(
                 "Complexity check of the draft: the suffix scan is O(n^2) worst case ('abcd...'), O(n) "
                 "extra space for slices. Acceptable. Note the loop starts at i = 1, so the full string is "
                 "never tested as its own palindromic suffix.",
             ),
-            3: _Work("The fix keeps the O(n^2) scan and now covers i = 0; no further concerns."),
+            3: Work("The fix keeps the O(n^2) scan and now covers i = 0; no further concerns."),
         },
         "Developer": {
-            1: _Work(
+            1: Work(
                 "Draft implementation of the suffix scan:\n" + _py(DRAFT_CODE),
             ),
-            2: _Work(
+            2: Work(
                 "Implementation ready for verification, unchanged from round 1 apart from formatting:\n"
                 + _py(DRAFT_CODE),
             ),
-            3: _Work(
+            3: Work(
                 "Fixed the off-by-one the Tester found: the scan now starts at i = 0, so 'x' and 'xyx' "
                 "are returned unchanged.\n" + _py(FINAL_CODE),
             ),
         },
         "Tester": {
-            1: _Work(
+            1: Work(
                 "Test cases (input -> expected), edge cases first:\n"
                 + _py(
                     "assert make_palindrome('') == ''\n"
@@ -192,7 +196,7 @@ _CODE = _Scenario(
                     "assert make_palindrome('jerry') == 'jerryrrej'"
                 ),
             ),
-            2: _Work(
+            2: Work(
                 "Ran the 6 cases on the Developer's make_palindrome: 4 pass, 2 fail.\n"
                 "FAIL make_palindrome('x') -> 'xx', expected 'x'\n"
                 "FAIL make_palindrome('xyx') -> 'xyxyx', expected 'xyx'\n"
@@ -200,7 +204,7 @@ _CODE = _Scenario(
                 "is never recognised.",
                 {"Developer": "Use range(len(string)) and return string when nothing earlier matches."},
             ),
-            3: _Work(
+            3: Work(
                 "Re-ran all 6 cases on the fixed make_palindrome: 6/6 pass, including '' and the "
                 "single-character and already-palindromic inputs.",
             ),
@@ -267,40 +271,40 @@ _CODE = _Scenario(
 
 _MATH_ANSWER = "\\frac{14}{3}"
 
-_MATH = _Scenario(
+_MATH = Scenario(
     plan_goal="Round 1: list the three evaluations needed, compute f(-2), f(-1) and f(0), add them as "
     "fractions, and check each value independently.",
     work={
         "ProblemParser": {
-            1: _Work(
+            1: Work(
                 "Given f(x) = (3x-2)/(x-2), defined for x != 2; none of -2, -1, 0 is excluded. "
                 "Target: f(-2) + f(-1) + f(0) as a common fraction.\n"
                 "Plan: 1) evaluate f(-2); 2) evaluate f(-1); 3) evaluate f(0); "
                 "4) add with a common denominator of 3 and reduce.",
             ),
-            2: _Work("The plan was followed step by step; nothing in the statement is left unused."),
+            2: Work("The plan was followed step by step; nothing in the statement is left unused."),
         },
         "Solver": {
-            1: _Work(
+            1: Work(
                 "f(-2) = (3(-2)-2)/(-2-2) = (-8)/(-4) = 2.\n"
                 "f(-1) = (3(-1)-2)/(-1-2) = (-5)/(-3) = 5/3.\n"
                 "f(0) = (0-2)/(0-2) = 1.\n"
                 "Sum: 2 + 5/3 + 1 = 6/3 + 5/3 + 3/3 = 14/3.",
                 answer=_MATH_ANSWER,
             ),
-            2: _Work(
+            2: Work(
                 "Confirmed after the Verifier's check: f(-2) + f(-1) + f(0) = 2 + 5/3 + 1 = 14/3, already "
                 "in lowest terms.",
                 answer=_MATH_ANSWER,
             ),
         },
         "Verifier": {
-            1: _Work(
+            1: Work(
                 "Independent check of each value: at x = -2 numerator -8, denominator -4, so 2; at x = -1 "
                 "numerator -5, denominator -3, so 5/3; at x = 0 numerator -2, denominator -2, so 1. "
                 "No division by zero occurs.",
             ),
-            2: _Work(
+            2: Work(
                 "Verified the Solver's derivation line by line: all three evaluations and the sum "
                 "6/3 + 5/3 + 3/3 = 14/3 are correct; 14 and 3 are coprime. VERDICT: the answer 14/3 holds.",
             ),
@@ -347,31 +351,31 @@ _GENERAL_ANSWER = (
     "migrate one service at a time with its git history (e.g. git subtree), reviewing after the first one."
 )
 
-_GENERAL = _Scenario(
+_GENERAL = Scenario(
     plan_goal="Round 1: lay out the options and trade-offs of a monorepo versus separate repositories, "
     "and raise the risks and counter-arguments.",
     work={
         "Analyst": {
-            1: _Work(
+            1: Work(
                 "Facts: 5 developers, 3 small services, 3 repos. For a monorepo: atomic changes across "
                 "services, one CI config, shared tooling, no version bumps between internal packages. "
                 "Against: CI must learn to build only what changed; access control is coarser; the "
                 "migration costs a few days.",
             ),
-            2: _Work("The Critic's points are addressable with path-filtered CI and separate deploys."),
+            2: Work("The Critic's points are addressable with path-filtered CI and separate deploys."),
         },
         "Critic": {
-            1: _Work(
+            1: Work(
                 "Weak points: it assumes the services change together; if they rarely do, the gain is "
                 "small. Risks: CI times grow if every push builds everything; deploy coupling creeps in; "
                 "git history is lost if the migration just copies files.",
                 {"Synthesizer": "Weigh how often a change spans more than one service."},
             ),
-            2: _Work("No new objections if CI is path-filtered and deploys stay independent."),
+            2: Work("No new objections if CI is path-filtered and deploys stay independent."),
         },
         "Synthesizer": {
-            1: _Work("Waiting for the analysis and the critiques before recommending."),
-            2: _Work(
+            1: Work("Waiting for the analysis and the critiques before recommending."),
+            2: Work(
                 "Synthesis: the Analyst's benefits are real for a team this size, and each of the Critic's "
                 "risks has a cheap guard. Recommendation: " + _GENERAL_ANSWER,
             ),
@@ -407,7 +411,7 @@ _GENERAL = _Scenario(
     forced_reasoning="This is the last round. The analysis and critiques support an incremental move.",
 )
 
-SCENARIOS: dict[str, _Scenario] = {"code": _CODE, "math": _MATH, "general": _GENERAL}
+SCENARIOS: dict[str, Scenario] = {"code": _CODE, "math": _MATH, "general": _GENERAL}
 
 
 # --- replies ----------------------------------------------------------------------------------------------
@@ -417,7 +421,7 @@ def _user_text(info: RequestInfo) -> str:
     return "\n".join(str(m.get("content", "")) for m in info.messages if m.get("role") == "user")
 
 
-def _manager_reply(scn: _Scenario, info: RequestInfo) -> dict[str, Any]:
+def _manager_reply(scn: Scenario, info: RequestInfo) -> dict[str, Any]:
     if info.call == CallKind.PLAN:
         return {
             "goal": scn.plan_goal,
@@ -437,7 +441,7 @@ def _manager_reply(scn: _Scenario, info: RequestInfo) -> dict[str, Any]:
     }
 
 
-def _descriptors(scn: _Scenario, role: str, round_no: int) -> tuple[str, str]:
+def _descriptors(scn: Scenario, role: str, round_no: int) -> tuple[str, str]:
     table = scn.descriptors.get(role)
     if not table:  # an agent the script does not know: generic but valid descriptors
         return ("I need the team's current results.", f"I provide the {role}'s contribution.")
@@ -445,12 +449,12 @@ def _descriptors(scn: _Scenario, role: str, round_no: int) -> tuple[str, str]:
     return str(need), str(offer)
 
 
-def _worker_reply(scn: _Scenario, info: RequestInfo) -> dict[str, Any]:
+def _worker_reply(scn: Scenario, info: RequestInfo) -> dict[str, Any]:
     if info.call == CallKind.DESCRIPTORS:
         query, key = _descriptors(scn, info.role, info.round)
         return {"query": query, "key": key}
     roles = scn.work.get(info.role)
-    work = _at(roles, info.round) if roles else _Work(f"{info.role} has nothing to add this round.")
+    work = _at(roles, info.round) if roles else Work(f"{info.role} has nothing to add this round.")
     # The descriptors a work reply carries are the ones for the next routing (single-pass protocol).
     query, key = _descriptors(scn, info.role, info.round + 1)
     reply: dict[str, Any] = {
@@ -464,21 +468,10 @@ def _worker_reply(scn: _Scenario, info: RequestInfo) -> dict[str, Any]:
     return reply
 
 
-def _solo_reply(scn: _Scenario, info: RequestInfo) -> str:
-    """The single-agent baseline: one reply with the whole answer (code in a fence, math as JSON)."""
-    if info.domain == DomainName.MATH:
-        return json.dumps({"reasoning": "Evaluate each term and add them.", "answer": scn.final_answer})
-    if info.domain == DomainName.CODE:
-        return f"Here is the complete solution.\n\n```python\n{FINAL_CODE.rstrip()}\n```"
-    return scn.final_answer
-
-
-def dytopo_reply(info: RequestInfo) -> str:
-    """The scripted reply of DyTopo and the baselines that share its rounds (a JSON string in
-    core.runtime.prompts' contracts, or the single agent's whole answer)."""
+def round_reply(info: RequestInfo) -> str:
+    """The scripted reply to a round call every team method shares (the Manager's plan and decision, a
+    worker's descriptors or work): a JSON string in core.runtime.prompts' contracts."""
     scn = SCENARIOS.get(info.domain, _CODE)
-    if info.call == "single":
-        return _solo_reply(scn, info)
     if info.role == "Manager" or info.call in (CallKind.PLAN, CallKind.MANAGER):
         reply = _manager_reply(scn, info)
     else:

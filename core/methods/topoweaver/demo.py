@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import re
 
-from core.demo.requests import RequestInfo
-from core.demo.scenarios import DRAFT_CODE, FINAL_CODE
 from core.methods.topoweaver.prompts import CALL_AGENT, CALL_ORCHESTRATE, CALLS
 from core.runtime.config import DomainName
+from core.runtime.demo_scenarios import DRAFT_CODE, FINAL_CODE
+from core.runtime.scripted import BenchAnswer, MethodDemo, RequestInfo
 
-__all__ = ["CALLS", "bench_reply", "topoweaver_script"]
+__all__ = ["CALLS", "DEMO", "bench_reply", "topoweaver_script"]
 
 _ROLE = re.compile(r"^YOUR ROLE: (\w+)", re.M)
 
@@ -192,9 +192,13 @@ steps:
       - {id: verifier_1, type: verifier, ref: [thinker_1]}"""
 
 
-def bench_reply(info: RequestInfo, *, domain: str, answer: str, entry_point: str, correct: bool) -> str:
+def bench_reply(info: RequestInfo, bench: BenchAnswer) -> str | None:
     """A competent team in ``bench --demo``: a lean introductory plan, the solution the benchmark script
-    stands behind, and a smoke test (the problem's own examples are added by the tester's sandbox run)."""
+    stands behind, and a smoke test (the problem's own examples are added by the tester's sandbox run).
+    None for a call that is not TopoWeaver-R1's."""
+    if info.call not in CALLS:
+        return None
+    domain, answer, entry_point, correct = bench.domain, bench.answer, bench.entry_point, bench.correct
     if info.call != CALL_AGENT:
         return _yaml(_BENCH_CODE_PLAN if domain == "code" else _BENCH_MATH_PLAN)
     kind = agent_type(info)
@@ -207,3 +211,11 @@ def bench_reply(info: RequestInfo, *, domain: str, answer: str, entry_point: str
     if kind == "verifier":
         return f"Checked the derivation step by step.\nANSWER: {answer}\nVERDICT: {verdict}"
     return f"Working through the problem step by step.\nANSWER: {answer}"
+
+
+def _own_reply(info: RequestInfo) -> str | None:
+    """topoweaver_script for TopoWeaver-R1's own calls; None for any other."""
+    return topoweaver_script(info) if info.call in CALLS else None
+
+
+DEMO = MethodDemo(_own_reply, bench_reply)

@@ -1,0 +1,84 @@
+"""Where DyTopo (arXiv 2602.06039) and its reference deployment depart from its paper.
+
+core.methods.fidelity collects every method's list (MethodInfo.fidelity).
+"""
+
+from __future__ import annotations
+
+from core.methods.registry import Deviation
+
+DEVIATIONS: tuple[Deviation, ...] = (
+    Deviation(
+        "dytopo",
+        "An edge is kept when cos(q_i, k_j) >= tau; eq. 6 writes > tau.",
+        "The reference deployment builds A = (S >= tau); with float scores the two differ only on exact ties.",
+    ),
+    Deviation(
+        "dytopo",
+        "Memory accumulates (eq. 3): a worker's prompt shows every earlier own output and routed message, "
+        "oldest dropped first when the context budget (context_budget_tokens) is exceeded, recorded as a "
+        "MemoryTrimmed event.",
+        "The paper's memory. memory=latest is an economy that shows only each teammate's newest message.",
+        "-o memory=accumulate (the default)",
+        ("memory", "accumulate"),
+        default_is_paper=True,
+    ),
+    Deviation(
+        "dytopo",
+        "The default protocol is phased (descriptors, routing, then work each round), as the reference "
+        "deployment runs it; Algorithm 1 is single-pass (descriptors come with the previous round's work).",
+        "The reference deployment is the measured system; both protocols are implemented.",
+        "--protocol single-pass",
+    ),
+    Deviation(
+        "dytopo",
+        "In the phased protocol an edge carries the sender's public and private text (payload auto); the "
+        "paper routes the private message only.",
+        "The reference deployment injects the whole output; single-pass already sends private only.",
+        "-o payload=private",
+        ("payload", "private"),
+    ),
+    Deviation(
+        "dytopo",
+        "Worker prompts are ordered for a server's prefix cache: the role (with a single-pass call's reply "
+        "shape) in the system prompt, then the problem, the memory as it arrived, the round's goal, the inbox, "
+        "the ask and a phased call's reply shape; the reference puts the reply shape in the system prompt and "
+        "the goal before the memory. Trimming memory to fit the context, or memory=latest dropping a "
+        "superseded message, breaks the shared prefix once at the item dropped.",
+        "The same text in another order: each prompt begins with the agent's previous one, so a local server "
+        "(llama.cpp slots, vLLM prefix caching) prefills it once (bench/prefix_cache.py).",
+        "-o prompt_order=paper",
+        ("prompt_order", "paper"),
+    ),
+    Deviation(
+        "dytopo",
+        "A phased descriptor call sees the agent's whole state, as every output of eq. 1 is drawn from it "
+        "(S_i = [role; task; memory]): the whole problem and memory, then the round's goal. "
+        "descriptor_context=round is an economy: the problem's opening and the last round's memory only.",
+        "Eq. 1 conditions the descriptors on the whole state; the reference does not say what its phase-A prompt "
+        "holds. On a server with a prefix cache the work call that follows reuses the descriptor call's prompt, "
+        "so the whole state leaves fewer tokens to prefill than the economy (bench/prefix_cache.py).",
+        "-o descriptor_context=full (the default)",
+        ("descriptor_context", "full"),
+        default_is_paper=True,
+    ),
+    Deviation(
+        "dytopo",
+        "The reference's sampling extras (top_p 0.85, top_k 20, min_p 0.05) and /no_think on descriptor calls "
+        "are off by default.",
+        "They are tuned for Qwen3 on LM Studio; other servers reject or misread them.",
+        "config: top_p = 0.85, top_k = 20, min_p = 0.05, no_think = true",
+    ),
+    Deviation(
+        "dytopo",
+        "k_in above N-1 is refused with one line.",
+        "An agent cannot have more inbound edges than teammates; the paper leaves k_in unbounded.",
+    ),
+    Deviation(
+        "dytopo",
+        "A run also ends when the workers' outputs stop changing (similarity >= convergence_threshold, 0.95), "
+        "as the reference deployment does; in the paper only the Manager halts (§3.5.2).",
+        "Saves rounds that would repeat the same outputs; the Manager still halts first when it can.",
+        'config: convergence_threshold = "off"',
+    ),
+)

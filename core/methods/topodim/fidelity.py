@@ -1,0 +1,36 @@
+"""Where TopoDIM departs from its paper.
+
+core.methods.fidelity collects every method's list (MethodInfo.fidelity).
+"""
+
+from __future__ import annotations
+
+from core.methods.registry import Deviation
+
+DEVIATIONS: tuple[Deviation, ...] = (
+    Deviation(
+        "topodim",
+        "The default generator is prior: the Manager writes the typed graph with a confidence per edge "
+        "(one extra Manager call per problem); the paper's generator is a trained R-GCN policy.",
+        "An untrained policy draws noise; the paper initialises from an LLM-written prior graph (§3.2).",
+        "swarm-tui train topodim DATASET, then -o generator=policy",
+        ("generator", "policy"),
+    ),
+    Deviation(
+        "topodim",
+        "Eq. 6's pair order is read as (j = 2..N, i < j), each pair followed by its reverse, so an edge may "
+        "point either way; eq. 7's mask removes a conditioned or debate edge that would close a path j ⇝ i.",
+        "The paper's equations leave the direction of a pair and the path rule open (TopoDIM §3.2, eq. 6-7).",
+    ),
+    Deviation(
+        "topodim",
+        "When eq. 8-9 keep no edge at all, every agent answers alone and the decision-maker merges them "
+        "(recorded as a fallback).",
+        "Eq. 9 would leave no agent to run; the paper does not cover the empty graph.",
+    ),
+    Deviation(
+        "topodim",
+        "The policy's sizes are ours: hidden 32, two R-GCN layers, tanh (the public code: hidden 16).",
+        "The paper does not give them; the policy stays small enough to train on a CPU.",
+    ),
+)

@@ -1,0 +1,33 @@
+"""Where TopoWeaver-R1 departs from its paper.
+
+core.methods.fidelity collects every method's list (MethodInfo.fidelity).
+"""
+
+from __future__ import annotations
+
+from core.methods.registry import Deviation
+
+DEVIATIONS: tuple[Deviation, ...] = (
+    Deviation(
+        "topoweaver",
+        "The Orchestrator is the user's own model prompted with the paper's rules, not the SFT+GRPO-trained "
+        "Qwen2.5-3B orchestrator.",
+        "No trained orchestrator weights are public; --orchestrator-model picks a different model for it.",
+    ),
+    Deviation(
+        "topoweaver",
+        "An invalid plan uses up its turn (Alg. 1), as in the paper; fallback=true runs a difficulty template "
+        "instead.",
+        "The template keeps a run useful on a model that cannot write the YAML; it is not the paper's.",
+        "-o fallback=false (the default)",
+        ("fallback", "false"),
+        default_is_paper=True,
+    ),
+    Deviation(
+        "topoweaver",
+        "The tester's verdict needs code execution: without --execute no turn can pass, so K turns always run "
+        "(DMoA's agents likewise test code only with --execute); the paper's agents always have a sandbox.",
+        "Running generated code is the user's choice (a bubblewrap sandbox).",
+        "--execute",
+    ),
+)
