@@ -151,6 +151,16 @@ def add_run_options(parser: argparse.ArgumentParser, *, method: bool = True, sev
         "valid answer so far",
     )
     parser.add_argument(
+        "--max-cost", dest="max_cost", type=setting_arg("max_cost"), metavar="USD",
+        help=f"end the run once its calls cost USD dollars ({bounds_text('max_cost')}; priced by genai-prices or "
+        "the config's [prices]; local servers are free) with the best valid answer so far",
+    )
+    parser.add_argument(
+        "--otel", dest="otel_endpoint", metavar="URL",
+        help="send the run's trace to this OpenTelemetry collector (OTLP/HTTP, e.g. http://127.0.0.1:4318; "
+        "the otel extra; OTEL_EXPORTER_OTLP_ENDPOINT works too)",
+    )
+    parser.add_argument(
         "--max-tokens", dest="max_tokens", type=setting_arg("max_tokens"), metavar="N",
         help="cap every call's max_tokens (descriptor, work, manager and every method's own calls) at N",
     )
@@ -192,6 +202,8 @@ def settings_from_args(args: argparse.Namespace, *, build: bool = True) -> Setti
             "time_budget",
             "max_calls",
             "max_tokens",
+            "max_cost",
+            "otel_endpoint",
         )
     }
     if isinstance(cli["base_url"], list):  # the benchmark's repeatable --base-url: the first is the run's

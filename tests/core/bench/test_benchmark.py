@@ -49,6 +49,7 @@ ROW_COLUMNS = [
     "seed",
     "rejected",
     "cached_tokens",
+    "cost_usd",
 ]
 
 
