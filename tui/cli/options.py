@@ -28,6 +28,7 @@ from core.runtime.config_file import load_settings
 from core.runtime.domains import Domain
 from core.runtime.teams import resolve_team, table_from_record, with_team
 from core.runtime.textsafe import printable
+from core.telemetry.setup import check_tracing
 
 EXIT_USAGE = 2
 
@@ -228,6 +229,7 @@ def settings_from_args(args: argparse.Namespace, *, build: bool = True) -> Setti
             # The default (3) suits the code team; smaller teams get the largest k_in they allow.
             settings = settings.with_overrides(k_in=n_workers - 1)
         settings.validate(n_workers=n_workers)
+        check_tracing(settings)  # --otel without the otel extra: one line saying how to install it
         url = resolve_base_url(settings)
         if not getattr(args, "demo", False) and settings.base_url is None and url != DEFAULT_BASE_URL:
             # validate() checked --base-url and the config file; this one came from $OPENAI_BASE_URL.
