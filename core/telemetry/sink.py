@@ -77,7 +77,7 @@ class _Exporter(SpanExporter):
         return result
 
     def shutdown(self) -> None:
-        self.inner.shutdown()
+        self.inner.shutdown()  # type: ignore[no-untyped-call]  # the exporter's shutdown carries no annotation
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return True
@@ -233,8 +233,8 @@ class TraceSink:
         return turn, chat
 
     def _agent_finished(self, e: ev.AgentFinished) -> None:
-        turn, chat = self.calls.pop((e.round, e.agent, e.call), None) or self._call_spans(
-            e.round, e.agent, e.call, e.ts - e.latency_s)
+        found = self.calls.pop((e.round, e.agent, e.call), None)  # None: a call announced only as finished
+        turn, chat = found if found is not None else self._call_spans(e.round, e.agent, e.call, e.ts - e.latency_s)
         model = e.model or self.model
         chat.update_name(f"chat {model}")
         usage: Attributes = {"gen_ai.request.model": model, "gen_ai.usage.input_tokens": e.prompt_tokens,
