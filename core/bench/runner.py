@@ -161,7 +161,7 @@ def sweep_cost(rows: Sequence[Row]) -> dict[str, Any]:
     cost) and ``cost``, as the table shows it (core.llm.prices.cost_cell: "unknown (model X)" when a model
     had no price)."""
     recorded = [r for r in rows if r.cost_usd is not None]
-    total = round(sum(r.cost_usd or 0.0 for r in recorded), 6) if recorded else None
+    total = round(sum(r.cost_usd or 0.0 for r in recorded), 10) if recorded else None
     unknown = {m for r in rows for m in r.cost_unknown}
     return {"total_cost_usd": total, "cost": cost_cell(total, unknown)}
 
