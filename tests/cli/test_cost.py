@@ -25,7 +25,7 @@ def headless(server: ScriptedServer, tmp_path: Path, *args: str) -> subprocess.C
 
 
 def spent(stderr: str) -> float:
-    found = re.search(r"; cost \$([0-9.]+)\n", stderr)
+    found = re.search(r"^cost \$([0-9.]+)$", stderr, re.M)
     assert found, stderr[-600:]
     return float(found.group(1))
 

@@ -196,8 +196,9 @@ class ProgressPrinter:
         self._line(
             f"\nfinished: {e.reason} — {e.detail}; {e.rounds} {units}, "
             f"{e.prompt_tokens} prompt + {e.completion_tokens} completion tokens; "
-            f"prompt cache: {cached_share(e.cached_tokens, e.prompt_tokens)}; {cost_text(e.cost_usd, e.cost_unknown)}"
+            f"prompt cache: {cached_share(e.cached_tokens, e.prompt_tokens)}"
         )
+        self._line(cost_text(e.cost_usd, e.cost_unknown))  # "cost $0.0042", or "cost: unknown for model X"
         if not e.final_answer.strip():  # never a made-up answer: say there is none
             self._line("no answer: no reply of the team passed the answer check")
         elif e.demo_played:
