@@ -168,6 +168,9 @@ class RunModel:
         # Prompt tokens, and of them those the server took from its prefix cache (None: no reply said).
         self.prompt_tokens = 0
         self.cached_tokens: int | None = None
+        # What the calls cost in US dollars (core.llm.prices), and the models no price was found for.
+        self.cost_usd = 0.0
+        self.cost_unknown: set[str] = set()
         self.started_ts: float | None = None
         self.last_ts: float | None = None
         self.next_goal = ""
@@ -394,6 +397,10 @@ class RunModel:
         self.prompt_tokens += e.prompt_tokens
         if e.cached_tokens is not None:
             self.cached_tokens = (self.cached_tokens or 0) + e.cached_tokens
+        if e.cost_usd is not None:
+            self.cost_usd += e.cost_usd
+        elif e.model and used:  # a reply whose model has no price (sessions from before costs have no model)
+            self.cost_unknown.add(e.model)
         if e.call == ev.CallKind.DESCRIPTORS:
             agent.query, agent.key = e.query, e.key
             if e.status == ev.CallStatus.DONE:  # its work call is still to come

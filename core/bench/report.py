@@ -17,7 +17,7 @@ from typing import Any
 
 from core.bench.report_html import render_html
 from core.bench.report_text import cell_mark, public_setup, setup_line
-from core.bench.runner import ResultsLog, Row, prompt_cache
+from core.bench.runner import ResultsLog, Row, prompt_cache, sweep_cost
 from core.bench.stats import (
     bootstrap_accuracy,
     discordant_pairs,
@@ -64,6 +64,7 @@ class MethodStats:
     options: dict[str, Any] = field(default_factory=dict)
     rejected: int = 0  # runs whose code tried to pass with something other than plain data
     prompt_cache: str = ""  # "cached N (x %)" of the prompt tokens, or "not reported" (core.bench.runner)
+    cost: str = "—"  # what the runs cost together (core.bench.runner.sweep_cost), "unknown (model X)" or "—"
 
 
 @dataclass
@@ -144,6 +145,7 @@ def method_stats(label: str, model: str, strategy: str, rows: Sequence[Row], opt
         options=options,
         rejected=sum(1 for r in rows if r.rejected),
         prompt_cache=prompt_cache(rows),
+        cost=str(sweep_cost(rows)["cost"]),
     )
 
 
@@ -244,7 +246,7 @@ def _md_methods(report: Report) -> list[str]:
     ]
     header = (["model"] if several else []) + [
         "method", "solved", "accuracy", "95% interval", "prompt tok", "compl tok", "tok / solved",
-        "acc / 1k tok", "calls", "wall s", "prompt cache",
+        "acc / 1k tok", "calls", "wall s", "prompt cache", "cost",
     ]
     lines = [
         ([m.model] if several else [])
@@ -260,6 +262,7 @@ def _md_methods(report: Report) -> list[str]:
             f"{m.calls:.1f}",
             f"{m.wall_s:.2f}",
             m.prompt_cache,
+            m.cost,
         ]
         for m in report.methods
     ]

@@ -67,14 +67,14 @@ def _methods(report: Report) -> str:
     several = report.several_models
     header = (["model"] if several else []) + [
         "method", "solved", "accuracy", "95% interval", "prompt tok", "compl tok", "tok / solved", "acc / 1k tok",
-        "calls", "wall s", "prompt cache"]
+        "calls", "wall s", "prompt cache", "cost"]
     rows = []
     for m in report.methods:
         rows.append(([esc(m.model)] if several else []) + [
             esc(m.strategy if several else m.label), f"{m.solved}/{m.runs}", _pct(m.accuracy),
             esc(f"[{_pct(m.low)}, {_pct(m.high)}] ({m.interval})"), f"{m.prompt_tokens:.0f}",
             f"{m.completion_tokens:.0f}", f"{m.tokens_per_solved:.0f}" if m.tokens_per_solved is not None else "—",
-            f"{m.accuracy_per_1k_tokens:.3f}", f"{m.calls:.1f}", f"{m.wall_s:.2f}", esc(m.prompt_cache)])
+            f"{m.accuracy_per_1k_tokens:.3f}", f"{m.calls:.1f}", f"{m.wall_s:.2f}", esc(m.prompt_cache), esc(m.cost)])
     first = 1 if several else 0
     return _table(header, rows, numeric=frozenset(first + i for i in (1, 2, 4, 5, 6, 7, 8, 9)))
 

@@ -34,6 +34,7 @@ from core.datasets.problems import Problem
 from core.datasets.verdicts import score
 from core.evaluation.sandbox import SandboxLimits
 from core.llm.embeddings import Embedder
+from core.llm.prices import cost_cell, usd_text
 from core.llm.request_seed import REQUEST_SEED
 from core.llm.tokens import cached_share
 from core.methods.catalogue import build_method, get_method_info
@@ -71,6 +72,8 @@ class Row:
     seed: int | None = None  # the repeat's seed (method samplers, the request `seed`)
     rejected: str = ""  # a pass the verdict refused (core.datasets.verdicts: e.g. "non-data return")
     cached_tokens: int | None = None  # of prompt_tokens, from the server's prefix cache (None: not reported)
+    cost_usd: float | None = None  # what the run's calls cost (core.llm.prices); None: not recorded
+    cost_unknown: list[str] = field(default_factory=list)  # models with no price (the cost is then unknown)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -81,7 +84,7 @@ class Row:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
-CSV_FIELDS = [f for f in Row.__dataclass_fields__ if f not in ("answer", "metrics")]
+CSV_FIELDS = [f for f in Row.__dataclass_fields__ if f not in ("answer", "metrics", "cost_unknown")]
 Job = tuple[Problem, str, int]  # (problem, strategy, repeat)
 
 
@@ -111,6 +114,8 @@ SUMMARY_FIELDS = [
     "mean_wall_s",
     "total_wall_s",
     "prompt_cache",
+    "total_cost_usd",
+    "cost",
 ]
 
 
@@ -136,6 +141,7 @@ def summarize(rows: Sequence[Row], strategies: Sequence[str]) -> list[dict[str, 
                 "mean_wall_s": round(sum(r.wall_s for r in mine) / n, 3),
                 "total_wall_s": round(sum(r.wall_s for r in mine), 3),
                 "prompt_cache": prompt_cache(mine),
+                **sweep_cost(mine),
                 **_metric_means(mine),
             }
         )
@@ -151,6 +157,16 @@ def prompt_cache(rows: Sequence[Row]) -> str:
     return cached_share(sum(r.cached_tokens or 0 for r in reported), sum(r.prompt_tokens for r in reported))
 
 
+def sweep_cost(rows: Sequence[Row]) -> dict[str, Any]:
+    """What the runs cost together: ``total_cost_usd`` (the priced runs' sum; None when no run recorded a
+    cost) and ``cost``, as the table shows it (core.llm.prices.cost_cell: "unknown (model X)" when a model
+    had no price)."""
+    recorded = [r for r in rows if r.cost_usd is not None]
+    total = round(sum(r.cost_usd or 0.0 for r in recorded), 10) if recorded else None
+    unknown = {m for r in rows for m in r.cost_unknown}
+    return {"total_cost_usd": total, "cost": cost_cell(total, unknown)}
+
+
 def _metric_means(rows: Sequence[Row]) -> dict[str, float]:
     """The mean of each of a method's own figures over the runs that report it (``mean_<name>``)."""
     names = sorted({name for r in rows for name in r.metrics})
@@ -162,7 +178,8 @@ def _metric_means(rows: Sequence[Row]) -> dict[str, float]:
 
 
 def format_table(summary: Sequence[dict[str, Any]]) -> str:
-    header = ["strategy", "solved", "accuracy", "rounds", "prompt tok", "compl tok", "calls", "wall s", "prompt cache"]
+    header = ["strategy", "solved", "accuracy", "rounds", "prompt tok", "compl tok", "calls", "wall s", "prompt cache",
+              "cost"]
     lines = [header]
     for s in summary:
         lines.append(
@@ -176,6 +193,7 @@ def format_table(summary: Sequence[dict[str, Any]]) -> str:
                 f"{s.get('mean_calls', 0):.1f}",
                 f"{s['mean_wall_s']:.2f}",
                 str(s.get("prompt_cache", "")),
+                str(s.get("cost", "—")),
             ]
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
@@ -267,6 +285,8 @@ class _Run:
     calls: int = 0
     metrics: dict[str, float] = field(default_factory=dict)
     cached_tokens: int | None = None
+    cost_usd: float | None = None
+    cost_unknown: list[str] = field(default_factory=list)
 
 
 def session_name(task_id: str) -> str:
@@ -302,6 +322,10 @@ class BenchRunner:
     seed: int = 0
     on_start: Callable[[str], None] | None = None  # a pair began (strategy): progress counts what runs
     control: ControlScript | None = None  # --control FILE: the same steering script in every run
+    # The sweep's cost cap in US dollars (--sweep-max-cost): once this sweep's finished runs cost that much, no
+    # new run starts (runs already started finish). ``cost_stopped`` says why it stopped, once it did.
+    max_cost: float | None = None
+    cost_stopped: str = ""
 
     @property
     def log(self) -> ResultsLog:
@@ -331,7 +355,7 @@ class BenchRunner:
 
         async def one(problem: Problem, strategy: str, repeat: int) -> None:
             async with limit:
-                if self.stopped:
+                if self.stopped or self._over_cost():
                     return
                 if self.on_start is not None:
                     self.on_start(strategy)
@@ -357,6 +381,16 @@ class BenchRunner:
             elif isinstance(result, Exception) and not isinstance(result, EndpointFailure):
                 raise result
         return self.rows
+
+    def _over_cost(self) -> bool:
+        """The sweep's cost cap is reached: say so once; no further run starts."""
+        if self.max_cost is None:
+            return False
+        spent = sum(r.cost_usd or 0.0 for r in self.rows)
+        if spent >= self.max_cost and not self.cost_stopped:
+            self.cost_stopped = (f"the sweep's cost cap of {usd_text(self.max_cost)} was reached "
+                                 f"({usd_text(spent)} spent): no further run starts")
+        return spent >= self.max_cost
 
     def _fail(self, message: str) -> EndpointFailure:
         if self.fatal is None:
@@ -394,6 +428,8 @@ class BenchRunner:
             repeat=repeat,
             seed=seed,
             cached_tokens=run.cached_tokens,
+            cost_usd=run.cost_usd,
+            cost_unknown=run.cost_unknown,
         )
 
     def options_for(self, strategy: str, seed: int | None) -> dict[str, Any]:
@@ -427,6 +463,8 @@ class BenchRunner:
             calls=len(of_kind(events, ev.AgentFinished)),
             metrics={**(measure(events) if measure is not None else {}), **(dict(own()) if callable(own) else {})},
             cached_tokens=finished.cached_tokens,
+            cost_usd=finished.cost_usd,
+            cost_unknown=list(finished.cost_unknown),
         )
 
 

@@ -37,6 +37,7 @@ from core.runtime.engine import ForkPoint, Method, SwarmEngine
 from core.runtime.round_check import CodeExecutionEvaluator
 from core.runtime.teams import resolve_team
 from core.sessions.store import SessionRecorder
+from core.telemetry.setup import trace_sink
 
 if TYPE_CHECKING:
     import asyncio
@@ -117,20 +118,26 @@ async def open_run(
         own_clients = await open_agent_clients(settings, backend.llm, backend.llm.base_url, team=team,
                                                limits=endpoint_limits)
         backend = replace(backend, agent_clients=own_clients)
+    tracer = trace_sink(settings)  # None unless the run is traced (core.telemetry): one more sink
     try:
         engine = build_engine(
-            problem, settings, backend, [*([recorder] if recorder is not None else []), *sinks],
+            problem, settings, backend, [*([recorder] if recorder is not None else []), *sinks,
+                                         *([tracer] if tracer is not None else [])],
             embedder=embedder, control=control, method=method, evaluator=make_evaluator(settings, sandbox_limits),
             parent=parent, step_mode=step, fork=fork, team=team,
         )
         if steering is not None:
             steering.attach(engine.control)
+        if tracer is not None:
+            tracer.notify = engine.notice
         try:
             yield OpenRun(engine, backend, team, recorder)
         finally:
             if steering is not None:
                 steering.detach(engine.control)
     finally:
+        if tracer is not None:
+            tracer.close()
         if recorder is not None and close_recorder:
             recorder.close("failed")  # a no-op after a normal end; a crash must not leave it "running"
         if own_backend:

@@ -21,6 +21,7 @@ from core.compose.control_feed import ControlScript
 from core.compose.runner import Backend
 from core.evaluation.math_answers import answer_or_text, answers_equivalent
 from core.llm.embeddings import Embedder
+from core.llm.prices import cost_cell
 from core.llm.tokens import cached_share
 from core.methods.catalogue import build_method, get_method_info
 from core.runtime import events as ev
@@ -134,6 +135,7 @@ class RowTracker:
         row.prompt_tokens, row.completion_tokens = event.prompt_tokens, event.completion_tokens
         row.tokens_estimated = event.tokens_estimated
         row.cached_tokens = event.cached_tokens
+        row.cost_usd, row.cost_unknown = event.cost_usd, list(event.cost_unknown)
         row.answer = event.final_answer
         row.reason = event.reason
         row.state = (RowState.FAILED if event.reason == EndReason.ERROR else RowState.CANCELLED
@@ -273,7 +275,7 @@ def shared_settings(plan: ComparePlan) -> dict[str, Any]:
     values: dict[str, Any] = {
         "team": s.team or s.domain, "protocol": s.protocol, "max_rounds": s.max_rounds, "tau": s.tau,
         "k_in": s.k_in, "max_concurrency": s.max_concurrency, "parallel": plan.parallel or len(plan.methods),
-        "time_budget": s.time_budget, "max_calls": s.max_calls, "max_tokens": s.max_tokens,
+        "time_budget": s.time_budget, "max_calls": s.max_calls, "max_tokens": s.max_tokens, "max_cost": s.max_cost,
     }
     if plan.expect is not None:
         values["expect"] = plan.expect
@@ -309,7 +311,8 @@ def estimated_note(rows: Sequence[CompareRow]) -> str:
 def summary_rows(rows: Sequence[CompareRow]) -> list[dict[str, Any]]:
     """The summary table's rows: the contract fields plus total tokens and the % differences to the first;
     ``tokens_mark`` is "~" for a row whose tokens hold estimates (see estimated_note), else ""; ``cached`` the
-    prompt tokens the server served from its prefix cache ("cached N (x %)", or "not reported")."""
+    prompt tokens the server served from its prefix cache ("cached N (x %)", or "not reported"); ``cost`` what the
+    run's calls cost (core.llm.prices.cost_cell)."""
     if not rows:
         return []
     first = rows[0]
@@ -319,6 +322,7 @@ def summary_rows(rows: Sequence[CompareRow]) -> list[dict[str, Any]]:
         data["total_tokens"] = row.total_tokens
         data["tokens_mark"] = ESTIMATED_MARK if row.tokens_estimated else ""
         data["cached"] = cached_share(row.cached_tokens, row.prompt_tokens)
+        data["cost"] = cost_cell(row.cost_usd, row.cost_unknown)
         data["tokens_vs_first"] = percent_change(row.total_tokens, first.total_tokens)
         data["wall_vs_first"] = percent_change(row.wall_s, first.wall_s)
         out.append(data)

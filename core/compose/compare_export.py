@@ -17,7 +17,8 @@ from core.sessions.compare_record import CompareRecord, sessions_folder
 
 EXPORT_FORMATS = ("md", "json", "csv", "html")
 CSV_COLUMNS = ("method", "state", "answer", "verdict", "calls", "prompt_tokens", "completion_tokens", "total_tokens",
-               "tokens_estimated", "cached_tokens", "wall_s", "tokens_vs_first", "wall_vs_first", "reason", "session")
+               "tokens_estimated", "cached_tokens", "cost_usd", "wall_s", "tokens_vs_first", "wall_vs_first", "reason",
+               "session")
 
 
 def _cell(text: object) -> str:
@@ -40,8 +41,8 @@ def to_markdown(record: CompareRecord) -> str:
         "## Summary",
         "",
         "| method | answer | verdict | calls | prompt | completion | total | wall s | Δ tokens | Δ wall "
-        "| prompt cache |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| prompt cache | cost |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
     for row in summary_rows(record.rows):
         answer = row["answer"] if len(row["answer"]) <= 60 else row["answer"][:59] + "…"
@@ -49,7 +50,8 @@ def to_markdown(record: CompareRecord) -> str:
         lines.append(
             f"| {_cell(row['method'])} | {_cell(answer) or '—'} | {_cell(row['verdict'])} | {row['calls']} | "
             f"{mark}{row['prompt_tokens']} | {mark}{row['completion_tokens']} | {mark}{row['total_tokens']} | "
-            f"{row['wall_s']:.1f} | {row['tokens_vs_first']} | {row['wall_vs_first']} | {row['cached']} |"
+            f"{row['wall_s']:.1f} | {row['tokens_vs_first']} | {row['wall_vs_first']} | {row['cached']} | "
+            f"{_cell(row['cost'])} |"
         )
     note = estimated_note(record.rows)
     lines += ["", *([_cell(note), ""] if note else []), "Differences are to the first method. Options per method:", ""]

@@ -59,6 +59,7 @@ def start_compare(
     team: Any = None,
     time_budget: Any = None,
     max_calls: Any = None,
+    max_cost: Any = None,
 ) -> SwarmTask:
     """Validate, schedule, and return the comparison's entry at once (StartError if refused).
     ``options``: {method: {option: value}}, each checked by its method; the server's [strategy.NAME] tables
@@ -78,7 +79,8 @@ def start_compare(
         raise StartError(f"parallel must be a whole number from 1 to {MAX_METHODS}")
     # The bounds go through swarm_start's own option check: the same limits and messages, and the run
     # settings every method's run is built from carry them.
-    bounds = {k: v for k, v in (("time_budget", time_budget), ("max_calls", max_calls)) if v is not None}
+    bounds = {k: v for k, v in (("time_budget", time_budget), ("max_calls", max_calls), ("max_cost", max_cost))
+              if v is not None}
     settings, checked, notes = manager.validate(task, domain, methods[0], None, None, max_rounds,
                                                 context, bounds, team=team)
     bounds = {k: checked[k] for k in bounds}

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from core.demo.played import demo_answer_note
+from core.llm.prices import cost_text
 from core.mcp.tasks import SwarmTask, TaskStatus
 from core.runtime import events as ev
 from core.runtime.dispatch import EventTable
@@ -103,13 +104,16 @@ class RunResult(BaseModel):
     final_answer: str | None = None
     answer_source: str | None = None
     termination_reason: str | None = Field(
-        None, description="manager, max_rounds, converged, budget (time_budget or max_calls), cancelled, error")
+        None, description="manager, max_rounds, converged, budget (time_budget, max_calls or max_cost), cancelled, "
+        "error")
     detail: str = ""
     rounds: int
     prompt_tokens: int
     completion_tokens: int
     tokens: int
     wall_s: float
+    cost: str | None = Field(None, description="what the run's calls cost: \"cost $0.0042\", or \"cost: unknown for "
+                             "model X\" (local servers are free)")
     error: str | None = None
     session_file: str | None = None
     topology: list[RoundTopology] | None = None
@@ -212,7 +216,8 @@ def result_result(entry: SwarmTask, include_topology: bool = False) -> RunResult
         return _compare_result(entry, base)
     if finished is not None:
         base.update(final_answer=finished.final_answer, answer_source=finished.answer_source or None,
-                    termination_reason=finished.reason, detail=finished.detail, rounds=finished.rounds)
+                    termination_reason=finished.reason, detail=finished.detail, rounds=finished.rounds,
+                    cost=cost_text(finished.cost_usd, finished.cost_unknown))
     if entry.status == TaskStatus.COMPLETED:
         message = f"completed: {finished.reason if finished else 'done'} after {entry.round} round(s)"
         if finished is not None and finished.demo_played:

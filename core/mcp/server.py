@@ -188,6 +188,12 @@ def _add_compare(server: "FastMCP", manager: SwarmManager) -> None:
                   "past it the run "
                   "ends with reason budget (like --max-calls)"),
         ] = None,
+        max_cost: Annotated[
+            float | None,
+            Field(json_schema_extra=schema_bounds("max_cost"),
+                  description=f"US dollars, {bounds_text('max_cost')}, for each method's run: once its calls cost "
+                  "that much it ends with reason budget (like --max-cost)"),
+        ] = None,
     ) -> StartResult:
         """Run several methods on the same task, endpoint, model and team. Returns one task id at once:
         swarm_status sums their progress, swarm_result has a summary row per method. time_budget and
@@ -196,7 +202,7 @@ def _add_compare(server: "FastMCP", manager: SwarmManager) -> None:
 
         try:
             entry = start_compare(manager, task, strategies, domain, max_rounds, context, options, parallel,
-                                  team=team, time_budget=time_budget, max_calls=max_calls)
+                                  team=team, time_budget=time_budget, max_calls=max_calls, max_cost=max_cost)
         except StartError as exc:
             raise ToolError(str(exc)) from None
         return start_result(entry, str(manager.sessions_dir))

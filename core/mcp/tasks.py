@@ -78,6 +78,8 @@ OPTIONS: dict[str, str] = {
     "reason budget and the best valid answer so far (like --time-budget); shorter than budget_s",
     "max_calls": f"model calls, {bounds_text('max_calls')}, re-asks included: past it the run ends with reason "
     "budget (like --max-calls)",
+    "max_cost": f"US dollars, {bounds_text('max_cost')}: once the run's calls cost that much it ends with reason "
+    "budget (like --max-cost; local servers are free)",
 }
 
 
@@ -274,6 +276,8 @@ def _check_options(options: Mapping[str, Any] | None, strategy: str = "dytopo") 
         out["time_budget"] = seconds
     if "max_calls" in options:
         out["max_calls"] = _setting("max_calls", options["max_calls"], "option ")
+    if "max_cost" in options:
+        out["max_cost"] = _setting("max_cost", options["max_cost"], "option ")
     return out
 
 
@@ -442,6 +446,7 @@ class SwarmManager:
                 protocol=checked.get("protocol"), execute_code=execute,
                 allow_unisolated_code=checked.get("allow_unisolated_code"),
                 time_budget=checked.get("time_budget"), max_calls=checked.get("max_calls"),
+                max_cost=checked.get("max_cost"),
             )
             settings.validate(n_workers=n_workers)
         except ConfigError as exc:

@@ -4,7 +4,8 @@
 text as AgentDelta events, parses the reply into the caller's contract and asks once more when it does not
 parse or was cut off; it fits the prompt to a known context (``fit_context``) and retries once, smaller,
 when the server refuses it as over its context (``after_overflow``). It also keeps the run's accounting:
-calls started (the call budget), tokens (with how many are estimates) and replies parsed.
+calls started (the call budget), tokens (with how many are estimates), what they cost (the cost budget,
+core.llm.prices) and replies parsed.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from core.llm.call_id import CallId
+from core.llm.prices import CallCost, CostTally, Pricer, load_table, model_prices, usd_text
 from core.llm.tokens import CutOffCost
 from core.runtime import events as ev
 from core.runtime.config import CallLimits, Settings
@@ -76,6 +78,10 @@ class ModelCalls:
         # What the app itself sent (prompts, re-asks): a final answer that merely echoes it is refused.
         self.sent_texts: deque[str] = deque(maxlen=400)
         self.failures = failures  # calls failed in a row (core.runtime.faults)
+        settings = host.settings
+        self.pricer = Pricer(model_prices(settings.prices), settings.price_local_endpoints)
+        self.cost = CostTally()  # what the replies cost (USD) and the models no price was found for: RunFinished
+        self._table_load: asyncio.Future[None] | None = None  # the price table, loading in a thread (load_table)
 
     async def call_and_parse(
         self,
@@ -132,7 +138,14 @@ class ModelCalls:
                 host.stop_for_budget(f"the budget of {host.settings.max_calls} model calls was reached",
                                      let_running_finish=True)
                 raise asyncio.CancelledError  # this call is never sent; the run ends as "budget"
+            max_cost = host.settings.max_cost
+            if max_cost is not None and self.cost.usd >= max_cost:
+                host.stop_for_budget(f"the cost budget of {usd_text(max_cost)} was reached ({usd_text(self.cost.usd)}"
+                                     " spent)", let_running_finish=True)
+                raise asyncio.CancelledError  # as the call budget: never sent, the run ends as "budget"
             self.calls_started += 1
+            if self._table_load is None and self.pricer.needs_table(llm.model, llm.base_url):
+                self._table_load = asyncio.ensure_future(asyncio.to_thread(load_table))  # while this call is out
             cut_off = CutOffCost()
             try:
                 chat = await llm.chat(
@@ -149,7 +162,7 @@ class ModelCalls:
                     cut_off=cut_off,
                 )
             except asyncio.CancelledError:
-                self._count_cut_off(agent, call, cut_off)
+                self._count_cut_off(agent, call, cut_off, llm)
                 raise
             except openai.OpenAIError as exc:
                 overflow = context_overflow(exc)
@@ -181,7 +194,10 @@ class ModelCalls:
             self.failures.replied()
             if chat.cut_short:
                 host.notice(f"{agent}: {chat.cut_short}", "warning", agent)
-            usage = Usage.add(usage, chat)
+            if self._table_load is not None:
+                await asyncio.shield(self._table_load)  # a cancelled call must not cancel the shared load
+            usage = Usage.add(usage, chat, self._charge(llm, chat.prompt_tokens, chat.completion_tokens,
+                                                        chat.cached_tokens))
             self.prompt_tokens += chat.prompt_tokens
             self.completion_tokens += chat.completion_tokens
             if chat.usage_estimated:
@@ -208,7 +224,18 @@ class ModelCalls:
                 ]
                 self.sent_texts.append(extra[-1]["content"])
 
-    def _count_cut_off(self, agent: str, call: str, cost: CutOffCost) -> None:
+    def _charge(self, llm: LLMClient, prompt_tokens: int, completion_tokens: int, cached: int | None) -> CallCost:
+        """Price one reply (core.llm.prices) into the run's cost; a model with no price is said once, the
+        first time, since the cost budget cannot bound its calls."""
+        cost = self.pricer.price(llm.model, llm.base_url, prompt_tokens, completion_tokens, cached)
+        if cost.usd is None and cost.model not in self.cost.unknown:
+            bound = " (--max-cost cannot bound its calls)" if self.host.settings.max_cost is not None else ""
+            self.host.notice(f"cost: unknown for model {cost.model}: the price table has no such model; set its "
+                             f"price in the config's [prices] table{bound}", "info")
+        self.cost.add(cost)
+        return cost
+
+    def _count_cut_off(self, agent: str, call: str, cost: CutOffCost, llm: LLMClient) -> None:
         """A call cancelled in flight (the time budget, a cancel) still cost what the server did: its tokens
         go into the run's totals, and a notice records them (the call itself never finishes)."""
         if not cost.sent:
@@ -217,6 +244,7 @@ class ModelCalls:
         self.completion_tokens += cost.completion_tokens
         if cost.estimated:
             self.estimated_tokens += cost.tokens
+        self._charge(llm, cost.prompt_tokens, cost.completion_tokens, None)
         self.host.notice(
             f"{agent}: {call} call cut off in flight; its {'~' if cost.estimated else ''}{cost.prompt_tokens} prompt "
             f"+ {cost.completion_tokens} completion tokens{' (estimated)' if cost.estimated else ''} are counted",
@@ -304,9 +332,12 @@ class Usage:
     text: str  # the last attempt's text
     top_logprobs: list[list[float]] | None = None  # the last attempt's, when asked for
     cached_tokens: int | None = None  # from the server's prefix cache, summed; None when no attempt's reply said
+    model: str = ""  # the model the call asked for (its price's name)
+    cost_usd: float | None = None  # what its attempts cost (core.llm.prices); None: unknown (no price for the model)
 
     @staticmethod
-    def add(total: Usage | None, chat: ChatResult) -> Usage:
+    def add(total: Usage | None, chat: ChatResult, cost: CallCost | None = None) -> Usage:
+        priced = cost.usd if cost is not None else None
         if total is None:
             return Usage(
                 chat.prompt_tokens,
@@ -317,10 +348,13 @@ class Usage:
                 chat.text,
                 chat.top_logprobs,
                 chat.cached_tokens,
+                cost.model if cost is not None else "",
+                priced,
             )
         cached = total.cached_tokens
         if chat.cached_tokens is not None:
             cached = (cached or 0) + chat.cached_tokens
+        summed = None if total.cost_usd is None or priced is None else total.cost_usd + priced
         return Usage(
             total.prompt_tokens + chat.prompt_tokens,
             total.completion_tokens + chat.completion_tokens,
@@ -330,6 +364,8 @@ class Usage:
             chat.text,
             chat.top_logprobs,
             cached,
+            total.model,
+            summed,
         )
 
 
@@ -367,4 +403,6 @@ def finished_event(round_no: int, call: str, result: CallResult, chat: Usage | N
         latency_s=round(chat.latency_s, 4) if chat else 0.0,
         attempts=chat.attempts if chat else 1,
         cached_tokens=chat.cached_tokens if chat else None,
+        model=chat.model if chat else "",
+        cost_usd=chat.cost_usd if chat else None,
     )

@@ -60,6 +60,7 @@ class ConfigError(ValueError):
 MAX_ROUNDS = 10  # the reference deployment's cap on DyTopo's rounds
 MAX_TIME_BUDGET_S = 36_000.0  # ten hours: a bound for a run's wall time that no real run reaches
 MAX_CALLS = 100_000
+MAX_COST_USD = 100_000.0  # a bound no run reaches: a typo's extra zeros are refused, not obeyed
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,15 @@ class Settings:
     time_budget: Annotated[float, Field(ge=1, le=MAX_TIME_BUDGET_S, description="seconds")] | None = None
     max_calls: Annotated[int, Field(ge=1, le=MAX_CALLS)] | None = None  # model calls, re-asks included
     max_tokens: Annotated[int, Field(ge=1)] | None = None  # caps every call kind's max_tokens at once
+    # US dollars the run's calls may cost (core.llm.prices): past it the run ends with reason "budget".
+    max_cost: Annotated[float, Field(gt=0, le=MAX_COST_USD, description="USD")] | None = None
+    # The user's prices, USD per million tokens, by model name ([prices.MODEL]: input, output, cached_input):
+    # they win over the genai-prices table, and price a local server's calls too (else free).
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)
+    price_local_endpoints: bool = False  # price a local endpoint from the table (a local proxy to a hosted API)
+    # OpenTelemetry (core.telemetry): the OTLP/HTTP collector to send each run's trace to (--otel URL); the
+    # standard OTEL_* variables work without it. None: traces only when those variables ask.
+    otel_endpoint: str | None = None
     # Sessions and UI.
     sessions_dir: str = "sessions"
     theme: str = "textual-dark"
@@ -158,11 +168,13 @@ class Settings:
             raise ConfigError(f"k_in must be between 1 and {upper}, got {self.k_in}")  # the team's own range
         for f in fields(self):
             check_setting(f.name, getattr(self, f.name))
-        if self.base_url is not None:
+        for name, url in (("base_url", self.base_url), ("otel_endpoint", self.otel_endpoint)):
+            if url is None:
+                continue
             try:
-                check_base_url(self.base_url)
+                check_base_url(url)
             except URLError as exc:
-                raise ConfigError(str(exc)) from None
+                raise ConfigError(str(exc) if name == "base_url" else f"otel_endpoint: {exc}") from None
 
 
 # --- checking one value against its field -------------------------------------------------------------

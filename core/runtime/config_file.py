@@ -14,6 +14,7 @@ from typing import Any
 
 import platformdirs
 
+from core.llm.prices import PriceError, model_prices
 from core.runtime.config import APP_NAME, CallLimits, ConfigError, Settings, check_setting, settings_from
 from core.runtime.teams import check_team_tables
 
@@ -52,6 +53,12 @@ def _settings_from_mapping(data: Any, source: str) -> dict[str, Any]:
                 raise ConfigError("method options go in [strategy.NAME] tables")
             elif name == "teams":
                 raise ConfigError("teams go in [team.NAME] tables")
+            elif name == "prices":  # [prices.MODEL] tables: checked as prices, kept as plain numbers
+                try:
+                    checked = model_prices(value if isinstance(value, dict) else {"?": value}, "")
+                except PriceError as exc:
+                    raise ConfigError(str(exc)) from None
+                value = {model: {k: v for k, v in vars(p).items() if v is not None} for model, p in checked.items()}
             elif name == "keymap" and not (isinstance(value, dict) and all(isinstance(v, str) for v in value.values())):
                 raise ConfigError("keymap must map binding ids to key strings")
             else:
@@ -81,6 +88,8 @@ def load_config_file(path: Path | None) -> dict[str, Any]:
     teams = data.get("team") if isinstance(data.get("team"), dict) else None
     if teams is not None and isinstance(section, dict) and isinstance(section.get("team"), dict):
         section = {k: v for k, v in section.items() if k != "team"}  # the [team.NAME] tables, not a choice
+    if section is not data and isinstance(section, dict) and isinstance(data.get("prices"), dict):
+        section = {**section, "prices": data["prices"]}  # [prices.MODEL] beside [swarm]
     settings = _settings_from_mapping(section, str(path))
     if teams is not None:
         settings["teams"] = check_team_tables(teams, str(path))

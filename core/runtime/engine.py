@@ -275,6 +275,8 @@ class SwarmEngine:
             completion_tokens=calls.completion_tokens,
             tokens_estimated=calls.estimated_tokens,
             cached_tokens=calls.cached_tokens,
+            cost_usd=round(calls.cost.usd, 8),
+            cost_unknown=sorted(calls.cost.unknown),
             solved=solved,
             replies_parsed=calls.reply_tally.parsed,
             replies_total=calls.reply_tally.total,

@@ -223,11 +223,19 @@ class AgentFinished(Event):
     # Of prompt_tokens, how many the server took from its prefix cache (OpenAI/vLLM cached_tokens, llama.cpp's
     # timings.cache_n); None when it did not say (and in sessions recorded before this was kept).
     cached_tokens: int | None = None
+    # The model the call asked for, and what its attempts cost in US dollars (core.llm.prices; 0 on a local
+    # server, None when no price is known or no reply came). Left out of the dict when not set.
+    model: str = ""
+    cost_usd: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = super().to_dict()
         if self.cached_tokens is None:  # not reported: left out, so an older session round-trips to the same dict
             del data["cached_tokens"]
+        if not self.model:
+            del data["model"]
+        if self.cost_usd is None:
+            del data["cost_usd"]
         return data
 
 
@@ -321,11 +329,19 @@ class RunFinished(Event):
     tokens_estimated: int = 0
     # Of prompt_tokens, how many the server said came from its prefix cache; None when no call's reply said.
     cached_tokens: int | None = None
+    # What the run's calls cost in US dollars (core.llm.prices: the priced calls' sum) and the models no price
+    # was found for ("cost: unknown for model X"); None / [] in sessions recorded before costs were kept.
+    cost_usd: float | None = None
+    cost_unknown: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         data = super().to_dict()
         if self.cached_tokens is None:
             del data["cached_tokens"]
+        if self.cost_usd is None:
+            del data["cost_usd"]
+        if not self.cost_unknown:
+            del data["cost_unknown"]
         if self.replies_parsed == -1 and self.replies_total == 0:
             # Not counted: leave the fields out, so an older session round-trips to the same dict.
             del data["replies_parsed"], data["replies_total"]

@@ -71,6 +71,10 @@ class CompareRow:
     cached_tokens: int | None = None
     # Seconds a stepped run sat paused waiting for a key: not in wall_s (its working time). 0 in older records.
     paused_s: float = 0.0
+    # What the run's calls cost in US dollars (core.llm.prices) and the models with no price; None / [] in
+    # records saved before costs were kept.
+    cost_usd: float | None = None
+    cost_unknown: list[str] = field(default_factory=list)
 
     @property
     def total_tokens(self) -> int:
@@ -255,6 +259,8 @@ def _row(item: Any, base: Path) -> CompareRow:
         steer_refused=int(item.get("steer_refused", 0)),
         cached_tokens=int(item["cached_tokens"]) if isinstance(item.get("cached_tokens"), int) else None,
         paused_s=float(item.get("paused_s", 0.0)),
+        cost_usd=float(item["cost_usd"]) if isinstance(item.get("cost_usd"), int | float) else None,
+        cost_unknown=[str(m) for m in item.get("cost_unknown") or [] if isinstance(m, str)],
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from core.llm.prices import cost_text
 from core.methods.registry import format_options
 from core.routing.dytopo import (
     KIND_CROSS,
@@ -92,6 +93,8 @@ def _markdown(session: Session) -> str:
         o = session.outcome
         out.append(f"- ended: {o.reason} — {o.detail}")
         out.append(f"- rounds: {o.rounds}; tokens: {o.prompt_tokens} prompt + {o.completion_tokens} completion")
+        if o.cost_usd is not None or o.cost_unknown:  # sessions from before costs were kept say nothing
+            out.append(f"- {cost_text(o.cost_usd, o.cost_unknown)}")
         if o.solved is not None:
             out.append(f"- tests passed: {'yes' if o.solved else 'no'}")
         source = f" (from {o.answer_source})" if o.answer_source else ""

@@ -40,7 +40,7 @@ from core.methods.selection import parse_strategies, split_option_flags
 from core.runtime.config import DomainName, Settings
 
 from .launch import OpenBenchShow, Outcome
-from .options import EXIT_USAGE, OneLineParser, add_run_options, int_range, settings_from_args
+from .options import EXIT_USAGE, OneLineParser, add_run_options, int_range, setting_arg, settings_from_args
 from .progress_line import ProgressLine
 
 EXIT_FAILED = 1
@@ -96,6 +96,11 @@ def build_parser() -> OneLineParser:
     )
     parser.add_argument(
         "--control", metavar="FILE", help="steer every run from this script of JSON lines (see docs/steering.md)"
+    )
+    parser.add_argument(
+        "--sweep-max-cost", dest="sweep_max_cost", type=setting_arg("max_cost"), metavar="USD",
+        help="the whole sweep's cost cap: once its finished runs cost USD dollars, no new run starts (--max-cost "
+        "bounds each run)",
     )
     add_run_options(parser, method=False, several_urls=True)
     return parser
@@ -299,7 +304,7 @@ async def _bench(
             return EXIT_FAILED
     runner = BenchRunner(
         settings, backend, embedder, out, concurrency=args.concurrency, on_row=progress,
-        repeats=args.repeats, seed=args.seed, control=control,
+        repeats=args.repeats, seed=args.seed, control=control, max_cost=args.sweep_max_cost,
     )
     loop = asyncio.get_running_loop()
     handled = _stop_on_signals(loop, runner.stop)
@@ -328,11 +333,18 @@ async def _bench(
     meta = _results_meta(args, settings, dataset, problems, strategies, backend, rows)
     if rows:
         _write_and_print(out, dataset, problems, strategies, backend, rows, meta)
+    return _ending(runner, len(problems) * len(strategies) * args.repeats - len(rows))
+
+
+def _ending(runner: BenchRunner, left: int) -> int:
+    """The exit code, with one line on stderr for a fatal error, a sweep cost cap reached or an interruption."""
     if runner.fatal is not None:
         print(f"swarm-tui bench: {runner.fatal}", file=sys.stderr)
         return EXIT_FAILED
+    if runner.cost_stopped:
+        print(f"swarm-tui bench: {runner.cost_stopped}; run again with --resume (and a higher cap) to finish",
+              file=sys.stderr)
     if runner.stopped:
-        left = len(problems) * len(strategies) * args.repeats - len(rows)
         print(
             f"swarm-tui bench: interrupted with {left} pairs left; run again with --resume to finish", file=sys.stderr
         )

@@ -24,7 +24,7 @@ from core.sessions.compare_record import CompareRow, RowState
 from .headless import EXIT_CANCELLED, EXIT_FAILED, EXIT_USAGE, JsonLinesWriter, ProgressPrinter, say, write_or_silence
 
 SUMMARY_HEADERS = ("method", "answer", "verdict", "calls", "prompt", "completion", "total", "wall s", "tokens", "wall",
-                   "prompt cache")
+                   "prompt cache", "cost")
 
 
 class TaggedLines:
@@ -60,7 +60,7 @@ def format_summary(rows: list[CompareRow]) -> str:
         (
             r["method"], one_line(answer_gist(r["answer"]), 32) or "—", one_line(r["verdict"], 28), str(r["calls"]),
             *(f"{r['tokens_mark']}{r[key]}" for key in ("prompt_tokens", "completion_tokens", "total_tokens")),
-            f"{r['wall_s']:.1f}", r["tokens_vs_first"], r["wall_vs_first"], r["cached"],
+            f"{r['wall_s']:.1f}", r["tokens_vs_first"], r["wall_vs_first"], r["cached"], r["cost"],
             *([f"{r['steered']}" + (f" (+{r['steer_refused']} refused)" if r["steer_refused"] else "")]
               if steered else []),
         )

@@ -22,6 +22,7 @@ from core.demo.played import TESTS_LABEL, demo_answer_note, demo_banner, demo_ex
 from core.evaluation.math_answers import answer_or_text, answers_equivalent
 from core.llm.client import EndpointError
 from core.llm.embeddings import shared_embedder
+from core.llm.prices import cost_text
 from core.llm.tokens import cached_share
 from core.methods.catalogue import get_method_info, unit_position
 from core.methods.registry import MethodError, format_options
@@ -205,6 +206,7 @@ class ProgressPrinter:
             f"{e.prompt_tokens} prompt + {e.completion_tokens} completion tokens; "
             f"prompt cache: {cached_share(e.cached_tokens, e.prompt_tokens)}"
         )
+        self._line(cost_text(e.cost_usd, e.cost_unknown))  # "cost $0.0042", or "cost: unknown for model X"
         if not e.final_answer.strip():  # never a made-up answer: say there is none
             self._line("no answer: no reply of the team passed the answer check")
         elif e.demo_played:

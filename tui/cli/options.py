@@ -28,6 +28,7 @@ from core.runtime.config_file import load_settings
 from core.runtime.domains import Domain
 from core.runtime.teams import resolve_team, table_from_record, with_team
 from core.runtime.textsafe import printable
+from core.telemetry.setup import check_tracing
 
 EXIT_USAGE = 2
 
@@ -120,6 +121,30 @@ def add_run_options(parser: argparse.ArgumentParser, *, method: bool = True, sev
     parser.add_argument("--protocol", choices=PROTOCOLS, help=f"DyTopo round protocol (default {d.protocol})")
     if method:
         add_method_options(parser)
+    _add_endpoint_options(parser, several_urls)
+    _add_budget_options(parser)
+    parser.add_argument(
+        "--config", type=Path, help="config file (default: the user config dir's swarm-tui/config.toml)"
+    )
+    parser.add_argument(
+        "--demo", action="store_true", help="run against the built-in scripted model server (no model needed)"
+    )
+    parser.add_argument(
+        "--execute",
+        dest="execute_code",
+        action="store_true",
+        default=None,
+        help="code domain: run the latest code against the tests in a sandbox after every round",
+    )
+    parser.add_argument(
+        "--allow-unisolated-code", dest="allow_unisolated_code", action="store_true", default=None,
+        help="run model-written code even where bubblewrap cannot isolate it (it then has your rights)",
+    )
+
+
+def _add_endpoint_options(parser: argparse.ArgumentParser, several_urls: bool) -> None:
+    """Where the calls go: the endpoint, the model, the key's variable, the parallelism and the trace."""
+    d = Settings()
     parser.add_argument(
         "--base-url",
         dest="base_url",
@@ -141,6 +166,15 @@ def add_run_options(parser: argparse.ArgumentParser, *, method: bool = True, sev
         help=f"parallel model calls, {bounds_text('max_concurrency')} (default {d.max_concurrency})",
     )
     parser.add_argument(
+        "--otel", dest="otel_endpoint", metavar="URL",
+        help="send the run's trace to this OpenTelemetry collector (OTLP/HTTP, e.g. http://127.0.0.1:4318; "
+        "the otel extra; OTEL_EXPORTER_OTLP_ENDPOINT works too)",
+    )
+
+
+def _add_budget_options(parser: argparse.ArgumentParser) -> None:
+    """The bounds of a run: time, calls, cost and each call's max_tokens."""
+    parser.add_argument(
         "--time-budget", dest="time_budget", type=setting_arg("time_budget"), metavar="SECONDS",
         help=f"end the run after this many seconds ({bounds_text('time_budget')}) with the best valid answer "
         "so far (reason: budget)",
@@ -151,25 +185,13 @@ def add_run_options(parser: argparse.ArgumentParser, *, method: bool = True, sev
         "valid answer so far",
     )
     parser.add_argument(
+        "--max-cost", dest="max_cost", type=setting_arg("max_cost"), metavar="USD",
+        help=f"end the run once its calls cost USD dollars ({bounds_text('max_cost')}; priced by genai-prices or "
+        "the config's [prices]; local servers are free) with the best valid answer so far",
+    )
+    parser.add_argument(
         "--max-tokens", dest="max_tokens", type=setting_arg("max_tokens"), metavar="N",
         help="cap every call's max_tokens (descriptor, work, manager and every method's own calls) at N",
-    )
-    parser.add_argument(
-        "--config", type=Path, help="config file (default: the user config dir's swarm-tui/config.toml)"
-    )
-    parser.add_argument(
-        "--demo", action="store_true", help="run against the built-in scripted model server (no model needed)"
-    )
-    parser.add_argument(
-        "--execute",
-        dest="execute_code",
-        action="store_true",
-        default=None,
-        help="code domain: run the latest code against the tests in a sandbox after every round",
-    )
-    parser.add_argument(
-        "--allow-unisolated-code", dest="allow_unisolated_code", action="store_true", default=None,
-        help="run model-written code even where bubblewrap cannot isolate it (it then has your rights)",
     )
 
 
@@ -192,6 +214,8 @@ def settings_from_args(args: argparse.Namespace, *, build: bool = True) -> Setti
             "time_budget",
             "max_calls",
             "max_tokens",
+            "max_cost",
+            "otel_endpoint",
         )
     }
     if isinstance(cli["base_url"], list):  # the benchmark's repeatable --base-url: the first is the run's
@@ -216,6 +240,7 @@ def settings_from_args(args: argparse.Namespace, *, build: bool = True) -> Setti
             # The default (3) suits the code team; smaller teams get the largest k_in they allow.
             settings = settings.with_overrides(k_in=n_workers - 1)
         settings.validate(n_workers=n_workers)
+        check_tracing(settings)  # --otel without the otel extra: one line saying how to install it
         url = resolve_base_url(settings)
         if not getattr(args, "demo", False) and settings.base_url is None and url != DEFAULT_BASE_URL:
             # validate() checked --base-url and the config file; this one came from $OPENAI_BASE_URL.

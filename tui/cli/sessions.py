@@ -15,6 +15,8 @@ from pathlib import Path
 
 from core.compose.compare_export import EXPORT_FORMATS, WRITERS
 from core.compose.compare_html import export_page
+from core.interop import INSTALL_HINT as INSPECT_HINT
+from core.interop import inspect_installed
 from core.methods.catalogue import unit_count
 from core.runtime.config import ConfigError
 from core.runtime.config_file import load_settings
@@ -29,6 +31,7 @@ from .launch import OpenReplay, Outcome
 from .options import EXIT_USAGE, OneLineParser, add_run_options
 
 RECORD_FORMATS = EXPORT_FORMATS  # what a compare record exports as
+INSPECT_FORMAT = "inspect"  # a session as an inspect_ai eval log (the inspect extra)
 
 
 class _UserError(Exception):
@@ -142,11 +145,15 @@ def format_compares(rows: Sequence[CompareSummary]) -> str:
 def _export(argv: list[str]) -> int:
     parser = OneLineParser(prog="swarm-tui export", description="Export a session or a compare record.")
     parser.add_argument("file", help="a session file (.json or .toml), or a compare record (.compare.json)")
-    parser.add_argument("--format", required=True, choices=list(dict.fromkeys([*FORMATS, *RECORD_FORMATS])),
-                        help="output format (html: one self-contained page; a compare record: md, json, csv, html)")
+    parser.add_argument("--format", required=True,
+                        choices=list(dict.fromkeys([*FORMATS, *RECORD_FORMATS, INSPECT_FORMAT])),
+                        help="output format (html: one self-contained page; inspect: an inspect_ai eval log, with "
+                        "-o OUT.eval; a compare record: md, json, csv, html)")
     parser.add_argument("-o", "--output", type=Path, help="write here instead of stdout")
     args = parser.parse_args(argv)
     path = resolve_session_path(args.file)
+    if args.format == INSPECT_FORMAT:
+        return _export_inspect(args.file, args.output)
     if path.is_file() and looks_like_record(path):
         text = _export_record(path, args.format, args.output)
     else:
@@ -163,6 +170,23 @@ def _export(argv: list[str]) -> int:
     except OSError as exc:
         raise _UserError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     _say(f"wrote {args.output}", err=True)
+    return 0
+
+
+def _export_inspect(name: str, output: Path | None) -> int:
+    """A session as an inspect eval log (core.interop.inspect_log), which needs the inspect extra."""
+    if not inspect_installed():
+        raise _UserError(f"--format inspect: {INSPECT_HINT}")
+    if output is None or output.suffix not in (".eval", ".json"):
+        raise _UserError("--format inspect writes a file: -o OUT.eval (inspect's own format) or -o OUT.json")
+    session, _ = _load(name)
+    from core.interop.inspect_log import write_session_log  # the optional extra, loaded only when asked for
+
+    try:
+        write_session_log(session, output)
+    except OSError as exc:
+        raise _UserError(f"cannot write {output}: {exc.strerror or exc}") from None
+    _say(f"wrote {output} (inspect view opens it)", err=True)
     return 0
 
 

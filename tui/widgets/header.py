@@ -9,6 +9,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from core.demo.played import demo_header
+from core.llm.prices import usd_text
 from core.llm.tokens import cached_share
 from core.runtime.control import ControlMode
 
@@ -128,11 +129,20 @@ def _tokens(model: RunModel, compact: bool = False) -> str:
     """The token figure, with the prompt tokens the server served from its prefix cache when it says (a server
     that says nothing adds nothing here: the headless summary and the compare rows say "not reported");
     ``compact``: the share alone, so the state keeps its room on a small terminal."""
+    cost = _cost(model)
     if model.cached_tokens is None:
-        return f"{model.tokens:,} tok"
+        return f"{model.tokens:,} tok{cost}"
     if compact and model.prompt_tokens:
-        return f"{model.tokens:,} tok, {100 * model.cached_tokens / model.prompt_tokens:.0f} % cached"
-    return f"{model.tokens:,} tok, {cached_share(model.cached_tokens, model.prompt_tokens)}"
+        return f"{model.tokens:,} tok, {100 * model.cached_tokens / model.prompt_tokens:.0f} % cached{cost}"
+    return f"{model.tokens:,} tok, {cached_share(model.cached_tokens, model.prompt_tokens)}{cost}"
+
+
+def _cost(model: RunModel) -> str:
+    """What the calls cost so far, beside the tokens (core.llm.prices): ", $0.0042", or ", cost ?" when a
+    model has no price; nothing on a free (local) server, like a cache that says nothing."""
+    if model.cost_unknown:
+        return ", cost ?"
+    return f", {usd_text(model.cost_usd)}" if model.cost_usd > 0 else ""
 
 
 def _status_line(model: RunModel, elapsed: float, replay: str, *, compact: bool, detail: bool = True,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from core.llm.prices import cost_text
 from core.llm.urls import redact_url
 from core.methods.catalogue import get_method_info
 from core.methods.registry import MethodError, format_options
@@ -109,6 +110,8 @@ def header(session: Session) -> str:
             ("tokens", esc(f"{mark}{o.prompt_tokens} prompt + {mark}{o.completion_tokens} completion"
                            + (" (~ partly estimated)" if mark else ""))),
             ("time", esc(_latency(max(0.0, o.ts - m.ts)))),
+            *([("cost", esc(cost_text(o.cost_usd, o.cost_unknown).removeprefix("cost ")))]
+              if o.cost_usd is not None or o.cost_unknown else []),
         ]
     v = verdict(session)
     css = "ok" if v == "tests passed" else "bad" if v == "tests failed" else "mute"

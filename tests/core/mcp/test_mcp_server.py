@@ -222,11 +222,12 @@ async def test_a_full_store_evicts_the_oldest_half_of_the_finished_tasks(tmp_pat
         ({"context": "x" * 4001}, "context is 4001 characters; the limit is 4000"),
         ({"options": {"turbo": True}},
          "unknown option 'turbo': the options are protocol, execute, allow_unisolated_code, budget_s, time_budget, "
-         "max_calls, descriptor_context, memory, "
+         "max_calls, max_cost, descriptor_context, memory, "
          "payload, prompt_order; and KIND_max_tokens, KIND_temperature for KIND in manager, worker, descriptor"),
         ({"options": {"time_budget": 0}}, "option time_budget must be between 1 and 36000 seconds, got 0"),
         ({"options": {"time_budget": 60, "budget_s": 30}}, "option time_budget (60 s) must be shorter than budget_s"),
         ({"options": {"max_calls": 2.5}}, "option max_calls must be a whole number, got 2.5"),
+        ({"options": {"max_cost": 0}}, "option max_cost must be more than 0 and at most 100000 USD, got 0"),
         ({"options": {"max_calls": 0}}, "option max_calls must be between 1 and 100000, got 0"),
         ({"options": {"manager_max_tokens": 0}}, "[strategy.dytopo] manager_max_tokens must be between 1"),
         ({"options": {"payload": "gossip"}}, "[strategy.dytopo] payload must be one of auto"),
