@@ -52,9 +52,13 @@ _SPECIFIC = "query and key route messages by meaning: name functions, steps, qua
 # an agent begins with its previous one and a server's prefix cache (llama.cpp slots, vLLM prefix caching,
 # SGLang's radix cache) prefills each token once. "paper": the reference templates' order (the reply shape in
 # the system prompt, the round's goal before the memory).
+# "conversation" (the default): each agent's requests form one growing chat (core.runtime.conversation), which
+# begins with the team-wide preamble every agent shares (the problem, the team, the rules of a round) and only
+# then the agent's role, so a global prefix cache prefills the problem once per team.
+PROMPT_CONVERSATION = "conversation"
 PROMPT_CACHE = "cache"
 PROMPT_PAPER = "paper"
-PROMPT_ORDERS = (PROMPT_CACHE, PROMPT_PAPER)
+PROMPT_ORDERS = (PROMPT_CONVERSATION, PROMPT_CACHE, PROMPT_PAPER)
 
 
 def worker_intro(domain: Domain, role: Role) -> str:
@@ -207,9 +211,14 @@ def problem_digest(problem: str, limit: int = DIGEST_CHARS) -> str:
 
 
 def manager_request(round_no: int, max_rounds: int, problem: str, goal: str, outputs: str, extra: str = "") -> str:
+    return f"PROBLEM:\n{problem}\n\n" + manager_turn(round_no, max_rounds, goal, outputs, extra)
+
+
+def manager_turn(round_no: int, max_rounds: int, goal: str, outputs: str, extra: str = "") -> str:
+    """The Manager's review of a round without the problem (a conversation's preamble holds it)."""
     last = round_no >= max_rounds
     return (
-        f"PROBLEM:\n{problem}\n\nROUND {round_no} GOAL:\n{goal}\n\n"
+        f"ROUND {round_no} GOAL:\n{goal}\n\n"
         f"TEAM OUTPUTS THIS ROUND:\n{outputs}\n\n"
         + (f"{extra}\n\n" if extra else "")
         + (
@@ -226,4 +235,69 @@ JSON_REPLY = "ONLY the JSON object in the required shape"
 def repair_request(error: str, reply_format: str = JSON_REPLY) -> str:
     """The re-ask after an unusable reply: what was wrong, and the format this call's role must write
     (each parser names its own: a JSON object with its fields, a YAML plan, tagged plain text)."""
-    return f"Your previous reply could not be used: {error}. Reply again with {reply_format}."
+    return f"{REPAIR_OPENING} {error}. Reply again with {reply_format}."
+
+
+REPAIR_OPENING = "Your previous reply could not be used:"  # how a re-ask begins (the scripted server reads it)
+
+
+# --- the growing conversation (PROMPT_CONVERSATION) ----------------------------------------------------------
+MEMORY_NEW = "SINCE YOUR LAST TURN (earlier rounds):"
+
+
+def team_preamble(domain: Domain, problem: str) -> str:
+    """What every agent's conversation begins with, byte for byte the same for the whole team: the problem,
+    the team and the rules of a round (DyTopo, arXiv 2602.06039 §3: a Manager's goal, each worker's need and
+    offer, routing, work, the Manager's review)."""
+    manager = domain.manager
+    team = ", ".join(f"{r.name} ({r.title})" for r in (manager, *domain.workers))
+    return (
+        f"PROBLEM:\n{problem.strip()}\n\nTHE TEAM solving one {domain.name} problem in rounds: {team}.\n"
+        f"EACH ROUND: {manager.name} sets a goal; each worker states what it needs (query) and can provide (key), "
+        f"which route its messages; each does its part; {manager.name} reads the team's outputs and sets the next "
+        f"goal or ends the run with the final answer.\n{_STRICT}\n"
+    )
+
+
+def worker_role(domain: Domain, role: Role, calls: tuple[str, ...], *, private_only: bool = False) -> str:
+    """The part of a worker's system prompt after the preamble: who it is and the reply shape of each call
+    kind it gets (all of them here, once: the turns only name which one they ask for)."""
+    head = f"You are {role.name}, the {role.title}. Your role: {role.description}\n"
+    if len(calls) == 1:
+        return head + reply_shape(domain, role, calls[0], private_only=private_only)
+    shapes = [f"When asked for {_CALL_NAMES[c]}: " + reply_shape(domain, role, c, private_only=private_only)
+              for c in calls]
+    return head + "\n".join(shapes)
+
+
+_CALL_NAMES: dict[str, str] = {CALL_DESCRIPTORS: "your descriptors", CALL_WORK: "your work", CALL_SINGLE_PASS: "your work"}
+
+
+def manager_role(domain: Domain) -> str:
+    """The Manager's part of its system prompt after the preamble (manager_system_prompt's content)."""
+    manager = domain.manager
+    own = f"Your role: {manager.description}\n" if domain.team and manager.description else ""
+    return (
+        f"You are {manager.name}, the Workflow Orchestrator.\n{own}{domain.completion_rule}\n"
+        f"Use exactly this shape:\n{_MANAGER_SCHEMA}"
+    )
+
+
+def worker_turn(call: str, round_no: int, goal: str, memory: str, inbox: str, *, new_goal: bool = True,
+                first: bool = False) -> str:
+    """One user turn of a worker's conversation: what arrived since its last turn (routed messages, test
+    results, notes), the round's goal (once per round), this call's inbox and its ask."""
+    parts = []
+    if memory:
+        parts.append(f"{'YOUR MEMORY (earlier rounds):' if first else MEMORY_NEW}\n{memory}")
+    if new_goal:
+        parts.append(f"ROUND {round_no} GOAL:\n{goal}")
+    if inbox:
+        parts.append(f"MESSAGES ROUTED TO YOU THIS ROUND:\n{inbox}")
+    parts.append(WORKER_ASKS[call])
+    return "\n\n".join(parts)
+
+
+def plan_turn(max_rounds: int) -> str:
+    """The Manager's first turn (the problem is in the preamble)."""
+    return f"The team has at most {max_rounds} rounds. Set the goal for round 1 (terminate must be false)."

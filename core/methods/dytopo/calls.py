@@ -1,9 +1,12 @@
 """DyTopo's own calls: a worker's call (work, descriptors, or both in one) with its memory, and the Manager's.
 
 Each worker keeps a memory (core.runtime.memory: eq. 3's accumulated outputs and messages, or only the
-latest per sender); a worker's prompt shows as much of it as the context budget leaves, and when a prompt
-must fit the model's context the oldest items go first, for good. The engine only sends the calls
-(core.runtime.calls) and announces them; what a worker is asked and what it remembers is DyTopo's.
+latest per sender). In the default prompt order each agent's requests form one growing conversation
+(core.runtime.conversation): the team's preamble and the role, then per call what arrived since the agent's
+last turn, the round's goal, its inbox and the ask, and its kept reply; the transcript is eq. 3's memory.
+The other orders rebuild each prompt from the memory, showing as much of it as the context budget leaves.
+When a prompt must fit the model's context the oldest turns or items go first, for good. The engine only
+sends the calls (core.runtime.calls) and announces them; what a worker is asked and remembers is DyTopo's.
 """
 
 from __future__ import annotations
@@ -12,12 +15,34 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from core.llm.tokens import estimate_tokens
+from core.methods.dytopo.threads import (
+    Thread,
+    Turn,
+    conversation_shrink,
+    side_turn,
+    trimmed_event,
+    within_budget,
+    worker_turn_for,
+)
 from core.runtime import events as ev
-from core.runtime.context import Shrink, shrink_pieces
+from core.runtime.context import Messages, Shrink, shrink_pieces
+from core.runtime.conversation import Conversation, Trimmed
 from core.runtime.engine import STATUS_DONE, STATUS_FAILED, STATUS_UNPARSED, AgentResult, RunAborted
 from core.runtime.memory import MEMORY_ACCUMULATE, AgentMemory, MemoryItem
 from core.runtime.parsing import parse_descriptors, parse_manager, parse_work, parse_worker
-from core.runtime.prompts import PROMPT_CACHE, worker_messages
+from core.runtime.prompts import (
+    PROMPT_CONVERSATION,
+    manager_request,
+    manager_role,
+    manager_system_prompt,
+    manager_turn,
+    plan_request,
+    plan_turn,
+    team_preamble,
+    worker_messages,
+    worker_role,
+    worker_turn,
+)
 
 if TYPE_CHECKING:
     from core.runtime.engine import SwarmEngine
@@ -28,7 +53,7 @@ class DyTopoCalls:
 
     def __init__(
         self, rt: SwarmEngine, *, private_only: bool = False, memory_rule: str = MEMORY_ACCUMULATE,
-        prompt_order: str = PROMPT_CACHE, full_descriptors: bool = True,
+        prompt_order: str = PROMPT_CONVERSATION, full_descriptors: bool = True,
     ) -> None:
         self.rt = rt
         # The edge payload: True when only the private message travels (the workers' prompt says so).
@@ -39,6 +64,10 @@ class DyTopoCalls:
         # problem's opening (descriptor_context=round).
         self.full_descriptors = full_descriptors
         self.memory: dict[str, AgentMemory] = {name: AgentMemory(rule=memory_rule) for name in rt.workers}
+        # One growing conversation per agent; "latest" memory supersedes what a transcript already holds, so
+        # that economy keeps the per-request layout (core.runtime.prompts PROMPT_CACHE).
+        self.conversational = prompt_order == PROMPT_CONVERSATION and memory_rule == MEMORY_ACCUMULATE
+        self.threads: dict[str, Thread] = {}
 
     def remember(self, agent: str, item: MemoryItem) -> None:
         self.memory[agent].add(item)
@@ -62,11 +91,9 @@ class DyTopoCalls:
         limits = rt.call_limits("descriptor" if call == ev.CALL_DESCRIPTORS else "worker")
         parsers: dict[str, Callable[[str], Any]] = {ev.CALL_DESCRIPTORS: parse_descriptors, ev.CALL_WORK: parse_work}
         parser = parsers.get(call, parse_worker)
-        messages = self._worker_messages(name, call, goal, inbox, inbox_from)
+        turn = self._worker_turn(name, call, goal, inbox, inbox_from)
         rt.emit(ev.AgentStarted(round=rt.round, agent=name, call=call, tier=tier))
-        outcome = await rt.calls.call_and_parse(
-            name, call, messages, limits, parser, shrink=self._worker_shrink(name, call, goal, inbox, inbox_from)
-        )
+        outcome = await rt.calls.call_and_parse(name, call, turn.messages, limits, parser, shrink=turn.shrink)
         role = rt.domain.role(name)
         parsed, chat, error, connection_failed, overflow = outcome
         if parsed is not None:
@@ -95,6 +122,8 @@ class DyTopoCalls:
                 context_overflow=overflow,
             )
             rt.notice(f"{name}: {'reply unparsed' if chat else 'call failed'} ({error})", "warning", name)
+        if chat is not None and (parsed is not None or result.public):  # the reply the run keeps
+            turn.keep(chat.text)
         if call != ev.CALL_DESCRIPTORS:
             rt.set_latest(result)
         rt.call_finished(call, result, outcome[1])
@@ -106,9 +135,12 @@ class DyTopoCalls:
         rt = self.rt
         name = rt.domain.manager.name
         rt.emit(ev.AgentStarted(round=rt.round, agent=name, call=call))
+        turn = self._manager_turn(messages, shrink)
         parsed, chat, error, unreachable, _ = await rt.calls.call_and_parse(
-            name, call, messages, rt.call_limits("manager"), parse_manager, shrink=shrink
+            name, call, turn.messages, rt.call_limits("manager"), parse_manager, shrink=turn.shrink
         )
+        if parsed is not None and chat is not None:
+            turn.keep(chat.text)
         if parsed is not None:
             result = AgentResult(name, STATUS_DONE, public=parsed.reasoning, raw=chat.text if chat else "")
         else:
@@ -121,7 +153,93 @@ class DyTopoCalls:
         rt.call_finished(call, result, chat)
         return parsed, result.status
 
-    # --- a worker's prompt and its memory ---------------------------------------------------------
+    # --- the growing conversations (PROMPT_CONVERSATION) ------------------------------------------
+    def thread(self, name: str) -> Thread:
+        """The agent's conversation, begun with the team's preamble and then its role."""
+        thread = self.threads.get(name)
+        if thread is None:
+            rt = self.rt
+            preamble = team_preamble(rt.domain, rt.spec.problem)
+            if name == rt.domain.manager.name:
+                role = manager_role(rt.domain)
+            else:
+                calls = (ev.CALL_SINGLE_PASS,) if rt.spec.protocol == "single-pass" else (
+                    ev.CALL_DESCRIPTORS, ev.CALL_WORK)
+                role = worker_role(rt.domain, rt.domain.role(name), calls, private_only=self.private_only)
+            thread = self.threads[name] = Thread(Conversation(f"{preamble}\n{role}"))
+        return thread
+
+    def _report_trim(self, agent: str, trimmed: Trimmed) -> None:
+        self.rt.emit(trimmed_event(self.rt.round, agent, trimmed))
+        self.rt.notice(f"{agent}: the conversation outgrew the context: its {trimmed.exchanges} oldest exchanges "
+                       f"(~{trimmed.tokens} tokens) were dropped, so the server's cache starts again from there",
+                       "info", agent)
+
+    def _worker_turn(
+        self, name: str, call: str, goal: str, inbox: str, inbox_from: frozenset[str] = frozenset()
+    ) -> Turn:
+        rt = self.rt
+        if not self.conversational:
+            messages = self._worker_messages(name, call, goal, inbox, inbox_from)
+            return Turn(None, rt.round, goal, inbox, [], "", messages,
+                        self._worker_shrink(name, call, goal, inbox, inbox_from))
+        suffix = " /no_think" if call == ev.CALL_DESCRIPTORS and rt.settings.no_think else ""
+        thread = self.thread(name)
+        if call == ev.CALL_DESCRIPTORS and not self.full_descriptors:  # the round economy: a side request
+            memory_text, _, _ = self.memory[name].render(self._memory_budget(goal, inbox), since_round=rt.round - 1)
+            user = worker_turn(call, rt.round, goal, memory_text, "", first=True) + suffix
+            return side_turn(thread.conversation.system, user, rt.round, goal)
+        turn = worker_turn_for(thread, self.memory[name], call, rt.round, goal, inbox, suffix=suffix,
+                               report=self._report_trim, agent=name)
+        trimmed = within_budget(thread.conversation, turn.user, rt.settings.context_budget_tokens)
+        if trimmed is not None:
+            self._report_trim(name, trimmed)
+            turn = worker_turn_for(thread, self.memory[name], call, rt.round, goal, inbox, suffix=suffix,
+                                   report=self._report_trim, agent=name)
+        return turn
+
+    def plan_messages(self, max_rounds: int) -> Messages:
+        """The Manager's first request: its conversation's first turn, or the per-request layout."""
+        rt = self.rt
+        if self.conversational:
+            return self.thread(rt.domain.manager.name).conversation.request(plan_turn(max_rounds))
+        return [{"role": "system", "content": manager_system_prompt(rt.domain)},
+                {"role": "user", "content": plan_request(rt.spec.problem, max_rounds)}]
+
+    def review_messages(self, round_no: int, max_rounds: int, goal: str, outputs: str, extra: str) -> Messages:
+        """The Manager's review of a round: the next turn of its conversation, or the per-request layout."""
+        rt = self.rt
+        if self.conversational:
+            user = manager_turn(round_no, max_rounds, goal, outputs, extra)
+            return self.thread(rt.domain.manager.name).conversation.request(user)
+        return [{"role": "system", "content": manager_system_prompt(rt.domain)},
+                {"role": "user", "content": manager_request(round_no, max_rounds, rt.spec.problem, goal, outputs,
+                                                            extra)}]
+
+    def _manager_turn(self, messages: Messages, shrink: Shrink | None) -> Turn:
+        """The Manager's request as a turn of its conversation (kept when its decision parses)."""
+        rt = self.rt
+        if not self.conversational:
+            return Turn(None, rt.round, "", "", [], "", messages, shrink)
+        name = rt.domain.manager.name
+        thread = self.thread(name)
+        user = messages[-1]["content"]
+        trimmed = within_budget(thread.conversation, user, rt.settings.context_budget_tokens)
+        if trimmed is not None:
+            self._report_trim(name, trimmed)
+            messages = thread.conversation.request(user)
+        turn = Turn(thread, rt.round, "", "", [], user, messages)
+
+        def cut(most_chars: int) -> Messages | None:  # the outputs cut to equal shares, remembered as sent
+            smaller = shrink(most_chars) if shrink is not None else None
+            if smaller is not None:
+                turn.user = smaller[-1]["content"]
+            return smaller
+
+        turn.shrink = conversation_shrink(thread.conversation, lambda: turn.user, cut, self._report_trim, name)
+        return turn
+
+    # --- a worker's prompt and its memory (the per-request orders) ---------------------------------
     def _worker_messages(
         self, name: str, call: str, goal: str, inbox: str, inbox_from: frozenset[str] = frozenset()
     ) -> list[dict[str, str]]:

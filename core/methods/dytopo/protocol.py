@@ -30,7 +30,7 @@ from core.runtime.domains import Domain
 from core.runtime.engine import STATUS_FAILED, AgentResult, Evaluation
 from core.runtime.memory import MEMORY_ACCUMULATE, MEMORY_RULES, MemoryItem
 from core.runtime.outcome import EndReason, RunOutcome
-from core.runtime.prompts import PROMPT_CACHE, PROMPT_ORDERS, manager_request, manager_system_prompt, plan_request
+from core.runtime.prompts import PROMPT_CONVERSATION, PROMPT_ORDERS
 from core.runtime.steering import GRAPH_ACTIONS, ROUND_ACTIONS
 
 if TYPE_CHECKING:
@@ -72,10 +72,13 @@ MEMORY_OPTION = OptionSpec(
 PROMPT_ORDER_OPTION = OptionSpec(
     "prompt_order",
     "choice",
-    PROMPT_CACHE,
-    "cache: what persists first (role, problem, memory as it arrived), then the round's goal, inbox and reply "
-    "shape, so a server's prefix cache prefills each token once; paper: the reference's order (reply shape in "
-    "the system prompt, goal before memory). The same text either way",
+    PROMPT_CONVERSATION,
+    "conversation: each agent's requests form one growing chat that begins with the team's shared preamble "
+    "(problem, team, rules), then the role; each call appends what is new and the reply, so a server's prefix "
+    "cache prefills each token once and a global cache the problem once per team (memory=latest keeps the cache "
+    "layout); cache: each prompt rebuilt with what persists first (role, problem, memory), then the round's goal, "
+    "inbox and reply shape; paper: the reference's order (\"You are ...\" first, reply shape in the system "
+    "prompt, goal before memory)",
     choices=PROMPT_ORDERS,
 )
 
@@ -111,7 +114,7 @@ class DyTopoMethod:
         round_limit: int | None = None,
         payload: str = PAYLOAD_AUTO,
         memory: str = MEMORY_ACCUMULATE,
-        prompt_order: str = PROMPT_CACHE,
+        prompt_order: str = PROMPT_CONVERSATION,
         descriptor_context: str = "full",
     ) -> None:
         self.graph: TopologyStrategy = graph or DyTopoStrategy()
@@ -119,7 +122,7 @@ class DyTopoMethod:
         self.round_limit = round_limit  # single-turn: one round whatever max_rounds says
         self.payload_option = payload
         self.memory_rule = memory  # core.runtime.memory: accumulate (eq. 3) or latest
-        self.prompt_order = prompt_order  # core.runtime.prompts: cache (append-only) or paper
+        self.prompt_order = prompt_order  # core.runtime.prompts PROMPT_ORDERS: conversation, cache or paper
         self.descriptor_context = descriptor_context  # DESCRIPTOR_CONTEXTS
         self.payload = PAYLOAD_BOTH
         self._similarity: np.ndarray | None = None  # current round's, for re-routing
@@ -286,11 +289,7 @@ class DyTopoMethod:
 
     async def _plan(self) -> str:
         self.rt.start_phase(ev.PHASE_PLAN, "Manager sets the first goal")
-        messages = [
-            {"role": "system", "content": manager_system_prompt(self.rt.domain)},
-            {"role": "user", "content": plan_request(self.rt.spec.problem, self._max_rounds)},
-        ]
-        decision, status = await self.calls.manager_call(ev.CALL_PLAN, messages)
+        decision, status = await self.calls.manager_call(ev.CALL_PLAN, self.calls.plan_messages(self._max_rounds))
         goal = decision.goal if decision is not None and decision.goal else ""
         if not goal:
             goal = "Work on the problem from your role's perspective and produce a first complete attempt."
@@ -534,15 +533,7 @@ class DyTopoMethod:
                 + (f"\nAnswer: {outputs[name].answer}" if outputs[name].answer else "")
                 for name, text in zip(order, texts, strict=True)
             )
-            return [
-                {"role": "system", "content": manager_system_prompt(self.rt.domain)},
-                {
-                    "role": "user",
-                    "content": manager_request(
-                        round_no, self._max_rounds, self.rt.spec.problem, goal, summary, extra
-                    ),
-                },
-            ]
+            return self.calls.review_messages(round_no, self._max_rounds, goal, summary, extra)
 
         texts = [outputs[name].public for name in order]
         # Over the model's context, every worker's output is cut to an equal share (the round is one step).
