@@ -198,6 +198,17 @@ class DyTopoCalls:
                                    report=self._report_trim, agent=name)
         return turn
 
+    def replay_worker(self, name: str, call: str, round_no: int, goal: str, inbox: str, reply: str) -> None:
+        """A fork: the turn a recorded worker call sent, kept with its recorded reply (core.methods.dytopo.rebuild)."""
+        if call == ev.CALL_DESCRIPTORS and not self.full_descriptors:
+            return  # a side request
+        suffix = " /no_think" if call == ev.CALL_DESCRIPTORS and self.rt.settings.no_think else ""
+        worker_turn_for(self.thread(name), self.memory[name], call, round_no, goal, inbox, suffix=suffix).keep(reply)
+
+    def replay_manager(self, user: str, reply: str, round_no: int) -> None:
+        """A fork: a recorded Manager call's turn and its reply."""
+        self.thread(self.rt.domain.manager.name).conversation.commit(user, reply, round_no)
+
     def plan_messages(self, max_rounds: int) -> Messages:
         """The Manager's first request: its conversation's first turn, or the per-request layout."""
         rt = self.rt

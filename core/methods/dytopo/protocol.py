@@ -14,10 +14,12 @@ Two protocols:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 from core.methods.dytopo.calls import DyTopoCalls
+from core.methods.dytopo.rebuild import ConversationRebuild
 from core.methods.dytopo.steer import DyTopoSteering, join_inbox, recorded_action
 from core.methods.registry import MethodInfo, OptionSpec, call_options, call_tables, register
 from core.routing.dytopo import RoutingResult, similarity_matrix
@@ -241,12 +243,15 @@ class DyTopoMethod:
         return True
 
     def _replay_history(self, history: list[ev.Event]) -> None:
-        """A fork: re-emit the parent's rounds and rebuild memory from them as the live run did."""
+        """A fork: re-emit the parent's rounds and rebuild memory (and the conversations) as the live run did."""
         outputs: dict[str, AgentResult] = {}
         deliveries: list[ev.MessagesRouted] = []
         feedback: list[str] = []
+        rebuild = ConversationRebuild(self.calls, self._max_rounds, _review_summary, _render_inbox,
+                                      self.rt.domain.manager.name, list(self.rt.workers))
         for event in history:
             self.rt.emit(event)
+            rebuild.see(event)
             if isinstance(event, ev.AgentFinished) and event.call in (ev.CALL_WORK, ev.CALL_SINGLE_PASS):
                 result = AgentResult(
                     agent=event.agent,
@@ -528,11 +533,7 @@ class DyTopoMethod:
         extra = "\n\n".join(part for part in (extra, self.steer.review_note(round_no)) if part)
 
         def build(_: list[str], texts: list[str]) -> list[dict[str, str]]:
-            summary = "\n\n".join(
-                f"## {name} ({outputs[name].status})\n{text or '(no output)'}"
-                + (f"\nAnswer: {outputs[name].answer}" if outputs[name].answer else "")
-                for name, text in zip(order, texts, strict=True)
-            )
+            summary = _review_summary(order, outputs, texts)
             return self.calls.review_messages(round_no, self._max_rounds, goal, summary, extra)
 
         texts = [outputs[name].public for name in order]
@@ -574,6 +575,17 @@ class DyTopoMethod:
             return None
         scores = [text_similarity(previous[name], text) for name, text in current.items() if name in previous]
         return round(min(scores), 4) if scores else None
+
+
+def _review_summary(order: list[str], outputs: Mapping[str, Any], texts: list[str] | None = None) -> str:
+    """The TEAM OUTPUTS of the Manager's review: each worker's output (``texts``: as cut to fit, else its
+    public text), status and answer, in ``order``. ``outputs``: AgentResult or a recorded AgentFinished."""
+    shown = texts if texts is not None else [outputs[name].public for name in order]
+    return "\n\n".join(
+        f"## {name} ({outputs[name].status})\n{text or '(no output)'}"
+        + (f"\nAnswer: {outputs[name].answer}" if outputs[name].answer else "")
+        for name, text in zip(order, shown, strict=True)
+    )
 
 
 def _render_inbox(deliveries: list[dict[str, Any]]) -> str:
