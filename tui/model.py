@@ -16,6 +16,7 @@ from typing import Any
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 from core.runtime.dispatch import EventTable
+from core.runtime.parsing import is_template_copy
 from core.runtime.textsafe import printable, printable_fields
 
 from .streamtext import ReplyStream
@@ -150,6 +151,7 @@ class RunModel:
         # Prompt tokens, and of them those the server took from its prefix cache (None: no reply said).
         self.prompt_tokens = 0
         self.cached_tokens: int | None = None
+        self.copied = 0  # replies that copied the reply template (core.runtime.copies), not parsed
         self.started_ts: float | None = None
         self.last_ts: float | None = None
         self.next_goal = ""
@@ -371,6 +373,7 @@ class RunModel:
         self.prompt_tokens += e.prompt_tokens
         if e.cached_tokens is not None:
             self.cached_tokens = (self.cached_tokens or 0) + e.cached_tokens
+        self.copied += is_template_copy(e.error)
         if e.call == ev.CALL_DESCRIPTORS:
             agent.query, agent.key = e.query, e.key
             if e.status == ev.CallStatus.DONE:  # its work call is still to come

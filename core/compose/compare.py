@@ -107,6 +107,7 @@ class RowTracker:
             row.prompt_tokens, row.completion_tokens = event.prompt_tokens, event.completion_tokens
             row.tokens_estimated = event.tokens_estimated
             row.cached_tokens = event.cached_tokens
+            row.replies_copied = event.replies_copied
             row.answer = event.final_answer
             row.reason = event.reason
             row.state = (RowState.FAILED if event.reason == EndReason.ERROR else RowState.CANCELLED
@@ -294,6 +295,8 @@ def summary_rows(rows: Sequence[CompareRow]) -> list[dict[str, Any]]:
         data["total_tokens"] = row.total_tokens
         data["tokens_mark"] = ESTIMATED_MARK if row.tokens_estimated else ""
         data["cached"] = cached_share(row.cached_tokens, row.prompt_tokens)
+        if row.replies_copied:  # said where the end is: the run's replies were the template, not work
+            data["reason"] = f"{data.get('reason', '')} ({row.replies_copied} copied the reply template)".strip()
         data["tokens_vs_first"] = percent_change(row.total_tokens, first.total_tokens)
         data["wall_vs_first"] = percent_change(row.wall_s, first.wall_s)
         out.append(data)

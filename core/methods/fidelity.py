@@ -74,6 +74,16 @@ DEVIATIONS: tuple[Deviation, ...] = (
     ),
     Deviation(
         "dytopo",
+        "The reply shapes' values are angle-bracketed slots (\"<your work this round, ...>\", \"<a teammate's "
+        "name>\", \"<what you need next from teammates, in one sentence>\", \"<the concrete goal for the next "
+        "round; empty when terminating>\") followed by one line: write your own text in place of every slot. A "
+        "reply that repeats a slot in a field it must write is asked for once more, then counted as copied, not "
+        "parsed; it is not routed, embedded or shown as work.",
+        "Small local models copy a shape's example values verbatim (SmolLM2-135M: 15 of 15 replies); a slot cannot "
+        "pass for content. The fields asked for are the paper's (Appendix B).",
+    ),
+    Deviation(
+        "dytopo",
         "A phased descriptor call sees the agent's whole state, as every output of eq. 1 is drawn from it "
         "(S_i = [role; task; memory]): the whole problem and memory, then the round's goal. "
         "descriptor_context=round is an economy: the problem's opening and the last round's memory only.",

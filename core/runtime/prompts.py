@@ -15,32 +15,50 @@ DESCRIPTOR_FIELDS = ("query", "key")
 MANAGER_FIELDS = ("goal", "terminate", "reasoning", "final_answer")
 
 # The reply shapes, one per call kind. A worker's system prompt carries only the shape its call needs.
+# Every value the model writes is an angle-bracketed slot (issue 44): a small model that copies the shape
+# verbatim gives itself away (core.runtime.copies), and no slot reads like content.
 _WORK_SCHEMA = """{
   "public": "%s",
   "private": %s%s
 }"""
-_NEXT_DESCRIPTORS = (
-    ',\n  "query": "what you need next from teammates (one sentence)",'
-    '\n  "key": "what you can provide to teammates (one sentence)"'
-)
+QUERY_SLOT = "<what you need next from teammates, in one sentence>"
+KEY_SLOT = "<what you can provide to teammates, in one sentence>"
+_NEXT_DESCRIPTORS = f',\n  "query": "{QUERY_SLOT}",\n  "key": "{KEY_SLOT}"'
 # What the two fields promise depends on what travels along an edge (core.methods.dytopo PAYLOADS).
-_PUBLIC_SHARED = "your work this round, for the Manager and the teammates routed to you"
-_PRIVATE_NOTE = '{"<Teammate>": "optional note for that teammate only"}'
-_PUBLIC_RECORD = "your work this round, for the Manager and the record"
-_PRIVATE_MESSAGE = '{"all": "what the teammates routed to you receive", "<Teammate>": "optional: for one teammate"}'
+TEAMMATE_SLOT = "<a teammate's name>"
+PUBLIC_SHARED_SLOT = "<your work this round, for the Manager and the teammates routed to you>"
+NOTE_SLOT = "<optional note for that teammate only>"
+PUBLIC_RECORD_SLOT = "<your work this round, for the Manager and the record>"
+ALL_SLOT = "<what the teammates routed to you receive>"
+ONE_SLOT = "<optional: for one teammate>"
+ANSWER_SLOT = "<your final answer, as short as possible (e.g. a number or expression)>"
+_PRIVATE_NOTE = f'{{"{TEAMMATE_SLOT}": "{NOTE_SLOT}"}}'
+_PRIVATE_MESSAGE = f'{{"all": "{ALL_SLOT}", "{TEAMMATE_SLOT}": "{ONE_SLOT}"}}'
 
+_DESCRIPTOR_SCHEMA = f"""{{
+  "query": "{QUERY_SLOT}",
+  "key": "{KEY_SLOT}"
+}}"""
 
-_DESCRIPTOR_SCHEMA = """{
-  "query": "what you need next from teammates (one sentence)",
-  "key": "what you can provide to teammates (one sentence)"
-}"""
-
-_MANAGER_SCHEMA = """{
-  "goal": "the concrete goal for the next round (empty when terminating)",
+GOAL_SLOT = "<the concrete goal for the next round; empty when terminating>"
+REASONING_SLOT = "<why you continue or stop, citing the team's results>"
+FINAL_SLOT = "<when terminating: the complete final answer (for code, the full code)>"
+_MANAGER_SCHEMA = f"""{{
+  "goal": "{GOAL_SLOT}",
   "terminate": false,
-  "reasoning": "why you continue or stop, citing the team's results",
-  "final_answer": "when terminating: the complete final answer (for code, the full code)"
-}"""
+  "reasoning": "{REASONING_SLOT}",
+  "final_answer": "{FINAL_SLOT}"
+}}"""
+# Every slot of the shapes above, and the words the shapes had before the slots (a model may have seen them).
+REPLY_SLOTS = (
+    QUERY_SLOT, KEY_SLOT, TEAMMATE_SLOT, PUBLIC_SHARED_SLOT, NOTE_SLOT, PUBLIC_RECORD_SLOT, ALL_SLOT, ONE_SLOT,
+    ANSWER_SLOT, GOAL_SLOT, REASONING_SLOT, FINAL_SLOT,
+    "what you need next from teammates (one sentence)", "what you can provide to teammates (one sentence)",
+    "<Teammate>", "optional note for that teammate only", "optional: for one teammate",
+    "the concrete goal for the next round (empty when terminating)",
+    "your final answer, as short as possible (e.g. a number or expression)",
+)
+_SLOTS_NOTE = "Write your own text in place of every <...> slot; a reply that repeats a slot is refused."
 
 _STRICT = "Reply with ONLY one JSON object: no prose, no Markdown fences; escape newlines in strings as \\n."
 _SPECIFIC = "query and key route messages by meaning: name functions, steps, quantities."
@@ -75,16 +93,16 @@ def reply_shape(domain: Domain, role: Role, call: str = CALL_WORK, *, private_on
     """The one reply shape this call needs. ``private_only``: only the private message travels along an
     edge (the paper's eq. 3), so the shape says which field teammates receive."""
     if call == CALL_DESCRIPTORS:
-        return f"Use exactly this shape:\n{_DESCRIPTOR_SCHEMA}\n{_SPECIFIC}"
-    answer_field = ',\n  "answer": "your final answer, as short as possible (e.g. a number or expression)"'
-    public, private = (_PUBLIC_RECORD, _PRIVATE_MESSAGE) if private_only else (_PUBLIC_SHARED, _PRIVATE_NOTE)
+        return f"Use exactly this shape:\n{_DESCRIPTOR_SCHEMA}\n{_SLOTS_NOTE} {_SPECIFIC}"
+    answer_field = f',\n  "answer": "{ANSWER_SLOT}"'
+    public, private = (PUBLIC_RECORD_SLOT, _PRIVATE_MESSAGE) if private_only else (PUBLIC_SHARED_SLOT, _PRIVATE_NOTE)
     # A phased work call (CALL_WORK) stated its descriptors in phase A; a single-pass call gives the next ones.
     extra = _NEXT_DESCRIPTORS if call == CALL_SINGLE_PASS else ""
     if domain.name == "math" and role.name == domain.answer_role:
         extra += answer_field
     schema = _WORK_SCHEMA % (public, private, extra)
-    tail = f"\n{_SPECIFIC}" if call == CALL_SINGLE_PASS else ""
-    return f"Use exactly this shape:\n{schema}{tail}"
+    tail = f" {_SPECIFIC}" if call == CALL_SINGLE_PASS else ""
+    return f"Use exactly this shape:\n{schema}\n{_SLOTS_NOTE}{tail}"
 
 
 def worker_system_prompt(domain: Domain, role: Role, call: str = CALL_WORK, *, private_only: bool = False) -> str:
@@ -101,7 +119,7 @@ def manager_system_prompt(domain: Domain) -> str:
         f"You are {manager.name}, the Workflow Orchestrator of a team ({workers}) solving one {domain.name} "
         "problem in rounds. After each round you read the team's public outputs and either set the next "
         "round's goal or end the run with the final answer.\n"
-        f"{own}{domain.completion_rule}\n{_STRICT}\nUse exactly this shape:\n{_MANAGER_SCHEMA}"
+        f"{own}{domain.completion_rule}\n{_STRICT}\nUse exactly this shape:\n{_MANAGER_SCHEMA}\n{_SLOTS_NOTE}"
     )
 
 
@@ -270,7 +288,8 @@ def worker_role(domain: Domain, role: Role, calls: tuple[str, ...], *, private_o
     return head + "\n".join(shapes)
 
 
-_CALL_NAMES: dict[str, str] = {CALL_DESCRIPTORS: "your descriptors", CALL_WORK: "your work", CALL_SINGLE_PASS: "your work"}
+_CALL_NAMES: dict[str, str] = {
+    CALL_DESCRIPTORS: "your descriptors", CALL_WORK: "your work", CALL_SINGLE_PASS: "your work"}
 
 
 def manager_role(domain: Domain) -> str:
@@ -279,7 +298,7 @@ def manager_role(domain: Domain) -> str:
     own = f"Your role: {manager.description}\n" if domain.team and manager.description else ""
     return (
         f"You are {manager.name}, the Workflow Orchestrator.\n{own}{domain.completion_rule}\n"
-        f"Use exactly this shape:\n{_MANAGER_SCHEMA}"
+        f"Use exactly this shape:\n{_MANAGER_SCHEMA}\n{_SLOTS_NOTE}"
     )
 
 

@@ -71,6 +71,8 @@ class CompareRow:
     cached_tokens: int | None = None
     # Seconds a stepped run sat paused waiting for a key: not in wall_s (its working time). 0 in older records.
     paused_s: float = 0.0
+    # Replies that copied the reply template (RunFinished.replies_copied). 0 in older records.
+    replies_copied: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -255,6 +257,7 @@ def _row(item: Any, base: Path) -> CompareRow:
         steer_refused=int(item.get("steer_refused", 0)),
         cached_tokens=int(item["cached_tokens"]) if isinstance(item.get("cached_tokens"), int) else None,
         paused_s=float(item.get("paused_s", 0.0)),
+        replies_copied=int(item.get("replies_copied", 0)),
     )
 
 

@@ -196,6 +196,7 @@ class ProgressPrinter:
             f"\nfinished: {e.reason} — {e.detail}; {e.rounds} {units}, "
             f"{e.prompt_tokens} prompt + {e.completion_tokens} completion tokens; "
             f"prompt cache: {cached_share(e.cached_tokens, e.prompt_tokens)}"
+            + (f"; {e.replies_copied} copied the reply template" if e.replies_copied else "")
         )
         if not e.final_answer.strip():  # never a made-up answer: say there is none
             self._line("no answer: no reply of the team passed the answer check")
@@ -303,7 +304,7 @@ async def _run(
         say(f"session saved: {recorder.path}")
     if not json_lines:
         write_or_silence(sys.stdout, finished.final_answer + "\n")
-    warning = contract_warning(finished.replies_parsed, finished.replies_total)
+    warning = contract_warning(finished.replies_parsed, finished.replies_total, finished.replies_copied)
     if warning:
         say(f"swarm-tui: {warning}")
     if finished.reason == "error":

@@ -127,11 +127,13 @@ def _tokens(model: RunModel, compact: bool = False) -> str:
     """The token figure, with the prompt tokens the server served from its prefix cache when it says (a server
     that says nothing adds nothing here: the headless summary and the compare rows say "not reported");
     ``compact``: the share alone, so the state keeps its room on a small terminal."""
+    copied = (f", {model.copied} copied the template" if not compact else f", {model.copied} copies") if (
+        model.copied) else ""  # replies that copied the reply template (issue 44): not parsed, not work
     if model.cached_tokens is None:
-        return f"{model.tokens:,} tok"
+        return f"{model.tokens:,} tok{copied}"
     if compact and model.prompt_tokens:
-        return f"{model.tokens:,} tok, {100 * model.cached_tokens / model.prompt_tokens:.0f} % cached"
-    return f"{model.tokens:,} tok, {cached_share(model.cached_tokens, model.prompt_tokens)}"
+        return f"{model.tokens:,} tok, {100 * model.cached_tokens / model.prompt_tokens:.0f} % cached{copied}"
+    return f"{model.tokens:,} tok, {cached_share(model.cached_tokens, model.prompt_tokens)}{copied}"
 
 
 def _status_line(model: RunModel, elapsed: float, replay: str, *, compact: bool, detail: bool = True,

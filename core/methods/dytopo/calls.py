@@ -29,7 +29,7 @@ from core.runtime.context import Messages, Shrink, shrink_pieces
 from core.runtime.conversation import Conversation, Trimmed
 from core.runtime.engine import STATUS_DONE, STATUS_FAILED, STATUS_UNPARSED, AgentResult, RunAborted
 from core.runtime.memory import MEMORY_ACCUMULATE, AgentMemory, MemoryItem
-from core.runtime.parsing import parse_descriptors, parse_manager, parse_work, parse_worker
+from core.runtime.parsing import is_template_copy, parse_descriptors, parse_manager, parse_work, parse_worker
 from core.runtime.prompts import (
     PROMPT_CONVERSATION,
     manager_request,
@@ -46,6 +46,11 @@ from core.runtime.prompts import (
 
 if TYPE_CHECKING:
     from core.runtime.engine import SwarmEngine
+
+
+# What the notice says of a worker whose reply copied the reply template twice (issue 44).
+COPY_NOTICE = ("copied the reply template again: its reply is not used (not shown as work, not routed, its "
+               "descriptors not embedded, so it has no routed edges this round)")
 
 
 class DyTopoCalls:
@@ -109,19 +114,23 @@ class DyTopoCalls:
             )
         else:
             raw = chat.text if chat else ""
-            # Keep the raw text and go on: descriptors fall back to the role's own description.
+            # A copy of the reply template is nobody's work: not shown as work, not routed, not embedded (no
+            # descriptors: no routed edges this round). Other raw text is kept, and descriptors fall back to
+            # the role's own description.
+            copied = is_template_copy(error)
             result = AgentResult(
                 agent=name,
                 status=STATUS_UNPARSED if chat else STATUS_FAILED,
-                public=raw.strip() if call != ev.CALL_DESCRIPTORS else "",
-                query=role.default_query,
-                key=role.default_key,
+                public=raw.strip() if call != ev.CALL_DESCRIPTORS and not copied else "",
+                query="" if copied else role.default_query,
+                key="" if copied else role.default_key,
                 raw=raw,
                 error=error,
                 connection_failed=connection_failed,
                 context_overflow=overflow,
             )
-            rt.notice(f"{name}: {'reply unparsed' if chat else 'call failed'} ({error})", "warning", name)
+            rt.notice(f"{name}: " + (COPY_NOTICE if copied else
+                                     f"{'reply unparsed' if chat else 'call failed'} ({error})"), "warning", name)
         if chat is not None and (parsed is not None or result.public):  # the reply the run keeps
             turn.keep(chat.text)
         if call != ev.CALL_DESCRIPTORS:
@@ -146,7 +155,9 @@ class DyTopoCalls:
         else:
             status = STATUS_UNPARSED if chat else STATUS_FAILED
             result = AgentResult(name, status, raw=chat.text if chat else "", error=error)
-            rt.notice(f"Manager: {'reply unparsed' if chat else 'call failed'} ({error})", "warning", name)
+            what = "copied the reply template again: its decision is not used" if is_template_copy(error) else (
+                "reply unparsed" if chat else "call failed")
+            rt.notice(f"Manager: {what} ({error})", "warning", name)
             if unreachable:
                 rt.call_finished(call, result, chat)
                 raise RunAborted(error)

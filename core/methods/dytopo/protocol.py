@@ -435,7 +435,7 @@ class DyTopoMethod:
         deliveries: list[dict[str, Any]] = []
         for dst in routing.order:
             for edge in routing.in_edges(dst):
-                if edge.src not in results:
+                if edge.src not in results or not results[edge.src].public:  # a copied template sends nothing
                     continue
                 deliveries.append(
                     {
@@ -456,6 +456,8 @@ class DyTopoMethod:
         """A call whose reply carries descriptors. They are embedded as soon as the reply is in, while
         the other agents are still answering, so routing after the barrier has no model work left."""
         result = await self._worker(name, call, goal)
+        if not (result.query or result.key):  # a copied reply template states nothing: no similarity, no edges
+            return result
         vectors = await self.rt.embedder.aembed([result.query, result.key])
         self._descriptor_vectors[name] = (vectors[0], vectors[1])
         return result
@@ -471,8 +473,11 @@ class DyTopoMethod:
     def _route(self) -> None:
         """Phase B, from the descriptors _described_call embedded as each reply arrived."""
         self.rt.start_phase(ev.PHASE_ROUTING, "phase B: build the graph from the embedded descriptors")
-        # A silenced agent stated nothing: zero vectors (no similarity; its edges go anyway).
-        blank = np.zeros_like(next(iter(self._descriptor_vectors.values()))[0])
+        # A silenced agent, or one that copied the reply template, stated nothing: zero vectors (no similarity).
+        if not self._descriptor_vectors:
+            self.rt.notice("no agent stated its own needs and offers this round: nothing is routed", "warning")
+        stated = list(self._descriptor_vectors.values())
+        blank = np.zeros_like(stated[0][0]) if stated else np.zeros(self.rt.embedder.dimension, dtype=np.float32)
         vectors = [self._descriptor_vectors.get(name, (blank, blank)) for name in self.rt.workers]
         q = np.asarray([v[0] for v in vectors])
         k = np.asarray([v[1] for v in vectors])
@@ -571,6 +576,10 @@ class DyTopoMethod:
         current = {name: r.public for name, r in outputs.items() if r.status != STATUS_FAILED}
         previous = self._previous_public
         self._previous_public = current
+        if not any(text.strip() for text in current.values()):
+            # Copied templates, failures: the same nothing twice is no sign of convergence.
+            self.rt.notice("no agent wrote its own content this round: not converged", "warning")
+            return None
         if not previous:
             return None
         scores = [text_similarity(previous[name], text) for name, text in current.items() if name in previous]
