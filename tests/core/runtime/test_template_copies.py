@@ -130,7 +130,7 @@ async def test_a_model_that_copies_once_and_then_answers_is_parsed(embedder: Any
         seen.add(key)
         return copycat_script(info)
 
-    finished, events, requests = await _run(once, embedder, max_rounds=3)
+    finished, _, requests = await _run(once, embedder, max_rounds=3)
     assert finished.replies_copied == 0 and finished.replies_parsed == finished.replies_total
     assert any(r.is_repair for r in requests)
     assert finished.final_answer.strip()
