@@ -20,7 +20,7 @@ _SHAPE_RE = re.compile(r"Use exactly this shape:\n(\{.*?\n\})", re.S)
 def copycat_script(info: RequestInfo) -> str:
     """The shape this call was shown (the last one with the call's own field), copied verbatim."""
     text = "\n".join(text_of(m.get("content")) for m in info.messages if m.get("role") in ("system", "user"))
-    shapes = _SHAPE_RE.findall(text)
+    shapes: list[str] = _SHAPE_RE.findall(text)
     field = ("goal" if info.call in (CALL_PLAN, CALL_MANAGER)
              else "query" if info.call == CALL_DESCRIPTORS else "public")
     mine = [shape for shape in shapes if f'"{field}"' in shape and (field != "query" or '"public"' not in shape)]
