@@ -21,10 +21,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def scripted_requests(script: Callable[[Any], str], **settings: Any) -> list[Any]:
-    """Every request (core.runtime.scripted.RequestInfo) of one run of the demo's code problem on the scripted
-    server playing ``script``; ``settings`` are Settings fields, in plain strings (an older checkout has no
-    DomainName or RoundProtocol enums, and theirs equal these strings)."""
+def scripted_requests(script: Callable[[Any], str], problem: str = "", **settings: Any) -> list[Any]:
+    """Every request (core.runtime.scripted.RequestInfo) of one run of the demo's code problem (or ``problem``) on
+    the scripted server playing ``script``; ``settings`` are Settings fields, in plain strings (an older
+    checkout has no DomainName or RoundProtocol enums, and theirs equal these strings)."""
     try:
         from core.compose.runner import build_engine, open_backend
     except ImportError:  # a revision from before the layers refactor
@@ -38,7 +38,7 @@ def scripted_requests(script: Callable[[Any], str], **settings: Any) -> list[Any
         chosen = Settings(**{"domain": "code", "tau": 0.3, "k_in": 3, **settings})
         backend = await open_backend(chosen, server=server)
         try:
-            engine = build_engine(DEMO_PROBLEMS["code"], chosen, backend, [], embedder=shared_embedder())
+            engine = build_engine(problem or DEMO_PROBLEMS["code"], chosen, backend, [], embedder=shared_embedder())
             await engine.run()
         finally:
             await backend.close()

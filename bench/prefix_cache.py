@@ -10,7 +10,13 @@ every step (DyTopo's Manager never ends early, no convergence stop). Per method 
 * reusable: the share of prompt characters that are a prefix of the same agent's previous prompt (the
   messages rendered as a chat template would: one block per message, in order);
 * bound: the share an append-only layout of the same content could reuse at best: the characters of
-  each prompt, in whole lines, that the agent's previous prompt already held (in any order).
+  each prompt, in whole lines, that the agent's previous prompt already held (in any order);
+* any earlier: the share that is a prefix of ANY earlier prompt (a global prefix cache: vLLM's automatic
+  prefix caching, SGLang's radix cache), and gain, what that adds to the same-agent share;
+* problem r1: the problem's characters in round 1's prompts after the first agent's, as a share of the run's
+  prompt characters (what a cache shared by the team could skip at most of the problem in round 1);
+* r1 chars / r1 prefilled: round 1's prompt characters and those a global cache would prefill (not a prefix
+  of an earlier prompt). The "5k-token problem" rows run with the demo's problem and a ~5k-token module.
 
 Real-model tier (``--llama``): a 3-round DyTopo code run on the real-model tier's llama-server
 (SmolLM2-135M, ``python -m tests.realmodel.setup_llama``), one slot per agent (``-np`` = the team plus
@@ -57,10 +63,30 @@ CASES: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
     ("dytopo single-pass", "dytopo", "single-pass", {}),
     ("dytopo phased", "dytopo", "phased", {}),
     ("  descriptor round", "dytopo", "phased", {"descriptor_context": "round"}),
+    ("  paper order", "dytopo", "phased", {"prompt_order": "paper"}),
+    ("broadcast", "broadcast", "phased", {}),
+    ("chain", "chain", "phased", {}),
+    ("star", "star", "phased", {}),
+    ("random", "random", "phased", {}),
     ("topodim", "topodim", "phased", {}),
     ("dmoa", "dmoa", "phased", {}),
     ("topoweaver", "topoweaver", "phased", {}),
 )
+# The long-problem case: the demo's problem with a pasted module of about 5k tokens (20k characters).
+LONG_TOKENS = 5000
+
+
+def long_problem() -> str:
+    """The demo's code problem and a module pasted below it, about LONG_TOKENS tokens in all."""
+    from core.demo.scripts import DEMO_PROBLEMS
+
+    lines = [DEMO_PROBLEMS["code"].rstrip(), "", "The module these functions go into, for context:", "```python"]
+    i = 0
+    while sum(len(line) + 1 for line in lines) < 4 * LONG_TOKENS - 40:
+        lines += [f"def helper_{i}(values: list[int]) -> int:", f'    """Sum of the values times {i}."""',
+                  f"    return sum(v * {i} for v in values)", ""]
+        i += 1
+    return "\n".join([*lines, "```"])
 
 
 # --- what a prompt is, as a server's cache sees it ---------------------------------------------------------
@@ -94,18 +120,32 @@ def shared_lines(previous: str, current: str) -> int:
     return total
 
 
-def reuse(prompts: list[tuple[str, str]]) -> dict[str, int]:
-    """{chars, prefix, bound} over the prompts in the order sent, each (agent, text)."""
+def reuse(prompts: list[tuple[str, str, int]], problem: str = "") -> dict[str, int]:
+    """Over the prompts in the order sent, each (agent, text, round): {chars, prefix (of the same agent's
+    previous prompt), bound, shared (prefix of any earlier prompt: a global cache), round1 (characters of round
+    1's prompts), round1_fresh (of those, what a global cache prefills), problem_r1 (the problem's characters
+    in round 1's prompts after the first agent's: what a cache shared by the team could skip at most)}."""
     last: dict[str, str] = {}
-    chars = prefix = bound = 0
-    for agent, text in prompts:
+    seen: list[str] = []
+    chars = prefix = bound = shared = round1 = round1_fresh = 0
+    round1_agents: set[str] = set()
+    for agent, text, round_no in prompts:
         chars += len(text)
         previous = last.get(agent)
         if previous is not None:
             prefix += common_prefix(previous, text)
             bound += shared_lines(previous, text)
+        best = max((common_prefix(earlier, text) for earlier in seen), default=0)
+        shared += best
+        if round_no <= 1:
+            round1 += len(text)
+            round1_fresh += len(text) - best
+            round1_agents.add(agent)
         last[agent] = text
-    return {"chars": chars, "prefix": prefix, "bound": bound, "calls": len(prompts)}
+        seen.append(text)
+    problem_r1 = len(problem.strip()) * max(0, len(round1_agents) - 1)
+    return {"chars": chars, "prefix": prefix, "bound": bound, "shared": shared, "calls": len(prompts),
+            "round1": round1, "round1_fresh": round1_fresh, "problem_r1": problem_r1}
 
 
 # --- the scripted tier ---------------------------------------------------------------------------------------
@@ -138,29 +178,34 @@ def changing(script: Callable[[Any], str]) -> Callable[[Any], str]:
     return reply
 
 
-def scripted_requests(method: str, protocol: str, options: dict[str, Any], rounds: int
-                      ) -> list[tuple[str, list[dict[str, Any]]]]:
-    """Each worker and Manager request of one scripted run, in the order sent: (agent, messages)."""
+def scripted_requests(method: str, protocol: str, options: dict[str, Any], rounds: int, problem: str = ""
+                      ) -> list[tuple[str, list[dict[str, Any]], int]]:
+    """Each worker and Manager request of one scripted run, in the order sent: (agent, messages, round)."""
     from core.demo.scripts import demo_script
 
-    requests = baseline.scripted_requests(changing(demo_script), strategy=method, protocol=protocol,
+    requests = baseline.scripted_requests(changing(demo_script), problem, strategy=method, protocol=protocol,
                                           max_rounds=rounds, convergence_threshold=None,
                                           strategy_options={method: options} if options else {})
-    return [(r.role, list(r.messages)) for r in requests if r.role]
+    return [(r.role, list(r.messages), r.round) for r in requests if r.role]
 
 
-def scripted_case(method: str, protocol: str, options: dict[str, Any], rounds: int) -> dict[str, int]:
-    return reuse([(agent, rendered(messages)) for agent, messages in
-                  scripted_requests(method, protocol, options, rounds)])
+def scripted_case(method: str, protocol: str, options: dict[str, Any], rounds: int, problem: str = ""
+                  ) -> dict[str, int]:
+    from core.demo.scripts import DEMO_PROBLEMS
+
+    return reuse([(agent, rendered(messages), round_no) for agent, messages, round_no in
+                  scripted_requests(method, protocol, options, rounds, problem)], problem or DEMO_PROBLEMS["code"])
 
 
 def scripted_tier(rounds: int) -> dict[str, dict[str, int] | None]:
     figures: dict[str, dict[str, int] | None] = {}
-    for label, method, protocol, options in CASES:
+    cases = [(label, method, protocol, options, "") for label, method, protocol, options in CASES]
+    cases += [(f"5k-token problem {p}", "dytopo", p, {}, long_problem()) for p in ("single-pass", "phased")]
+    for label, method, protocol, options, problem in cases:
         try:
-            figures[label] = scripted_case(method, protocol, options, rounds)
-        except Exception as exc:  # an option a baseline revision does not have
-            if type(exc).__name__ != "MethodError":
+            figures[label] = scripted_case(method, protocol, options, rounds, problem)
+        except Exception as exc:  # an option (or a method) a baseline revision does not have
+            if type(exc).__name__ not in ("MethodError", "ValidationError", "KeyError"):
                 raise
             figures[label] = None
     return figures
@@ -230,7 +275,7 @@ def llama_replay(slots: int, rounds: int, protocol: str, binary: str = "") -> di
     slot_of: dict[str, int] = {}
     calls: list[dict[str, float]] = []
     with llama_server(slots, binary) as port:
-        for agent, messages in requests:
+        for agent, messages, _ in requests:
             slot = slot_of.setdefault(agent, len(slot_of) % slots)
             body = json.dumps({"messages": messages, "max_tokens": 1, "temperature": 0, "cache_prompt": True,
                                "id_slot": slot}).encode()
@@ -305,13 +350,17 @@ def _pct(part: float, whole: float) -> str:
 
 def report(name: str, figures: dict[str, Any]) -> None:
     print(f"\n{name}")
-    print(f"  {'scripted server':<20} {'calls':>5} {'prompt chars':>12} {'reusable':>9} {'bound':>9}")
+    print(f"  {'scripted server':<30} {'calls':>5} {'prompt chars':>12} {'reusable':>9} {'bound':>9} "
+          f"{'any earlier':>11} {'gain':>7} {'problem r1':>10} {'r1 chars':>9} {'r1 prefilled':>12}")
     for label, f in figures["scripted"].items():
         if f is None:
-            print(f"  {label:<20} (not in this revision)")
+            print(f"  {label:<30} (not in this revision)")
             continue
-        print(f"  {label:<20} {f['calls']:>5} {f['chars']:>12} {_pct(f['prefix'], f['chars']):>9} "
-              f"{_pct(f['bound'], f['chars']):>9}")
+        shared = f.get("shared", 0)
+        print(f"  {label:<30} {f['calls']:>5} {f['chars']:>12} {_pct(f['prefix'], f['chars']):>9} "
+              f"{_pct(f['bound'], f['chars']):>9} {_pct(shared, f['chars']):>11} "
+              f"{_pct(shared - f['prefix'], f['chars']):>7} {_pct(f.get('problem_r1', 0), f['chars']):>10} "
+              f"{f.get('round1', 0):>9} {f.get('round1_fresh', 0):>12}")
     llama = figures.get("llama")
     if llama:
         print(f"  llama-server: {llama['rounds']:.0f} rounds, {llama['calls']:.0f} calls, "

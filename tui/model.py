@@ -17,6 +17,7 @@ from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 from core.runtime.config import RoundProtocol
 from core.runtime.dispatch import EventTable
+from core.runtime.parsing import is_template_copy
 from core.runtime.steering import SteerKind
 from core.runtime.textsafe import printable, printable_fields
 
@@ -171,6 +172,7 @@ class RunModel:
         # What the calls cost in US dollars (core.llm.prices), and the models no price was found for.
         self.cost_usd = 0.0
         self.cost_unknown: set[str] = set()
+        self.copied = 0  # replies that copied the reply template (core.runtime.copies), not parsed
         self.started_ts: float | None = None
         self.last_ts: float | None = None
         self.next_goal = ""
@@ -401,6 +403,7 @@ class RunModel:
             self.cost_usd += e.cost_usd
         elif e.model and used:  # a reply whose model has no price (sessions from before costs have no model)
             self.cost_unknown.add(e.model)
+        self.copied += is_template_copy(e.error)
         if e.call == ev.CallKind.DESCRIPTORS:
             agent.query, agent.key = e.query, e.key
             if e.status == ev.CallStatus.DONE:  # its work call is still to come

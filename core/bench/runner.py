@@ -459,7 +459,8 @@ class BenchRunner:
             finished.prompt_tokens,
             finished.completion_tokens,
             finished.reason,
-            finished.detail,
+            finished.detail + (f"; {finished.replies_copied} copied the reply template" if finished.replies_copied
+                               else ""),
             calls=len(of_kind(events, ev.AgentFinished)),
             metrics={**(measure(events) if measure is not None else {}), **(dict(own()) if callable(own) else {})},
             cached_tokens=finished.cached_tokens,

@@ -136,6 +136,7 @@ class RowTracker:
         row.tokens_estimated = event.tokens_estimated
         row.cached_tokens = event.cached_tokens
         row.cost_usd, row.cost_unknown = event.cost_usd, list(event.cost_unknown)
+        row.replies_copied = event.replies_copied
         row.answer = event.final_answer
         row.reason = event.reason
         row.state = (RowState.FAILED if event.reason == EndReason.ERROR else RowState.CANCELLED
@@ -323,6 +324,8 @@ def summary_rows(rows: Sequence[CompareRow]) -> list[dict[str, Any]]:
         data["tokens_mark"] = ESTIMATED_MARK if row.tokens_estimated else ""
         data["cached"] = cached_share(row.cached_tokens, row.prompt_tokens)
         data["cost"] = cost_cell(row.cost_usd, row.cost_unknown)
+        if row.replies_copied:  # said where the end is: the run's replies were the template, not work
+            data["reason"] = f"{data.get('reason', '')} ({row.replies_copied} copied the reply template)".strip()
         data["tokens_vs_first"] = percent_change(row.total_tokens, first.total_tokens)
         data["wall_vs_first"] = percent_change(row.wall_s, first.wall_s)
         out.append(data)

@@ -24,7 +24,7 @@ from core.runtime.config import CallLimits, Settings
 from core.runtime.context import Shrink, cut_text, prompt_chars
 from core.runtime.domains import Role
 from core.runtime.faults import FailureStreak
-from core.runtime.parsing import ParseError, ReplyTally, response_schema
+from core.runtime.parsing import ParseError, ReplyTally, TemplateCopied, response_schema
 from core.runtime.prompts import JSON_REPLY, repair_request
 
 if TYPE_CHECKING:  # the openai SDK takes ~0.8 s to import: the launch form's first frame does not wait for it
@@ -213,11 +213,13 @@ class ModelCalls:
                 tally.count(replied=True, parsed=True)
                 return CallOutcome(parsed, usage, "", False)
             except ParseError as exc:
+                copied = isinstance(exc, TemplateCopied)  # counted apart: it parsed, but said nothing of its own
                 if attempt == 2:
-                    tally.count(replied=True, parsed=False)
+                    tally.count(replied=True, parsed=False, copied=copied)
                     return CallOutcome(None, usage, str(exc), False)
                 attempt = 2
-                self._retrying(agent, call, f"reply did not parse ({exc}); asking again")
+                self._retrying(agent, call, "reply copied the reply template; asking again" if copied
+                               else f"reply did not parse ({exc}); asking again")
                 extra = [
                     {"role": "assistant", "content": chat.text},
                     {"role": "user", "content": repair_request(str(exc), reask_format)},

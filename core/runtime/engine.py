@@ -280,6 +280,7 @@ class SwarmEngine:
             solved=solved,
             replies_parsed=calls.reply_tally.parsed,
             replies_total=calls.reply_tally.total,
+            replies_copied=calls.reply_tally.copied,
             demo_played=self.spec.demo_played,
         )
         self.emit(self.finished)

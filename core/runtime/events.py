@@ -322,6 +322,8 @@ class RunFinished(Event):
     # -1 / 0: not counted (a session recorded before these fields existed).
     replies_parsed: int = -1
     replies_total: int = 0
+    # Of the replies not parsed, those that copied the reply template (core.runtime.copies); 0 in older sessions.
+    replies_copied: int = 0
     # As RunStarted.demo_played, again here: whoever reads only the answer's event learns whose answer it is.
     demo_played: str = ""
     # Of prompt_tokens + completion_tokens, how many are estimates rather than the server's count: calls cut
@@ -349,6 +351,8 @@ class RunFinished(Event):
             del data["demo_played"]
         if not self.tokens_estimated:
             del data["tokens_estimated"]
+        if not self.replies_copied:
+            del data["replies_copied"]
         return data
 
 

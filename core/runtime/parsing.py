@@ -16,9 +16,34 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from core.runtime.copies import copied_fields, is_slot, without_copied_notes
+from core.runtime.copies import describe as describe_copy
+
 
 class ParseError(ValueError):
     """A reply cannot be used; str(e) is one short line saying why."""
+
+
+class TemplateCopied(ParseError):
+    """A reply that copied the reply shape's slots into fields it must write (core.runtime.copies)."""
+
+    def __init__(self, fields: list[str]) -> None:
+        super().__init__(describe_copy(fields))
+        self.fields = fields
+
+
+COPIED_ERROR = "the reply repeated the instructions' placeholder text"  # how TemplateCopied's message begins
+
+
+def is_template_copy(error: str) -> bool:
+    """A call's error says its last reply copied the reply template (CallOutcome.error)."""
+    return error.startswith(COPIED_ERROR)
+
+
+def _refuse_copies(fields: dict[str, str]) -> None:
+    copied = copied_fields(fields)
+    if copied:
+        raise TemplateCopied(copied)
 
 
 @dataclass
@@ -280,28 +305,39 @@ def _bool(value: Any) -> bool:
 # --- contracts -------------------------------------------------------------------------------------
 
 
+# A field the contract needs that repeats a slot of the reply shape makes the reply a copy (TemplateCopied,
+# re-asked once); an optional field or private note that does is dropped (never routed, never an answer).
+def _own(text: str) -> str:
+    return "" if is_slot(text) else text
+
+
 def _parse_worker(text: str) -> WorkerOutput:
     found = _lookup(_extract(text), _WORKER_ALIASES)
     public = _required_text(found, "public")
     query = _required_text(found, "query")
     key = _required_text(found, "key")
-    answer = _as_text(found["answer"]) if "answer" in found else ""
-    private = _private(found.get("private"))
+    _refuse_copies({"public": public, "query": query, "key": key})
+    answer = _own(_as_text(found["answer"])) if "answer" in found else ""
+    private = without_copied_notes(_private(found.get("private")))
     return WorkerOutput(public=public, private=private, query=query, key=key, answer=answer)
 
 
 def _parse_work(text: str) -> WorkerOutput:
     found = _lookup(_extract(text), _WORKER_ALIASES)
     public = _required_text(found, "public")
-    query = _as_text(found["query"]) if "query" in found else ""
-    key = _as_text(found["key"]) if "key" in found else ""
-    answer = _as_text(found["answer"]) if "answer" in found else ""
-    return WorkerOutput(public=public, private=_private(found.get("private")), query=query, key=key, answer=answer)
+    _refuse_copies({"public": public})
+    query = _own(_as_text(found["query"])) if "query" in found else ""
+    key = _own(_as_text(found["key"])) if "key" in found else ""
+    answer = _own(_as_text(found["answer"])) if "answer" in found else ""
+    private = without_copied_notes(_private(found.get("private")))
+    return WorkerOutput(public=public, private=private, query=query, key=key, answer=answer)
 
 
 def _parse_descriptors(text: str) -> DescriptorOutput:
     found = _lookup(_extract(text), _WORKER_ALIASES)
-    return DescriptorOutput(query=_required_text(found, "query"), key=_required_text(found, "key"))
+    query, key = _required_text(found, "query"), _required_text(found, "key")
+    _refuse_copies({"query": query, "key": key})
+    return DescriptorOutput(query=query, key=key)
 
 
 def _parse_manager(text: str) -> ManagerOutput:
@@ -312,11 +348,13 @@ def _parse_manager(text: str) -> ManagerOutput:
     goal = _as_text(found["goal"]) if "goal" in found else ""
     if not terminate and not goal:
         raise ParseError("missing field 'goal' (the next round's goal, required when not terminating)")
+    final_answer = _as_text(found["final_answer"]) if "final_answer" in found else ""
+    _refuse_copies({"final_answer": final_answer} if terminate else {"goal": goal})
     return ManagerOutput(
-        goal=goal,
+        goal=_own(goal),
         terminate=terminate,
-        reasoning=_as_text(found["reasoning"]) if "reasoning" in found else "",
-        final_answer=_as_text(found["final_answer"]) if "final_answer" in found else "",
+        reasoning=_own(_as_text(found["reasoning"])) if "reasoning" in found else "",
+        final_answer=_own(final_answer),
     )
 
 
@@ -408,22 +446,30 @@ class ReplyTally:
 
     parsed: int = 0
     total: int = 0
+    copied: int = 0  # of those not parsed, the replies that copied the reply template (even after a re-ask)
 
-    def count(self, *, replied: bool, parsed: bool) -> None:
+    def count(self, *, replied: bool, parsed: bool, copied: bool = False) -> None:
         if replied:
             self.total += 1
             self.parsed += int(parsed)
+            self.copied += int(copied and not parsed)
 
 
-def contract_warning(parsed: int, total: int) -> str | None:
+def contract_warning(parsed: int, total: int, copied: int = 0) -> str | None:
     """What to tell the user at the end of a run about replies that broke the JSON contract: None when
-    most parsed (or nothing was counted), a plain sentence otherwise."""
+    most parsed (or nothing was counted), a plain sentence otherwise; replies that copied the reply template
+    are named ("N copied the reply template")."""
     if total <= 0 or parsed < 0:
         return None
+    copies = f"; {copied} copied the reply template" if copied else ""
     if parsed == 0:
-        return f"0 of {total} replies parsed: the model is not following the JSON contract"
+        why = "the model copied the reply template instead of answering" if copied * 2 >= total else (
+            "the model is not following the JSON contract")
+        return f"0 of {total} replies parsed{copies}: {why}"
     if parsed * 2 < total:
-        return f"only {parsed} of {total} replies parsed: the model often breaks the JSON contract"
+        return f"only {parsed} of {total} replies parsed{copies}: the model often breaks the JSON contract"
+    if copied:
+        return f"{parsed} of {total} replies parsed{copies}"
     return None
 
 
@@ -435,9 +481,11 @@ __all__ = [
     "ManagerOutput",
     "ParseError",
     "ReplyTally",
+    "TemplateCopied",
     "WorkerOutput",
     "contract_warning",
     "extract_json_object",
+    "is_template_copy",
     "parse_descriptors",
     "parse_manager",
     "parse_worker",

@@ -15,32 +15,50 @@ DESCRIPTOR_FIELDS = ("query", "key")
 MANAGER_FIELDS = ("goal", "terminate", "reasoning", "final_answer")
 
 # The reply shapes, one per call kind. A worker's system prompt carries only the shape its call needs.
+# Every value the model writes is an angle-bracketed slot (issue 44): a small model that copies the shape
+# verbatim gives itself away (core.runtime.copies), and no slot reads like content.
 _WORK_SCHEMA = """{
   "public": "%s",
   "private": %s%s
 }"""
-_NEXT_DESCRIPTORS = (
-    ',\n  "query": "what you need next from teammates (one sentence)",'
-    '\n  "key": "what you can provide to teammates (one sentence)"'
-)
+QUERY_SLOT = "<what you need next from teammates, in one sentence>"
+KEY_SLOT = "<what you can provide to teammates, in one sentence>"
+_NEXT_DESCRIPTORS = f',\n  "query": "{QUERY_SLOT}",\n  "key": "{KEY_SLOT}"'
 # What the two fields promise depends on what travels along an edge (core.methods.dytopo PAYLOADS).
-_PUBLIC_SHARED = "your work this round, for the Manager and the teammates routed to you"
-_PRIVATE_NOTE = '{"<Teammate>": "optional note for that teammate only"}'
-_PUBLIC_RECORD = "your work this round, for the Manager and the record"
-_PRIVATE_MESSAGE = '{"all": "what the teammates routed to you receive", "<Teammate>": "optional: for one teammate"}'
+TEAMMATE_SLOT = "<a teammate's name>"
+PUBLIC_SHARED_SLOT = "<your work this round, for the Manager and the teammates routed to you>"
+NOTE_SLOT = "<optional note for that teammate only>"
+PUBLIC_RECORD_SLOT = "<your work this round, for the Manager and the record>"
+ALL_SLOT = "<what the teammates routed to you receive>"
+ONE_SLOT = "<optional: for one teammate>"
+ANSWER_SLOT = "<your final answer, as short as possible (e.g. a number or expression)>"
+_PRIVATE_NOTE = f'{{"{TEAMMATE_SLOT}": "{NOTE_SLOT}"}}'
+_PRIVATE_MESSAGE = f'{{"all": "{ALL_SLOT}", "{TEAMMATE_SLOT}": "{ONE_SLOT}"}}'
 
+_DESCRIPTOR_SCHEMA = f"""{{
+  "query": "{QUERY_SLOT}",
+  "key": "{KEY_SLOT}"
+}}"""
 
-_DESCRIPTOR_SCHEMA = """{
-  "query": "what you need next from teammates (one sentence)",
-  "key": "what you can provide to teammates (one sentence)"
-}"""
-
-_MANAGER_SCHEMA = """{
-  "goal": "the concrete goal for the next round (empty when terminating)",
+GOAL_SLOT = "<the concrete goal for the next round; empty when terminating>"
+REASONING_SLOT = "<why you continue or stop, citing the team's results>"
+FINAL_SLOT = "<when terminating: the complete final answer (for code, the full code)>"
+_MANAGER_SCHEMA = f"""{{
+  "goal": "{GOAL_SLOT}",
   "terminate": false,
-  "reasoning": "why you continue or stop, citing the team's results",
-  "final_answer": "when terminating: the complete final answer (for code, the full code)"
-}"""
+  "reasoning": "{REASONING_SLOT}",
+  "final_answer": "{FINAL_SLOT}"
+}}"""
+# Every slot of the shapes above, and the words the shapes had before the slots (a model may have seen them).
+REPLY_SLOTS = (
+    QUERY_SLOT, KEY_SLOT, TEAMMATE_SLOT, PUBLIC_SHARED_SLOT, NOTE_SLOT, PUBLIC_RECORD_SLOT, ALL_SLOT, ONE_SLOT,
+    ANSWER_SLOT, GOAL_SLOT, REASONING_SLOT, FINAL_SLOT,
+    "what you need next from teammates (one sentence)", "what you can provide to teammates (one sentence)",
+    "<Teammate>", "optional note for that teammate only", "optional: for one teammate",
+    "the concrete goal for the next round (empty when terminating)",
+    "your final answer, as short as possible (e.g. a number or expression)",
+)
+_SLOTS_NOTE = "Write your own text in place of every <...> slot; a reply that repeats a slot is refused."
 
 _STRICT = "Reply with ONLY one JSON object: no prose, no Markdown fences; escape newlines in strings as \\n."
 _SPECIFIC = "query and key route messages by meaning: name functions, steps, quantities."
@@ -52,9 +70,13 @@ _SPECIFIC = "query and key route messages by meaning: name functions, steps, qua
 # an agent begins with its previous one and a server's prefix cache (llama.cpp slots, vLLM prefix caching,
 # SGLang's radix cache) prefills each token once. "paper": the reference templates' order (the reply shape in
 # the system prompt, the round's goal before the memory).
+# "conversation" (the default): each agent's requests form one growing chat (core.runtime.conversation), which
+# begins with the team-wide preamble every agent shares (the problem, the team, the rules of a round) and only
+# then the agent's role, so a global prefix cache prefills the problem once per team.
+PROMPT_CONVERSATION = "conversation"
 PROMPT_CACHE = "cache"
 PROMPT_PAPER = "paper"
-PROMPT_ORDERS = (PROMPT_CACHE, PROMPT_PAPER)
+PROMPT_ORDERS = (PROMPT_CONVERSATION, PROMPT_CACHE, PROMPT_PAPER)
 
 
 def worker_intro(domain: Domain, role: Role) -> str:
@@ -71,16 +93,16 @@ def reply_shape(domain: Domain, role: Role, call: str = CallKind.WORK, *, privat
     """The one reply shape this call needs. ``private_only``: only the private message travels along an
     edge (the paper's eq. 3), so the shape says which field teammates receive."""
     if call == CallKind.DESCRIPTORS:
-        return f"Use exactly this shape:\n{_DESCRIPTOR_SCHEMA}\n{_SPECIFIC}"
-    answer_field = ',\n  "answer": "your final answer, as short as possible (e.g. a number or expression)"'
-    public, private = (_PUBLIC_RECORD, _PRIVATE_MESSAGE) if private_only else (_PUBLIC_SHARED, _PRIVATE_NOTE)
+        return f"Use exactly this shape:\n{_DESCRIPTOR_SCHEMA}\n{_SLOTS_NOTE} {_SPECIFIC}"
+    answer_field = f',\n  "answer": "{ANSWER_SLOT}"'
+    public, private = (PUBLIC_RECORD_SLOT, _PRIVATE_MESSAGE) if private_only else (PUBLIC_SHARED_SLOT, _PRIVATE_NOTE)
     # A phased work call (CallKind.WORK) stated its descriptors in phase A; a single-pass call gives the next ones.
     extra = _NEXT_DESCRIPTORS if call == CallKind.SINGLE_PASS else ""
     if domain.name == "math" and role.name == domain.answer_role:
         extra += answer_field
     schema = _WORK_SCHEMA % (public, private, extra)
-    tail = f"\n{_SPECIFIC}" if call == CallKind.SINGLE_PASS else ""
-    return f"Use exactly this shape:\n{schema}{tail}"
+    tail = f" {_SPECIFIC}" if call == CallKind.SINGLE_PASS else ""
+    return f"Use exactly this shape:\n{schema}\n{_SLOTS_NOTE}{tail}"
 
 
 def worker_system_prompt(domain: Domain, role: Role, call: str = CallKind.WORK, *, private_only: bool = False) -> str:
@@ -97,7 +119,7 @@ def manager_system_prompt(domain: Domain) -> str:
         f"You are {manager.name}, the Workflow Orchestrator of a team ({workers}) solving one {domain.name} "
         "problem in rounds. After each round you read the team's public outputs and either set the next "
         "round's goal or end the run with the final answer.\n"
-        f"{own}{domain.completion_rule}\n{_STRICT}\nUse exactly this shape:\n{_MANAGER_SCHEMA}"
+        f"{own}{domain.completion_rule}\n{_STRICT}\nUse exactly this shape:\n{_MANAGER_SCHEMA}\n{_SLOTS_NOTE}"
     )
 
 
@@ -208,9 +230,14 @@ def problem_digest(problem: str, limit: int = DIGEST_CHARS) -> str:
 
 
 def manager_request(round_no: int, max_rounds: int, problem: str, goal: str, outputs: str, extra: str = "") -> str:
+    return f"PROBLEM:\n{problem}\n\n" + manager_turn(round_no, max_rounds, goal, outputs, extra)
+
+
+def manager_turn(round_no: int, max_rounds: int, goal: str, outputs: str, extra: str = "") -> str:
+    """The Manager's review of a round without the problem (a conversation's preamble holds it)."""
     last = round_no >= max_rounds
     return (
-        f"PROBLEM:\n{problem}\n\nROUND {round_no} GOAL:\n{goal}\n\n"
+        f"ROUND {round_no} GOAL:\n{goal}\n\n"
         f"TEAM OUTPUTS THIS ROUND:\n{outputs}\n\n"
         + (f"{extra}\n\n" if extra else "")
         + (
@@ -227,4 +254,70 @@ JSON_REPLY = "ONLY the JSON object in the required shape"
 def repair_request(error: str, reply_format: str = JSON_REPLY) -> str:
     """The re-ask after an unusable reply: what was wrong, and the format this call's role must write
     (each parser names its own: a JSON object with its fields, a YAML plan, tagged plain text)."""
-    return f"Your previous reply could not be used: {error}. Reply again with {reply_format}."
+    return f"{REPAIR_OPENING} {error}. Reply again with {reply_format}."
+
+
+REPAIR_OPENING = "Your previous reply could not be used:"  # how a re-ask begins (the scripted server reads it)
+
+
+# --- the growing conversation (PROMPT_CONVERSATION) ----------------------------------------------------------
+MEMORY_NEW = "SINCE YOUR LAST TURN (earlier rounds):"
+
+
+def team_preamble(domain: Domain, problem: str) -> str:
+    """What every agent's conversation begins with, byte for byte the same for the whole team: the problem,
+    the team and the rules of a round (DyTopo, arXiv 2602.06039 §3: a Manager's goal, each worker's need and
+    offer, routing, work, the Manager's review)."""
+    manager = domain.manager
+    team = ", ".join(f"{r.name} ({r.title})" for r in (manager, *domain.workers))
+    return (
+        f"PROBLEM:\n{problem.strip()}\n\nTHE TEAM solving one {domain.name} problem in rounds: {team}.\n"
+        f"EACH ROUND: {manager.name} sets a goal; each worker states what it needs (query) and can provide (key), "
+        f"which route its messages; each does its part; {manager.name} reads the team's outputs and sets the next "
+        f"goal or ends the run with the final answer.\n{_STRICT}\n"
+    )
+
+
+def worker_role(domain: Domain, role: Role, calls: tuple[str, ...], *, private_only: bool = False) -> str:
+    """The part of a worker's system prompt after the preamble: who it is and the reply shape of each call
+    kind it gets (all of them here, once: the turns only name which one they ask for)."""
+    head = f"You are {role.name}, the {role.title}. Your role: {role.description}\n"
+    if len(calls) == 1:
+        return head + reply_shape(domain, role, calls[0], private_only=private_only)
+    shapes = [f"When asked for {_CALL_NAMES[c]}: " + reply_shape(domain, role, c, private_only=private_only)
+              for c in calls]
+    return head + "\n".join(shapes)
+
+
+_CALL_NAMES: dict[str, str] = {
+    CallKind.DESCRIPTORS: "your descriptors", CallKind.WORK: "your work", CallKind.SINGLE_PASS: "your work"}
+
+
+def manager_role(domain: Domain) -> str:
+    """The Manager's part of its system prompt after the preamble (manager_system_prompt's content)."""
+    manager = domain.manager
+    own = f"Your role: {manager.description}\n" if domain.team and manager.description else ""
+    return (
+        f"You are {manager.name}, the Workflow Orchestrator.\n{own}{domain.completion_rule}\n"
+        f"Use exactly this shape:\n{_MANAGER_SCHEMA}\n{_SLOTS_NOTE}"
+    )
+
+
+def worker_turn(call: str, round_no: int, goal: str, memory: str, inbox: str, *, new_goal: bool = True,
+                first: bool = False) -> str:
+    """One user turn of a worker's conversation: what arrived since its last turn (routed messages, test
+    results, notes), the round's goal (once per round), this call's inbox and its ask."""
+    parts = []
+    if memory:
+        parts.append(f"{'YOUR MEMORY (earlier rounds):' if first else MEMORY_NEW}\n{memory}")
+    if new_goal:
+        parts.append(f"ROUND {round_no} GOAL:\n{goal}")
+    if inbox:
+        parts.append(f"MESSAGES ROUTED TO YOU THIS ROUND:\n{inbox}")
+    parts.append(WORKER_ASKS[call])
+    return "\n\n".join(parts)
+
+
+def plan_turn(max_rounds: int) -> str:
+    """The Manager's first turn (the problem is in the preamble)."""
+    return f"The team has at most {max_rounds} rounds. Set the goal for round 1 (terminate must be false)."

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.llm.call_id import parse_call_id
+from core.runtime.prompts import REPAIR_OPENING
 
 _DOMAIN_RE = re.compile(r"solving one (code|math|general) problem")
 
@@ -25,7 +26,7 @@ class RequestInfo:
     call: str
     round: int
     domain: str
-    is_repair: bool  # more than one user message: the engine is re-asking after a bad reply
+    is_repair: bool  # the last user message is a re-ask after a bad reply (core.runtime.prompts.repair_request)
     messages: list[dict[str, Any]]
     body: dict[str, Any]  # the full request body (temperature, max_tokens, response_format, …)
 
@@ -91,7 +92,8 @@ def parse_request(body: dict[str, Any], call_header: str | None = None) -> Reque
         call=call.call if call else "",
         round=call.round if call else 0,
         domain=domain_match[1] if domain_match else "code",
-        is_repair=len(users) > 1,
+        # Not "more than one user message": an agent's conversation holds one per turn (core.runtime.conversation).
+        is_repair=bool(users) and users[-1].startswith(REPAIR_OPENING),
         messages=messages,
         body=body,
     )

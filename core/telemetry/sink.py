@@ -41,6 +41,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from core import __version__
 from core.runtime import events as ev
+from core.runtime.outcome import EndReason
 from core.telemetry.target import TraceTarget
 
 EXPORT_TIMEOUT_S = 2.0  # one batch's send; in the SDK's thread, never the run's
@@ -368,7 +369,7 @@ class TraceSink:
         if self.capture:
             attributes["swarm.final_answer"] = e.final_answer
         run.set_attributes(attributes)
-        if e.reason == ev.EndReason.ERROR:
+        if e.reason == EndReason.ERROR:
             run.set_status(Status(StatusCode.ERROR, e.detail[:300]))
         run.end(_ns(e.ts))
         self.run = None

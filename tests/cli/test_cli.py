@@ -89,7 +89,7 @@ def test_headless_demo_prints_progress_and_the_answer(tmp_path: Path) -> None:
     assert "DEMO" in result.stderr
     assert "── round 2/5" in result.stderr and "graph:" in result.stderr and "tokens:" in result.stderr
     assert "finished: manager" in result.stderr
-    assert "method dytopo with descriptor_context=full, memory=accumulate, payload=auto, prompt_order=cache" in (
+    assert "method dytopo with descriptor_context=full, memory=accumulate, payload=auto, prompt_order=conversation" in (
         result.stderr)  # how the method was set up
     assert "def make_palindrome" in result.stdout
     assert list(tmp_path.glob("*.json")), "the run was not autosaved"

@@ -175,3 +175,34 @@ def test_a_comparison_on_the_real_server_is_bounded_honest_and_counted(real_mode
     with recorded.lock:
         used = (recorded.prompt_tokens - before[0], recorded.completion_tokens - before[1])
     assert (sum(r["prompt_tokens"] for r in rows), sum(r["completion_tokens"] for r in rows)) == used
+
+
+def test_a_copied_reply_template_is_never_counted_as_parsed(real_model: RealModel, tmp_path: Path) -> None:
+    """Issue 44, on SmolLM2-135M (which copied the reply shape 15 times of 15 before it was written with
+    slots): whatever it writes, a reply kept as parsed is its own, and every copy is counted as one. The copy
+    share is printed (bench/template_copies.py measures it before and after)."""
+    from core.runtime.copies import is_slot
+    from core.runtime.parsing import is_template_copy
+
+    save = tmp_path / "copies.json"
+    out, _ = swarm("--headless", "--base-url", real_model.base_url, "--strategy", "dytopo", "--domain", "code",
+                   "--max-rounds", "2", "--max-tokens", "192", "--time-budget", "240", "--save", str(save),
+                   "Write a Python function is_even(n) that says whether n is even.", cwd=tmp_path)
+    assert out.returncode in (0, 1), out.stderr[-2000:]
+    session = load_session(save)
+    finished = session.outcome
+    assert finished is not None
+    calls = [e for e in session.events if e.get("type") == "agent_finished" and e.get("status") != "failed"]
+    copies = [e for e in calls if is_template_copy(str(e.get("error", "")))]
+    for e in calls:
+        if e.get("status") == "done":  # counted as parsed: no field it kept is a slot of the reply shape
+            kept = [str(e.get(k) or "") for k in ("public", "query", "key", "answer")]
+            assert not any(is_slot(text) for text in kept if text), e
+            assert not any(is_slot(t) or is_slot(n) for t, n in (e.get("private") or {}).items())
+        if e in copies:  # a copy is never shown as work
+            assert not e.get("public")
+    assert finished.replies_copied == len(copies)
+    assert finished.replies_parsed <= finished.replies_total - finished.replies_copied
+    share = len(copies) / len(calls) if calls else 0.0
+    sys.stderr.write(f"\nSmolLM2 copied the reply template in {len(copies)} of {len(calls)} replies ({share:.0%}); "
+                     f"{finished.replies_parsed} of {finished.replies_total} parsed\n")

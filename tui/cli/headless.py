@@ -205,6 +205,7 @@ class ProgressPrinter:
             f"\nfinished: {e.reason} — {e.detail}; {e.rounds} {units}, "
             f"{e.prompt_tokens} prompt + {e.completion_tokens} completion tokens; "
             f"prompt cache: {cached_share(e.cached_tokens, e.prompt_tokens)}"
+            + (f"; {e.replies_copied} copied the reply template" if e.replies_copied else "")
         )
         self._line(cost_text(e.cost_usd, e.cost_unknown))  # "cost $0.0042", or "cost: unknown for model X"
         if not e.final_answer.strip():  # never a made-up answer: say there is none
@@ -316,7 +317,7 @@ async def _run(
             on_saved(recorder.path)
     if not json_lines:
         write_or_silence(sys.stdout, finished.final_answer + "\n")
-    warning = contract_warning(finished.replies_parsed, finished.replies_total)
+    warning = contract_warning(finished.replies_parsed, finished.replies_total, finished.replies_copied)
     if warning:
         say(f"swarm-tui: {warning}")
     if finished.reason == EndReason.ERROR:

@@ -182,7 +182,7 @@ class RunScreen(SwarmScreen):
         if isinstance(event, ev.RunFinished):
             from core.runtime.parsing import contract_warning
 
-            warning = contract_warning(event.replies_parsed, event.replies_total)
+            warning = contract_warning(event.replies_parsed, event.replies_total, event.replies_copied)
             if warning:  # e.g. "0 of 42 replies parsed: the model is not following the JSON contract"
                 self.notify(warning, severity="error" if event.replies_parsed == 0 else "warning", timeout=30)
 

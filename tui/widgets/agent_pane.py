@@ -13,6 +13,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import ContentSwitcher, Markdown, Static
 
+from core.runtime.parsing import is_template_copy
+
 from ..model import BADGE_DESCRIPTORS, BADGE_SILENCED, BADGE_WAITING, BADGE_WORKING, AgentView, unit_mark
 from .stream_view import StreamView
 
@@ -136,6 +138,7 @@ class AgentPane(Vertical):
         self.query_one(".steered", Static).update("\n".join(self.steer_marks))  # "✎ note Tester: ..."
         self.set_class(bool(self.steer_marks), "-steered")
         self.set_class(bool(lines), "-has-descriptors")
+        self.set_class(is_template_copy(view.error), "-copied")  # a copied reply template: greyed, with the notice
 
     @staticmethod
     def _visible_text(view: AgentView, earlier: tuple[int, str] | None) -> str:

@@ -130,11 +130,13 @@ def _tokens(model: RunModel, compact: bool = False) -> str:
     that says nothing adds nothing here: the headless summary and the compare rows say "not reported");
     ``compact``: the share alone, so the state keeps its room on a small terminal."""
     cost = _cost(model)
+    copied = (f", {model.copied} copied the template" if not compact else f", {model.copied} copies") if (
+        model.copied) else ""  # replies that copied the reply template (issue 44): not parsed, not work
     if model.cached_tokens is None:
-        return f"{model.tokens:,} tok{cost}"
+        return f"{model.tokens:,} tok{cost}{copied}"
     if compact and model.prompt_tokens:
-        return f"{model.tokens:,} tok, {100 * model.cached_tokens / model.prompt_tokens:.0f} % cached{cost}"
-    return f"{model.tokens:,} tok, {cached_share(model.cached_tokens, model.prompt_tokens)}{cost}"
+        return f"{model.tokens:,} tok, {100 * model.cached_tokens / model.prompt_tokens:.0f} % cached{cost}{copied}"
+    return f"{model.tokens:,} tok, {cached_share(model.cached_tokens, model.prompt_tokens)}{cost}{copied}"
 
 
 def _cost(model: RunModel) -> str:

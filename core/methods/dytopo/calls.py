@@ -1,9 +1,12 @@
 """DyTopo's own calls: a worker's call (work, descriptors, or both in one) with its memory, and the Manager's.
 
 Each worker keeps a memory (core.runtime.memory: eq. 3's accumulated outputs and messages, or only the
-latest per sender); a worker's prompt shows as much of it as the context budget leaves, and when a prompt
-must fit the model's context the oldest items go first, for good. The engine only sends the calls
-(core.runtime.calls) and announces them; what a worker is asked and what it remembers is DyTopo's.
+latest per sender). In the default prompt order each agent's requests form one growing conversation
+(core.runtime.conversation): the team's preamble and the role, then per call what arrived since the agent's
+last turn, the round's goal, its inbox and the ask, and its kept reply; the transcript is eq. 3's memory.
+The other orders rebuild each prompt from the memory, showing as much of it as the context budget leaves.
+When a prompt must fit the model's context the oldest turns or items go first, for good. The engine only
+sends the calls (core.runtime.calls) and announces them; what a worker is asked and remembers is DyTopo's.
 """
 
 from __future__ import annotations
@@ -12,16 +15,43 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from core.llm.tokens import estimate_tokens
+from core.methods.dytopo.threads import (
+    Thread,
+    Turn,
+    conversation_shrink,
+    side_turn,
+    trimmed_event,
+    within_budget,
+    worker_turn_for,
+)
 from core.runtime import events as ev
-from core.runtime.context import Shrink, shrink_pieces
+from core.runtime.context import Messages, Shrink, shrink_pieces
+from core.runtime.conversation import Conversation, Trimmed
 from core.runtime.engine import AgentResult, RunAborted
 from core.runtime.events import CallStatus
 from core.runtime.memory import MEMORY_ACCUMULATE, AgentMemory, MemoryItem
-from core.runtime.parsing import parse_descriptors, parse_manager, parse_work, parse_worker
-from core.runtime.prompts import PROMPT_CACHE, worker_messages
+from core.runtime.parsing import is_template_copy, parse_descriptors, parse_manager, parse_work, parse_worker
+from core.runtime.prompts import (
+    PROMPT_CONVERSATION,
+    manager_request,
+    manager_role,
+    manager_system_prompt,
+    manager_turn,
+    plan_request,
+    plan_turn,
+    team_preamble,
+    worker_messages,
+    worker_role,
+    worker_turn,
+)
 
 if TYPE_CHECKING:
     from core.runtime.engine import SwarmEngine
+
+
+# What the notice says of a worker whose reply copied the reply template twice (issue 44).
+COPY_NOTICE = ("copied the reply template again: its reply is not used (not shown as work, not routed, its "
+               "descriptors not embedded, so it has no routed edges this round)")
 
 
 class DyTopoCalls:
@@ -29,7 +59,7 @@ class DyTopoCalls:
 
     def __init__(
         self, rt: SwarmEngine, *, private_only: bool = False, memory_rule: str = MEMORY_ACCUMULATE,
-        prompt_order: str = PROMPT_CACHE, full_descriptors: bool = True,
+        prompt_order: str = PROMPT_CONVERSATION, full_descriptors: bool = True,
     ) -> None:
         self.rt = rt
         # The edge payload: True when only the private message travels (the workers' prompt says so).
@@ -40,6 +70,10 @@ class DyTopoCalls:
         # problem's opening (descriptor_context=round).
         self.full_descriptors = full_descriptors
         self.memory: dict[str, AgentMemory] = {name: AgentMemory(rule=memory_rule) for name in rt.workers}
+        # One growing conversation per agent; "latest" memory supersedes what a transcript already holds, so
+        # that economy keeps the per-request layout (core.runtime.prompts PROMPT_CACHE).
+        self.conversational = prompt_order == PROMPT_CONVERSATION and memory_rule == MEMORY_ACCUMULATE
+        self.threads: dict[str, Thread] = {}
 
     def remember(self, agent: str, item: MemoryItem) -> None:
         self.memory[agent].add(item)
@@ -65,11 +99,9 @@ class DyTopoCalls:
             ev.CallKind.DESCRIPTORS: parse_descriptors, ev.CallKind.WORK: parse_work,
         }
         parser = parsers.get(call, parse_worker)
-        messages = self._worker_messages(name, call, goal, inbox, inbox_from)
+        turn = self._worker_turn(name, call, goal, inbox, inbox_from)
         rt.emit(ev.AgentStarted(round=rt.round, agent=name, call=call, tier=tier))
-        outcome = await rt.calls.call_and_parse(
-            name, call, messages, limits, parser, shrink=self._worker_shrink(name, call, goal, inbox, inbox_from)
-        )
+        outcome = await rt.calls.call_and_parse(name, call, turn.messages, limits, parser, shrink=turn.shrink)
         role = rt.domain.role(name)
         parsed, chat, error, connection_failed, overflow = outcome
         if parsed is not None:
@@ -85,19 +117,25 @@ class DyTopoCalls:
             )
         else:
             raw = chat.text if chat else ""
-            # Keep the raw text and go on: descriptors fall back to the role's own description.
+            # A copy of the reply template is nobody's work: not shown as work, not routed, not embedded (no
+            # descriptors: no routed edges this round). Other raw text is kept, and descriptors fall back to
+            # the role's own description.
+            copied = is_template_copy(error)
             result = AgentResult(
                 agent=name,
                 status=CallStatus.UNPARSED if chat else CallStatus.FAILED,
-                public=raw.strip() if call != ev.CallKind.DESCRIPTORS else "",
-                query=role.default_query,
-                key=role.default_key,
+                public=raw.strip() if call != ev.CallKind.DESCRIPTORS and not copied else "",
+                query="" if copied else role.default_query,
+                key="" if copied else role.default_key,
                 raw=raw,
                 error=error,
                 connection_failed=connection_failed,
                 context_overflow=overflow,
             )
-            rt.notice(f"{name}: {'reply unparsed' if chat else 'call failed'} ({error})", "warning", name)
+            rt.notice(f"{name}: " + (COPY_NOTICE if copied else
+                                     f"{'reply unparsed' if chat else 'call failed'} ({error})"), "warning", name)
+        if chat is not None and (parsed is not None or result.public):  # the reply the run keeps
+            turn.keep(chat.text)
         if call != ev.CallKind.DESCRIPTORS:
             rt.set_latest(result)
         rt.call_finished(call, result, outcome[1])
@@ -109,22 +147,124 @@ class DyTopoCalls:
         rt = self.rt
         name = rt.domain.manager.name
         rt.emit(ev.AgentStarted(round=rt.round, agent=name, call=call))
+        turn = self._manager_turn(messages, shrink)
         parsed, chat, error, unreachable, _ = await rt.calls.call_and_parse(
-            name, call, messages, rt.call_limits("manager"), parse_manager, shrink=shrink
+            name, call, turn.messages, rt.call_limits("manager"), parse_manager, shrink=turn.shrink
         )
+        if parsed is not None and chat is not None:
+            turn.keep(chat.text)
         if parsed is not None:
             result = AgentResult(name, CallStatus.DONE, public=parsed.reasoning, raw=chat.text if chat else "")
         else:
             status = CallStatus.UNPARSED if chat else CallStatus.FAILED
             result = AgentResult(name, status, raw=chat.text if chat else "", error=error)
-            rt.notice(f"Manager: {'reply unparsed' if chat else 'call failed'} ({error})", "warning", name)
+            what = "copied the reply template again: its decision is not used" if is_template_copy(error) else (
+                "reply unparsed" if chat else "call failed")
+            rt.notice(f"Manager: {what} ({error})", "warning", name)
             if unreachable:
                 rt.call_finished(call, result, chat)
                 raise RunAborted(error)
         rt.call_finished(call, result, chat)
         return parsed, result.status
 
-    # --- a worker's prompt and its memory ---------------------------------------------------------
+    # --- the growing conversations (PROMPT_CONVERSATION) ------------------------------------------
+    def thread(self, name: str) -> Thread:
+        """The agent's conversation, begun with the team's preamble and then its role."""
+        thread = self.threads.get(name)
+        if thread is None:
+            rt = self.rt
+            preamble = team_preamble(rt.domain, rt.spec.problem)
+            if name == rt.domain.manager.name:
+                role = manager_role(rt.domain)
+            else:
+                calls = (ev.CallKind.SINGLE_PASS,) if rt.spec.protocol == "single-pass" else (
+                    ev.CallKind.DESCRIPTORS, ev.CallKind.WORK)
+                role = worker_role(rt.domain, rt.domain.role(name), calls, private_only=self.private_only)
+            thread = self.threads[name] = Thread(Conversation(f"{preamble}\n{role}"))
+        return thread
+
+    def _report_trim(self, agent: str, trimmed: Trimmed) -> None:
+        self.rt.emit(trimmed_event(self.rt.round, agent, trimmed))
+        self.rt.notice(f"{agent}: the conversation outgrew the context: its {trimmed.exchanges} oldest exchanges "
+                       f"(~{trimmed.tokens} tokens) were dropped, so the server's cache starts again from there",
+                       "info", agent)
+
+    def _worker_turn(
+        self, name: str, call: str, goal: str, inbox: str, inbox_from: frozenset[str] = frozenset()
+    ) -> Turn:
+        rt = self.rt
+        if not self.conversational:
+            messages = self._worker_messages(name, call, goal, inbox, inbox_from)
+            return Turn(None, rt.round, goal, inbox, [], "", messages,
+                        self._worker_shrink(name, call, goal, inbox, inbox_from))
+        suffix = " /no_think" if call == ev.CallKind.DESCRIPTORS and rt.settings.no_think else ""
+        thread = self.thread(name)
+        if call == ev.CallKind.DESCRIPTORS and not self.full_descriptors:  # the round economy: a side request
+            memory_text, _, _ = self.memory[name].render(self._memory_budget(goal, inbox), since_round=rt.round - 1)
+            user = worker_turn(call, rt.round, goal, memory_text, "", first=True) + suffix
+            return side_turn(thread.conversation.system, user, rt.round, goal)
+        turn = worker_turn_for(thread, self.memory[name], call, rt.round, goal, inbox, suffix=suffix,
+                               report=self._report_trim, agent=name)
+        trimmed = within_budget(thread.conversation, turn.user, rt.settings.context_budget_tokens)
+        if trimmed is not None:
+            self._report_trim(name, trimmed)
+            turn = worker_turn_for(thread, self.memory[name], call, rt.round, goal, inbox, suffix=suffix,
+                                   report=self._report_trim, agent=name)
+        return turn
+
+    def replay_worker(self, name: str, call: str, round_no: int, goal: str, inbox: str, reply: str) -> None:
+        """A fork: the turn a recorded worker call sent, kept with its recorded reply (core.methods.dytopo.rebuild)."""
+        if call == ev.CallKind.DESCRIPTORS and not self.full_descriptors:
+            return  # a side request
+        suffix = " /no_think" if call == ev.CallKind.DESCRIPTORS and self.rt.settings.no_think else ""
+        worker_turn_for(self.thread(name), self.memory[name], call, round_no, goal, inbox, suffix=suffix).keep(reply)
+
+    def replay_manager(self, user: str, reply: str, round_no: int) -> None:
+        """A fork: a recorded Manager call's turn and its reply."""
+        self.thread(self.rt.domain.manager.name).conversation.commit(user, reply, round_no)
+
+    def plan_messages(self, max_rounds: int) -> Messages:
+        """The Manager's first request: its conversation's first turn, or the per-request layout."""
+        rt = self.rt
+        if self.conversational:
+            return self.thread(rt.domain.manager.name).conversation.request(plan_turn(max_rounds))
+        return [{"role": "system", "content": manager_system_prompt(rt.domain)},
+                {"role": "user", "content": plan_request(rt.spec.problem, max_rounds)}]
+
+    def review_messages(self, round_no: int, max_rounds: int, goal: str, outputs: str, extra: str) -> Messages:
+        """The Manager's review of a round: the next turn of its conversation, or the per-request layout."""
+        rt = self.rt
+        if self.conversational:
+            user = manager_turn(round_no, max_rounds, goal, outputs, extra)
+            return self.thread(rt.domain.manager.name).conversation.request(user)
+        return [{"role": "system", "content": manager_system_prompt(rt.domain)},
+                {"role": "user", "content": manager_request(round_no, max_rounds, rt.spec.problem, goal, outputs,
+                                                            extra)}]
+
+    def _manager_turn(self, messages: Messages, shrink: Shrink | None) -> Turn:
+        """The Manager's request as a turn of its conversation (kept when its decision parses)."""
+        rt = self.rt
+        if not self.conversational:
+            return Turn(None, rt.round, "", "", [], "", messages, shrink)
+        name = rt.domain.manager.name
+        thread = self.thread(name)
+        user = messages[-1]["content"]
+        trimmed = within_budget(thread.conversation, user, rt.settings.context_budget_tokens)
+        if trimmed is not None:
+            self._report_trim(name, trimmed)
+            messages = thread.conversation.request(user)
+        turn = Turn(thread, rt.round, "", "", [], user, messages)
+
+        def cut(most_chars: int) -> Messages | None:  # the outputs cut to equal shares, remembered as sent
+            smaller = shrink(most_chars) if shrink is not None else None
+            if smaller is not None:
+                turn.user = smaller[-1]["content"]
+            return smaller
+
+        turn.shrink = conversation_shrink(thread.conversation, lambda: turn.user, cut, self._report_trim, name)
+        return turn
+
+    # --- a worker's prompt and its memory (the per-request orders) ---------------------------------
     def _worker_messages(
         self, name: str, call: str, goal: str, inbox: str, inbox_from: frozenset[str] = frozenset()
     ) -> list[dict[str, str]]:

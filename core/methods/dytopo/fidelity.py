@@ -40,15 +40,29 @@ DEVIATIONS: tuple[Deviation, ...] = (
     ),
     Deviation(
         "dytopo",
-        "Worker prompts are ordered for a server's prefix cache: the role (with a single-pass call's reply "
-        "shape) in the system prompt, then the problem, the memory as it arrived, the round's goal, the inbox, "
-        "the ask and a phased call's reply shape; the reference puts the reply shape in the system prompt and "
-        "the goal before the memory. Trimming memory to fit the context, or memory=latest dropping a "
-        "superseded message, breaks the shared prefix once at the item dropped.",
-        "The same text in another order: each prompt begins with the agent's previous one, so a local server "
-        "(llama.cpp slots, vLLM prefix caching) prefills it once (bench/prefix_cache.py).",
+        "Each agent's requests (every worker's and the Manager's) form one growing conversation: the system "
+        "prompt is the team's preamble (the problem, the team, the rules of a round), then the role and its "
+        "reply shapes; each call appends a user turn (what arrived since the agent's last turn, the round's goal, "
+        "the inbox, the ask) and keeps the reply as an assistant turn. The transcript is eq. 3's memory; what it "
+        "adds to the paper's prompt is the earlier rounds' goals and asks, the replies' own JSON around their "
+        "public text, and for the Manager the earlier rounds' reviews. Re-asks are side requests; a "
+        "conversation that outgrows the context drops its oldest exchanges in one step (MemoryTrimmed). "
+        "memory=latest keeps the per-request layout (-o prompt_order=cache: role, problem, memory, goal).",
+        "What persists comes first and what every agent shares comes first of all, so a local server "
+        "(llama.cpp slots, vLLM prefix caching, SGLang) prefills each token once and the problem once per team "
+        "(bench/prefix_cache.py). The reference order puts \"You are ...\" first and the goal before memory.",
         "-o prompt_order=paper",
         ("prompt_order", "paper"),
+    ),
+    Deviation(
+        "dytopo",
+        "The reply shapes' values are angle-bracketed slots (\"<your work this round, ...>\", \"<a teammate's "
+        "name>\", \"<what you need next from teammates, in one sentence>\", \"<the concrete goal for the next "
+        "round; empty when terminating>\") followed by one line: write your own text in place of every slot. A "
+        "reply that repeats a slot in a field it must write is asked for once more, then counted as copied, not "
+        "parsed; it is not routed, embedded or shown as work.",
+        "Small local models copy a shape's example values verbatim (SmolLM2-135M: 15 of 15 replies); a slot cannot "
+        "pass for content. The fields asked for are the paper's (Appendix B).",
     ),
     Deviation(
         "dytopo",

@@ -14,11 +14,13 @@ Two protocols:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 from core.methods.dytopo.calls import DyTopoCalls
 from core.methods.dytopo.fidelity import DEVIATIONS as FIDELITY
+from core.methods.dytopo.rebuild import ConversationRebuild
 from core.methods.dytopo.steer import DyTopoSteering, join_inbox, recorded_action
 from core.methods.registry import MethodInfo, MethodOptions, call_options, call_tables, choice, register, with_calls
 from core.routing.dytopo import RoutingResult, similarity_matrix
@@ -33,7 +35,7 @@ from core.runtime.engine import AgentResult, Evaluation
 from core.runtime.events import CallStatus
 from core.runtime.memory import MEMORY_ACCUMULATE, MEMORY_RULES, MemoryItem
 from core.runtime.outcome import EndReason, RunOutcome
-from core.runtime.prompts import PROMPT_CACHE, PROMPT_ORDERS, manager_request, manager_system_prompt, plan_request
+from core.runtime.prompts import PROMPT_CONVERSATION, PROMPT_ORDERS
 from core.runtime.steering import GRAPH_ACTIONS, ROUND_ACTIONS
 
 if TYPE_CHECKING:
@@ -73,10 +75,13 @@ def memory_option() -> Any:
 # Shared by DyTopo and its baselines: the order of a worker prompt's parts (core.runtime.prompts).
 def prompt_order_option() -> Any:
     return choice(
-        PROMPT_CACHE, PROMPT_ORDERS,
-        "cache: what persists first (role, problem, memory as it arrived), then the round's goal, inbox and reply "
-        "shape, so a server's prefix cache prefills each token once; paper: the reference's order (reply shape in "
-        "the system prompt, goal before memory). The same text either way",
+        PROMPT_CONVERSATION, PROMPT_ORDERS,
+        "conversation: each agent's requests form one growing chat that begins with the team's shared preamble "
+        "(problem, team, rules), then the role; each call appends what is new and the reply, so a server's prefix "
+        "cache prefills each token once and a global cache the problem once per team (memory=latest keeps the "
+        "cache layout); cache: each prompt rebuilt with what persists first (role, problem, memory), then the "
+        "round's goal, inbox and reply shape; paper: the reference's order (\"You are ...\" first, reply shape in "
+        "the system prompt, goal before memory)",
     )
 
 
@@ -124,7 +129,7 @@ class DyTopoMethod:
         round_limit: int | None = None,
         payload: str = PAYLOAD_AUTO,
         memory: str = MEMORY_ACCUMULATE,
-        prompt_order: str = PROMPT_CACHE,
+        prompt_order: str = PROMPT_CONVERSATION,
         descriptor_context: str = "full",
     ) -> None:
         self.graph: TopologyStrategy = graph or DyTopoStrategy()
@@ -132,7 +137,7 @@ class DyTopoMethod:
         self.round_limit = round_limit  # single-turn: one round whatever max_rounds says
         self.payload_option = payload
         self.memory_rule = memory  # core.runtime.memory: accumulate (eq. 3) or latest
-        self.prompt_order = prompt_order  # core.runtime.prompts: cache (append-only) or paper
+        self.prompt_order = prompt_order  # core.runtime.prompts PROMPT_ORDERS: conversation, cache or paper
         self.descriptor_context = descriptor_context  # DESCRIPTOR_CONTEXTS
         self.payload = PAYLOAD_BOTH
         self._similarity: np.ndarray | None = None  # current round's, for re-routing
@@ -251,12 +256,15 @@ class DyTopoMethod:
         return True
 
     def _replay_history(self, history: list[ev.Event]) -> None:
-        """A fork: re-emit the parent's rounds and rebuild memory from them as the live run did."""
+        """A fork: re-emit the parent's rounds and rebuild memory (and the conversations) as the live run did."""
         outputs: dict[str, AgentResult] = {}
         deliveries: list[ev.MessagesRouted] = []
         feedback: list[str] = []
+        rebuild = ConversationRebuild(self.calls, self._max_rounds, _review_summary, _render_inbox,
+                                      self.rt.domain.manager.name, list(self.rt.workers))
         for event in history:
             self.rt.emit(event)
+            rebuild.see(event)
             if isinstance(event, ev.AgentFinished) and event.call in (ev.CallKind.WORK, ev.CallKind.SINGLE_PASS):
                 result = AgentResult(
                     agent=event.agent,
@@ -299,11 +307,7 @@ class DyTopoMethod:
 
     async def _plan(self) -> str:
         self.rt.start_phase(ev.Phase.PLAN, "Manager sets the first goal")
-        messages = [
-            {"role": "system", "content": manager_system_prompt(self.rt.domain)},
-            {"role": "user", "content": plan_request(self.rt.spec.problem, self._max_rounds)},
-        ]
-        decision, status = await self.calls.manager_call(ev.CallKind.PLAN, messages)
+        decision, status = await self.calls.manager_call(ev.CallKind.PLAN, self.calls.plan_messages(self._max_rounds))
         goal = decision.goal if decision is not None and decision.goal else ""
         if not goal:
             goal = "Work on the problem from your role's perspective and produce a first complete attempt."
@@ -445,7 +449,7 @@ class DyTopoMethod:
         deliveries: list[dict[str, Any]] = []
         for dst in routing.order:
             for edge in routing.in_edges(dst):
-                if edge.src not in results:
+                if edge.src not in results or not results[edge.src].public:  # a copied template sends nothing
                     continue
                 deliveries.append(
                     {
@@ -466,6 +470,8 @@ class DyTopoMethod:
         """A call whose reply carries descriptors. They are embedded as soon as the reply is in, while
         the other agents are still answering, so routing after the barrier has no model work left."""
         result = await self._worker(name, call, goal)
+        if not (result.query or result.key):  # a copied reply template states nothing: no similarity, no edges
+            return result
         vectors = await self.rt.embedder.aembed([result.query, result.key])
         self._descriptor_vectors[name] = (vectors[0], vectors[1])
         return result
@@ -481,8 +487,11 @@ class DyTopoMethod:
     def _route(self) -> None:
         """Phase B, from the descriptors _described_call embedded as each reply arrived."""
         self.rt.start_phase(ev.Phase.ROUTING, "phase B: build the graph from the embedded descriptors")
-        # A silenced agent stated nothing: zero vectors (no similarity; its edges go anyway).
-        blank = np.zeros_like(next(iter(self._descriptor_vectors.values()))[0])
+        # A silenced agent, or one that copied the reply template, stated nothing: zero vectors (no similarity).
+        if not self._descriptor_vectors:
+            self.rt.notice("no agent stated its own needs and offers this round: nothing is routed", "warning")
+        stated = list(self._descriptor_vectors.values())
+        blank = np.zeros_like(stated[0][0]) if stated else np.zeros(self.rt.embedder.dimension, dtype=np.float32)
         vectors = [self._descriptor_vectors.get(name, (blank, blank)) for name in self.rt.workers]
         q = np.asarray([v[0] for v in vectors])
         k = np.asarray([v[1] for v in vectors])
@@ -544,20 +553,8 @@ class DyTopoMethod:
         extra = "\n\n".join(part for part in (extra, self.steer.review_note(round_no)) if part)
 
         def build(_: list[str], texts: list[str]) -> list[dict[str, str]]:
-            summary = "\n\n".join(
-                f"## {name} ({outputs[name].status})\n{text or '(no output)'}"
-                + (f"\nAnswer: {outputs[name].answer}" if outputs[name].answer else "")
-                for name, text in zip(order, texts, strict=True)
-            )
-            return [
-                {"role": "system", "content": manager_system_prompt(self.rt.domain)},
-                {
-                    "role": "user",
-                    "content": manager_request(
-                        round_no, self._max_rounds, self.rt.spec.problem, goal, summary, extra
-                    ),
-                },
-            ]
+            summary = _review_summary(order, outputs, texts)
+            return self.calls.review_messages(round_no, self._max_rounds, goal, summary, extra)
 
         texts = [outputs[name].public for name in order]
         # Over the model's context, every worker's output is cut to an equal share (the round is one step).
@@ -594,10 +591,25 @@ class DyTopoMethod:
         current = {name: r.public for name, r in outputs.items() if r.status != CallStatus.FAILED}
         previous = self._previous_public
         self._previous_public = current
+        if not any(text.strip() for text in current.values()):
+            # Copied templates, failures: the same nothing twice is no sign of convergence.
+            self.rt.notice("no agent wrote its own content this round: not converged", "warning")
+            return None
         if not previous:
             return None
         scores = [text_similarity(previous[name], text) for name, text in current.items() if name in previous]
         return round(min(scores), 4) if scores else None
+
+
+def _review_summary(order: list[str], outputs: Mapping[str, Any], texts: list[str] | None = None) -> str:
+    """The TEAM OUTPUTS of the Manager's review: each worker's output (``texts``: as cut to fit, else its
+    public text), status and answer, in ``order``. ``outputs``: AgentResult or a recorded AgentFinished."""
+    shown = texts if texts is not None else [outputs[name].public for name in order]
+    return "\n\n".join(
+        f"## {name} ({outputs[name].status})\n{text or '(no output)'}"
+        + (f"\nAnswer: {outputs[name].answer}" if outputs[name].answer else "")
+        for name, text in zip(order, shown, strict=True)
+    )
 
 
 def _render_inbox(deliveries: list[dict[str, Any]]) -> str:

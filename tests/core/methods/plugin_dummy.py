@@ -39,7 +39,7 @@ class EchoMethod:
     async def run(self, rt: SwarmEngine) -> RunOutcome:
         await rt.checkpoint(BOUNDARY_ROUND)
         rt.begin_round(1)
-        rt.start_phase(ev.PHASE_WORK, "one echo")
+        rt.start_phase(ev.Phase.WORK, "one echo")
         await rt.checkpoint(BOUNDARY_PHASE)
         messages = [{"role": "user", "content": f"Echo this {self.loudness} times: {rt.spec.problem}"}]
         result, _ = await rt.agent_call(AGENT, CALL, messages)

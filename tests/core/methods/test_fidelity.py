@@ -75,7 +75,7 @@ async def test_a_session_records_the_options_its_method_ran_with(demo_server: An
     _, events, _ = await run_swarm(demo_server, embedder, settings=settings, timeout=120)
     session = session_from_events(events)
     assert session.metadata.method_options == {
-        "payload": "auto", "memory": "latest", "prompt_order": "cache", "descriptor_context": "full"}
+        "payload": "auto", "memory": "latest", "prompt_order": "conversation", "descriptor_context": "full"}
     assert session.to_dict()["metadata"]["method_options"]["memory"] == "latest"
 
 

@@ -14,7 +14,7 @@ from core.demo.server import ScriptedServer
 from core.methods.fidelity import DEVIATIONS
 from core.runtime.config import ConfigError
 from core.runtime.config_file import load_config_file
-from core.runtime.events import CALL_DESCRIPTORS
+from core.runtime.events import CallKind
 from core.runtime.scripted import RequestInfo
 from tui.entry import main
 
@@ -30,7 +30,7 @@ def _same_every_round(info: RequestInfo) -> str:
     """Workers repeat themselves (their outputs converge at round 2); the Manager always wants another round."""
     if info.role == "Manager":
         return json.dumps({"goal": "Keep refining.", "terminate": False, "reasoning": "Not yet.", "final_answer": ""})
-    if info.call == CALL_DESCRIPTORS:
+    if info.call == CallKind.DESCRIPTORS:
         return json.dumps({"query": "I need the implementation.", "key": f"I provide {info.role} notes."})
     return json.dumps({"public": f"{info.role}: the same answer.\n```python\nanswer = 42\n```", "private": {},
                        "query": "I need code.", "key": "I give notes."})

@@ -38,8 +38,11 @@ def _text(request: RequestInfo) -> str:
 
 
 async def _log(embedder: Any, protocol: str, **options: str) -> list[RequestInfo]:
+    """The per-request layouts' log (-o prompt_order=cache unless given; the default conversation:
+    tests/core/runtime/test_conversation.py)."""
+    options = {"prompt_order": "cache", **options}
     settings = Settings(max_rounds=3, protocol=protocol, convergence_threshold=None,
-                        strategy_options={"dytopo": options} if options else {})
+                        strategy_options={"dytopo": options})
     with ScriptedServer(_changing) as server:
         finished, _, _ = await run_swarm(server, embedder, settings=settings)
         requests = [r for r in server.requests if r.role]

@@ -59,7 +59,9 @@ def test_the_first_request_leaves_before_minilm_has_loaded(
 async def test_phased_prompts_carry_the_problem_and_every_routed_message(
     demo_server: ScriptedServer, embedder: Any
 ) -> None:
-    finished, events, _ = await run_swarm(demo_server, embedder)
+    # The per-request layout (a conversation sends each call kind's shape once, in its system prompt).
+    settings = Settings(strategy_options={"dytopo": {"prompt_order": "cache"}})
+    finished, events, _ = await run_swarm(demo_server, embedder, settings=settings)
     assert finished.reason == "manager"
     work = [r for r in demo_server.requests if r.call == CallKind.WORK]
     problem = DEMO_PROBLEMS["code"]

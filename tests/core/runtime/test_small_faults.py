@@ -93,10 +93,10 @@ async def test_429s_that_name_their_wait_are_waited_out_past_max_retries_within_
     """A server that answers "429, Retry-After: 1" three times, then serves: more attempts than max_retries
     (2), 3 s of the 60 s max_retry_wait, and the call succeeds (it used to end the run after 3 attempts)."""
     with ScriptedServer(demo_script) as server:
-        server.add_fault(FaultRule("http_429", role="Designer", call=ev.CALL_WORK, round=1, times=3, retry_after=1))
+        server.add_fault(FaultRule("http_429", role="Designer", call=ev.CallKind.WORK, round=1, times=3, retry_after=1))
         settings = Settings(max_rounds=1, max_retries=2, max_retry_wait=60)
         finished, events, _ = await run_swarm(server, embedder, settings=settings)
-    (designer,) = of(events, ev.AgentFinished, round=1, agent="Designer", call=ev.CALL_WORK)
+    (designer,) = of(events, ev.AgentFinished, round=1, agent="Designer", call=ev.CallKind.WORK)
     assert designer.status == "done" and designer.attempts == 4
     waits = [m for m in notices(events, "Designer") if "rate limited by" in m]
     assert len(waits) == 3 and all(m.endswith("retrying in 1 s") for m in waits)

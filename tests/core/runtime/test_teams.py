@@ -221,8 +221,9 @@ def test_the_manager_is_told_its_own_name_and_role(embedder: Any) -> None:
         settings = Settings(team="six", teams={"six": data}, domain="general", k_in=2, max_rounds=1)
         asyncio.run(run_team(settings, server, embedder))
         systems = {r.messages[0]["content"] for r in server.requests if r.role == "Manager"}
+    # After the team's shared preamble (the problem, the team, the rules of a round): its own name and role.
     assert systems and all(
-        s.startswith("You are Chair,") and "Your role: Keeps the team on the budget question." in s for s in systems
+        "You are Chair," in s and "Your role: Keeps the team on the budget question." in s for s in systems
     )
 
 

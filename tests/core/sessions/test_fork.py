@@ -30,9 +30,10 @@ async def _run(server: ScriptedServer, settings: Settings, **kwargs: Any) -> lis
     return events
 
 
-def _prompt(server: ScriptedServer, role: str, round_no: int, call: str) -> str:
+def _prompt(server: ScriptedServer, role: str, round_no: int, call: str) -> list[dict[str, Any]]:
+    """The whole request: each agent's conversation up to this call (issue 46), or its one prompt."""
     (request,) = [r for r in server.requests if r.role == role and r.round == round_no and r.call == call]
-    return request.messages[-1]["content"]
+    return request.messages
 
 
 @pytest.mark.parametrize("protocol", ["phased", "single-pass"])
@@ -50,10 +51,13 @@ async def test_fork_rebuilds_memory_exactly_as_the_live_run_had_it(embedder: Any
     # The parent's rounds are re-emitted, then round 3 runs live: no model call for rounds 1 and 2.
     assert {r.round for r in fork_server.requests} == {3}
     assert [e.round for e in of(forked, ev.RoundFinished)] == [1, 2, 3]
-    # Same memory, same prompt: the forked round 3 asks exactly what the original round 3 asked.
+    # Same memory, same conversations: the forked round 3 sends exactly what the original round 3 sent.
     call = ev.CallKind.DESCRIPTORS if protocol == "phased" else ev.CallKind.SINGLE_PASS
-    for role in ("Developer", "Tester"):
-        assert _prompt(fork_server, role, 3, call) == _prompt(original_server, role, 3, call)
+    for role in ("Developer", "Researcher", "Tester", "Designer"):
+        assert _prompt(fork_server, role, 3, call) == _prompt(original_server, role, 3, call), role
+    manager = _prompt(fork_server, "Manager", 3, ev.CallKind.MANAGER)
+    assert manager == _prompt(original_server, "Manager", 3, ev.CallKind.MANAGER)
+    assert len(manager) == 8  # the system prompt, the plan and two reviews with their replies, then round 3
     assert forked[-1].reason == "manager" and "def make_palindrome" in forked[-1].final_answer
 
 

@@ -1,0 +1,162 @@
+"""Issue 46: each agent's requests form one growing conversation, and the team's shared preamble comes first.
+
+From the scripted server's request log: every request of an agent is its previous request, the reply the run
+kept, and a new user turn, byte for byte (both protocols, the baselines, the Manager); a re-ask is a side
+request that does not break it; a conversation that outgrows the context breaks it once and says so."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from typing import Any
+
+import pytest
+from core.demo.requests import RequestInfo
+
+from core.compose.runner import build_engine, open_backend
+from core.demo.scripts import DEMO_PROBLEMS, demo_script
+from core.demo.server import FaultRule, ScriptedServer
+from core.runtime import events as ev
+from core.runtime.config import Settings
+from core.runtime.prompts import team_preamble
+
+
+def _changing(info: RequestInfo) -> str:
+    """The demo, except that the Manager never halts before max_rounds and every reply names its round."""
+    reply = demo_script(info)
+    data = json.loads(reply)
+    if info.call in ("plan", "manager"):
+        data.update(terminate=False, final_answer="", goal=f"Goal of round {info.round + 1}.")
+    elif isinstance(data.get("public"), str):
+        data["public"] = f"{data['public']} [{info.role}, round {info.round}]"
+    return json.dumps(data)
+
+
+async def _run(server: ScriptedServer, embedder: Any, settings: Settings) -> list[ev.Event]:
+    events: list[ev.Event] = []
+    backend = await open_backend(settings, server=server)
+    try:
+        engine = build_engine(DEMO_PROBLEMS[settings.domain], settings, backend, [events.append], embedder=embedder)
+        await asyncio.wait_for(engine.run(), timeout=120)  # a guard against hangs, not a speed test
+    finally:
+        await backend.close()
+    return events
+
+
+async def _log(embedder: Any, *, faults: tuple[FaultRule, ...] = (), **chosen: Any
+               ) -> tuple[list[RequestInfo], list[ev.Event]]:
+    settings = Settings(**{"max_rounds": 3, "convergence_threshold": 1.01, **chosen})
+    with ScriptedServer(_changing) as server:
+        for fault in faults:
+            server.add_fault(fault)
+        events = await _run(server, embedder, settings)
+        return [r for r in server.requests if r.role], events
+
+
+def _by_agent(requests: list[RequestInfo]) -> dict[str, list[RequestInfo]]:
+    by_agent: dict[str, list[RequestInfo]] = {}
+    for r in requests:
+        if not r.is_repair:
+            by_agent.setdefault(r.role, []).append(r)
+    return by_agent
+
+
+def _kept_replies(events: list[ev.Event]) -> dict[tuple[str, str, int], str]:
+    """The reply each call ended with (its last attempt's text), by (agent, call, round)."""
+    return {(e.agent, e.call, e.round): e.raw for e in events if isinstance(e, ev.AgentFinished) and e.raw}
+
+
+def _breaks(calls: list[RequestInfo], kept: dict[tuple[str, str, int], str]) -> list[RequestInfo]:
+    """The requests that do not begin with the agent's previous request plus the reply kept for it."""
+    broken = []
+    for before, after in itertools.pairwise(calls):
+        n = len(before.messages)
+        reply = kept.get((before.role, before.call, before.round))
+        if after.messages[:n] != before.messages or after.messages[n] != {"role": "assistant", "content": reply}:
+            broken.append(after)
+    return broken
+
+
+@pytest.mark.parametrize(("protocol", "method"), [("single-pass", "dytopo"), ("phased", "dytopo"),
+                                                  ("phased", "chain"), ("single-pass", "star")])
+async def test_every_request_of_an_agent_begins_with_its_previous_request_and_reply(
+    embedder: Any, protocol: str, method: str
+) -> None:
+    requests, events = await _log(embedder, protocol=protocol, strategy=method)
+    by_agent, kept = _by_agent(requests), _kept_replies(events)
+    assert set(by_agent) == {"Manager", "Developer", "Researcher", "Tester", "Designer"}
+    for agent, calls in by_agent.items():
+        assert len(calls) >= 3, agent  # each round's work (and descriptors), the plan and each review
+        assert _breaks(calls, kept) == [], agent
+        # Each request adds one user turn: the reply before it, then what is new.
+        for before, after in itertools.pairwise(calls):
+            assert len(after.messages) == len(before.messages) + 2
+    # Phased DyTopo: a round's descriptor call and its work call are consecutive turns of one conversation.
+    if protocol == "phased":
+        developer = [(r.call, r.round) for r in by_agent["Developer"]]
+        assert developer[1:3] == [(ev.CallKind.DESCRIPTORS, 2), (ev.CallKind.WORK, 2)]
+
+
+async def test_every_agent_begins_with_the_same_team_preamble_and_the_paper_order_with_its_role(
+    embedder: Any,
+) -> None:
+    requests, _ = await _log(embedder, protocol="phased")
+    preamble = team_preamble(_code_domain(), DEMO_PROBLEMS["code"])
+    firsts = {calls[0].role: str(calls[0].messages[0]["content"]) for calls in _by_agent(requests).values()}
+    assert len(firsts) == 5 and all(text.startswith(preamble) for text in firsts.values())
+    assert DEMO_PROBLEMS["code"].strip() in preamble
+    for agent, text in firsts.items():  # the role comes after what the team shares
+        assert text.index(f"You are {agent}") > text.index(DEMO_PROBLEMS["code"].strip())
+    # -o prompt_order=paper keeps the reference layout: "You are ..." first, one user message per request.
+    paper, _ = await _log(embedder, protocol="phased", strategy_options={"dytopo": {"prompt_order": "paper"}})
+    assert all(str(r.messages[0]["content"]).startswith("You are ") for r in paper)
+    assert all([m["role"] for m in r.messages] == ["system", "user"] for r in paper if not r.is_repair)
+
+
+def _code_domain() -> Any:
+    from core.runtime.domains import get_domain
+
+    return get_domain("code")
+
+
+async def test_earlier_goals_and_routed_messages_stay_where_they_were(embedder: Any) -> None:
+    requests, _ = await _log(embedder, protocol="single-pass")
+    last = _by_agent(requests)["Tester"][-1]
+    text = "\n".join(str(m["content"]) for m in last.messages)
+    # Round 1's goal comes before round 2's, round 1's routed messages before round 3's goal.
+    assert text.index("ROUND 1 GOAL:") < text.index("ROUND 2 GOAL:") < text.index("ROUND 3 GOAL:")
+    assert text.index("round 1]") < text.index("ROUND 3 GOAL:")
+    # Each message a teammate sent arrives once.
+    routed = [line for line in text.splitlines() if line.startswith("[round 1, from ")]
+    assert routed and len(routed) == len(set(routed))
+
+
+async def test_a_reask_is_a_side_request_and_the_kept_answer_is_appended(embedder: Any) -> None:
+    fault = FaultRule("malformed", role="Developer", call=ev.CallKind.WORK, round=2, times=1)
+    requests, events = await _log(embedder, protocol="phased", faults=(fault,))
+    reasks = [r for r in requests if r.is_repair and r.role == "Developer"]
+    assert len(reasks) == 1
+    calls = _by_agent(requests)["Developer"]
+    asked = next(r for r in calls if (r.call, r.round) == (ev.CallKind.WORK, 2))
+    # The re-ask reads the conversation and adds the bad reply and one line; the conversation goes on without them.
+    assert reasks[0].messages[: len(asked.messages)] == asked.messages
+    assert _breaks(calls, _kept_replies(events)) == []
+    later = calls[-1].messages
+    assert all("could not be used" not in str(m["content"]) for m in later)
+
+
+async def test_a_conversation_that_outgrows_the_context_breaks_once_and_says_so(embedder: Any) -> None:
+    requests, events = await _log(embedder, protocol="single-pass", max_rounds=5, context_budget_tokens=1500)
+    trims = [e for e in events if isinstance(e, ev.MemoryTrimmed)]
+    assert trims, "the budget was never reached"
+    kept = _kept_replies(events)
+    for agent, calls in _by_agent(requests).items():
+        broken = _breaks(calls, kept)
+        mine = [t for t in trims if t.agent == agent]
+        # Once per trim, where the trim was, and the conversation grows again after it.
+        assert [r.round for r in broken] == [t.round for t in mine], agent
+        for r in broken:  # the first turn kept says what went before it (unless every earlier turn went)
+            assert len(r.messages) == 2 or "turns of this conversation were dropped" in str(r.messages[1]["content"])
+    notices = [e for e in events if isinstance(e, ev.Notice) and "outgrew the context" in e.message]
+    assert len(notices) == len(trims)
