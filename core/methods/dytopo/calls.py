@@ -25,6 +25,7 @@ from core.methods.dytopo.threads import (
     worker_turn_for,
 )
 from core.runtime import events as ev
+from core.runtime.config import RoundProtocol
 from core.runtime.context import Messages, Shrink, shrink_pieces
 from core.runtime.conversation import Conversation, Trimmed
 from core.runtime.engine import AgentResult, RunAborted
@@ -177,7 +178,7 @@ class DyTopoCalls:
             if name == rt.domain.manager.name:
                 role = manager_role(rt.domain)
             else:
-                calls = (ev.CallKind.SINGLE_PASS,) if rt.spec.protocol == "single-pass" else (
+                calls = (ev.CallKind.SINGLE_PASS,) if rt.spec.protocol == RoundProtocol.SINGLE_PASS else (
                     ev.CallKind.DESCRIPTORS, ev.CallKind.WORK)
                 role = worker_role(rt.domain, rt.domain.role(name), calls, private_only=self.private_only)
             thread = self.threads[name] = Thread(Conversation(f"{preamble}\n{role}"))

@@ -15,11 +15,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.runtime import events as ev
+from core.runtime.dispatch import EventTable
 from core.runtime.prompts import manager_turn, plan_turn
 
 # (the order of the round's workers, their recorded work calls) -> the Manager's TEAM OUTPUTS text
 Summary = Callable[[list[str], dict[str, ev.AgentFinished]], str]
 Inbox = Callable[[list[dict[str, Any]]], str]
+
+
+# What the rebuild takes from each recorded event (ConversationRebuild's ``@SEES.on`` methods).
+SEES: EventTable[ConversationRebuild] = EventTable()
 
 
 @dataclass
@@ -39,19 +44,34 @@ class ConversationRebuild:
     feedback: str = ""
 
     def see(self, event: ev.Event) -> None:
-        if not self.calls.conversational:
-            return
-        if isinstance(event, ev.RoundStarted):
-            self.routed, self.outputs, self.order, self.feedback = [], {}, [], ""
-        elif isinstance(event, ev.MessagesRouted) and not event.broadcast:
+        if self.calls.conversational:
+            SEES.dispatch(self, event)
+
+    @SEES.on(ev.RoundStarted)
+    def _round(self, _event: ev.RoundStarted) -> None:
+        self.routed, self.outputs, self.order, self.feedback = [], {}, [], ""
+
+    @SEES.on(ev.MessagesRouted)
+    def _routed(self, event: ev.MessagesRouted) -> None:
+        if not event.broadcast:
             self.routed.extend(event.deliveries)
-        elif isinstance(event, ev.TopologyBuilt):
-            self.order = list(event.routing.get("order", []))
-        elif isinstance(event, ev.TestRun):
-            self.feedback = f"TEST RESULTS:\nTest results: {event.outcome} — {event.detail}"
-        elif isinstance(event, ev.ManagerDecided) and event.next_goal:
+
+    @SEES.on(ev.TopologyBuilt)
+    def _topology(self, event: ev.TopologyBuilt) -> None:
+        self.order = list(event.routing.get("order", []))
+
+    @SEES.on(ev.TestRun)
+    def _tested(self, event: ev.TestRun) -> None:
+        self.feedback = f"TEST RESULTS:\nTest results: {event.outcome} — {event.detail}"
+
+    @SEES.on(ev.ManagerDecided)
+    def _decided(self, event: ev.ManagerDecided) -> None:
+        if event.next_goal:
             self.goal = event.next_goal
-        elif isinstance(event, ev.AgentFinished) and event.raw:
+
+    @SEES.on(ev.AgentFinished)
+    def _finished(self, event: ev.AgentFinished) -> None:
+        if event.raw:
             self._call(event)
 
     def _call(self, event: ev.AgentFinished) -> None:
