@@ -244,9 +244,9 @@ class SwarmApp(App[int]):
 
     def _load_embedder(self) -> None:
         """Thread: load MiniLM so the first routing does not wait; touches no widget, only posts."""
-        from core.llm.embeddings import shared_embedder
+        from core.compose.plan import embedder_for
 
-        embedder = shared_embedder(self.settings.embedding_model_path, int8=self.settings.embedding_int8)
+        embedder = embedder_for(self.settings)
         # A one-time ONNX export (its file missing or damaged) is shown, not written over the screen.
         embedder.on_progress = lambda text: self.call_from_thread(self.notify, text, timeout=15)
         try:

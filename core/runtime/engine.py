@@ -129,7 +129,7 @@ class SwarmEngine:
         sinks: list[ev.EventSink] | None = None,
         *,
         method: Method,
-        control: RunControl | None = None,
+        control: RunControl,
         evaluator: RoundEvaluator | None = None,
         fork: ForkPoint | None = None,
         agent_clients: Mapping[str, LLMClient] | None = None,
@@ -147,8 +147,7 @@ class SwarmEngine:
         # The method is chosen by the composition root (core.compose.runner): the engine hosts any of them.
         self.method: Method = method
         self.evaluator = evaluator
-        params = Params(settings.tau, settings.k_in, settings.max_rounds)
-        self.control = control or RunControl(params, len(self.workers))
+        self.control = control  # the face's (core.compose.plan.new_control): keys reach the run through it
         self.control.cancel_hook = self._cancel_now
         self.control.on_change = self._control_changed
         self.control.on_params = self._params_changed

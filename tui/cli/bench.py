@@ -269,11 +269,12 @@ async def _bench(
     control: ControlScript | None = None,
 ) -> int:
     # Heavy imports (torch via the embedder, the openai client) only once the input is known good.
+    from core.compose.plan import embedder_for
     from core.compose.runner import open_backend
     from core.demo.bench_script import benchmark_script
     from core.demo.server import ScriptedServer
     from core.llm.client import EndpointError
-    from core.llm.embeddings import EmbeddingError, shared_embedder
+    from core.llm.embeddings import EmbeddingError
     from core.llm.pool import LLMPool
     from core.llm.urls import redact_url
 
@@ -282,7 +283,7 @@ async def _bench(
     progress = Progress(sys.stderr, Counter(strategy for _, strategy, _ in jobs), args.concurrency)
     if args.resume and finished:
         progress.note(f"resuming: {len(finished)} finished pairs skipped, {len(jobs)} to run")
-    embedder = shared_embedder(settings.embedding_model_path, int8=settings.embedding_int8)
+    embedder = embedder_for(settings)
     server = ScriptedServer(benchmark_script(dataset.problems)).start() if args.demo else None
     try:
         backend = await open_backend(settings, demo=args.demo, server=server)

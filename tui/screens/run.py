@@ -15,12 +15,11 @@ from textual import events
 from textual.binding import BindingType
 from textual.worker import Worker
 
+from core.compose.plan import RunPlan
 from core.demo.server import ScriptedServer
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from core.runtime.control import MODE_AUTO, MODE_STEP, Params, RunControl
 from core.runtime.engine import ForkPoint
-from core.runtime.teams import resolve_team
 from core.runtime.textsafe import printable
 from core.sessions.model import Session, SessionFormatError
 from core.sessions.store import SessionRecorder
@@ -62,9 +61,11 @@ class RunScreen(SwarmScreen):
         clock: Callable[[], float] = time.time,
         start: bool = True,
         fork: ForkPoint | None = None,
+        plan: RunPlan | None = None,
     ) -> None:
-        """``fork``: a core.sessions.fork.ForkPoint to continue a recorded run from (its history is re-emitted
-        first), or None for a new run."""
+        """``plan``: the run's plan when the face made it (else made here from ``settings``). ``fork``: a
+        core.sessions.fork.ForkPoint to continue a recorded run from (its history is re-emitted first), or None
+        for a new run."""
         super().__init__()
         self.problem = problem
         self.fork = fork
@@ -74,12 +75,12 @@ class RunScreen(SwarmScreen):
         self.server = server
         self.clock = clock
         self.start = start
-        domain = resolve_team(settings)
-        n_workers = len(domain.workers)
-        self.n_workers = n_workers  # k_in's range is 1..n_workers-1
-        params = Params(settings.tau, settings.k_in, settings.max_rounds)
-        self.control = RunControl(params, n_workers, mode=MODE_STEP if step else MODE_AUTO)
-        self.model.params = params.as_dict()  # the bar shows the run's settings before the engine starts
+        # The run's plan, made once (core.compose.plan): the team and the method the run then opens with.
+        self.plan = plan or RunPlan.make(settings)
+        domain = self.plan.team
+        self.n_workers = len(domain.workers)  # k_in's range is 1..n_workers-1
+        self.control = self.plan.new_control(step=step)
+        self.model.params = self.plan.params.as_dict()  # the bar shows the run's settings before the engine starts
         self.model.strategy = settings.strategy
         info = self.model.method_info  # ... counting against the method's own limit (DMoA's L_max steps)
         if info is not None:
@@ -119,16 +120,14 @@ class RunScreen(SwarmScreen):
         client_loaded = getattr(self.app, "client_loaded", None)
         if client_loaded is not None:  # imported in a thread: the screen keeps drawing meanwhile
             await client_loaded()
-        from core.compose.assembly import open_run
+        from core.compose.assembly import BackendChoice, RunIO, open_run
         from core.llm.client import EndpointError
-        from core.llm.embeddings import EmbeddingError, shared_embedder
+        from core.llm.embeddings import EmbeddingError
 
-        embedder = shared_embedder(self.settings.embedding_model_path, int8=self.settings.embedding_int8)
-        assembly = open_run(
-            self.settings, self.problem, sinks=[EventBridge(self.app), self._warm_up], recorder=self.recorder,
-            control=self.control, demo=self.demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server,
-            on_status=self._status, embedder=embedder, fork=self.fork,
-        )
+        io = RunIO(sinks=[EventBridge(self.app), self._warm_up], recorder=self.recorder, control=self.control,
+                   backend=BackendChoice(demo=self.demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server,
+                                         on_status=self._status))
+        assembly = open_run(self.plan, self.problem, io, fork=self.fork)
         try:
             async with assembly as run:
                 try:
