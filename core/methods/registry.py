@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from core.runtime.domains import Domain
@@ -135,6 +136,15 @@ def no_unit_limit(_max_rounds: int) -> int | None:
     return None
 
 
+class GraphShape(StrEnum):
+    """How a unit's graph reads in one line (a comparison's column): its edges, the agents a router selected
+    (tier 0, DMoA), or the plan's layers (TopoWeaver-R1)."""
+
+    EDGES = "edges"
+    SELECTION = "selection"
+    LAYERS = "layers"
+
+
 @dataclass(frozen=True)
 class MethodInfo:
     name: str
@@ -163,6 +173,17 @@ class MethodInfo:
     # why it does not take one, for the actions where a reason says more than the list of what it takes.
     steering: frozenset[SteerKind] = frozenset({SteerKind.STOP})
     steering_why: Mapping[SteerKind, str] = field(default_factory=dict)
+    # Traits the faces read instead of testing a method's name:
+    fork_refusal: str = ""  # why a recorded run cannot be continued from a round ("": it can), one line
+    single_round: bool = False  # one round whatever max_rounds says (single-turn): a face says so, sets it 1
+    uses_embeddings: bool = True  # its runs embed with MiniLM (single, single-turn never do)
+    tests_code_always: bool = False  # code: its own check runs the sandbox every unit, whatever --execute says
+    graph_shape: GraphShape = field(default_factory=lambda: GraphShape.EDGES)  # how a summary words a unit's graph
+
+    @property
+    def team_roster(self) -> bool:
+        """The agents a run shows from its start are the team's own (DyTopo's round loop and its baselines)."""
+        return self.round_one_broadcast
 
     def why_not(self, kind: SteerKind | str) -> str:
         """One line saying why this method does not take ``kind``, or "" when it does."""

@@ -14,14 +14,14 @@ from core.methods.steer_checks import refusal
 from core.runtime.steering import ALL, SteerAction, SteerKind
 
 if TYPE_CHECKING:
-    from core.runtime.engine import SwarmEngine
+    from core.runtime.run_context import RunContext
 
 USER = "User"
 
 
 class DmoaSteering:
-    def __init__(self, rt: SwarmEngine, method: str, names: list[str]) -> None:
-        self.rt, self.method, self.names = rt, method, names
+    def __init__(self, ctx: RunContext, method: str, names: list[str]) -> None:
+        self.ctx, self.method, self.names = ctx, method, names
         self.force: set[str] = set()
         self.exclude: set[str] = set()
         self.notes: dict[str, list[str]] = {}
@@ -34,7 +34,7 @@ class DmoaSteering:
             return why
         kind, name = action.action, action.agent
         if kind is SteerKind.STOP:
-            self.rt.control.stop()
+            self.ctx.stop()
         elif kind is SteerKind.FORCE:
             self.exclude.discard(name)
             self.force.add(name)
