@@ -266,13 +266,18 @@ class SwarmApp(App[int]):
             self.swarm_screen.model.embeddings_ready = self.embeddings_ready
             self.swarm_screen.refresh_all()
 
+    def _backend(self, demo: bool) -> Any:
+        """A run's backend choice: the endpoint, or the demo server (the app's own, at its pace)."""
+        from core.compose.plan import BackendChoice
+
+        return BackendChoice(demo=demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server)
+
     def start_run(self, problem: str, settings: Settings, *, demo: bool) -> None:
         from .screens.run import RunScreen
 
         self.settings = settings
         screen = RunScreen(
-            problem, settings, demo=demo, save=self.save_path, step=self.step,
-            demo_chunk_delay=self.demo_chunk_delay, server=self.server, clock=self.clock,
+            problem, settings, backend=self._backend(demo), save=self.save_path, step=self.step, clock=self.clock,
             start=self.start_engine,
         )
         self.swarm_screen = screen
@@ -338,10 +343,8 @@ class SwarmApp(App[int]):
         from .screens.run import RunScreen
 
         origin = self.swarm_screen
-        screen = RunScreen(
-            problem, settings, demo=self.demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server,
-            clock=self.clock, start=self.start_engine, fork=fork,
-        )
+        screen = RunScreen(problem, settings, backend=self._backend(self.demo), clock=self.clock,
+                           start=self.start_engine, fork=fork)
         if steer is not None:
             screen.control.steer(steer)  # queued: no barrier yet; the fork's first one takes it
         screen.compare_with = compare_with

@@ -19,13 +19,13 @@ ends the recorder's log when the run stopped without a run_finished event; a sha
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from core.compose.control_feed import ControlScript
-from core.compose.plan import RunPlan
+from core.compose.plan import BackendChoice, RunPlan
 from core.compose.runner import Backend, build_engine, open_agent_clients, open_backend
 from core.evaluation.sandbox import SandboxLimits
 from core.llm.embeddings import Embedder
@@ -40,7 +40,6 @@ from core.sessions.store import SessionRecorder
 if TYPE_CHECKING:
     import asyncio
 
-    from core.demo.server import ScriptedServer
 
 
 def make_evaluator(settings: Settings, limits: SandboxLimits | None = None) -> CodeExecutionEvaluator | None:
@@ -49,18 +48,6 @@ def make_evaluator(settings: Settings, limits: SandboxLimits | None = None) -> C
     if not settings.runs_code_tests:
         return None
     return CodeExecutionEvaluator(limits=limits) if limits is not None else CodeExecutionEvaluator()
-
-
-@dataclass(frozen=True)
-class BackendChoice:
-    """Where a run's calls go when the face shares no backend: the configured endpoint, or the scripted
-    demo server (``demo``; ``server``: one the face started; ``demo_chunk_delay`` paces its replies).
-    ``on_status`` hears "contacting URL … N s" while the endpoint is awaited."""
-
-    demo: bool = False
-    demo_chunk_delay: float = 0.0
-    server: ScriptedServer | None = None
-    on_status: Callable[[str], None] | None = None
 
 
 @dataclass

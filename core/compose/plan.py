@@ -12,9 +12,9 @@ This module stays light (no LLM client, no demo server): the launch form imports
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.llm.embeddings import Embedder, shared_embedder
 from core.methods.catalogue import build_method
@@ -23,6 +23,9 @@ from core.runtime.control import MODE_AUTO, MODE_STEP, Params, RunControl
 from core.runtime.domains import Domain
 from core.runtime.engine import Method
 from core.runtime.teams import resolve_team
+
+if TYPE_CHECKING:  # the demo server is imported by a demo run only (http.server: start-up time)
+    from core.demo.server import ScriptedServer
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,18 @@ def new_control(settings: Settings, n_workers: int, *, step: bool = False) -> Ru
 def team_of(settings: Settings) -> Domain:
     """The team the settings name (ConfigError, one line, if none): the one place a team is resolved."""
     return resolve_team(settings)
+
+
+@dataclass(frozen=True)
+class BackendChoice:
+    """Where a run's calls go when the face shares no backend: the configured endpoint, or the scripted
+    demo server (``demo``; ``server``: one the face started; ``demo_chunk_delay`` paces its replies).
+    ``on_status`` hears "contacting URL … N s" while the endpoint is awaited."""
+
+    demo: bool = False
+    demo_chunk_delay: float = 0.0
+    server: ScriptedServer | None = None
+    on_status: Callable[[str], None] | None = None
 
 
 @dataclass(frozen=True)

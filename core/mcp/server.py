@@ -33,7 +33,7 @@ from core.mcp.results import (
     steer_result,
 )
 from core.mcp.tasks import MAX_CONTEXT_CHARS, OPTIONS, STRATEGIES, StartError, SwarmManager
-from core.runtime.config import DOMAINS, bounds_text, schema_bounds
+from core.runtime.config import DEFAULT_STRATEGY, DOMAINS, bounds_text, schema_bounds
 from core.runtime.domains import Domain
 from core.runtime.steering import SteerError, SteerKind
 
@@ -93,7 +93,9 @@ def build_server(manager: SwarmManager, *, host: str = "127.0.0.1", port: int = 
                   "the team sets it)"),
         ] = None,
         team: Annotated[str | None, Field(description=team_help(manager.team_choices()))] = None,
-        strategy: Annotated[str, Field(description=f"how the team is wired: {', '.join(STRATEGIES)}")] = "dytopo",
+        strategy: Annotated[
+            str, Field(description=f"how the team is wired: {', '.join(STRATEGIES)}")
+        ] = DEFAULT_STRATEGY,
         # The bounds are published in the schema and checked by the settings model (SwarmManager.validate):
         # a bad value is refused with the message the command line and the config file give.
         tau: Annotated[

@@ -27,6 +27,7 @@ from core.methods.catalogue import build_method, get_method_info, method_names
 from core.methods.registry import MethodError
 from core.runtime import events as ev
 from core.runtime.config import (
+    DEFAULT_STRATEGY,
     MAX_ROUNDS,
     MAX_TIME_BUDGET_S,
     PROTOCOLS,
@@ -202,7 +203,7 @@ def _setting(name: str, value: Any, prefix: str = "", label: str | None = None) 
         raise StartError(f"{prefix}{exc}") from None
 
 
-def _check_options(options: Mapping[str, Any] | None, strategy: str = "dytopo") -> dict[str, Any]:
+def _check_options(options: Mapping[str, Any] | None, strategy: str = DEFAULT_STRATEGY) -> dict[str, Any]:
     if options is None:
         return {}
     if not isinstance(options, Mapping):
@@ -360,7 +361,7 @@ class SwarmManager:
         self,
         task: Any,
         domain: Any = None,
-        strategy: Any = "dytopo",
+        strategy: Any = DEFAULT_STRATEGY,
         tau: Any = None,  # None: the server's settings (core.runtime.config has the defaults)
         k_in: Any = None,
         max_rounds: Any = None,
@@ -405,8 +406,8 @@ class SwarmManager:
         notes: list[str] = []
         if not get_method_info(strategy).uses_tau:
             notes.append(f"strategy {strategy} does not use tau or k_in")
-        if strategy == "single-turn" and max_rounds != 1:
-            notes.append("single-turn is one round without communication: max_rounds is 1")
+        if get_method_info(strategy).single_round and max_rounds != 1:
+            notes.append(f"{strategy} is one round without communication: max_rounds is 1")
             max_rounds = 1
         execute = checked.get("execute")
         if execute and chosen.name != "code":
@@ -433,7 +434,7 @@ class SwarmManager:
         self,
         task: Any,
         domain: Any = None,
-        strategy: Any = "dytopo",
+        strategy: Any = DEFAULT_STRATEGY,
         tau: Any = None,  # None: the server's settings (core.runtime.config has the defaults)
         k_in: Any = None,
         max_rounds: Any = None,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Callable
 from typing import Protocol
 
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
@@ -130,18 +131,19 @@ class StarStrategy:
         return _fixed_graph(names, similarity, tau, k_in, pairs, acyclic=True)
 
 
-GRAPH_STRATEGIES = ("dytopo", "random", "broadcast", "chain", "star")
+# Each topology by its own name: (hub, seed) -> the strategy (star takes the hub, random the seed).
+_MAKERS: dict[str, Callable[[str | None, int], TopologyStrategy]] = {
+    DyTopoStrategy.name: lambda _hub, _seed: DyTopoStrategy(),
+    RandomStrategy.name: lambda _hub, seed: RandomStrategy(seed),
+    BroadcastStrategy.name: lambda _hub, _seed: BroadcastStrategy(),
+    ChainStrategy.name: lambda _hub, _seed: ChainStrategy(),
+    StarStrategy.name: lambda hub, _seed: StarStrategy(hub),
+}
+GRAPH_STRATEGIES = tuple(_MAKERS)
 
 
 def get_strategy(name: str, *, hub: str | None = None, seed: int = 0) -> TopologyStrategy:
-    if name == "dytopo":
-        return DyTopoStrategy()
-    if name == "random":
-        return RandomStrategy(seed)
-    if name == "broadcast":
-        return BroadcastStrategy()
-    if name == "chain":
-        return ChainStrategy()
-    if name == "star":
-        return StarStrategy(hub)
+    maker = _MAKERS.get(name)
+    if maker is not None:
+        return maker(hub, seed)
     raise ValueError(f"unknown topology strategy {name!r}: choose one of {', '.join(GRAPH_STRATEGIES)}")

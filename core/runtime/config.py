@@ -52,6 +52,9 @@ MAX_TIME_BUDGET_S = 36_000.0  # ten hours: a bound for a run's wall time that no
 MAX_CALLS = 100_000
 
 
+# The method a run uses unless it names one (core.methods): the faces say "method X" only for another.
+DEFAULT_STRATEGY = "dytopo"
+
 @dataclass(frozen=True)
 class CallLimits:
     temperature: Annotated[float, Field(ge=0.0, le=2.0)]
@@ -70,7 +73,7 @@ class Settings:
     max_rounds: Annotated[int, Field(ge=1, le=MAX_ROUNDS)] = 5
     protocol: Annotated[RoundProtocol, _AS_TEXT] = RoundProtocol.PHASED
     # The method (core.methods) and each method's options, from [strategy.NAME] tables or -o flags.
-    strategy: str = "dytopo"
+    strategy: str = DEFAULT_STRATEGY
     strategy_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     # The team (core.runtime.teams): a built-in name, a [team.NAME] table's name or a team file; None: the
     # built-in team of ``domain``. ``teams`` holds the [team.NAME] tables.

@@ -34,9 +34,10 @@ from core.datasets.hub import is_hub_name, load_hub
 from core.datasets.loader import load_dataset
 from core.datasets.problems import Dataset, DatasetError
 from core.evaluation.sandbox import isolation_status, unisolated_refusal
+from core.methods.catalogue import get_method_info
 from core.methods.registry import format_options
 from core.methods.selection import parse_strategies, split_option_flags
-from core.runtime.config import Settings
+from core.runtime.config import DEFAULT_STRATEGY, Settings
 
 from .launch import OpenBenchShow, Outcome
 from .options import EXIT_USAGE, OneLineParser, add_run_options, int_range, settings_from_args
@@ -69,9 +70,9 @@ def build_parser() -> OneLineParser:
     parser.add_argument("--offset", type=int_range(0, None), default=0, help="skip the first K problems")
     parser.add_argument(
         "--strategy",
-        default="dytopo",
+        default=DEFAULT_STRATEGY,
         metavar="S1,S2,...",
-        help="comma-separated method names (swarm-tui strategies lists them), or all (default dytopo)",
+        help=f"comma-separated method names (swarm-tui strategies lists them), or all (default {DEFAULT_STRATEGY})",
     )
     parser.add_argument(
         "--concurrency", type=int_range(1, 64), default=1, help="problems run at the same time (default 1)"
@@ -310,7 +311,7 @@ async def _bench(
         except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no support
             pass
     try:
-        if any(s not in ("single", "single-turn") for s in strategies) and jobs:
+        if any(get_method_info(s).uses_embeddings for s in strategies) and jobs:
             embedder.load_in_background()  # alongside the first requests; a run that needs a vector waits
         mode = "DEMO (scripted model server) " if backend.demo else ""
         progress.note(

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from core.compose.assembly import BackendChoice, RunIO, open_run
+from core.compose.assembly import RunIO, open_run
 from core.compose.control_feed import ControlFileError, ControlScript, SteerCount
-from core.compose.plan import RunPlan
+from core.compose.plan import BackendChoice, RunPlan
 from core.demo.played import TESTS_LABEL, demo_answer_note, demo_banner, demo_expect_note
 from core.evaluation.math_answers import answer_or_text, answers_equivalent
 from core.llm.client import EndpointError

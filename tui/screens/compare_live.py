@@ -11,6 +11,7 @@ from textual import events
 from textual.binding import Binding
 
 from core.compose.compare import ComparePlan, Comparison
+from core.compose.plan import BackendChoice
 from core.llm.urls import redact_url
 from core.runtime.config import resolve_base_url
 from core.runtime.control import MODE_AUTO
@@ -172,7 +173,8 @@ class CompareRunScreen(RunScreen):
     def __init__(self, compare: LiveCompareScreen, method: str) -> None:
         comparison = compare.comparison
         assert comparison is not None
-        super().__init__(compare.plan.problem, comparison.plans[method].settings, demo=compare.demo, start=False,
+        super().__init__(compare.plan.problem, comparison.plans[method].settings,
+                         backend=BackendChoice(demo=compare.demo, demo_chunk_delay=0.02), start=False,
                          plan=comparison.plans[method])
         self.compare = compare
         self.method = method

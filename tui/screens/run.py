@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -15,8 +16,7 @@ from textual import events
 from textual.binding import BindingType
 from textual.worker import Worker
 
-from core.compose.plan import RunPlan
-from core.demo.server import ScriptedServer
+from core.compose.plan import BackendChoice, RunPlan
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.engine import ForkPoint
@@ -27,14 +27,10 @@ from core.sessions.store import SessionRecorder
 from ..bindings import RUN_BINDINGS
 from ..bridge import BackendFailed, BackendStatus, EventBridge
 from ..model import steer_line
-from ..widgets.topoweaver_view import tests_always_on
 from .steer import SteerScreen
 from .swarm_view import SwarmScreen
 
 TAU_STEP = 0.05
-# Methods whose RunStarted roster is the team's own (DyTopo's round loop): their panes can show from the
-# first frame. Named here because importing the method registry would slow that frame.
-_TEAM_ROSTER_METHODS = ("dytopo", "single-turn", "random", "broadcast", "chain", "star")
 
 
 def limit_message(name: str, wanted: float, now: float, n_workers: int) -> str:
@@ -53,26 +49,23 @@ class RunScreen(SwarmScreen):
         problem: str,
         settings: Settings,
         *,
-        demo: bool = False,
+        backend: BackendChoice = BackendChoice(demo_chunk_delay=0.02),
         save: Path | None = None,
         step: bool = False,
-        demo_chunk_delay: float = 0.02,
-        server: ScriptedServer | None = None,
         clock: Callable[[], float] = time.time,
         start: bool = True,
         fork: ForkPoint | None = None,
         plan: RunPlan | None = None,
     ) -> None:
-        """``plan``: the run's plan when the face made it (else made here from ``settings``). ``fork``: a
-        core.sessions.fork.ForkPoint to continue a recorded run from (its history is re-emitted first), or None
-        for a new run."""
+        """``backend``: the endpoint, or the demo server (and its pace). ``plan``: the run's plan when the face
+        made it (else made here from ``settings``). ``fork``: a core.sessions.fork.ForkPoint to continue a
+        recorded run from (its history is re-emitted first), or None for a new run."""
         super().__init__()
         self.problem = problem
         self.fork = fork
         self.settings = settings
-        self.demo = demo
-        self.demo_chunk_delay = demo_chunk_delay
-        self.server = server
+        self.backend = backend
+        demo = backend.demo
         self.clock = clock
         self.start = start
         # The run's plan, made once (core.compose.plan): the team and the method the run then opens with.
@@ -90,7 +83,7 @@ class RunScreen(SwarmScreen):
         self.model.problem, self.model.domain, self.model.demo = problem, settings.domain, demo
         # ... and the team's panes from the first frame (DyTopo's roster; another method's RunStarted
         # brings its own, and the panes follow).
-        if settings.strategy in _TEAM_ROSTER_METHODS:
+        if info is not None and info.team_roster:
             self.model.manager, self.model.workers = domain.manager.name, list(domain.worker_names)
         self.model.protocol, self.model.strategy = settings.protocol, settings.strategy
         self.model.mode = self.control.mode
@@ -120,13 +113,12 @@ class RunScreen(SwarmScreen):
         client_loaded = getattr(self.app, "client_loaded", None)
         if client_loaded is not None:  # imported in a thread: the screen keeps drawing meanwhile
             await client_loaded()
-        from core.compose.assembly import BackendChoice, RunIO, open_run
+        from core.compose.assembly import RunIO, open_run
         from core.llm.client import EndpointError
         from core.llm.embeddings import EmbeddingError
 
         io = RunIO(sinks=[EventBridge(self.app), self._warm_up], recorder=self.recorder, control=self.control,
-                   backend=BackendChoice(demo=self.demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server,
-                                         on_status=self._status))
+                   backend=replace(self.backend, on_status=self._status))
         assembly = open_run(self.plan, self.problem, io, fork=self.fork)
         try:
             async with assembly as run:
@@ -147,7 +139,9 @@ class RunScreen(SwarmScreen):
                 warm_up()
 
     def tests_state(self) -> str:
-        return "on" if self.tests_on or tests_always_on(self.model.run) else "off"
+        info, run = self.model.method_info, self.model.run
+        always = info is not None and info.tests_code_always and run is not None and run.domain == "code"
+        return "on" if self.tests_on or always else "off"
 
     def export_source(self) -> tuple[Session | None, Path | None, str]:
         recorder = self.recorder

@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from core.compose.assembly import BackendChoice, RunIO, make_evaluator, open_run
-from core.compose.plan import RunPlan
+from core.compose.assembly import RunIO, make_evaluator, open_run
+from core.compose.plan import BackendChoice, RunPlan
 from core.compose.runner import open_backend
 from core.demo.scripts import DEMO_PROBLEMS
 from core.demo.server import ScriptedServer
