@@ -65,7 +65,7 @@ class RunScreen(SwarmScreen):
         self.fork = fork
         self.settings = settings
         self.backend = backend
-        demo = backend.demo
+        self.demo = demo = backend.demo
         self.clock = clock
         self.start = start
         # The run's plan, made once (core.compose.plan): the team and the method the run then opens with.
