@@ -244,9 +244,9 @@ class SwarmApp(App[int]):
 
     def _load_embedder(self) -> None:
         """Thread: load MiniLM so the first routing does not wait; touches no widget, only posts."""
-        from core.llm.embeddings import shared_embedder
+        from core.compose.plan import embedder_for
 
-        embedder = shared_embedder(self.settings.embedding_model_path, int8=self.settings.embedding_int8)
+        embedder = embedder_for(self.settings)
         # A one-time ONNX export (its file missing or damaged) is shown, not written over the screen.
         embedder.on_progress = lambda text: self.call_from_thread(self.notify, text, timeout=15)
         try:
@@ -266,13 +266,18 @@ class SwarmApp(App[int]):
             self.swarm_screen.model.embeddings_ready = self.embeddings_ready
             self.swarm_screen.refresh_all()
 
+    def _backend(self, demo: bool) -> Any:
+        """A run's backend choice: the endpoint, or the demo server (the app's own, at its pace)."""
+        from core.compose.plan import BackendChoice
+
+        return BackendChoice(demo=demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server)
+
     def start_run(self, problem: str, settings: Settings, *, demo: bool) -> None:
         from .screens.run import RunScreen
 
         self.settings = settings
         screen = RunScreen(
-            problem, settings, demo=demo, save=self.save_path, step=self.step,
-            demo_chunk_delay=self.demo_chunk_delay, server=self.server, clock=self.clock,
+            problem, settings, backend=self._backend(demo), save=self.save_path, step=self.step, clock=self.clock,
             start=self.start_engine,
         )
         self.swarm_screen = screen
@@ -339,10 +344,8 @@ class SwarmApp(App[int]):
 
         origin = self.swarm_screen
         demo = self.demo if demo is None else demo  # a demo session's fork: the scripted server (fork_on_demo)
-        screen = RunScreen(
-            problem, settings, demo=demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server,
-            clock=self.clock, start=self.start_engine, fork=fork,
-        )
+        screen = RunScreen(problem, settings, backend=self._backend(demo), clock=self.clock,
+                           start=self.start_engine, fork=fork)
         if steer is not None:
             screen.control.steer(steer)  # queued: no barrier yet; the fork's first one takes it
         screen.compare_with = compare_with

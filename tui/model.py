@@ -15,7 +15,7 @@ from typing import Any
 
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
-from core.runtime.config import RoundProtocol
+from core.runtime.config import DEFAULT_STRATEGY, RoundProtocol
 from core.runtime.dispatch import EventTable
 from core.runtime.parsing import is_template_copy
 from core.runtime.steering import SteerKind
@@ -142,51 +142,24 @@ def refusal_toast(event: ev.UserSteered) -> str:
     return f"not taken: {reason}" if said else f"not taken: {asked}: {reason}"
 
 
-class RunModel:
-    def __init__(self) -> None:
-        self.run: ev.RunStarted | None = None
-        self.problem = ""
-        self.domain = ""
-        self.model_name = ""
-        self.demo = False
-        self.demo_played = ""  # the demo's own problem it played instead of the one asked (RunStarted.demo_played)
-        self.protocol = ""
-        self.manager = "Manager"
-        self.workers: list[str] = []
-        self.extra_agents: list[str] = []  # agents a method called that RunStarted did not list (a pane each)
-        self.strategy = "dytopo"
-        self.method_events: list[ev.Event] = []  # events only a method's own view reads (e.g. DMoA's router)
-        self.params: dict[str, Any] = {}
-        self.rounds: dict[int, RoundView] = {}
-        self.current = 0
-        self.phase = ""
-        self.phase_detail = ""
-        self.control_status = "starting"
-        self.mode = "auto"
-        self.finished: ev.RunFinished | None = None
-        self.error = ""  # the run could not start (endpoint down, ...)
-        self.tokens = 0
-        # Prompt tokens, and of them those the server took from its prefix cache (None: no reply said).
-        self.prompt_tokens = 0
-        self.cached_tokens: int | None = None
-        # What the calls cost in US dollars (core.llm.prices), and the models no price was found for.
-        self.cost_usd = 0.0
-        self.cost_unknown: set[str] = set()
-        self.copied = 0  # replies that copied the reply template (core.runtime.copies), not parsed
-        self.started_ts: float | None = None
-        self.last_ts: float | None = None
-        self.next_goal = ""
-        self.notices: list[ev.Notice] = []
-        self.test_runs: list[ev.TestRun] = []  # every sandboxed test run, in order
-        # Every steering action, taken or refused, in order, with the round it takes effect in.
-        self.steered: list[tuple[int, ev.UserSteered]] = []
-        self.silenced: set[str] = set()  # agents silenced (and not restored) so far
-        self.preview: RoutingResult | None = None  # current round's graph at the live tau / k_in
-        self.embeddings_ready = False
-        self.rev = 0
-        self.delta_rev = 0
+class RunReadings:
+    """What the screens read of a run, derived from the state RunModel folds in (RunModel below)."""
 
-    # --- queries ------------------------------------------------------------------------------
+    run: ev.RunStarted | None
+    manager: str
+    workers: list[str]
+    extra_agents: list[str]
+    strategy: str
+    protocol: str
+    params: dict[str, Any]
+    rounds: dict[int, RoundView]
+    current: int
+    control_status: str
+    finished: ev.RunFinished | None
+    error: str
+    started_ts: float | None
+    last_ts: float | None
+
     @property
     def agents(self) -> list[str]:
         """Every agent with a pane: the Manager (a method may have none), the roster, then any agent the
@@ -296,6 +269,53 @@ class RunModel:
         return [self.rounds[r].tokens for r in sorted(self.rounds)
                 if self.rounds[r].tokens or r != self.current or self.finished is not None]
 
+
+class RunModel(RunReadings):
+    """One run as the screens show it: every event folded in (live or replayed, the same handlers)."""
+
+    def __init__(self) -> None:
+        self.run: ev.RunStarted | None = None
+        self.problem = ""
+        self.domain = ""
+        self.model_name = ""
+        self.demo = False
+        self.demo_played = ""  # the demo's own problem it played instead of the one asked (RunStarted.demo_played)
+        self.protocol = ""
+        self.manager = "Manager"
+        self.workers: list[str] = []
+        self.extra_agents: list[str] = []  # agents a method called that RunStarted did not list (a pane each)
+        self.strategy = DEFAULT_STRATEGY
+        self.method_events: list[ev.Event] = []  # events only a method's own view reads (e.g. DMoA's router)
+        self.params: dict[str, Any] = {}
+        self.rounds: dict[int, RoundView] = {}
+        self.current = 0
+        self.phase = ""
+        self.phase_detail = ""
+        self.control_status = "starting"
+        self.mode = "auto"
+        self.finished: ev.RunFinished | None = None
+        self.error = ""  # the run could not start (endpoint down, ...)
+        self.tokens = 0
+        # Prompt tokens, and of them those the server took from its prefix cache (None: no reply said).
+        self.prompt_tokens = 0
+        self.cached_tokens: int | None = None
+        # What the calls cost in US dollars (core.llm.prices), and the models no price was found for.
+        self.cost_usd = 0.0
+        self.cost_unknown: set[str] = set()
+        self.copied = 0  # replies that copied the reply template (core.runtime.copies), not parsed
+        self.started_ts: float | None = None
+        self.last_ts: float | None = None
+        self.next_goal = ""
+        self.notices: list[ev.Notice] = []
+        self.test_runs: list[ev.TestRun] = []  # every sandboxed test run, in order
+        # Every steering action, taken or refused, in order, with the round it takes effect in.
+        self.steered: list[tuple[int, ev.UserSteered]] = []
+        self.silenced: set[str] = set()  # agents silenced (and not restored) so far
+        self.preview: RoutingResult | None = None  # current round's graph at the live tau / k_in
+        self.embeddings_ready = False
+        self.rev = 0
+        self.delta_rev = 0
+
     # --- folding events -----------------------------------------------------------------------
     def apply(self, event: ev.Event) -> None:
         self.last_ts = event.ts
@@ -337,7 +357,7 @@ class RunModel:
         self.model_name, self.demo, self.demo_played = e.model, e.demo, e.demo_played
         self.manager, self.workers = e.manager, list(e.workers)
         self.extra_agents = []
-        self.strategy = e.strategy or "dytopo"
+        self.strategy = e.strategy or DEFAULT_STRATEGY
         self.params = dict(e.params)
         info = self.method_info
         if info is not None and "max_rounds" in self.params:  # DMoA counts L_max steps from its first step on:

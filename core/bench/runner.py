@@ -27,8 +27,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from core.compose.assembly import open_run
+from core.compose.assembly import RunIO, open_run
 from core.compose.control_feed import ControlScript
+from core.compose.plan import RunPlan, team_of
 from core.compose.runner import Backend
 from core.datasets.problems import Problem
 from core.datasets.verdicts import score
@@ -43,7 +44,6 @@ from core.runtime.config import DomainName, Settings
 from core.runtime.dispatch import is_delta, of_kind
 from core.runtime.domains import Domain, get_domain
 from core.runtime.engine import Method
-from core.runtime.teams import resolve_team
 from core.sessions.store import SessionRecorder
 
 ANSWER_CHARS = 4000  # how much of a final answer the JSON results keep
@@ -333,7 +333,7 @@ class BenchRunner:
 
     def settings_for(self, problem: Problem, strategy: str) -> Settings:
         # A user team (--team) runs the problems of its own domain; the others get their built-in team.
-        team = resolve_team(self.settings) if self.settings.team else None
+        team = team_of(self.settings) if self.settings.team else None
         if team is None or team.name != problem.domain:
             team = get_domain(problem.domain)
         settings = replace(
@@ -443,12 +443,11 @@ class BenchRunner:
         self, problem: Problem, strategy: str, settings: Settings, recorder: SessionRecorder, seed: int | None = None
     ) -> _Run:
         events: list[ev.Event] = []
-        team = resolve_team(settings)
-        async with open_run(
-            settings, problem.task, sinks=[lambda e: None if is_delta(e) else events.append(e)],
-            recorder=recorder, team=team, method=bench_method(strategy, team, self.options_for(strategy, seed)),
-            backend=self.backend, embedder=self.embedder, sandbox_limits=self.limits, steering=self.control,
-        ) as run:
+        team = team_of(settings)
+        plan = RunPlan.make(settings, team=team, method=bench_method(strategy, team, self.options_for(strategy, seed)))
+        io = RunIO(sinks=[lambda e: None if is_delta(e) else events.append(e)], recorder=recorder,
+                   backend=self.backend, embedder=self.embedder, sandbox_limits=self.limits, steering=self.control)
+        async with open_run(plan, problem.task, io) as run:
             engine = run.engine
             finished = await run.run()
         measure = get_method_info(strategy).metrics

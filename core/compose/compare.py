@@ -16,20 +16,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from core.compose.assembly import open_run
+from core.compose.assembly import RunIO, open_run
 from core.compose.control_feed import ControlScript
+from core.compose.plan import RunPlan
 from core.compose.runner import Backend
 from core.evaluation.math_answers import answer_or_text, answers_equivalent
 from core.llm.embeddings import Embedder
 from core.llm.prices import cost_cell
 from core.llm.tokens import cached_share
-from core.methods.catalogue import build_method, get_method_info
+from core.methods.catalogue import get_method_info
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from core.runtime.control import ControlMode, ControlStatus, Params, RunControl
+from core.runtime.control import ControlStatus
 from core.runtime.dispatch import EventTable, is_delta
 from core.runtime.outcome import EndReason
-from core.runtime.teams import resolve_team
 from core.sessions.compare_record import CompareRecord, CompareRow, RowState, record_paths, save_record, sessions_folder
 from core.sessions.store import SessionRecorder
 
@@ -48,6 +48,7 @@ class ComparePlan:
     parallel: int | None = None  # at most this many runs at once (None: all)
     expect: str | None = None  # math: the verdict compares each answer to it
     step: bool = False  # every run starts in step mode (the compare screen's lockstep)
+    _plans: dict[str, RunPlan] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def settings_for(self, method: str) -> Settings:
         options = self.options.get(method) or {}
@@ -58,10 +59,22 @@ class ComparePlan:
         )
 
     def check(self) -> None:
-        """Every method exists and takes its options: MethodError (one line) now, not mid-comparison."""
-        team = resolve_team(self.settings)
-        for method in self.methods:
-            build_method(method, self.options.get(method), team)
+        """Every method exists and takes its options: MethodError (one line) now, not mid-comparison. The
+        run plans made here are the ones the comparison then opens (take_plans)."""
+        self._plans = self._make_plans()
+
+    def _make_plans(self) -> dict[str, RunPlan]:
+        plans: dict[str, RunPlan] = {}
+        team = None
+        for method in self.methods:  # one team for every run, resolved once
+            plans[method] = RunPlan.make(self.settings_for(method), team=team)
+            team = plans[method].team
+        return plans
+
+    def take_plans(self) -> dict[str, RunPlan]:
+        """Each method's run plan: check()'s, else made now. Taken once: a method object serves one run."""
+        plans, self._plans = self._plans or self._make_plans(), {}
+        return plans
 
 
 # What a compare row takes from each event (RowTracker's ``@ROW_FOLDS.on`` methods); any other event but a
@@ -196,12 +209,8 @@ class Comparison:
         self.record_path, self.folder = Path(record_path), folder
         self.rows = {m: CompareRow(m) for m in plan.methods}
         self.trackers = {m: RowTracker(self.rows[m], clock) for m in plan.methods}
-        team = resolve_team(plan.settings)
-        params = Params(plan.settings.tau, plan.settings.k_in, plan.settings.max_rounds)
-        self.controls = {
-            m: RunControl(params, len(team.workers), mode=ControlMode.STEP if plan.step else ControlMode.AUTO)
-            for m in plan.methods
-        }
+        self.plans = plan.take_plans()
+        self.controls = {m: self.plans[m].new_control(step=plan.step) for m in plan.methods}
         self.recorders: dict[str, SessionRecorder] = {}
         self.save_error = ""
         self.cancelled = False
@@ -242,14 +251,13 @@ class Comparison:
         if self.cancelled:
             row.state, row.reason = RowState.CANCELLED, "cancelled before it started"
             return
-        settings = self.plan.settings_for(method)
+        settings = self.plans[method].settings
         recorder = SessionRecorder(self.folder, path=self.folder / f"{method}.json")
         self.recorders[method] = recorder
+        io = RunIO(sinks=[tracker, *self.sinks_for(method)], recorder=recorder, control=self.controls[method],
+                   backend=self.backend, embedder=self.embedder, steering=self.steering)
         try:
-            async with open_run(
-                settings, self.plan.problem, sinks=[tracker, *self.sinks_for(method)], recorder=recorder,
-                control=self.controls[method], backend=self.backend, embedder=self.embedder, steering=self.steering,
-            ) as run:
+            async with open_run(self.plans[method], self.plan.problem, io) as run:
                 await run.run()
         except Exception as exc:  # one method's crash ends its own row, never the comparison
             row.state, row.reason = RowState.FAILED, f"{type(exc).__name__}: {exc}".splitlines()[0][:300]

@@ -10,8 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from core.compose.plan import embedder_for, new_control, team_of
 from core.llm.client import EndpointError, LLMClient
-from core.llm.embeddings import Embedder, shared_embedder
+from core.llm.embeddings import Embedder
 from core.llm.urls import redact_url
 from core.methods.catalogue import build_method
 from core.methods.dytopo import DyTopoMethod
@@ -19,11 +20,10 @@ from core.methods.steer_checks import catalogue_hook
 from core.routing.strategies import TopologyStrategy
 from core.runtime.clients import client_for
 from core.runtime.config import ConfigError, DomainName, Settings, resolve_api_key, resolve_base_url
-from core.runtime.control import ControlMode, Params, RunControl
+from core.runtime.control import RunControl
 from core.runtime.domains import Domain
 from core.runtime.engine import ForkPoint, Method, RoundEvaluator, RunSpec, SwarmEngine
 from core.runtime.events import EventSink
-from core.runtime.teams import resolve_team
 
 if TYPE_CHECKING:  # the demo server is imported by a demo run only (http.server: start-up time)
     from core.demo.server import ScriptedServer
@@ -110,7 +110,7 @@ async def open_agent_clients(
     share them across runs, as the MCP server does). A model the endpoint does not list, or an endpoint
     that cannot be reached, is an EndpointError naming the agent and the endpoint."""
     try:
-        team = team or resolve_team(settings)
+        team = team or team_of(settings)
     except ConfigError as exc:
         raise EndpointError(str(exc)) from None
     clients: dict[tuple[str, str, str], LLMClient] = {}
@@ -184,7 +184,7 @@ def build_engine(
 ) -> SwarmEngine:
     """The engine of one run over an opened backend (core.compose.assembly.open_run assembles a whole run;
     training loops and benches that hold their own backend call this directly)."""
-    team = team or resolve_team(settings)
+    team = team or team_of(settings)
     spec = RunSpec(
         problem=problem,
         domain=DomainName(team.name),
@@ -204,17 +204,14 @@ def build_engine(
         options = settings.strategy_options.get(settings.strategy)
         method = build_method(settings.strategy, options, team)
     if control is None:
-        control = RunControl(
-            Params(settings.tau, settings.k_in, settings.max_rounds), n_workers,
-            mode=ControlMode.STEP if step_mode else ControlMode.AUTO,
-        )
+        control = new_control(settings, n_workers, step=step_mode)
     # Until the method sets its own steering hook (most do at the start of their run), the catalogue answers.
     control.steer_hook = control.steer_hook or catalogue_hook(method.name, control)
     return SwarmEngine(
         spec,
         settings,
         backend.llm,
-        embedder or shared_embedder(settings.embedding_model_path, int8=settings.embedding_int8),
+        embedder or embedder_for(settings),
         sinks,
         method=method,
         control=control,

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.compose.assembly import open_run
+from core.compose.assembly import RunIO, open_run
+from core.compose.plan import RunPlan, embedder_for
 from core.compose.runner import open_backend
 from core.demo.bench_script import benchmark_script
 from core.demo.server import ScriptedServer
-from core.llm.embeddings import shared_embedder
 from core.methods.catalogue import get_method_info
 from core.methods.dmoa.method import DmoaMethod
 from core.methods.dmoa.prompts import dmoa_pool
@@ -97,7 +97,7 @@ async def train_router(
             f"{mode}{dataset.name}: {len(problems)} problems, dense runs over {', '.join(names)}; "
             f"model {backend.model} at {backend.base_url}"
         )
-        embedder = shared_embedder(settings.embedding_model_path, int8=settings.embedding_int8)
+        embedder = embedder_for(settings)
         try:
             await asyncio.to_thread(embedder.load)
         except EmbeddingError as exc:
@@ -135,8 +135,9 @@ async def _dense_traces(
     for number, problem in enumerate(problems, start=1):
         say(f"[{number}/{len(problems)}] {problem.task_id}")
         method = DmoaMethod(options, domain)
-        async with open_run(settings, problem.task, sinks=list(sinks), method=method, backend=backend,
-                            embedder=embedder) as run:
+        plan = RunPlan.make(settings, method=method)
+        io = RunIO(sinks=list(sinks), backend=backend, embedder=embedder)
+        async with open_run(plan, problem.task, io) as run:
             finished = await run.run()
         if finished.reason == EndReason.ERROR:
             raise TrainError(finished.detail)

@@ -20,7 +20,8 @@ from typing import Any
 
 import torch
 
-from core.compose.assembly import open_run
+from core.compose.assembly import RunIO, open_run
+from core.compose.plan import RunPlan
 from core.compose.runner import Backend
 from core.datasets.problems import Problem
 from core.datasets.verdicts import score
@@ -186,8 +187,9 @@ class TopoDIMTrainer:
             if isinstance(event, ev.Notice) and event.severity != ev.Severity.INFO and self.on_notice is not None:
                 self.on_notice(f"{problem.task_id}: {event.message}")
 
-        async with open_run(settings, problem.task, sinks=[notices], method=method, backend=self.backend,
-                            embedder=self.embedder, sandbox_limits=self.limits) as run:
+        plan = RunPlan.make(settings, method=method)
+        io = RunIO(sinks=[notices], backend=self.backend, embedder=self.embedder, sandbox_limits=self.limits)
+        async with open_run(plan, problem.task, io) as run:
             self._engine = run.engine
             try:
                 finished = await run.run()

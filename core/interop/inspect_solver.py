@@ -23,16 +23,14 @@ from inspect_ai.log import transcript
 from inspect_ai.model import ModelOutput
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from core.compose.assembly import open_run
+from core.compose.assembly import RunIO, open_run
+from core.compose.plan import RunPlan
 from core.interop.inspect_bridge import MODEL, inspect_endpoint
 from core.interop.story import StoryItem, story_item, story_summary
-from core.llm.embeddings import shared_embedder
 from core.llm.prices import cost_text
-from core.methods.catalogue import build_method
 from core.runtime import events as ev
 from core.runtime.config import Settings, settings_from
 from core.runtime.config_file import load_settings
-from core.runtime.teams import resolve_team
 
 NAME = "swarm_tui/swarm"
 RUN_KEYS = ("domain", "team", "max_rounds", "tau", "k_in", "protocol", "time_budget", "max_calls", "max_cost")
@@ -73,7 +71,7 @@ def swarm(method: str = "dytopo", domain: str | None = None, team: str | None = 
                               "protocol": protocol, "time_budget": time_budget, "max_calls": max_calls,
                               "max_cost": max_cost, "execute_code": execute or None}
     checked = run_settings(method, values, options, domain or "general")
-    build_method(method, checked.strategy_options.get(method), resolve_team(checked))  # a typo ends the eval now
+    RunPlan.make(checked)  # a typo in the team or an option ends the eval now
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         chosen = domain or str((state.metadata or {}).get("domain") or "general")
@@ -81,7 +79,8 @@ def swarm(method: str = "dytopo", domain: str | None = None, team: str | None = 
         story = TranscriptSink()
         async with inspect_endpoint() as (url, seen):
             settings = settings_from({"base_url": url}, settings)
-            async with open_run(settings, state.input_text, sinks=[story], embedder=shared_embedder()) as run:
+            # The plan's embedder: the process-wide MiniLM the settings name (loaded once for every sample).
+            async with open_run(RunPlan.make(settings), state.input_text, RunIO(sinks=[story])) as run:
                 finished = await run.run()
         if seen.limit is not None:  # the sample's own limit stopped the swarm: inspect ends the sample
             raise seen.limit

@@ -19,7 +19,6 @@ from core.methods.registry import MethodError
 from core.methods.selection import parse_strategies
 from core.runtime import events as ev
 from core.runtime.dispatch import is_delta
-from core.runtime.teams import resolve_team
 from core.sessions.compare_record import MAX_METHODS, RowState
 
 
@@ -81,8 +80,9 @@ def start_compare(
     # settings every method's run is built from carry them.
     bounds = {k: v for k, v in (("time_budget", time_budget), ("max_calls", max_calls), ("max_cost", max_cost))
               if v is not None}
-    settings, checked, notes = manager.validate(task, domain, methods[0], None, None, max_rounds,
-                                                context, bounds, team=team)
+    first, checked, notes = manager.plan(task, domain, methods[0], None, None, max_rounds, context, bounds,
+                                         team=team)
+    settings, chosen = first.settings, first.team
     bounds = {k: checked[k] for k in bounds}
     per_method: dict[str, dict[str, Any]] = {}
     for method in methods:
@@ -90,7 +90,6 @@ def start_compare(
         if not isinstance(mine, Mapping):
             raise StartError(f"options of {method} must be a table of option names and values")
         per_method[method] = {**(settings.strategy_options.get(method) or {}), **mine}
-    chosen = resolve_team(settings)
     entry = SwarmTask(
         id="", task=task.strip(), domain=settings.domain, strategy="compare: " + ",".join(methods),
         params={"tau": settings.tau, "k_in": settings.k_in, "max_rounds": settings.max_rounds},

@@ -34,7 +34,7 @@ from core.mcp.results import (
 )
 from core.mcp.tasks import MAX_CONTEXT_CHARS, OPTIONS, STRATEGIES, StartError, SwarmManager
 from core.methods.catalogue import option_schemas
-from core.runtime.config import DOMAINS, bounds_text, schema_bounds
+from core.runtime.config import DEFAULT_STRATEGY, DOMAINS, bounds_text, schema_bounds
 from core.runtime.domains import Domain
 from core.runtime.steering import SteerError, SteerKind
 
@@ -110,7 +110,9 @@ def _add_start(server: "FastMCP", manager: SwarmManager) -> None:
                   "the team sets it)"),
         ] = None,
         team: Annotated[str | None, Field(description=team_help(manager.team_choices()))] = None,
-        strategy: Annotated[str, Field(description=f"how the team is wired: {', '.join(STRATEGIES)}")] = "dytopo",
+        strategy: Annotated[
+            str, Field(description=f"how the team is wired: {', '.join(STRATEGIES)}")
+        ] = DEFAULT_STRATEGY,
         # The bounds are published in the schema and checked by the settings model (SwarmManager.validate):
         # a bad value is refused with the message the command line and the config file give.
         tau: Annotated[

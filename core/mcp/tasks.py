@@ -22,11 +22,13 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from core.compose.plan import RunPlan, embedder_for
 from core.evaluation.sandbox import allow_unisolated_code, unisolated_refusal
 from core.methods.catalogue import build_method, get_method_info, method_names
 from core.methods.registry import MethodError
 from core.runtime import events as ev
 from core.runtime.config import (
+    DEFAULT_STRATEGY,
     MAX_ROUNDS,
     MAX_TIME_BUDGET_S,
     PROTOCOLS,
@@ -41,7 +43,7 @@ from core.runtime.domains import Domain, get_domain
 from core.runtime.engine import Method
 from core.runtime.outcome import EndReason
 from core.runtime.steering import SteerAction, SteerError, parse_action
-from core.runtime.teams import is_team_file, named_team, resolve_team, team_names
+from core.runtime.teams import is_team_file, named_team, team_names
 from core.sessions.store import SessionRecorder
 
 MAX_TASKS = 20
@@ -231,7 +233,7 @@ def _setting(name: str, value: Any, prefix: str = "", label: str | None = None) 
         raise StartError(f"{prefix}{exc}") from None
 
 
-def _check_options(options: Mapping[str, Any] | None, strategy: str = "dytopo") -> dict[str, Any]:
+def _check_options(options: Mapping[str, Any] | None, strategy: str = DEFAULT_STRATEGY) -> dict[str, Any]:
     if options is None:
         return {}
     if not isinstance(options, Mapping):
@@ -321,9 +323,7 @@ class SwarmManager:
     @property
     def embedder(self) -> Any:
         if self._embedder is None:
-            from core.llm.embeddings import shared_embedder
-
-            self._embedder = shared_embedder(self.settings.embedding_model_path, int8=self.settings.embedding_int8)
+            self._embedder = embedder_for(self.settings)
         return self._embedder
 
     def warm_up(self) -> asyncio.Task[None]:
@@ -384,11 +384,16 @@ class SwarmManager:
             )
         return chosen
 
-    def validate(
+    def validate(self, *args: Any, **kwargs: Any) -> tuple[Settings, dict[str, Any], list[str]]:
+        """(settings for the run, the checked options, notes) or StartError (see plan)."""
+        plan, checked, notes = self.plan(*args, **kwargs)
+        return plan.settings, checked, notes
+
+    def plan(
         self,
         task: Any,
         domain: Any = None,
-        strategy: Any = "dytopo",
+        strategy: Any = DEFAULT_STRATEGY,
         tau: Any = None,  # None: the server's settings (core.runtime.config has the defaults)
         k_in: Any = None,
         max_rounds: Any = None,
@@ -396,8 +401,9 @@ class SwarmManager:
         options: Mapping[str, Any] | None = None,
         *,
         team: Any = None,
-    ) -> tuple[Settings, dict[str, Any], list[str]]:
-        """(settings for the run, the checked options, notes) or StartError. Nothing is clamped."""
+    ) -> tuple[RunPlan, dict[str, Any], list[str]]:
+        """(the run's plan, the checked options, notes) or StartError. Nothing is clamped. The plan (its team
+        and its method, checked against that team) is the one the swarm then opens."""
         if not isinstance(task, str) or not task.strip():
             raise StartError("task must be a non-empty text: the problem for the swarm to solve")
         chosen = self.choose_team(domain, team)
@@ -428,12 +434,12 @@ class SwarmManager:
         configured = self.settings.strategy_options.get(strategy) or {}
         if configured:
             checked["method"] = {**configured, **checked.get("method", {})}
-        method_for(strategy, chosen, checked.get("method"))  # the method's options against this team, now
+        method = method_for(strategy, chosen, checked.get("method"))  # the options against this team, now
         notes: list[str] = []
         if not get_method_info(strategy).uses_tau:
             notes.append(f"strategy {strategy} does not use tau or k_in")
-        if strategy == "single-turn" and max_rounds != 1:
-            notes.append("single-turn is one round without communication: max_rounds is 1")
+        if get_method_info(strategy).single_round and max_rounds != 1:
+            notes.append(f"{strategy} is one round without communication: max_rounds is 1")
             max_rounds = 1
         execute = checked.get("execute")
         if execute and chosen.name != "code":
@@ -455,13 +461,13 @@ class SwarmManager:
             refused = unisolated_refusal()
             if refused:
                 raise StartError(refused.replace("--allow-unisolated-code", "option allow_unisolated_code true"))
-        return settings, checked, notes
+        return RunPlan.make(settings, team=chosen, method=method), checked, notes
 
     def start(
         self,
         task: Any,
         domain: Any = None,
-        strategy: Any = "dytopo",
+        strategy: Any = DEFAULT_STRATEGY,
         tau: Any = None,  # None: the server's settings (core.runtime.config has the defaults)
         k_in: Any = None,
         max_rounds: Any = None,
@@ -473,10 +479,8 @@ class SwarmManager:
         """Validate, make room, schedule the swarm; returns its entry at once (StartError if refused)."""
         if self.closed:
             raise StartError("the server is shutting down")
-        settings, checked, notes = self.validate(
-            task, domain, strategy, tau, k_in, max_rounds, context, options, team=team
-        )
-        chosen = resolve_team(settings)
+        plan, checked, notes = self.plan(task, domain, strategy, tau, k_in, max_rounds, context, options, team=team)
+        settings, chosen = plan.settings, plan.team
         self._make_room()
         budget = self.wall_budget(checked, settings.max_rounds)
         task_id = uuid.uuid4().hex[:12]
@@ -489,7 +493,7 @@ class SwarmManager:
             team=chosen.team_name, agents=[chosen.manager.name, *chosen.worker_names], started_at=self.clock(),
         )
         self.tasks[task_id] = entry
-        entry.handle = asyncio.get_running_loop().create_task(self._run(entry, settings), name=f"swarm-{task_id}")
+        entry.handle = asyncio.get_running_loop().create_task(self._run(entry, plan), name=f"swarm-{task_id}")
         return entry
 
     def wall_budget(self, checked: Mapping[str, Any], max_rounds: int, runs: int = 1) -> float:
@@ -527,27 +531,24 @@ class SwarmManager:
             return entry.task
         return f"{entry.task}\n\nContext:\n{entry.context.strip()}"
 
-    async def _run(self, entry: SwarmTask, settings: Settings) -> None:
+    async def _run(self, entry: SwarmTask, plan: RunPlan) -> None:
         """The swarm's asyncio task: never raises (except the server's own shutdown cancel)."""
-        from core.compose.assembly import open_run
+        from core.compose.assembly import RunIO, open_run
 
+        settings = plan.settings
         loop = asyncio.get_running_loop()
         timers: list[asyncio.TimerHandle] = []
         recorder = SessionRecorder(Path(settings.sessions_dir), log_header={"task_id": entry.id})
         entry.recorder = recorder
         try:
             timers.append(loop.call_later(entry.budget_s, self._out_of_time, entry, timers))
-            team = resolve_team(settings)
-            method = method_for(entry.strategy, team, entry.options.get("method"))
             entry.phase = "connecting"
             backend = await self._open_backend()
             # The server's endpoint is shared; the run opens its own team's agent endpoints (none in demo
             # mode: every agent talks to the scripted server, as in the CLI), within the server's limits.
-            async with open_run(
-                settings, self.problem_text(entry), sinks=[entry.observe], recorder=recorder, close_recorder=False,
-                team=team, method=method, backend=backend, endpoint_limits=self._endpoint_limits,
-                embedder=self.embedder,
-            ) as run:
+            io = RunIO(sinks=[entry.observe], recorder=recorder, close_recorder=False, backend=backend,
+                       endpoint_limits=self._endpoint_limits, embedder=self.embedder)
+            async with open_run(plan, self.problem_text(entry), io) as run:
                 entry.phase = "loading embeddings"
                 await self.embedder.aload()
                 # This run's own choice (the client's option), in this task only: other runs keep theirs.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import cache
 from typing import Any, TypeVar, get_args
 
@@ -244,6 +245,15 @@ def no_unit_limit(_max_rounds: int) -> int | None:
     return None
 
 
+class GraphShape(StrEnum):
+    """How a unit's graph reads in one line (a comparison's column): its edges, the agents a router selected
+    (tier 0, DMoA), or the plan's layers (TopoWeaver-R1)."""
+
+    EDGES = "edges"
+    SELECTION = "selection"
+    LAYERS = "layers"
+
+
 @dataclass(frozen=True)
 class MethodInfo:
     name: str
@@ -286,6 +296,17 @@ class MethodInfo:
         if not isinstance(script, MethodDemo):
             raise MethodError(f"{self.name}'s demo {self.demo!r} is not a MethodDemo")
         return script
+    # Traits the faces read instead of testing a method's name:
+    fork_refusal: str = ""  # why a recorded run cannot be continued from a round ("": it can), one line
+    single_round: bool = False  # one round whatever max_rounds says (single-turn): a face says so, sets it 1
+    uses_embeddings: bool = True  # its runs embed with MiniLM (single, single-turn never do)
+    tests_code_always: bool = False  # code: its own check runs the sandbox every unit, whatever --execute says
+    graph_shape: GraphShape = field(default_factory=lambda: GraphShape.EDGES)  # how a summary words a unit's graph
+
+    @property
+    def team_roster(self) -> bool:
+        """The agents a run shows from its start are the team's own (DyTopo's round loop and its baselines)."""
+        return self.round_one_broadcast
 
     def why_not(self, kind: SteerKind | str) -> str:
         """One line saying why this method does not take ``kind``, or "" when it does."""

@@ -63,6 +63,9 @@ MAX_CALLS = 100_000
 MAX_COST_USD = 100_000.0  # a bound no run reaches: a typo's extra zeros are refused, not obeyed
 
 
+# The method a run uses unless it names one (core.methods): the faces say "method X" only for another.
+DEFAULT_STRATEGY = "dytopo"
+
 @dataclass(frozen=True)
 class CallLimits:
     temperature: Annotated[float, Field(ge=0.0, le=2.0)]
@@ -81,7 +84,7 @@ class Settings:
     max_rounds: Annotated[int, Field(ge=1, le=MAX_ROUNDS)] = 5
     protocol: Annotated[RoundProtocol, _AS_TEXT] = RoundProtocol.PHASED
     # The method (core.methods) and each method's options, from [strategy.NAME] tables or -o flags.
-    strategy: str = "dytopo"
+    strategy: str = DEFAULT_STRATEGY
     strategy_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     # The team (core.runtime.teams): a built-in name, a [team.NAME] table's name or a team file; None: the
     # built-in team of ``domain``. ``teams`` holds the [team.NAME] tables.

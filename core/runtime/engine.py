@@ -3,19 +3,18 @@
 A method (core.methods) drives the run; the engine gives it what every method shares: the team, LLM
 calls (core.runtime.calls: streaming, parsing, re-asks, the context's limits, token accounting),
 embeddings, the control checkpoints (pause, step, cancel, parameter changes) at the barrier, the round
-evaluator (sandbox), the time and call budgets, and event emission. A method changes the run's state
-through the engine's methods (begin_round, finish_round, set_latest, record_evaluation, ...), never by
-writing its fields. Everything is announced as a typed event (core.runtime.events) to the sinks; the
-engine never knows who listens, and never asks which method it hosts (a method's own calls and memory,
-such as DyTopo's, live with the method).
+evaluator (sandbox), the time and call budgets, and event emission. A method never holds the engine: it
+runs on a RunContext (core.runtime.run_context.EngineContext, over this engine's parts), and changes the
+run's state by announcing it (its RoundStarted and PhaseStarted move the round and phase) or recording it.
+Everything is announced as a typed event (core.runtime.events) to the sinks; the engine never knows who
+listens, and never asks which method it hosts (a method's own calls and memory, such as DyTopo's, live
+with the method).
 """
 
 from __future__ import annotations
 
 import asyncio
-import uuid
-from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from core.llm.embeddings import Embedder, EmbeddingError
@@ -23,74 +22,25 @@ from core.llm.urls import redact_url
 from core.runtime import events as ev
 from core.runtime.answers import honest_answer, latest_answer
 from core.runtime.calls import ModelCalls, Usage, finished_event
-from core.runtime.config import CallLimits, DomainName, RoundProtocol, Settings
+from core.runtime.config import CallLimits, DomainName, RoundProtocol, Settings, resolve_api_key
 from core.runtime.context import Shrink
 from core.runtime.control import ControlStatus, Params, RunControl, StepBoundary
+from core.runtime.dispatch import EventTable
 from core.runtime.domains import Domain, Role, get_domain
 from core.runtime.faults import FailureStreak, default_limit, why_the_run_ends
 from core.runtime.outcome import EndReason, RunOutcome
+from core.runtime.run_context import CallReply, RunBrief, RunContext, RunState, Shape
+from core.runtime.run_types import AgentResult, Evaluation, ForkPoint, RoundEvaluator, RunAborted, RunSpec
 from core.runtime.steering import SteerAction
 from core.runtime.teams import team_record
 
-
-@dataclass
-class RunSpec:
-    """What to run: the problem and the choices that do not change during a run."""
-
-    problem: str
-    domain: DomainName = DomainName.CODE
-    protocol: RoundProtocol = RoundProtocol.PHASED
-    model: str = ""
-    base_url: str = ""
-    demo: bool = False
-    # In a demo, the scripted server's own problem it plays instead of ``problem`` (its name); "" when it
-    # plays this one, or when no demo runs. Its answer and verdict are then about that problem, not this.
-    demo_played: str = ""
-    parent: dict[str, Any] | None = None
-    # The team (a user team from core.runtime.teams, or a built-in Domain); None: the domain's built-in one.
-    team: Domain | None = None
-    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
-
-
-@dataclass(frozen=True)
-class ForkPoint:
-    parent: dict[str, Any]  # {"session": str, "round": int}
-    round: int  # the last recorded round kept; the fork runs round + 1 next
-    history: list[ev.Event]  # the parent's events of rounds 1..round
-    goal: str  # the goal for round + 1
-
-
-@dataclass
-class AgentResult:
-    agent: str
-    status: ev.CallStatus
-    public: str = ""
-    private: dict[str, str] = field(default_factory=dict)
-    query: str = ""
-    key: str = ""
-    answer: str = ""
-    raw: str = ""
-    error: str = ""
-    connection_failed: bool = False
-    top_logprobs: list[list[float]] | None = None  # per token, when the call asked for them (agent_call)
-    context_overflow: bool = False  # the prompt did not fit the model's context, even trimmed: no reply
-
-
-@dataclass
-class Evaluation:
-    """What a round evaluator (e.g. running the code's tests) found."""
-
-    passed: bool
-    feedback: str  # for the next prompts (DyTopo: the Manager's, and the workers' memory)
-    events: list[ev.Event] = field(default_factory=list)
-
-
-class RoundEvaluator(Protocol):
-    async def evaluate(self, round_no: int, problem: str, outputs: dict[str, AgentResult]) -> Evaluation | None: ...
-
-
 if TYPE_CHECKING:  # the openai SDK takes ~0.8 s to import: the launch form's first frame does not wait for it
     from core.llm.client import LLMClient
+
+# The run's values live in core.runtime.run_types; methods and tests import them from here too.
+__all__ = [
+    "AgentResult", "Evaluation", "ForkPoint", "Method", "RoundEvaluator", "RunAborted", "RunSpec", "SwarmEngine",
+]
 
 
 class Method(Protocol):
@@ -106,13 +56,10 @@ class Method(Protocol):
         """(manager name or "", the agents shown from the start, role descriptions) for RunStarted."""
         ...
 
-    async def run(self, rt: SwarmEngine) -> RunOutcome:
-        """Drive the run; return why it ended and its answer, for RunFinished."""
+    async def run(self, ctx: RunContext) -> RunOutcome:
+        """Drive the run through its context (core.runtime.run_context); return why it ended and its answer,
+        for RunFinished."""
         ...
-
-
-class RunAborted(Exception):
-    """The run cannot go on (e.g. the endpoint is unreachable); the message is for the user."""
 
 
 class SwarmEngine:
@@ -125,7 +72,7 @@ class SwarmEngine:
         sinks: list[ev.EventSink] | None = None,
         *,
         method: Method,
-        control: RunControl | None = None,
+        control: RunControl,
         evaluator: RoundEvaluator | None = None,
         fork: ForkPoint | None = None,
         agent_clients: Mapping[str, LLMClient] | None = None,
@@ -143,8 +90,7 @@ class SwarmEngine:
         # The method is chosen by the composition root (core.compose.runner): the engine hosts any of them.
         self.method: Method = method
         self.evaluator = evaluator
-        params = Params(settings.tau, settings.k_in, settings.max_rounds)
-        self.control = control or RunControl(params, len(self.workers))
+        self.control = control  # the face's (core.compose.plan.new_control): keys reach the run through it
         self.control.cancel_hook = self._cancel_now
         self.control.on_change = self._control_changed
         self.control.on_params = self._params_changed
@@ -160,9 +106,16 @@ class SwarmEngine:
         # a row: past the limit the run ends, core.runtime.faults; one failed call does not).
         streak = FailureStreak(settings.max_failed_calls_in_a_row or default_limit(len(self.workers) + 1))
         self.calls = ModelCalls(self, {r.name: r for r in (self.domain.manager, *self.domain.workers)}, streak)
+        self._own_clients: list[LLMClient] = []  # made for an agent's new model or endpoint (replace_role)
 
     # --- events -------------------------------------------------------------------------------
     def emit(self, event: ev.Event) -> None:
+        """Announce ``event`` to the sinks. A method moves the run by announcing it: its RoundStarted sets
+        the round, its PhaseStarted the phase (a fork's replayed history does not: EngineContext.record)."""
+        MOVES.dispatch(self, event)
+        self._announce(event)
+
+    def _announce(self, event: ev.Event) -> None:
         for sink in self.sinks:
             sink(event)
 
@@ -176,11 +129,32 @@ class SwarmEngine:
         self.emit(ev.UserSteered(round=self.round, phase=self.phase, action=action.action.value, target=action.target,
                                  payload=action.as_payload(), accepted=not reason, reason=reason))
 
-    def replace_role(self, role: Role, client: LLMClient | None = None) -> None:
-        """An agent's own model, endpoint or sampling changed during the run: its next call uses them."""
+    def replace_role(self, role: Role) -> None:
+        """An agent's own model, endpoint or sampling changed during the run: its next call uses them. A new
+        model or endpoint gets a client of its own (the run closes it when it ends)."""
+        old = self.calls.roles.get(role.name)
         self.calls.roles[role.name] = role
-        if client is not None:
+        if old is not None and (role.model, role.base_url) != (old.model, old.base_url):
+            current = self.agent_clients.get(role.name) or self.llm
+            client = self.connect(role.model or current.model or None, role.base_url or current.base_url,
+                                  key_env=role.api_key_env)
+            self._own_clients.append(client)
             self.agent_clients[role.name] = client
+
+    def connect(self, model: str | None, base_url: str | None = None, *, key_env: str | None = None,
+                max_concurrency: int | None = None) -> LLMClient:
+        """A client for another model or endpoint (the run's endpoint when ``base_url`` is None), with the
+        settings' API key (or ``key_env``'s)."""
+        from core.runtime.clients import client_for  # imports the openai SDK: only when another model is asked for
+
+        key = resolve_api_key(self.settings, key_env=key_env)
+        return client_for(self.settings, base_url or self.llm.base_url, key, model, max_concurrency=max_concurrency)
+
+    def replay(self, event: ev.Event) -> None:
+        """An event of the recorded run a fork continues, announced again as it was; its RoundFinished puts the
+        run where that round left it (round, token totals)."""
+        self._announce(event)
+        REPLAY_MOVES.dispatch(self, event)
 
     def notice(self, message: str, severity: ev.SeverityName = ev.Severity.WARNING, agent: str = "") -> None:
         self.emit(ev.Notice(round=self.round, severity=ev.Severity(severity), message=message, agent=agent))
@@ -213,7 +187,7 @@ class SwarmEngine:
         self._task = asyncio.current_task()
         watchdog = self._start_time_budget()
         try:
-            outcome = await self.method.run(self)
+            outcome = await self.method.run(EngineContext(self))
         except asyncio.CancelledError:
             if not self.control.cancelled:
                 raise
@@ -233,7 +207,13 @@ class SwarmEngine:
             if watchdog is not None:
                 watchdog.cancel()
             self.llm.release_slots(slots)
+            await self._close_own_clients()
         return self._finish(outcome)
+
+    async def _close_own_clients(self) -> None:
+        clients, self._own_clients = self._own_clients, []
+        for client in clients:
+            await client.close()
 
     # --- budgets (settings time_budget, max_calls) ----------------------------------------------------
     def _start_time_budget(self) -> asyncio.TimerHandle | None:
@@ -286,47 +266,9 @@ class SwarmEngine:
         self.emit(self.finished)
         return self.finished
 
-    async def checkpoint(self, boundary: StepBoundary) -> None:
-        # The barrier hook: steering actions due here are applied by the method (RunControl.steer_hook).
-        await self.control.checkpoint(boundary, self.round + 1 if boundary == StepBoundary.ROUND else self.round)
-
     def start_phase(self, phase: str, detail: str = "") -> None:
         self.phase = phase
         self.emit(ev.PhaseStarted(round=self.round, phase=phase, detail=detail))
-
-    # --- run state: what a method changes, through these ------------------------------------------
-    def begin_round(self, round_no: int, params: dict[str, Any] | None = None) -> None:
-        """Round (a method's step, turn) ``round_no`` starts, with the live parameters or the method's own."""
-        self.round = round_no
-        self.emit(ev.RoundStarted(round=round_no, params=self.control.params.as_dict() if params is None else params))
-
-    def finish_round(self, convergence: float | None = None) -> None:
-        """The current round ends: RoundFinished with the run's token totals so far."""
-        self.emit(ev.RoundFinished(round=self.round, prompt_tokens=self.calls.prompt_tokens,
-                                   completion_tokens=self.calls.completion_tokens, convergence=convergence))
-
-    def resume_round(self, recorded: ev.RoundFinished) -> None:
-        """A fork replays its parent's round: the run stands where that round left it (round, tokens)."""
-        self.round = recorded.round
-        self.calls.prompt_tokens, self.calls.completion_tokens = recorded.prompt_tokens, recorded.completion_tokens
-
-    def set_latest(self, result: AgentResult, *, newest: bool = False) -> None:
-        """An agent's latest output (extract_answer reads it); ``newest`` also makes it the last one in order."""
-        if newest:
-            self.latest.pop(result.agent, None)
-        self.latest[result.agent] = result
-
-    def record_evaluation(self, evaluation: Evaluation) -> None:
-        """The run's latest check (RunFinished.solved reads it): a method's own check, or a replayed one."""
-        self.last_evaluation = evaluation
-
-    def attach(self, *, reroute: Callable[[], bool] | None = None,
-               steer: Callable[[SteerAction], str | None] | None = None) -> None:
-        """The method's hooks: ``reroute`` rebuilds its graph after a parameter change mid-round (False: too
-        late, the values apply next time); ``steer`` applies one steering action at the barrier ("" or why not;
-        None keeps it for a later barrier)."""
-        self.control.reroute_hook = reroute or self.control.reroute_hook
-        self.control.steer_hook = steer or self.control.steer_hook
 
     # --- calls --------------------------------------------------------------------------------
     async def gather(self, calls: Mapping[str, Coroutine[Any, Any, AgentResult]]) -> dict[str, AgentResult]:
@@ -344,87 +286,6 @@ class SwarmEngine:
             raise
         return {name: task.result() for name, task in tasks.items()}
 
-    def abort_if_unreachable(self, results: dict[str, AgentResult]) -> None:
-        """End the run when the endpoint is down (no call of the phase got a reply, and one found it down),
-        an agent's own endpoint is, or too many calls failed in a row (core.runtime.faults). A call that
-        failed otherwise failed its agent's turn only: the run goes on."""
-        why = why_the_run_ends(results.values(), self.calls.failures, self.agent_clients)
-        if why:
-            raise RunAborted(why)
-
-    def call_limits(self, kind: str) -> CallLimits:
-        """The temperature and max_tokens of one kind of call: the settings' table the method names for it
-        (Method.call_tables: manager_call, work_call or descriptor_call), overlaid by the method's own options
-        ``KIND_max_tokens`` and ``KIND_temperature`` when set (-o or [strategy.NAME]). A team file's per-agent
-        values and --max-tokens apply on top (call_and_parse)."""
-        base: CallLimits = getattr(self.settings, self.method.call_tables[kind])
-        options = getattr(self.method, "options", None) or {}
-        temperature = options.get(f"{kind}_temperature")
-        max_tokens = options.get(f"{kind}_max_tokens")
-        return CallLimits(
-            base.temperature if temperature is None else float(temperature),
-            base.max_tokens if max_tokens is None else int(max_tokens),
-        )
-
-    def call_finished(self, call: str, result: AgentResult, chat: Usage | None) -> None:
-        """Announce a finished call (AgentFinished) with what it cost; a method's own call kinds use it too."""
-        self.emit(finished_event(self.round, call, result, chat))
-
-    async def agent_call(
-        self,
-        name: str,
-        call: str,
-        messages: list[dict[str, str]],
-        *,
-        limits: CallLimits | None = None,
-        parser: Callable[[str], Any] | None = None,
-        json_mode: bool = False,
-        tier: int | None = None,
-        top_logprobs: int = 0,
-        client: LLMClient | None = None,
-        reply_format: str | None = None,
-        shrink: Shrink | None = None,
-    ) -> tuple[AgentResult, Any | None]:
-        """One call of any method, announced (AgentStarted, deltas, AgentFinished) and accounted.
-
-        ``call`` labels it (a method's own mode: solution, evaluate, orchestrate, ...). Without a parser the
-        reply's text is the result; with one, a reply that does not parse is re-asked once and the parsed
-        value comes back beside the result. A connection-level failure is marked on the result; the
-        caller decides whether the run can go on (abort_if_unreachable). ``top_logprobs`` > 0 asks for each
-        token's top logprobs, returned on the result (None when the endpoint sends none). ``shrink``: how the
-        method trims this prompt to fit the model's context (core.runtime.context); without one a prompt over
-        the context fails this call only."""
-        limits = limits or self.settings.work_call
-        self.emit(ev.AgentStarted(round=self.round, agent=name, call=call, tier=tier))
-        parsed, usage, error, connection_failed, overflow = await self.calls.call_and_parse(
-            name, call, messages, limits, parser or _plain_text, json_mode=json_mode, top_logprobs=top_logprobs,
-            client=client, reply_format=reply_format, shrink=shrink,
-        )
-        text = usage.text if usage else ""
-        if parsed is not None or (parser is None and usage is not None):
-            result = AgentResult(name, ev.CallStatus.DONE, public=text.strip(), raw=text)
-        else:
-            status = ev.CallStatus.UNPARSED if usage else ev.CallStatus.FAILED
-            result = AgentResult(
-                name, status, public=text.strip(), raw=text, error=error, connection_failed=connection_failed,
-                context_overflow=overflow,
-            )
-            self.notice(f"{name}: {'reply unparsed' if usage else 'call failed'} ({error})", "warning", name)
-        result.top_logprobs = usage.top_logprobs if usage else None
-        self.latest[name] = result
-        self.call_finished(call, result, usage)
-        return result, parsed
-
-    async def evaluate(self, round_no: int, outputs: dict[str, AgentResult]) -> Evaluation | None:
-        if self.evaluator is None:
-            return None
-        evaluation = await self.evaluator.evaluate(round_no, self.spec.problem, outputs)
-        if evaluation is not None:
-            self.last_evaluation = evaluation
-            for event in evaluation.events:
-                self.emit(event)
-        return evaluation
-
     # --- termination helpers ------------------------------------------------------------------
     def extract_answer(self) -> tuple[str, str]:
         """The answer when the Manager gave none: the answer role's latest output (core.runtime.answers)."""
@@ -433,3 +294,186 @@ class SwarmEngine:
 
 def _plain_text(text: str) -> str:
     return text
+
+
+# What an announced event moves in the run (a method's RoundStarted its round, its PhaseStarted its phase);
+# what a fork's replayed event moves (its RoundFinished: the round and the token totals that round left).
+MOVES: EventTable[SwarmEngine] = EventTable()
+REPLAY_MOVES: EventTable[SwarmEngine] = EventTable()
+
+
+@MOVES.on(ev.RoundStarted)
+def _round_started(engine: SwarmEngine, event: ev.RoundStarted) -> None:
+    engine.round = event.round
+
+
+@MOVES.on(ev.PhaseStarted)
+def _phase_started(engine: SwarmEngine, event: ev.PhaseStarted) -> None:
+    engine.phase = event.phase
+
+
+@REPLAY_MOVES.on(ev.RoundFinished)
+def _round_replayed(engine: SwarmEngine, event: ev.RoundFinished) -> None:
+    engine.round = event.round
+    engine.calls.prompt_tokens, engine.calls.completion_tokens = event.prompt_tokens, event.completion_tokens
+
+
+class EngineContext:
+    """The engine's side of RunContext: one per run, over the engine's parts."""
+
+    def __init__(self, engine: SwarmEngine) -> None:
+        self._engine = engine
+        evaluator = engine.evaluator
+        self.spec = RunBrief(
+            problem=engine.spec.problem, team=engine.domain, settings=engine.settings, fork=engine.fork,
+            model=engine.llm.model or engine.spec.model or "", runs_code=evaluator is not None,
+            sandbox_limits=getattr(evaluator, "limits", None),
+        )
+
+    @property
+    def state(self) -> RunState:
+        engine = self._engine
+        return RunState(engine.round, engine.phase, engine.control.params, engine.control.at_barrier,
+                        engine.calls.prompt_tokens, engine.calls.completion_tokens, engine.extract_answer)
+
+    def emit(self, event: ev.Event) -> None:
+        self._engine.emit(event)
+
+    def record(self, item: AgentResult | Evaluation | ev.Event | Params | Role, *, newest: bool = False) -> None:
+        """The run keeps ``item``: an agent's latest output (``newest``: also the last one in order, which
+        the fallback answer reads), the latest check (RunFinished.solved), an event of the recorded run a
+        fork continues (announced again as it was; its RoundFinished puts the run where that round left it:
+        the round and token totals), the live parameters (clamped; the ones that changed are announced), or
+        an agent's new role (its next call uses it; a new model or endpoint gets a client of its own)."""
+        engine = self._engine
+        if isinstance(item, AgentResult):
+            if newest:
+                engine.latest.pop(item.agent, None)
+            engine.latest[item.agent] = item
+        elif isinstance(item, Evaluation):
+            engine.last_evaluation = item
+        elif isinstance(item, Params):
+            now = engine.control.params
+            engine.control.set_params(  # only what changed: the others are not re-clamped nor announced
+                tau=item.tau if item.tau != now.tau else None,
+                k_in=item.k_in if item.k_in != now.k_in else None,
+                max_rounds=item.max_rounds if item.max_rounds != now.max_rounds else None,
+            )
+        elif isinstance(item, Role):
+            engine.replace_role(item)
+        else:
+            engine.replay(item)
+
+    def call_limits(self, kind: str) -> CallLimits:
+        """The temperature and max_tokens of one kind of call: the settings' table the method names for it
+        (Method.call_tables: manager_call, work_call or descriptor_call), overlaid by the method's own options
+        ``KIND_max_tokens`` and ``KIND_temperature`` when set (-o or [strategy.NAME]). A team file's per-agent
+        values and --max-tokens apply on top (call_and_parse)."""
+        engine = self._engine
+        base: CallLimits = getattr(engine.settings, engine.method.call_tables[kind])
+        options = getattr(engine.method, "options", None) or {}
+        temperature = options.get(f"{kind}_temperature")
+        max_tokens = options.get(f"{kind}_max_tokens")
+        return CallLimits(
+            base.temperature if temperature is None else float(temperature),
+            base.max_tokens if max_tokens is None else int(max_tokens),
+        )
+
+    async def call(
+        self, name: str, call: str, messages: list[dict[str, str]], *, kind: str = "",
+        limits: CallLimits | None = None, parser: Callable[[str], Any] | None = None, json_mode: bool = False,
+        tier: int | None = None, top_logprobs: int = 0, client: LLMClient | None = None,
+        reply_format: str | None = None, shrink: Shrink | None = None, shape: Shape | None = None,
+        keep: bool = True,
+    ) -> tuple[AgentResult, Any | None]:
+        """One call of any method, announced (AgentStarted, deltas, AgentFinished) and accounted.
+
+        ``call`` labels it (a method's own mode: solution, evaluate, orchestrate, ...); ``kind`` names its
+        limits (call_limits; else ``limits``, else the settings' work_call). Without a parser the reply's
+        text is the result; with one, a reply that does not parse is re-asked once and the parsed value comes
+        back beside the result. A connection-level failure is marked on the result; whether the run can go on
+        is gather's to say. ``top_logprobs`` > 0 asks for each token's top logprobs, returned on the result.
+        ``shrink``: how the method trims this prompt to fit the model's context (core.runtime.context);
+        without one a prompt over the context fails this call only. ``shape``: the method builds the result
+        itself (and says its own notice); ``keep`` False: the result is not the agent's latest output."""
+        engine = self._engine
+        limits = self.call_limits(kind) if kind else limits or engine.settings.work_call
+        engine.emit(ev.AgentStarted(round=engine.round, agent=name, call=call, tier=tier))
+        parsed, usage, error, connection_failed, overflow = await engine.calls.call_and_parse(
+            name, call, messages, limits, parser or _plain_text, json_mode=json_mode, top_logprobs=top_logprobs,
+            client=client, reply_format=reply_format, shrink=shrink,
+        )
+        text = usage.text if usage else ""
+        if shape is not None:
+            result = shape(parsed, CallReply(text, error, connection_failed, overflow, usage is not None))
+        elif parsed is not None or (parser is None and usage is not None):
+            result = AgentResult(name, ev.CallStatus.DONE, public=text.strip(), raw=text)
+        else:
+            status = ev.CallStatus.UNPARSED if usage else ev.CallStatus.FAILED
+            result = AgentResult(
+                name, status, public=text.strip(), raw=text, error=error, connection_failed=connection_failed,
+                context_overflow=overflow,
+            )
+            engine.notice(f"{name}: {'reply unparsed' if usage else 'call failed'} ({error})", "warning", name)
+        if shape is None:
+            result.top_logprobs = usage.top_logprobs if usage else None
+        if keep:
+            engine.latest[name] = result
+        self._finished(call, result, usage)
+        return result, parsed
+
+    def _finished(self, call: str, result: AgentResult, chat: Usage | None) -> None:
+        self._engine.emit(finished_event(self._engine.round, call, result, chat))
+
+    async def gather(self, calls: Mapping[str, Coroutine[Any, Any, AgentResult]]) -> dict[str, AgentResult]:
+        """Run calls in parallel (a cancel leaves no orphan behind), then end the run (RunAborted) when the
+        endpoint is down (no call got a reply, and one found it down), an agent's own endpoint is, or too many
+        calls failed in a row (core.runtime.faults). A call that failed otherwise failed its agent's turn
+        only: the run goes on."""
+        engine = self._engine
+        results = await engine.gather(calls)
+        why = why_the_run_ends(results.values(), engine.calls.failures, engine.agent_clients)
+        if why:
+            raise RunAborted(why)
+        return results
+
+    def connect(self, model: str | None = None, base_url: str | None = None, *,
+                max_concurrency: int | None = None) -> LLMClient:
+        """A client for another model or endpoint (the run's endpoint when ``base_url`` is None), with the
+        settings' API key; the caller closes it."""
+        return self._engine.connect(model, base_url, max_concurrency=max_concurrency)
+
+    async def checkpoint(self, boundary: StepBoundary) -> None:
+        """The barrier: pause, step and cancel take effect here, and steering actions due here are applied
+        (by the method's steer hook)."""
+        engine = self._engine
+        await engine.control.checkpoint(boundary, engine.round + 1 if boundary == StepBoundary.ROUND else engine.round)
+
+    def attach(self, *, reroute: Callable[[], bool] | None = None,
+               steer: Callable[[Any], str | None] | None = None) -> None:
+        """The method's hooks: ``reroute`` rebuilds its graph after a parameter change mid-round (False: too
+        late, the values apply next time); ``steer`` applies one steering action at the barrier ("" or why not;
+        None keeps it for a later barrier)."""
+        control = self._engine.control
+        control.reroute_hook = reroute or control.reroute_hook
+        control.steer_hook = steer or control.steer_hook
+
+    def stop(self) -> None:
+        """A steering "stop": the run ends with the best answer so far."""
+        self._engine.control.stop()
+
+    async def embed(self, texts: Sequence[str]) -> Any:
+        """MiniLM's vectors of ``texts`` (EmbeddingError ends the run with its one line)."""
+        return await self._engine.embedder.aembed(list(texts))
+
+    async def evaluate(self, round_no: int, outputs: dict[str, AgentResult]) -> Evaluation | None:
+        """The round's check (the code's tests in the sandbox), announced and kept; None when none runs."""
+        engine = self._engine
+        if engine.evaluator is None:
+            return None
+        evaluation = await engine.evaluator.evaluate(round_no, engine.spec.problem, outputs)
+        if evaluation is not None:
+            engine.last_evaluation = evaluation
+            for event in evaluation.events:
+                engine.emit(event)
+        return evaluation

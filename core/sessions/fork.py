@@ -7,6 +7,8 @@ exactly as it did live, then runs the next round with the goal the Manager set.
 
 from __future__ import annotations
 
+from core.methods.catalogue import get_method_info
+from core.methods.registry import MethodError
 from core.runtime import events as ev
 from core.runtime.dispatch import of_kind
 from core.runtime.engine import ForkPoint
@@ -23,13 +25,20 @@ def fork_on_demo(session: Session, asked_demo: bool, named_endpoint: str | None)
     demo run and the user names no endpoint (--base-url, the config file's base_url). A demo's fork then
     just works, instead of failing on a default endpoint nobody meant."""
     return asked_demo or (session.demo and not named_endpoint)
+def fork_refusal(strategy: str) -> str:
+    """Why a run of ``strategy`` cannot be forked (its MethodInfo), or ""."""
+    try:
+        return get_method_info(strategy).fork_refusal
+    except MethodError:  # a method this version lacks: its events decide what can be continued
+        return ""
 
 
 def fork_point(session: Session, round_no: int, session_ref: str) -> ForkPoint:
     """Where to continue from. ValueError (one line) if round_no is not a completed round."""
     completed = session.completed_rounds
-    if session.metadata.strategy == "topodim":  # one graph, one round (TopoDIM Alg. 1): nothing to continue
-        raise ValueError("cannot fork a TopoDIM run: it is one round over one graph; run the problem again instead")
+    refusal = fork_refusal(session.metadata.strategy)  # TopoDIM: one graph, one round: nothing to continue
+    if refusal:
+        raise ValueError(refusal)
     if not 1 <= round_no <= completed:
         raise ValueError(f"cannot fork from round {round_no}: the session has {completed} completed round(s)")
     history = [

@@ -18,6 +18,7 @@ from typing import Any
 import tomli_w
 
 from core.runtime import events as ev
+from core.runtime.config import DEFAULT_STRATEGY
 from core.runtime.dispatch import EventTable, is_delta
 from core.runtime.textsafe import json_safe
 from core.sessions.eventlog import EventLogWriter, live_state, log_path_for
@@ -279,7 +280,7 @@ class SessionSummary:
     demo: bool
     parent: dict[str, Any] | None
     live: str = ""  # "running": its writer is still at it (follow it); "interrupted": the writer died
-    method: str = "dytopo"  # the strategy the run used
+    method: str = DEFAULT_STRATEGY  # the strategy the run used
 
 
 def summarize(session: Session, path: Path) -> SessionSummary:
@@ -296,7 +297,7 @@ def summarize(session: Session, path: Path) -> SessionSummary:
         demo=session.demo,
         parent=session.parent,
         live=live,
-        method=session.metadata.strategy or "dytopo",
+        method=session.metadata.strategy or DEFAULT_STRATEGY,
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.routing.dytopo import Edge, RoutingResult, edge_diff, route_from_similarity
-from core.runtime.config import RoundProtocol
+from core.runtime.config import DEFAULT_STRATEGY, RoundProtocol
 from core.sessions.model import RoundRecord, Session
 
 
@@ -37,7 +37,7 @@ def what_if_refusal(session: Session) -> str:
     from core.methods.catalogue import get_method_info
     from core.methods.registry import MethodError
 
-    strategy = session.metadata.strategy or "dytopo"
+    strategy = session.metadata.strategy or DEFAULT_STRATEGY
     try:
         supported = get_method_info(strategy).what_if
     except MethodError:

@@ -188,6 +188,6 @@ def test_a_headless_run_builds_its_method_once_and_a_team_check_is_still_one_lin
 
     monkeypatch.setattr(catalogue, "build_method", counting)
     monkeypatch.setattr("tui.cli.options.build_method", counting)
-    monkeypatch.setattr("core.compose.assembly.build_method", counting)
+    monkeypatch.setattr("core.compose.plan.build_method", counting)
     assert main.main(["--headless", "--demo", "--strategy", "star", "-o", "hub=Nobody", "x"]) == 2
-    assert built == ["star"]  # once, in the assembly
+    assert built == ["star"]  # once, in the run's plan

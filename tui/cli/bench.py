@@ -35,9 +35,10 @@ from core.datasets.hub import is_hub_name, load_hub
 from core.datasets.loader import load_dataset
 from core.datasets.problems import Dataset, DatasetError
 from core.evaluation.sandbox import isolation_status, unisolated_refusal
+from core.methods.catalogue import get_method_info
 from core.methods.registry import format_options
 from core.methods.selection import parse_strategies, split_option_flags
-from core.runtime.config import DomainName, Settings
+from core.runtime.config import DEFAULT_STRATEGY, DomainName, Settings
 
 from .launch import OpenBenchShow, Outcome
 from .options import EXIT_USAGE, OneLineParser, add_run_options, int_range, setting_arg, settings_from_args
@@ -70,9 +71,9 @@ def build_parser() -> OneLineParser:
     parser.add_argument("--offset", type=int_range(0, None), default=0, help="skip the first K problems")
     parser.add_argument(
         "--strategy",
-        default="dytopo",
+        default=DEFAULT_STRATEGY,
         metavar="S1,S2,...",
-        help="comma-separated method names (swarm-tui strategies lists them), or all (default dytopo)",
+        help=f"comma-separated method names (swarm-tui strategies lists them), or all (default {DEFAULT_STRATEGY})",
     )
     parser.add_argument(
         "--concurrency", type=int_range(1, 64), default=1, help="problems run at the same time (default 1)"
@@ -276,11 +277,12 @@ async def _bench(
     control: ControlScript | None = None,
 ) -> int:
     # Heavy imports (torch via the embedder, the openai client) only once the input is known good.
+    from core.compose.plan import embedder_for
     from core.compose.runner import open_backend
     from core.demo.bench_script import benchmark_script
     from core.demo.server import ScriptedServer
     from core.llm.client import EndpointError
-    from core.llm.embeddings import EmbeddingError, shared_embedder
+    from core.llm.embeddings import EmbeddingError
     from core.llm.pool import LLMPool
 
     log = ResultsLog(out / "results.jsonl")
@@ -288,7 +290,7 @@ async def _bench(
     progress = Progress(sys.stderr, Counter(strategy for _, strategy, _ in jobs), args.concurrency)
     if args.resume and finished:
         progress.note(f"resuming: {len(finished)} finished pairs skipped, {len(jobs)} to run")
-    embedder = shared_embedder(settings.embedding_model_path, int8=settings.embedding_int8)
+    embedder = embedder_for(settings)
     server = ScriptedServer(benchmark_script(dataset.problems)).start() if args.demo else None
     try:
         backend = await open_backend(settings, demo=args.demo, server=server)
@@ -309,7 +311,7 @@ async def _bench(
     loop = asyncio.get_running_loop()
     handled = _stop_on_signals(loop, runner.stop)
     try:
-        if any(s not in ("single", "single-turn") for s in strategies) and jobs:
+        if any(get_method_info(s).uses_embeddings for s in strategies) and jobs:
             embedder.load_in_background()  # alongside the first requests; a run that needs a vector waits
         mode = "DEMO (scripted model server) " if backend.demo else ""
         progress.note(

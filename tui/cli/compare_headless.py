@@ -13,10 +13,10 @@ from typing import TextIO
 
 from core.compose.compare import ComparePlan, Comparison, answer_gist, estimated_note, summary_rows
 from core.compose.control_feed import ControlFileError, ControlScript
+from core.compose.plan import embedder_for
 from core.compose.runner import open_backend
 from core.demo.played import demo_banner
 from core.llm.client import EndpointError
-from core.llm.embeddings import shared_embedder
 from core.runtime import events as ev
 from core.runtime.textsafe import json_safe, one_line
 from core.sessions.compare_record import CompareRow, RowState
@@ -84,7 +84,7 @@ async def _compare(plan: ComparePlan, demo: bool, json_lines: bool, save: Path |
     except ControlFileError as exc:
         say(f"swarm-tui: {exc}")
         return EXIT_USAGE
-    embedder = shared_embedder(settings.embedding_model_path, int8=settings.embedding_int8)
+    embedder = embedder_for(settings)
     try:
         backend = await open_backend(settings, demo=demo, on_status=lambda text: say(f"  {text}"))
     except EndpointError as exc:

@@ -16,12 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from core.compose.assembly import open_run
+from core.compose.assembly import RunIO, open_run
 from core.compose.control_feed import ControlFileError, ControlScript, SteerCount
+from core.compose.plan import BackendChoice, RunPlan
 from core.demo.played import TESTS_LABEL, demo_answer_note, demo_banner, demo_expect_note
 from core.evaluation.math_answers import answer_or_text, answers_equivalent
 from core.llm.client import EndpointError
-from core.llm.embeddings import shared_embedder
 from core.llm.prices import cost_text
 from core.llm.tokens import cached_share
 from core.methods.catalogue import get_method_info, unit_position
@@ -276,14 +276,20 @@ async def _run(
     except ControlFileError as exc:
         say(f"swarm-tui: {exc}")
         return EXIT_USAGE
-    embedder = shared_embedder(settings.embedding_model_path, int8=settings.embedding_int8)
+    try:
+        plan = RunPlan.make(settings)
+    except MethodError as exc:  # an option only the team can check: before any I/O
+        say(f"swarm-tui: error: {exc}")  # worded as the command line's own errors
+        return EXIT_USAGE
+    embedder = plan.embedder.open()
     recorder = SessionRecorder(Path(settings.sessions_dir), path=save)
     writer = JsonLinesWriter(sys.stdout) if json_lines else ProgressPrinter(sys.stderr)
     steering = SteerCount()
     sinks = [writer, SaveWarning(recorder, sys.stderr), embedder.warm_up_on_first_reply(), steering]
     try:
-        async with open_run(settings, problem, sinks=sinks, recorder=recorder, demo=demo, embedder=embedder,
-                            on_status=lambda text: say(f"  {text}"), fork=fork, steering=script) as run:
+        io = RunIO(sinks=sinks, recorder=recorder, embedder=embedder, steering=script,
+                   backend=BackendChoice(demo=demo, on_status=lambda text: say(f"  {text}")))
+        async with open_run(plan, problem, io, fork=fork) as run:
             engine = run.engine
             if isinstance(writer, JsonLinesWriter):
                 writer.on_closed = engine.control.cancel
@@ -304,9 +310,6 @@ async def _run(
     except EndpointError as exc:
         say(f"swarm-tui: {exc}")
         return EXIT_FAILED
-    except MethodError as exc:  # an option only the team can check (open_run builds the method before any I/O)
-        say(f"swarm-tui: error: {exc}")  # worded as the command line's own errors
-        return EXIT_USAGE
     if steering.total:
         say(f"steering: {steering.describe()}")
     if recorder.error:

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
 
+from core.compose.plan import team_of
 from core.evaluation.sandbox import allow_unisolated_code, unisolated_refusal
 from core.llm.urls import DEFAULT_BASE_URL, URLError, check_base_url
 from core.methods.catalogue import build_method, get_method_info
@@ -26,7 +27,7 @@ from core.runtime.config import (
 )
 from core.runtime.config_file import load_settings
 from core.runtime.domains import Domain
-from core.runtime.teams import resolve_team, table_from_record, with_team
+from core.runtime.teams import table_from_record, with_team
 from core.runtime.textsafe import printable
 from core.telemetry.setup import check_tracing
 
@@ -234,7 +235,7 @@ def settings_from_args(args: argparse.Namespace, *, build: bool = True) -> Setti
                 f"--domain {cli['domain']} does not match team {settings.team or cli['team']} "
                 f"(domain {settings.domain}): the team sets the domain, drop --domain"
             )
-        team = resolve_team(settings)  # once: the worker count and the method's options are checked against it
+        team = team_of(settings)  # once: the worker count and the method's options are checked against it
         n_workers = len(team.workers)
         if cli["k_in"] is None and settings.k_in > n_workers - 1:
             # The default (3) suits the code team; smaller teams get the largest k_in they allow.

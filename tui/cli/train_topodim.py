@@ -133,10 +133,11 @@ def main(argv: list[str]) -> int:
 
 
 async def _distill(args: argparse.Namespace, settings: Settings, problems: list[Problem], weights: Path) -> int:
+    from core.compose.plan import embedder_for
     from core.compose.train_topodim import TrainError, distill
-    from core.llm.embeddings import EmbeddingError, shared_embedder
+    from core.llm.embeddings import EmbeddingError
 
-    embedder = shared_embedder(settings.embedding_model_path, int8=settings.embedding_int8)
+    embedder = embedder_for(settings)
     print(f"distilling {weights} into per-agent policies on {len(problems)} queries ({args.distill_steps} steps)",
           file=sys.stderr)
     try:
@@ -154,12 +155,13 @@ async def _distill(args: argparse.Namespace, settings: Settings, problems: list[
 async def _train(
     args: argparse.Namespace, settings: Settings, dataset: Dataset, problems: list[Problem], weights: Path
 ) -> int:
+    from core.compose.plan import embedder_for
     from core.compose.runner import open_backend
     from core.compose.train_topodim import TopoDIMTrainer, TrainError, TrainPlan
     from core.demo.bench_script import benchmark_script
     from core.demo.server import ScriptedServer
     from core.llm.client import EndpointError
-    from core.llm.embeddings import EmbeddingError, shared_embedder
+    from core.llm.embeddings import EmbeddingError
 
     plan = TrainPlan(
         dataset=str(Path(args.dataset).resolve()), offset=args.offset, limit=args.limit, epochs=args.epochs,
@@ -167,7 +169,7 @@ async def _train(
         edge_types=args.edge_types, agents=args.agents, seed=args.seed,
     )
     bar = Bar(sys.stderr)
-    embedder = shared_embedder(settings.embedding_model_path, int8=settings.embedding_int8)
+    embedder = embedder_for(settings)
     server = ScriptedServer(benchmark_script(dataset.problems)).start() if args.demo else None
     try:
         backend = await open_backend(settings, demo=args.demo, server=server)

@@ -11,6 +11,7 @@ from textual import events
 from textual.binding import Binding
 
 from core.compose.compare import ComparePlan, Comparison
+from core.compose.plan import BackendChoice
 from core.llm.urls import redact_url
 from core.runtime.config import resolve_base_url
 from core.runtime.control import ControlMode
@@ -50,9 +51,9 @@ class LiveCompareScreen(CompareScreen):
         client_loaded = getattr(self.app, "client_loaded", None)
         if client_loaded is not None:
             await client_loaded()
+        from core.compose.plan import embedder_for
         from core.compose.runner import open_backend
         from core.llm.client import EndpointError
-        from core.llm.embeddings import shared_embedder
 
         settings = self.plan.settings
         try:
@@ -61,7 +62,7 @@ class LiveCompareScreen(CompareScreen):
         except EndpointError as exc:
             self.fail_all(str(exc))
             return
-        embedder = shared_embedder(settings.embedding_model_path, int8=settings.embedding_int8)
+        embedder = embedder_for(settings)
         comparison = Comparison(
             self.plan, backend, embedder, sessions_dir=Path(settings.sessions_dir), record_path=self.save,
             sinks_for=lambda method: [MethodBridge(self, method), embedder.warm_up_on_first_reply()],
@@ -172,7 +173,9 @@ class CompareRunScreen(RunScreen):
     def __init__(self, compare: LiveCompareScreen, method: str) -> None:
         comparison = compare.comparison
         assert comparison is not None
-        super().__init__(compare.plan.problem, compare.plan.settings_for(method), demo=compare.demo, start=False)
+        super().__init__(compare.plan.problem, comparison.plans[method].settings,
+                         backend=BackendChoice(demo=compare.demo, demo_chunk_delay=0.02), start=False,
+                         plan=comparison.plans[method])
         self.compare = compare
         self.method = method
         self.control = comparison.controls[method]

@@ -16,9 +16,10 @@ from textual.screen import Screen
 from textual.widgets import Button, Input, Label, Select, SelectionList, Static, Switch, TextArea
 from textual.widgets.selection_list import Selection
 
+from core.compose.plan import RunPlan
 from core.demo.scripts import DEMO_PROBLEMS
 from core.evaluation.sandbox import unisolated_refusal
-from core.methods.catalogue import build_method, get_method_info, method_names
+from core.methods.catalogue import get_method_info, method_names
 from core.methods.registry import MethodError
 from core.runtime.config import (
     DOMAINS,
@@ -101,7 +102,7 @@ def _fields_to_settings(base: Settings, values: dict[str, str], options: dict[st
     settings = replace(settings, domain=DomainName(team.name), team=team.team or None)
     settings.validate(n_workers=len(team.workers))
     try:  # the method and its options from the config file, checked for this team
-        build_method(settings.strategy, settings.strategy_options.get(settings.strategy), team)
+        RunPlan.make(settings, team=team)
     except MethodError as exc:
         raise ConfigError(str(exc)) from None
     return settings

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -15,13 +16,11 @@ from textual import events
 from textual.binding import BindingType
 from textual.worker import Worker
 
-from core.demo.server import ScriptedServer
+from core.compose.plan import BackendChoice, RunPlan
 from core.runtime import events as ev
-from core.runtime.config import Settings
-from core.runtime.control import ControlMode, Params, RunControl
+from core.runtime.config import DomainName, Settings
 from core.runtime.engine import ForkPoint
 from core.runtime.outcome import EndReason
-from core.runtime.teams import resolve_team
 from core.runtime.textsafe import printable
 from core.sessions.model import Session, SessionFormatError
 from core.sessions.store import SessionRecorder
@@ -29,14 +28,10 @@ from core.sessions.store import SessionRecorder
 from ..bindings import RUN_BINDINGS
 from ..bridge import BackendFailed, BackendStatus, EventBridge
 from ..model import refusal_toast, steer_line
-from ..widgets.topoweaver_view import tests_always_on
 from .steer import SteerScreen
 from .swarm_view import SwarmScreen
 
 TAU_STEP = 0.05
-# Methods whose RunStarted roster is the team's own (DyTopo's round loop): their panes can show from the
-# first frame. Named here because importing the method registry would slow that frame.
-_TEAM_ROSTER_METHODS = ("dytopo", "single-turn", "random", "broadcast", "chain", "star")
 
 
 def limit_message(name: str, wanted: float, now: float, n_workers: int) -> str:
@@ -55,32 +50,31 @@ class RunScreen(SwarmScreen):
         problem: str,
         settings: Settings,
         *,
-        demo: bool = False,
+        backend: BackendChoice = BackendChoice(demo_chunk_delay=0.02),
         save: Path | None = None,
         step: bool = False,
-        demo_chunk_delay: float = 0.02,
-        server: ScriptedServer | None = None,
         clock: Callable[[], float] = time.time,
         start: bool = True,
         fork: ForkPoint | None = None,
+        plan: RunPlan | None = None,
     ) -> None:
-        """``fork``: a core.sessions.fork.ForkPoint to continue a recorded run from (its history is re-emitted
-        first), or None for a new run."""
+        """``backend``: the endpoint, or the demo server (and its pace). ``plan``: the run's plan when the face
+        made it (else made here from ``settings``). ``fork``: a core.sessions.fork.ForkPoint to continue a
+        recorded run from (its history is re-emitted first), or None for a new run."""
         super().__init__()
         self.problem = problem
         self.fork = fork
         self.settings = settings
-        self.demo = demo
-        self.demo_chunk_delay = demo_chunk_delay
-        self.server = server
+        self.backend = backend
+        self.demo = demo = backend.demo
         self.clock = clock
         self.start = start
-        domain = resolve_team(settings)
-        n_workers = len(domain.workers)
-        self.n_workers = n_workers  # k_in's range is 1..n_workers-1
-        params = Params(settings.tau, settings.k_in, settings.max_rounds)
-        self.control = RunControl(params, n_workers, mode=ControlMode.STEP if step else ControlMode.AUTO)
-        self.model.params = params.as_dict()  # the bar shows the run's settings before the engine starts
+        # The run's plan, made once (core.compose.plan): the team and the method the run then opens with.
+        self.plan = plan or RunPlan.make(settings)
+        domain = self.plan.team
+        self.n_workers = len(domain.workers)  # k_in's range is 1..n_workers-1
+        self.control = self.plan.new_control(step=step)
+        self.model.params = self.plan.params.as_dict()  # the bar shows the run's settings before the engine starts
         self.model.strategy = settings.strategy
         info = self.model.method_info  # ... counting against the method's own limit (DMoA's L_max steps)
         if info is not None:
@@ -90,7 +84,7 @@ class RunScreen(SwarmScreen):
         self.model.problem, self.model.domain, self.model.demo = problem, settings.domain, demo
         # ... and the team's panes from the first frame (DyTopo's roster; another method's RunStarted
         # brings its own, and the panes follow).
-        if settings.strategy in _TEAM_ROSTER_METHODS:
+        if info is not None and info.team_roster:
             self.model.manager, self.model.workers = domain.manager.name, list(domain.worker_names)
         self.model.protocol, self.model.strategy = settings.protocol, settings.strategy
         self.model.mode = self.control.mode
@@ -121,16 +115,13 @@ class RunScreen(SwarmScreen):
         client_loaded = getattr(self.app, "client_loaded", None)
         if client_loaded is not None:  # imported in a thread: the screen keeps drawing meanwhile
             await client_loaded()
-        from core.compose.assembly import open_run
+        from core.compose.assembly import RunIO, open_run
         from core.llm.client import EndpointError
-        from core.llm.embeddings import EmbeddingError, shared_embedder
+        from core.llm.embeddings import EmbeddingError
 
-        embedder = shared_embedder(self.settings.embedding_model_path, int8=self.settings.embedding_int8)
-        assembly = open_run(
-            self.settings, self.problem, sinks=[EventBridge(self.app), self._warm_up], recorder=self.recorder,
-            control=self.control, demo=self.demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server,
-            on_status=self._status, embedder=embedder, fork=self.fork,
-        )
+        io = RunIO(sinks=[EventBridge(self.app), self._warm_up], recorder=self.recorder, control=self.control,
+                   backend=replace(self.backend, on_status=self._status))
+        assembly = open_run(self.plan, self.problem, io, fork=self.fork)
         try:
             async with assembly as run:
                 try:
@@ -150,7 +141,9 @@ class RunScreen(SwarmScreen):
                 warm_up()
 
     def tests_state(self) -> str:
-        return "on" if self.tests_on or tests_always_on(self.model.run) else "off"
+        info, run = self.model.method_info, self.model.run
+        always = info is not None and info.tests_code_always and run is not None and run.domain == DomainName.CODE
+        return "on" if self.tests_on or always else "off"
 
     def export_source(self) -> tuple[Session | None, Path | None, str]:
         recorder = self.recorder

@@ -9,6 +9,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
+from core.methods.catalogue import get_method_info
+from core.methods.registry import GraphShape, MethodError
 from core.runtime import events as ev
 from core.sessions.compare_record import CompareRow, RowState
 
@@ -17,6 +19,14 @@ from ..model import RunModel
 LATEST_LINES = 4  # lines of the latest message shown
 STATE_STYLE = {"done": "green", "failed": "bold red", "cancelled": "yellow", "running": "cyan", "waiting": "dim",
                "replay": "cyan"}
+
+
+def graph_shape(method: str) -> GraphShape:
+    """How ``method``'s graph reads in one line (its MethodInfo); edges for a method this version lacks."""
+    try:
+        return get_method_info(method).graph_shape
+    except MethodError:
+        return GraphShape.EDGES
 
 
 def topology_line(model: RunModel, method: str) -> str:
@@ -32,11 +42,11 @@ def topology_line(model: RunModel, method: str) -> str:
             return "none: one agent"
         return "none built" if model.finished is not None else "not built yet"
     routing = rv.routing
-    base = method.split(" #")[0]
-    if base == "dmoa":
+    shape = graph_shape(method.split(" #")[0])
+    if shape is GraphShape.SELECTION:
         chosen = routing.tiers[0] if routing.tiers else []
         return "selected: " + (", ".join(chosen) or "none")
-    if base == "topoweaver" and routing.tiers:
+    if shape is GraphShape.LAYERS and routing.tiers:
         return "layers: " + " | ".join(", ".join(tier) for tier in routing.tiers)
     edges = ", ".join(f"{e.src}→{e.dst}" for e in routing.edges) or "no edges"
     return f"{len(routing.edges)} edges: {edges}"

@@ -12,6 +12,7 @@ step timeline ("step 1: Designer, Researcher / step 2: Tester, Developer ...").
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.widgets import Static
@@ -20,6 +21,10 @@ from core.methods.dmoa.events import DmoaRouted, StepRecord, steps_from_events
 
 from ..model import RunModel
 from .drawing_pane import DrawingPane
+from .method_views import MethodView, register_view
+
+if TYPE_CHECKING:
+    from .graph_pane import GraphPane
 
 TITLE = "DMoA router"
 
@@ -170,8 +175,12 @@ def render_dmoa(steps: dict[int, StepRecord], viewed: int, width: int, styles: D
     return lines
 
 
-class DmoaView(DrawingPane):
+@register_view("dmoa")
+class DmoaView(DrawingPane, MethodView):
     """The router view; its data comes only from the RunModel (live and replay alike)."""
+
+    hides_manager = True  # no Manager decides: the Summarizer's tag is in the view
+    screen_class = "-dmoa"
 
     SCOPED_CSS = False
     DEFAULT_CSS = """
@@ -198,6 +207,10 @@ class DmoaView(DrawingPane):
             cont=f"bold {primary}",
             viewed=f"bold {accent}",
         )
+
+    def sync_view(self, model: RunModel, round_no: int, *, active: frozenset[str], graph: GraphPane,
+                  state: Any = None) -> None:
+        self.sync(model, round_no)
 
     def sync(self, model: RunModel, round_no: int) -> None:
         width = max(30, self.scrollable_content_region.width)

@@ -11,6 +11,7 @@ from textual.widgets import Static
 from core.demo.played import demo_header
 from core.llm.prices import usd_text
 from core.llm.tokens import cached_share
+from core.runtime.config import DEFAULT_STRATEGY
 from core.runtime.control import ControlMode
 
 from ..model import RunModel
@@ -254,7 +255,7 @@ class ParamsBar(Static):
             )
         routed = model.routes_by_tau
         parts = [
-            *([] if model.strategy == "dytopo" else [f"method [b]{model.strategy}[/]"]),
+            *([] if model.strategy == DEFAULT_STRATEGY else [f"method [b]{model.strategy}[/]"]),
             *([f"tau [b]{tau:.2f}[/]", f"k_in [b]{k_in}[/]"] if routed else []),
             # max_rounds only where it bounds the run (not single's one call, single-turn's one round).
             # ... in the method's unit: DMoA's "max steps 20" (its L_max), TopoWeaver-R1's "max turns 2".

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.widgets import Static
@@ -22,6 +22,11 @@ from core.methods.topodim.events import TopoDIMCall, TopoDIMGraph
 from core.runtime import events as ev
 
 from .drawing_pane import DrawingPane
+from .method_views import MethodView, register_view
+
+if TYPE_CHECKING:
+    from ..model import RunModel
+    from .graph_pane import GraphPane
 
 STRATEGY = "topodim"
 SHORT = {"conditioned": "cond", "feedback": "fbk", "debate": "dbt", "none": "∅"}
@@ -244,8 +249,13 @@ def render_topodim(
     return lines
 
 
-class TopoDIMView(DrawingPane):
-    """Shown in the graph pane's place for TopoDIM runs (tui.screens.swarm_view)."""
+@register_view("topodim")
+class TopoDIMView(DrawingPane, MethodView):
+    """Shown in the graph pane's place for TopoDIM runs (tui.screens.swarm_view); the Manager pane stays (the
+    decision-maker decides)."""
+
+    state_type = TopoDIMState
+    reads_graph_keys = True  # its edge distributions (g) and pruned edges (d)
 
     SCOPED_CSS = False
     DEFAULT_CSS = """
@@ -283,6 +293,10 @@ class TopoDIMView(DrawingPane):
     def _redraw(self) -> None:
         if self._last is not None:
             self.sync(self._last[0], **self._last[1])
+
+    def sync_view(self, model: RunModel, round_no: int, *, active: frozenset[str], graph: GraphPane,
+                  state: Any = None) -> None:
+        self.sync(state, show_removed=graph.show_removed, distributions=graph.matrix, active=active)
 
     def sync(self, state: TopoDIMState, *, show_removed: bool, distributions: bool,
              active: frozenset[str] = frozenset()) -> None:

@@ -27,25 +27,19 @@ from core.runtime.config import DomainName
 
 from ..model import BADGE_WAITING, RunModel
 from .footer import flow
+from .method_views import MethodView, register_view
 from .theme_colors import theme_color
 
 if TYPE_CHECKING:  # the method's modules pull in the engine: the widget only reads their events
     from core.methods.topoweaver.events import PlanProposed, TurnEnded
+
+    from .graph_pane import GraphPane
 
 STRATEGY = "topoweaver"
 MIN_COLUMN = 14  # the narrowest step column the DAG is drawn with
 PLAN_EVENT = "topoweaver_plan"
 TURN_EVENT = "topoweaver_turn"
 CHECK_PHASE = "test"  # core.methods.topoweaver.PHASE_CHECK
-
-
-def shows_topoweaver(run: ev.RunStarted | None) -> bool:
-    return run is not None and run.strategy == STRATEGY
-
-
-def tests_always_on(run: ev.RunStarted | None) -> bool:
-    """TopoWeaver's tester runs the sandbox every turn in the code domain, whatever --execute says."""
-    return shows_topoweaver(run) and run is not None and run.domain == DomainName.CODE
 
 
 @dataclass(frozen=True)
@@ -276,8 +270,12 @@ def history_line(turns: dict[int, Turn], styles: Styles) -> Text:
 # --- the widget ---------------------------------------------------------------------------------------
 
 
-class TopoWeaverView(Horizontal):
+@register_view(STRATEGY)
+class TopoWeaverView(Horizontal, MethodView):
     """The plan of the viewed turn: left the badge, DAG, density, tester and history; right the YAML."""
+
+    hides_manager = True  # no Manager decides: the Orchestrator's plan is in the view
+    after_manager = True
 
     ALLOW_MAXIMIZE = True
     SCOPED_CSS = False
@@ -339,6 +337,16 @@ class TopoWeaverView(Horizontal):
     def _redraw(self) -> None:
         if self._last is not None:
             self.sync(*self._last[:2], active=self._last[2])
+
+    def sync_view(self, model: RunModel, round_no: int, *, active: frozenset[str], graph: GraphPane,
+                  state: Any = None) -> None:
+        self.sync(model, round_no, active=active)
+
+    @classmethod
+    def steer_texts(cls, model: RunModel) -> dict[str, str]:
+        """The steering dialog's plan editor starts from the latest plan's YAML."""
+        plans = [e for e in model.method_events if getattr(e, "type", "") == PLAN_EVENT]
+        return {"plan": str(getattr(plans[-1], "yaml", "")) if plans else ""}
 
     def sync(self, model: RunModel, round_no: int, *, active: frozenset[str] = frozenset()) -> None:
         self._last = (model, round_no, active)

@@ -46,12 +46,14 @@ from core.routing.strategies import (
 from core.runtime import events as ev
 from core.runtime.control import StepBoundary
 from core.runtime.domains import Domain
+from core.runtime.engine import AgentResult
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.parsing import ParseError, extract_json_object
+from core.runtime.run_context import begin_round, finish_round, start_phase
 from core.runtime.steering import GRAPH_ACTIONS, ROUND_ACTIONS, SteerKind
 
 if TYPE_CHECKING:
-    from core.runtime.engine import SwarmEngine
+    from core.runtime.run_context import RunContext
 
 SOLO = "Solo"
 
@@ -114,37 +116,33 @@ class SingleAgentMethod:
     def roster(self, domain: Domain) -> tuple[str, list[str], dict[str, str]]:
         return "", [SOLO], {SOLO: SOLO_SYSTEM[domain.name]}
 
-    async def run(self, rt: SwarmEngine) -> RunOutcome:
-        domain = rt.domain.name
-        await rt.checkpoint(StepBoundary.ROUND)
-        rt.begin_round(1)
+    async def run(self, ctx: RunContext) -> RunOutcome:
+        domain = ctx.spec.team.name
+        await ctx.checkpoint(StepBoundary.ROUND)
+        begin_round(ctx, 1)
         what = "one agent, one call" if self.samples == 1 else f"one agent, {self.samples} samples"
-        rt.start_phase(ev.Phase.WORK, what)
-        await rt.checkpoint(StepBoundary.PHASE)
+        start_phase(ctx, ev.Phase.WORK, what)
+        await ctx.checkpoint(StepBoundary.PHASE)
         answers: list[str] = []
         base_seed = REQUEST_SEED.get()
         for index in range(self.samples):  # one after another: the agent's pane shows one reply at a time
             # Each sample its own request seed, or a seed-honouring server would repeat the first reply.
             token = REQUEST_SEED.set(base_seed + index) if base_seed is not None else None
-            try:
-                result, _ = await rt.agent_call(
-                    SOLO, CALL_SINGLE, solo_messages(domain, rt.spec.problem), json_mode=domain == "math",
-                    limits=rt.call_limits("agent"),
-                )
+            try:  # one call, then whether the run can go on (an unreachable endpoint ends it)
+                result = (await ctx.gather({SOLO: _sample(ctx, domain)}))[SOLO]
             finally:
                 if token is not None:
                     REQUEST_SEED.reset(token)
-            rt.abort_if_unreachable({SOLO: result})
             if result.public:
-                answers.append(rt.extract_answer()[0] if domain == "code" else solo_answer(domain, result.public))
-        rt.finish_round()
+                answers.append(ctx.state.answer[0] if domain == "code" else solo_answer(domain, result.public))
+        finish_round(ctx)
         answers = [a for a in answers if a.strip()]
         if not answers:
             return RunOutcome(EndReason.FAILED, "no answer", "", "")
         if self.samples == 1:
             return RunOutcome(EndReason.SINGLE, what, answers[0], f"extracted:{SOLO}")
         if domain == "code":
-            chosen, how = await _code_vote(answers, rt.spec.problem)
+            chosen, how = await _code_vote(answers, ctx.spec.problem)
         else:
             chosen, how = _majority(answers)
         return RunOutcome(EndReason.SINGLE, f"{what}: {how}", chosen, f"extracted:{SOLO}")
@@ -230,6 +228,7 @@ SINGLE = register(
         name="single",
         summary="one agent, one call, no team (baseline)",
         demo="core.methods.baselines.demo:DEMO",  # its one call's scripted reply (the others share the rounds')
+        uses_embeddings=False,
         factory=lambda options, domain: SingleAgentMethod(options["samples"]),
         options_model=SingleOptions,
         unit="call",  # one model call (K with samples): no rounds to count
@@ -244,6 +243,8 @@ SINGLE_TURN = register(
     MethodInfo(
         name="single-turn",
         summary="the DyTopo team for one round only (baseline)",
+        single_round=True,
+        uses_embeddings=False,
         round_one_broadcast=True,
         # No memory option: one round, so no prompt shows an earlier round's memory.
         factory=lambda options, domain: DyTopoMethod(DyTopoStrategy(), name="single-turn", round_limit=1),
@@ -302,3 +303,10 @@ STAR = register(
         **ROUND_STEERING,
     )
 )
+
+
+async def _sample(ctx: RunContext, domain: str) -> AgentResult:
+    """The one agent's call (one sample)."""
+    result, _ = await ctx.call(SOLO, CALL_SINGLE, solo_messages(domain, ctx.spec.problem), json_mode=domain == "math",
+                               kind="agent")
+    return result

@@ -76,6 +76,7 @@ from core.methods.dmoa.routing import (
 )
 from core.methods.dmoa.steer import DmoaSteering
 from core.methods.registry import (
+    GraphShape,
     MethodError,
     MethodInfo,
     MethodOptions,
@@ -92,11 +93,12 @@ from core.runtime.domains import Domain
 from core.runtime.engine import AgentResult, RunAborted
 from core.runtime.events import CallStatus
 from core.runtime.outcome import EndReason, RunOutcome
+from core.runtime.run_context import begin_round, finish_round, notice, start_phase
 from core.runtime.steering import SteerKind
 
 if TYPE_CHECKING:
     from core.methods.dmoa.train import Trace
-    from core.runtime.engine import SwarmEngine
+    from core.runtime.run_context import RunContext
 
 NAME = "dmoa"
 SUMMARIZER = "Summarizer"
@@ -222,10 +224,10 @@ class DmoaMethod:
         """For the benchmark: the mean number of routed agents per step."""
         return {"k": round(float(np.mean(self.k_history)), 3)} if self.k_history else {}
 
-    async def run(self, rt: SwarmEngine) -> RunOutcome:
-        self.rt = rt
-        self.steer = DmoaSteering(rt, self.name, list(self.names))
-        rt.attach(steer=self.steer.apply)
+    async def run(self, ctx: RunContext) -> RunOutcome:
+        self.ctx = ctx
+        self.steer = DmoaSteering(ctx, self.name, list(self.names))
+        ctx.attach(steer=self.steer.apply)
         await self._prepare_router()
         completed = False
         try:
@@ -240,10 +242,10 @@ class DmoaMethod:
         return RouterStore(Path(self.weights_dir) if self.weights_dir else None)
 
     async def _prepare_router(self) -> None:
-        rt = self.rt
+        ctx = self.ctx
         if self.router_kind == "semantic":
             texts = [f"{a.name}, {a.title}: {a.profile}" for a in self.pool]
-            self._profiles = np.asarray(await rt.embedder.aembed(texts), dtype=np.float64)
+            self._profiles = np.asarray(await ctx.embed(texts), dtype=np.float64)
             self.router_note = "cos(X_i, profile embedding): no learning"
             return
         if self.router_kind == "llm":
@@ -251,21 +253,21 @@ class DmoaMethod:
             return
         store = self._store()
         try:
-            self._gru, info = await asyncio.to_thread(store.load, rt.domain.name, self.names, seed=self.seed)
+            self._gru, info = await asyncio.to_thread(store.load, ctx.spec.team.name, self.names, seed=self.seed)
         except RouterError as exc:
-            rt.notice(f"{exc}; routing with a seeded initialisation instead", "warning")
+            notice(ctx, f"{exc}; routing with a seeded initialisation instead", "warning")
             self._gru, info = seeded_weights(len(self.names), seed=self.seed), RouterInfo()
         self.router_note = info.describe() + ("" if info.trained_queries else f", seed {self.seed}")
         assert self._gru is not None  # loaded or seeded just above
         self._session = RouterSession(self._gru)
         self._dense = self.collect
-        if self.ttt and rt.fork is None and not self.collect:
-            self._ttt = ttt_state(str(store.path(rt.domain.name, self.names)), self.ttt)
+        if self.ttt and ctx.spec.fork is None and not self.collect:
+            self._ttt = ttt_state(str(store.path(ctx.spec.team.name, self.names)), self.ttt)
             if self._ttt.ready:  # an earlier dense run ended without updating (it was cancelled)
                 await self._update_router()
             self._dense = self._claim_open = self._ttt.claim()
             if self._dense:
-                rt.notice(
+                notice(ctx,
                     f"test-time training: run {self._ttt.claimed} of {self.ttt} is dense (every agent runs and "
                     "its entropy is collected); the router is updated after the last one",
                     "info",
@@ -273,29 +275,29 @@ class DmoaMethod:
 
     # --- the steps ------------------------------------------------------------------------------
     async def _run_steps(self) -> RunOutcome:
-        rt = self.rt
+        ctx = self.ctx
         start, step_state = 0, None
-        if rt.fork is not None:
+        if ctx.spec.fork is not None:
             start, step_state = await self._resume()
         if step_state is None:
-            x = np.asarray((await rt.embedder.aembed([rt.spec.problem]))[0], dtype=np.float64)  # eq. 1
+            x = np.asarray((await ctx.embed([ctx.spec.problem]))[0], dtype=np.float64)  # eq. 1
             step_state = _Step([], x, [], [])
             if self._dense:
                 from core.methods.dmoa.train import Trace
 
-                self.trace = Trace(x1=x.tolist(), problem=rt.spec.problem)
+                self.trace = Trace(x1=x.tolist(), problem=ctx.spec.problem)
         x_prev: np.ndarray | None = None
         feedback = ""
         for step in range(start + 1, self.l_max + 1):
-            await rt.checkpoint(StepBoundary.ROUND)
-            rt.begin_round(step, self._params())
+            await ctx.checkpoint(StepBoundary.ROUND)
+            begin_round(ctx, step, self._params())
             x = step_state.x_next
             scoring = f"step {step}: the {self.router_kind} router scores {len(self.names)} agents"
-            rt.start_phase(ev.Phase.ROUTING, scoring)
+            start_phase(ctx, ev.Phase.ROUTING, scoring)
             choice = self.steer.steer_choice(await self._route(step, x, step_state.responses), step)
             self.k_history.append(choice.k)
             selected = [self.names[i] for i in choice.selected]
-            rt.emit(
+            ctx.emit(
                 DmoaRouted(
                     round=step,
                     router=self.router_kind,
@@ -313,26 +315,25 @@ class DmoaMethod:
                     note="; ".join(n for n in (self.router_note, choice.note) if n),
                 )
             )
-            rt.emit(self._handoff(step, step_state, selected, choice))
-            await rt.checkpoint(StepBoundary.PHASE)
+            ctx.emit(self._handoff(step, step_state, selected, choice))
+            await ctx.checkpoint(StepBoundary.PHASE)
             running = list(self.names) if self._dense else selected
             dense = " (dense: every agent runs)" if self._dense else ""
-            rt.start_phase(ev.Phase.WORK, f"step {step}: {', '.join(selected)}{dense}")
-            results = await rt.gather(
+            start_phase(ctx, ev.Phase.WORK, f"step {step}: {', '.join(selected)}{dense}")
+            results = await ctx.gather(
                 {name: self._agent_call(name, step, step_state.responses, feedback) for name in running}
             )
-            rt.abort_if_unreachable(results)
-            evaluation = await rt.evaluate(step, {n: r for n, r in results.items() if r.public})
+            evaluation = await ctx.evaluate(step, {n: r for n, r in results.items() if r.public})
             feedback = evaluation.feedback if evaluation is not None else ""
             next_state, entropy = await self._aggregate(step, choice, results, x)
-            await rt.checkpoint(StepBoundary.PHASE)
-            rt.start_phase(PHASE_SUMMARY, f"step {step}: the Summarizer decides [FINAL] or [CONTINUE]")
+            await ctx.checkpoint(StepBoundary.PHASE)
+            start_phase(ctx, PHASE_SUMMARY, f"step {step}: the Summarizer decides [FINAL] or [CONTINUE]")
             outcome = await self._summarize(step, next_state.responses, feedback, choice, entropy)
-            rt.finish_round()
+            finish_round(ctx)
             if outcome is not None:
                 return outcome
             x_prev, step_state = x, next_state
-        answer, source = rt.extract_answer()  # a fork from the last step: nothing left to run
+        answer, source = ctx.state.answer  # a fork from the last step: nothing left to run
         return RunOutcome(EndReason.MAX_ROUNDS, f"reached L_max ({self.l_max} steps)", answer, source)
 
     def _params(self) -> dict[str, Any]:
@@ -359,16 +360,16 @@ class DmoaMethod:
 
     async def _select(self, step: int, previous: list[tuple[str, str]], x: np.ndarray) -> Choice:
         """The *w LLM Selector* ablation: one Manager-model call per step picks up to K agents."""
-        rt = self.rt
+        ctx = self.ctx
         messages, shrink = fitted(previous, lambda responses: [
-            {"role": "system", "content": selector_system_prompt(rt.domain.name, self.pool, self.k_max)},
-            {"role": "user", "content": selector_request(step, rt.spec.problem, responses, self.k_max)},
+            {"role": "system", "content": selector_system_prompt(ctx.spec.team.name, self.pool, self.k_max)},
+            {"role": "user", "content": selector_request(step, ctx.spec.problem, responses, self.k_max)},
         ])
-        result, picked = await rt.agent_call(
+        result, picked = await ctx.call(
             SELECTOR,
             CALL_SELECT,
             messages,
-            limits=rt.call_limits("selector"),
+            kind="selector",
             parser=lambda text: parse_selection(text, self.names, self.k_max),
             json_mode=True,
             shrink=shrink,
@@ -378,9 +379,9 @@ class DmoaMethod:
         if picked is None:
             if self._profiles is None:
                 texts = [f"{a.name}, {a.title}: {a.profile}" for a in self.pool]
-                self._profiles = np.asarray(await rt.embedder.aembed(texts), dtype=np.float64)
+                self._profiles = np.asarray(await ctx.embed(texts), dtype=np.float64)
             why = f"step {step}: the Selector's reply was unusable; this step is routed by meaning instead"
-            rt.notice(why, "warning")
+            notice(ctx, why, "warning")
             return self._semantic(x, "Selector reply unusable: semantic routing this step")
         weights = np.zeros(len(self.names))
         for name, w in picked:
@@ -419,18 +420,19 @@ class DmoaMethod:
     async def _agent_call(
         self, name: str, step: int, previous: list[tuple[str, str]], feedback: str
     ) -> AgentResult:
-        rt = self.rt
+        ctx = self.ctx
         agent = self.pool[self.names.index(name)]
         in_system = self.query_in == QUERY_IN_SYSTEM
-        problem = rt.spec.problem
+        problem = ctx.spec.problem
         note = self.steer.note_block(name)  # a note from the person steering the run, after the request
         messages, shrink = fitted(previous, lambda responses: [
-            {"role": "system", "content": agent_system_prompt(rt.domain.name, agent, problem if in_system else None)},
+            {"role": "system",
+             "content": agent_system_prompt(ctx.spec.team.name, agent, problem if in_system else None)},
             {"role": "user", "content": "\n\n".join(part for part in (
                 agent_request(name, step, None if in_system else problem, responses, feedback), note) if part)},
         ])
-        result, _ = await rt.agent_call(
-            name, CALL_STEP, messages, limits=rt.call_limits("agent"),
+        result, _ = await ctx.call(
+            name, CALL_STEP, messages, kind="agent",
             top_logprobs=self.top_logprobs if self._dense else 0, shrink=shrink,
         )
         return result
@@ -439,11 +441,11 @@ class DmoaMethod:
         self, step: int, choice: Choice, results: dict[str, AgentResult], x: np.ndarray
     ) -> tuple[_Step, dict[str, float]]:
         """R_hat = ST(R) (eq. 6 / 8) and X_{i+1} (eq. 7 / 9); on dense steps also every agent's entropy."""
-        rt = self.rt
+        ctx = self.ctx
         selected = [self.names[i] for i in choice.selected]
         wanted = [n for n in (self.names if self._dense else selected) if n in results and results[n].public]
         texts = [results[n].public for n in wanted]
-        vectors: np.ndarray | list[list[float]] = await rt.embedder.aembed(texts) if wanted else []
+        vectors: np.ndarray | list[list[float]] = await ctx.embed(texts) if wanted else []
         embedded = {n: np.asarray(v, dtype=np.float64) for n, v in zip(wanted, vectors, strict=True)}
         answered = [(pos, n) for pos, n in enumerate(selected) if n in embedded]
         if answered:
@@ -451,10 +453,10 @@ class DmoaMethod:
             alpha = alpha / alpha.sum()
             if len(answered) < len(selected):
                 missing = ", ".join(n for n in selected if n not in embedded)
-                rt.notice(f"step {step}: {missing} gave no answer; alpha renormalised over the others", "warning")
+                notice(ctx, f"step {step}: {missing} gave no answer; alpha renormalised over the others", "warning")
             x_next = context_vector(alpha, np.asarray([embedded[n] for _, n in answered]))
         else:
-            rt.notice(f"step {step}: no routed agent answered; the context vector stays as it was", "warning")
+            notice(ctx, f"step {step}: no routed agent answered; the context vector stays as it was", "warning")
             alpha, x_next = np.zeros(0), x
         responses = [(n, results[n].public) for _, n in answered]
         entropy: dict[str, float] = {}
@@ -465,7 +467,7 @@ class DmoaMethod:
                     entropy[n] = round(value, 6)
             if not entropy and any(r.status == CallStatus.DONE for r in results.values()):
                 why = "the endpoint returned no logprobs, which the entropy signal needs"
-                rt.notice(f"test-time training is off: {why}; routing goes on sparse", "warning")
+                notice(ctx, f"test-time training is off: {why}; routing goes on sparse", "warning")
                 if self._ttt is not None:
                     self._ttt.unavailable = why
                 self._dense = False
@@ -490,14 +492,14 @@ class DmoaMethod:
         choice: Choice,
         entropy: dict[str, float],
     ) -> RunOutcome | None:
-        rt = self.rt
+        ctx = self.ctx
         last = step >= self.l_max
         messages, shrink = fitted(responses, lambda shown: [
-            {"role": "system", "content": summarizer_system_prompt(rt.domain.name)},
-            {"role": "user", "content": summarizer_request(step, self.l_max, rt.spec.problem, shown, feedback)},
+            {"role": "system", "content": summarizer_system_prompt(ctx.spec.team.name)},
+            {"role": "user", "content": summarizer_request(step, self.l_max, ctx.spec.problem, shown, feedback)},
         ])
-        result, _ = await rt.agent_call(SUMMARIZER, CALL_SUMMARY, messages,
-                                        limits=rt.call_limits("summarizer"),
+        result, _ = await ctx.call(SUMMARIZER, CALL_SUMMARY, messages,
+                                        kind="summarizer",
                                         reply_format="[FINAL] and the answer, or [CONTINUE] and what is missing",
                                         shrink=shrink)
         if result.connection_failed:
@@ -521,7 +523,7 @@ class DmoaMethod:
                 logits = [float(choice.logits[self.names.index(n)]) for n in known]
                 loss = round(rank_loss(logits, [entropy[n] for n in known]), 6)
         terminate = tag == TAG_FINAL or last
-        rt.emit(
+        ctx.emit(
             ev.ManagerDecided(
                 round=step,
                 terminate=terminate,
@@ -531,7 +533,7 @@ class DmoaMethod:
                 status=result.status,
             )
         )
-        rt.emit(
+        ctx.emit(
             DmoaStepDone(
                 round=step,
                 tag=tag,
@@ -553,10 +555,10 @@ class DmoaMethod:
 
     def _forced_answer(self, body: str) -> tuple[str, str]:
         """At L_max without [FINAL]: the Summarizer's reply if it holds an answer, else the answer role's."""
-        usable = bool(latest_code([body])) if self.rt.domain.name == "code" else bool(body.strip())
+        usable = bool(latest_code([body])) if self.ctx.spec.team.name == "code" else bool(body.strip())
         if usable:
             return body.strip(), SUMMARIZER.lower()
-        return self.rt.extract_answer()
+        return self.ctx.state.answer
 
     # --- test-time training --------------------------------------------------------------------
     async def _end_ttt(self, *, completed: bool) -> None:
@@ -575,7 +577,7 @@ class DmoaMethod:
         needs torch (imported here only); the updated weights go back to the NumPy router."""
         from core.methods.dmoa.train import GRURouter, mean_loss, train
 
-        state, rt = self._ttt, self.rt
+        state, ctx = self._ttt, self.ctx
         assert state is not None and self._gru is not None
         state.trained = True
         router, traces = GRURouter.from_weights(self._gru), list(state.traces)
@@ -586,17 +588,17 @@ class DmoaMethod:
             )
             after = await asyncio.to_thread(mean_loss, router, traces, tau=self.tau, k_max=self.k_max)
         except Exception as exc:  # training must never take the run down with it
-            rt.notice(f"test-time training failed ({type(exc).__name__}: {exc}); the router stays as it was", "error")
+            notice(ctx, f"test-time training failed ({type(exc).__name__}: {exc}); the router stays as it was", "error")
             return
         store = self._store()
         info = RouterInfo(trained_queries=len(traces), epochs=len(reports), last_loss=round(after, 6), source="ttt")
         try:
             self._gru = router.to_weights()
-            path = await asyncio.to_thread(store.save, rt.domain.name, self.names, self._gru, info)
+            path = await asyncio.to_thread(store.save, ctx.spec.team.name, self.names, self._gru, info)
             where = f"saved to {path}"
         except OSError as exc:
             where = f"not saved ({exc.strerror or exc})"
-        rt.notice(
+        notice(ctx,
             f"test-time training: router updated on {len(traces)} dense runs ({len(reports)} epochs): "
             f"ranking loss {before:.4f} → {after:.4f}; {where}",
             "info",
@@ -607,25 +609,23 @@ class DmoaMethod:
         """Continue a recorded DMoA run after its step r: re-emit the history, rebuild h by feeding the
         recorded contexts X_1..X_r to the router (with the weights it has now), and X_{r+1} and P_last
         from step r's routed responses."""
-        rt = self.rt
-        fork = rt.fork
+        ctx = self.ctx
+        fork = ctx.spec.fork
         assert fork is not None
         routed: dict[int, DmoaRouted] = {}
         outputs: dict[int, dict[str, str]] = {}
         for event in fork.history:
-            rt.emit(event)
+            ctx.record(event)  # announced again as it was; its RoundFinished restores round and tokens
             if isinstance(event, DmoaRouted):
                 routed[event.round] = event
             elif isinstance(event, ev.AgentFinished) and event.call == CALL_STEP and event.public:
                 outputs.setdefault(event.round, {})[event.agent] = event.public
-                rt.set_latest(AgentResult(event.agent, event.status, public=event.public, raw=event.raw))
-            elif isinstance(event, ev.RoundFinished):
-                rt.resume_round(event)
+                ctx.record(AgentResult(event.agent, event.status, public=event.public, raw=event.raw))
         last = routed.get(fork.round)
         if last is None:
             raise RunAborted("this session is not a DMoA run (no router steps recorded): fork it with its own strategy")
         if last.router != self.router_kind or last.tau != self.tau or last.k_max != self.k_max:
-            rt.notice(
+            notice(ctx,
                 f"the recorded steps used router {last.router} (tau {last.tau:g}, K {last.k_max}); the fork goes on "
                 f"with router {self.router_kind} (tau {self.tau:g}, K {self.k_max}): pass -o router=... to keep it",
                 "info",
@@ -638,7 +638,7 @@ class DmoaMethod:
         texts = [outputs[fork.round][name] for name, _ in answered]
         if not answered:
             return fork.round, _Step([], np.asarray(last.context, dtype=np.float64), [], [])
-        vectors = np.asarray(await rt.embedder.aembed(texts), dtype=np.float64)
+        vectors = np.asarray(await ctx.embed(texts), dtype=np.float64)
         alpha = np.asarray([a for _, a in answered], dtype=np.float64)
         alpha = alpha / alpha.sum()
         x_next = context_vector(alpha, vectors)
@@ -698,6 +698,7 @@ DMOA = register(
         fidelity=FIDELITY,  # where it departs from its paper
         demo="core.methods.dmoa.demo:DEMO",  # its scripted replies (--demo, bench --demo)
         summary="a router over MiniLM picks a sparse set of agents each step; a summarizer decides when to stop",
+        graph_shape=GraphShape.SELECTION,
         factory=_factory,
         options_model=DmoaOptions,
         unit="step",

@@ -11,17 +11,18 @@ from typing import TYPE_CHECKING, Any
 
 from core.methods.dmoa.routing import alpha_weights
 from core.methods.steer_checks import refusal
+from core.runtime.run_context import notice
 from core.runtime.steering import ALL, SteerAction, SteerKind
 
 if TYPE_CHECKING:
-    from core.runtime.engine import SwarmEngine
+    from core.runtime.run_context import RunContext
 
 USER = "User"
 
 
 class DmoaSteering:
-    def __init__(self, rt: SwarmEngine, method: str, names: list[str]) -> None:
-        self.rt, self.method, self.names = rt, method, names
+    def __init__(self, ctx: RunContext, method: str, names: list[str]) -> None:
+        self.ctx, self.method, self.names = ctx, method, names
         self.force: set[str] = set()
         self.exclude: set[str] = set()
         self.notes: dict[str, list[str]] = {}
@@ -34,7 +35,7 @@ class DmoaSteering:
             return why
         kind, name = action.action, action.agent
         if kind is SteerKind.STOP:
-            self.rt.control.stop()
+            self.ctx.stop()
         elif kind is SteerKind.FORCE:
             self._overrides(name, self.exclude, "force", "exclude")
             self.force.add(name)
@@ -56,8 +57,8 @@ class DmoaSteering:
         """Force and exclude of one agent for the same step: the later wins, and the user is told so."""
         if name in earlier:
             earlier.discard(name)
-            self.rt.notice(f"{now} {name} replaces the earlier {before} of {name}: the later action wins", "info",
-                           name)
+            notice(self.ctx, f"{now} {name} replaces the earlier {before} of {name}: the later action wins",
+                   "info", name)
 
     def steer_choice(self, choice: Any, step: int) -> Any:
         """The router's choice for this step with the user's force and exclude applied (used up)."""

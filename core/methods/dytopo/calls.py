@@ -45,9 +45,10 @@ from core.runtime.prompts import (
     worker_role,
     worker_turn,
 )
+from core.runtime.run_context import CallReply, notice
 
 if TYPE_CHECKING:
-    from core.runtime.engine import SwarmEngine
+    from core.runtime.run_context import RunContext
 
 
 # What the notice says of a worker whose reply copied the reply template twice (issue 44).
@@ -59,10 +60,10 @@ class DyTopoCalls:
     """One run's worker and Manager calls, and the workers' memories."""
 
     def __init__(
-        self, rt: SwarmEngine, *, private_only: bool = False, memory_rule: str = MEMORY_ACCUMULATE,
+        self, ctx: RunContext, *, private_only: bool = False, memory_rule: str = MEMORY_ACCUMULATE,
         prompt_order: str = PROMPT_CONVERSATION, full_descriptors: bool = True,
     ) -> None:
-        self.rt = rt
+        self.ctx = ctx
         # The edge payload: True when only the private message travels (the workers' prompt says so).
         self.private_only = private_only
         self.prompt_order = prompt_order  # core.runtime.prompts PROMPT_ORDERS: how a worker prompt is ordered
@@ -70,7 +71,7 @@ class DyTopoCalls:
         # call then reuses from a server's cache; False: the economy of the last round's memory and the
         # problem's opening (descriptor_context=round).
         self.full_descriptors = full_descriptors
-        self.memory: dict[str, AgentMemory] = {name: AgentMemory(rule=memory_rule) for name in rt.workers}
+        self.memory: dict[str, AgentMemory] = {name: AgentMemory(rule=memory_rule) for name in ctx.spec.workers}
         # One growing conversation per agent; "latest" memory supersedes what a transcript already holds, so
         # that economy keeps the per-request layout (core.runtime.prompts PROMPT_CACHE).
         self.conversational = prompt_order == PROMPT_CONVERSATION and memory_rule == MEMORY_ACCUMULATE
@@ -81,7 +82,7 @@ class DyTopoCalls:
 
     def remember_feedback(self, round_no: int, feedback: str) -> None:
         """A check's result (the tests) goes into every worker's memory."""
-        for name in self.rt.workers:
+        for name in self.ctx.spec.workers:
             self.memory[name].add(MemoryItem(round_no, "feedback", "test results", feedback))
 
     async def worker_call(
@@ -94,19 +95,30 @@ class DyTopoCalls:
         tier: int | None = None,
         inbox_from: frozenset[str] = frozenset(),
     ) -> AgentResult:
-        rt = self.rt
-        limits = rt.call_limits("descriptor" if call == ev.CallKind.DESCRIPTORS else "worker")
+        ctx = self.ctx
         parsers: dict[str, Callable[[str], Any]] = {
             ev.CallKind.DESCRIPTORS: parse_descriptors, ev.CallKind.WORK: parse_work,
         }
-        parser = parsers.get(call, parse_worker)
         turn = self._worker_turn(name, call, goal, inbox, inbox_from)
-        rt.emit(ev.AgentStarted(round=rt.round, agent=name, call=call, tier=tier))
-        outcome = await rt.calls.call_and_parse(name, call, turn.messages, limits, parser, shrink=turn.shrink)
-        role = rt.domain.role(name)
-        parsed, chat, error, connection_failed, overflow = outcome
+
+        def shape(parsed: Any | None, outcome: CallReply) -> AgentResult:
+            result = self._worker_result(name, call, parsed, outcome)
+            if outcome.replied and (parsed is not None or result.public):  # the reply the run keeps
+                turn.keep(outcome.text)
+            return result
+
+        result, _ = await ctx.call(
+            name, call, turn.messages, kind="descriptor" if call == ev.CallKind.DESCRIPTORS else "worker",
+            parser=parsers.get(call, parse_worker), json_mode=True, tier=tier, shrink=turn.shrink, shape=shape,
+            keep=call != ev.CallKind.DESCRIPTORS,
+        )
+        return result
+
+    def _worker_result(self, name: str, call: str, parsed: Any | None, outcome: CallReply) -> AgentResult:
+        """A worker's result keeps its descriptors (query, key) and private messages; an unparsed reply keeps
+        its raw text and falls back to the role's own description."""
         if parsed is not None:
-            result = AgentResult(
+            return AgentResult(
                 agent=name,
                 status=CallStatus.DONE,
                 public=getattr(parsed, "public", ""),
@@ -114,58 +126,53 @@ class DyTopoCalls:
                 query=parsed.query,
                 key=parsed.key,
                 answer=getattr(parsed, "answer", ""),
-                raw=chat.text if chat else "",
+                raw=outcome.text,
             )
-        else:
-            raw = chat.text if chat else ""
-            # A copy of the reply template is nobody's work: not shown as work, not routed, not embedded (no
-            # descriptors: no routed edges this round). Other raw text is kept, and descriptors fall back to
-            # the role's own description.
-            copied = is_template_copy(error)
-            result = AgentResult(
-                agent=name,
-                status=CallStatus.UNPARSED if chat else CallStatus.FAILED,
-                public=raw.strip() if call != ev.CallKind.DESCRIPTORS and not copied else "",
-                query="" if copied else role.default_query,
-                key="" if copied else role.default_key,
-                raw=raw,
-                error=error,
-                connection_failed=connection_failed,
-                context_overflow=overflow,
-            )
-            rt.notice(f"{name}: " + (COPY_NOTICE if copied else
-                                     f"{'reply unparsed' if chat else 'call failed'} ({error})"), "warning", name)
-        if chat is not None and (parsed is not None or result.public):  # the reply the run keeps
-            turn.keep(chat.text)
-        if call != ev.CallKind.DESCRIPTORS:
-            rt.set_latest(result)
-        rt.call_finished(call, result, outcome[1])
-        return result
+        role = self.ctx.spec.team.role(name)
+        # A copy of the reply template is nobody's work: not shown as work, not routed, not embedded (no
+        # descriptors: no routed edges this round). Other raw text is kept, and descriptors fall back to
+        # the role's own description.
+        copied = is_template_copy(outcome.error)
+        notice(self.ctx, f"{name}: " + (COPY_NOTICE if copied else
+                                        f"{'reply unparsed' if outcome.replied else 'call failed'} ({outcome.error})"),
+               "warning", name)
+        return AgentResult(
+            agent=name,
+            status=CallStatus.UNPARSED if outcome.replied else CallStatus.FAILED,
+            public=outcome.text.strip() if call != ev.CallKind.DESCRIPTORS and not copied else "",
+            query="" if copied else role.default_query,
+            key="" if copied else role.default_key,
+            raw=outcome.text,
+            error=outcome.error,
+            connection_failed=outcome.connection_failed,
+            context_overflow=outcome.context_overflow,
+        )
 
     async def manager_call(
         self, call: str, messages: list[dict[str, str]], *, shrink: Shrink | None = None
     ) -> tuple[Any | None, ev.CallStatus]:
-        rt = self.rt
-        name = rt.domain.manager.name
-        rt.emit(ev.AgentStarted(round=rt.round, agent=name, call=call))
+        ctx = self.ctx
+        name = ctx.spec.team.manager.name
+        unreachable: list[str] = []
         turn = self._manager_turn(messages, shrink)
-        parsed, chat, error, unreachable, _ = await rt.calls.call_and_parse(
-            name, call, turn.messages, rt.call_limits("manager"), parse_manager, shrink=turn.shrink
-        )
-        if parsed is not None and chat is not None:
-            turn.keep(chat.text)
-        if parsed is not None:
-            result = AgentResult(name, CallStatus.DONE, public=parsed.reasoning, raw=chat.text if chat else "")
-        else:
-            status = CallStatus.UNPARSED if chat else CallStatus.FAILED
-            result = AgentResult(name, status, raw=chat.text if chat else "", error=error)
-            what = "copied the reply template again: its decision is not used" if is_template_copy(error) else (
-                "reply unparsed" if chat else "call failed")
-            rt.notice(f"Manager: {what} ({error})", "warning", name)
-            if unreachable:
-                rt.call_finished(call, result, chat)
-                raise RunAborted(error)
-        rt.call_finished(call, result, chat)
+
+        def shape(parsed: Any | None, outcome: CallReply) -> AgentResult:
+            if parsed is not None:
+                if outcome.replied:
+                    turn.keep(outcome.text)
+                return AgentResult(name, CallStatus.DONE, public=parsed.reasoning, raw=outcome.text)
+            status = CallStatus.UNPARSED if outcome.replied else CallStatus.FAILED
+            what = "copied the reply template again: its decision is not used" if is_template_copy(outcome.error) \
+                else ("reply unparsed" if outcome.replied else "call failed")
+            notice(ctx, f"Manager: {what} ({outcome.error})", "warning", name)
+            if outcome.connection_failed:
+                unreachable.append(outcome.error)
+            return AgentResult(name, status, raw=outcome.text, error=outcome.error)
+
+        result, parsed = await ctx.call(name, call, turn.messages, kind="manager", parser=parse_manager,
+                                        json_mode=True, shrink=turn.shrink, shape=shape, keep=False)
+        if unreachable:
+            raise RunAborted(unreachable[0])
         return parsed, result.status
 
     # --- the growing conversations (PROMPT_CONVERSATION) ------------------------------------------
@@ -173,43 +180,44 @@ class DyTopoCalls:
         """The agent's conversation, begun with the team's preamble and then its role."""
         thread = self.threads.get(name)
         if thread is None:
-            rt = self.rt
-            preamble = team_preamble(rt.domain, rt.spec.problem)
-            if name == rt.domain.manager.name:
-                role = manager_role(rt.domain)
+            ctx = self.ctx
+            preamble = team_preamble(ctx.spec.team, ctx.spec.problem)
+            if name == ctx.spec.team.manager.name:
+                role = manager_role(ctx.spec.team)
             else:
-                calls = (ev.CallKind.SINGLE_PASS,) if rt.spec.protocol == RoundProtocol.SINGLE_PASS else (
+                calls = (ev.CallKind.SINGLE_PASS,) if ctx.spec.settings.protocol == RoundProtocol.SINGLE_PASS else (
                     ev.CallKind.DESCRIPTORS, ev.CallKind.WORK)
-                role = worker_role(rt.domain, rt.domain.role(name), calls, private_only=self.private_only)
+                role = worker_role(ctx.spec.team, ctx.spec.team.role(name), calls, private_only=self.private_only)
             thread = self.threads[name] = Thread(Conversation(f"{preamble}\n{role}"))
         return thread
 
     def _report_trim(self, agent: str, trimmed: Trimmed) -> None:
-        self.rt.emit(trimmed_event(self.rt.round, agent, trimmed))
-        self.rt.notice(f"{agent}: the conversation outgrew the context: its {trimmed.exchanges} oldest exchanges "
+        self.ctx.emit(trimmed_event(self.ctx.state.round, agent, trimmed))
+        notice(self.ctx, f"{agent}: the conversation outgrew the context: its {trimmed.exchanges} oldest exchanges "
                        f"(~{trimmed.tokens} tokens) were dropped, so the server's cache starts again from there",
                        "info", agent)
 
     def _worker_turn(
         self, name: str, call: str, goal: str, inbox: str, inbox_from: frozenset[str] = frozenset()
     ) -> Turn:
-        rt = self.rt
+        ctx = self.ctx
         if not self.conversational:
             messages = self._worker_messages(name, call, goal, inbox, inbox_from)
-            return Turn(None, rt.round, goal, inbox, [], "", messages,
+            return Turn(None, ctx.state.round, goal, inbox, [], "", messages,
                         self._worker_shrink(name, call, goal, inbox, inbox_from))
-        suffix = " /no_think" if call == ev.CallKind.DESCRIPTORS and rt.settings.no_think else ""
+        suffix = " /no_think" if call == ev.CallKind.DESCRIPTORS and ctx.spec.settings.no_think else ""
         thread = self.thread(name)
         if call == ev.CallKind.DESCRIPTORS and not self.full_descriptors:  # the round economy: a side request
-            memory_text, _, _ = self.memory[name].render(self._memory_budget(goal, inbox), since_round=rt.round - 1)
-            user = worker_turn(call, rt.round, goal, memory_text, "", first=True) + suffix
-            return side_turn(thread.conversation.system, user, rt.round, goal)
-        turn = worker_turn_for(thread, self.memory[name], call, rt.round, goal, inbox, suffix=suffix,
+            memory_text, _, _ = self.memory[name].render(self._memory_budget(goal, inbox),
+                                                         since_round=ctx.state.round - 1)
+            user = worker_turn(call, ctx.state.round, goal, memory_text, "", first=True) + suffix
+            return side_turn(thread.conversation.system, user, ctx.state.round, goal)
+        turn = worker_turn_for(thread, self.memory[name], call, ctx.state.round, goal, inbox, suffix=suffix,
                                report=self._report_trim, agent=name)
-        trimmed = within_budget(thread.conversation, turn.user, rt.settings.context_budget_tokens)
+        trimmed = within_budget(thread.conversation, turn.user, ctx.spec.settings.context_budget_tokens)
         if trimmed is not None:
             self._report_trim(name, trimmed)
-            turn = worker_turn_for(thread, self.memory[name], call, rt.round, goal, inbox, suffix=suffix,
+            turn = worker_turn_for(thread, self.memory[name], call, ctx.state.round, goal, inbox, suffix=suffix,
                                    report=self._report_trim, agent=name)
         return turn
 
@@ -217,44 +225,44 @@ class DyTopoCalls:
         """A fork: the turn a recorded worker call sent, kept with its recorded reply (core.methods.dytopo.rebuild)."""
         if call == ev.CallKind.DESCRIPTORS and not self.full_descriptors:
             return  # a side request
-        suffix = " /no_think" if call == ev.CallKind.DESCRIPTORS and self.rt.settings.no_think else ""
+        suffix = " /no_think" if call == ev.CallKind.DESCRIPTORS and self.ctx.spec.settings.no_think else ""
         worker_turn_for(self.thread(name), self.memory[name], call, round_no, goal, inbox, suffix=suffix).keep(reply)
 
     def replay_manager(self, user: str, reply: str, round_no: int) -> None:
         """A fork: a recorded Manager call's turn and its reply."""
-        self.thread(self.rt.domain.manager.name).conversation.commit(user, reply, round_no)
+        self.thread(self.ctx.spec.team.manager.name).conversation.commit(user, reply, round_no)
 
     def plan_messages(self, max_rounds: int) -> Messages:
         """The Manager's first request: its conversation's first turn, or the per-request layout."""
-        rt = self.rt
+        ctx = self.ctx
         if self.conversational:
-            return self.thread(rt.domain.manager.name).conversation.request(plan_turn(max_rounds))
-        return [{"role": "system", "content": manager_system_prompt(rt.domain)},
-                {"role": "user", "content": plan_request(rt.spec.problem, max_rounds)}]
+            return self.thread(ctx.spec.team.manager.name).conversation.request(plan_turn(max_rounds))
+        return [{"role": "system", "content": manager_system_prompt(ctx.spec.team)},
+                {"role": "user", "content": plan_request(ctx.spec.problem, max_rounds)}]
 
     def review_messages(self, round_no: int, max_rounds: int, goal: str, outputs: str, extra: str) -> Messages:
         """The Manager's review of a round: the next turn of its conversation, or the per-request layout."""
-        rt = self.rt
+        ctx = self.ctx
         if self.conversational:
             user = manager_turn(round_no, max_rounds, goal, outputs, extra)
-            return self.thread(rt.domain.manager.name).conversation.request(user)
-        return [{"role": "system", "content": manager_system_prompt(rt.domain)},
-                {"role": "user", "content": manager_request(round_no, max_rounds, rt.spec.problem, goal, outputs,
+            return self.thread(ctx.spec.team.manager.name).conversation.request(user)
+        return [{"role": "system", "content": manager_system_prompt(ctx.spec.team)},
+                {"role": "user", "content": manager_request(round_no, max_rounds, ctx.spec.problem, goal, outputs,
                                                             extra)}]
 
     def _manager_turn(self, messages: Messages, shrink: Shrink | None) -> Turn:
         """The Manager's request as a turn of its conversation (kept when its decision parses)."""
-        rt = self.rt
+        ctx = self.ctx
         if not self.conversational:
-            return Turn(None, rt.round, "", "", [], "", messages, shrink)
-        name = rt.domain.manager.name
+            return Turn(None, ctx.state.round, "", "", [], "", messages, shrink)
+        name = ctx.spec.team.manager.name
         thread = self.thread(name)
         user = messages[-1]["content"]
-        trimmed = within_budget(thread.conversation, user, rt.settings.context_budget_tokens)
+        trimmed = within_budget(thread.conversation, user, ctx.spec.settings.context_budget_tokens)
         if trimmed is not None:
             self._report_trim(name, trimmed)
             messages = thread.conversation.request(user)
-        turn = Turn(thread, rt.round, "", "", [], user, messages)
+        turn = Turn(thread, ctx.state.round, "", "", [], user, messages)
 
         def cut(most_chars: int) -> Messages | None:  # the outputs cut to equal shares, remembered as sent
             smaller = shrink(most_chars) if shrink is not None else None
@@ -273,21 +281,22 @@ class DyTopoCalls:
             self._memory_budget(goal, inbox), since_round=self._memory_since(call), newer_from=inbox_from
         )
         if dropped:
-            self.rt.emit(
-                ev.MemoryTrimmed(round=self.rt.round, agent=name, dropped=dropped, dropped_tokens=dropped_tokens)
+            self.ctx.emit(
+                ev.MemoryTrimmed(round=self.ctx.state.round, agent=name, dropped=dropped, dropped_tokens=dropped_tokens)
             )
         return self._compose_worker(name, call, goal, memory_text, inbox)
 
     def _memory_since(self, call: str) -> int:
         # A descriptor call states needs and offers for this round: the last round's memory is its context.
-        return self.rt.round - 1 if call == ev.CallKind.DESCRIPTORS and not self.full_descriptors else 0
+        return self.ctx.state.round - 1 if call == ev.CallKind.DESCRIPTORS and not self.full_descriptors else 0
 
     def _compose_worker(self, name: str, call: str, goal: str, memory_text: str, inbox: str) -> list[dict[str, str]]:
-        rt = self.rt
+        ctx = self.ctx
         return worker_messages(
-            rt.domain, rt.domain.role(name), call, round_no=rt.round, problem=rt.spec.problem, goal=goal,
+            ctx.spec.team, ctx.spec.team.role(name), call, round_no=ctx.state.round, problem=ctx.spec.problem,
+            goal=goal,
             memory=memory_text, inbox=inbox, private_only=self.private_only, order=self.prompt_order,
-            suffix=" /no_think" if call == ev.CallKind.DESCRIPTORS and rt.settings.no_think else "",
+            suffix=" /no_think" if call == ev.CallKind.DESCRIPTORS and ctx.spec.settings.no_think else "",
             digest=not self.full_descriptors,
         )
 
@@ -311,11 +320,12 @@ class DyTopoCalls:
                 return
             memory.forget([item for item, _ in gone])
             tokens = sum(estimate_tokens(text) + 1 for _, text in gone)
-            self.rt.emit(ev.MemoryTrimmed(round=self.rt.round, agent=name, dropped=len(gone), dropped_tokens=tokens))
+            self.ctx.emit(ev.MemoryTrimmed(round=self.ctx.state.round, agent=name, dropped=len(gone),
+                                           dropped_tokens=tokens))
 
         return shrink_pieces(build, [text for _, text in shown], [inbox] if inbox else [], on_drop=forget)
 
     def _memory_budget(self, goal: str, inbox: str) -> int:
         """What is left of the context budget for memory once the fixed parts are in."""
-        fixed = (len(self.rt.spec.problem) + len(goal) + len(inbox)) // 4 + 800  # prompts and schema
-        return max(200, self.rt.settings.context_budget_tokens - fixed)
+        fixed = (len(self.ctx.spec.problem) + len(goal) + len(inbox)) // 4 + 800  # prompts and schema
+        return max(200, self.ctx.spec.settings.context_budget_tokens - fixed)

@@ -15,6 +15,7 @@ Two protocols:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
@@ -36,10 +37,11 @@ from core.runtime.events import CallStatus
 from core.runtime.memory import MEMORY_ACCUMULATE, MEMORY_RULES, MemoryItem
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.prompts import PROMPT_CONVERSATION, PROMPT_ORDERS
+from core.runtime.run_context import begin_round, finish_round, notice, start_phase
 from core.runtime.steering import GRAPH_ACTIONS, ROUND_ACTIONS
 
 if TYPE_CHECKING:
-    from core.runtime.engine import SwarmEngine
+    from core.runtime.run_context import RunContext
 
 
 # What travels along an edge (method option "payload"):
@@ -153,46 +155,43 @@ class DyTopoMethod:
 
     @property
     def _max_rounds(self) -> int:
-        limit = self.rt.control.params.max_rounds
+        limit = self.ctx.state.params.max_rounds
         return min(limit, self.round_limit) if self.round_limit else limit
 
-    async def run(self, rt: SwarmEngine) -> RunOutcome:
-        self.rt = rt
-        single_pass = rt.spec.protocol == RoundProtocol.SINGLE_PASS
+    async def run(self, ctx: RunContext) -> RunOutcome:
+        self.ctx = ctx
+        single_pass = ctx.spec.settings.protocol == RoundProtocol.SINGLE_PASS
         self.payload = self.payload_option
         if self.payload == PAYLOAD_AUTO:
             self.payload = PAYLOAD_PRIVATE if single_pass else PAYLOAD_BOTH
-        self.calls = DyTopoCalls(rt, private_only=self.payload == PAYLOAD_PRIVATE, memory_rule=self.memory_rule,
+        self.calls = DyTopoCalls(ctx, private_only=self.payload == PAYLOAD_PRIVATE, memory_rule=self.memory_rule,
                                  prompt_order=self.prompt_order,
                                  full_descriptors=self.descriptor_context == "full")
-        self.steer = DyTopoSteering(rt, self.name, acyclic=self._breaks_cycles, reroute=self._steer_reroute,
+        self.steer = DyTopoSteering(ctx, self.name, acyclic=self._breaks_cycles, reroute=self._steer_reroute,
                                     memory=self.calls.memory)
-        rt.attach(reroute=self._reroute_now, steer=self.steer.apply)
+        ctx.attach(reroute=self._reroute_now, steer=self.steer.apply)
         start_round, goal = 0, ""
-        if rt.fork is not None:
-            self._replay_history(rt.fork.history)
-            start_round, goal = rt.fork.round, rt.fork.goal
-        try:
-            return await self._run_rounds(start_round, goal)
-        finally:
-            await self.steer.close()
+        if ctx.spec.fork is not None:
+            self._replay_history(ctx.spec.fork.history)
+            start_round, goal = ctx.spec.fork.round, ctx.spec.fork.goal
+        return await self._run_rounds(start_round, goal)
 
     async def _run_rounds(self, round_no: int, goal: str) -> RunOutcome:
         """Run rounds after round_no (0 for a fresh run, the fork round for a fork)."""
         while True:
             round_no += 1
-            await self.rt.checkpoint(StepBoundary.ROUND)
+            await self.ctx.checkpoint(StepBoundary.ROUND)
             if round_no > self._max_rounds:
                 # A fork from the last allowed round, or max_rounds lowered while waiting to start this one.
-                answer, source = self.rt.extract_answer()
+                answer, source = self.ctx.state.answer
                 return RunOutcome(EndReason.MAX_ROUNDS, f"reached max_rounds ({round_no - 1})", answer, source)
             self._can_reroute = False
-            self.rt.begin_round(round_no)
+            begin_round(self.ctx, round_no)
             if round_no == 1:
                 goal = await self._plan()
-                await self.rt.checkpoint(StepBoundary.PHASE)
+                await self.ctx.checkpoint(StepBoundary.PHASE)
             goal = self.steer.round_goal(round_no, goal)  # a goal the user gave replaces the Manager's
-            if self.rt.spec.protocol == RoundProtocol.SINGLE_PASS:
+            if self.ctx.spec.settings.protocol == RoundProtocol.SINGLE_PASS:
                 # The paper routes from round 1 (Algorithm 1): descriptors come with the first replies.
                 outputs = await self._single_pass_round(goal)
             elif round_no == 1:
@@ -200,30 +199,30 @@ class DyTopoMethod:
                 outputs = await self._broadcast_round(goal)
             else:
                 outputs = await self._phased_round(goal)
-            await self.rt.checkpoint(StepBoundary.PHASE)
+            await self.ctx.checkpoint(StepBoundary.PHASE)
             outputs = await self.steer.redo_outputs(outputs, self._work_call)
-            evaluation = await self.rt.evaluate(round_no, outputs)
+            evaluation = await self.ctx.evaluate(round_no, outputs)
             if evaluation is not None:
                 self.calls.remember_feedback(round_no, evaluation.feedback)
             decision = await self._decide(round_no, goal, outputs, evaluation)
             convergence = self._convergence(outputs)
-            self.rt.finish_round(convergence)
+            finish_round(self.ctx, convergence)
             if decision is not None and decision.terminate:
                 why = decision.reasoning or "the Manager ended the run"
                 if decision.final_answer:
                     return RunOutcome(EndReason.MANAGER, why, decision.final_answer, "manager")
-                answer, source = self.rt.extract_answer()
+                answer, source = self.ctx.state.answer
                 return RunOutcome(EndReason.MANAGER, why, answer, source)
             if round_no >= self._max_rounds and not self._one_more(round_no):
                 answer = decision.final_answer if decision is not None else ""
                 if answer:
                     return RunOutcome(EndReason.MAX_ROUNDS, f"reached max_rounds ({round_no})", answer, "manager")
-                answer, source = self.rt.extract_answer()
+                answer, source = self.ctx.state.answer
                 return RunOutcome(EndReason.MAX_ROUNDS, f"reached max_rounds ({round_no})", answer, source)
-            threshold = self.rt.settings.convergence_threshold  # None: "off", as in the paper (§3.5.2)
+            threshold = self.ctx.spec.settings.convergence_threshold  # None: "off", as in the paper (§3.5.2)
             if (convergence is not None and threshold is not None and convergence >= threshold
                     and not self.steer.veto(round_no)):
-                answer, source = self.rt.extract_answer()
+                answer, source = self.ctx.state.answer
                 return RunOutcome(
                     EndReason.CONVERGED,
                     f"outputs stopped changing (similarity {convergence:.2f} ≥ {threshold:.2f})",
@@ -235,16 +234,17 @@ class DyTopoMethod:
 
     @property
     def _work_call(self) -> str:
-        return ev.CallKind.SINGLE_PASS if self.rt.spec.protocol == RoundProtocol.SINGLE_PASS else ev.CallKind.WORK
+        single_pass = self.ctx.spec.settings.protocol == RoundProtocol.SINGLE_PASS
+        return ev.CallKind.SINGLE_PASS if single_pass else ev.CallKind.WORK
 
     def _one_more(self, round_no: int) -> bool:
         """A user's continue at the last round: max_rounds grows by one (within its bounds)."""
         if not self.steer.veto(round_no):
             return False
         if round_no >= self._max_rounds:
-            self.rt.control.set_params(max_rounds=round_no + 1)
+            self.ctx.record(replace(self.ctx.state.params, max_rounds=round_no + 1))
         if round_no >= self._max_rounds:
-            self.rt.notice(f"no round after round {round_no}: it is the most this run may have", "warning")
+            notice(self.ctx, f"no round after round {round_no}: it is the most this run may have", "warning")
             return False
         return True
 
@@ -261,9 +261,9 @@ class DyTopoMethod:
         deliveries: list[ev.MessagesRouted] = []
         feedback: list[str] = []
         rebuild = ConversationRebuild(self.calls, self._max_rounds, _review_summary, _render_inbox,
-                                      self.rt.domain.manager.name, list(self.rt.workers))
+                                      self.ctx.spec.team.manager.name, list(self.ctx.spec.workers))
         for event in history:
-            self.rt.emit(event)
+            self.ctx.record(event)  # announced again as it was; its RoundFinished restores round and tokens
             rebuild.see(event)
             if isinstance(event, ev.AgentFinished) and event.call in (ev.CallKind.WORK, ev.CallKind.SINGLE_PASS):
                 result = AgentResult(
@@ -277,7 +277,7 @@ class DyTopoMethod:
                     raw=event.raw,
                 )
                 outputs[event.agent] = result
-                self.rt.set_latest(result)
+                self.ctx.record(result)
             elif isinstance(event, ev.MessagesRouted):
                 deliveries.append(event)
             elif isinstance(event, ev.TopologyBuilt):
@@ -289,10 +289,9 @@ class DyTopoMethod:
             elif isinstance(event, ev.TestRun):
                 text = f"Test results: {event.outcome} — {event.detail}"
                 feedback.append(text)
-                self.rt.record_evaluation(Evaluation(passed=event.passed, feedback=text))
-            elif isinstance(event, ev.RoundFinished):
-                self.rt.resume_round(event)
-                for name in self.rt.workers:
+                self.ctx.record(Evaluation(passed=event.passed, feedback=text))
+            elif isinstance(event, ev.RoundFinished):  # the run stands where this round left it (record)
+                for name in self.ctx.spec.workers:
                     if name in outputs:
                         self.calls.remember(name, MemoryItem(event.round, "own", name, outputs[name].public))
                 for routed in deliveries:
@@ -306,14 +305,14 @@ class DyTopoMethod:
                 outputs, deliveries, feedback = {}, [], []
 
     async def _plan(self) -> str:
-        self.rt.start_phase(ev.Phase.PLAN, "Manager sets the first goal")
+        start_phase(self.ctx, ev.Phase.PLAN, "Manager sets the first goal")
         decision, status = await self.calls.manager_call(ev.CallKind.PLAN, self.calls.plan_messages(self._max_rounds))
         goal = decision.goal if decision is not None and decision.goal else ""
         if not goal:
             goal = "Work on the problem from your role's perspective and produce a first complete attempt."
-        self.rt.emit(
+        self.ctx.emit(
             ev.ManagerDecided(
-                round=self.rt.round,
+                round=self.ctx.state.round,
                 terminate=False,
                 next_goal=goal,
                 reasoning=decision.reasoning if decision is not None else "",
@@ -325,47 +324,46 @@ class DyTopoMethod:
 
     async def _broadcast_round(self, goal: str) -> dict[str, AgentResult]:
         """Round 1: every worker works on the first goal; every output goes to every worker."""
-        call = ev.CallKind.SINGLE_PASS if self.rt.spec.protocol == RoundProtocol.SINGLE_PASS else ev.CallKind.WORK
-        self.rt.start_phase(ev.Phase.WORK, "all workers, broadcast")
-        active = self.steer.active(self.rt.workers)
-        results = await self.rt.gather({name: self._worker(name, call, goal, tier=0) for name in active})
-        self.rt.abort_if_unreachable(results)
+        single_pass = self.ctx.spec.settings.protocol == RoundProtocol.SINGLE_PASS
+        call = ev.CallKind.SINGLE_PASS if single_pass else ev.CallKind.WORK
+        start_phase(self.ctx, ev.Phase.WORK, "all workers, broadcast")
+        active = self.steer.active(self.ctx.spec.workers)
+        results = await self.ctx.gather({name: self._worker(name, call, goal, tier=0) for name in active})
         deliveries: list[dict[str, Any]] = [
             {"src": src, "dst": dst, "score": None, "content": message_for(results[src], dst, self.payload)}
             for dst in active
             for src in active
             if src != dst and results[src].public
         ]
-        self.rt.emit(ev.MessagesRouted(round=self.rt.round, deliveries=deliveries, broadcast=True))
+        self.ctx.emit(ev.MessagesRouted(round=self.ctx.state.round, deliveries=deliveries, broadcast=True))
         for name in active:
-            self.calls.remember(name, MemoryItem(self.rt.round, "own", name, results[name].public))
+            self.calls.remember(name, MemoryItem(self.ctx.state.round, "own", name, results[name].public))
         for d in deliveries:
-            self.calls.remember(d["dst"], MemoryItem(self.rt.round, "broadcast", d["src"], d["content"]))
+            self.calls.remember(d["dst"], MemoryItem(self.ctx.state.round, "broadcast", d["src"], d["content"]))
         return results
 
     async def _phased_round(self, goal: str) -> dict[str, AgentResult]:
-        self.rt.start_phase(ev.Phase.DESCRIPTORS, "phase A: every worker states its need and offer")
-        active = self.steer.active(self.rt.workers)
-        descriptors = await self.rt.gather(
+        start_phase(self.ctx, ev.Phase.DESCRIPTORS, "phase A: every worker states its need and offer")
+        active = self.steer.active(self.ctx.spec.workers)
+        descriptors = await self.ctx.gather(
             {name: self._described_call(name, ev.CallKind.DESCRIPTORS, goal) for name in active}
         )
-        self.rt.abort_if_unreachable(descriptors)
-        self.rt.emit(
+        self.ctx.emit(
             ev.DescriptorsReady(
-                round=self.rt.round,
+                round=self.ctx.state.round,
                 descriptors={n: {"query": d.query, "key": d.key} for n, d in descriptors.items()},
             )
         )
-        await self.rt.checkpoint(StepBoundary.PHASE)
+        await self.ctx.checkpoint(StepBoundary.PHASE)
         self._route()
         self._can_reroute = True
-        await self.rt.checkpoint(StepBoundary.PHASE)
+        await self.ctx.checkpoint(StepBoundary.PHASE)
         self._can_reroute = False
         routing = self._routing
         assert routing is not None
-        self.rt.start_phase(ev.Phase.WORK, f"phase C: {len(routing.tiers)} tiers")
+        start_phase(self.ctx, ev.Phase.WORK, f"phase C: {len(routing.tiers)} tiers")
         results: dict[str, AgentResult] = {}
-        received: dict[str, list[dict[str, Any]]] = {name: [] for name in self.rt.workers}
+        received: dict[str, list[dict[str, Any]]] = {name: [] for name in self.ctx.spec.workers}
         for tier_index, whole_tier in enumerate(routing.tiers):
             # Silenced agents (routing.inactive) have no call; the graph was rebuilt if one was silenced late.
             tier = [name for name in whole_tier if name not in routing.inactive and name in descriptors]
@@ -384,10 +382,10 @@ class DyTopoMethod:
                         }
                     )
             if deliveries:
-                self.rt.emit(ev.MessagesRouted(round=self.rt.round, deliveries=deliveries))
+                self.ctx.emit(ev.MessagesRouted(round=self.ctx.state.round, deliveries=deliveries))
             for d in deliveries:
                 received[d["dst"]].append(d)
-            tier_results = await self.rt.gather(
+            tier_results = await self.ctx.gather(
                 {
                     name: self._worker(
                         name,
@@ -400,7 +398,6 @@ class DyTopoMethod:
                     for name in tier
                 }
             )
-            self.rt.abort_if_unreachable(tier_results)
             for name, result in tier_results.items():
                 # A work reply may carry fresh descriptors; the phase-A ones stay the round's record.
                 results[name] = result
@@ -417,30 +414,30 @@ class DyTopoMethod:
             for e in routing.edges
             if (e.src, e.dst) not in delivered and e.src in results and results[e.src].public
         ]
+        round_no = self.ctx.state.round
         if late:
-            self.rt.emit(ev.MessagesRouted(round=self.rt.round, deliveries=late))
+            self.ctx.emit(ev.MessagesRouted(round=round_no, deliveries=late))
         for name in results:
-            self.calls.remember(name, MemoryItem(self.rt.round, "own", name, results[name].public))
+            self.calls.remember(name, MemoryItem(round_no, "own", name, results[name].public))
             for d in received[name]:
-                self.calls.remember(name, MemoryItem(self.rt.round, "routed", d["src"], d["content"], d["score"]))
+                self.calls.remember(name, MemoryItem(round_no, "routed", d["src"], d["content"], d["score"]))
         for d in sorted(late, key=lambda d: (d["dst"], -d["score"], d["src"])):
-            self.calls.remember(d["dst"], MemoryItem(self.rt.round, "routed", d["src"], d["content"], d["score"]))
+            self.calls.remember(d["dst"], MemoryItem(round_no, "routed", d["src"], d["content"], d["score"]))
         return results
 
     async def _single_pass_round(self, goal: str) -> dict[str, AgentResult]:
-        self.rt.start_phase(ev.Phase.WORK, "single pass: work and descriptors together")
-        results = await self.rt.gather(
+        start_phase(self.ctx, ev.Phase.WORK, "single pass: work and descriptors together")
+        results = await self.ctx.gather(
             {name: self._described_call(name, ev.CallKind.SINGLE_PASS, goal)
-             for name in self.steer.active(self.rt.workers)}
+             for name in self.steer.active(self.ctx.spec.workers)}
         )
-        self.rt.abort_if_unreachable(results)
-        self.rt.emit(
+        self.ctx.emit(
             ev.DescriptorsReady(
-                round=self.rt.round,
+                round=self.ctx.state.round,
                 descriptors={n: {"query": r.query, "key": r.key} for n, r in results.items()},
             )
         )
-        await self.rt.checkpoint(StepBoundary.PHASE)
+        await self.ctx.checkpoint(StepBoundary.PHASE)
         results = await self.steer.redo_outputs(results, ev.CallKind.SINGLE_PASS)  # retried before it is routed
         self._route()
         routing = self._routing
@@ -459,11 +456,12 @@ class DyTopoMethod:
                         "content": message_for(results[edge.src], dst, self.payload),
                     }
                 )
-        self.rt.emit(ev.MessagesRouted(round=self.rt.round, deliveries=deliveries))
+        self.ctx.emit(ev.MessagesRouted(round=self.ctx.state.round, deliveries=deliveries))
         for name in results:
-            self.calls.remember(name, MemoryItem(self.rt.round, "own", name, results[name].public))
+            self.calls.remember(name, MemoryItem(self.ctx.state.round, "own", name, results[name].public))
+        round_no = self.ctx.state.round
         for d in deliveries:
-            self.calls.remember(d["dst"], MemoryItem(self.rt.round, "routed", d["src"], d["content"], d["score"]))
+            self.calls.remember(d["dst"], MemoryItem(round_no, "routed", d["src"], d["content"], d["score"]))
         return results
 
     async def _described_call(self, name: str, call: str, goal: str) -> AgentResult:
@@ -472,7 +470,7 @@ class DyTopoMethod:
         result = await self._worker(name, call, goal)
         if not (result.query or result.key):  # a copied reply template states nothing: no similarity, no edges
             return result
-        vectors = await self.rt.embedder.aembed([result.query, result.key])
+        vectors = await self.ctx.embed([result.query, result.key])
         self._descriptor_vectors[name] = (vectors[0], vectors[1])
         return result
 
@@ -486,13 +484,14 @@ class DyTopoMethod:
 
     def _route(self) -> None:
         """Phase B, from the descriptors _described_call embedded as each reply arrived."""
-        self.rt.start_phase(ev.Phase.ROUTING, "phase B: build the graph from the embedded descriptors")
+        start_phase(self.ctx, ev.Phase.ROUTING, "phase B: build the graph from the embedded descriptors")
         # A silenced agent, or one that copied the reply template, stated nothing: zero vectors (no similarity).
         if not self._descriptor_vectors:
-            self.rt.notice("no agent stated its own needs and offers this round: nothing is routed", "warning")
+            notice(self.ctx, "no agent stated its own needs and offers this round: nothing is routed", "warning")
         stated = list(self._descriptor_vectors.values())
-        blank = np.zeros_like(stated[0][0]) if stated else np.zeros(self.rt.embedder.dimension, dtype=np.float32)
-        vectors = [self._descriptor_vectors.get(name, (blank, blank)) for name in self.rt.workers]
+        # Nobody stated anything: every vector is a zero one, so their length is anybody's (no similarity).
+        blank = np.zeros_like(stated[0][0]) if stated else np.zeros(1, dtype=np.float32)
+        vectors = [self._descriptor_vectors.get(name, (blank, blank)) for name in self.ctx.spec.workers]
         q = np.asarray([v[0] for v in vectors])
         k = np.asarray([v[1] for v in vectors])
         self._descriptor_vectors = {}
@@ -502,20 +501,20 @@ class DyTopoMethod:
 
     def _build_graph(self, *, rerouted: bool) -> None:
         assert self._similarity is not None and self._embeddings is not None
-        params = self.rt.control.params
-        pinned, cut, silenced = self.steer.graph_sets(self.rt.round)
+        params = self.ctx.state.params
+        pinned, cut, silenced = self.steer.graph_sets(self.ctx.state.round)
         if isinstance(self.graph, DyTopoStrategy):
-            routing = self.graph.build(self.rt.round, list(self.rt.workers), self._similarity, params.tau,
+            routing = self.graph.build(self.ctx.state.round, list(self.ctx.spec.workers), self._similarity, params.tau,
                                        params.k_in, break_cycles=self._breaks_cycles, pinned=pinned, cut=cut,
                                        silenced=silenced)
         else:  # a baseline's own graph: no pins or cuts, but a silenced agent has no edges there either
             routing = self.steer.without_silenced(self.graph.build(
-                self.rt.round, list(self.rt.workers), self._similarity, params.tau, params.k_in,
+                self.ctx.state.round, list(self.ctx.spec.workers), self._similarity, params.tau, params.k_in,
                 break_cycles=self._breaks_cycles))
         self._routing = routing
-        self.rt.emit(
+        self.ctx.emit(
             ev.TopologyBuilt(
-                round=self.rt.round,
+                round=self.ctx.state.round,
                 routing=self._routing.to_dict(),
                 query_embeddings=self._embeddings[0],
                 key_embeddings=self._embeddings[1],
@@ -527,18 +526,18 @@ class DyTopoMethod:
     @property
     def _breaks_cycles(self) -> bool:
         """Phased work runs in tiers, so its graph must be acyclic; single-pass delivers at a barrier."""
-        return self.rt.spec.protocol != RoundProtocol.SINGLE_PASS
+        return self.ctx.spec.settings.protocol != RoundProtocol.SINGLE_PASS
 
     def _reroute_now(self) -> bool:
         if not self._can_reroute or self._similarity is None:
-            single_pass = self.rt.spec.protocol == RoundProtocol.SINGLE_PASS
-            if self.rt.round <= 1 and self.rt.phase != ev.Phase.MANAGER and not single_pass:
+            state = self.ctx.state
+            if state.round <= 1 and state.phase != ev.Phase.MANAGER and self._breaks_cycles:
                 why = "round 1 is a broadcast: the new values apply at round 2's routing"
-            elif self.rt.phase in (ev.Phase.PLAN, ev.Phase.DESCRIPTORS):
+            elif state.phase in (ev.Phase.PLAN, ev.Phase.DESCRIPTORS):
                 why = "this round's graph is not built yet: the new values apply when it is"
             else:
                 why = "this round's work has already started: the new values apply at the next routing"
-            self.rt.notice(why, "info")
+            notice(self.ctx, why, "info")
             return False
         self._build_graph(rerouted=True)
         return True
@@ -546,8 +545,8 @@ class DyTopoMethod:
     async def _decide(
         self, round_no: int, goal: str, outputs: dict[str, AgentResult], evaluation: Evaluation | None
     ) -> Any | None:
-        self.rt.start_phase(ev.Phase.MANAGER, "Manager reviews the round")
-        order = [name for name in (self._routing.order if (self._routing and round_no > 1) else self.rt.workers)
+        start_phase(self.ctx, ev.Phase.MANAGER, "Manager reviews the round")
+        order = [name for name in (self._routing.order if (self._routing and round_no > 1) else self.ctx.spec.workers)
                  if name in outputs]
         extra = f"TEST RESULTS:\n{evaluation.feedback}" if evaluation is not None else ""
         extra = "\n\n".join(part for part in (extra, self.steer.review_note(round_no)) if part)
@@ -564,13 +563,13 @@ class DyTopoMethod:
         tests_fail = evaluation is not None and not evaluation.passed
         if decision is not None and decision.terminate and tests_fail and round_no < self._max_rounds:
             # The Manager may not end a run as solved while the tests fail.
-            self.rt.notice("Manager wanted to stop but the tests fail: the run goes on", "info")
+            notice(self.ctx, "Manager wanted to stop but the tests fail: the run goes on", "info")
             decision.terminate = False
             decision.goal = decision.goal or "Fix the code so that every test passes."
         if decision is not None and decision.terminate and self.steer.veto(round_no):
             decision.terminate = False  # the user's continue: one more round, on the Manager's goal or this one
             decision.goal = decision.goal or goal
-        self.rt.emit(
+        self.ctx.emit(
             ev.ManagerDecided(
                 round=round_no,
                 terminate=bool(decision is not None and decision.terminate),
@@ -593,7 +592,7 @@ class DyTopoMethod:
         self._previous_public = current
         if not any(text.strip() for text in current.values()):
             # Copied templates, failures: the same nothing twice is no sign of convergence.
-            self.rt.notice("no agent wrote its own content this round: not converged", "warning")
+            notice(self.ctx, "no agent wrote its own content this round: not converged", "warning")
             return None
         if not previous:
             return None

@@ -28,15 +28,14 @@ from typing import TYPE_CHECKING
 from core.methods.registry import registered
 from core.routing.dytopo import RemovalReason, RemovedEdge, RoutingResult, check_pin
 from core.runtime import events as ev
-from core.runtime.config import resolve_api_key
 from core.runtime.engine import AgentResult
 from core.runtime.events import CallStatus
 from core.runtime.memory import AgentMemory, MemoryItem
+from core.runtime.run_context import notice
 from core.runtime.steering import ALL, WHEN_NOW, SteerAction, SteerError, SteerKind, parse_action, unknown_agent
 
 if TYPE_CHECKING:
-    from core.llm.client import LLMClient
-    from core.runtime.engine import SwarmEngine
+    from core.runtime.run_context import RunContext
 
 USER = "User"  # who a note comes from, in an inbox and in memory
 Pair = tuple[str, str]
@@ -69,10 +68,10 @@ class DyTopoSteering:
     """One run's steering state; ``apply`` is the run's steering hook."""
 
     def __init__(
-        self, rt: SwarmEngine, method_name: str, *, acyclic: bool, reroute: Callable[[], bool],
+        self, ctx: RunContext, method_name: str, *, acyclic: bool, reroute: Callable[[], bool],
         memory: dict[str, AgentMemory],
     ) -> None:
-        self.rt = rt
+        self.ctx = ctx
         self.memory = memory  # the workers' memories (core.methods.dytopo.calls): a sent note stays there
         self.method_name = method_name
         self.acyclic = acyclic  # the graph must stay acyclic (phased work runs in tiers)
@@ -89,7 +88,6 @@ class DyTopoSteering:
         self._last_call: dict[str, MakeCall] = {}  # each agent's latest work call, to ask it again
         self._inflight: dict[str, asyncio.Task[AgentResult]] = {}
         self._renote: set[str] = set()  # agents whose call in flight a "now" note cancelled
-        self._clients: list[LLMClient] = []  # clients made for an agent's new model or endpoint
 
     # --- the hook -----------------------------------------------------------------------------------
     def apply(self, action: SteerAction) -> str:
@@ -98,7 +96,7 @@ class DyTopoSteering:
         why = info.why_not(action.action) if info is not None else ""
         if why:
             return why
-        why = unknown_agent(action, self.rt.workers)
+        why = unknown_agent(action, self.ctx.spec.workers)
         if why:
             return why
         handler = getattr(self, f"_{action.action.value}")
@@ -108,7 +106,7 @@ class DyTopoSteering:
     def _note(self, a: SteerAction) -> str:
         if not a.text.strip():
             return "an empty note: nothing to send"
-        targets = list(self.rt.workers) if a.to == ALL else [a.to]
+        targets = list(self.ctx.spec.workers) if a.to == ALL else [a.to]
         for name in targets:
             self.notes.setdefault(name, []).append(a.text)
         if a.when == WHEN_NOW:
@@ -151,7 +149,7 @@ class DyTopoSteering:
     def _silence(self, a: SteerAction) -> str:
         if a.agent in self.silenced:
             return f"{a.agent} is silenced already"
-        if len(self.active(self.rt.workers)) <= 1:
+        if len(self.active(self.ctx.spec.workers)) <= 1:
             return f"cannot silence {a.agent}: it is the last agent that runs"
         self.silenced.add(a.agent)
         self.redo.pop(a.agent, None)
@@ -180,7 +178,7 @@ class DyTopoSteering:
         return ""
 
     def _stop(self, a: SteerAction) -> str:
-        self.rt.control.stop()
+        self.ctx.stop()
         return ""
 
     def _continue(self, a: SteerAction) -> str:
@@ -188,7 +186,7 @@ class DyTopoSteering:
         return ""
 
     def _agent(self, a: SteerAction) -> str:
-        role = self.rt.domain.role(a.agent)
+        role = self.ctx.spec.team.role(a.agent)
         changes = a.payload
         endpoint = str(changes.get("endpoint", "")) or None
         if endpoint is not None and not endpoint.startswith(("http://", "https://")):
@@ -199,16 +197,7 @@ class DyTopoSteering:
             model=str(changes.get("model") or role.model or "") or None,
             base_url=endpoint or role.base_url,
         )
-        client: LLMClient | None = None
-        if "model" in changes or endpoint is not None:
-            from core.runtime.clients import client_for  # imports the openai SDK: only when an agent changes model
-
-            current = self.rt.agent_clients.get(a.agent) or self.rt.llm
-            url = endpoint or current.base_url
-            key = resolve_api_key(self.rt.settings, key_env=role.api_key_env)
-            client = client_for(self.rt.settings, url, key, str(changes.get("model") or current.model or "") or None)
-            self._clients.append(client)
-        self.rt.replace_role(new, client)
+        self.ctx.record(new)  # a new model or endpoint: the run opens (and closes) the agent's own client
         return ""
 
     # --- what the round loop reads ------------------------------------------------------------------
@@ -248,7 +237,7 @@ class DyTopoSteering:
         self.goal_changed[round_no] = goal
         goal, self.new_goal = self.new_goal, None
         # Every face shows the goal the round ran with, as the user's, beside the one it replaced.
-        self.rt.emit(ev.GoalReplaced(round=round_no, goal=goal, replaced=self.goal_changed[round_no]))
+        self.ctx.emit(ev.GoalReplaced(round=round_no, goal=goal, replaced=self.goal_changed[round_no]))
         return goal
 
     def review_note(self, round_no: int) -> str:
@@ -267,7 +256,7 @@ class DyTopoSteering:
             return False
         self.continues -= 1
         self.vetoed_round = round_no
-        self.rt.notice("the user vetoed the end of the run: one more round", "info")
+        notice(self.ctx, "the user vetoed the end of the run: one more round", "info")
         return True
 
     # --- calls --------------------------------------------------------------------------------------
@@ -296,7 +285,7 @@ class DyTopoSteering:
         pending = self.notes.get(name, [])
         del pending[: len(notes)]
         for text in notes:
-            self.memory[name].add(MemoryItem(self.rt.round, "user", USER, text))
+            self.memory[name].add(MemoryItem(self.ctx.state.round, "user", USER, text))
 
     async def redo_outputs(self, outputs: dict[str, AgentResult], call: str) -> dict[str, AgentResult]:
         """Retried and replaced outputs of the round whose work just finished, in place of the agents' own;
@@ -307,7 +296,7 @@ class DyTopoSteering:
         outputs = dict(outputs)
         for name, text in todo.items():
             if name not in outputs:
-                self.rt.notice(f"{name} did not run this round: nothing to {'retry' if text is None else 'replace'}",
+                notice(self.ctx, f"{name} did not run this round: nothing to {'retry' if text is None else 'replace'}",
                                "warning", name)
                 continue
             make = self._last_call.get(name)
@@ -316,12 +305,13 @@ class DyTopoSteering:
             else:
                 result = AgentResult(name, CallStatus.DONE, public=(text or "").strip(), raw=text or "",
                                      query=outputs[name].query, key=outputs[name].key)
-                self.rt.set_latest(result)
-                self.rt.emit(ev.AgentFinished(round=self.rt.round, agent=name, call=call, status=CallStatus.DONE,
+                self.ctx.record(result)
+                self.ctx.emit(ev.AgentFinished(round=self.ctx.state.round, agent=name, call=call,
+                                               status=CallStatus.DONE,
                                               public=result.public, raw=result.raw))
             outputs[name] = result
             memory = self.memory[name]
-            own = (self.rt.round, "own", name)
+            own = (self.ctx.state.round, "own", name)
             memory.items = [replace(item, text=result.public) if (item.round, item.kind, item.source) == own else item
                             for item in memory.items]
         return outputs
@@ -332,17 +322,12 @@ class DyTopoSteering:
         if not event.accepted:
             return
         if action.action is SteerKind.NOTE:
-            for name in list(self.rt.workers) if action.to == ALL else [action.to]:
+            for name in list(self.ctx.spec.workers) if action.to == ALL else [action.to]:
                 if name in self.memory:
                     self.memory[name].add(MemoryItem(event.round, "user", USER, action.text))
         elif action.action in (SteerKind.PIN, SteerKind.CUT, SteerKind.RELEASE, SteerKind.SILENCE,
                                SteerKind.RESTORE, SteerKind.AGENT):
             self.apply(action)
-
-    async def close(self) -> None:
-        for client in self._clients:
-            await client.close()
-        self._clients = []
 
 
 def recorded_action(event: ev.UserSteered) -> SteerAction | None:

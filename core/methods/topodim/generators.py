@@ -24,10 +24,11 @@ from core.routing.topodim import EDGE_TYPES, NONE, RELATIONS, TypedGraph, build_
 from core.runtime.domains import Role
 from core.runtime.engine import AgentResult, RunAborted
 from core.runtime.parsing import ParseError, extract_json_object
+from core.runtime.run_context import notice
 
 if TYPE_CHECKING:
     from core.methods.topodim.policy import PolicySample, TopoDIMPolicy
-    from core.runtime.engine import SwarmEngine
+    from core.runtime.run_context import RunContext
 
 CALL_GRAPH = "typed-graph"  # the Manager's one call of the prior generator
 GENERATORS = ("prior", "random", "policy", "decentralized")
@@ -157,10 +158,10 @@ class GraphGenerator:
         self.policy = policy  # a trainer's live policy; otherwise the weights file (or a seeded one)
         self.sample_seed = sample_seed  # a trainer's own seed per sample; otherwise from the problem
 
-    async def generate(self, rt: SwarmEngine, roles: dict[str, Role], decider: str) -> Generated:
+    async def generate(self, ctx: RunContext, roles: dict[str, Role], decider: str) -> Generated:
         """The typed graph for this run's problem over the agents ``roles`` names (in order)."""
-        self.rt, self.roles, self.names, self.decider = rt, roles, list(roles), decider
-        seed = self.sample_seed if self.sample_seed is not None else problem_seed(self.seed, rt.spec.problem)
+        self.ctx, self.roles, self.names, self.decider = ctx, roles, list(roles), decider
+        seed = self.sample_seed if self.sample_seed is not None else problem_seed(self.seed, ctx.spec.problem)
         rng = np.random.default_rng(seed)
         if self.generator == "prior":
             return await self._prior(seed)
@@ -177,15 +178,15 @@ class GraphGenerator:
         return decode(self.names, lambda i, j: base, self.edge_types, rng)
 
     async def _prior(self, seed: int) -> Generated:
-        rt = self.rt
-        messages = prior_messages(self.decider, self.roles, rt.domain.name, rt.spec.problem, self.edge_types)
-        result, proposal = await rt.agent_call(
-            self.decider, CALL_GRAPH, messages, limits=rt.call_limits("decider"),
+        ctx = self.ctx
+        messages = prior_messages(self.decider, self.roles, ctx.spec.team.name, ctx.spec.problem, self.edge_types)
+        result, proposal = await ctx.call(
+            self.decider, CALL_GRAPH, messages, kind="decider",
             parser=parse_prior, json_mode=True,
         )
         abort_if_unreachable(result)
         if proposal is None:
-            rt.notice("TopoDIM: the Manager proposed no usable typed graph: every agent answers alone", "warning")
+            notice(ctx, "TopoDIM: the Manager proposed no usable typed graph: every agent answers alone", "warning")
             return Generated(build_graph(self.names, [], self.alpha, ["no usable graph in the reply"]), seed)
         canonical = {n.lower(): n for n in self.names}  # "developer" is the Developer
         edges = [(canonical.get(a.lower(), a), canonical.get(b.lower(), b), k, c) for a, b, k, c in proposal.edges]
@@ -193,7 +194,7 @@ class GraphGenerator:
         ignored = [*proposal.ignored, *ignored]
         if ignored:
             shown = "; ".join(ignored[:3]) + (f"; and {len(ignored) - 3} more" if len(ignored) > 3 else "")
-            rt.notice(f"TopoDIM prior graph: {len(ignored)} proposed edge(s) ignored ({shown})", "warning")
+            notice(ctx, f"TopoDIM prior graph: {len(ignored)} proposed edge(s) ignored ({shown})", "warning")
         return Generated(build_graph(self.names, decisions, self.alpha, ignored), seed)
 
     async def _policy(self, rng: np.random.Generator, seed: int) -> Generated | None:
@@ -211,7 +212,7 @@ class GraphGenerator:
             prior_edges,
         )
 
-        rt = self.rt
+        ctx = self.ctx
         policy = self.policy
         local = None
         if policy is not None:
@@ -226,29 +227,29 @@ class GraphGenerator:
                     if self.generator == "decentralized":
                         local = local_from_checkpoint(data, path)
                 except PolicyLoadError as exc:
-                    rt.notice(f"TopoDIM policy: {exc}; using the untrained policy", "warning")
+                    notice(ctx, f"TopoDIM policy: {exc}; using the untrained policy", "warning")
             if policy is None:
                 policy = TopoDIMPolicy(seed=self.seed)
                 weights = (
                     f"untrained (seeded initialisation, seed {self.seed}); "
                     "train it with: swarm-tui train topodim DATASET"
                 )
-            rt.notice(f"TopoDIM policy: {weights}", "info")
+            notice(ctx, f"TopoDIM policy: {weights}", "info")
         if self.generator == "decentralized" and local is None:
-            rt.notice(
+            notice(ctx,
                 "TopoDIM: no distilled local policies (swarm-tui train topodim DATASET --distill): "
                 "the centralised policy draws the graph",
                 "warning",
             )
-        vector = np.asarray(await rt.embedder.aembed([rt.spec.problem]), dtype=np.float32).reshape(-1)
+        vector = np.asarray(await ctx.embed([ctx.spec.problem]), dtype=np.float32).reshape(-1)
         if vector.shape[0] != policy.task_dim or vector.shape[0] != TASK_DIM:
-            rt.notice(
+            notice(ctx,
                 f"TopoDIM policy: the task embedding has {vector.shape[0]} dimensions, the policy expects "
                 f"{policy.task_dim}: using the random generator instead",
                 "warning",
             )
             return None
-        prior = prior_edges(rt.domain.name, self.names)
+        prior = prior_edges(ctx.spec.team.name, self.names)
         task = torch.from_numpy(vector)
         with torch.no_grad():
             if local is not None:  # §3.4: each agent's own network draws its row; the same rules apply

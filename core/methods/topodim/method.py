@@ -76,11 +76,13 @@ from core.runtime.domains import Domain
 from core.runtime.engine import Evaluation
 from core.runtime.events import CallStatus
 from core.runtime.outcome import EndReason, RunOutcome
+from core.runtime.run_context import begin_round, finish_round, notice, start_phase
 from core.runtime.steering import SteerKind
 
 if TYPE_CHECKING:
     from core.methods.topodim.policy import PolicySample, TopoDIMPolicy
-    from core.runtime.engine import AgentResult, SwarmEngine
+    from core.runtime.engine import AgentResult
+    from core.runtime.run_context import RunContext
 
 NAME = "topodim"
 CALLS = (*MODES, CALL_GRAPH)  # every call label this method sends
@@ -164,31 +166,31 @@ class TopoDIMMethod:
         return domain.manager.name, [r.name for r in team_roles(domain, self.size)], roles
 
     # --- run --------------------------------------------------------------------------------
-    async def run(self, rt: SwarmEngine) -> RunOutcome:
-        self.rt = rt
-        self.roles = {r.name: r for r in team_roles(rt.domain, self.size)}
+    async def run(self, ctx: RunContext) -> RunOutcome:
+        self.ctx = ctx
+        self.roles = {r.name: r for r in team_roles(ctx.spec.team, self.size)}
         self.names = list(self.roles)
-        self.decider = rt.domain.manager.name
-        steer = TopoDIMSteering(rt, NAME, self.names, self.decider, lambda graph, steps: rt.emit(
+        self.decider = ctx.spec.team.manager.name
+        steer = TopoDIMSteering(ctx, NAME, self.names, self.decider, lambda graph, steps: ctx.emit(
             self._graph_event(replace(generated, graph=graph), steps)))
-        rt.attach(reroute=self._no_reroute, steer=steer.apply)
-        if rt.fork is not None:
-            rt.notice("TopoDIM runs one round: a fork runs it again from the start", "info")
-        await rt.checkpoint(StepBoundary.ROUND)
+        ctx.attach(reroute=self._no_reroute, steer=steer.apply)
+        if ctx.spec.fork is not None:
+            notice(ctx, "TopoDIM runs one round: a fork runs it again from the start", "info")
+        await ctx.checkpoint(StepBoundary.ROUND)
         # One round only (Alg. 1 l.20): the round says so, whatever max_rounds the run was given.
-        rt.begin_round(1, {**rt.control.params.as_dict(), "max_rounds": 1})
-        rt.start_phase(ev.Phase.ROUTING, f"{self.generator} generator: the typed graph, once for this problem")
-        generated = await self.generators.generate(rt, self.roles, self.decider)
+        begin_round(ctx, 1, {**ctx.state.params.as_dict(), "max_rounds": 1})
+        start_phase(ctx, ev.Phase.ROUTING, f"{self.generator} generator: the typed graph, once for this problem")
+        generated = await self.generators.generate(ctx, self.roles, self.decider)
         graph = self.last_graph = generated.graph
         self.last_sample = generated.sample
         steps = schedule(self.names, graph, self.decider)
-        routing = to_routing(graph, steps, rt.control.params.tau, rt.control.params.k_in)
-        rt.emit(
+        routing = to_routing(graph, steps, ctx.state.params.tau, ctx.state.params.k_in)
+        ctx.emit(
             ev.TopologyBuilt(
                 round=1, routing=routing.to_dict(), query_embeddings=[], key_embeddings=[], strategy=NAME
             )
         )
-        rt.emit(self._graph_event(generated, steps))
+        ctx.emit(self._graph_event(generated, steps))
         counts = histogram(graph.kept)
         plan = (
             f"One pass over the typed graph: {len(steps)} calls ({len(graph.active)} agents; "
@@ -197,17 +199,17 @@ class TopoDIMMethod:
         )
         if graph.fallback:
             plan = f"No edge survived: all {len(graph.active)} agents answer alone, then the decision-maker answers."
-        rt.emit(ev.ManagerDecided(round=1, terminate=False, next_goal=plan, reasoning="", plan=True))
+        ctx.emit(ev.ManagerDecided(round=1, terminate=False, next_goal=plan, reasoning="", plan=True))
         steer.graph, steer.steps = graph, steps  # editable by the user until its calls begin
-        await rt.checkpoint(StepBoundary.PHASE)
+        await ctx.checkpoint(StepBoundary.PHASE)
         graph = self.last_graph = steer.graph
         steps, steer.executing = steer.steps, True
         answers = await self._execute(steps[:-1], graph)
-        await rt.checkpoint(StepBoundary.PHASE)
+        await ctx.checkpoint(StepBoundary.PHASE)
         return await self._decide(steps[-1], graph, answers)
 
     def _no_reroute(self) -> bool:
-        self.rt.notice(
+        notice(self.ctx,
             "TopoDIM draws its graph once per problem: tau and k_in do not apply (its sparsity is the alpha option)",
             "info",
         )
@@ -258,7 +260,7 @@ class TopoDIMMethod:
 
     # --- execution (§3.2 "Execution order", App. B) ------------------------------------------------
     async def _execute(self, steps: list[CallStep], graph: TypedGraph) -> dict[str, str]:
-        rt = self.rt
+        ctx = self.ctx
         answers: dict[str, str] = {}  # each agent's latest answer (solution, revision or defence)
         reviews: dict[tuple[str, str], str] = {}  # (source, reviewer) -> evaluation
         debates: dict[tuple[str, str], list[str]] = {}  # (source, challenger) -> [claim, challenge, defence]
@@ -266,25 +268,26 @@ class TopoDIMMethod:
         inputs = {n: [e.src for e in graph.kept if e.dst == n and e.kind == "conditioned"] for n in self.names}
         for position, step in enumerate(steps):
             if position:
-                await rt.checkpoint(StepBoundary.PHASE)
+                await ctx.checkpoint(StepBoundary.PHASE)
             what = describe_call(step.mode, step.agent, step.partner)
-            rt.start_phase(ev.Phase.WORK, f"call {step.index}/{step.total}: {what}")
+            start_phase(ctx, ev.Phase.WORK, f"call {step.index}/{step.total}: {what}")
             missing = request(step, answers, reviews, debates, inputs, self.roles)[2]
             if missing:
-                rt.emit(self._call_event(step, skipped=True, reason=missing))
-                rt.notice(f"TopoDIM call {step.index}/{step.total} skipped: {missing}", "warning", step.agent)
+                ctx.emit(self._call_event(step, skipped=True, reason=missing))
+                notice(ctx, f"TopoDIM call {step.index}/{step.total} skipped: {missing}", "warning", step.agent)
                 continue
-            rt.emit(self._call_event(step))
+            ctx.emit(self._call_event(step))
 
             def make(limit: int, step: CallStep = step) -> Messages:
                 body, ask, _ = request(step, answers, reviews, debates, inputs, self.roles, limit)
                 return [
-                    {"role": "system", "content": system_prompt(self.roles[step.agent], self.names, rt.domain.name)},
-                    {"role": "user", "content": user_prompt(rt.spec.problem, body, ask)},
+                    {"role": "system",
+                     "content": system_prompt(self.roles[step.agent], self.names, ctx.spec.team.name)},
+                    {"role": "user", "content": user_prompt(ctx.spec.problem, body, ask)},
                 ]
 
-            result, _ = await rt.agent_call(step.agent, step.mode, make(PEER_CHARS), shrink=clip_shrink(make),
-                                            limits=rt.call_limits("agent"))
+            result, _ = await ctx.call(step.agent, step.mode, make(PEER_CHARS), shrink=clip_shrink(make),
+                                            kind="agent")
             abort_if_unreachable(result)
             text = usable_text(result) if result.status == CallStatus.DONE else ""
             if not text:
@@ -322,17 +325,17 @@ class TopoDIMMethod:
     async def _candidate_checks(self, answers: dict[str, str]) -> tuple[str, dict[str, bool]]:
         """Code domain with the sandbox on: run every candidate against the problem's own examples (as the
         public code's decision node does) and say which pass. (text for the decision-maker, verdicts)."""
-        rt = self.rt
-        if rt.domain.name != "code":
+        ctx = self.ctx
+        if ctx.spec.team.name != "code":
             return "", {}
-        if rt.evaluator is None:
+        if not ctx.spec.runs_code:
             return "SANDBOX: code execution is off in this run, so no candidate was run.\n\n", {}
-        examples = docstring_examples(rt.spec.problem)
+        examples = docstring_examples(ctx.spec.problem)
         if not examples:
             return "SANDBOX: the problem has no examples to run the candidates against.\n\n", {}
         from core.evaluation.sandbox import SandboxLimits, arun_code
 
-        limits = getattr(rt.evaluator, "limits", None) or SandboxLimits()
+        limits = ctx.spec.sandbox_limits or SandboxLimits()
         codes = {name: solution_code(text) for name, text in answers.items()}
         codes = {name: code for name, code in codes.items() if code}
         if not codes:
@@ -340,13 +343,13 @@ class TopoDIMMethod:
         try:
             results = await asyncio.gather(*(arun_code(code, examples, limits) for code in codes.values()))
         except OSError as exc:
-            rt.notice(f"TopoDIM: the sandbox could not start ({exc}): candidates not checked", "warning")
+            notice(ctx, f"TopoDIM: the sandbox could not start ({exc}): candidates not checked", "warning")
             return "SANDBOX: the candidates could not be run.\n\n", {}
         lines, verdicts = [], {}
         for name, result in zip(codes, results, strict=True):
             verdicts[name] = result.passed
             lines.append(f"- {name}: {result.summary()}")
-            rt.emit(
+            ctx.emit(
                 ev.TestRun(
                     round=1,
                     outcome=str(result.outcome),
@@ -362,27 +365,27 @@ class TopoDIMMethod:
         return text + "\n".join(lines) + "\n\n", verdicts
 
     async def _decide(self, step: CallStep, graph: TypedGraph, answers: dict[str, str]) -> RunOutcome:
-        rt = self.rt
-        rt.start_phase(ev.Phase.MANAGER, f"call {step.index}/{step.total}: the decision-maker reads every kept agent")
+        ctx = self.ctx
+        start_phase(ctx, ev.Phase.MANAGER, f"call {step.index}/{step.total}: the decision-maker reads every kept agent")
         checks, verdicts = await self._candidate_checks(answers)
         order = [n for n in graph.active if answers.get(n)]
-        domain = rt.domain.name
+        domain = ctx.spec.team.name
 
         def make(limit: int) -> Messages:
             peers = "\n\n".join(peer(self.roles, n, answers[n], self.notes.get(n, ""), limit) for n in order)
-            return decider_messages(self.decider, len(self.names), domain, rt.spec.problem, peers, len(order), checks)
+            return decider_messages(self.decider, len(self.names), domain, ctx.spec.problem, peers, len(order), checks)
 
-        rt.emit(self._call_event(step))
-        result, _ = await rt.agent_call(self.decider, CallMode.FINAL, make(PEER_CHARS),
-                                        limits=rt.call_limits("decider"),
+        ctx.emit(self._call_event(step))
+        result, _ = await ctx.call(self.decider, CallMode.FINAL, make(PEER_CHARS),
+                                        kind="decider",
                                         shrink=clip_shrink(make))
         abort_if_unreachable(result)
         text = usable_text(result) if result.status == CallStatus.DONE else ""
         answer, source = self._answer(text, answers, verdicts)
         if not text:
-            rt.notice("TopoDIM: the decision-maker gave no answer: the team's best answer is used", "warning")
+            notice(ctx, "TopoDIM: the decision-maker gave no answer: the team's best answer is used", "warning")
         await self._final_check(answer)
-        rt.emit(
+        ctx.emit(
             ev.ManagerDecided(
                 round=1,
                 terminate=True,
@@ -393,7 +396,7 @@ class TopoDIMMethod:
                 status=result.status,
             )
         )
-        rt.finish_round()
+        finish_round(ctx)
         counts = histogram(graph.kept)
         detail = (
             f"one-shot complete: {step.total} calls over {len(graph.kept)} typed edges "
@@ -407,7 +410,7 @@ class TopoDIMMethod:
     def _answer(self, text: str, answers: dict[str, str], verdicts: dict[str, bool]) -> tuple[str, str]:
         """The decision-maker's answer in the domain's form, else the team's best (a candidate that passed
         the examples, then the answer role's, then anyone's)."""
-        domain = self.rt.domain.name
+        domain = self.ctx.spec.team.name
         if text:
             if domain == "code":
                 code = latest_code([text])
@@ -420,7 +423,7 @@ class TopoDIMMethod:
             else:
                 return text, "manager"
         passing = [n for n, ok in verdicts.items() if ok]
-        ranked = [n for n in dict.fromkeys([*passing, self.rt.domain.answer_role, *answers]) if answers.get(n)]
+        ranked = [n for n in dict.fromkeys([*passing, self.ctx.spec.team.answer_role, *answers]) if answers.get(n)]
         for name in ranked:
             if domain == "code":
                 code = solution_code(answers[name])
@@ -439,19 +442,19 @@ class TopoDIMMethod:
     async def _final_check(self, answer: str) -> None:
         """With the sandbox on (code): run the final answer against the problem's examples, so the run says
         whether they pass (RunFinished.solved)."""
-        rt = self.rt
-        if rt.domain.name != "code" or rt.evaluator is None:
+        ctx = self.ctx
+        if ctx.spec.team.name != "code" or not ctx.spec.runs_code:
             return
         code = latest_code([answer])
-        examples = docstring_examples(rt.spec.problem)
+        examples = docstring_examples(ctx.spec.problem)
         if not code or not examples:
             return
         from core.evaluation.sandbox import SandboxLimits, arun_code
 
         try:
-            result = await arun_code(code, examples, getattr(rt.evaluator, "limits", None) or SandboxLimits())
+            result = await arun_code(code, examples, ctx.spec.sandbox_limits or SandboxLimits())
         except OSError as exc:
-            rt.notice(f"TopoDIM: the sandbox could not start ({exc}): the final answer was not run", "warning")
+            notice(ctx, f"TopoDIM: the sandbox could not start ({exc}): the final answer was not run", "warning")
             return
         event = ev.TestRun(
             round=1,
@@ -463,8 +466,8 @@ class TopoDIMMethod:
             tests_agent="problem examples",
             duration_s=round(result.duration_s, 3),
         )
-        rt.emit(event)
-        rt.record_evaluation(Evaluation(passed=result.passed, feedback=event.detail, events=[event]))
+        ctx.emit(event)
+        ctx.record(Evaluation(passed=result.passed, feedback=event.detail, events=[event]))
 
 
 # --- registration -----------------------------------------------------------------------------------
@@ -504,6 +507,8 @@ TOPODIM = register(
         fidelity=FIDELITY,  # where it departs from its paper
         demo="core.methods.topodim.demo:DEMO",  # its scripted replies (--demo, bench --demo)
         summary="one typed graph per problem (conditioned, feedback, debate edges), one pass, a decision-maker",
+        # One graph, one round (TopoDIM Alg. 1): nothing to continue.
+        fork_refusal="cannot fork a TopoDIM run: it is one round over one graph; run the problem again instead",
         factory=_factory,
         options_model=TopoDIMOptions,
         unit="step",  # one pass over its typed graph: a step, not a DyTopo round

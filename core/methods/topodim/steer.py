@@ -26,15 +26,15 @@ from core.runtime import events as ev
 from core.runtime.steering import SteerAction, SteerKind
 
 if TYPE_CHECKING:
-    from core.runtime.engine import SwarmEngine
+    from core.runtime.run_context import RunContext
 
 
 class TopoDIMSteering:
     """The graph a run may still edit (None before it is drawn and once its calls began)."""
 
-    def __init__(self, rt: SwarmEngine, method: str, names: list[str], decider: str,
+    def __init__(self, ctx: RunContext, method: str, names: list[str], decider: str,
                  on_edit: Callable[[TypedGraph, list[CallStep]], None]) -> None:
-        self.rt, self.method, self.names, self.decider = rt, method, names, decider
+        self.ctx, self.method, self.names, self.decider = ctx, method, names, decider
         self.on_edit = on_edit  # the method shows the edited graph (its own event beside routing_event)
         self.graph: TypedGraph | None = None
         self.steps: list[CallStep] = []
@@ -46,18 +46,18 @@ class TopoDIMSteering:
         if why:
             return why
         if action.action is SteerKind.STOP:
-            self.rt.control.stop()
+            self.ctx.stop()
             return ""
         if self.executing:
             return "the graph's calls have begun: TopoDIM draws and runs one graph, nothing is left to edit"
-        if self.graph is None or not self.rt.control.at_barrier:
+        if self.graph is None or not self.ctx.state.at_barrier:
             return None  # the graph is not drawn yet: the edit waits for it
         edited = self._edit(self.graph, action)
         if isinstance(edited, str):
             return edited
         self.graph, self.edited = edited, True
         self.steps = schedule(self.names, edited, self.decider)
-        self.rt.emit(self.routing_event())
+        self.ctx.emit(self.routing_event())
         self.on_edit(self.graph, self.steps)
         return ""
 
@@ -91,7 +91,7 @@ class TopoDIMSteering:
     def routing_event(self) -> ev.TopologyBuilt:
         """The edited graph as the shared graph event (shown in place of the drawn one)."""
         assert self.graph is not None
-        params = self.rt.control.params
+        params = self.ctx.state.params
         routing = to_routing(self.graph, self.steps, params.tau, params.k_in)
         return ev.TopologyBuilt(round=1, routing=routing.to_dict(), query_embeddings=[], key_embeddings=[],
                                 strategy=self.method, rerouted=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
@@ -33,7 +33,7 @@ from core.evaluation.extract import docstring_examples, extract_tests, latest_co
 from core.evaluation.math_answers import answer_or_text, extract_answer
 from core.evaluation.sandbox import SandboxLimits, arun_code
 from core.llm.urls import redact_url
-from core.methods.registry import MethodInfo, MethodOptions, call_options, call_tables, register, with_calls
+from core.methods.registry import GraphShape, MethodInfo, MethodOptions, call_options, call_tables, register, with_calls
 from core.methods.topoweaver.events import PlanProposed, TurnEnded
 from core.methods.topoweaver.fidelity import DEVIATIONS as FIDELITY
 from core.methods.topoweaver.plan import (
@@ -67,18 +67,19 @@ from core.methods.topoweaver.prompts import (
 )
 from core.methods.topoweaver.steer import TopoWeaverSteering
 from core.runtime import events as ev
-from core.runtime.config import DomainName, resolve_api_key
-from core.runtime.context import Messages, shrink_pieces
+from core.runtime.config import DomainName
+from core.runtime.context import Messages, Shrink, shrink_pieces
 from core.runtime.control import StepBoundary
 from core.runtime.domains import Domain
 from core.runtime.engine import AgentResult, Evaluation, RunAborted
 from core.runtime.events import CallStatus
 from core.runtime.outcome import EndReason, RunOutcome
+from core.runtime.run_context import begin_round, finish_round, notice, start_phase
 from core.runtime.steering import SteerKind
 
 if TYPE_CHECKING:
     from core.llm.client import LLMClient
-    from core.runtime.engine import SwarmEngine
+    from core.runtime.run_context import RunContext
 
 NAME = "topoweaver"
 PHASE_ORCHESTRATE = "orchestrate"
@@ -172,15 +173,15 @@ class TopoWeaverMethod:
         return ORCHESTRATOR, [], {ORCHESTRATOR: "writes each turn's team as a layered DAG in YAML"}
 
     # --- the run ------------------------------------------------------------------------------
-    async def run(self, rt: SwarmEngine) -> RunOutcome:
-        self.rt = rt
-        self.domain = rt.domain.name
-        self.steer = TopoWeaverSteering(rt, NAME, self._user_plan)
-        rt.attach(steer=self.steer.apply)
+    async def run(self, ctx: RunContext) -> RunOutcome:
+        self.ctx = ctx
+        self.domain = ctx.spec.team.name
+        self.steer = TopoWeaverSteering(ctx, NAME, self._user_plan)
+        ctx.attach(steer=self.steer.apply)
         self._waiting: TurnRecord | None = None
         try:
             self._client = await self._open_orchestrator()
-            done = self._replay_history(rt.fork.history) if rt.fork is not None else 0
+            done = self._replay_history(ctx.spec.fork.history) if ctx.spec.fork is not None else 0
             return await self._run_turns(done)
         except (asyncio.CancelledError, RunAborted):
             self._leave_answer()  # the engine's answer on cancel or abort is then our best one
@@ -193,70 +194,68 @@ class TopoWeaverMethod:
         """A second client when the orchestrator has its own model or endpoint (same API key variable)."""
         if not self.orchestrator_model and not self.orchestrator_base_url:
             return None
-        settings = self.rt.settings
-        base_url = self.orchestrator_base_url or self.rt.llm.base_url
         from core.llm.client import EndpointError
-        from core.runtime.clients import client_for  # imports the openai SDK: only when a second model is asked for
 
-        client = client_for(
-            settings, base_url, resolve_api_key(settings), self.orchestrator_model or None, max_concurrency=1
-        )
+        client = self.ctx.connect(self.orchestrator_model or None, self.orchestrator_base_url or None,
+                                  max_concurrency=1)
         try:
             model = await client.ensure_model()
         except EndpointError as exc:
             await client.close()
             raise RunAborted(f"the orchestrator's endpoint: {exc}") from None
-        self.rt.notice(
-            f"the Orchestrator runs on {model} at {redact_url(base_url)}; the agents on {self.rt.llm.model}", "info"
-        )
+        notice(self.ctx, f"the Orchestrator runs on {model} at {redact_url(client.base_url)}; the agents on "
+               f"{self.ctx.spec.model}", "info")
         return client
+
+    async def _call_orchestrator(self, messages: Messages, shrink: Shrink) -> AgentResult:
+        """The Orchestrator's call for this turn's plan (on its own client when it has one)."""
+        reply, _ = await self.ctx.call(ORCHESTRATOR, CALL_ORCHESTRATE, messages, client=self._client,
+                                       kind="orchestrator", reply_format=ORCHESTRATOR_REPLY_FORMAT, shrink=shrink)
+        return reply
 
     async def _run_turns(self, turn: int = 0) -> RunOutcome:
         """Turns after ``turn`` (0 for a fresh run, the fork's last kept turn for a fork)."""
-        rt = self.rt
-        if rt.control.params.max_rounds != self.turns:
-            rt.control.set_params(max_rounds=self.turns)  # the header and the bar count turns of K
+        ctx = self.ctx
+        if ctx.state.params.max_rounds != self.turns:
+            ctx.record(replace(ctx.state.params, max_rounds=self.turns))  # the header and the bar count turns of K
         check = "the tester runs the code in the sandbox every turn (always on for this strategy)" if (
             self.domain == DomainName.CODE) else "the verifier's verdict is the answer check"
-        rt.notice(f"TopoWeaver-R1: up to {self.turns} turn(s); {check}", "info")
+        notice(ctx, f"TopoWeaver-R1: up to {self.turns} turn(s); {check}", "info")
         if self._records and self._records[-1].passed:  # a fork from the turn that passed: nothing to do
             return self._finish(EndReason.PASSED, f"the check passed in turn {turn} (before the fork)")
         while True:
             turn += 1
-            await rt.checkpoint(StepBoundary.ROUND)
-            if turn > rt.control.params.max_rounds:
+            await ctx.checkpoint(StepBoundary.ROUND)
+            if turn > ctx.state.params.max_rounds:
                 return self._finish(EndReason.MAX_TURNS, f"{turn - 1} turn(s) used, none passed")
-            rt.begin_round(turn)
+            begin_round(ctx, turn)
             record = await self._turn(turn)
-            rt.finish_round()
+            finish_round(ctx)
             if record.passed:
                 what = ("the tester's sandbox run passed" if self.domain == DomainName.CODE else
                         "the verifier accepted the answer")
                 return self._finish(EndReason.PASSED, f"{what} in turn {turn}")
-            if turn >= rt.control.params.max_rounds:
+            if turn >= ctx.state.params.max_rounds:
                 return self._finish(EndReason.MAX_TURNS, f"{turn} turn(s) used, none passed (last: {record.status})")
 
     async def _turn(self, turn: int) -> TurnRecord:
-        rt = self.rt
-        rt.start_phase(PHASE_ORCHESTRATE, f"turn {turn}: the Orchestrator writes the plan")
+        ctx = self.ctx
+        start_phase(ctx, PHASE_ORCHESTRATE, f"turn {turn}: the Orchestrator writes the plan")
         notes = self._history_notes()
 
         def build(kept: list[str], _: list[str]) -> Messages:
             shown = notes[len(notes) - len(kept):] if kept else []
             return [
-                {"role": "system", "content": orchestrator_system_prompt(self.domain, rt.control.params.max_rounds)},
+                {"role": "system", "content": orchestrator_system_prompt(self.domain, ctx.state.params.max_rounds)},
                 {"role": "user", "content": orchestrator_request(
-                    rt.spec.problem, turn, rt.control.params.max_rounds, shown)},
+                    ctx.spec.problem, turn, ctx.state.params.max_rounds, shown)},
             ]
 
         texts = [note.text for note in notes]
         # Over the model's context, the history H loses its oldest turns first.
-        reply, _ = await rt.agent_call(
-            ORCHESTRATOR, CALL_ORCHESTRATE, build(texts, []), client=self._client,
-            limits=rt.call_limits("orchestrator"),
-            reply_format=ORCHESTRATOR_REPLY_FORMAT, shrink=shrink_pieces(build, texts),
-        )
-        rt.abort_if_unreachable({ORCHESTRATOR: reply})  # no reply at all, even after retries: the run ends
+        orchestrate = self._call_orchestrator(build(texts, []), shrink_pieces(build, texts))
+        # No reply at all, even after retries: the run ends.
+        reply = (await ctx.gather({ORCHESTRATOR: orchestrate}))[ORCHESTRATOR]
         validation = validate_plan(reply.raw, domain=self.domain, turn=turn, earlier=self._ran)
         record = TurnRecord(turn, validation, raw=reply.raw, plan=validation.plan)
         if record.plan is None and self.fallback:
@@ -264,9 +263,9 @@ class TopoWeaverMethod:
         self._emit_plan(turn, record)
         if not validation.valid:
             then = "the fallback plan runs instead" if record.fallback else "this turn is used up"
-            rt.notice(f"turn {turn}: the Orchestrator's plan is invalid, {validation.badge()}; {then}", "warning")
+            notice(ctx, f"turn {turn}: the Orchestrator's plan is invalid, {validation.badge()}; {then}", "warning")
         self._waiting, self.steer.turn, self.steer.earlier = record, turn, self._ran  # a user may edit it now
-        await rt.checkpoint(StepBoundary.PHASE)
+        await ctx.checkpoint(StepBoundary.PHASE)
         self._waiting, self.steer.turn = None, 0
         if record.plan is not None:
             await self._execute(turn, record)
@@ -279,10 +278,10 @@ class TopoWeaverMethod:
     def _replay_history(self, history: list[ev.Event]) -> int:
         """A fork: re-emit the parent's turns and rebuild what later turns read (the history H, every
         agent's memory, the best answer) as the live run had it. Returns the last turn kept."""
-        rt, last = self.rt, 0
+        ctx, last = self.ctx, 0
         pending: dict[int, TurnRecord] = {}
         for event in history:
-            rt.emit(event)
+            ctx.record(event)  # announced again as it was
             if isinstance(event, PlanProposed):
                 validation = Validation(event.tag, event.yaml, rule=event.rule, message=event.message,
                                         offender=event.offender, warnings=list(event.warnings))
@@ -292,17 +291,16 @@ class TopoWeaverMethod:
             elif isinstance(event, ev.AgentFinished) and event.call == CALL_AGENT:
                 self._memory.setdefault(event.agent, {})[event.round] = event.public
                 self._ran.setdefault(event.round, []).append(event.agent)
-                rt.set_latest(AgentResult(event.agent, event.status, public=event.public, raw=event.raw))
+                ctx.record(AgentResult(event.agent, event.status, public=event.public, raw=event.raw))
             elif isinstance(event, ev.TestRun):
-                rt.record_evaluation(Evaluation(passed=event.passed, feedback=f"{event.outcome}: {event.detail}"))
+                ctx.record(Evaluation(passed=event.passed, feedback=f"{event.outcome}: {event.detail}"))
             elif isinstance(event, TurnEnded) and event.round in pending:
                 record = pending.pop(event.round)
                 record.status, record.passed = event.status, event.passed
                 record.failing_test, record.log, record.source = event.failing_test, event.log, event.source_agent
                 self._records.append(record)
                 self._remember_answer(record)
-            elif isinstance(event, ev.RoundFinished):
-                rt.resume_round(event)
+            elif isinstance(event, ev.RoundFinished):  # the run stands where this round left it (record)
                 last = event.round
         return last
 
@@ -333,7 +331,7 @@ class TopoWeaverMethod:
     def _emit_plan(self, turn: int, record: TurnRecord, *, by_user: bool = False) -> None:
         v, plan = record.validation, record.plan
         shown = plan_yaml(plan) if record.fallback and plan is not None else v.yaml_text
-        self.rt.emit(
+        self.ctx.emit(
             PlanProposed(
                 round=turn,
                 raw=record.raw,
@@ -349,33 +347,33 @@ class TopoWeaverMethod:
                 density=density(plan).to_dict() if plan is not None else {},
                 warnings=list(v.warnings),
                 fallback=record.fallback,
-                turns=self.rt.control.params.max_rounds,
+                turns=self.ctx.state.params.max_rounds,
                 by_user=by_user,
             )
         )
 
     # --- executing a plan (Alg. 1, ExecRun) -------------------------------------------------
     async def _execute(self, turn: int, record: TurnRecord) -> None:
-        rt, plan = self.rt, record.plan
+        ctx, plan = self.ctx, record.plan
         assert plan is not None
         memory_turns = {a.id: max(t for t in self._memory[a.id] if t < turn) for a in plan.agents
                         if any(t < turn for t in self._memory.get(a.id, {}))}
         routing = plan_routing(plan, memory_turns)
-        rt.emit(ev.TopologyBuilt(round=turn, routing=routing.to_dict(), query_embeddings=[], key_embeddings=[],
+        ctx.emit(ev.TopologyBuilt(round=turn, routing=routing.to_dict(), query_embeddings=[], key_embeddings=[],
                                  strategy=self.name))
         view = self._view(turn, plan)
         outputs: dict[str, AgentResult] = {}
         for number, step in enumerate(plan.steps, start=1):
             if number > 1:
-                await rt.checkpoint(StepBoundary.PHASE)
-            rt.start_phase(PHASE_STEP, f"turn {turn}, step {number}/{len(plan.steps)}: {', '.join(a.id for a in step)}")
-            results = await rt.gather({a.id: self._run_agent(turn, plan, a, outputs, view) for a in step})
-            rt.abort_if_unreachable(results)
+                await ctx.checkpoint(StepBoundary.PHASE)
+            start_phase(ctx, PHASE_STEP,
+                        f"turn {turn}, step {number}/{len(plan.steps)}: {', '.join(a.id for a in step)}")
+            results = await ctx.gather({a.id: self._run_agent(turn, plan, a, outputs, view) for a in step})
             outputs.update(results)
             for agent in step:
                 self._memory.setdefault(agent.id, {})[turn] = results[agent.id].public
         self._ran[turn] = [a.id for a in plan.agents]
-        await rt.checkpoint(StepBoundary.PHASE)
+        await ctx.checkpoint(StepBoundary.PHASE)
         check = await (self._code_check(turn, plan, outputs) if self.domain == DomainName.CODE else
                        self._answer_check(turn, plan, outputs))
         record.status, record.passed = check.status, check.passed
@@ -397,15 +395,15 @@ class TopoWeaverMethod:
             return [
                 {"role": "system", "content": agent_system_prompt(self.domain, agent)},
                 {"role": "user", "content": agent_request(
-                    self.rt.spec.problem, agent, turn=turn, steps=len(plan.steps), view=view,
+                    self.ctx.spec.problem, agent, turn=turn, steps=len(plan.steps), view=view,
                     memory=[(t, text) for (t, _), text in zip(mine, kept, strict=True)],
                     reads=[(label, text) for (label, _), text in zip(reads, texts, strict=True)])},
             ]
 
         # Over the model's context: its own oldest outputs go first, then what it reads is cut to equal shares.
         own, read = [text for _, text in memory], [text for _, text in reads]
-        result, _ = await self.rt.agent_call(
-            agent.id, CALL_AGENT, build(own, read), limits=self.rt.call_limits("agent"),
+        result, _ = await self.ctx.call(
+            agent.id, CALL_AGENT, build(own, read), kind="agent",
             tier=agent.step - 1,
             shrink=shrink_pieces(build, own, read),
         )
@@ -431,8 +429,8 @@ class TopoWeaverMethod:
 
     # --- the tester: the sandbox (code) ---------------------------------------------------------
     async def _code_check(self, turn: int, plan: Plan, outputs: dict[str, AgentResult]) -> _Check:
-        rt = self.rt
-        rt.start_phase(PHASE_CHECK, "the tester runs the code in the sandbox")
+        ctx = self.ctx
+        start_phase(ctx, PHASE_CHECK, "the tester runs the code in the sandbox")
         testers = [a for a in plan.steps[-1] if a.type == TESTER]
         tester = next(a for a in testers if any(self._type(plan, r) in (CODER, DEBUGGER) for r in a.intra_refs))
         sources = sorted(
@@ -446,7 +444,7 @@ class TopoWeaverMethod:
                 if code:
                     source = agent.id
                     break
-        tests = list(docstring_examples(rt.spec.problem))
+        tests = list(docstring_examples(ctx.spec.problem))
         own = []
         for agent in testers:
             for case in extract_tests(outputs[agent.id].public if agent.id in outputs else ""):
@@ -455,8 +453,8 @@ class TopoWeaverMethod:
                     own.append(case)
         if not code:
             detail = f"no code from {' or '.join(a.id for a in sources if a is not None) or 'a coder'}"
-            rt.emit(ev.TestRun(round=turn, outcome=NO_CODE, passed=False, detail=detail, tests_agent=tester.id))
-            rt.record_evaluation(Evaluation(passed=False, feedback=f"Tests not run: {detail}."))
+            ctx.emit(ev.TestRun(round=turn, outcome=NO_CODE, passed=False, detail=detail, tests_agent=tester.id))
+            ctx.record(Evaluation(passed=False, feedback=f"Tests not run: {detail}."))
             return _Check(NO_CODE, False, log=detail)
         try:
             result = await arun_code(code, tests, self.sandbox)
@@ -472,7 +470,7 @@ class TopoWeaverMethod:
         if not tests:
             summary += " (no tests: the code only ran)"
         log = "\n".join(result.traceback.strip().splitlines()[-8:]) if result.traceback else ""
-        rt.emit(
+        ctx.emit(
             ev.TestRun(
                 round=turn,
                 outcome=status,
@@ -485,7 +483,7 @@ class TopoWeaverMethod:
             )
         )
         feedback = f"Ran {source}'s code against {len(tests)} tests: {summary}" + (f"\n{log}" if log else "")
-        rt.record_evaluation(Evaluation(passed=passed, feedback=feedback))
+        ctx.record(Evaluation(passed=passed, feedback=feedback))
         fenced = f"```python\n{code}\n```"
         if passed or self._answer is None or not self._answer.passed:
             self._answer = _Answer(fenced, source, passed)
@@ -493,7 +491,7 @@ class TopoWeaverMethod:
 
     # --- the verifier: the answer check (other domains) --------------------------------------------
     async def _answer_check(self, turn: int, plan: Plan, outputs: dict[str, AgentResult]) -> _Check:
-        self.rt.start_phase(PHASE_CHECK, "the verifier's answer check")
+        start_phase(self.ctx, PHASE_CHECK, "the verifier's answer check")
         verifier = next(a for a in plan.steps[-1]
                         if a.type == VERIFIER and any(self._type(plan, r) == THINKER for r in a.intra_refs))
         text = outputs[verifier.id].public if verifier.id in outputs else ""
@@ -551,7 +549,7 @@ class TopoWeaverMethod:
 
     def _emit_turn(self, record: TurnRecord) -> None:
         plan = record.plan
-        self.rt.emit(
+        self.ctx.emit(
             TurnEnded(
                 round=record.turn,
                 status=record.status,
@@ -585,11 +583,11 @@ class TopoWeaverMethod:
     def _leave_answer(self) -> None:
         """On cancel or abort the engine extracts the answer from the latest outputs: put ours last."""
         answer, source = self._final()
-        if not answer or not hasattr(self, "rt"):
+        if not answer or not hasattr(self, "ctx"):
             return
         agent = source.removeprefix("extracted:")
         math = (extract_answer(answer) or answer) if self.domain == DomainName.MATH else ""
-        self.rt.set_latest(AgentResult(agent, CallStatus.DONE, public=answer, answer=math), newest=True)
+        self.ctx.record(AgentResult(agent, CallStatus.DONE, public=answer, answer=math), newest=True)
 
 
 def _answer_line(text: str) -> str:
@@ -640,6 +638,8 @@ TOPOWEAVER = register(
         demo="core.methods.topoweaver.demo:DEMO",  # its scripted replies (--demo, bench --demo)
         summary="an orchestrator writes the team as a YAML layered DAG each turn; validated, run, rewritten "
         "from the test results",
+        tests_code_always=True,  # its tester runs the sandbox every turn in the code domain
+        graph_shape=GraphShape.LAYERS,
         factory=_build,
         options_model=TopoWeaverOptions,
         unit="turn",

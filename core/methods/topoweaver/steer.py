@@ -13,7 +13,7 @@ from core.methods.topoweaver.plan import Validation, validate_yaml
 from core.runtime.steering import SteerAction, SteerKind
 
 if TYPE_CHECKING:
-    from core.runtime.engine import SwarmEngine
+    from core.runtime.run_context import RunContext
 
 
 def unfenced(text: str) -> str:
@@ -25,8 +25,8 @@ def unfenced(text: str) -> str:
 
 
 class TopoWeaverSteering:
-    def __init__(self, rt: SwarmEngine, method: str, on_plan: Callable[[int, Validation], None]) -> None:
-        self.rt, self.method = rt, method
+    def __init__(self, ctx: RunContext, method: str, on_plan: Callable[[int, Validation], None]) -> None:
+        self.ctx, self.method = ctx, method
         self.on_plan = on_plan  # the method runs and shows the user's plan (turn, its validation)
         self.turn = 0  # the turn whose plan waits to run (0: none)
         self.earlier: dict[int, list[str]] = {}  # turn -> agents that ran (what refs may name)
@@ -36,14 +36,14 @@ class TopoWeaverSteering:
         if why:
             return why
         if action.action is SteerKind.STOP:
-            self.rt.control.stop()
+            self.ctx.stop()
             return ""
-        if not self.turn or not self.rt.control.at_barrier:
+        if not self.turn or not self.ctx.state.at_barrier:
             return None  # no plan waits to run: the edit waits for the next one
         if not action.text.strip():
             return "an empty plan: the Orchestrator's plan stays"
         # The edited text whole: a junk line anywhere is the user's, not a reply's chatter to skip.
-        validation = validate_yaml(unfenced(action.text), domain=self.rt.domain.name, turn=self.turn,
+        validation = validate_yaml(unfenced(action.text), domain=self.ctx.spec.team.name, turn=self.turn,
                                    earlier=self.earlier)
         if not validation.valid:
             return f"the edited plan is invalid, {validation.badge()}; the Orchestrator's plan stays"

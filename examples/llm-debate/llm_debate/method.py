@@ -4,13 +4,14 @@ each reads the other agents' latest answers and gives an updated answer; the las
 aggregated by majority (``vote``).
 
 A swarm-tui method plugin: registered through the ``swarm_tui.methods`` entry point (``DEBATE``), it drives
-the run through the engine's calls and emits the app's generic events (agent calls, one graph per round
-with typed "debate" edges, the messages each debater read), so the live view, sessions, compare, bench and
-MCP show it with no code of the app naming it.
+the run through its RunContext (core.runtime.run_context) and emits the app's generic events (agent calls,
+one graph per round with typed "debate" edges, the messages each debater read), so the live view, sessions,
+compare, bench and MCP show it with no code of the app naming it.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
@@ -18,10 +19,11 @@ from pydantic import Field
 from core.methods.registry import MethodInfo, MethodOptions, call_options, call_tables, with_calls
 from core.routing.dytopo import Edge, RoutingResult
 from core.runtime import events as ev
-from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
+from core.runtime.control import StepBoundary
 from core.runtime.domains import Domain
 from core.runtime.engine import AgentResult, RunAborted
 from core.runtime.outcome import EndReason, RunOutcome
+from core.runtime.run_context import begin_round, finish_round, start_phase
 from core.runtime.steering import SteerKind
 from llm_debate.fidelity import DEVIATIONS
 from llm_debate.prompts import (
@@ -38,7 +40,7 @@ from llm_debate.steer import DebateSteering
 from llm_debate.vote import majority
 
 if TYPE_CHECKING:
-    from core.runtime.engine import SwarmEngine
+    from core.runtime.run_context import RunContext
 
 NAME = "llm-debate"
 EDGE_DEBATE = "debate"  # the typed edge of a debate round: src's latest answer is in dst's request
@@ -66,32 +68,32 @@ class DebateMethod:
     def roster(self, domain: Domain) -> tuple[str, list[str], dict[str, str]]:
         return "", list(self.names), dict.fromkeys(self.names, "answers, reads the others' answers, updates its own")
 
-    async def run(self, rt: SwarmEngine) -> RunOutcome:
+    async def run(self, ctx: RunContext) -> RunOutcome:
         total = self.rounds + 1  # the independent answers, then R debate rounds
-        if rt.control.params.max_rounds != total:
-            rt.control.set_params(max_rounds=total)  # the header and the bar count the debate's rounds
-        steering = DebateSteering(rt, self.name, self.names)
-        rt.attach(steer=steering.apply)
+        params = ctx.state.params
+        if params.max_rounds != total:
+            ctx.record(replace(params, max_rounds=total))  # the header and the bar count the debate's rounds
+        steering = DebateSteering(ctx, self.name, self.names)
+        ctx.attach(steer=steering.apply)
         latest: dict[str, str] = {}
-        done = self._resume(rt, latest) if rt.fork is not None else 0
+        done = self._resume(ctx, latest) if ctx.spec.fork is not None else 0
         for round_no in range(done + 1, total + 1):
-            await rt.checkpoint(BOUNDARY_ROUND)
-            rt.begin_round(round_no)
-            self._announce(rt, round_no, latest)
-            rt.start_phase(ev.PHASE_WORK, "independent answers" if round_no == 1 else f"debate round {round_no - 1}")
-            await rt.checkpoint(BOUNDARY_PHASE)
+            await ctx.checkpoint(StepBoundary.ROUND)
+            begin_round(ctx, round_no)
+            self._announce(ctx, round_no, latest)
+            start_phase(ctx, ev.Phase.WORK, "independent answers" if round_no == 1 else f"debate round {round_no - 1}")
+            await ctx.checkpoint(StepBoundary.PHASE)
             previous = dict(latest)
-            results = await rt.gather({
-                name: self._turn(rt, name, round_no, previous, steering.take_notes(name)) for name in self.names
+            results = await ctx.gather({  # ends the run (RunAborted) when the endpoint is down
+                name: self._turn(ctx, name, round_no, previous, steering.take_notes(name)) for name in self.names
             })
-            rt.abort_if_unreachable(results)
             latest.update({name: r.public for name, r in results.items() if r.public})
-            rt.finish_round()
-        return self._outcome(rt, latest)
+            finish_round(ctx)
+        return self._outcome(ctx, latest)
 
-    async def _turn(self, rt: SwarmEngine, name: str, round_no: int, latest: dict[str, str],
+    async def _turn(self, ctx: RunContext, name: str, round_no: int, latest: dict[str, str],
                     notes: list[str]) -> AgentResult:
-        domain, problem = rt.domain.name, rt.spec.problem
+        domain, problem = ctx.spec.team.name, ctx.spec.problem
         if round_no == 1:
             call, request = CALL_ANSWER, first_request(problem, note_block(notes))
         else:
@@ -100,10 +102,10 @@ class DebateMethod:
             request = update_request(problem, latest.get(name, ""), others, round_no, note_block(notes))
         messages = [{"role": "system", "content": system_prompt(name, len(self.names), domain)},
                     {"role": "user", "content": request}]
-        result, _ = await rt.agent_call(name, call, messages, limits=rt.call_limits("debater"))
+        result, _ = await ctx.call(name, call, messages, kind="debater")
         return result
 
-    def _announce(self, rt: SwarmEngine, round_no: int, latest: dict[str, str]) -> None:
+    def _announce(self, ctx: RunContext, round_no: int, latest: dict[str, str]) -> None:
         """The round's graph (every debater reads every other from round 2 on; none in round 1) and what each
         debater reads, as the generic graph and message views show them."""
         pairs = [(src, dst) for dst in self.names for src in self.names if src != dst] if round_no > 1 else []
@@ -113,33 +115,31 @@ class DebateMethod:
             edges=[Edge(src, dst, 1.0, EDGE_DEBATE) for src, dst in pairs], order=list(self.names),
             tiers=[list(self.names)], paper_order=list(self.names), acyclic=not pairs,
         )
-        rt.emit(ev.TopologyBuilt(round=round_no, routing=routing.to_dict(), query_embeddings=[], key_embeddings=[],
-                                 strategy=self.name))
+        ctx.emit(ev.TopologyBuilt(round=round_no, routing=routing.to_dict(), query_embeddings=[], key_embeddings=[],
+                                  strategy=self.name))
         if pairs:
             deliveries = [{"src": src, "dst": dst, "score": 1.0, "content": latest.get(src, "")} for src, dst in pairs]
-            rt.emit(ev.MessagesRouted(round=round_no, deliveries=deliveries))
+            ctx.emit(ev.MessagesRouted(round=round_no, deliveries=deliveries))
 
-    def _outcome(self, rt: SwarmEngine, latest: dict[str, str]) -> RunOutcome:
-        answer, who, agree = majority(rt.domain.name, latest)
+    def _outcome(self, ctx: RunContext, latest: dict[str, str]) -> RunOutcome:
+        answer, who, agree = majority(ctx.spec.team.name, latest)
         if not answer:
             return RunOutcome(EndReason.FAILED, f"no debater answered ({agree})", "", "")
         rounds = f"{len(self.names)} debaters, {self.rounds} debate round(s)"
         return RunOutcome(EndReason.MAX_ROUNDS, f"{rounds}: majority {agree}", answer, f"extracted:{who}")
 
-    def _resume(self, rt: SwarmEngine, latest: dict[str, str]) -> int:
+    def _resume(self, ctx: RunContext, latest: dict[str, str]) -> int:
         """A fork: re-emit the parent's rounds, take each debater's latest answer from them, and go on after
         the fork's round."""
-        fork = rt.fork
+        fork = ctx.spec.fork
         assert fork is not None
         seen = False
         for event in fork.history:
-            rt.emit(event)
+            ctx.record(event)  # announced again as it was; its RoundFinished puts the run where it left off
             if isinstance(event, ev.AgentFinished) and event.call in CALLS and event.public:
                 latest[event.agent] = event.public
-                rt.set_latest(AgentResult(event.agent, event.status, public=event.public, raw=event.raw))
+                ctx.record(AgentResult(event.agent, event.status, public=event.public, raw=event.raw))
                 seen = True
-            elif isinstance(event, ev.RoundFinished):
-                rt.resume_round(event)
         if not seen:
             raise RunAborted("this session is not a debate (no debater answers recorded): fork it with its strategy")
         return fork.round

@@ -10,12 +10,12 @@ from core.methods.steer_checks import refusal
 from core.runtime.steering import ALL, SteerAction, SteerKind
 
 if TYPE_CHECKING:
-    from core.runtime.engine import SwarmEngine
+    from core.runtime.run_context import RunContext
 
 
 class DebateSteering:
-    def __init__(self, rt: SwarmEngine, method: str, names: list[str]) -> None:
-        self.rt, self.method, self.names = rt, method, names
+    def __init__(self, ctx: RunContext, method: str, names: list[str]) -> None:
+        self.ctx, self.method, self.names = ctx, method, names
         self._notes: dict[str, list[str]] = {}
 
     def apply(self, action: SteerAction) -> str:
@@ -24,7 +24,7 @@ class DebateSteering:
         if why:
             return why
         if action.action is SteerKind.STOP:
-            self.rt.control.stop()
+            self.ctx.stop()
         elif action.action is SteerKind.NOTE:
             text = action.text.strip()
             if not text:

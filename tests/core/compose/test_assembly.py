@@ -11,7 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from core.compose.assembly import make_evaluator, open_run
+from core.compose.assembly import RunIO, make_evaluator, open_run
+from core.compose.plan import BackendChoice, RunPlan
 from core.compose.runner import open_backend
 from core.demo.scripts import DEMO_PROBLEMS
 from core.demo.server import ScriptedServer
@@ -25,7 +26,8 @@ from core.sessions.store import SessionRecorder, load_session
 async def test_a_bad_method_option_ends_before_any_request(demo_server: ScriptedServer, embedder: Any) -> None:
     settings = Settings(strategy="star", strategy_options={"star": {"hub": "Nobody"}})
     with pytest.raises(MethodError, match="hub must be one of"):
-        async with open_run(settings, "x", server=demo_server, embedder=embedder):
+        plan = RunPlan.make(settings)  # the plan is made before open_run: no run opens
+        async with open_run(plan, "x", RunIO(backend=BackendChoice(server=demo_server), embedder=embedder)):
             pass  # pragma: no cover - never reached
     assert demo_server.requests == []  # no connection was made for a run that could not start
 
@@ -39,8 +41,8 @@ async def test_runs_on_a_shared_backend_leave_it_open_and_record_each_session(
         finished = []
         for name in ("first", "second"):  # the second run works on what the first left open
             recorder = SessionRecorder(tmp_path, path=tmp_path / f"{name}.json")
-            async with open_run(settings, DEMO_PROBLEMS["math"], recorder=recorder, backend=shared,
-                                embedder=embedder) as run:
+            io = RunIO(recorder=recorder, backend=shared, embedder=embedder)
+            async with open_run(RunPlan.make(settings), DEMO_PROBLEMS["math"], io) as run:
                 finished.append(await run.run())
             assert load_session(tmp_path / f"{name}.json").outcome is not None
         assert [f.reason for f in finished] == [EndReason.SINGLE, EndReason.SINGLE]
@@ -52,8 +54,8 @@ async def test_runs_on_a_shared_backend_leave_it_open_and_record_each_session(
 async def test_a_run_closes_the_demo_server_it_started_even_when_the_face_fails(embedder: Any) -> None:
     events: list[ev.Event] = []
     with pytest.raises(RuntimeError, match="the face failed"):
-        async with open_run(Settings(strategy="single"), "x", sinks=[events.append], demo=True,
-                            embedder=embedder) as run:
+        io = RunIO(sinks=[events.append], backend=BackendChoice(demo=True), embedder=embedder)
+        async with open_run(RunPlan.make(Settings(strategy="single")), "x", io) as run:
             url = run.backend.server.base_url if run.backend.server is not None else ""
             async with httpx.AsyncClient() as client:
                 assert (await client.get(f"{url}/models")).status_code == 200  # up while the run is open

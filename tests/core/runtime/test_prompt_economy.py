@@ -46,7 +46,8 @@ def test_the_first_request_leaves_before_minilm_has_loaded(
             slow.gate.set()
         return demo_script(info)
 
-    monkeypatch.setattr(headless, "shared_embedder", lambda path=None, int8=False: slow)
+    # The run's embedder comes from its plan (core.compose.plan, the one place one is made).
+    monkeypatch.setattr("core.compose.plan.shared_embedder", lambda path=None, int8=False: slow)
     with ScriptedServer(script) as server:
         settings = Settings(max_rounds=2, base_url=server.base_url, sessions_dir=str(tmp_path))
         code = headless.run_headless("Complete the function.\n" + DEMO_PROBLEMS["code"], settings, demo=False,

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from core.compose.assembly import open_run
+from core.compose.assembly import RunIO, open_run
+from core.compose.plan import BackendChoice, RunPlan
 from core.demo.scripts import DEMO_PROBLEMS
 from core.methods.catalogue import method_names
 from core.runtime import events as ev
@@ -25,8 +26,8 @@ SECRET = "sk-canary-0123456789abcdef"
 
 async def traced_run(settings: Settings, embedder: Any, delay: float = 0.0) -> tuple[ev.RunFinished, list[ev.Event]]:
     events: list[ev.Event] = []
-    async with open_run(settings, DEMO_PROBLEMS[settings.domain], sinks=[events.append], demo=True,
-                        demo_chunk_delay=delay, embedder=embedder) as run:
+    io = RunIO(sinks=[events.append], backend=BackendChoice(demo=True, demo_chunk_delay=delay), embedder=embedder)
+    async with open_run(RunPlan.make(settings), DEMO_PROBLEMS[settings.domain], io) as run:
         finished = await run.run()
     return finished, events
 
@@ -133,10 +134,12 @@ def test_the_standard_variables_turn_tracing_on_and_off() -> None:
 def test_a_run_without_tracing_loads_no_opentelemetry() -> None:
     script = (
         "import asyncio, sys\n"
-        "from core.compose.assembly import open_run\n"
+        "from core.compose.assembly import RunIO, open_run\n"
+        "from core.compose.plan import BackendChoice, RunPlan\n"
         "from core.runtime.config import Settings\n"
         "async def main():\n"
-        "    async with open_run(Settings(strategy='single'), 'Write add(a, b).', demo=True) as run:\n"
+        "    io = RunIO(backend=BackendChoice(demo=True))\n"
+        "    async with open_run(RunPlan.make(Settings(strategy='single')), 'Write add(a, b).', io) as run:\n"
         "        await run.run()\n"
         "asyncio.run(main())\n"
         "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))\n"
