@@ -18,7 +18,7 @@ from pydantic import Field
 from core.methods.registry import MethodInfo, MethodOptions, call_options, call_tables, with_calls
 from core.routing.dytopo import Edge, RoutingResult
 from core.runtime import events as ev
-from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
+from core.runtime.control import StepBoundary
 from core.runtime.domains import Domain
 from core.runtime.engine import AgentResult, RunAborted
 from core.runtime.outcome import EndReason, RunOutcome
@@ -75,11 +75,11 @@ class DebateMethod:
         latest: dict[str, str] = {}
         done = self._resume(rt, latest) if rt.fork is not None else 0
         for round_no in range(done + 1, total + 1):
-            await rt.checkpoint(BOUNDARY_ROUND)
+            await rt.checkpoint(StepBoundary.ROUND)
             rt.begin_round(round_no)
             self._announce(rt, round_no, latest)
-            rt.start_phase(ev.PHASE_WORK, "independent answers" if round_no == 1 else f"debate round {round_no - 1}")
-            await rt.checkpoint(BOUNDARY_PHASE)
+            rt.start_phase(ev.Phase.WORK, "independent answers" if round_no == 1 else f"debate round {round_no - 1}")
+            await rt.checkpoint(StepBoundary.PHASE)
             previous = dict(latest)
             results = await rt.gather({
                 name: self._turn(rt, name, round_no, previous, steering.take_notes(name)) for name in self.names

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from core.methods.registry import MethodInfo, MethodOptions, register, registered, unregister
 from core.runtime import events as ev
-from core.runtime.control import BOUNDARY_PHASE, BOUNDARY_ROUND
+from core.runtime.control import StepBoundary
 from core.runtime.domains import Domain
 from core.runtime.engine import SwarmEngine
 from core.runtime.outcome import EndReason, RunOutcome
@@ -37,10 +37,10 @@ class EchoMethod:
         return "", [AGENT], {AGENT: "repeats the problem's answer"}
 
     async def run(self, rt: SwarmEngine) -> RunOutcome:
-        await rt.checkpoint(BOUNDARY_ROUND)
+        await rt.checkpoint(StepBoundary.ROUND)
         rt.begin_round(1)
         rt.start_phase(ev.Phase.WORK, "one echo")
-        await rt.checkpoint(BOUNDARY_PHASE)
+        await rt.checkpoint(StepBoundary.PHASE)
         messages = [{"role": "user", "content": f"Echo this {self.loudness} times: {rt.spec.problem}"}]
         result, _ = await rt.agent_call(AGENT, CALL, messages)
         rt.abort_if_unreachable({AGENT: result})
