@@ -11,7 +11,7 @@ from pathlib import Path
 
 from core.demo.scripts import demo_script
 from core.demo.server import ScriptedServer
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 
 
 def headless(server: ScriptedServer, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -12,7 +12,7 @@ import pytest
 
 from core.runtime.config import ConfigError, Settings
 from core.telemetry import setup
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 
 
 def test_otel_without_the_extra_is_one_line_saying_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:

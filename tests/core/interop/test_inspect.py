@@ -17,7 +17,7 @@ import pytest
 from core.demo.scripts import demo_script
 from core.demo.server import ScriptedServer
 from core.methods.catalogue import method_names
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.inspect
 inspect_log = pytest.importorskip("inspect_ai.log", reason="the inspect extra is not installed")

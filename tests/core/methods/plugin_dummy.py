@@ -12,8 +12,8 @@ from core.methods.registry import MethodInfo, MethodOptions, register, registere
 from core.runtime import events as ev
 from core.runtime.control import StepBoundary
 from core.runtime.domains import Domain
-from core.runtime.engine import SwarmEngine
 from core.runtime.outcome import EndReason, RunOutcome
+from core.runtime.run_context import RunContext, begin_round, finish_round, start_phase
 from core.runtime.scripted import MethodDemo, RequestInfo
 
 NAME = "echo-dummy"
@@ -36,15 +36,14 @@ class EchoMethod:
     def roster(self, domain: Domain) -> tuple[str, list[str], dict[str, str]]:
         return "", [AGENT], {AGENT: "repeats the problem's answer"}
 
-    async def run(self, rt: SwarmEngine) -> RunOutcome:
-        await rt.checkpoint(StepBoundary.ROUND)
-        rt.begin_round(1)
-        rt.start_phase(ev.Phase.WORK, "one echo")
-        await rt.checkpoint(StepBoundary.PHASE)
-        messages = [{"role": "user", "content": f"Echo this {self.loudness} times: {rt.spec.problem}"}]
-        result, _ = await rt.agent_call(AGENT, CALL, messages)
-        rt.abort_if_unreachable({AGENT: result})
-        rt.finish_round()
+    async def run(self, ctx: RunContext) -> RunOutcome:
+        await ctx.checkpoint(StepBoundary.ROUND)
+        begin_round(ctx, 1)
+        start_phase(ctx, ev.Phase.WORK, "one echo")
+        await ctx.checkpoint(StepBoundary.PHASE)
+        messages = [{"role": "user", "content": f"Echo this {self.loudness} times: {ctx.spec.problem}"}]
+        result, _ = await ctx.call(AGENT, CALL, messages)
+        finish_round(ctx)
         return RunOutcome(EndReason.SINGLE, "one echo", result.public, f"extracted:{AGENT}")
 
 

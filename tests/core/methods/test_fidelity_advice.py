@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from core.demo.server import ScriptedServer
-from core.methods.fidelity import DEVIATIONS
+from core.methods.fidelity import deviations
 from core.runtime.config import ConfigError
 from core.runtime.config_file import load_config_file
 from core.runtime.events import CallKind
@@ -21,7 +21,7 @@ from tui.entry import main
 
 def _advice() -> str:
     """The TOML line the fidelity list gives to switch the convergence stop off (after "config: ")."""
-    (entry,) = [d for d in DEVIATIONS if "convergence_threshold" in d.restore]
+    (entry,) = [d for d in deviations() if "convergence_threshold" in d.restore]
     assert entry.restore.startswith("config: ")
     return entry.restore.removeprefix("config: ")
 

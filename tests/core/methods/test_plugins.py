@@ -111,7 +111,7 @@ def test_the_built_ins_are_declared_as_entry_points_in_their_listed_order() -> N
     scan before a run's first request) must name the same objects, in the order `strategies` lists them."""
     import tomllib
 
-    from tests.paths import ROOT
+    from tests.support.paths import ROOT
 
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"][catalogue.GROUP]
     assert declared == catalogue._BUILTIN and list(declared) == list(catalogue._BUILTIN)

@@ -12,7 +12,6 @@ import json
 from typing import Any
 
 import pytest
-from core.demo.requests import RequestInfo
 
 from core.compose.runner import build_engine, open_backend
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
@@ -20,6 +19,7 @@ from core.demo.server import FaultRule, ScriptedServer
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.prompts import team_preamble
+from core.runtime.scripted import RequestInfo
 
 
 def _changing(info: RequestInfo) -> str:

@@ -8,7 +8,6 @@ import json
 from typing import Any
 
 import pytest
-from core.demo.requests import RequestInfo
 
 from core.compose.runner import build_engine, open_backend
 from core.demo.copycat import copycat_script
@@ -28,6 +27,7 @@ from core.runtime.parsing import (
     parse_worker,
 )
 from core.runtime.prompts import manager_system_prompt, reply_shape
+from core.runtime.scripted import RequestInfo
 
 
 async def _run(script: Any, embedder: Any, **chosen: Any) -> tuple[ev.RunFinished, list[ev.Event], list[RequestInfo]]:

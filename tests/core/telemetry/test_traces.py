@@ -19,7 +19,7 @@ from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.telemetry.setup import trace_target
 from tests.core.telemetry.otlp_receiver import OtlpReceiver, ReceivedSpan
-from tests.paths import ROOT
+from tests.support.paths import ROOT
 
 SECRET = "sk-canary-0123456789abcdef"
 
