@@ -216,6 +216,8 @@ class LaunchScreen(Screen[None]):
 
     async def on_mount(self) -> None:
         self.on_resize()
+        # Focus scrolls the form smoothly: the fold line follows the scroll, not only the focus change.
+        self.watch(self.query_one("#launch", VerticalScroll), "scroll_y", lambda _y: self._say_fold(), init=False)
         await self._method_fields()
         self.query_one("#compare" if self.start_comparing else "#problem").focus()
         self._demo_changed(self.demo)
