@@ -186,7 +186,7 @@ def test_a_copied_reply_template_is_never_counted_as_parsed(real_model: RealMode
 
     save = tmp_path / "copies.json"
     out, _ = swarm("--headless", "--base-url", real_model.base_url, "--strategy", "dytopo", "--domain", "code",
-                   "--max-rounds", "2", "--max-tokens", "192", "--time-budget", "240", "--save", str(save),
+                   "--max-rounds", "2", "--max-tokens", "192", "--time-budget", "100", "--save", str(save),
                    "Write a Python function is_even(n) that says whether n is even.", cwd=tmp_path)
     assert out.returncode in (0, 1), out.stderr[-2000:]
     session = load_session(save)
