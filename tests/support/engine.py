@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from typing import Any
 
 from core.compose.runner import Backend, build_engine, open_backend
-from core.demo.scripts import DEMO_PROBLEMS
+from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import ScriptedServer
 from core.runtime import events as ev
 from core.runtime.config import Settings
@@ -51,3 +52,14 @@ async def wait_until(predicate: Callable[[], bool]) -> None:
             return
         await asyncio.sleep(0.01)
     raise AssertionError("condition never became true")
+
+
+def changing_replies(info: Any) -> str:
+    """The demo, except that the Manager never halts before max_rounds and every reply names its round."""
+    reply = demo_script(info)
+    data = json.loads(reply)
+    if info.call in ("plan", "manager"):
+        data.update(terminate=False, final_answer="", goal=f"Goal of round {info.round + 1}.")
+    elif isinstance(data.get("public"), str):
+        data["public"] = f"{data['public']} [{info.role}, round {info.round}]"
+    return json.dumps(data)

@@ -194,3 +194,16 @@ def press_at_once(app: Any, *keys: str) -> None:
         event = events.Key(key, None)
         event.set_sender(app)
         app._driver.send_message(event)
+
+
+def says(request: Any, text: str) -> bool:
+    """Whether any message of a recorded request holds ``text``."""
+    return any(text in str(m.get("content", "")) for m in request.messages)
+
+
+async def paused_after_round_one(pilot: Any, model: Any) -> None:
+    """A stepped run: round 1 done and decided, paused before round 2 starts."""
+    await wait_for(pilot, lambda: model.control_status == "paused")
+    await pilot.press("N")  # round 1, then wait before round 2 starts
+    await wait_for(pilot, lambda: model.current == 1 and model.rounds[1].decision is not None
+                   and model.control_status == "paused")

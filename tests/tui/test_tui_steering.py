@@ -14,7 +14,7 @@ from core.demo.server import ScriptedServer
 from core.routing.dytopo import route_from_similarity
 from core.runtime import events as ev
 from core.sessions.store import load_session
-from tests.support.tui import live_app, wait_for
+from tests.support.tui import live_app, paused_after_round_one, says, wait_for
 from tui.screens.steer import SteerScreen, request_of
 from tui.widgets.graph_render import GraphOptions, plain, render_graph, render_matrix
 from tui.widgets.header import ParamsBar
@@ -22,15 +22,6 @@ from tui.widgets.header import ParamsBar
 pytestmark = pytest.mark.usefixtures("embedder")
 
 
-def _says(request: Any, text: str) -> bool:
-    return any(text in str(m.get("content", "")) for m in request.messages)
-
-
-async def _paused_after_round_one(pilot: Any, model: Any) -> None:
-    await wait_for(pilot, lambda: model.control_status == "paused")
-    await pilot.press("N")  # round 1, then wait before round 2 starts
-    await wait_for(pilot, lambda: model.current == 1 and model.rounds[1].decision is not None
-                   and model.control_status == "paused")
 
 
 @pytest.mark.parametrize("size", [(160, 48), (80, 24)])
@@ -40,7 +31,7 @@ async def test_a_note_in_three_keys_reaches_only_the_focused_agent(tmp_path: Pat
         async with app.run_test(size=size) as pilot:
             screen = app.swarm_screen
             model = screen.model
-            await _paused_after_round_one(pilot, model)
+            await paused_after_round_one(pilot, model)
             screen.query_one("#agent-Tester").focus_body()  # as tab or a click does
             await pilot.press("s")  # 1: the dialog opens on "note", to the focused agent, the text focused
             await wait_for(pilot, lambda: isinstance(app.screen, SteerScreen))
@@ -51,7 +42,7 @@ async def test_a_note_in_three_keys_reaches_only_the_focused_agent(tmp_path: Pat
             assert (steered.action, steered.target) == ("note", "Tester")
             await pilot.press("a")
             await wait_for(pilot, lambda: model.finished is not None)
-            with_note = [r for r in server.requests if _says(r, "UI-NOTE")]
+            with_note = [r for r in server.requests if says(r, "UI-NOTE")]
             assert with_note and {r.role for r in with_note} == {"Tester"}
             assert min(r.round for r in with_note) == 2
             # Marked where it applied: the Tester's pane in round 2, and counted in the params bar.
@@ -71,7 +62,7 @@ async def test_a_refused_action_says_why_in_one_line_and_the_run_goes_on(tmp_pat
         async with app.run_test(size=(160, 48)) as pilot:
             screen = app.swarm_screen
             model = screen.model
-            await _paused_after_round_one(pilot, model)
+            await paused_after_round_one(pilot, model)
             screen.send_steering({"action": "pin", "src": "Tester", "dst": "Tester"})  # a pin to oneself
             await wait_for(pilot, lambda: bool(model.steered))
             (_, refused), = model.steered
@@ -93,7 +84,7 @@ async def test_pin_and_cut_from_the_dialog_change_the_next_graph_and_are_drawn_a
         async with app.run_test(size=(160, 48)) as pilot:
             screen = app.swarm_screen
             model = screen.model
-            await _paused_after_round_one(pilot, model)
+            await paused_after_round_one(pilot, model)
             screen.send_steering(request_of("pin", {"src": "Designer", "dst": "Developer"}))
             screen.send_steering(request_of("cut", {"src": "Tester", "dst": "Developer", "rounds": "1"}))
             await wait_for(pilot, lambda: model.steered_count == 2)

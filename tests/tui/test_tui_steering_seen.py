@@ -10,22 +10,13 @@ import pytest
 
 from core.demo.scripts import demo_script
 from core.demo.server import ScriptedServer
-from tests.support.tui import live_app, wait_for
+from tests.support.tui import live_app, paused_after_round_one, says, wait_for
 from tui.widgets.manager_pane import ManagerPane
 
 pytestmark = pytest.mark.usefixtures("embedder")
 SIZES = [(160, 48), (80, 24)]
 
 
-def _says(request: Any, text: str) -> bool:
-    return any(text in str(m.get("content", "")) for m in request.messages)
-
-
-async def _paused_after_round_one(pilot: Any, model: Any) -> None:
-    await wait_for(pilot, lambda: model.control_status == "paused")
-    await pilot.press("N")  # round 1, then wait before round 2 starts
-    await wait_for(pilot, lambda: model.current == 1 and model.rounds[1].decision is not None
-                   and model.control_status == "paused")
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -37,14 +28,14 @@ async def test_the_users_goal_is_the_goal_shown_with_the_managers_beside_it(
         async with app.run_test(size=size) as pilot:
             screen = app.swarm_screen
             model = screen.model
-            await _paused_after_round_one(pilot, model)
+            await paused_after_round_one(pilot, model)
             managers_goal = model.next_goal
             screen.send_steering({"action": "goal", "text": "USER-GOAL handle unicode input"})
             await wait_for(pilot, lambda: model.steered_count == 1)
             await pilot.press("N")
             await wait_for(pilot, lambda: model.rounds.get(2) is not None and model.rounds[2].finished)
             round2 = [r for r in server.requests if r.round == 2 and r.role != "Manager"]
-            assert round2 and all(_says(r, "USER-GOAL") for r in round2)  # what the workers received
+            assert round2 and all(says(r, "USER-GOAL") for r in round2)  # what the workers received
             rv = model.rounds[2]
             assert (rv.goal, rv.goal_by_user, rv.replaced_goal) == ("USER-GOAL handle unicode input", True,
                                                                     managers_goal)
@@ -108,7 +99,7 @@ async def test_a_silenced_agent_is_out_of_the_order_and_badged_silenced(tmp_path
         async with app.run_test(size=size) as pilot:
             screen = app.swarm_screen
             model = screen.model
-            await _paused_after_round_one(pilot, model)
+            await paused_after_round_one(pilot, model)
             screen.send_steering({"action": "silence", "agent": "Researcher"})
             await wait_for(pilot, lambda: model.steered_count == 1)
             await pilot.press("N")
@@ -148,7 +139,7 @@ async def test_a_retry_leaves_its_mark_live_and_in_the_replay(tmp_path: Path, si
         async with app.run_test(size=size) as pilot:
             screen = app.swarm_screen
             model = screen.model
-            await _paused_after_round_one(pilot, model)
+            await paused_after_round_one(pilot, model)
             screen.send_steering({"action": "retry", "agent": "Developer"})
             await wait_for(pilot, lambda: model.steered_count == 1)
             await pilot.press("N")

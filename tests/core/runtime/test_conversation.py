@@ -8,29 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 from typing import Any
 
 import pytest
 
 from core.compose.runner import build_engine, open_backend
-from core.demo.scripts import DEMO_PROBLEMS, demo_script
+from core.demo.scripts import DEMO_PROBLEMS
 from core.demo.server import FaultRule, ScriptedServer
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.prompts import team_preamble
 from core.runtime.scripted import RequestInfo
-
-
-def _changing(info: RequestInfo) -> str:
-    """The demo, except that the Manager never halts before max_rounds and every reply names its round."""
-    reply = demo_script(info)
-    data = json.loads(reply)
-    if info.call in ("plan", "manager"):
-        data.update(terminate=False, final_answer="", goal=f"Goal of round {info.round + 1}.")
-    elif isinstance(data.get("public"), str):
-        data["public"] = f"{data['public']} [{info.role}, round {info.round}]"
-    return json.dumps(data)
+from tests.support.engine import changing_replies
 
 
 async def _run(server: ScriptedServer, embedder: Any, settings: Settings) -> list[ev.Event]:
@@ -47,7 +36,7 @@ async def _run(server: ScriptedServer, embedder: Any, settings: Settings) -> lis
 async def _log(embedder: Any, *, faults: tuple[FaultRule, ...] = (), **chosen: Any
                ) -> tuple[list[RequestInfo], list[ev.Event]]:
     settings = Settings(**{"max_rounds": 3, "convergence_threshold": 1.01, **chosen})
-    with ScriptedServer(_changing) as server:
+    with ScriptedServer(changing_replies) as server:
         for fault in faults:
             server.add_fault(fault)
         events = await _run(server, embedder, settings)

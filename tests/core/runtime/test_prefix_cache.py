@@ -6,7 +6,6 @@ available and sends the same text."""
 from __future__ import annotations
 
 import itertools
-import json
 from collections import Counter
 from typing import Any
 
@@ -18,18 +17,7 @@ from core.runtime.config import Settings
 from core.runtime.events import CallKind
 from core.runtime.prompts import WORKER_ASKS, problem_digest
 from core.runtime.scripted import RequestInfo
-from tests.support.engine import run_swarm
-
-
-def _changing(info: RequestInfo) -> str:
-    """The demo, except that the Manager never halts before max_rounds and every reply names its round."""
-    reply = demo_script(info)
-    data = json.loads(reply)
-    if info.call in ("plan", "manager"):
-        data.update(terminate=False, final_answer="", goal=f"Goal of round {info.round + 1}.")
-    elif isinstance(data.get("public"), str):
-        data["public"] = f"{data['public']} [{info.role}, round {info.round}]"
-    return json.dumps(data)
+from tests.support.engine import changing_replies, run_swarm
 
 
 def _text(request: RequestInfo) -> str:
@@ -43,7 +31,7 @@ async def _log(embedder: Any, protocol: str, **options: str) -> list[RequestInfo
     options = {"prompt_order": "cache", **options}
     settings = Settings(max_rounds=3, protocol=protocol, convergence_threshold=None,
                         strategy_options={"dytopo": options})
-    with ScriptedServer(_changing) as server:
+    with ScriptedServer(changing_replies) as server:
         finished, _, _ = await run_swarm(server, embedder, settings=settings)
         requests = [r for r in server.requests if r.role]
     assert finished.reason == "max_rounds", finished.detail
@@ -137,7 +125,7 @@ async def test_the_paper_order_sends_the_same_text_in_another_order(embedder: An
 async def _cached_run(embedder: Any, **server: Any) -> tuple[Any, list[Any], list[RequestInfo]]:
     from core.runtime import events as ev
 
-    with ScriptedServer(_changing, **server) as scripted:
+    with ScriptedServer(changing_replies, **server) as scripted:
         finished, events, _ = await run_swarm(scripted, embedder, settings=Settings(max_rounds=3))
         requests = [r for r in scripted.requests if r.role]
     return finished, [e for e in events if isinstance(e, ev.AgentFinished)], requests
