@@ -16,7 +16,7 @@ from typing import Any
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 from core.runtime.config import DEFAULT_STRATEGY, RoundProtocol
-from core.runtime.dispatch import EventTable
+from core.runtime.dispatch import EventTable, is_delta
 from core.runtime.parsing import is_template_copy
 from core.runtime.steering import SteerKind
 from core.runtime.textsafe import printable, printable_fields
@@ -319,7 +319,7 @@ class RunModel(RunReadings):
     # --- folding events -----------------------------------------------------------------------
     def apply(self, event: ev.Event) -> None:
         self.last_ts = event.ts
-        if isinstance(event, ev.AgentDelta):
+        if is_delta(event):
             self._delta(event)  # the unescaped text is made printable there
             return
         event = printable_fields(event)  # a copy when it held control characters; the recorder keeps the raw one

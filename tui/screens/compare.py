@@ -225,8 +225,9 @@ class CompareScreen(Screen[None]):
         if not is_delta(event):  # a full view opened later starts from the finished calls
             self.events[method].append(event)
         column.apply(event)
-        if isinstance(event, ev.RunStarted) and event.demo_played and not self.demo_played:
-            self.demo_played = event.demo_played
+        played = column.model.demo_played  # from the method's RunStarted
+        if played and not self.demo_played:
+            self.demo_played = played
             self.query_one("#cmp-header", Static).update(self.header_text())
         if self.detail is not None and self.detail_method == method and self.detail.is_attached:
             self.detail.apply_event(event)

@@ -19,6 +19,7 @@ from textual.worker import Worker
 from core.compose.plan import BackendChoice, RunPlan
 from core.runtime import events as ev
 from core.runtime.config import DomainName, Settings
+from core.runtime.dispatch import EventTable
 from core.runtime.engine import ForkPoint
 from core.runtime.outcome import EndReason
 from core.runtime.textsafe import printable
@@ -32,6 +33,12 @@ from .steer import SteerScreen
 from .swarm_view import SwarmScreen
 
 TAU_STEP = 0.05
+
+# What a live run says on an event besides what every run screen does (tui.screens.swarm_view.REACTS): a
+# steering action's outcome, a finished run's parse warning and a fork's comparison.
+SAYS: EventTable[RunScreen] = EventTable()
+# The engine sink's events that mean a model call is answering (its request has left).
+ANSWERING: EventTable[RunScreen] = EventTable()
 
 
 def limit_message(name: str, wanted: float, now: float, n_workers: int) -> str:
@@ -135,10 +142,12 @@ class RunScreen(SwarmScreen):
 
     def _warm_up(self, event: ev.Event) -> None:
         """Engine sink: once a model call is answering, its request has left; MiniLM may load now."""
-        if isinstance(event, ev.AgentDelta | ev.AgentFinished):
-            warm_up = getattr(self.app, "warm_up_embedder", None)
-            if warm_up is not None:
-                warm_up()
+        ANSWERING.dispatch(self, event)
+
+    def _answering(self, _event: ev.AgentDelta | ev.AgentFinished) -> None:
+        warm_up = getattr(self.app, "warm_up_embedder", None)
+        if warm_up is not None:
+            warm_up()
 
     def tests_state(self) -> str:
         info, run = self.model.method_info, self.model.run
@@ -164,20 +173,26 @@ class RunScreen(SwarmScreen):
 
     def apply_event(self, event: ev.Event, *, render: bool = True) -> None:
         super().apply_event(event, render=render)
-        if isinstance(event, ev.RunFinished) and self.compare_with is not None:
-            self.call_after_refresh(self.open_comparison)
-        if isinstance(event, ev.UserSteered):  # taken or refused: the person who asked hears which
-            # markup=False: a reason's "[YAML_PARSE_ERROR]" is text to read, not a style tag to swallow.
-            if event.accepted:
-                self.notify(steer_line(event), timeout=4, markup=False)
-            else:
-                self.notify(refusal_toast(event), severity="warning", timeout=8, markup=False)
-        if isinstance(event, ev.RunFinished):
-            from core.runtime.parsing import contract_warning
+        SAYS.dispatch(self, event)
 
-            warning = contract_warning(event.replies_parsed, event.replies_total, event.replies_copied)
-            if warning:  # e.g. "0 of 42 replies parsed: the model is not following the JSON contract"
-                self.notify(warning, severity="error" if event.replies_parsed == 0 else "warning", timeout=30)
+    @SAYS.on(ev.RunFinished)
+    def _finished(self, event: ev.RunFinished) -> None:
+        from core.runtime.parsing import contract_warning
+
+        if self.compare_with is not None:
+            self.call_after_refresh(self.open_comparison)
+        warning = contract_warning(event.replies_parsed, event.replies_total, event.replies_copied)
+        if warning:  # e.g. "0 of 42 replies parsed: the model is not following the JSON contract"
+            self.notify(warning, severity="error" if event.replies_parsed == 0 else "warning", timeout=30)
+
+    @SAYS.on(ev.UserSteered)
+    def _steered(self, event: ev.UserSteered) -> None:
+        """Taken or refused: the person who asked hears which. markup=False: a reason's "[YAML_PARSE_ERROR]" is
+        text to read, not a style tag to swallow."""
+        if event.accepted:
+            self.notify(steer_line(event), timeout=4, markup=False)
+        else:
+            self.notify(refusal_toast(event), severity="warning", timeout=8, markup=False)
 
     def backend_failed(self, message: str) -> None:
         self.model.error = printable(message)
@@ -318,3 +333,6 @@ class RunScreen(SwarmScreen):
     def on_unmount(self, event: events.Unmount) -> None:  # the event: LiveCompareScreen prevents it
         self.control.cancel()
 
+
+ANSWERING.on(ev.AgentDelta)(RunScreen._answering)
+ANSWERING.on(ev.AgentFinished)(RunScreen._answering)

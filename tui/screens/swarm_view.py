@@ -13,6 +13,7 @@ from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
+from core.runtime.dispatch import EventTable, is_delta
 
 from ..method_keys import GRAPH_ACTIONS, Words, hidden_for, relabelled, words_for
 from ..model import RunModel
@@ -32,6 +33,10 @@ from .swarm_search import PaneSearch
 
 FRAME_INTERVAL = 1 / 25  # how often streamed text reaches the panes
 TAU_ACTIONS = frozenset({"tau", "k_in", "reroute"})  # the keys that set or apply tau / k_in
+
+# What the screen itself does on an event beyond folding it into the model (its ``@REACTS.on`` methods):
+# panes for a new roster, the method's keys and view, a notice's toast.
+REACTS: EventTable[SwarmScreen] = EventTable()
 
 
 class SwarmScreen(PaneSearch, SessionExport):
@@ -96,20 +101,27 @@ class SwarmScreen(PaneSearch, SessionExport):
         self.model.apply(event)
         for state in self.view_states.values():
             state.apply(event)
-        if isinstance(event, ev.AgentDelta):
+        if is_delta(event):
             return
-        if isinstance(event, ev.RunStarted):
-            self._ensure_panes()
-            self.use_method_keys()
-            self.refresh_bindings()  # the keys the run's method uses
-            self._show_method_view()
-        elif isinstance(event, ev.AgentStarted):
-            self._ensure_panes()
+        REACTS.dispatch(self, event)
         self.set_class(self.model.finished is not None, "-finished")
-        if isinstance(event, ev.Notice):
-            self.on_notice(event)
         if render:
             self.refresh_all()
+
+    @REACTS.on(ev.RunStarted)
+    def _run_started(self, _event: ev.RunStarted) -> None:
+        self._ensure_panes()
+        self.use_method_keys()
+        self.refresh_bindings()  # the keys the run's method uses
+        self._show_method_view()
+
+    @REACTS.on(ev.AgentStarted)
+    def _agent_started(self, _event: ev.AgentStarted) -> None:
+        self._ensure_panes()
+
+    @REACTS.on(ev.Notice)
+    def _notice(self, event: ev.Notice) -> None:
+        self.on_notice(event)  # a replay says nothing (its notices are in the session)
 
     def use_method_keys(self) -> None:
         """The keys' labels and help in the run's method's words (tui.method_keys): "n call · N step" for

@@ -12,11 +12,14 @@ from textual.widget import Widget
 from core.methods.catalogue import get_method_info
 from core.methods.registry import GraphShape, MethodError
 from core.runtime import events as ev
+from core.runtime.dispatch import EventTable
 from core.sessions.compare_record import CompareRow, RowState
 
 from ..model import RunModel
 
 LATEST_LINES = 4  # lines of the latest message shown
+# The events that say which agent spoke last (its latest message is the one shown).
+SPOKE: EventTable[CompareColumn] = EventTable()
 STATE_STYLE = {"done": "green", "failed": "bold red", "cancelled": "yellow", "running": "cyan", "waiting": "dim",
                "replay": "cyan"}
 
@@ -71,9 +74,11 @@ class CompareColumn(Widget):
 
     def apply(self, event: ev.Event) -> None:
         self.model.apply(event)
-        if isinstance(event, ev.AgentStarted | ev.AgentDelta | ev.AgentFinished):
-            self.latest_agent = event.agent
+        SPOKE.dispatch(self, event)
         self.changes += 1
+
+    def _spoke(self, event: ev.AgentStarted | ev.AgentDelta | ev.AgentFinished) -> None:
+        self.latest_agent = event.agent
 
     def tick(self) -> None:
         """Redraw when something changed since the last draw: an event, or its row's verdict and answer, which
@@ -171,3 +176,8 @@ class CompareColumn(Widget):
         if not height or not width:
             return 1_000
         return height - len(text.wrap(self.app.console, width))
+
+
+SPOKE.on(ev.AgentStarted)(CompareColumn._spoke)
+SPOKE.on(ev.AgentDelta)(CompareColumn._spoke)
+SPOKE.on(ev.AgentFinished)(CompareColumn._spoke)

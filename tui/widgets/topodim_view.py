@@ -20,6 +20,7 @@ from textual.widgets import Static
 
 from core.methods.topodim.events import TopoDIMCall, TopoDIMGraph
 from core.runtime import events as ev
+from core.runtime.dispatch import EventTable
 
 from .drawing_pane import DrawingPane
 from .method_views import MethodView, register_view
@@ -51,6 +52,10 @@ class CallState(StrEnum):
 
 
 ENDED = frozenset({CallState.DONE, CallState.UNPARSED, CallState.FAILED, CallState.SKIPPED})
+# How TopoDIMState folds the stream: RESETS starts it over (each run, or a replay folding again); FOLDS are the
+# events of a TopoDIM run it shows. Anything else (token deltas, other kinds) changes nothing here.
+RESETS: EventTable[TopoDIMState] = EventTable()
+FOLDS: EventTable[TopoDIMState] = EventTable()
 
 
 @dataclass
@@ -75,38 +80,45 @@ class TopoDIMState:
     rev: int = 0
 
     def apply(self, event: ev.Event) -> None:
-        if isinstance(event, ev.AgentDelta):
+        if RESETS.dispatch(self, event) or not self.active:
             return
-        if isinstance(event, ev.RunStarted):  # a new run, or a replay folding its events again
-            rev = self.rev
-            self.__init__()  # type: ignore[misc]
-            self.active = event.strategy == STRATEGY
-            self.rev = rev + 1  # never reused: the view redraws whenever the state may differ
-            return
-        if not self.active:
-            return
-        if isinstance(event, TopoDIMGraph):
-            self.graph = event
-            self.calls = [
-                CallView(c["index"], c["total"], c["agent"], c["mode"], c.get("partner", "")) for c in event.calls
-            ]
-        elif isinstance(event, TopoDIMCall):
-            call = self._call(event.index)
-            if call is not None:
-                call.status = CallState.SKIPPED if event.skipped else CallState.RUNNING
-                call.reason = event.reason
-        elif isinstance(event, ev.AgentFinished):
-            running = next((c for c in self.calls if c.status == CallState.RUNNING), None)
-            if running is not None and running.agent == event.agent and running.mode == event.call:
-                running.status = CallState(event.status)
-        elif isinstance(event, ev.RunFinished):
-            self.finished = True
-            for call in self.calls:
-                if call.status == CallState.RUNNING:
-                    call.status = CallState.STOPPED
-        else:
-            return
-        self.rev += 1
+        if FOLDS.dispatch(self, event):
+            self.rev += 1
+
+    @RESETS.on(ev.RunStarted)
+    def _run_started(self, event: ev.RunStarted) -> None:
+        """A new run, or a replay folding its events again."""
+        rev = self.rev
+        self.__init__()  # type: ignore[misc]
+        self.active = event.strategy == STRATEGY
+        self.rev = rev + 1  # never reused: the view redraws whenever the state may differ
+
+    @FOLDS.on(TopoDIMGraph)
+    def _graph(self, event: TopoDIMGraph) -> None:
+        self.graph = event
+        self.calls = [
+            CallView(c["index"], c["total"], c["agent"], c["mode"], c.get("partner", "")) for c in event.calls
+        ]
+
+    @FOLDS.on(TopoDIMCall)
+    def _call_started(self, event: TopoDIMCall) -> None:
+        call = self._call(event.index)
+        if call is not None:
+            call.status = CallState.SKIPPED if event.skipped else CallState.RUNNING
+            call.reason = event.reason
+
+    @FOLDS.on(ev.AgentFinished)
+    def _agent_finished(self, event: ev.AgentFinished) -> None:
+        running = next((c for c in self.calls if c.status == CallState.RUNNING), None)
+        if running is not None and running.agent == event.agent and running.mode == event.call:
+            running.status = CallState(event.status)
+
+    @FOLDS.on(ev.RunFinished)
+    def _run_finished(self, _event: ev.RunFinished) -> None:
+        self.finished = True
+        for call in self.calls:
+            if call.status == CallState.RUNNING:
+                call.status = CallState.STOPPED
 
     def _call(self, index: int) -> CallView | None:
         return next((c for c in self.calls if c.index == index), None)
