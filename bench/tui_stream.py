@@ -122,11 +122,12 @@ async def bench(base_url: str, agents: int, rate: float, seconds: float) -> dict
     from core.llm.client import LLMClient
     from tui.app import SwarmApp
     from tui.bridge import EventBridge
+    from tui.cli.launch import OpenRun
     from tui.streamtext import display_text
     from tui.widgets.agent_pane import AgentPane
 
     names = [f"Agent{i}" for i in range(agents)]
-    app = SwarmApp(Settings(sessions_dir="/nonexistent"), problem="streaming bench", state_path=None,
+    app = SwarmApp(OpenRun("streaming bench", Settings(sessions_dir="/nonexistent")), state_path=None,
                    load_embedder=False, start_engine=False)
     async with app.run_test(size=(200, 60), headless=True) as pilot:
         bridge = EventBridge(app)
@@ -151,6 +152,7 @@ async def bench_compare(base_url: str, methods: int, agents: int, rate: float,
     from core.llm.client import LLMClient
     from core.sessions.compare_record import CompareRecord, CompareRow
     from tui.app import SwarmApp
+    from tui.opening import OpenScreen
     from tui.screens.compare import CompareScreen, MethodBridge
     from tui.streamtext import display_text
 
@@ -158,8 +160,8 @@ async def bench_compare(base_url: str, methods: int, agents: int, rate: float,
               "single-turn"][:methods]
     record = CompareRecord(problem="streaming bench", **RUN_KIND, model="bench", base_url=base_url, demo=True,
                            rows=[CompareRow(m, **RUNNING) for m in labels])
-    app = SwarmApp(Settings(sessions_dir="/nonexistent"), state_path=None, load_embedder=False,
-                   compare=lambda: CompareScreen(record))
+    app = SwarmApp(OpenScreen(lambda: CompareScreen(record), settings=Settings(sessions_dir="/nonexistent")),
+                   state_path=None, load_embedder=False)
     async with app.run_test(size=(160, 48), headless=True) as pilot:
         screen = app.screen
         assert isinstance(screen, CompareScreen)

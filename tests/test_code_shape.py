@@ -110,8 +110,8 @@ def test_no_function_reaches_80_lines_beyond_the_known_ones() -> None:
 
 
 # isinstance(x, ev.Kind) left: the methods' fork replays and the session fold, which other work in progress
-# is reshaping, and a few one-kind filters in sinks (none in the TUI's screens and widgets). The rest dispatch through an EventTable or filter with
-# core.runtime.dispatch.of_kind; the number only goes down.
+# is reshaping, and a few one-kind filters in sinks (none in the TUI's screens and widgets). The rest dispatch
+# through an EventTable or filter with core.runtime.dispatch.of_kind; the number only goes down.
 EVENT_TYPE_TESTS_AT_MOST = 18
 
 

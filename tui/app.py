@@ -1,47 +1,39 @@
-"""The Textual app: launch form or run screen, replay, themes, keymap, and the event forwarding.
+"""The Textual app: opens the screen a launch request asks for (tui.cli.launch: a live run or the launch form, a
+replay, a followed run, a comparison, the benchmark screen), keeps themes, keymap and toasts, starts runs,
+comparisons and forks from the screens, and forwards the engine's events.
 
-``run_app`` (live) and ``run_replay`` (a saved session) are the entry points tui/entry.py calls. The
-engine's events arrive as EngineEvent messages and are handed to the screen that shows the run; a
-replay hands recorded events to the same handler.
+``run_request`` is the entry point tui/entry.py calls. The engine's events arrive as EngineEvent messages and
+are handed to the screen that shows the run; a replay hands recorded events to the same handler.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from textual import events
 from textual.app import App, SystemCommand
 from textual.notifications import Notify
 
-from core.runtime import events as ev
 from core.runtime.config import Settings
+from core.runtime.textsafe import printable
 
 from .bridge import BackendFailed, BackendStatus, EmbedderReady, EngineEvent
+from .cli.launch import Launch, OpenRun
 from .commands import SwarmCommands
+from .loaders import BackgroundLoads
+from .looks import apply_keymap, register_themes
+from .opening import Request, open_request, settings_of
 from .spectate import REFUSAL, refused, spectating
-from .state import default_state_path, read_state, write_state
+from .state import default_state_path, write_state
+from .toasts import ToastLimit
 
 _UNSET: Any = object()
-MAX_TOASTS = 3  # notices shown at once; older ones make room (errors last)
-_SEVERITY_RANK = {"information": 0, "warning": 1, "error": 2}
-EMBEDDER_THREAD = "swarm-tui-embedder"
-CLIENT_THREAD = "swarm-tui-client"  # imports the openai SDK while the first frames draw
-
-
-def settle_heap() -> None:
-    """Take every object alive now (modules, the openai SDK's types, the model, the screen) out of the cyclic
-    garbage collector's walks. Its full collections otherwise went over all of them again and again:
-    pauses of 100–200 ms every second or two while 16 agents streamed (bench/tui_stream.py --agents 16)."""
-    gc.freeze()
 
 
 class SwarmApp(App[int]):
@@ -53,56 +45,43 @@ class SwarmApp(App[int]):
 
     def __init__(
         self,
-        settings: Settings | None = None,
+        request: Request | None = None,
         *,
-        problem: str | None = None,
-        demo: bool = False,
-        save: Path | None = None,
-        step: bool = False,
-        replay: list[ev.Event] | None = None,
-        replay_source: str = "",
-        replay_session: Any = None,
         state_path: Path | None = _UNSET,
         clock: Callable[[], float] = time.time,
-        demo_chunk_delay: float = 0.02,
         server: Any = None,
-        load_embedder: bool = True,
+        load_embedder: bool | None = None,
         start_engine: bool = True,
-        bench_report: Any = None,
-        compare: Callable[[], Any] | None = None,
         spectate: bool | None = None,
     ) -> None:
+        """``request``: what to open (None: the launch form with the default settings). The rest serve tests and
+        benchmarks: ``state_path`` (the remembered theme; None: none kept), ``clock`` (a live run's elapsed time),
+        ``server`` (a demo server the caller started), ``load_embedder`` (MiniLM; by default only for a live run
+        or the form), ``start_engine`` (False: a run screen no engine drives, fed its events by hand) and
+        ``spectate`` (read-only; by default as the environment says, tui.spectate)."""
         super().__init__()
+        self.request: Request = request or OpenRun(None, Settings())
         # Read-only (swarm-tui serve --spectate): keys that change the run are refused (tui.spectate).
         self.spectate = spectating() if spectate is None else spectate
         if self.spectate:
             self.sub_title = "spectating: read-only"
-        self.settings = settings or Settings()
-        self.problem = problem
-        self.demo = demo
-        self.save_path = save
-        self.step = step
-        self.replay_events = replay
-        self.replay_source = replay_source
-        self.replay_session = replay_session
+        self.settings = settings_of(self.request)
+        live = self.request if isinstance(self.request, OpenRun) else None
+        self.problem = live.problem if live is not None else None
+        self.save_path = live.save if live is not None else None
+        self.step = live.step if live is not None else False
+        self.demo = self.request.demo
         self.state_path = default_state_path() if state_path is _UNSET else state_path
         self.clock = clock
-        self.demo_chunk_delay = demo_chunk_delay
         self.server = server
-        self.load_embedder = load_embedder
         self.start_engine = start_engine
-        self.bench_report = bench_report  # core.bench.report.Report: open on the benchmark screen
-        self.compare = compare  # builds the compare screen to open (tui.screens.compare_live / compare_saved)
-        self.embeddings_ready = not load_embedder
-        self._embedder_started = False
+        self.loads = BackgroundLoads(self, embedder=live is not None if load_embedder is None else load_embedder)
+        self.embeddings_ready = not self.loads.embedder_wanted
         self.swarm_screen: Any = None  # the screen showing the run (live or replay)
         self._themes_ready = False
         self._from_launch: tuple[str, bool] | None = None  # (problem, demo) of a run started from the form
         self._fork_origin: Any = None  # the replay screen a fork started from, until the fork gets going
-        self._embedder_thread: threading.Thread | None = None
-        self._client_thread: threading.Thread | None = None
-        self._client_loaded = threading.Event()
-        self._toast_counts: dict[str, int] = {}  # notification identity -> how many times it was said
+        self._toasts = ToastLimit()
 
     async def run_action(self, action: Any, default_namespace: Any = None, namespaces: Any = None) -> bool:
         """Every key and footer click comes through here: a spectator's run-changing one is refused, in one
@@ -120,85 +99,33 @@ class SwarmApp(App[int]):
 
     # --- notices ------------------------------------------------------------------------------
     def _on_notify(self, event: Notify) -> None:
-        """Toasts must not pile up over the panes: a repeat of a notice still shown replaces it (with a
-        count and a fresh timeout), and at most MAX_TOASTS show at once, the least severe and oldest
-        making room first."""
-        new = event.notification
-        same = [n for n in self._notifications if (n.message, n.severity) == (new.message, new.severity)]
-        if same:
-            repeats = 1 + sum(self._toast_counts.pop(n.identity, 1) for n in same)
-            self._toast_counts[new.identity] = repeats
-            new.title = f"{new.title} (×{repeats})".strip() if new.title else f"×{repeats}"
-            for old in same:
-                self._unnotify(old, refresh=False)
+        """Toasts must not pile up over the panes (tui.toasts): a repeat replaces the notice it repeats, and
+        the least severe and oldest make room beyond a few."""
+        for old in self._toasts.repeats_of(event.notification, list(self._notifications)):
+            self._unnotify(old, refresh=False)
         super()._on_notify(event)
-        shown = list(self._notifications)
-        excess = len(shown) - MAX_TOASTS
-        if excess > 0:
-            by_priority = sorted(shown[:-1], key=lambda n: (_SEVERITY_RANK.get(n.severity, 0), n.raised_at))
-            for old in by_priority[:excess]:
-                self._toast_counts.pop(old.identity, None)
-                self._unnotify(old, refresh=False)
+        excess = self._toasts.excess(list(self._notifications))
+        for old in excess:
+            self._unnotify(old, refresh=False)
+        if excess:
             self._refresh_notifications()
 
     def notify(self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None,
                markup: bool = True) -> None:
         """Every toast (screens call the app's): its text may quote a model, a server or a file, so it is
         made printable first (core.runtime.textsafe)."""
-        from core.runtime.textsafe import printable
-
         super().notify(printable(message), title=printable(title), severity=severity, timeout=timeout, markup=markup)
 
     # --- start-up -----------------------------------------------------------------------------
-    def on_mount(self, event: events.Mount) -> None:  # the event: FollowApp prevents it
-        self.call_after_refresh(self._preload_client)  # after the first frame, which it would slow down
-        self._register_themes()
+    def on_mount(self) -> None:
+        self.call_after_refresh(self.loads.preload_client)  # after the first frame, which it would slow down
+        register_themes(self)
+        self._themes_ready = True
         if self.settings.keymap:
-            self.apply_keymap(self.settings.keymap)
+            apply_keymap(self, self.settings.keymap)
         if self.problem is None:  # the form or a replay: load while the user reads; a run warms up itself
             self.call_after_refresh(self.warm_up_embedder)  # after the first frame (a thread would slow it)
-        if self.bench_report is not None:
-            from .screens.bench import BenchScreen
-
-            self.push_screen(BenchScreen(self.bench_report))
-        elif self.compare is not None:
-            self.push_screen(self.compare())
-        elif self.replay_events is not None:
-            from .screens.replay import ReplayScreen
-
-            self.swarm_screen = ReplayScreen(
-                self.replay_events, source=self.replay_source, session=self.replay_session
-            )
-            self.push_screen(self.swarm_screen)
-        elif self.problem is not None:
-            self.start_run(self.problem, self.settings, demo=self.demo)
-        else:
-            from .screens.launch import LaunchScreen
-
-            self.push_screen(LaunchScreen(self.settings, demo=self.demo))
-
-    def apply_keymap(self, keymap: Any) -> None:
-        """The config's [keymap], checked: unknown ids and keys taken twice are left out (those
-        actions keep their default keys) and said once, in one warning."""
-        from .keymap import check_keymap
-
-        accepted, problems = check_keymap(dict(keymap))
-        self.set_keymap(accepted)
-        if problems:
-            self.notify("keymap: " + "; ".join(problems), title="config [keymap]", severity="warning", timeout=20)
-
-    def _register_themes(self) -> None:
-        from themes import load_themes
-
-        themes, errors = load_themes()
-        for theme in themes:
-            self.register_theme(theme)
-        for error in errors:
-            self.notify(error, severity="warning")
-        wanted = read_state(self.state_path).get("theme") or self.settings.theme
-        if wanted in self.available_themes:
-            self.theme = wanted
-        self._themes_ready = True
+        open_request(self, self.request)
 
     def watch_theme(self, theme: str) -> None:
         if self._themes_ready:
@@ -206,56 +133,14 @@ class SwarmApp(App[int]):
             if error:
                 self.notify(error, severity="warning")
 
-    def _preload_client(self) -> None:
-        """Import the model client (the openai SDK: ~0.8 s) in a daemon thread from the first frame on, so
-        neither that frame nor the screen while a run opens its endpoint waits for it."""
-        if self._client_loaded.is_set() or self._client_thread is not None:
-            return
-
-        def load() -> None:
-            try:
-                import core.llm.client  # noqa: F401
-            finally:
-                settle_heap()
-                self._client_loaded.set()
-
-        self._client_thread = threading.Thread(target=load, name=CLIENT_THREAD, daemon=True)
-        self._client_thread.start()
-
     async def client_loaded(self) -> None:
-        """Wait, without blocking the screen, until the model client is imported (at once if it is)."""
-        self._preload_client()
-        while not self._client_loaded.is_set():
-            await asyncio.sleep(0.02)
+        """Wait, without blocking the screen, until the model client is imported (tui.loaders)."""
+        await self.loads.client_loaded()
 
     def warm_up_embedder(self) -> None:
         """Start loading MiniLM (once). A run calls this when its first model call is answering, so the
         first request never waits for torch (the load overlaps the model's reply)."""
-        if self.load_embedder and not self._embedder_started:
-            self._embedder_started = True
-            self._start_embedder()
-
-    def _start_embedder(self) -> None:
-        """Load MiniLM in a daemon thread (not a Textual worker: those run in the loop's executor, which
-        asyncio joins on exit, so quitting waited seconds for torch to finish importing)."""
-        thread = threading.Thread(target=self._load_embedder, name=EMBEDDER_THREAD, daemon=True)
-        self._embedder_thread = thread
-        thread.start()
-
-    def _load_embedder(self) -> None:
-        """Thread: load MiniLM so the first routing does not wait; touches no widget, only posts."""
-        from core.compose.plan import embedder_for
-
-        embedder = embedder_for(self.settings)
-        # A one-time ONNX export (its file missing or damaged) is shown, not written over the screen.
-        embedder.on_progress = lambda text: self.call_from_thread(self.notify, text, timeout=15)
-        try:
-            embedder.load()
-        except Exception as exc:  # EmbeddingError, or anything torch raises: one line for the user
-            self.post_message(EmbedderReady(str(exc) or type(exc).__name__))
-        else:
-            settle_heap()
-            self.post_message(EmbedderReady())
+        self.loads.warm_up_embedder()
 
     def on_embedder_ready(self, message: EmbedderReady) -> None:
         if message.error:
@@ -266,18 +151,20 @@ class SwarmApp(App[int]):
             self.swarm_screen.model.embeddings_ready = self.embeddings_ready
             self.swarm_screen.refresh_all()
 
-    def _backend(self, demo: bool) -> Any:
-        """A run's backend choice: the endpoint, or the demo server (the app's own, at its pace)."""
+    def backend_for(self, demo: bool) -> Any:
+        """A run's backend choice: the endpoint, or the demo server (the app's own, at the request's pace)."""
         from core.compose.plan import BackendChoice
 
-        return BackendChoice(demo=demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server)
+        return BackendChoice(demo=demo, demo_chunk_delay=self.request.demo_chunk_delay, server=self.server)
 
-    def start_run(self, problem: str, settings: Settings, *, demo: bool) -> None:
+    def start_run(self, problem: str, settings: Settings, *, demo: bool, step: bool | None = None) -> None:
+        """A live run of ``problem`` (``step``: in step mode; the launch form's switch, else as launched)."""
         from .screens.run import RunScreen
 
         self.settings = settings
+        self.step = self.step if step is None else step
         screen = RunScreen(
-            problem, settings, backend=self._backend(demo), save=self.save_path, step=self.step, clock=self.clock,
+            problem, settings, backend=self.backend_for(demo), save=self.save_path, step=self.step, clock=self.clock,
             start=self.start_engine,
         )
         self.swarm_screen = screen
@@ -305,7 +192,7 @@ class SwarmApp(App[int]):
             self.notify(str(exc), severity="error", timeout=15)
             return
         self.settings = settings
-        screen = LiveCompareScreen(plan, demo=demo, demo_chunk_delay=self.demo_chunk_delay, server=self.server)
+        screen = LiveCompareScreen(plan, backend=self.backend_for(demo))
         if len(self.screen_stack) > 1:
             self.switch_screen(screen)
         else:
@@ -344,7 +231,7 @@ class SwarmApp(App[int]):
 
         origin = self.swarm_screen
         demo = self.demo if demo is None else demo  # a demo session's fork: the scripted server (fork_on_demo)
-        screen = RunScreen(problem, settings, backend=self._backend(demo), clock=self.clock,
+        screen = RunScreen(problem, settings, backend=self.backend_for(demo), clock=self.clock,
                            start=self.start_engine, fork=fork)
         if steer is not None:
             screen.control.steer(steer)  # queued: no barrier yet; the fork's first one takes it
@@ -352,8 +239,8 @@ class SwarmApp(App[int]):
         screen.fork_origin = origin
         self._fork_origin = origin
         self._from_launch = None
-        if not self.load_embedder:  # a replay needed no model; the fork's next rounds route live
-            self.load_embedder, self.embeddings_ready = True, False
+        if self.loads.want_embedder():  # a replay needed no model; the fork's next rounds route live
+            self.embeddings_ready = False
         self.warm_up_embedder()
         self.swarm_screen = screen
         self.push_screen(screen)
@@ -376,8 +263,7 @@ class SwarmApp(App[int]):
         ``picker``: the session picker it was chosen in, which esc in the replay goes back to."""
         from .screens.replay import ReplayScreen
 
-        self.replay_session, self.replay_source = session, str(path)
-        replay = ReplayScreen(session.replay_events(), source=str(path), session=session)
+        replay = ReplayScreen(list(session.replay_events()), source=str(path), session=session)
         if picker is not None:
             replay.back_to = (picker, self.swarm_screen)
         self.swarm_screen = replay
@@ -438,53 +324,9 @@ class SwarmApp(App[int]):
         self.exit(getattr(screen, "exit_code", 0))
 
 
-def run_app(problem: str | None, settings: Settings, *, demo: bool = False, save: Path | None = None,
-            step: bool = False) -> int:
-    """The TUI for a live run (or the launch form when problem is None). Returns the exit code."""
-    app = SwarmApp(settings, problem=problem, demo=demo, save=save, step=step)
-    return run_and_exit(app)
-
-
-def run_replay(session: Any, path: Path | str, *, settings: Settings | None = None, demo: bool = False) -> int:
-    """Replay a loaded core.sessions.model.Session through the same screen and handlers as a live run.
-    ``settings`` and ``demo`` say where a fork from the replay continues (default: the config file's
-    endpoint)."""
-    if settings is None:
-        from core.runtime.config import ConfigError
-        from core.runtime.config_file import load_settings
-
-        try:
-            settings = load_settings()
-        except ConfigError:
-            settings = Settings()  # the replay itself needs no config; a fork would say what is wrong
-    events = list(session.replay_events())
-    app = SwarmApp(settings, replay=events, replay_source=str(path), replay_session=session, demo=demo,
-                   load_embedder=False)
-    return run_and_exit(app)
-
-
-def run_bench_show(report: Any, settings: Settings | None = None) -> int:
-    """The benchmark screen for a loaded core.bench.report.Report (``swarm-tui bench show DIR``)."""
-    app = SwarmApp(settings or Settings(), bench_report=report, load_embedder=False)
-    return run_and_exit(app)
-
-
-def run_compare_app(plan: Any, *, demo: bool = False, save: Path | None = None) -> int:
-    """The compare screen for a live comparison (a core.compose.compare.ComparePlan)."""
-    from .screens.compare_live import LiveCompareScreen
-
-    app = SwarmApp(plan.settings, demo=demo, load_embedder=False,
-                   compare=lambda: LiveCompareScreen(plan, demo=demo, save=save))
-    return run_and_exit(app)
-
-
-def run_compare_replay(runs: list[Any], source: str, *, settings: Settings | None = None, demo: bool = False) -> int:
-    """The compare screen over saved runs (core.compose.compare_saved.SavedRun), side by side in replay."""
-    from .screens.compare_saved import SavedCompareScreen
-
-    app = SwarmApp(settings or Settings(), demo=demo, load_embedder=False,
-                   compare=lambda: SavedCompareScreen(runs, source))
-    return run_and_exit(app)
+def run_request(request: Launch) -> int:
+    """Open the screen a command line asked for; returns (as the process ends with) the app's exit code."""
+    return run_and_exit(SwarmApp(request))
 
 
 def run_and_exit(app: SwarmApp) -> int:

@@ -11,15 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from tui.cli.launch import (
-    Launch,
-    OpenBenchShow,
-    OpenCompareLive,
-    OpenCompareSaved,
-    OpenFollow,
-    OpenReplay,
-    OpenRun,
-)
+from tui.cli.launch import Launch
 from tui.cli.main import main as cli_main
 from tui.cli.options import EXIT_USAGE
 
@@ -47,23 +39,7 @@ def open_screen(request: Launch) -> int:
             raise
         print("swarm-tui: error: the TUI is not available in this build: use --headless", file=sys.stderr)
         return EXIT_USAGE
-    match request:
-        case OpenRun():
-            return app.run_app(request.problem, request.settings, demo=request.demo, save=request.save,
-                               step=request.step)
-        case OpenReplay():
-            return app.run_replay(request.session, request.path, settings=request.settings, demo=request.demo)
-        case OpenFollow():
-            from tui.follow import run_follow
-
-            return run_follow(request.log, session_path=request.session_path, settings=request.settings)
-        case OpenBenchShow():
-            return app.run_bench_show(request.report)
-        case OpenCompareLive():
-            return app.run_compare_app(request.plan, demo=request.demo, save=request.save)
-        case OpenCompareSaved():
-            return app.run_compare_replay(request.runs, request.source, settings=request.settings,
-                                          demo=request.demo)
+    return app.run_request(request)
 
 
 def entry() -> None:

@@ -115,16 +115,48 @@ def frozen_clock() -> float:
     return T0 + 42.0
 
 
+def app_for(request: Any, **injected: Any) -> Any:
+    """A SwarmApp opening ``request`` (a tui.cli.launch request, or tui.opening.OpenScreen) as tests want it: no
+    theme state file and no MiniLM load, unless ``injected`` says otherwise."""
+    from tui.app import SwarmApp
+
+    return SwarmApp(request, **{"state_path": None, "load_embedder": False, **injected})
+
+
+def demo_run(settings: Settings, problem: str | None = None, *, step: bool = False, save: Path | None = None,
+             **injected: Any) -> Any:
+    """An app running ``problem`` (default: the settings' domain's demo problem) live against the in-process demo
+    server, as fast as it goes."""
+    from tui.cli.launch import OpenRun
+
+    problem = DEMO_PROBLEMS[settings.domain] if problem is None else problem
+    return app_for(OpenRun(problem, settings, demo=True, step=step, save=save, demo_chunk_delay=0.0), **injected)
+
+
+def form_app(settings: Settings, *, demo: bool = False, **injected: Any) -> Any:
+    """An app on the launch form (``demo``: its demo switch on); a run started from it is not driven unless
+    ``start_engine=True``."""
+    from tui.cli.launch import OpenRun
+
+    return app_for(OpenRun(None, settings, demo=demo), **{"start_engine": False, **injected})
+
+
+def replay_of(path: Path, settings: Settings | None = None, **request: Any) -> Any:
+    """An app replaying the session saved at ``path`` (``request``: demo, demo_chunk_delay for its forks)."""
+    from core.sessions.store import load_session
+    from tui.cli.launch import OpenReplay
+
+    return app_for(OpenReplay(load_session(path), path, settings=settings, **request))
+
+
 def feed_app(domain: str = "code", *, size_hint: str = "", **kwargs: Any) -> Any:
     """An app showing a run screen that no engine drives: tests post the pinned events to it."""
-    from tui.app import SwarmApp
+    from tui.cli.launch import OpenRun
 
     settings = Settings(domain=domain, sessions_dir=str(kwargs.pop("sessions_dir", "/nonexistent")),
                         keymap=kwargs.pop("keymap", {}))
-    return SwarmApp(
-        settings, problem=DEMO_PROBLEMS[domain], demo=True, state_path=kwargs.pop("state_path", None),
-        clock=frozen_clock, load_embedder=False, start_engine=False, **kwargs,
-    )
+    return app_for(OpenRun(DEMO_PROBLEMS[domain], settings, demo=True), clock=frozen_clock, start_engine=False,
+                   **kwargs)
 
 
 async def post_events(app: Any, pilot: Any, events: Any) -> None:
@@ -140,15 +172,10 @@ async def post_events(app: Any, pilot: Any, events: Any) -> None:
 
 def live_app(tmp: Path, **kwargs: Any) -> Any:
     """An app running the real engine against the in-process demo server, as fast as it goes."""
-    from tui.app import SwarmApp
-
     domain = kwargs.pop("domain", "code")
     settings = Settings(domain=domain, sessions_dir=str(tmp), max_rounds=kwargs.pop("max_rounds", 5),
                         keymap=kwargs.pop("keymap", {}))
-    return SwarmApp(
-        settings, problem=DEMO_PROBLEMS[domain], demo=True, state_path=None, demo_chunk_delay=0.0,
-        load_embedder=False, **kwargs,
-    )
+    return demo_run(settings, **kwargs)
 
 
 async def wait_for(pilot: Any, condition: Callable[[], bool], *, timeout: float = 60.0) -> None:

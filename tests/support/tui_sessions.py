@@ -8,9 +8,8 @@ from typing import Any
 from textual.widgets import DataTable
 
 from core.runtime.config import Settings
-from core.sessions.store import load_session
 from sessions import EXAMPLES_DIR
-from tests.support.tui import wait_for
+from tests.support.tui import form_app, replay_of, wait_for
 from tui.app import SwarmApp
 from tui.commands import SwarmCommands
 from tui.screens.sessions import SessionPickerScreen
@@ -18,16 +17,18 @@ from tui.screens.sessions import SessionPickerScreen
 EXAMPLE = EXAMPLES_DIR / "example-code.json"
 
 
-def launch_app(sessions_dir: Path, **kwargs: Any) -> SwarmApp:
-    return SwarmApp(Settings(sessions_dir=str(sessions_dir)), state_path=None, load_embedder=False,
-                    start_engine=False, **kwargs)
+def launch_app(sessions_dir: Path, **injected: Any) -> SwarmApp:
+    """The launch form, saving to ``sessions_dir``."""
+    app: SwarmApp = form_app(Settings(sessions_dir=str(sessions_dir)), **injected)
+    return app
 
 
 def replay_app(path: Path, sessions_dir: Path, **kwargs: Any) -> SwarmApp:
-    session = load_session(path)
+    """The replay of ``path``, its forks saved to ``sessions_dir`` (``settings``: more of the app's settings;
+    ``demo``, ``demo_chunk_delay``: where its forks run)."""
     settings = Settings(sessions_dir=str(sessions_dir), **kwargs.pop("settings", {}))
-    return SwarmApp(settings, replay=session.replay_events(), replay_source=str(path), replay_session=session,
-                    state_path=None, load_embedder=False, **kwargs)
+    app: SwarmApp = replay_of(path, settings, **kwargs)
+    return app
 
 
 async def picker_rows(app: SwarmApp, pilot: Any) -> list[tuple[str, ...]]:

@@ -10,7 +10,8 @@ from textual.widgets import DataTable
 
 from core.bench.report import build_report, load_folder
 from tests.support.bench import HUMANEVAL, bench, right_server  # noqa: F401  (fixture)
-from tui.app import SwarmApp
+from tests.support.tui import app_for
+from tui.cli.launch import OpenBenchShow
 
 
 @pytest.fixture
@@ -23,7 +24,7 @@ async def test_the_screen_shows_every_method_and_opens_a_run_in_replay(folder: P
     from tui.screens.bench import BenchScreen
     from tui.screens.replay import ReplayScreen
 
-    app = SwarmApp(bench_report=build_report([load_folder(folder)]), load_embedder=False, state_path=None)
+    app = app_for(OpenBenchShow(build_report([load_folder(folder)])))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         screen = app.screen
@@ -47,7 +48,7 @@ async def test_the_screen_shows_every_method_and_opens_a_run_in_replay(folder: P
 
 
 async def test_a_problem_name_cell_says_what_to_do(folder: Path) -> None:
-    app = SwarmApp(bench_report=build_report([load_folder(folder)]), load_embedder=False, state_path=None)
+    app = app_for(OpenBenchShow(build_report([load_folder(folder)])))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         app.screen.query_one("#bench-problems", DataTable).move_cursor(row=0, column=0)

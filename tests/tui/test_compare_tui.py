@@ -18,8 +18,9 @@ from core.compose.compare_saved import load_saved
 from core.demo.scripts import DEMO_PROBLEMS
 from core.runtime.config import Settings
 from tests.support.paths import FIXTURES
-from tests.support.tui import press_at_once, quiet_second, wait_for
+from tests.support.tui import app_for, press_at_once, quiet_second, wait_for
 from tui.app import SwarmApp
+from tui.cli.launch import OpenCompareLive, OpenCompareSaved
 from tui.screens.compare import SUMMARY_COLUMNS, SummaryTable
 from tui.screens.compare_live import CompareRunScreen, LiveCompareScreen
 from tui.screens.compare_saved import SavedCompareScreen
@@ -33,14 +34,12 @@ WIDE, SMALL = (160, 48), (80, 24)
 def live_app(tmp: Path, methods: list[str], *, step: bool = False, domain: str = "math") -> SwarmApp:
     settings = Settings(domain=domain, sessions_dir=str(tmp), max_rounds=3)
     plan = ComparePlan(DEMO_PROBLEMS[domain], settings, methods, step=step)
-    return SwarmApp(settings, demo=True, state_path=None, load_embedder=False,
-                    compare=lambda: LiveCompareScreen(plan, demo=True, demo_chunk_delay=0.0))
+    return app_for(OpenCompareLive(plan, demo=True, demo_chunk_delay=0.0))
 
 
 def saved_app() -> SwarmApp:
     runs = load_saved([FIXTURE])
-    return SwarmApp(Settings(), state_path=None, load_embedder=False,
-                    compare=lambda: SavedCompareScreen(runs, str(FIXTURE)))
+    return app_for(OpenCompareSaved(runs, str(FIXTURE)))
 
 
 async def every_method_waiting(app: SwarmApp, pilot: Any) -> LiveCompareScreen:

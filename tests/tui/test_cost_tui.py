@@ -9,17 +9,18 @@ from pathlib import Path
 from core.demo.scripts import demo_script
 from core.demo.server import ScriptedServer
 from core.runtime.config import Settings
+from tests.support.tui import app_for
+from tui.cli.launch import OpenRun
 
 
 async def test_the_header_shows_the_cost_beside_the_tokens(tmp_path: Path) -> None:
-    from tui.app import SwarmApp
     from tui.widgets.header import RunHeader
 
     with ScriptedServer(demo_script, model="gpt-4o-mini") as server:
         # The scripted server is on 127.0.0.1: price it as a hosted endpoint would be.
         settings = Settings(strategy="single", base_url=server.base_url, model="gpt-4o-mini",
                             price_local_endpoints=True, sessions_dir=str(tmp_path))
-        app = SwarmApp(settings, problem="Write add(a, b).", demo=False, state_path=None, load_embedder=False)
+        app = app_for(OpenRun("Write add(a, b).", settings))
         async with app.run_test(size=(160, 48)) as pilot:
             for _ in range(600):  # a guard against hangs, not a timing
                 screen = getattr(app, "swarm_screen", None)

@@ -13,8 +13,9 @@ from core.methods.dmoa.events import DmoaRouted
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.sessions.store import load_session
-from tests.support.tui import wait_for
+from tests.support.tui import app_for, demo_run, wait_for
 from tui.app import SwarmApp
+from tui.cli.launch import OpenReplay
 from tui.screens.replay import ReplayScreen
 from tui.widgets.dmoa_view import DmoaView
 from tui.widgets.graph_pane import GraphPane
@@ -31,8 +32,7 @@ def dmoa_app(tmp: Path, domain: str = "math", **options: object) -> SwarmApp:
         strategy="dmoa",
         strategy_options={"dmoa": {"weights_dir": str(tmp), **options}},
     )
-    return SwarmApp(settings, problem=DEMO_PROBLEMS[domain], demo=True, state_path=None, demo_chunk_delay=0.0,
-                    load_embedder=False)
+    return demo_run(settings, DEMO_PROBLEMS[domain])
 
 
 async def test_router_view_shows_each_step_in_place_of_the_graph(tmp_path: Path) -> None:
@@ -78,8 +78,7 @@ async def test_replay_shows_the_router_view_stepping_back_and_forth(tmp_path: Pa
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.swarm_screen is not None and app.swarm_screen.model.finished is not None)
     session = load_session(next(tmp_path.glob("*.json")))
-    replay = SwarmApp(replay=session.replay_events(), replay_source="dmoa", replay_session=session, state_path=None,
-                      load_embedder=False)
+    replay = app_for(OpenReplay(session, Path("dmoa")))
     async with replay.run_test(size=(120, 40)) as pilot:
         screen = replay.screen
         assert isinstance(screen, ReplayScreen)

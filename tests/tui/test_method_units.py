@@ -11,7 +11,7 @@ import pytest
 from core.demo.scripts import DEMO_PROBLEMS
 from core.runtime.config import Settings
 from tests.support.cli import swarm
-from tests.support.tui import wait_for
+from tests.support.tui import demo_run, wait_for
 from tui.app import SwarmApp
 from tui.widgets.agent_pane import AgentPane
 from tui.widgets.results_pane import RoundSparks
@@ -32,11 +32,11 @@ def test_headless_progress_steps_by_the_method_s_unit(tmp_path: Path) -> None:
     assert "── call 1\n" in single.stderr and "call 1/" not in single.stderr  # one call: no max_rounds to count
 
 
-def app_for(tmp: Path, strategy: str, domain: str) -> SwarmApp:
+def app_for(tmp: Path, strategy: str, domain: str, *, step: bool = False) -> SwarmApp:
     settings = Settings(domain=domain, sessions_dir=str(tmp), strategy=strategy,
                         strategy_options={"dmoa": {"weights_dir": str(tmp)}} if strategy == "dmoa" else {})
-    return SwarmApp(settings, problem=DEMO_PROBLEMS[domain], demo=True, state_path=None, demo_chunk_delay=0.0,
-                    load_embedder=False)
+    app: SwarmApp = demo_run(settings, DEMO_PROBLEMS[domain], step=step)
+    return app
 
 
 @pytest.mark.usefixtures("embedder")
@@ -102,8 +102,7 @@ def help_rows(app: SwarmApp) -> dict[str, str]:
 async def test_footer_and_help_step_in_the_method_s_unit(
     tmp_path: Path, strategy: str, domain: str, labels: dict[str, str], tooltip: str
 ) -> None:
-    app = app_for(tmp_path, strategy, domain)
-    app.step = True  # paused before its first unit: what a newcomer reads first
+    app = app_for(tmp_path, strategy, domain, step=True)  # paused before its first unit: what a newcomer reads first
     async with app.run_test(size=(160, 48)) as pilot:
         await wait_for(pilot, lambda: app.swarm_screen is not None and app.swarm_screen.model.run is not None)
         await pilot.pause(0.1)

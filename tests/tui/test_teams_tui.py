@@ -9,7 +9,8 @@ import pytest
 
 from core.demo.scripts import DEMO_PROBLEMS
 from core.runtime.config import Settings
-from tests.support.tui import big_team, feed_app, pinned_team_events, post_events, wait_for
+from tests.support.tui import app_for, big_team, demo_run, feed_app, pinned_team_events, post_events, wait_for
+from tui.cli.launch import OpenReplay
 from tui.widgets.agent_pane import AgentPane
 from tui.widgets.graph_pane import GraphPane
 from tui.widgets.graph_render import COMPACT_AT
@@ -20,16 +21,12 @@ N_WORKERS = 16
 
 
 def big_team_app(tmp: Path) -> Any:
-    from tui.app import SwarmApp
 
     settings = Settings(
         domain="general", team="big", teams={"big": big_team(N_WORKERS)}, sessions_dir=str(tmp), max_rounds=2, k_in=3,
         tau=0.0,
     )
-    return SwarmApp(
-        settings, problem=DEMO_PROBLEMS["general"], demo=True, state_path=None, demo_chunk_delay=0.0,
-        load_embedder=False,
-    )
+    return demo_run(settings, DEMO_PROBLEMS["general"])
 
 
 @pytest.mark.parametrize(("size", "columns"), [((160, 48), 5), ((80, 24), 2)])
@@ -61,7 +58,6 @@ async def test_replay_shows_the_recorded_team_and_its_models(tmp_path: Path, emb
     from core.runtime import events as ev
     from core.sessions.model import session_from_events
     from core.sessions.store import load_session, save_session
-    from tui.app import SwarmApp
     from tui.screens.run import RunScreen
 
     with ScriptedServer(model="model-a") as a, ScriptedServer(model="model-b") as b:
@@ -82,9 +78,8 @@ async def test_replay_shows_the_recorded_team_and_its_models(tmp_path: Path, emb
     path = save_session(session_from_events(events), tmp_path / "team.json")
     session = load_session(path)
     # The app's own settings know nothing of the team: replay and fork take it from the session.
-    app = SwarmApp(Settings(sessions_dir=str(tmp_path / "forks")), replay=session.replay_events(),
-                   replay_source=str(path), replay_session=session, state_path=None, load_embedder=False,
-                   demo=True, demo_chunk_delay=0.0)
+    app = app_for(OpenReplay(session, path, settings=Settings(sessions_dir=str(tmp_path / "forks")), demo=True,
+                              demo_chunk_delay=0.0))
     async with app.run_test(size=(120, 40)) as pilot:
         replay = app.screen
         replay.jump_to_round(1)

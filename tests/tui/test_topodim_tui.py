@@ -11,8 +11,9 @@ from core.demo.scripts import DEMO_PROBLEMS
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.sessions.store import load_session
-from tests.support.tui import post_events, wait_for
+from tests.support.tui import app_for, demo_run, post_events, wait_for
 from tui.app import SwarmApp
+from tui.cli.launch import OpenReplay
 from tui.screens.replay import ReplayScreen
 from tui.widgets.graph_pane import GraphPane
 from tui.widgets.topodim_view import TopoDIMView
@@ -22,8 +23,7 @@ pytestmark = pytest.mark.usefixtures("embedder")
 
 def topodim_app(tmp: Path, **options: object) -> SwarmApp:
     settings = Settings(sessions_dir=str(tmp), strategy="topodim", strategy_options={"topodim": dict(options)})
-    return SwarmApp(settings, problem=DEMO_PROBLEMS["code"], demo=True, state_path=None, demo_chunk_delay=0.0,
-                    load_embedder=False)
+    return demo_run(settings, DEMO_PROBLEMS["code"])
 
 
 async def test_a_demo_run_shows_the_typed_graph_and_the_numbered_calls(tmp_path: Path) -> None:
@@ -60,8 +60,7 @@ async def test_a_demo_run_shows_the_typed_graph_and_the_numbered_calls(tmp_path:
 
 async def test_the_view_follows_calls_in_step_mode(tmp_path: Path) -> None:
     settings = Settings(sessions_dir=str(tmp_path), strategy="topodim")
-    app = SwarmApp(settings, problem=DEMO_PROBLEMS["code"], demo=True, state_path=None, demo_chunk_delay=0.0,
-                   load_embedder=False, step=True)
+    app = demo_run(settings, DEMO_PROBLEMS["code"], step=True)
     async with app.run_test(size=(160, 48)) as pilot:
         await wait_for(pilot, lambda: app.swarm_screen is not None and app.swarm_screen.control.waiting)
         view = app.swarm_screen.query_one(TopoDIMView)
@@ -94,8 +93,7 @@ async def test_replay_draws_the_same_view_and_steps_back(tmp_path: Path) -> None
         live = app.swarm_screen.query_one(TopoDIMView).text
     path = next(tmp_path.glob("*.json"))
     session = load_session(path)
-    replay = SwarmApp(replay=session.replay_events(), replay_source=str(path), replay_session=session,
-                      state_path=None, load_embedder=False)
+    replay = app_for(OpenReplay(session, path))
     async with replay.run_test(size=(160, 48)) as pilot:
         screen = replay.screen
         assert isinstance(screen, ReplayScreen)

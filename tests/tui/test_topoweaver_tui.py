@@ -14,8 +14,9 @@ from core.runtime.config import Settings
 from core.sessions.model import session_from_events
 from core.sessions.store import load_session, save_session
 from tests.support.topoweaver import CHAIN, NO_TESTER_LAST, script_with
-from tests.support.tui import wait_for
+from tests.support.tui import app_for, demo_run, wait_for
 from tui.app import SwarmApp
+from tui.cli.launch import OpenReplay
 from tui.screens.replay import ReplayScreen
 from tui.widgets.graph_pane import GraphPane
 from tui.widgets.header import ParamsBar
@@ -35,8 +36,7 @@ def yaml_text(app: SwarmApp) -> str:
 
 async def test_the_live_demo_shows_plans_dag_density_tester_and_history(tmp_path: Path) -> None:
     settings = Settings(strategy="topoweaver", sessions_dir=str(tmp_path))
-    app = SwarmApp(settings, problem=DEMO_PROBLEMS["code"], demo=True, state_path=None, demo_chunk_delay=0.0,
-                   load_embedder=False)
+    app = demo_run(settings, DEMO_PROBLEMS["code"])
     async with app.run_test(size=(160, 48)) as pilot:
         await wait_for(pilot, lambda: app.swarm_screen is not None and app.swarm_screen.model.finished is not None)
         await pilot.pause(0.1)
@@ -83,8 +83,7 @@ async def test_a_replayed_run_shows_an_invalid_plan_with_its_tag_and_raw_reply(t
     path = tmp_path / "tw.json"
     save_session(session_from_events(events), path)
     session = load_session(path)
-    app = SwarmApp(replay=session.replay_events(), replay_source=str(path), replay_session=session,
-                   state_path=None, load_embedder=False)
+    app = app_for(OpenReplay(session, path))
     async with app.run_test(size=(160, 48)) as pilot:
         assert isinstance(app.screen, ReplayScreen)
         await pilot.press("N")  # to the end of turn 1

@@ -19,12 +19,15 @@ from textual.widgets._footer import FooterKey
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from tests.support.paths import ROOT
-from tests.support.tui import feed_app, live_app, pinned_demo_events, post_events, wait_for
-from tui.app import EMBEDDER_THREAD, MAX_TOASTS, SwarmApp
+from tests.support.tui import app_for, feed_app, form_app, live_app, pinned_demo_events, post_events, wait_for
+from tui.app import SwarmApp
+from tui.cli.launch import OpenReplay, OpenRun
+from tui.loaders import EMBEDDER_THREAD
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.help import HelpScreen
 from tui.screens.inbox import InboxScreen
 from tui.screens.launch import LaunchScreen
+from tui.toasts import MAX_TOASTS
 from tui.widgets.agent_pane import AgentPane
 from tui.widgets.footer import WrapFooter
 from tui.widgets.graph_pane import GraphPane
@@ -79,10 +82,10 @@ def test_quit_returns_at_once_while_the_model_still_loads(problem: bool) -> None
 
 
 async def test_the_loader_is_a_daemon_thread_not_an_executor_worker() -> None:
-    app = SwarmApp(Settings(sessions_dir="/nonexistent"), demo=True, state_path=None, load_embedder=True)
+    app = form_app(Settings(sessions_dir="/nonexistent"), demo=True, load_embedder=True, start_engine=True)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        thread = app._embedder_thread
+        thread = app.loads.embedder_thread
         assert thread is not None and thread.daemon and thread.name == EMBEDDER_THREAD
         assert not any(w.name == "embedder" for w in app.workers)  # not in the loop's executor
         await wait_for(pilot, lambda: not thread.is_alive(), timeout=120)
@@ -92,8 +95,7 @@ async def test_the_loader_is_a_daemon_thread_not_an_executor_worker() -> None:
 
 # --- 9: 80x24 -------------------------------------------------------------------------------------------------
 async def test_launch_form_at_80x24_shows_the_url_and_start() -> None:
-    app = SwarmApp(Settings(sessions_dir="/nonexistent", base_url="http://localhost:1234/v1"), state_path=None,
-                   load_embedder=False)
+    app = form_app(Settings(sessions_dir="/nonexistent", base_url="http://localhost:1234/v1"), start_engine=True)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         screen = app.screen
@@ -249,7 +251,7 @@ async def test_toasts_collapse_repeats_and_never_pile_up(events: tuple[ev.Event,
 
 
 async def test_help_keys_work_on_the_launch_form() -> None:
-    app = SwarmApp(Settings(sessions_dir="/nonexistent"), state_path=None, load_embedder=False)
+    app = form_app(Settings(sessions_dir="/nonexistent"), start_engine=True)
     async with app.run_test(size=(120, 40)) as pilot:
         assert isinstance(app.screen, LaunchScreen)
         await pilot.press("f1")  # the problem's text area has focus: f1 works there
@@ -285,8 +287,7 @@ async def test_exports_never_show_up_as_sessions(tmp_path: Path, events: tuple[e
     source = tmp_path / "run.json"
     save_session(session_from_events([e for e in events if not isinstance(e, ev.AgentDelta)]), source)
     session = load_session(source)
-    app = SwarmApp(Settings(sessions_dir=str(tmp_path)), replay=session.replay_events(), replay_source=str(source),
-                   replay_session=session, state_path=None, load_embedder=False)
+    app = app_for(OpenReplay(session, source, settings=Settings(sessions_dir=str(tmp_path))))
     async with app.run_test(size=(120, 40)) as pilot:
         for fmt in ("json", "toml", "md"):
             await run_palette_command(app, f"Export session as {EXPORT_NAMES[fmt]}")
@@ -311,7 +312,7 @@ async def test_first_frame_of_a_run_has_its_panes_and_header() -> None:
                 frames.append((len(screen.query(AgentPane)), str(screen.query_one(RunHeader).render())))
             super()._display(screen, renderable)
 
-    app = Watch(Settings(sessions_dir="/nonexistent"), problem=DEMO_PROBLEMS["code"], demo=True, state_path=None,
+    app = Watch(OpenRun(DEMO_PROBLEMS["code"], Settings(sessions_dir="/nonexistent"), demo=True), state_path=None,
                 load_embedder=False, start_engine=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
@@ -337,8 +338,7 @@ async def test_tab_does_not_rebuild_the_footer(events: tuple[ev.Event, ...]) -> 
 
 # --- 14: the header's problem line -----------------------------------------------------------------------------------
 async def test_header_shows_the_function_not_the_import_line() -> None:
-    app = SwarmApp(Settings(sessions_dir="/nonexistent"), problem=HUMANEVAL_0, state_path=None, load_embedder=False,
-                   start_engine=False)
+    app = app_for(OpenRun(HUMANEVAL_0, Settings(sessions_dir="/nonexistent")), start_engine=False)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         first = str(app.screen.query_one(RunHeader).render()).splitlines()[0]

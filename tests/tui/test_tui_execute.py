@@ -12,8 +12,7 @@ from core.compose.assembly import make_evaluator
 from core.demo.scripts import DEMO_PROBLEMS
 from core.runtime.config import Settings
 from core.sessions.store import load_session
-from tests.support.tui import wait_for
-from tui.app import SwarmApp
+from tests.support.tui import demo_run, form_app, wait_for
 from tui.screens.launch import LaunchScreen
 from tui.screens.run import RunScreen
 from tui.widgets.header import ParamsBar
@@ -25,8 +24,7 @@ def bar(screen: RunScreen) -> str:
 
 
 async def test_switch_is_off_by_default_and_the_run_says_so(tmp_path: Path) -> None:
-    app = SwarmApp(Settings(sessions_dir=str(tmp_path)), demo=True, state_path=None, load_embedder=False,
-                   start_engine=False)
+    app = form_app(Settings(sessions_dir=str(tmp_path)), demo=True)
     async with app.run_test(size=(120, 40)) as pilot:
         assert isinstance(app.screen, LaunchScreen)
         switch = app.screen.query_one("#execute_code", Switch)
@@ -40,8 +38,7 @@ async def test_switch_is_off_by_default_and_the_run_says_so(tmp_path: Path) -> N
 
 
 async def test_switch_on_reaches_the_run_settings_and_the_params_bar(tmp_path: Path) -> None:
-    app = SwarmApp(Settings(sessions_dir=str(tmp_path)), demo=True, state_path=None, load_embedder=False,
-                   start_engine=False)
+    app = form_app(Settings(sessions_dir=str(tmp_path)), demo=True)
     async with app.run_test(size=(120, 40)) as pilot:
         app.screen.query_one("#domain", Select).value = "math"
         await pilot.pause()
@@ -68,8 +65,7 @@ async def test_tests_on_without_isolation_stay_on_the_form_with_the_reason(
     monkeypatch.setattr(isolation, "_ALLOWED_PROCESS", False)  # the suite accepts it (conftest): not here
     isolation.probe_isolation.cache_clear()
     try:
-        app = SwarmApp(Settings(sessions_dir=str(tmp_path)), demo=True, state_path=None, load_embedder=False,
-                       start_engine=False)
+        app = form_app(Settings(sessions_dir=str(tmp_path)), demo=True)
         async with app.run_test(size=(160, 48)) as pilot:
             await pilot.press("ctrl+g")
             await pilot.press("ctrl+r")
@@ -85,8 +81,7 @@ async def test_tests_on_without_isolation_stay_on_the_form_with_the_reason(
 async def test_demo_run_with_execution_lists_every_test_run_and_the_solved_flag(tmp_path: Path,
                                                                                 embedder: object) -> None:
     settings = Settings(domain="code", sessions_dir=str(tmp_path), execute_code=True)
-    app = SwarmApp(settings, problem=DEMO_PROBLEMS["code"], demo=True, state_path=None, demo_chunk_delay=0.0,
-                   load_embedder=False)
+    app = demo_run(settings, DEMO_PROBLEMS["code"])
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.swarm_screen is not None and app.swarm_screen.model.finished is not None)
         await pilot.pause(0.1)

@@ -24,11 +24,10 @@ from core.runtime.config import Settings
 from core.sessions.eventlog import LOG_SUFFIX, EventLogReader, has_ended, read_header
 from core.sessions.store import list_sessions, load_session
 from tests.support.paths import ROOT
-from tests.support.tui import wait_for
-from tui.app import SwarmApp
+from tests.support.tui import app_for, form_app, wait_for
 from tui.cli.attach import main as attach_main
+from tui.cli.launch import OpenFollow
 from tui.cli.sessions import format_table
-from tui.follow import FollowApp
 from tui.screens.follow import FINISHED, FOLLOWING, INTERRUPTED, FollowScreen
 from tui.screens.sessions import SessionPickerScreen
 from tui.widgets.header import ParamsBar, RunHeader
@@ -88,8 +87,7 @@ async def test_the_picker_marks_a_run_in_progress_and_follows_it_live_until_it_b
         assert running.outcome == "running" and running.live == "running"
         assert " running " in format_table([running])  # `swarm-tui sessions` marks it too
 
-        app = SwarmApp(Settings(sessions_dir=str(tmp_path)), state_path=None, load_embedder=False,
-                       start_engine=False)
+        app = form_app(Settings(sessions_dir=str(tmp_path)))
         async with app.run_test(size=(140, 44)) as pilot:
             app.open_session_picker()
             await wait_for(pilot, lambda: isinstance(app.screen, SessionPickerScreen) and app.screen.listing)
@@ -136,7 +134,7 @@ async def test_the_picker_marks_a_run_in_progress_and_follows_it_live_until_it_b
 async def test_a_killed_writer_leaves_a_loadable_session_and_the_follower_says_interrupted(tmp_path: Path) -> None:
     with writer(tmp_path, latency=0.25) as proc:
         log = wait_for_log(tmp_path, proc, started_round(1))
-        app = FollowApp(Settings(sessions_dir=str(tmp_path)), log, state_path=None)
+        app = app_for(OpenFollow(log, settings=Settings(sessions_dir=str(tmp_path))))
         async with app.run_test(size=(140, 44)) as pilot:
             screen = app.screen
             assert isinstance(screen, FollowScreen) and screen.state == FOLLOWING

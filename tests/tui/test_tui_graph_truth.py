@@ -15,7 +15,8 @@ from textual.color import Color
 from core.routing.dytopo import route_from_similarity
 from core.runtime import events as ev
 from tests.support.render import drawn_edges
-from tests.support.tui import feed_app, live_app, pinned_demo_events, post_events, wait_for
+from tests.support.tui import app_for, feed_app, live_app, pinned_demo_events, post_events, wait_for
+from tui.cli.launch import OpenReplay
 from tui.widgets.agent_pane import AgentPane
 from tui.widgets.graph_pane import GraphPane
 from tui.widgets.header import ParamsBar
@@ -87,13 +88,11 @@ async def test_whatif_in_replay_marks_added_and_dropped_edges(tmp_path: Path, ev
     from core.sessions.model import session_from_events
     from core.sessions.store import load_session, save_session
     from core.sessions.whatif import reroute_session
-    from tui.app import SwarmApp
 
     path = tmp_path / "demo.json"
     save_session(session_from_events([e for e in events if not isinstance(e, ev.AgentDelta)]), path)
     session = load_session(path)
-    app = SwarmApp(replay=session.replay_events(), replay_source=str(path), replay_session=session,
-                   state_path=None, load_embedder=False)
+    app = app_for(OpenReplay(session, path))
     async with app.run_test(size=(160, 48)) as pilot:
         screen = app.screen
         await pilot.press("N", "N", "N")  # to round 3

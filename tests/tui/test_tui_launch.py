@@ -12,6 +12,7 @@ from core.demo.scripts import DEMO_PROBLEMS
 from core.demo.server import ScriptedServer
 from core.runtime.config import Settings
 from tests.support.paths import ROOT
+from tests.support.tui import form_app
 from themes import THEMES_DIR, ThemeFileError, load_theme_file, load_themes
 from tui.app import SwarmApp
 from tui.commands import SwarmCommands
@@ -20,8 +21,7 @@ from tui.screens.run import RunScreen
 
 
 def launch_app(tmp_path: Path, **settings: object) -> SwarmApp:
-    return SwarmApp(Settings(sessions_dir=str(tmp_path), **settings), state_path=None, load_embedder=False,
-                    start_engine=False)
+    return form_app(Settings(sessions_dir=str(tmp_path), **settings))
 
 
 async def test_demo_switch_prefills_problem_and_follows_domain(tmp_path: Path) -> None:
@@ -108,7 +108,7 @@ async def test_start_opens_the_run_screen_with_the_form_values(tmp_path: Path) -
 
 
 async def test_failed_start_returns_to_the_form_with_the_error(tmp_path: Path) -> None:
-    app = SwarmApp(Settings(sessions_dir=str(tmp_path)), state_path=None, load_embedder=False)
+    app = form_app(Settings(sessions_dir=str(tmp_path)), start_engine=True)
     async with app.run_test(size=(120, 40)) as pilot:
         app.screen.query_one("#problem", TextArea).text = "Add two numbers."
         app.screen.query_one("#base_url", Input).value = "http://127.0.0.1:9/v1"
@@ -170,13 +170,13 @@ def test_tcss_uses_only_theme_variables() -> None:
 
 async def test_chosen_theme_is_remembered_in_the_state_file(tmp_path: Path) -> None:
     state = tmp_path / "state" / "state.json"
-    app = SwarmApp(Settings(sessions_dir=str(tmp_path)), state_path=state, load_embedder=False)
+    app = form_app(Settings(sessions_dir=str(tmp_path)), state_path=state, start_engine=True)
     async with app.run_test(size=(120, 40)) as pilot:
         assert "swarm-dusk" in app.available_themes and "swarm-paper" in app.available_themes
         app.theme = "swarm-paper"
         await pilot.pause()
     assert json.loads(state.read_text())["theme"] == "swarm-paper"
-    again = SwarmApp(Settings(sessions_dir=str(tmp_path)), state_path=state, load_embedder=False)
+    again = form_app(Settings(sessions_dir=str(tmp_path)), state_path=state, start_engine=True)
     async with again.run_test(size=(120, 40)):
         assert again.theme == "swarm-paper"
 

@@ -10,8 +10,8 @@ import pytest
 from core.routing.dytopo import RoutingResult, route_from_similarity
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from tests.support.tui import live_app, wait_for
-from tui.app import SwarmApp
+from tests.support.tui import app_for, live_app, wait_for
+from tui.cli.launch import OpenRun
 from tui.screens.confirm import ConfirmScreen
 from tui.widgets.graph_pane import GraphPane
 from tui.widgets.header import ParamsBar
@@ -134,7 +134,7 @@ async def test_quit_while_running_asks_and_yes_quits(tmp_path: Path) -> None:
 
 async def test_endpoint_down_is_a_notification_not_a_traceback(tmp_path: Path) -> None:
     settings = Settings(base_url="http://127.0.0.1:9/v1", sessions_dir=str(tmp_path))
-    app = SwarmApp(settings, problem="anything", state_path=None, load_embedder=False)
+    app = app_for(OpenRun("anything", settings))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: bool(app.swarm_screen.model.error))
         assert "cannot reach the model endpoint" in app.swarm_screen.model.error

@@ -9,7 +9,9 @@ from typing import Any
 
 from core.runtime import events as ev
 from core.runtime.config import Settings
+from tests.support.tui import app_for
 from tui.bridge import EngineEvent, EventBridge
+from tui.cli.launch import OpenRun
 from tui.screens.swarm_view import STREAMS_PER_FRAME
 from tui.widgets.agent_pane import AgentPane
 from tui.widgets.stream_view import StreamView
@@ -19,10 +21,8 @@ PARAMS = {"tau": 0.3, "k_in": 3, "max_rounds": 2}
 
 
 def quiet_app() -> Any:
-    from tui.app import SwarmApp
 
-    return SwarmApp(Settings(sessions_dir="/nonexistent"), problem="many streams", state_path=None,
-                    load_embedder=False, start_engine=False)
+    return app_for(OpenRun("many streams", Settings(sessions_dir="/nonexistent")), start_engine=False)
 
 
 def start_events() -> list[ev.Event]:

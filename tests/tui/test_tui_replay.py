@@ -12,8 +12,9 @@ from core.sessions.model import session_from_events
 from core.sessions.store import load_session, save_session
 from core.sessions.whatif import reroute_session
 from tests.support.render import drawn_edges
-from tests.support.tui import pinned_demo_events, wait_for
+from tests.support.tui import app_for, pinned_demo_events, wait_for
 from tui.app import SwarmApp
+from tui.cli.launch import OpenReplay
 from tui.screens.replay import JumpScreen, ReplayScreen
 from tui.widgets.graph_pane import GraphPane
 from tui.widgets.header import ParamsBar
@@ -29,8 +30,7 @@ def session_path(tmp_path_factory: pytest.TempPathFactory, embedder: object) -> 
 
 def replay_app(path: Path) -> SwarmApp:
     session = load_session(path)
-    return SwarmApp(replay=session.replay_events(), replay_source=str(path), replay_session=session,
-                    state_path=None, load_embedder=False)
+    return app_for(OpenReplay(session, path))
 
 
 async def test_step_forward_and_back_by_phase_and_round(session_path: Path) -> None:

@@ -10,7 +10,8 @@ import pytest
 from textual.widgets import Markdown
 
 from core.runtime import events as ev
-from tests.support.tui import feed_app, pinned_demo_events, post_events
+from tests.support.tui import app_for, feed_app, pinned_demo_events, post_events
+from tui.cli.launch import OpenReplay
 from tui.widgets.agent_pane import AgentPane
 
 TESTER_REPORT = "4 pass, 2 fail.\nFAIL test_empty\nFAIL test_single\n\n```python\nx = 1\ny = 2\n```"
@@ -42,15 +43,16 @@ def test_demo_alone_runs_the_demo_at_once(monkeypatch: pytest.MonkeyPatch) -> No
     """`swarm-tui --demo` opens a run of the demo's own problem, not a form waiting for ctrl+r."""
     import tui.app
     from core.demo.scripts import DEMO_PROBLEMS
+    from tui.cli.launch import OpenRun
     from tui.entry import main
 
     started: dict[str, object] = {}
 
-    def run_app(problem: str | None, settings: object, **kwargs: object) -> int:
-        started.update(problem=problem, **kwargs)
+    def run_request(request: OpenRun) -> int:
+        started.update(problem=request.problem, demo=request.demo)
         return 0
 
-    monkeypatch.setattr(tui.app, "run_app", run_app)
+    monkeypatch.setattr(tui.app, "run_request", run_request)
     assert main(["--demo", "--domain", "math"]) == 0
     assert started["problem"] == DEMO_PROBLEMS["math"] and started["demo"] is True
     assert main(["--domain", "math"]) == 0
@@ -94,14 +96,12 @@ async def test_help_lists_palette_commands_once_and_k_in_names_its_limit(events:
 async def test_a_paused_replay_does_not_say_mode_auto(events: tuple[ev.Event, ...], tmp_path: Path) -> None:
     from core.sessions.model import session_from_events
     from core.sessions.store import load_session, save_session
-    from tui.app import SwarmApp
     from tui.widgets.header import ParamsBar
 
     path = tmp_path / "demo.json"
     save_session(session_from_events([e for e in events if not isinstance(e, ev.AgentDelta)]), path)
     session = load_session(path)
-    app = SwarmApp(replay=session.replay_events(), replay_source=str(path), replay_session=session,
-                   state_path=None, load_embedder=False)
+    app = app_for(OpenReplay(session, path))
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         bar = str(app.screen.query_one(ParamsBar).render()).replace("\xa0", " ")

@@ -11,8 +11,7 @@ import pytest
 
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from tests.support.tui import feed_app, mid_round_events, pinned_demo_events, post_events
-from tui.app import SwarmApp
+from tests.support.tui import feed_app, form_app, mid_round_events, pinned_demo_events, post_events
 
 SIZE = (120, 40)
 SMALL = (80, 24)
@@ -30,7 +29,7 @@ async def steady_cursor(pilot: Any) -> None:
 
 
 def test_launch_form(snap_compare: Any) -> None:
-    app = SwarmApp(Settings(sessions_dir="/nonexistent"), demo=True, state_path=None, load_embedder=False)
+    app = form_app(Settings(sessions_dir="/nonexistent"), demo=True, start_engine=True)
     assert snap_compare(app, terminal_size=SIZE, run_before=steady_cursor)
 
 
@@ -80,7 +79,7 @@ def test_session_picker(snap_compare: Any, tmp_path: Any, monkeypatch: pytest.Mo
     monkeypatch.chdir(tmp_path)
     (tmp_path / "sessions").mkdir()
     shutil.copy(EXAMPLES_DIR / "example-code.json", tmp_path / "sessions" / "2026-11-21_0751_code_palindrome.json")
-    app = SwarmApp(Settings(sessions_dir="sessions"), state_path=None, load_embedder=False, start_engine=False)
+    app = form_app(Settings(sessions_dir="sessions"))
 
     async def run_before(pilot: Any) -> None:
         await pilot.press("ctrl+l")
@@ -96,7 +95,7 @@ def test_session_picker(snap_compare: Any, tmp_path: Any, monkeypatch: pytest.Mo
 
 # --- 80x24, the light theme, and the views issue 15 added ------------------------------------------------------------
 def test_launch_form_80x24(snap_compare: Any) -> None:
-    app = SwarmApp(Settings(sessions_dir="/nonexistent"), demo=True, state_path=None, load_embedder=False)
+    app = form_app(Settings(sessions_dir="/nonexistent"), demo=True, start_engine=True)
     assert snap_compare(app, terminal_size=SMALL, run_before=steady_cursor)
 
 

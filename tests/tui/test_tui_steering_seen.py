@@ -10,7 +10,7 @@ import pytest
 
 from core.demo.scripts import demo_script
 from core.demo.server import ScriptedServer
-from tests.support.tui import live_app, paused_after_round_one, says, wait_for
+from tests.support.tui import demo_run, form_app, live_app, paused_after_round_one, says, wait_for
 from tui.widgets.manager_pane import ManagerPane
 
 pytestmark = pytest.mark.usefixtures("embedder")
@@ -307,12 +307,10 @@ async def test_a_dmoa_note_to_all_is_marked_only_where_it_ran(tmp_path: Path, si
     from core.demo.scripts import DEMO_PROBLEMS
     from core.methods.dmoa.events import DmoaRouted
     from core.runtime.config import Settings
-    from tui.app import SwarmApp
 
     settings = Settings(domain="code", sessions_dir=str(tmp_path), strategy="dmoa",
                         strategy_options={"dmoa": {"weights_dir": str(tmp_path)}})
-    app = SwarmApp(settings, problem=DEMO_PROBLEMS["code"], demo=True, state_path=None, demo_chunk_delay=0.0,
-                   load_embedder=False, step=True)
+    app = demo_run(settings, DEMO_PROBLEMS["code"], step=True)
     async with app.run_test(size=size) as pilot:
         await wait_for(pilot, lambda: app.swarm_screen is not None
                        and app.swarm_screen.model.control_status == "paused")
@@ -362,11 +360,10 @@ async def test_the_form_sets_every_compared_methods_options_and_says_ctrl_r_belo
     from textual.widgets import Input, Select, SelectionList, Static, Switch
 
     from core.runtime.config import Settings
-    from tui.app import SwarmApp
     from tui.screens.compare_live import LiveCompareScreen
     from tui.screens.launch import LaunchScreen
 
-    app = SwarmApp(Settings(sessions_dir=str(tmp_path)), state_path=None, load_embedder=False, start_engine=False)
+    app = form_app(Settings(sessions_dir=str(tmp_path)))
     async with app.run_test(size=size) as pilot:
         form = app.screen
         assert isinstance(form, LaunchScreen)

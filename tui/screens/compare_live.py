@@ -18,6 +18,7 @@ from core.runtime.control import ControlMode
 from core.sessions.compare_record import CompareRecord, CompareRow, RowState
 
 from ..bindings import RUN_BINDINGS
+from ..cli.launch import DEMO_PACE
 from .compare import CompareScreen, MethodBridge
 from .run import RunScreen
 
@@ -33,14 +34,14 @@ def _placeholder_record(plan: ComparePlan, demo: bool) -> CompareRecord:
 
 
 class LiveCompareScreen(CompareScreen):
-    def __init__(self, plan: ComparePlan, *, demo: bool = False, save: Path | None = None,
-                 demo_chunk_delay: float = 0.02, server: Any = None) -> None:
-        super().__init__(_placeholder_record(plan, demo))
+    def __init__(self, plan: ComparePlan, *, backend: BackendChoice = BackendChoice(demo_chunk_delay=DEMO_PACE),
+                 save: Path | None = None) -> None:
+        """``backend``: the endpoint, or the demo server (its pace, and one a test started)."""
+        super().__init__(_placeholder_record(plan, backend.demo))
         self.plan = plan
-        self.demo = demo
+        self.backend = backend
+        self.demo = backend.demo
         self.save = save
-        self.demo_chunk_delay = demo_chunk_delay
-        self.server = server
         self.comparison: Comparison | None = None
         self.error = ""
 
@@ -57,8 +58,8 @@ class LiveCompareScreen(CompareScreen):
 
         settings = self.plan.settings
         try:
-            backend = await open_backend(settings, demo=self.demo, demo_chunk_delay=self.demo_chunk_delay,
-                                         server=self.server)
+            backend = await open_backend(settings, demo=self.demo, demo_chunk_delay=self.backend.demo_chunk_delay,
+                                         server=self.backend.server)
         except EndpointError as exc:
             self.fail_all(str(exc))
             return
@@ -174,7 +175,7 @@ class CompareRunScreen(RunScreen):
         comparison = compare.comparison
         assert comparison is not None
         super().__init__(compare.plan.problem, comparison.plans[method].settings,
-                         backend=BackendChoice(demo=compare.demo, demo_chunk_delay=0.02), start=False,
+                         backend=compare.backend, start=False,
                          plan=comparison.plans[method])
         self.compare = compare
         self.method = method

@@ -28,6 +28,7 @@ from core.sessions.store import SessionRecorder
 
 from ..bindings import RUN_BINDINGS
 from ..bridge import BackendFailed, BackendStatus, EventBridge
+from ..cli.launch import DEMO_PACE
 from ..model import refusal_toast, steer_line
 from .steer import SteerScreen
 from .swarm_view import SwarmScreen
@@ -57,7 +58,7 @@ class RunScreen(SwarmScreen):
         problem: str,
         settings: Settings,
         *,
-        backend: BackendChoice = BackendChoice(demo_chunk_delay=0.02),
+        backend: BackendChoice = BackendChoice(demo_chunk_delay=DEMO_PACE),
         save: Path | None = None,
         step: bool = False,
         clock: Callable[[], float] = time.time,

@@ -154,9 +154,11 @@ async def test_the_launch_form_offers_it_with_its_options(tmp_path: Path) -> Non
     from textual.widgets import Select
 
     from tui.app import SwarmApp
+    from tui.cli.launch import OpenRun
     from tui.screens.launch import LaunchScreen
 
-    app = SwarmApp(Settings(sessions_dir=str(tmp_path)), state_path=None, load_embedder=False, start_engine=False)
+    app = SwarmApp(OpenRun(None, Settings(sessions_dir=str(tmp_path))), state_path=None, load_embedder=False,
+                   start_engine=False)
     async with app.run_test(size=(160, 48)) as pilot:
         form = app.screen
         assert isinstance(form, LaunchScreen)

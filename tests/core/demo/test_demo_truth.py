@@ -21,8 +21,7 @@ from core.runtime.config import Settings
 from core.sessions.export import export_session
 from core.sessions.store import load_session
 from tests.support.cli import swarm
-from tests.support.tui import wait_for
-from tui.app import SwarmApp
+from tests.support.tui import demo_run, wait_for
 from tui.model import RunModel
 from tui.widgets.header import RunHeader
 from tui.widgets.results_pane import ResultsPane
@@ -113,8 +112,7 @@ def test_the_demo_s_own_problem_runs_as_before(tmp_path: Path) -> None:
 @pytest.mark.parametrize("problem", ["What is 17*23?", DEMO_PROBLEMS["math"]])
 async def test_the_tui_shows_which_problem_the_demo_played(tmp_path: Path, problem: str) -> None:
     foreign = problem != DEMO_PROBLEMS["math"]
-    app = SwarmApp(Settings(domain="math", sessions_dir=str(tmp_path)), problem=problem, demo=True, state_path=None,
-                   demo_chunk_delay=0.0, load_embedder=False)
+    app = demo_run(Settings(domain="math", sessions_dir=str(tmp_path)), problem)
     async with app.run_test(size=(160, 48)) as pilot:
         await wait_for(pilot, lambda: app.swarm_screen is not None and app.swarm_screen.model.finished is not None)
         await pilot.pause(0.1)

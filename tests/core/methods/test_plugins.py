@@ -15,7 +15,7 @@ from core.methods import catalogue
 from core.methods.registry import MethodError
 from core.runtime.config import Settings
 from tests.core.methods import plugin_dummy
-from tui.app import SwarmApp
+from tests.support.tui import form_app
 from tui.cli.main import main
 from tui.screens.launch import LaunchScreen
 
@@ -71,7 +71,7 @@ def test_a_registered_method_s_bad_option_is_one_line(dummy: None, capsys: pytes
 
 
 async def test_a_registered_method_is_offered_by_the_launch_form(dummy: None, tmp_path: Path) -> None:
-    app = SwarmApp(Settings(sessions_dir=str(tmp_path)), state_path=None, load_embedder=False, start_engine=False)
+    app = form_app(Settings(sessions_dir=str(tmp_path)))
     async with app.run_test(size=(160, 48)) as pilot:
         form = app.screen
         assert isinstance(form, LaunchScreen)
