@@ -21,9 +21,9 @@ from tests.support.paths import FIXTURES
 from tests.support.tui import app_for, press_at_once, quiet_second, wait_for
 from tui.app import SwarmApp
 from tui.cli.launch import OpenCompareLive, OpenCompareSaved
-from tui.screens.compare import SUMMARY_COLUMNS, SummaryTable
 from tui.screens.compare_live import CompareRunScreen, LiveCompareScreen
 from tui.screens.compare_saved import SavedCompareScreen
+from tui.widgets.compare_summary import SUMMARY_COLUMNS, SummaryTable
 from tui.widgets.graph_pane import GraphPane
 from tui.widgets.header import ParamsBar, RunHeader
 
@@ -200,12 +200,12 @@ async def test_summary_sorts_by_a_column_and_reverses() -> None:
     async with app.run_test(size=WIDE) as pilot:
         screen = app.screen
         assert isinstance(screen, SavedCompareScreen)
-        screen.sort_by(6)  # total tokens
-        await pilot.pause()
         table = screen.query_one(SummaryTable)
+        table.sort_by(6)  # total tokens
+        await pilot.pause()
         totals = [int(table.get_row_at(i)[6].replace(",", "")) for i in range(table.row_count)]
         assert totals == sorted(totals)
-        screen.sort_by(6)
+        table.sort_by(6)
         await pilot.pause()
         totals = [int(table.get_row_at(i)[6].replace(",", "")) for i in range(table.row_count)]
         assert totals == sorted(totals, reverse=True)
@@ -308,7 +308,7 @@ async def test_sorting_goes_only_by_columns_that_order_something() -> None:
         visited = []
         for _ in range(9):
             await pilot.press("o")
-            visited.append(SUMMARY_COLUMNS[screen.sort_column])
+            visited.append(SUMMARY_COLUMNS[screen.query_one(SummaryTable).sort_column])
         assert visited == ["method", "verdict", "calls", "prompt", "completion", "total", "wall s", "prompt cache",
                            "method"]
         marked = [str(c.label) for c in screen.query_one(SummaryTable).ordered_columns if str(c.label).endswith("▲")]

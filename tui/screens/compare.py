@@ -9,71 +9,31 @@ method at a time, the summary table a key (s) away.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any, ClassVar
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import HorizontalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Static, Tab, Tabs
+from textual.widgets import Static, Tab, Tabs
 
-from core.compose.compare import answer_gist, estimated_note, summary_rows
 from core.runtime import events as ev
 from core.runtime.dispatch import is_delta
-from core.runtime.textsafe import one_line, printable
+from core.runtime.textsafe import printable
 from core.sessions.compare_record import CompareRecord, CompareRow
 
 from ..bridge import EventBridge
 from ..widgets.compare_column import CompareColumn
+from ..widgets.compare_summary import SummaryTable
 from ..widgets.footer import WrapFooter
+from .compare_files import EXPORT_NAMES, export_comparison
 
 NARROW_WIDTH, SHORT_HEIGHT = 100, 30  # below either: tabs instead of columns
 MIN_COLUMN = 38  # a column's least width: four fit in 160 cells, more scroll sideways
 TICK_S = 0.2  # columns and the summary redraw at most 5 times a second
 
-
-@dataclass(frozen=True)
-class SummaryColumn:
-    """One column of the summary table: its label, its cell from a summary row (core.compose.compare.summary_rows),
-    what it sorts by (None: not sortable, e.g. free text) and whether it stays at 80×24."""
-
-    label: str
-    cell: Callable[[dict[str, Any], bool], str]  # (row, narrow) -> the cell's text
-    sort: Callable[[dict[str, Any]], Any] | None
-    narrow: bool
-
-
-def _tokens(key: str) -> Callable[[dict[str, Any], bool], str]:
-    return lambda r, _narrow: f"{r['tokens_mark']}{r[key]:,}"
-
-
-def verdict_cell(verdict: str, width: int) -> str:
-    """A verdict as the summary shows it: the column's own text, cut with a marker where it is longer."""
-    return one_line(verdict, width)
-
-
-SUMMARY: tuple[SummaryColumn, ...] = (
-    SummaryColumn("method", lambda r, _n: printable(r["method"]), lambda r: r["method"], True),
-    SummaryColumn("answer", lambda r, _n: one_line(answer_gist(r["answer"]), 28) or "—", None, False),
-    SummaryColumn("verdict", lambda r, n: verdict_cell(r["verdict"], 18 if n else 26), lambda r: r["verdict"], True),
-    SummaryColumn("calls", lambda r, _n: str(r["calls"]), lambda r: r["calls"], True),
-    SummaryColumn("prompt", _tokens("prompt_tokens"), lambda r: r["prompt_tokens"], False),
-    SummaryColumn("completion", _tokens("completion_tokens"), lambda r: r["completion_tokens"], False),
-    SummaryColumn("total", _tokens("total_tokens"), lambda r: r["total_tokens"], True),
-    SummaryColumn("wall s", lambda r, _n: f"{r['wall_s']:.1f}", lambda r: r["wall_s"], True),
-    # The differences sort as total and wall do: sorting by them would only repeat those.
-    SummaryColumn("Δ tokens", lambda r, _n: r["tokens_vs_first"], None, True),
-    SummaryColumn("Δ wall", lambda r, _n: r["wall_vs_first"], None, True),
-    SummaryColumn("prompt cache", lambda r, _n: r["cached"],
-                  lambda r: -1 if r["cached_tokens"] is None else r["cached_tokens"], False),
-)
-SUMMARY_COLUMNS = tuple(c.label for c in SUMMARY)
-SORTABLE = tuple(i for i, c in enumerate(SUMMARY) if c.sort is not None)
 
 COMPARE_BINDINGS: list[Binding] = [
     Binding("left", "focus_column(-1)", "◀", id="compare_prev", tooltip="Focus the column on the left"),
@@ -102,6 +62,17 @@ COMPARE_BINDINGS: list[Binding] = [
 ]
 
 
+def header_text(record: CompareRecord, demo_played: str = "") -> str:
+    """The screen's two header lines: where the methods run, and the problem's first line (or what a demo plays
+    instead of it)."""
+    r = record
+    first = (r.problem.strip().splitlines() or [""])[0]
+    first = first if len(first) <= 90 else first[:89] + "…"
+    demo = "DEMO (scripted server) · " if r.demo else ""
+    played = f"DEMO plays {demo_played} instead of: " if demo_played else ""
+    return printable(f"compare · {demo}{r.model} at {r.base_url} · {r.domain}\n{played}{first}")
+
+
 class MethodEvent(Message):
     """One method's event, on its way to the compare screen."""
 
@@ -124,13 +95,6 @@ class MethodBridge(EventBridge):
         self.screen.post_message(MethodEvent(self.method, event))
 
 
-class SummaryTable(DataTable[str]):
-    """The summary, sortable. Keys stay with the screen (left/right move between columns), except at 80×24
-    while the table is shown alone: then it takes focus and left/right scroll its wide rows."""
-
-    can_focus = False
-
-
 class CompareScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [*COMPARE_BINDINGS]
 
@@ -141,11 +105,7 @@ class CompareScreen(Screen[None]):
         self.columns: dict[str, CompareColumn] = {}
         self.events: dict[str, list[ev.Event]] = {row.method: [] for row in record.rows}
         self.focused_index = 0
-        self.sort_column: int | None = None
-        self.sort_reverse = False
         self.summary_toggled = False
-        self._shown_cells: list[tuple[str, ...]] | None = None  # the summary as last drawn
-        self._table_narrow: bool | None = None  # the summary's columns are the 80×24 set
         self.detail: Any = None  # the full run screen opened from a column (live), while it is open
         self.detail_method = ""
         self.demo_played = ""  # the demo's own problem, when it played that instead of the one asked
@@ -153,7 +113,7 @@ class CompareScreen(Screen[None]):
 
     # --- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield Static(self.header_text(), id="cmp-header")
+        yield Static(header_text(self.record, self.demo_played), id="cmp-header")
         yield Tabs(*(Tab(printable(row.method), id=f"tab-{i}") for i, row in enumerate(self.record.rows)),
                    id="cmp-tabs")
         with HorizontalScroll(id="cmp-columns", can_focus=False):
@@ -165,18 +125,13 @@ class CompareScreen(Screen[None]):
         yield table
         yield WrapFooter()
 
-    def header_text(self) -> str:
-        r = self.record
-        first = (r.problem.strip().splitlines() or [""])[0]
-        first = first if len(first) <= 90 else first[:89] + "…"
-        demo = "DEMO (scripted server) · " if r.demo else ""
-        played = f"DEMO plays {self.demo_played} instead of: " if self.demo_played else ""
-        return printable(f"compare · {demo}{r.model} at {r.base_url} · {r.domain}\n{played}{first}")
+    def show_header(self) -> None:
+        self.query_one("#cmp-header", Static).update(header_text(self.record, self.demo_played))
 
     def on_mount(self) -> None:
-        self._relayout()
+        self.on_resize()
         self._focus(0)
-        self.refresh_summary()
+        self.query_one(SummaryTable).show(list(self.rows.values()))
         self.set_interval(TICK_S, self.tick)
         self.started()
 
@@ -185,29 +140,17 @@ class CompareScreen(Screen[None]):
         own on_mount, which Textual would call besides this class's)."""
 
     def on_resize(self) -> None:
-        self._relayout()
-
-    @property
-    def narrow(self) -> bool:
-        return self.size.width < NARROW_WIDTH or self.size.height < SHORT_HEIGHT
-
-    def _relayout(self) -> None:
-        self.set_class(self.narrow, "-narrow")
+        """Columns side by side, or at 80×24 tabs (one method at a time) with the summary a key away."""
+        narrow = self.size.width < NARROW_WIDTH or self.size.height < SHORT_HEIGHT
+        self.set_class(narrow, "-narrow")
         self.set_class(self.summary_toggled, "-summary-toggled")
         # Widths in cells: fr units in a sideways-scrolling row gave every column the whole width.
         width = max(MIN_COLUMN, self.size.width // max(1, len(self.columns)))
         for column in self.columns.values():
-            column.styles.width = "1fr" if self.narrow else width
+            column.styles.width = "1fr" if narrow else width
         table = self.query_one(SummaryTable)
-        if self._table_narrow != self.narrow:  # at 80×24 the columns that matter, all in view
-            self._table_narrow = self.narrow
-            table.clear(columns=True)
-            for shown in self.summary_columns():
-                table.add_column(shown.label, key=shown.label)
-            self._shown_cells = None
-            if self.is_mounted:
-                self.refresh_summary()
-        alone = self.narrow and self.summary_toggled
+        table.set_narrow(narrow)
+        alone = narrow and self.summary_toggled
         table.can_focus = alone
         if alone:
             table.focus()
@@ -228,43 +171,14 @@ class CompareScreen(Screen[None]):
         played = column.model.demo_played  # from the method's RunStarted
         if played and not self.demo_played:
             self.demo_played = played
-            self.query_one("#cmp-header", Static).update(self.header_text())
+            self.show_header()
         if self.detail is not None and self.detail_method == method and self.detail.is_attached:
             self.detail.apply_event(event)
 
     def tick(self) -> None:
         for column in self.columns.values():
             column.tick()
-        self.refresh_summary()
-
-    def summary_columns(self) -> list[SummaryColumn]:
-        """The columns shown: all of them, or at 80×24 those that fit (the answer is in each column)."""
-        return [c for c in SUMMARY if c.narrow or not self.narrow]
-
-    def summary(self) -> list[dict[str, Any]]:
-        rows = summary_rows(list(self.rows.values()))
-        sort = SUMMARY[self.sort_column].sort if self.sort_column is not None else None
-        if sort is not None:
-            rows.sort(key=sort, reverse=self.sort_reverse)
-        return rows
-
-    def refresh_summary(self) -> None:
-        table = self.query_one(SummaryTable)
-        columns = self.summary_columns()
-        narrow = bool(self._table_narrow)
-        cells = [tuple(column.cell(r, narrow) for column in columns) for r in self.summary()]
-        if cells == self._shown_cells:
-            return
-        self._shown_cells = cells
-        table.border_title = printable(estimated_note(list(self.rows.values())))  # what a "~" means
-        table.clear()
-        for values in cells:
-            table.add_row(*values)
-        for column, shown in zip(columns, table.ordered_columns, strict=True):
-            index = SUMMARY.index(column)
-            mark = "" if self.sort_column != index else (" ▼" if self.sort_reverse else " ▲")
-            shown.label = Text(column.label + mark)
-        table.refresh()
+        self.query_one(SummaryTable).show(list(self.rows.values()))
 
     # --- focus --------------------------------------------------------------------------------
     @property
@@ -304,58 +218,20 @@ class CompareScreen(Screen[None]):
     # --- summary ------------------------------------------------------------------------------
     def action_toggle_summary(self) -> None:
         self.summary_toggled = not self.summary_toggled
-        self._relayout()
-
-    def on_data_table_header_selected(self, message: DataTable.HeaderSelected) -> None:
-        label = str(message.column_key.value)
-        index = SUMMARY_COLUMNS.index(label) if label in SUMMARY_COLUMNS else None
-        if index is None or index not in SORTABLE:
-            self.notify(f"the summary does not sort by {label}", severity="warning", timeout=2)
-            return
-        self.sort_by(index)
-
-    def sort_by(self, index: int) -> None:
-        """Sort by SUMMARY[index] (again: reverse)."""
-        if self.sort_column == index:
-            self.sort_reverse = not self.sort_reverse
-        else:
-            self.sort_column, self.sort_reverse = index, False
-        self.refresh_summary()
+        self.on_resize()
 
     def action_sort_next(self) -> None:
-        """The next sortable column (shown at this size)."""
-        shown = [i for i in SORTABLE if SUMMARY[i] in self.summary_columns()]
-        later = [i for i in shown if self.sort_column is None or i > self.sort_column]
-        self.sort_column = later[0] if later else shown[0]
-        self.sort_reverse = False
-        self.refresh_summary()
-        self.notify(f"summary sorted by {SUMMARY_COLUMNS[self.sort_column]}", timeout=2)
+        """The summary sorted by its next sortable column (shown at this size)."""
+        label = self.query_one(SummaryTable).sort_next()
+        self.notify(f"summary sorted by {label}", timeout=2)
 
     # --- export -------------------------------------------------------------------------------
-    def export_dir(self) -> Path:
-        return self.record.path.parent if self.record.path is not None else Path.cwd()
-
-    def export(self, formats: tuple[str, ...]) -> list[Path]:
-        from core.compose.compare_export import export_paths, export_record
-
-        targets = export_paths(self.record, self.export_dir())
-        written = []
-        try:
-            for fmt in formats:
-                written.append(export_record(self.record, fmt, targets[fmt]))
-        except OSError as exc:
-            self.notify(f"cannot export: {exc.strerror or exc}", severity="error", timeout=10)
-            return written
-        self.notify("exported: " + ", ".join(str(p) for p in written), timeout=8)
-        return written
-
     def action_export(self) -> None:
-        self.export(("md", "json", "csv", "html"))
+        export_comparison(self, self.record, tuple(EXPORT_NAMES))
 
     def palette_commands(self) -> list[tuple[str, str, Callable[[], object]]]:
-        names = {"md": "Markdown", "json": "JSON", "csv": "CSV", "html": "HTML"}
-        return [(f"Export comparison as {name}", "beside the compare record", partial(self.export, (fmt,)))
-                for fmt, name in names.items()]
+        return [(f"Export comparison as {name}", "beside the compare record",
+                 partial(export_comparison, self, self.record, (fmt,))) for fmt, name in EXPORT_NAMES.items()]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "back":

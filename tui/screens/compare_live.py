@@ -90,7 +90,7 @@ class LiveCompareScreen(CompareScreen):
         for method, column in self.columns.items():
             column.row = comparison.rows[method]
             column.changes += 1
-        self.query_one("#cmp-header").update(self.header_text())  # type: ignore[attr-defined]
+        self.show_header()
 
     def fail_all(self, message: str) -> None:
         """The endpoint could not be opened: every column says why; nothing ran."""

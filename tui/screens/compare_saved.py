@@ -4,8 +4,6 @@ run in the replay screen (what-if where its method supports it), esc comes back.
 
 from __future__ import annotations
 
-from textual.widgets import Static
-
 from core.compose.compare_saved import SavedRun, fold_events, record_of_runs, same_problem
 from core.runtime import events as ev
 from core.runtime.dispatch import positions
@@ -27,7 +25,7 @@ class SavedCompareScreen(CompareScreen):
         played = [run.session.metadata.demo_played for run in self.runs.values() if run.session.metadata.demo_played]
         if played:
             self.demo_played = played[0]
-            self.query_one("#cmp-header", Static).update(self.header_text())
+            self.show_header()
         for label in self.runs:
             self.seek(label, len(self.replayed[label]))  # opens on each run's end: the answers side by side
         if not same_problem(list(self.runs.values())):
