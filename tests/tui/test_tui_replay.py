@@ -65,14 +65,14 @@ async def test_play_advances_at_the_chosen_speed(session_path: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         screen = app.screen
         await pilot.press("right_square_bracket", "right_square_bracket", "right_square_bracket")
-        assert screen.speed == 8
+        assert screen.playback.speed == 8
         start = screen.cursor
         await pilot.press("space")
         await wait_for(pilot, lambda: screen.cursor >= start + 3)
         await pilot.press("space")
         stopped = screen.cursor
         await pilot.pause(0.3)
-        assert screen.cursor == stopped and not screen.playing
+        assert screen.cursor == stopped and not screen.playback.playing
 
 
 async def test_tau_change_in_replay_is_a_hypothetical_graph(session_path: Path) -> None:
