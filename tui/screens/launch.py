@@ -68,6 +68,24 @@ def counts_max_rounds(name: str) -> bool:
     return info is None or (not info.limit_option and info.unit_limit(7) == 7)
 
 
+def _with_options(settings: Settings, method: str, options: dict[str, Any]) -> Settings:
+    """``settings`` with ``method``'s options typed in the form over its [strategy.NAME] table."""
+    return replace(settings, strategy_options={
+        **settings.strategy_options, method: {**settings.strategy_options.get(method, {}), **options}})
+
+
+def _form_values(form: Screen[Any]) -> dict[str, str]:
+    """The form's fields as typed (``form``: the launch screen), for _fields_to_settings."""
+    return {
+        "domain": str(form.query_one("#domain", Select).value),
+        "strategy": str(form.query_one("#strategy", Select).value),
+        "protocol": str(form.query_one("#protocol", Select).value),
+        **{name: form.query_one(f"#{name}", Input).value for name in ("tau", "k_in", "max_rounds", "base_url",
+                                                                      "model")},
+        "execute_code": "on" if form.query_one("#execute_code", Switch).value else "off",
+    }
+
+
 def _fields_to_settings(base: Settings, values: dict[str, str], options: dict[str, Any] | None = None) -> Settings:
     """Form text -> validated Settings; ConfigError with one line on bad input."""
     def number(name: str, kind: type) -> float | int:
@@ -95,9 +113,7 @@ def _fields_to_settings(base: Settings, values: dict[str, str], options: dict[st
     )
     settings = replace(base, **{k: v for k, v in changes.items() if v is not None})
     if options:  # the method's own fields, over its [strategy.NAME] table
-        method = settings.strategy
-        settings = replace(settings, strategy_options={
-            **settings.strategy_options, method: {**settings.strategy_options.get(method, {}), **options}})
+        settings = _with_options(settings, settings.strategy, options)
     team = _team(base, values["domain"])
     settings = replace(settings, domain=DomainName(team.name), team=team.team or None)
     settings.validate(n_workers=len(team.workers))
@@ -123,6 +139,56 @@ def in_form_words(message: str) -> str:
     for flags, form in FORM_WORDS:
         message = message.replace(flags, form)
     return message
+
+
+def _fields(s: Settings, demo: bool, step: bool) -> ComposeResult:
+    """The form's grid: method, domain (or a [team.NAME] table), DyTopo's protocol, tau and k_in, max_rounds,
+    demo, endpoint, model and step mode, a label beside each."""
+    with Grid(id="launch-grid"):
+        yield Label("method")
+        yield Select([(m, m) for m in method_names()], value=s.strategy, allow_blank=False, id="strategy")
+        yield Label("domain")
+        teams = [(f"team {name}", name) for name in s.teams]
+        chosen = s.team if s.team in s.teams else s.domain
+        yield Select([(str(d), str(d)) for d in DOMAINS] + teams, value=chosen, allow_blank=False, id="domain")
+        yield Label("protocol", id="protocol-label", classes="tau-field")
+        yield Select([(p, p) for p in PROTOCOLS], value=s.protocol, allow_blank=False, id="protocol",
+                     classes="tau-field")
+        yield Label("tau (0..1)", id="tau-label", classes="tau-field")
+        yield Input(f"{s.tau}", id="tau", type="number", classes="tau-field")
+        yield Label(f"k_in (1..{_workers(s, chosen) - 1})", id="k_in-label", classes="tau-field")
+        yield Input(f"{s.k_in}", id="k_in", type="integer", classes="tau-field")
+        yield Label("max_rounds (1..10)", id="max_rounds-label", classes="rounds-field")
+        yield Input(f"{s.max_rounds}", id="max_rounds", type="integer", classes="rounds-field")
+        yield Label("demo (scripted)", id="demo-label")
+        yield Switch(demo, id="demo")
+        yield Label("endpoint URL")
+        yield Input(s.base_url or resolve_base_url(s), id="base_url")
+        yield Label("model")
+        yield Input(s.model or "", placeholder="first model the endpoint lists", id="model")
+        yield Label("step mode", id="step-label")
+        yield Switch(step, id="step", tooltip="Wait for a key (n) before each step of the run")
+
+
+async def probe_endpoint(url: str, settings: Settings) -> tuple[str, bool, str]:
+    """Ask ``url`` which models it serves: (what the form says, whether it answered with models, the first)."""
+    from core.llm.client import EndpointError, LLMClient
+    from core.runtime.config import resolve_api_key
+
+    try:
+        client = LLMClient(url, resolve_api_key(settings), timeout=10.0, first_byte_timeout=10.0, max_retries=0)
+    except EndpointError as exc:  # a URL that cannot be used
+        return f"✗ {exc}", False, ""
+    try:
+        models = await client.list_models()
+    except EndpointError as exc:
+        return f"✗ {exc}", False, ""
+    finally:
+        await client.close()
+    if not models:
+        return f"✗ {url} answered but lists no models: type a model name", False, ""
+    shown = ", ".join(models[:6]) + (f" (+{len(models) - 6} more)" if len(models) > 6 else "")
+    return f"✓ {url} serves {len(models)} model(s): {shown}", True, models[0]
 
 
 class LaunchScreen(Screen[None]):
@@ -161,30 +227,7 @@ class LaunchScreen(Screen[None]):
             yield Label("Problem")
             yield TextArea(self.problem or (DEMO_PROBLEMS[s.domain] if self.demo else ""), id="problem",
                            soft_wrap=True)
-            with Grid(id="launch-grid"):
-                yield Label("method")
-                yield Select([(m, m) for m in method_names()], value=s.strategy, allow_blank=False, id="strategy")
-                yield Label("domain")
-                teams = [(f"team {name}", name) for name in s.teams]
-                chosen = s.team if s.team in s.teams else s.domain
-                yield Select([(str(d), str(d)) for d in DOMAINS] + teams, value=chosen, allow_blank=False, id="domain")
-                yield Label("protocol", id="protocol-label", classes="tau-field")
-                yield Select([(p, p) for p in PROTOCOLS], value=s.protocol, allow_blank=False, id="protocol",
-                             classes="tau-field")
-                yield Label("tau (0..1)", id="tau-label", classes="tau-field")
-                yield Input(f"{s.tau}", id="tau", type="number", classes="tau-field")
-                yield Label(f"k_in (1..{_workers(s, chosen) - 1})", id="k_in-label", classes="tau-field")
-                yield Input(f"{s.k_in}", id="k_in", type="integer", classes="tau-field")
-                yield Label("max_rounds (1..10)", id="max_rounds-label", classes="rounds-field")
-                yield Input(f"{s.max_rounds}", id="max_rounds", type="integer", classes="rounds-field")
-                yield Label("demo (scripted)", id="demo-label")
-                yield Switch(self.demo, id="demo")
-                yield Label("endpoint URL")
-                yield Input(s.base_url or resolve_base_url(s), id="base_url")
-                yield Label("model")
-                yield Input(s.model or "", placeholder="first model the endpoint lists", id="model")
-                yield Label("step mode", id="step-label")
-                yield Switch(self.step, id="step", tooltip="Wait for a key (n) before each step of the run")
+            yield from _fields(s, self.demo, self.step)
             yield Grid(id="method-options")  # the method's own options, two to a row like the fields above
             with Horizontal(id="launch-execute"):
                 yield Switch(s.execute_code, id="execute_code")
@@ -353,27 +396,7 @@ class LaunchScreen(Screen[None]):
     @work(exclusive=True, group="probe", exit_on_error=False)
     async def _probe(self, url: str) -> None:
         """Worker: asks the endpoint, then posts ProbeDone (no widget is touched here)."""
-        from core.llm.client import EndpointError, LLMClient
-        from core.runtime.config import resolve_api_key
-
-        try:
-            client = LLMClient(url, resolve_api_key(self.settings), timeout=10.0, first_byte_timeout=10.0,
-                               max_retries=0)
-        except EndpointError as exc:  # a URL that cannot be used
-            self.post_message(self.ProbeDone(f"✗ {exc}", False))
-            return
-        try:
-            models = await client.list_models()
-        except EndpointError as exc:
-            self.post_message(self.ProbeDone(f"✗ {exc}", False))
-            return
-        finally:
-            await client.close()
-        if models:
-            shown = ", ".join(models[:6]) + (f" (+{len(models) - 6} more)" if len(models) > 6 else "")
-            self.post_message(self.ProbeDone(f"✓ {url} serves {len(models)} model(s): {shown}", True, models[0]))
-        else:
-            self.post_message(self.ProbeDone(f"✗ {url} answered but lists no models: type a model name", False))
+        self.post_message(self.ProbeDone(*await probe_endpoint(url, self.settings)))
 
     def on_launch_screen_probe_done(self, message: ProbeDone) -> None:
         self._status(in_form_words(message.text), "ok" if message.ok else "error")
@@ -431,16 +454,6 @@ class LaunchScreen(Screen[None]):
         picked = [m for m in self.query_one("#compare", SelectionList).selected if m != self.method]
         return [self.method, *picked] if picked else []
 
-    def _values(self) -> dict[str, str]:
-        return {
-            "domain": str(self.query_one("#domain", Select).value),
-            "strategy": str(self.query_one("#strategy", Select).value),
-            "protocol": str(self.query_one("#protocol", Select).value),
-            **{name: self.query_one(f"#{name}", Input).value for name in ("tau", "k_in", "max_rounds", "base_url",
-                                                                          "model")},
-            "execute_code": "on" if self.query_one("#execute_code", Switch).value else "off",
-        }
-
     @on(Button.Pressed, "#start")
     def action_start(self) -> None:
         problem = self.query_one("#problem", TextArea).text.strip()
@@ -450,7 +463,8 @@ class LaunchScreen(Screen[None]):
             self.notify("the problem is empty", severity="error")
             return
         try:
-            settings = _fields_to_settings(self.settings, self._values(), read_options(_method_info(self.method), self))
+            options = read_options(_method_info(self.method), self)
+            settings = _fields_to_settings(self.settings, _form_values(self), options)
         except ConfigError as exc:
             self._status(f"✗ {exc}", "error")
             self.notify(str(exc), severity="error")
@@ -463,11 +477,9 @@ class LaunchScreen(Screen[None]):
         step = self.query_one("#step", Switch).value
         methods = self.compared()
         for method, options in self.compared_options().items():  # each compared method's own fields
-            settings = replace(settings, strategy_options={
-                **settings.strategy_options, method: {**settings.strategy_options.get(method, {}), **options}})
+            settings = _with_options(settings, method, options)
         app: Any = self.app
         if methods:
             app.start_compare(problem, settings, methods, demo=demo, step=step)
         else:
-            app.step = step
-            app.start_run(problem, settings, demo=demo)
+            app.start_run(problem, settings, demo=demo, step=step)

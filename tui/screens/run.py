@@ -30,6 +30,7 @@ from ..bindings import RUN_BINDINGS
 from ..bridge import BackendFailed, BackendStatus, EventBridge
 from ..cli.launch import DEMO_PACE
 from ..model import refusal_toast, steer_line
+from .replay_fork import open_fork_comparison
 from .steer import SteerScreen
 from .swarm_view import SwarmScreen
 
@@ -145,11 +146,6 @@ class RunScreen(SwarmScreen):
         """Engine sink: once a model call is answering, its request has left; MiniLM may load now."""
         ANSWERING.dispatch(self, event)
 
-    def _answering(self, _event: ev.AgentDelta | ev.AgentFinished) -> None:
-        warm_up = getattr(self.app, "warm_up_embedder", None)
-        if warm_up is not None:
-            warm_up()
-
     def tests_state(self) -> str:
         info, run = self.model.method_info, self.model.run
         always = info is not None and info.tests_code_always and run is not None and run.domain == DomainName.CODE
@@ -181,7 +177,7 @@ class RunScreen(SwarmScreen):
         from core.runtime.parsing import contract_warning
 
         if self.compare_with is not None:
-            self.call_after_refresh(self.open_comparison)
+            self.call_after_refresh(open_fork_comparison, self)
         warning = contract_warning(event.replies_parsed, event.replies_total, event.replies_copied)
         if warning:  # e.g. "0 of 42 replies parsed: the model is not following the JSON contract"
             self.notify(warning, severity="error" if event.replies_parsed == 0 else "warning", timeout=30)
@@ -238,29 +234,6 @@ class RunScreen(SwarmScreen):
             return
         if not self.control.reroute_now() and self.control.reroute_hook is None:
             self.notify("no graph to re-route yet", severity="warning")
-
-    def open_comparison(self) -> None:
-        """The fork has ended: the original and the fork side by side, saved, in the compare screen."""
-        from core.compose.compare_saved import load_saved, unique_labels
-        from core.sessions.model import SessionFormatError
-
-        from .compare_saved import SavedCompareScreen
-
-        original, self.compare_with = self.compare_with, None
-        self.recorder.save()
-        if original is None or self.recorder.path is None:
-            return
-        try:
-            runs = load_saved([original, self.recorder.path])
-        except SessionFormatError as exc:
-            self.notify(f"cannot compare the fork with the original: {exc}", severity="error", timeout=10)
-            return
-        runs[0].label, runs[1].label = "original", f"fork @ {self.model.unit} {self.fork.round if self.fork else '?'}"
-        for run in runs:
-            run.row.method = run.label
-        compare = SavedCompareScreen(unique_labels(runs), source=str(self.recorder.path))
-        compare.back_to = self.fork_origin  # esc: back to the replay where the fork was made
-        self.app.push_screen(compare)
 
     # --- steering (docs/steering.md) -----------------------------------------------------------
     def action_steer(self) -> None:
@@ -335,5 +308,11 @@ class RunScreen(SwarmScreen):
         self.control.cancel()
 
 
-ANSWERING.on(ev.AgentDelta)(RunScreen._answering)
-ANSWERING.on(ev.AgentFinished)(RunScreen._answering)
+def _answering(screen: RunScreen, _event: ev.AgentDelta | ev.AgentFinished) -> None:
+    warm_up = getattr(screen.app, "warm_up_embedder", None)
+    if warm_up is not None:
+        warm_up()
+
+
+ANSWERING.on(ev.AgentDelta)(_answering)
+ANSWERING.on(ev.AgentFinished)(_answering)
