@@ -48,10 +48,10 @@ def settings_of(request: Request) -> Settings:
             return request.settings or Settings()
 
 
-def first_screen(request: Request, backend: Any) -> Screen[Any]:
-    """The screen ``request`` opens (the launch form for a run without a problem). ``backend``: the
-    core.compose.plan.BackendChoice a live comparison runs on. The screens are imported here, not at the top:
-    each request needs one of them (bench/startup.py measures the import time)."""
+def first_screen(request: Request, app: Any) -> Screen[Any]:
+    """The screen ``request`` opens (the launch form for a run without a problem); ``app``: the SwarmApp, whose
+    backend a live comparison runs on. The screens are imported here, not at the top: each request needs one
+    of them (bench/startup.py measures the import time)."""
     match request:
         case OpenBenchShow():
             from .screens.bench import BenchScreen
@@ -60,7 +60,7 @@ def first_screen(request: Request, backend: Any) -> Screen[Any]:
         case OpenCompareLive():
             from .screens.compare_live import LiveCompareScreen
 
-            return LiveCompareScreen(request.plan, backend=backend, save=request.save)
+            return LiveCompareScreen(request.plan, backend=app.backend_for(request.demo), save=request.save)
         case OpenCompareSaved():
             from .screens.compare_saved import SavedCompareScreen
 
@@ -87,7 +87,7 @@ def open_request(app: Any, request: Request) -> None:
         case OpenReplay():
             app.open_replay(request.session, request.path)
         case _:
-            screen = first_screen(request, app.backend_for(app.demo))
+            screen = first_screen(request, app)
             if isinstance(request, OpenFollow):  # a followed run: the screen the engine's events go to
                 app.swarm_screen = screen
             app.push_screen(screen)
