@@ -38,6 +38,7 @@ CHUNK = 16
 # Plain strings, not the enums: older checkouts have none (their values equal these).
 RUN_KIND: dict[str, Any] = {"domain": "code", "protocol": "phased"}
 RUNNING: dict[str, Any] = {"state": "running"}
+REPLY_TOKENS = 1_000_000  # the bench streams a reply of its own length, never a cut-off one
 T = TypeVar("T")
 
 
@@ -94,7 +95,8 @@ async def stream_work(client: Any, bridge: Callable[[Any], None], name: str) -> 
 
     bridge(ev.AgentStarted(round=1, agent=name, call="work"))
     result = await client.chat(
-        [{"role": "user", "content": "Work on the task."}], temperature=0, max_tokens=10,
+        # max_tokens covers the whole reply: the client cuts a stream that runs past it (core.llm.bounds).
+        [{"role": "user", "content": "Work on the task."}], temperature=0, max_tokens=REPLY_TOKENS,
         call_id=CallId(name, "work", 1),
         on_delta=lambda text: bridge(ev.AgentDelta(round=1, agent=name, call="work", text=text)),
     )
@@ -158,8 +160,8 @@ async def bench_compare(base_url: str, methods: int, agents: int, rate: float,
 
     labels = ["dytopo", "dmoa", "topoweaver", "topodim", "single", "random", "chain", "star", "broadcast",
               "single-turn"][:methods]
-    record = CompareRecord(problem="streaming bench", **RUN_KIND, model="bench", base_url=base_url, demo=True,
-                           rows=[CompareRow(m, **RUNNING) for m in labels])
+    record = CompareRecord(problem="streaming bench", domain=RUN_KIND["domain"], model="bench",
+                           base_url=base_url, demo=True, rows=[CompareRow(m, **RUNNING) for m in labels])
     app = SwarmApp(OpenScreen(lambda: CompareScreen(record), settings=Settings(sessions_dir="/nonexistent")),
                    state_path=None, load_embedder=False)
     async with app.run_test(size=(160, 48), headless=True) as pilot:
