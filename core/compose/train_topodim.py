@@ -48,6 +48,7 @@ from core.methods.topodim.prompts import team_roles
 from core.routing.topodim import r_div
 from core.runtime import events as ev
 from core.runtime.config import DomainName, Settings
+from core.runtime.dispatch import is_warning
 from core.runtime.domains import get_domain
 from core.runtime.engine import SwarmEngine
 from core.runtime.outcome import EndReason
@@ -184,7 +185,7 @@ class TopoDIMTrainer:
         settings = replace(self.settings, domain=DomainName(problem.domain), execute_code=True,
                            k_in=min(self.settings.k_in, len(domain.workers) - 1))
         def notices(event: ev.Event) -> None:  # the runs' warnings (a reply that did not parse, ...) reach the user
-            if isinstance(event, ev.Notice) and event.severity != ev.Severity.INFO and self.on_notice is not None:
+            if is_warning(event) and self.on_notice is not None:
                 self.on_notice(f"{problem.task_id}: {event.message}")
 
         plan = RunPlan.make(settings, method=method)
