@@ -12,9 +12,9 @@ This module stays light (no LLM client, no demo server): the launch form imports
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from core.llm.embeddings import Embedder, shared_embedder
 from core.methods.catalogue import build_method
@@ -95,14 +95,6 @@ class RunPlan:
         if method is None:
             method = build_method(settings.strategy, settings.strategy_options.get(settings.strategy), team)
         return cls(settings, team, method, run_params(settings), EmbedderSpec.of(settings))
-
-    def with_method(self, name: str, options: Mapping[str, Any] | None = None) -> RunPlan:
-        """The same run with another method (a comparison's rows): same team, that method's options."""
-        strategy_options = self.settings.strategy_options
-        if options:
-            strategy_options = {**strategy_options, name: dict(options)}
-        settings = replace(self.settings, strategy=name, strategy_options=strategy_options)
-        return RunPlan.make(settings, team=self.team)
 
     def new_control(self, *, step: bool = False) -> RunControl:
         """A control for this plan's run (auto, or ``step`` mode), sized for its team."""
