@@ -105,8 +105,7 @@ async def open_run(
     own_clients: dict[str, Any] = {}
     if isinstance(io.backend, BackendChoice):
         choice = io.backend
-        backend = await open_backend(settings, demo=choice.demo, demo_chunk_delay=choice.demo_chunk_delay,
-                                     server=choice.server, on_status=choice.on_status, team=team)
+        backend = await open_backend(settings, choice, team=team)
     else:
         backend = io.backend
         if io.endpoint_limits is not None and not backend.demo and any(

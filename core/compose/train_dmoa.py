@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from core.compose.assembly import RunIO, open_run
-from core.compose.plan import RunPlan, embedder_for
+from core.compose.plan import BackendChoice, RunPlan, embedder_for
 from core.compose.runner import open_backend
 from core.demo.bench_script import benchmark_script
 from core.demo.server import ScriptedServer
@@ -84,7 +84,7 @@ async def train_router(
 
     server = ScriptedServer(benchmark_script(dataset.problems)).start() if demo else None
     try:
-        backend = await open_backend(settings, demo=demo, server=server)
+        backend = await open_backend(settings, BackendChoice(demo=demo, server=server))
     except EndpointError as exc:
         raise TrainError(str(exc)) from None
     try:

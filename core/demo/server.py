@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from core.demo.behaviour import ServerBehaviour
 from core.llm.call_id import CALL_ID_HEADER
 from core.runtime.events import CallKind
 from core.runtime.scripted import RequestInfo, Script, estimate_tokens, parse_request, played_instead, text_of
@@ -49,9 +50,7 @@ FAULT_KINDS = (
     "endless",  # the reply, then more text without end, a chunk every ``interval`` seconds (ignores max_tokens)
 )
 
-# How each server refuses a request that does not fit its context (ScriptedServer's ``overflow_style``).
-OVERFLOW_STYLES = ("llama.cpp", "vllm", "ollama", "openai")
-
+DEFAULT_BEHAVIOUR = ServerBehaviour()
 _GENERIC_REPLY = json.dumps({"reply": "Hello from the swarm-tui scripted server."})
 
 
@@ -222,15 +221,16 @@ class _Handler(BaseHTTPRequestHandler):
     # -- routes --
     def do_GET(self) -> None:
         owner = self.server.owner
-        if self._path() == "/props" and ((owner.report_context and owner.context_size) or owner.slots):
+        plays = owner.behaviour
+        if self._path() == "/props" and ((plays.report_context and plays.context_size) or plays.slots):
             # llama.cpp's server properties: the context of one request slot, and how many slots there are
-            n_ctx = owner.context_size if owner.report_context and owner.context_size else 4096
-            data = {"default_generation_settings": {"n_ctx": n_ctx}, "total_slots": owner.slots or 1}
+            n_ctx = plays.context_size if plays.report_context and plays.context_size else 4096
+            data = {"default_generation_settings": {"n_ctx": n_ctx}, "total_slots": plays.slots or 1}
             self._send_json(200, json.dumps(data).encode())
         elif self._path().endswith("/models"):
             data = {
                 "object": "list",
-                "data": [{"id": owner.model, "object": "model", "owned_by": "swarm-tui"}],
+                "data": [{"id": owner.behaviour.model, "object": "model", "owned_by": "swarm-tui"}],
             }
             self._send_json(200, json.dumps(data).encode())
         else:
@@ -262,55 +262,15 @@ class _Handler(BaseHTTPRequestHandler):
 class ScriptedServer:
     """Scripted OpenAI-compatible server. Use as a context manager or call start()/stop()."""
 
-    def __init__(
-        self,
-        script: Script | None = None,
-        *,
-        model: str = "scripted-demo",
-        chunk_chars: int = 16,
-        chunk_delay: float = 0.0,
-        latency: float = 0.0,
-        usage: bool = True,
-        stall_seconds: float = 30.0,
-        logprobs: bool = True,
-        context_size: int | None = None,
-        overflow_style: str = "llama.cpp",
-        report_context: bool = False,
-        prefix_cache: str | None = None,
-        slots: int | None = None,
-    ) -> None:
-        """``logprobs``: answer a request's ``logprobs``/``top_logprobs`` (deterministic per text, see
-        scripted_logprobs); False plays an endpoint that ignores them.
-
-        ``context_size``: the model's context in (estimated) tokens; a request over it is refused as
-        ``overflow_style`` (OVERFLOW_STYLES) refuses one: the prompt alone over it, or for vLLM the prompt
-        plus max_tokens. ``report_context`` serves it at GET /props, as llama.cpp does.
-
-        ``prefix_cache`` plays a server's KV cache: each reply says how many of its prompt's (estimated) tokens
-        began the previous prompt of the same slot (the request's ``id_slot``, else the calling agent), as
-        "openai" (usage.prompt_tokens_details.cached_tokens, also vLLM) or "llama.cpp" (timings.cache_n and
-        prompt_n) report it; None: replies say nothing of caching. ``slots``: /props reports that many."""
-        if overflow_style not in OVERFLOW_STYLES:
-            raise ValueError(f"unknown overflow style {overflow_style!r}: choose one of {', '.join(OVERFLOW_STYLES)}")
+    def __init__(self, script: Script | None = None, behaviour: ServerBehaviour = DEFAULT_BEHAVIOUR) -> None:
+        """``script``: the replies (the demo's when None); ``behaviour``: pacing, what replies report, the
+        context and how a request over it is refused (core.demo.behaviour)."""
         if script is None:
             from core.demo.scripts import demo_script  # lazy: only when no script is given
 
             script = demo_script
         self.script = script
-        self.model = model
-        self.chunk_chars = max(1, chunk_chars)
-        self.chunk_delay = chunk_delay
-        self.latency = latency
-        self.usage = usage
-        self.stall_seconds = stall_seconds
-        self.logprobs = logprobs
-        self.context_size = context_size
-        self.overflow_style = overflow_style
-        self.report_context = report_context
-        if prefix_cache not in (None, "openai", "llama.cpp"):
-            raise ValueError(f"unknown prefix_cache {prefix_cache!r}: choose openai or llama.cpp")
-        self.prefix_cache = prefix_cache
-        self.slots = slots
+        self.behaviour = behaviour
         self._cached_prompts: dict[str, str] = {}  # slot -> the last prompt it held (prefix_cache)
         self.requests: list[RequestInfo] = []
         self.overflowed: list[RequestInfo] = []  # the requests refused as over the context
@@ -321,6 +281,11 @@ class ScriptedServer:
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._counter = 0
+
+    @property
+    def model(self) -> str:
+        """The one model the server lists."""
+        return self.behaviour.model
 
     # -- lifecycle --
     def start(self) -> ScriptedServer:
@@ -419,7 +384,7 @@ class ScriptedServer:
             return
         content = self._shape(kind, content, info)
 
-        if self.latency > 0 and self._stopping.wait(self.latency):
+        if self.behaviour.latency > 0 and self._stopping.wait(self.behaviour.latency):
             handler._abort()
             return
         prompt_tokens = estimate_tokens("".join(text_of(m.get("content")) for m in info.messages))
@@ -433,12 +398,12 @@ class ScriptedServer:
         if body.get("stream"):
             stream_options = body.get("stream_options") or {}
             want_usage = (
-                self.usage and isinstance(stream_options, dict) and bool(stream_options.get("include_usage"))
+                self.behaviour.usage and isinstance(stream_options, dict) and bool(stream_options.get("include_usage"))
             )
             interval = fault.interval if fault is not None else 0.0
             self._stream(handler, completion_id, content, usage if want_usage else None, kind, top, interval, timings)
         else:
-            self._respond(handler, completion_id, content, usage if self.usage else None, kind, top, timings)
+            self._respond(handler, completion_id, content, usage if self.behaviour.usage else None, kind, top, timings)
 
     def _send_fault(self, handler: _Handler, fault: FaultRule | None, body: dict[str, Any]) -> bool:
         """Answer with the fault's error (or drop the connection) instead of a reply; False when there is no
@@ -515,7 +480,7 @@ class ScriptedServer:
     def _play_cache(self, info: RequestInfo, prompt_tokens: int, usage: dict[str, Any]) -> dict[str, Any] | None:
         """prefix_cache: the cached share of this prompt, put where the chosen server reports it (llama.cpp's
         timings are returned, to go beside the reply; OpenAI's details go into ``usage``)."""
-        if self.prefix_cache is None:
+        if self.behaviour.prefix_cache is None:
             return None
         prompt = "".join(f"<|{m.get('role')}|>{text_of(m.get('content'))}" for m in info.messages)
         slot = info.body.get("id_slot")
@@ -529,29 +494,30 @@ class ScriptedServer:
                 break
             shared += 1
         cached = min(prompt_tokens, shared // 4)
-        if self.prefix_cache == "openai":
+        if self.behaviour.prefix_cache == "openai":
             usage["prompt_tokens_details"] = {"cached_tokens": cached}
             return None
         return {"cache_n": cached, "prompt_n": prompt_tokens - cached, "prompt_ms": float(prompt_tokens - cached)}
 
     def _refuse_overflow(self, handler: _Handler, info: RequestInfo) -> bool:
         """Answer a request over the context as the chosen server would; False when it fits."""
-        if not self.context_size:
+        style, size = self.behaviour.overflow_style, self.behaviour.context_size
+        if not size:
             return False
         prompt = estimate_tokens("".join(text_of(m.get("content")) for m in info.messages))
         max_tokens = info.body.get("max_tokens")
         max_tokens = max_tokens if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) else 0
-        needed = prompt + max_tokens if self.overflow_style == "vllm" else prompt
-        if needed <= self.context_size:
+        needed = prompt + max_tokens if style == "vllm" else prompt
+        if needed <= size:
             return False
         with self._lock:
             self.overflowed.append(info)
-        handler._send_json(400, overflow_body(self.overflow_style, prompt, max_tokens, self.context_size))
+        handler._send_json(400, overflow_body(style, prompt, max_tokens, size))
         return True
 
     def _top_logprobs(self, body: dict[str, Any]) -> int:
         """How many top logprobs per token to send: 0 when not asked (or when playing a server without them)."""
-        if not self.logprobs or body.get("logprobs") is not True:
+        if not self.behaviour.logprobs or body.get("logprobs") is not True:
             return 0
         top = body.get("top_logprobs")
         return min(20, top) if isinstance(top, int) and not isinstance(top, bool) and top > 0 else 1
@@ -586,7 +552,7 @@ class ScriptedServer:
             "id": completion_id,
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": self.model,
+            "model": self.behaviour.model,
             "choices": [
                 {
                     "index": 0,
@@ -611,13 +577,13 @@ class ScriptedServer:
         handler.end_headers()
         half = len(payload) // 2
         handler.wfile.write(payload[:half])
-        if kind == "drop" or self._stopping.wait(self.stall_seconds):
+        if kind == "drop" or self._stopping.wait(self.behaviour.stall_seconds):
             handler._abort()
             return
         handler.wfile.write(payload[half:])
 
     def _pieces(self, content: str) -> list[str]:
-        return [content[i : i + self.chunk_chars] for i in range(0, len(content), self.chunk_chars)]
+        return [content[i : i + self.behaviour.chunk_chars] for i in range(0, len(content), self.behaviour.chunk_chars)]
 
     def _stream(
         self,
@@ -636,7 +602,7 @@ class ScriptedServer:
         handler.send_header("Transfer-Encoding", "chunked")
         handler.end_headers()
 
-        chunks = _Chunks(completion_id, self.model)
+        chunks = _Chunks(completion_id, self.behaviour.model)
         write = handler._write_chunk
         write(chunks.choice('{"role": "assistant", "content": ""}'))
         pieces = self._pieces(content)
@@ -648,7 +614,7 @@ class ScriptedServer:
             if pieces:
                 write(chunks.piece(0, pieces[0]))
                 pieces, chunks.token_logprobs = pieces[1:], chunks.token_logprobs[1:]
-            if self._stopping.wait(self.stall_seconds):
+            if self._stopping.wait(self.behaviour.stall_seconds):
                 handler._abort()
                 return
         if kind in ("stream_error", "garbage_chunk"):
@@ -679,9 +645,9 @@ class ScriptedServer:
         """Every piece at the chunk delay; False when stop() cut the stream (the connection is aborted)."""
         start = time.monotonic()
         for i, piece in enumerate(pieces):
-            if i and self.chunk_delay > 0:
+            if i and self.behaviour.chunk_delay > 0:
                 # Pace against an absolute schedule so the rate holds under load.
-                wait = start + i * self.chunk_delay - time.monotonic()
+                wait = start + i * self.behaviour.chunk_delay - time.monotonic()
                 if wait > 0 and self._stopping.wait(wait):
                     handler._abort()
                     return False

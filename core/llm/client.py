@@ -226,7 +226,6 @@ class LLMClient:
         min_tokens_per_second: float = 2.0,
         max_concurrency: int = 4,
         sampling_extras: dict[str, Any] | None = None,
-        on_status: StatusCallback | None = None,
     ) -> None:
         """Raises EndpointError (one line) for a URL that cannot be used (see urls.check_base_url).
         ``user:password@`` in the URL is dropped: the API key is the only credential sent."""
@@ -241,7 +240,9 @@ class LLMClient:
         self.max_retries = max_retries
         self.max_retry_wait = max_retry_wait
         self.min_tokens_per_second = min_tokens_per_second
-        self.on_status = on_status  # "contacting URL … N s" while list_models / ensure_model wait
+        # Hears "contacting URL … N s" while list_models / ensure_model wait: set by the face that waits
+        # (core.compose.runner.open_backend, from its BackendChoice), not threaded through every layer.
+        self.on_status: StatusCallback | None = None
         self._client = openai.AsyncOpenAI(
             base_url=strip_userinfo(base_url),
             api_key=api_key,

@@ -22,7 +22,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from core.compose.plan import RunPlan, embedder_for
+from core.compose.plan import BackendChoice, RunPlan, embedder_for
 from core.evaluation.sandbox import allow_unisolated_code, unisolated_refusal
 from core.methods.catalogue import build_method, get_method_info, method_names
 from core.methods.registry import MethodError
@@ -283,6 +283,9 @@ def _check_options(options: Mapping[str, Any] | None, strategy: str = DEFAULT_ST
     return out
 
 
+ENDPOINT = BackendChoice()  # the configured endpoint (a manager's default)
+
+
 class SwarmManager:
     """Starts swarms against one backend (opened on first use and shared), with one MiniLM embedder."""
 
@@ -290,9 +293,7 @@ class SwarmManager:
         self,
         settings: Settings,
         *,
-        demo: bool = False,
-        server: Any = None,  # a started core.demo.server.ScriptedServer to use instead of the endpoint
-        demo_chunk_delay: float = 0.0,
+        backend: BackendChoice = ENDPOINT,
         embedder: Any = None,
         round_budget_s: float = ROUND_BUDGET_S,
         cancel_grace_s: float = CANCEL_GRACE_S,
@@ -300,9 +301,7 @@ class SwarmManager:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
-        self.demo = demo
-        self.server = server
-        self.demo_chunk_delay = demo_chunk_delay
+        self.backend_choice = backend  # the endpoint, or the demo server (one the caller started, or its own)
         self._embedder = embedder
         self.round_budget_s = round_budget_s
         self.cancel_grace_s = cancel_grace_s
@@ -517,8 +516,7 @@ class SwarmManager:
             # The server's endpoint only: each run opens its own team's agent endpoints (_agent_clients),
             # so a --team of the server's config neither reaches nor can break the other runs.
             self._backend_task = asyncio.get_running_loop().create_task(
-                open_backend(replace(self.settings, team=None), demo=self.demo,
-                             demo_chunk_delay=self.demo_chunk_delay, server=self.server),
+                open_backend(replace(self.settings, team=None), self.backend_choice),
                 name="swarm-tui-backend",
             )
             # Its failure is reported to every swarm awaiting it; none left: do not warn about it.

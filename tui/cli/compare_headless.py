@@ -13,7 +13,7 @@ from typing import TextIO
 
 from core.compose.compare import ComparePlan, Comparison, answer_gist, estimated_note, summary_rows
 from core.compose.control_feed import ControlFileError, ControlScript
-from core.compose.plan import embedder_for
+from core.compose.plan import BackendChoice, embedder_for
 from core.compose.runner import open_backend
 from core.demo.played import demo_banner
 from core.llm.client import EndpointError
@@ -106,7 +106,7 @@ async def _compare(plan: ComparePlan, demo: bool, json_lines: bool, save: Path |
         return EXIT_USAGE
     embedder = embedder_for(settings)
     try:
-        backend = await open_backend(settings, demo=demo, on_status=lambda text: say(f"  {text}"))
+        backend = await open_backend(settings, BackendChoice(demo=demo, on_status=lambda text: say(f"  {text}")))
     except EndpointError as exc:
         say(f"swarm-tui: {exc}")
         return EXIT_FAILED

@@ -57,8 +57,8 @@ class LiveCompareScreen(CompareScreen):
 
         settings = self.plan.settings
         try:
-            backend = await open_backend(settings, demo=self.demo, demo_chunk_delay=self.demo_chunk_delay,
-                                         server=self.server)
+            backend = await open_backend(settings, BackendChoice(demo=self.demo, demo_chunk_delay=self.demo_chunk_delay,
+                                                                 server=self.server))
         except EndpointError as exc:
             self.fail_all(str(exc))
             return

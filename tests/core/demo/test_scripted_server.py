@@ -15,6 +15,7 @@ import openai
 import pytest
 from math_verify import parse, verify
 
+from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import DEMO_MODEL, DEMO_PROBLEMS, FINAL_CODE, demo_script
 from core.demo.server import FaultRule, RequestInfo, ScriptedServer
 from core.llm.call_id import CALL_ID_HEADER, CallId
@@ -137,14 +138,14 @@ def expected_reply(messages: list[dict[str, Any]]) -> str:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ScriptedServer]:
-    with ScriptedServer(chunk_chars=16) as srv:
+    with ScriptedServer(None, ServerBehaviour(chunk_chars=16)) as srv:
         yield srv
 
 
 @pytest.fixture
 def fresh() -> Iterator[ScriptedServer]:
     """A server of its own, for fault tests (short stall so handler threads end soon)."""
-    with ScriptedServer(stall_seconds=5.0) as srv:
+    with ScriptedServer(None, ServerBehaviour(stall_seconds=5.0)) as srv:
         yield srv
 
 
@@ -182,7 +183,7 @@ def test_stream_content_chunks_and_usage(server: ScriptedServer) -> None:
 
 
 def test_usage_can_be_turned_off() -> None:
-    with ScriptedServer(usage=False) as srv:
+    with ScriptedServer(None, ServerBehaviour(usage=False)) as srv:
         msgs = worker_messages()
         resp = client(srv).chat.completions.create(model=DEMO_MODEL, messages=msgs)
         assert resp.usage is None
@@ -191,7 +192,7 @@ def test_usage_can_be_turned_off() -> None:
 
 
 async def test_async_client_concurrent_streams() -> None:
-    with ScriptedServer(chunk_chars=4, chunk_delay=0.001) as srv:
+    with ScriptedServer(None, ServerBehaviour(chunk_chars=4, chunk_delay=0.001)) as srv:
         aclient = openai.AsyncOpenAI(base_url=srv.base_url, api_key="test-key", max_retries=0)
 
         async def one(role: str) -> tuple[str, str]:
@@ -376,7 +377,7 @@ def test_429_sends_the_retry_after_it_was_given(fresh: ScriptedServer) -> None:
 
 
 def test_stop_returns_with_a_stalled_stream_open() -> None:
-    srv = ScriptedServer(stall_seconds=600.0).start()
+    srv = ScriptedServer(None, ServerBehaviour(stall_seconds=600.0)).start()
     srv.add_fault(FaultRule("stall"))
     outcome: list[object] = []
     first_chunk = threading.Event()

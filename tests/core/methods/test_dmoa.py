@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from core.compose.plan import BackendChoice
 from core.compose.runner import build_engine, open_backend
+from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import ScriptedServer
 from core.methods.catalogue import build_method
@@ -51,7 +53,7 @@ async def run_dmoa(
     team: Domain | None = None,
 ) -> tuple[ev.RunFinished, list[ev.Event], SwarmEngine]:
     settings = Settings(domain=domain, strategy="dmoa", sessions_dir=str(weights / "sessions"))
-    backend = await open_backend(settings, server=server)
+    backend = await open_backend(settings, BackendChoice(server=server))
     events: list[ev.Event] = []
     given = {"weights_dir": str(weights), **(options or {})}
     method = build_method("dmoa", given, team or get_domain(domain))
@@ -246,7 +248,7 @@ def test_training_is_refused_without_logprobs(tmp_path: Path, capsys: pytest.Cap
     from tui.cli.train_dmoa import main
 
     dataset = _math_dataset(tmp_path / "m.jsonl")
-    with ScriptedServer(demo_script, logprobs=False) as server:
+    with ScriptedServer(demo_script, ServerBehaviour(logprobs=False)) as server:
         code = main([str(dataset), "--limit", "1", "--base-url", server.base_url, "-o", f"weights_dir={tmp_path}"])
         served = list(server.requests)
     err = capsys.readouterr().err
@@ -287,7 +289,7 @@ async def test_test_time_training_goes_dense_then_updates_the_router(tmp_path: P
 async def test_test_time_training_without_logprobs_goes_on_sparse(tmp_path: Path, embedder: Any) -> None:
     reset_ttt()
     try:
-        with ScriptedServer(demo_script, logprobs=False) as server:
+        with ScriptedServer(demo_script, ServerBehaviour(logprobs=False)) as server:
             finished, events, _ = await run_dmoa(server, embedder, tmp_path, options={"ttt": 1})
     finally:
         reset_ttt()
@@ -352,7 +354,7 @@ async def test_bench_reports_accuracy_steps_and_mean_k(tmp_path: Path, embedder:
     dataset = load_dataset(_math_dataset(tmp_path / "m.jsonl"))
     settings = Settings(domain="math", strategy_options={"dmoa": {"weights_dir": str(tmp_path)}})
     with ScriptedServer(benchmark_script(dataset.problems)) as server:
-        backend = await open_backend(settings, server=server, demo=True)
+        backend = await open_backend(settings, BackendChoice(server=server, demo=True))
         try:
             runner = BenchRunner(settings, backend, embedder, tmp_path / "out")
             rows = await runner.run([(dataset.problems[0], "dmoa")])

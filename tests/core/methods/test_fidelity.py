@@ -105,6 +105,7 @@ async def _requests(method: str, options: dict[str, Any], embedder: Any) -> list
     """(call, role, body) of every request a demo run of ``method`` with ``options`` sent."""
     import asyncio
 
+    from core.compose.plan import BackendChoice
     from core.compose.runner import build_engine, open_backend
     from core.demo.scripts import DEMO_PROBLEMS
     from core.demo.server import ScriptedServer
@@ -116,7 +117,7 @@ async def _requests(method: str, options: dict[str, Any], embedder: Any) -> list
     settings = Settings(domain=domain, strategy=method, strategy_options={method: options}, max_rounds=3,
                         max_retries=0)
     with ScriptedServer(_script) as server:
-        backend = await open_backend(settings, server=server)
+        backend = await open_backend(settings, BackendChoice(server=server))
         try:
             engine = build_engine(DEMO_PROBLEMS[domain], settings, backend, [], embedder=embedder)
             finished = await asyncio.wait_for(engine.run(), timeout=120)  # a hang guard, not a speed test

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from core.compose.plan import BackendChoice
 from core.compose.runner import build_engine, open_backend
 from core.demo.scripts import demo_script
 from core.demo.server import ScriptedServer
@@ -119,7 +120,7 @@ async def _run_dmoa(tmp_path: Path, embedder: Any, control: RunControl) -> tuple
                                                                                  ScriptedServer]:
     settings = Settings(domain="code", strategy="dmoa", sessions_dir=str(tmp_path / "sessions"))
     with ScriptedServer(demo_script) as server:
-        backend = await open_backend(settings, server=server)
+        backend = await open_backend(settings, BackendChoice(server=server))
         events: list[ev.Event] = []
         method = build_method("dmoa", {"weights_dir": str(tmp_path)}, get_domain("code"))
         engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [events.append], embedder=embedder,
@@ -161,7 +162,7 @@ async def test_a_method_without_its_own_hook_answers_from_the_catalogue(embedder
     settings = Settings(strategy="single")
     control = _queued(SteerAction(K.NOTE, to="all", text="x"))
     with ScriptedServer(demo_script) as server:
-        backend = await open_backend(settings, server=server)
+        backend = await open_backend(settings, BackendChoice(server=server))
         events: list[ev.Event] = []
         engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [events.append], embedder=embedder,
                               control=control)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from core.bench.runner import BenchRunner
+from core.compose.plan import BackendChoice
 from core.compose.runner import build_engine, open_backend
 from core.datasets.problems import Problem, humaneval_task
 from core.demo.bench_script import benchmark_script
@@ -339,7 +340,7 @@ async def test_the_bench_reports_calls_turns_valid_plan_rate_and_s_complex(tmp_p
     problems = [humaneval_problem(0), humaneval_problem(1)]
     settings = Settings(strategy="topoweaver")
     with ScriptedServer(benchmark_script(problems)) as server:
-        backend = await open_backend(settings, server=server)
+        backend = await open_backend(settings, BackendChoice(server=server))
         try:
             runner = BenchRunner(settings, backend, None, tmp_path)  # type: ignore[arg-type]  # no embeddings
             rows = await runner.run([(p, "topoweaver") for p in problems])
@@ -370,7 +371,7 @@ async def test_a_fork_from_turn_one_rebuilds_the_history_and_memory_before_turn_
     async def run_fork() -> tuple[ev.RunFinished, list[ev.Event], ScriptedServer]:
         settings = Settings(strategy="topoweaver", max_retries=0)
         with ScriptedServer(topoweaver_script) as server:
-            backend = await open_backend(settings, server=server)
+            backend = await open_backend(settings, BackendChoice(server=server))
             events: list[ev.Event] = []
             engine = build_engine(PROBLEM, settings, backend, [events.append], fork=point)
             try:

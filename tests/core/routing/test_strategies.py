@@ -72,11 +72,12 @@ def test_unknown_strategy_is_a_clear_error() -> None:
 async def test_broadcast_strategy_delivers_every_message_at_the_barrier(
     demo_server: ScriptedServer, embedder: Any
 ) -> None:
+    from core.compose.plan import BackendChoice
     from core.compose.runner import build_engine, open_backend
     from core.demo.scripts import DEMO_PROBLEMS
 
     settings = Settings(max_rounds=2)
-    backend = await open_backend(settings, server=demo_server)
+    backend = await open_backend(settings, BackendChoice(server=demo_server))
     events: list[ev.Event] = []
     engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [events.append], strategy=get_strategy("broadcast"))
     await engine.run()

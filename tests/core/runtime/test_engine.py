@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
+from core.compose.plan import BackendChoice
 from core.compose.runner import build_engine, open_backend
+from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import FaultRule, RequestInfo, ScriptedServer
 from core.routing.dytopo import RoutingResult, route_from_similarity
@@ -154,7 +156,7 @@ async def test_server_errors_are_retried_by_the_sdk(demo_server: ScriptedServer,
 
 @pytest.mark.parametrize("kind", ["stall", "drop"])
 async def test_stalled_or_dropped_stream_is_retried_once(embedder: Any, kind: str) -> None:
-    with ScriptedServer(demo_script, stall_seconds=30) as server:
+    with ScriptedServer(demo_script, ServerBehaviour(stall_seconds=30)) as server:
         server.add_fault(FaultRule(kind, role="Tester", call=ev.CallKind.WORK, round=1))
         settings = Settings(call_timeout=1.0)
         finished, events, _ = await run_swarm(server, embedder, settings=settings)
@@ -174,7 +176,7 @@ async def test_server_without_json_mode_falls_back(demo_server: ScriptedServer, 
 
 
 async def test_usage_is_estimated_and_marked_when_the_server_sends_none(embedder: Any) -> None:
-    with ScriptedServer(demo_script, usage=False) as server:
+    with ScriptedServer(demo_script, ServerBehaviour(usage=False)) as server:
         _, events, _ = await run_swarm(server, embedder, settings=Settings(max_rounds=1))
     finished = of(events, ev.AgentFinished)
     assert finished and all(e.usage_estimated and e.completion_tokens > 0 for e in finished)
@@ -289,7 +291,7 @@ async def test_a_cancel_after_the_run_ended_leaves_the_caller_alone(
     # Headless awaits engine.run() in its own task and then closes the backend, saves, checks --expect:
     # a Ctrl-C in that window must not cancel the caller (a CancelledError traceback).
     settings = Settings(max_rounds=1)
-    backend = await open_backend(settings, server=demo_server)
+    backend = await open_backend(settings, BackendChoice(server=demo_server))
     try:
         engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [], embedder=embedder)
         finished = await engine.run()
@@ -314,7 +316,7 @@ async def test_step_round_runs_to_the_next_round_start(demo_server: ScriptedServ
 
 
 async def test_cancel_while_calls_stream_leaves_no_tasks(embedder: Any) -> None:
-    with ScriptedServer(demo_script, chunk_delay=0.05) as server:
+    with ScriptedServer(demo_script, ServerBehaviour(chunk_delay=0.05)) as server:
 
         async def drive(engine: SwarmEngine, events: list[ev.Event]) -> None:
             await wait_until(lambda: bool(of(events, ev.AgentDelta, round=1, call=ev.CallKind.WORK)))

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from core.compose.plan import BackendChoice
 from core.compose.runner import build_engine, open_backend
 from core.demo.copycat import copycat_script
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
@@ -34,7 +35,7 @@ async def _run(script: Any, embedder: Any, **chosen: Any) -> tuple[ev.RunFinishe
     settings = Settings(**{"max_rounds": 2, **chosen})
     events: list[ev.Event] = []
     with ScriptedServer(script) as server:
-        backend = await open_backend(settings, server=server)
+        backend = await open_backend(settings, BackendChoice(server=server))
         try:
             engine = build_engine(DEMO_PROBLEMS[settings.domain], settings, backend, [events.append],
                                   embedder=embedder)
