@@ -32,8 +32,8 @@ from core.llm.embeddings import Embedder
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.control import RunControl
-from core.runtime.domains import Domain
 from core.runtime.engine import ForkPoint, SwarmEngine
+from core.runtime.rosters import Team
 from core.runtime.round_check import CodeExecutionEvaluator
 from core.sessions.store import SessionRecorder
 from core.telemetry.setup import trace_sink
@@ -80,7 +80,7 @@ class AssembledRun:
 
     engine: SwarmEngine
     backend: Backend
-    team: Domain
+    team: Team
     recorder: SessionRecorder | None
 
     @property

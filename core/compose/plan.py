@@ -20,8 +20,8 @@ from core.llm.embeddings import Embedder, shared_embedder
 from core.methods.catalogue import build_method
 from core.runtime.config import Settings
 from core.runtime.control import ControlMode, Params, RunControl
-from core.runtime.domains import Domain
 from core.runtime.engine import Method
+from core.runtime.rosters import Team
 from core.runtime.teams import resolve_team
 
 if TYPE_CHECKING:  # the demo server is imported by a demo run only (http.server: start-up time)
@@ -59,7 +59,7 @@ def new_control(settings: Settings, n_workers: int, *, step: bool = False) -> Ru
     return RunControl(run_params(settings), n_workers, mode=ControlMode.STEP if step else ControlMode.AUTO)
 
 
-def team_of(settings: Settings) -> Domain:
+def team_of(settings: Settings) -> Team:
     """The team the settings name (ConfigError, one line, if none): the one place a team is resolved."""
     return resolve_team(settings)
 
@@ -81,13 +81,13 @@ class RunPlan:
     """One run, settled: its settings, team, built method, starting parameters and embedder."""
 
     settings: Settings
-    team: Domain
+    team: Team
     method: Method
     params: Params
     embedder: EmbedderSpec
 
     @classmethod
-    def make(cls, settings: Settings, *, team: Domain | None = None, method: Method | None = None) -> RunPlan:
+    def make(cls, settings: Settings, *, team: Team | None = None, method: Method | None = None) -> RunPlan:
         """The plan for ``settings``: its team (``team`` when the face chose it already, e.g. MCP's named
         team) and its method (``method`` when the face holds one, e.g. a trainer's) built with the options
         of ``settings.strategy``. Raises ConfigError (the team) or MethodError (an option), one line each."""

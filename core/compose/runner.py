@@ -20,9 +20,9 @@ from core.routing.strategies import TopologyStrategy
 from core.runtime.clients import client_for
 from core.runtime.config import ConfigError, DomainName, Settings, resolve_api_key, resolve_base_url
 from core.runtime.control import RunControl
-from core.runtime.domains import Domain
 from core.runtime.engine import ForkPoint, Method, RoundEvaluator, RunSpec, SwarmEngine
 from core.runtime.events import EventSink
+from core.runtime.rosters import Team
 
 if TYPE_CHECKING:  # the demo server is imported by a demo run only (http.server: start-up time)
     from core.demo.server import ScriptedServer
@@ -51,7 +51,7 @@ class Backend:
 
 
 async def open_backend(
-    settings: Settings, choice: BackendChoice = DEFAULT_CHOICE, *, team: Domain | None = None
+    settings: Settings, choice: BackendChoice = DEFAULT_CHOICE, *, team: Team | None = None
 ) -> Backend:
     """Connect to the configured endpoint, or start the scripted demo server, as ``choice`` says (its
     ``on_status`` hears "contacting URL … N s" while the endpoint is awaited), and settle the model.
@@ -101,7 +101,7 @@ async def open_agent_clients(
     default: LLMClient,
     default_url: str,
     *,
-    team: Domain | None = None,
+    team: Team | None = None,
     limits: dict[str, asyncio.Semaphore] | None = None,
 ) -> dict[str, LLMClient]:
     """One client per distinct (base URL, key variable, model) among a user team's agents that name their
@@ -180,7 +180,7 @@ def build_engine(
     parent: dict[str, Any] | None = None,
     step_mode: bool = False,
     fork: ForkPoint | None = None,
-    team: Domain | None = None,
+    team: Team | None = None,
 ) -> SwarmEngine:
     """The engine of one run over an opened backend (core.compose.assembly.open_run assembles a whole run;
     training loops and benches that hold their own backend call this directly)."""

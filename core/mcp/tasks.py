@@ -39,9 +39,9 @@ from core.runtime.config import (
 )
 from core.runtime.control import RunControl
 from core.runtime.dispatch import EventTable, is_delta, of_kind
-from core.runtime.domains import Domain, get_domain
 from core.runtime.engine import Method
 from core.runtime.outcome import EndReason
+from core.runtime.rosters import Team, builtin_team
 from core.runtime.steering import SteerAction, SteerError, parse_action
 from core.runtime.teams import is_team_file, named_team, team_names
 from core.sessions.store import SessionRecorder
@@ -85,7 +85,7 @@ OPTIONS: dict[str, str] = {
 }
 
 
-def method_for(strategy: str, team: Domain, options: Mapping[str, Any] | None) -> Method:
+def method_for(strategy: str, team: Team, options: Mapping[str, Any] | None) -> Method:
     """A fresh method for one swarm and its team (StartError, one line, for a bad option: some depend on
     the team, e.g. star's hub must be one of its workers, topodim's agents at most its size)."""
     try:
@@ -357,18 +357,18 @@ class SwarmManager:
             del self.tasks[entry.id]
 
     # --- start ----------------------------------------------------------------------------
-    def team_choices(self) -> dict[str, Domain]:
+    def team_choices(self) -> dict[str, Team]:
         """The teams a start may name: the built-in ones, then the server config's [team.NAME] tables."""
         return {name: named_team(self.settings, name) for name in team_names(self.settings)}
 
-    def choose_team(self, domain: Any = None, team: Any = None) -> Domain:
+    def choose_team(self, domain: Any = None, team: Any = None) -> Team:
         """The team a start names, or the built-in team of its domain (None: the server's default).
         A team is named, never a file: a client must not make the server read a path it chose. The
         domain follows the team; a domain that contradicts it is refused."""
         if domain is not None:
             domain = _setting("domain", domain)
         if team is None:
-            return get_domain(domain or self.settings.domain)
+            return builtin_team(domain or self.settings.domain)
         if not isinstance(team, str):
             raise StartError(f"team must be a team's name, got {team!r}")
         try:
@@ -446,7 +446,7 @@ class SwarmManager:
         try:
             # A user team runs by its table's name; a built-in one is team None plus its domain. The server's
             # own --team is not a default: a client that names no team gets the built-in team of the domain.
-            settings = replace(self.settings, team=chosen.team or None).with_overrides(
+            settings = replace(self.settings, team=chosen.custom_name or None).with_overrides(
                 domain=chosen.name, tau=tau, k_in=k_in, max_rounds=max_rounds,
                 protocol=checked.get("protocol"), execute_code=execute,
                 allow_unisolated_code=checked.get("allow_unisolated_code"),

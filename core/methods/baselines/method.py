@@ -45,10 +45,10 @@ from core.routing.strategies import (
 )
 from core.runtime import events as ev
 from core.runtime.control import StepBoundary
-from core.runtime.domains import Domain
 from core.runtime.engine import AgentResult
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.parsing import ParseError, extract_json_object
+from core.runtime.rosters import Team
 from core.runtime.run_context import begin_round, finish_round, start_phase
 from core.runtime.steering import GRAPH_ACTIONS, ROUND_ACTIONS, SteerKind
 
@@ -113,8 +113,8 @@ class SingleAgentMethod:
     def __init__(self, samples: int = 1) -> None:
         self.samples = samples
 
-    def roster(self, domain: Domain) -> tuple[str, list[str], dict[str, str]]:
-        return "", [SOLO], {SOLO: SOLO_SYSTEM[domain.name]}
+    def roster(self, team: Team) -> tuple[str, list[str], dict[str, str]]:
+        return "", [SOLO], {SOLO: SOLO_SYSTEM[team.name]}
 
     async def run(self, ctx: RunContext) -> RunOutcome:
         domain = ctx.spec.team.name
@@ -178,12 +178,12 @@ async def _code_vote(answers: list[str], problem: str) -> tuple[str, str]:
     return chosen, f"none passed the visible examples; {how}"
 
 
-def _star(options: dict[str, Any], domain: Domain) -> DyTopoMethod:
-    hub = options["hub"] or domain.answer_role
-    if hub not in domain.worker_names:
+def _star(options: dict[str, Any], team: Team) -> DyTopoMethod:
+    hub = options["hub"] or team.answer_role
+    if hub not in team.worker_names:
         from core.methods.registry import MethodError
 
-        raise MethodError(f"[strategy.star] hub must be one of {', '.join(domain.worker_names)}, got {hub!r}")
+        raise MethodError(f"[strategy.star] hub must be one of {', '.join(team.worker_names)}, got {hub!r}")
     return _rounds_over(StarStrategy(hub), options)
 
 

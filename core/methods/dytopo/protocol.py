@@ -31,12 +31,12 @@ from core.runtime.config import RoundProtocol
 from core.runtime.context import shrink_pieces
 from core.runtime.control import StepBoundary
 from core.runtime.convergence import text_similarity
-from core.runtime.domains import Domain
 from core.runtime.engine import AgentResult, Evaluation
 from core.runtime.events import CallStatus
 from core.runtime.memory import MEMORY_ACCUMULATE, MEMORY_RULES, MemoryItem
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.prompts import PROMPT_CONVERSATION, PROMPT_ORDERS
+from core.runtime.rosters import Team
 from core.runtime.run_context import begin_round, finish_round, notice, start_phase
 from core.runtime.steering import GRAPH_ACTIONS, ROUND_ACTIONS
 
@@ -149,9 +149,9 @@ class DyTopoMethod:
         self._can_reroute = False
         self._previous_public: dict[str, str] = {}
 
-    def roster(self, domain: Domain) -> tuple[str, list[str], dict[str, str]]:
-        roles = {r.name: r.description for r in (domain.manager, *domain.workers)}
-        return domain.manager.name, list(domain.worker_names), roles
+    def roster(self, team: Team) -> tuple[str, list[str], dict[str, str]]:
+        roles = {r.name: r.description for r in (team.manager, *team.workers)}
+        return team.manager.name, list(team.worker_names), roles
 
     @property
     def _max_rounds(self) -> int:

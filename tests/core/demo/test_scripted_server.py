@@ -19,7 +19,6 @@ from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import DEMO_MODEL, DEMO_PROBLEMS, FINAL_CODE, demo_script
 from core.demo.server import FaultRule, RequestInfo, ScriptedServer
 from core.llm.call_id import CALL_ID_HEADER, CallId
-from core.runtime.domains import DOMAIN_BY_NAME, get_domain
 from core.runtime.events import CallKind
 from core.runtime.prompts import (
     manager_request,
@@ -29,6 +28,7 @@ from core.runtime.prompts import (
     worker_request,
     worker_system_prompt,
 )
+from core.runtime.rosters import DOMAIN_BY_NAME, builtin_team
 
 # --- helpers --------------------------------------------------------------------------------------------
 
@@ -64,7 +64,7 @@ def worker_messages(
     domain: str = "code",
     repair: bool = False,
 ) -> list[dict[str, Any]]:
-    dom = get_domain(domain)
+    dom = builtin_team(domain)
     msgs: list[dict[str, Any]] = [
         {"role": "system", "content": worker_system_prompt(dom, dom.role(role))},
         {
@@ -81,7 +81,7 @@ def worker_messages(
 
 
 def manager_messages(round_no: int, max_rounds: int = 5, domain: str = "code") -> list[dict[str, Any]]:
-    dom = get_domain(domain)
+    dom = builtin_team(domain)
     msgs = [
         {"role": "system", "content": manager_system_prompt(dom)},
         {
@@ -478,7 +478,7 @@ WORKER_CALLS = (CallKind.WORK, CallKind.DESCRIPTORS, CallKind.SINGLE_PASS)
 
 
 def _demo_info(domain: str, role: str, call: str, round_no: int, max_rounds: int = 5) -> RequestInfo:
-    dom = get_domain(domain)
+    dom = builtin_team(domain)
     if role == "Manager":
         system = manager_system_prompt(dom)
         user = (
@@ -499,7 +499,7 @@ def _demo_info(domain: str, role: str, call: str, round_no: int, max_rounds: int
 
 @pytest.mark.parametrize("domain", sorted(DOMAIN_BY_NAME))
 def test_every_demo_reply_is_valid_json_in_contract(domain: str) -> None:
-    dom = get_domain(domain)
+    dom = builtin_team(domain)
     for round_no in range(1, 6):
         for call in (CallKind.PLAN, CallKind.MANAGER):
             reply = json.loads(demo_script(_demo_info(domain, "Manager", call, round_no)))
@@ -577,7 +577,7 @@ def minilm() -> Any:
 def _demo_routing(minilm: Any, domain: str, round_no: int) -> Any:
     from core.routing.dytopo import route
 
-    names = get_domain(domain).worker_names
+    names = builtin_team(domain).worker_names
     replies = [json.loads(demo_script(_demo_info(domain, n, CallKind.DESCRIPTORS, round_no))) for n in names]
     q = np.asarray(minilm.encode([r["query"] for r in replies], normalize_embeddings=True))
     k = np.asarray(minilm.encode([r["key"] for r in replies], normalize_embeddings=True))

@@ -29,8 +29,8 @@ from core.methods.dmoa.method import SELECTOR, SUMMARIZER, DmoaMethod, choose, r
 from core.routing.dytopo import KIND_HANDOFF, RoutingResult
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from core.runtime.domains import Domain, Role, get_domain
 from core.runtime.engine import SwarmEngine
+from core.runtime.rosters import Role, Team, builtin_team
 from core.runtime.scripted import RequestInfo
 from core.sessions.export import export_session
 from core.sessions.fork import fork_point
@@ -50,17 +50,17 @@ async def run_dmoa(
     problem: str | None = None,
     sinks: list[Callable[[ev.Event], None]] | None = None,
     fork: Any = None,
-    team: Domain | None = None,
+    team: Team | None = None,
 ) -> tuple[ev.RunFinished, list[ev.Event], SwarmEngine]:
     settings = Settings(domain=domain, strategy="dmoa", sessions_dir=str(weights / "sessions"))
     backend = await open_backend(settings, BackendChoice(server=server))
     events: list[ev.Event] = []
     given = {"weights_dir": str(weights), **(options or {})}
-    method = build_method("dmoa", given, team or get_domain(domain))
+    method = build_method("dmoa", given, team or builtin_team(domain))
     engine = build_engine(problem or DEMO_PROBLEMS[domain], settings, backend, [events.append, *(sinks or [])],
                           embedder=embedder, method=method, fork=fork)
     if team is not None:
-        engine.domain, engine.workers = team, team.worker_names
+        engine.team, engine.workers = team, team.worker_names
     backend.server = None  # the caller's `with` stops the server: it may serve several runs
     try:
         finished = await asyncio.wait_for(engine.run(), timeout=120)  # a hang guard, not a speed test
@@ -139,7 +139,7 @@ async def test_each_step_routes_by_the_equations_and_the_summarizer_ends_the_run
 async def test_a_step_with_more_agents_than_the_team_runs_k_of_them(tmp_path: Path, embedder: Any) -> None:
     """The team issue will bring pools of up to 20: a pool of 10 routes at most K = 4 a step."""
     roles = tuple(Role(f"Expert{i}", f"Expert {i}", f"Knows area {i} well.", "", "") for i in range(10))
-    team = Domain("math", get_domain("math").manager, roles, "Expert0", "")
+    team = Team("math", builtin_team("math").manager, roles, "Expert0", "")
     with ScriptedServer(demo_script) as server:
         finished, events, _ = await run_dmoa(server, embedder, tmp_path, team=team, options={"tau": 1.0})
     started = of(events, ev.RunStarted)[0]

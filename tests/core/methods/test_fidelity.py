@@ -8,7 +8,7 @@ import pytest
 
 from core.methods.catalogue import build_method, get_method_info, method_names
 from core.methods.fidelity import deviations, fidelity_text
-from core.runtime.domains import get_domain
+from core.runtime.rosters import builtin_team
 from tests.support.paths import ROOT
 from tui.entry import main
 
@@ -43,9 +43,9 @@ def test_each_named_option_exists_and_changes_the_method(entry: Any) -> None:
     assert (spec.default == checked) is entry.default_is_paper
     # Against the opt-out (any other allowed value) or, where the paper is not the default, the default.
     other = _other_value(spec, checked) if entry.default_is_paper else spec.default
-    domain = get_domain("code")
-    paper = build_method(entry.method, {name: checked}, domain)
-    economy = build_method(entry.method, {name: other}, domain)
+    team = builtin_team("code")
+    paper = build_method(entry.method, {name: checked}, team)
+    economy = build_method(entry.method, {name: other}, team)
     assert _state(paper) != _state(economy), f"-o {name}={value} did not reach the method"
 
 

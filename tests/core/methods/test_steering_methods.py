@@ -21,8 +21,8 @@ from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.control import Params, RunControl
 from core.runtime.demo_scenarios import DEMO_PROBLEMS
-from core.runtime.domains import get_domain
 from core.runtime.engine import SwarmEngine
+from core.runtime.rosters import builtin_team
 from core.runtime.steering import SteerAction
 from core.runtime.steering import SteerKind as K
 from tests.support.engine import of, wait_until
@@ -122,7 +122,7 @@ async def _run_dmoa(tmp_path: Path, embedder: Any, control: RunControl) -> tuple
     with ScriptedServer(demo_script) as server:
         backend = await open_backend(settings, BackendChoice(server=server))
         events: list[ev.Event] = []
-        method = build_method("dmoa", {"weights_dir": str(tmp_path)}, get_domain("code"))
+        method = build_method("dmoa", {"weights_dir": str(tmp_path)}, builtin_team("code"))
         engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [events.append], embedder=embedder,
                               method=method, control=control)
         try:

@@ -28,8 +28,8 @@ from core.routing.dytopo import KIND_CROSS, RoutingResult
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.demo_scenarios import DEMO_PROBLEMS, DRAFT_CODE, FINAL_CODE
-from core.runtime.domains import get_domain
 from core.runtime.engine import SwarmEngine
+from core.runtime.rosters import builtin_team
 from core.runtime.scripted import RequestInfo
 from core.sessions.export import export_session
 from core.sessions.model import Session, session_from_events
@@ -267,11 +267,11 @@ async def test_the_orchestrator_can_run_on_its_own_model() -> None:
 
 
 def test_options_are_checked() -> None:
-    domain = get_domain("code")
-    assert build_method("topoweaver", {"turns": "3"}, domain).turns == 3  # type: ignore[attr-defined]
+    team = builtin_team("code")
+    assert build_method("topoweaver", {"turns": "3"}, team).turns == 3  # type: ignore[attr-defined]
     for bad in ({"turns": 0}, {"turns": 6}, {"fallback": "maybe"}, {"alpha": 2}):
         with pytest.raises(MethodError):
-            build_method("topoweaver", bad, domain)
+            build_method("topoweaver", bad, team)
 
 
 async def test_math_runs_on_the_reasoning_pool_with_the_verifiers_answer_check() -> None:

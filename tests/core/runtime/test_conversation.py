@@ -105,9 +105,9 @@ async def test_every_agent_begins_with_the_same_team_preamble_and_the_paper_orde
 
 
 def _code_domain() -> Any:
-    from core.runtime.domains import get_domain
+    from core.runtime.rosters import builtin_team
 
-    return get_domain("code")
+    return builtin_team("code")
 
 
 async def test_earlier_goals_and_routed_messages_stay_where_they_were(embedder: Any) -> None:

@@ -16,8 +16,8 @@ from core.routing.dytopo import RoutingResult, route_from_similarity
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.control import ControlMode, Params, RunControl
-from core.runtime.domains import get_domain
 from core.runtime.engine import SwarmEngine
+from core.runtime.rosters import builtin_team
 from tests.support.engine import of, run_swarm, wait_until
 
 # --- both protocols -------------------------------------------------------------------------------
@@ -33,7 +33,7 @@ async def test_phased_code_run_routes_round_two_along_the_graph(demo_server: Scr
     broadcast = of(events, ev.MessagesRouted, round=1)
     assert len(broadcast) == 1 and broadcast[0].broadcast
     assert {(d["src"], d["dst"]) for d in broadcast[0].deliveries} == {
-        (a, b) for a in get_domain("code").worker_names for b in get_domain("code").worker_names if a != b
+        (a, b) for a in builtin_team("code").worker_names for b in builtin_team("code").worker_names if a != b
     }
     # Round 2: descriptors, then the graph, then messages only along kept edges, tier by tier.
     (topology,) = of(events, ev.TopologyBuilt, round=2)
@@ -136,7 +136,7 @@ async def test_reply_bad_twice_is_kept_raw_with_role_descriptors(demo_server: Sc
     demo_server.add_fault(FaultRule("malformed", role="Researcher", call=ev.CallKind.WORK, round=1, times=2))
     finished, events, _ = await run_swarm(demo_server, embedder)
     (researcher,) = of(events, ev.AgentFinished, round=1, agent="Researcher")
-    role = get_domain("code").role("Researcher")
+    role = builtin_team("code").role("Researcher")
     assert researcher.status == "unparsed"
     assert researcher.raw and researcher.public == researcher.raw.strip()
     assert (researcher.query, researcher.key) == (role.default_query, role.default_key)

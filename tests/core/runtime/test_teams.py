@@ -83,7 +83,7 @@ def test_config_tables_define_a_team(tmp_path: Path) -> None:
     path.write_text(CONFIG, encoding="utf-8")
     settings = with_team(load_settings(path))
     team = resolve_team(settings)
-    assert (team.team, team.name, team.worker_names) == ("six", "general", ["Economist", "Engineer"])
+    assert (team.custom_name, team.name, team.worker_names) == ("six", "general", ["Economist", "Engineer"])
     economist = team.role("Economist")
     assert (economist.model, economist.base_url, economist.api_key_env, economist.temperature) == (
         "model-b", "http://127.0.0.1:8001/v1", "SIX_KEY", 0.7
