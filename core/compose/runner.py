@@ -16,7 +16,7 @@ from core.llm.urls import redact_url
 from core.methods.catalogue import build_method
 from core.methods.dytopo import DyTopoMethod
 from core.methods.steer_checks import catalogue_hook
-from core.routing.strategies import TopologyStrategy
+from core.routing.wiring import WiringRule
 from core.runtime.clients import client_for
 from core.runtime.config import ConfigError, DomainName, Settings, resolve_api_key, resolve_base_url
 from core.runtime.control import RunControl
@@ -174,7 +174,7 @@ def build_engine(
     *,
     embedder: Embedder | None = None,
     control: RunControl | None = None,
-    strategy: TopologyStrategy | None = None,
+    wiring: WiringRule | None = None,
     method: Method | None = None,
     evaluator: RoundEvaluator | None = None,
     parent: dict[str, Any] | None = None,
@@ -198,8 +198,8 @@ def build_engine(
         parent=parent,
     )
     n_workers = len(team.workers)
-    if method is None and strategy is not None:  # DyTopo over a fixed topology (the baselines' graphs)
-        method = DyTopoMethod(strategy)
+    if method is None and wiring is not None:  # DyTopo over a fixed topology (the baselines' graphs)
+        method = DyTopoMethod(wiring)
     elif method is None:
         options = settings.strategy_options.get(settings.strategy)
         method = build_method(settings.strategy, options, team)

@@ -7,7 +7,7 @@
 * ``chain`` — a fixed pipeline in roster order.
 * ``star`` — everyone sends to one hub (the domain's answer role by default).
 
-The graph baselines reuse DyTopo's round loop with another graph (core.routing.strategies), so the
+The graph baselines reuse DyTopo's round loop with another graph (core.routing.wiring), so the
 comparison isolates the topology; ``single`` is a method of its own.
 """
 
@@ -35,13 +35,13 @@ from core.methods.registry import (
     register,
     with_calls,
 )
-from core.routing.strategies import (
-    BroadcastStrategy,
-    ChainStrategy,
-    DyTopoStrategy,
-    RandomStrategy,
-    StarStrategy,
-    TopologyStrategy,
+from core.routing.wiring import (
+    BroadcastWiring,
+    ChainWiring,
+    DyTopoWiring,
+    RandomWiring,
+    StarWiring,
+    WiringRule,
 )
 from core.runtime import events as ev
 from core.runtime.control import StepBoundary
@@ -184,10 +184,10 @@ def _star(options: dict[str, Any], team: Team) -> DyTopoMethod:
         from core.methods.registry import MethodError
 
         raise MethodError(f"[strategy.star] hub must be one of {', '.join(team.worker_names)}, got {hub!r}")
-    return _rounds_over(StarStrategy(hub), options)
+    return _rounds_over(StarWiring(hub), options)
 
 
-def _rounds_over(graph: TopologyStrategy, options: dict[str, Any]) -> DyTopoMethod:
+def _rounds_over(graph: WiringRule, options: dict[str, Any]) -> DyTopoMethod:
     """DyTopo's rounds over a baseline's graph, with the memory rule and prompt order chosen."""
     return DyTopoMethod(graph, memory=options["memory"], prompt_order=options["prompt_order"])
 
@@ -247,7 +247,7 @@ SINGLE_TURN = register(
         uses_embeddings=False,
         round_one_broadcast=True,
         # No memory option: one round, so no prompt shows an earlier round's memory.
-        factory=lambda options, domain: DyTopoMethod(DyTopoStrategy(), name="single-turn", round_limit=1),
+        factory=lambda options, domain: DyTopoMethod(DyTopoWiring(), name="single-turn", round_limit=1),
         unit_limit=one_unit,
         options_model=SingleTurnOptions,
         uses_tau=True,
@@ -263,7 +263,7 @@ RANDOM = register(
         fidelity=FIDELITY,  # where it departs from its paper
         summary="DyTopo's rounds over a random acyclic graph with DyTopo's edge count (baseline)",
         round_one_broadcast=True,
-        factory=lambda options, domain: _rounds_over(RandomStrategy(options["seed"]), options),
+        factory=lambda options, domain: _rounds_over(RandomWiring(options["seed"]), options),
         options_model=RandomOptions,
         uses_tau=True,
         family="baseline",
@@ -275,7 +275,7 @@ BROADCAST = register(
         name="broadcast",
         summary="every worker hears every other worker, delivered at the barrier (baseline)",
         round_one_broadcast=True,
-        factory=lambda options, domain: _rounds_over(BroadcastStrategy(), options),
+        factory=lambda options, domain: _rounds_over(BroadcastWiring(), options),
         options_model=RoundsOptions,
         family="baseline",
         **ROUND_STEERING,
@@ -286,7 +286,7 @@ CHAIN = register(
         name="chain",
         summary="a fixed pipeline in roster order (baseline)",
         round_one_broadcast=True,
-        factory=lambda options, domain: _rounds_over(ChainStrategy(), options),
+        factory=lambda options, domain: _rounds_over(ChainWiring(), options),
         options_model=RoundsOptions,
         family="baseline",
         **ROUND_STEERING,
