@@ -258,7 +258,7 @@ class GraphShape(StrEnum):
 class MethodInfo:
     name: str
     summary: str  # one line, for `swarm-tui strategies` and the launch form
-    factory: MethodFactory  # (checked options, domain) -> a fresh Method for one run
+    factory: MethodFactory  # (checked options, team) -> a fresh Method for one run
     options_model: type[MethodOptions] = MethodOptions  # its options (fields: defaults, ranges, choices, help)
     unit: str = "round"  # what N steps over: round, step, turn
     unit_limit: Callable[[int], int | None] = max_rounds_limit  # the most units a run takes (see position)

@@ -229,7 +229,7 @@ SINGLE = register(
         summary="one agent, one call, no team (baseline)",
         demo="core.methods.baselines.demo:DEMO",  # its one call's scripted reply (the others share the rounds')
         uses_embeddings=False,
-        factory=lambda options, domain: SingleAgentMethod(options["samples"]),
+        factory=lambda options, team: SingleAgentMethod(options["samples"]),
         options_model=SingleOptions,
         unit="call",  # one model call (K with samples): no rounds to count
         unit_limit=no_unit_limit,
@@ -247,7 +247,7 @@ SINGLE_TURN = register(
         uses_embeddings=False,
         round_one_broadcast=True,
         # No memory option: one round, so no prompt shows an earlier round's memory.
-        factory=lambda options, domain: DyTopoMethod(DyTopoWiring(), name="single-turn", round_limit=1),
+        factory=lambda options, team: DyTopoMethod(DyTopoWiring(), name="single-turn", round_limit=1),
         unit_limit=one_unit,
         options_model=SingleTurnOptions,
         uses_tau=True,
@@ -263,7 +263,7 @@ RANDOM = register(
         fidelity=FIDELITY,  # where it departs from its paper
         summary="DyTopo's rounds over a random acyclic graph with DyTopo's edge count (baseline)",
         round_one_broadcast=True,
-        factory=lambda options, domain: _rounds_over(RandomWiring(options["seed"]), options),
+        factory=lambda options, team: _rounds_over(RandomWiring(options["seed"]), options),
         options_model=RandomOptions,
         uses_tau=True,
         family="baseline",
@@ -275,7 +275,7 @@ BROADCAST = register(
         name="broadcast",
         summary="every worker hears every other worker, delivered at the barrier (baseline)",
         round_one_broadcast=True,
-        factory=lambda options, domain: _rounds_over(BroadcastWiring(), options),
+        factory=lambda options, team: _rounds_over(BroadcastWiring(), options),
         options_model=RoundsOptions,
         family="baseline",
         **ROUND_STEERING,
@@ -286,7 +286,7 @@ CHAIN = register(
         name="chain",
         summary="a fixed pipeline in roster order (baseline)",
         round_one_broadcast=True,
-        factory=lambda options, domain: _rounds_over(ChainWiring(), options),
+        factory=lambda options, team: _rounds_over(ChainWiring(), options),
         options_model=RoundsOptions,
         family="baseline",
         **ROUND_STEERING,

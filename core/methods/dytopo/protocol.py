@@ -626,7 +626,7 @@ DYTOPO = register(
         fidelity=FIDELITY,  # where it departs from its paper
         summary="Manager goal each round; workers' query/key descriptors, MiniLM and tau/k_in decide who hears whom",
         round_one_broadcast=True,
-        factory=lambda options, domain: DyTopoMethod(
+        factory=lambda options, team: DyTopoMethod(
             DyTopoWiring(), payload=options["payload"], memory=options["memory"],
             prompt_order=options["prompt_order"], descriptor_context=options["descriptor_context"],
         ),

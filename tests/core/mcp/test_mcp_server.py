@@ -302,7 +302,7 @@ async def test_a_crash_inside_a_swarm_is_reported_failed_and_its_log_ends(
 
     from core.methods.dytopo import DyTopoMethod
 
-    monkeypatch.setattr(tasks, "method_for", lambda strategy, domain, options: DyTopoMethod(Exploding()))
+    monkeypatch.setattr(tasks, "method_for", lambda strategy, team, options: DyTopoMethod(Exploding()))
     async with connected(tmp_path, embedder) as (session, manager, _):
         task_id = (await ok(session, "swarm_start", task=DEMO_PROBLEMS["code"]))["task_id"]
         status = await poll_until(session, task_id, finished)

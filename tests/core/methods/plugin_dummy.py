@@ -54,7 +54,7 @@ def echo_reply(info: RequestInfo) -> str | None:
 INFO = MethodInfo(
     name=NAME,
     summary="an echo registered by a test through the registry's hook",
-    factory=lambda options, domain: EchoMethod(options["loudness"]),
+    factory=lambda options, team: EchoMethod(options["loudness"]),
     options_model=EchoOptions,
     unit="call",
     demo=MethodDemo(echo_reply),
