@@ -32,7 +32,8 @@ from core.mcp.results import (
     status_result,
     steer_result,
 )
-from core.mcp.tasks import MAX_CONTEXT_CHARS, OPTIONS, STRATEGIES, StartError, SwarmManager
+from core.mcp.start_request import MAX_CONTEXT_CHARS, OPTIONS, StartError
+from core.mcp.tasks import STRATEGIES, SwarmManager
 from core.methods.catalogue import option_schemas
 from core.runtime.config import DEFAULT_STRATEGY, DOMAINS, bounds_text, schema_bounds
 from core.runtime.rosters import Team

@@ -292,7 +292,7 @@ async def test_two_swarms_run_at_once_sharing_one_embedder(tmp_path: Path, embed
 async def test_a_crash_inside_a_swarm_is_reported_failed_and_its_log_ends(
     tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import core.mcp.tasks as tasks
+    import core.mcp.start_request as start_request
 
     class Exploding:
         name = "dytopo"
@@ -302,7 +302,7 @@ async def test_a_crash_inside_a_swarm_is_reported_failed_and_its_log_ends(
 
     from core.methods.dytopo import DyTopoMethod
 
-    monkeypatch.setattr(tasks, "method_for", lambda strategy, team, options: DyTopoMethod(Exploding()))
+    monkeypatch.setattr(start_request, "method_for", lambda strategy, team, options: DyTopoMethod(Exploding()))
     async with connected(tmp_path, embedder) as (session, manager, _):
         task_id = (await ok(session, "swarm_start", task=DEMO_PROBLEMS["code"]))["task_id"]
         status = await poll_until(session, task_id, finished)
