@@ -26,6 +26,7 @@ def scripted_requests(script: Callable[[Any], str], problem: str = "", **setting
     the scripted server playing ``script``; ``settings`` are Settings fields, in plain strings (an older
     checkout has no DomainName or RoundProtocol enums, and theirs equal these strings)."""
     try:
+        from core.compose.plan import BackendChoice
         from core.compose.runner import build_engine, open_backend
     except ImportError:  # a revision from before the layers refactor
         from core.runtime.runner import build_engine, open_backend  # type: ignore[no-redef]
@@ -36,7 +37,7 @@ def scripted_requests(script: Callable[[Any], str], problem: str = "", **setting
 
     async def run(server: ScriptedServer) -> None:
         chosen = Settings(**{"domain": "code", "tau": 0.3, "k_in": 3, **settings})
-        backend = await open_backend(chosen, server=server)
+        backend = await open_backend(chosen, BackendChoice(server=server))
         try:
             engine = build_engine(problem or DEMO_PROBLEMS["code"], chosen, backend, [], embedder=shared_embedder())
             await engine.run()

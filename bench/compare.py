@@ -70,10 +70,11 @@ def main() -> int:
               f"single run, {rss / singles[methods[0]]:.2f}x {methods[0]} alone "
               f"-> {'PASS' if ratio <= MEMORY_BOUND else 'FAIL'} (target <= {MEMORY_BOUND}x)")
 
+        from core.demo.behaviour import ServerBehaviour
         from core.demo.scripts import demo_script
         from core.demo.server import ScriptedServer
 
-        with ScriptedServer(demo_script, latency=args.latency) as server:
+        with ScriptedServer(demo_script, ServerBehaviour(latency=args.latency)) as server:
             walls = {}
             for parallel in (len(methods), 1):
                 t0 = time.perf_counter()

@@ -25,7 +25,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from core.compose.plan import BackendChoice
 from core.compose.runner import build_engine, open_backend
+from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import ScriptedServer
 from core.llm.embeddings import shared_embedder
@@ -51,8 +53,8 @@ def critical_path(events: list[ev.Event]) -> tuple[float, int]:
 async def one_run(latency: float, protocol: str) -> tuple[float, float, int]:
     chosen: dict[str, Any] = {"protocol": protocol}  # a plain string: older checkouts have no RoundProtocol
     settings = Settings(**chosen, max_concurrency=8)
-    with ScriptedServer(demo_script, latency=latency) as server:
-        backend = await open_backend(settings, server=server)
+    with ScriptedServer(demo_script, ServerBehaviour(latency=latency)) as server:
+        backend = await open_backend(settings, BackendChoice(server=server))
         recorded: list[ev.Event] = []
         engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [recorded.append])
         start = time.perf_counter()

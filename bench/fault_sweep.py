@@ -31,7 +31,9 @@ try:
 except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from core.compose.plan import BackendChoice
 from core.compose.runner import build_engine, open_backend
+from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import FaultRule, ScriptedServer
 from core.llm.embeddings import shared_embedder
@@ -50,8 +52,8 @@ class PeriodicFaults(ScriptedServer):
     falls on 0 mod EVERY fails its first PERSIST attempts, with a kind picked by the same hash. Its failure
     outlives the client's own retries (3 attempts), as a busy or flaky server's does, then it is served."""
 
-    def __init__(self, seed: str, persist: int, **kwargs: Any) -> None:
-        super().__init__(demo_script, **kwargs)
+    def __init__(self, seed: str, persist: int, behaviour: ServerBehaviour) -> None:
+        super().__init__(demo_script, behaviour)
         self.seed = seed  # the domain, protocol and offset: each run's faults land elsewhere
         self.persist = persist
         self.served = 0
@@ -95,11 +97,12 @@ async def one_run(domain: str, protocol: str, offset: int, args: argparse.Namesp
     # Plain strings: older checkouts have no DomainName / RoundProtocol enums (theirs equal these strings).
     chosen: dict[str, Any] = {"domain": domain, "protocol": protocol}
     settings = Settings(**chosen, max_rounds=args.max_rounds, call_timeout=args.call_timeout, first_byte_timeout=10.0)
-    server = PeriodicFaults(f"{domain}/{protocol}/{offset}", args.persist, stall_seconds=args.call_timeout * 3)
+    server = PeriodicFaults(f"{domain}/{protocol}/{offset}", args.persist,
+                            ServerBehaviour(stall_seconds=args.call_timeout * 3))
     bare_429(server)
     start = time.monotonic()
     with server:
-        backend = await open_backend(settings, server=server)
+        backend = await open_backend(settings, BackendChoice(server=server))
         events: list[ev.Event] = []
         engine = build_engine(DEMO_PROBLEMS[domain], settings, backend, [events.append], embedder=embedder)
         try:

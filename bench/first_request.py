@@ -27,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from core.demo.behaviour import ServerBehaviour  # noqa: E402
 from core.demo.scripts import demo_script  # noqa: E402
 from core.demo.server import ScriptedServer  # noqa: E402
 from core.runtime.scripted import RequestInfo  # noqa: E402
@@ -46,7 +47,7 @@ def one_run(tmp: Path) -> tuple[float, float, float]:
             arrivals.append(time.perf_counter())
         return demo_script(info)
 
-    with ScriptedServer(script, latency=0.3) as server:
+    with ScriptedServer(script, ServerBehaviour(latency=0.3)) as server:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
         start = time.perf_counter()
         done = subprocess.run(

@@ -22,7 +22,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from core.compose.plan import BackendChoice
 from core.compose.runner import build_engine, open_backend
+from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import demo_script
 from core.demo.server import ScriptedServer
 from core.llm.embeddings import Embedder, shared_embedder
@@ -82,8 +84,8 @@ async def one_round(embedder: Embedder, n: int, latency: float) -> tuple[float, 
         **GENERAL, team="scale", teams={"scale": team(n)}, max_rounds=1, k_in=min(3, n - 1),
         max_concurrency=8,
     )
-    with ScriptedServer(demo_script, latency=latency) as server:
-        backend = await open_backend(settings, server=server)
+    with ScriptedServer(demo_script, ServerBehaviour(latency=latency)) as server:
+        backend = await open_backend(settings, BackendChoice(server=server))
         events: list[ev.Event] = []
         engine = build_engine(PROBLEM, settings, backend, [events.append], embedder=embedder)
         start = time.perf_counter()

@@ -55,6 +55,7 @@ def content_for(agent: str, chunks: int) -> str:
 
 def serve(agents: int, rate: float, seconds: float) -> None:
     """Child process: the scripted server, each reply the agent's long content, paced at ``rate``."""
+    from core.demo.behaviour import ServerBehaviour
     from core.demo.server import ScriptedServer
 
     chunks = int(rate * seconds)
@@ -62,7 +63,7 @@ def serve(agents: int, rate: float, seconds: float) -> None:
     def script(info) -> str:  # type: ignore[no-untyped-def]
         return content_for(info.role, chunks)
 
-    server = ScriptedServer(script, chunk_chars=CHUNK, chunk_delay=1.0 / rate).start()
+    server = ScriptedServer(script, ServerBehaviour(chunk_chars=CHUNK, chunk_delay=1.0 / rate)).start()
     print(server.base_url, flush=True)
     sys.stdin.read()  # until the parent closes our stdin
     server.stop()

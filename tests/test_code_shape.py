@@ -8,7 +8,14 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.support.code_shape import enum_aliases, enum_string_compares, event_type_tests, long_functions
+from tests.support.code_shape import (
+    enum_aliases,
+    enum_string_compares,
+    event_type_tests,
+    large_classes,
+    long_functions,
+    wide_inits,
+)
 from tests.support.paths import ROOT
 
 TESTS = ROOT / "tests"
@@ -94,10 +101,9 @@ def test_no_module_keeps_an_alias_for_an_enum_member() -> None:
 
 
 # Functions of 80 lines or more that other work in progress is reshaping (the engine's calls, the pages'
-# reports, the endpoint client's retry path, DyTopo's round). None may join them, and
+# reports, DyTopo's round). None may join them, and
 # each one shortened comes off the list.
 LONG_FUNCTIONS_LEFT = {
-    ("core/llm/client.py", "chat"),
     ("core/methods/dytopo/protocol.py", "_phased_round"),
     ("core/runtime/calls.py", "call_and_parse"),
 }
@@ -112,9 +118,36 @@ def test_no_function_reaches_80_lines_beyond_the_known_ones() -> None:
 # isinstance(x, ev.Kind) left: the methods' fork replays and the session fold, which other work in progress
 # is reshaping, and a few one-kind filters in sinks (none in the TUI's screens and widgets). The rest dispatch
 # through an EventTable or filter with core.runtime.dispatch.of_kind; the number only goes down.
-EVENT_TYPE_TESTS_AT_MOST = 18
+EVENT_TYPE_TESTS_AT_MOST = 10
 
 
 def test_event_type_tests_do_not_grow() -> None:
     found = event_type_tests()
     assert len(found) <= EVENT_TYPE_TESTS_AT_MOST, "dispatch through an EventTable:\n" + "\n".join(map(str, found))
+
+
+# Classes over 30 methods or 300 lines, and __init__ methods over 10 parameters (self not counted): the
+# issue's end state is none of either. Work in progress is shrinking them (the app takes one launch request,
+# the demo server one behaviour object, the methods' protocols split by job); the counts only go down.
+LARGE_CLASSES_AT_MOST = 5
+WIDE_INITS_AT_MOST = 0
+
+
+def test_the_class_and_init_checks_find_a_sample() -> None:
+    methods = "\n".join(f"    def m{i}(self) -> None: ..." for i in range(31))
+    wide = ", ".join(f"a{i}" for i in range(11))
+    source = f"class Big:\n{methods}\n\nclass Wide:\n    def __init__(self, {wide}) -> None: ...\n"
+    trees = {SAMPLE: ast.parse(source)}
+    assert [f.text for f in large_classes(trees)] == ["Big 31 methods, 32 lines"]
+    assert [f.text for f in wide_inits(trees)] == ["Wide.__init__ 11 parameters"]
+    assert not wide_inits(trees, limit=11)
+
+
+def test_large_classes_do_not_grow() -> None:
+    found = large_classes()
+    assert len(found) <= LARGE_CLASSES_AT_MOST, "split these by job:\n" + "\n".join(map(str, found))
+
+
+def test_wide_inits_do_not_grow() -> None:
+    found = wide_inits()
+    assert len(found) <= WIDE_INITS_AT_MOST, "take an options or request object:\n" + "\n".join(map(str, found))

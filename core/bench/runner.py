@@ -42,8 +42,8 @@ from core.methods.catalogue import build_method, get_method_info
 from core.runtime import events as ev
 from core.runtime.config import DomainName, Settings
 from core.runtime.dispatch import is_delta, of_kind
-from core.runtime.domains import Domain, get_domain
 from core.runtime.engine import Method
+from core.runtime.rosters import Team, builtin_team
 from core.sessions.store import SessionRecorder
 
 ANSWER_CHARS = 4000  # how much of a final answer the JSON results keep
@@ -262,9 +262,9 @@ def write_results(out: Path, rows: Sequence[Row], strategies: Sequence[str], met
 # --- strategies -------------------------------------------------------------------------------
 
 
-def bench_method(name: str, domain: str | Domain, options: dict[str, Any] | None = None) -> Method:
+def bench_method(name: str, team: str | Team, options: dict[str, Any] | None = None) -> Method:
     """The method a strategy name stands for, built for this problem's domain or team (core.methods)."""
-    return build_method(name, options, get_domain(domain) if isinstance(domain, str) else domain)
+    return build_method(name, options, builtin_team(team) if isinstance(team, str) else team)
 
 
 # --- the runner -------------------------------------------------------------------------------
@@ -335,9 +335,9 @@ class BenchRunner:
         # A user team (--team) runs the problems of its own domain; the others get their built-in team.
         team = team_of(self.settings) if self.settings.team else None
         if team is None or team.name != problem.domain:
-            team = get_domain(problem.domain)
+            team = builtin_team(problem.domain)
         settings = replace(
-            self.settings, domain=DomainName(problem.domain), team=self.settings.team if team.team else None,
+            self.settings, domain=DomainName(problem.domain), team=self.settings.team if team.custom_name else None,
             execute_code=True, k_in=min(self.settings.k_in, len(team.workers) - 1),
         )
         return settings

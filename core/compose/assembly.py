@@ -32,8 +32,8 @@ from core.llm.embeddings import Embedder
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.control import RunControl
-from core.runtime.domains import Domain
 from core.runtime.engine import ForkPoint, SwarmEngine
+from core.runtime.rosters import Team
 from core.runtime.round_check import CodeExecutionEvaluator
 from core.sessions.store import SessionRecorder
 from core.telemetry.setup import trace_sink
@@ -80,7 +80,7 @@ class AssembledRun:
 
     engine: SwarmEngine
     backend: Backend
-    team: Domain
+    team: Team
     recorder: SessionRecorder | None
 
     @property
@@ -105,8 +105,7 @@ async def open_run(
     own_clients: dict[str, Any] = {}
     if isinstance(io.backend, BackendChoice):
         choice = io.backend
-        backend = await open_backend(settings, demo=choice.demo, demo_chunk_delay=choice.demo_chunk_delay,
-                                     server=choice.server, on_status=choice.on_status, team=team)
+        backend = await open_backend(settings, choice, team=team)
     else:
         backend = io.backend
         if io.endpoint_limits is not None and not backend.demo and any(

@@ -17,6 +17,7 @@ from typing import TextIO
 
 from core.runtime import events as ev
 from core.runtime.control import RunControl
+from core.runtime.dispatch import EventTable
 from core.runtime.steering import SteerAction, SteerError, is_skipped, parse_control_line
 
 STDIN = "-"
@@ -123,6 +124,9 @@ class ControlScript:
                 steer_all(control, [action], self.on_error)
 
 
+COUNTS: EventTable[SteerCount] = EventTable()  # SteerCount takes only the steering events
+
+
 class SteerCount:
     """An event sink counting a run's steering actions, taken and refused (the run summary's line)."""
 
@@ -135,11 +139,14 @@ class SteerCount:
         return self.taken + self.refused
 
     def __call__(self, event: ev.Event) -> None:
-        if isinstance(event, ev.UserSteered):
-            if event.accepted:
-                self.taken += 1
-            else:
-                self.refused += 1
+        COUNTS.dispatch(self, event)
+
+    @COUNTS.on(ev.UserSteered)
+    def _steered(self, event: ev.UserSteered) -> None:
+        if event.accepted:
+            self.taken += 1
+        else:
+            self.refused += 1
 
     def describe(self) -> str:
         return f"{self.taken} action{'s' if self.taken != 1 else ''} taken, {self.refused} refused"

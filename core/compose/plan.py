@@ -12,16 +12,16 @@ This module stays light (no LLM client, no demo server): the launch form imports
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from core.llm.embeddings import Embedder, shared_embedder
 from core.methods.catalogue import build_method
 from core.runtime.config import Settings
 from core.runtime.control import ControlMode, Params, RunControl
-from core.runtime.domains import Domain
 from core.runtime.engine import Method
+from core.runtime.rosters import Team
 from core.runtime.teams import resolve_team
 
 if TYPE_CHECKING:  # the demo server is imported by a demo run only (http.server: start-up time)
@@ -59,7 +59,7 @@ def new_control(settings: Settings, n_workers: int, *, step: bool = False) -> Ru
     return RunControl(run_params(settings), n_workers, mode=ControlMode.STEP if step else ControlMode.AUTO)
 
 
-def team_of(settings: Settings) -> Domain:
+def team_of(settings: Settings) -> Team:
     """The team the settings name (ConfigError, one line, if none): the one place a team is resolved."""
     return resolve_team(settings)
 
@@ -81,13 +81,13 @@ class RunPlan:
     """One run, settled: its settings, team, built method, starting parameters and embedder."""
 
     settings: Settings
-    team: Domain
+    team: Team
     method: Method
     params: Params
     embedder: EmbedderSpec
 
     @classmethod
-    def make(cls, settings: Settings, *, team: Domain | None = None, method: Method | None = None) -> RunPlan:
+    def make(cls, settings: Settings, *, team: Team | None = None, method: Method | None = None) -> RunPlan:
         """The plan for ``settings``: its team (``team`` when the face chose it already, e.g. MCP's named
         team) and its method (``method`` when the face holds one, e.g. a trainer's) built with the options
         of ``settings.strategy``. Raises ConfigError (the team) or MethodError (an option), one line each."""
@@ -95,14 +95,6 @@ class RunPlan:
         if method is None:
             method = build_method(settings.strategy, settings.strategy_options.get(settings.strategy), team)
         return cls(settings, team, method, run_params(settings), EmbedderSpec.of(settings))
-
-    def with_method(self, name: str, options: Mapping[str, Any] | None = None) -> RunPlan:
-        """The same run with another method (a comparison's rows): same team, that method's options."""
-        strategy_options = self.settings.strategy_options
-        if options:
-            strategy_options = {**strategy_options, name: dict(options)}
-        settings = replace(self.settings, strategy=name, strategy_options=strategy_options)
-        return RunPlan.make(settings, team=self.team)
 
     def new_control(self, *, step: bool = False) -> RunControl:
         """A control for this plan's run (auto, or ``step`` mode), sized for its team."""

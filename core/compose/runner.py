@@ -6,27 +6,29 @@ Shared by the headless CLI, the TUI and the benchmark runner so they start runs 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from core.compose.plan import embedder_for, new_control, team_of
+from core.compose.plan import BackendChoice, embedder_for, new_control, team_of
 from core.llm.client import EndpointError, LLMClient
 from core.llm.embeddings import Embedder
 from core.llm.urls import redact_url
 from core.methods.catalogue import build_method
 from core.methods.dytopo import DyTopoMethod
 from core.methods.steer_checks import catalogue_hook
-from core.routing.strategies import TopologyStrategy
+from core.routing.wiring import WiringRule
 from core.runtime.clients import client_for
 from core.runtime.config import ConfigError, DomainName, Settings, resolve_api_key, resolve_base_url
 from core.runtime.control import RunControl
-from core.runtime.domains import Domain
 from core.runtime.engine import ForkPoint, Method, RoundEvaluator, RunSpec, SwarmEngine
 from core.runtime.events import EventSink
+from core.runtime.rosters import Team
 
 if TYPE_CHECKING:  # the demo server is imported by a demo run only (http.server: start-up time)
     from core.demo.server import ScriptedServer
+
+
+DEFAULT_CHOICE = BackendChoice()  # the configured endpoint, nothing told while it is awaited
 
 
 @dataclass
@@ -49,29 +51,27 @@ class Backend:
 
 
 async def open_backend(
-    settings: Settings,
-    *,
-    demo: bool = False,
-    demo_chunk_delay: float = 0.0,
-    server: ScriptedServer | None = None,
-    on_status: Callable[[str], None] | None = None,
-    team: Domain | None = None,
+    settings: Settings, choice: BackendChoice = DEFAULT_CHOICE, *, team: Team | None = None
 ) -> Backend:
-    """Connect to the configured endpoint, or start the scripted demo server, and settle the model.
+    """Connect to the configured endpoint, or start the scripted demo server, as ``choice`` says (its
+    ``on_status`` hears "contacting URL … N s" while the endpoint is awaited), and settle the model.
     Raises llm.EndpointError with a one-line message when the endpoint is unusable (a bad URL, no answer
-    within first_byte_timeout, ...). ``on_status`` hears "contacting URL … N s" while it waits. ``team``: the
-run's team when the caller resolved it (its agents' own endpoints are opened too)."""
+    within first_byte_timeout, ...). ``team``: the run's team when the caller resolved it (its agents' own
+    endpoints are opened too)."""
+    demo, server = choice.demo, choice.server
     if demo and server is None:
+        from core.demo.behaviour import ServerBehaviour
         from core.demo.scripts import demo_script
         from core.demo.server import ScriptedServer
 
-        server = ScriptedServer(demo_script, chunk_delay=demo_chunk_delay).start()
+        server = ScriptedServer(demo_script, ServerBehaviour(chunk_delay=choice.demo_chunk_delay)).start()
     if server is not None:
         base_url, api_key = server.base_url, "demo"
     else:
         base_url, api_key = resolve_base_url(settings), resolve_api_key(settings)
     try:
-        llm = client_for(settings, base_url, api_key, settings.model, on_status=on_status)
+        llm = client_for(settings, base_url, api_key, settings.model)
+        llm.on_status = choice.on_status
     except BaseException:
         if server is not None:
             server.stop()
@@ -88,7 +88,7 @@ run's team when the caller resolved it (its agents' own endpoints are opened too
     backend = Backend(llm=llm, base_url=redact_url(base_url), model=model, demo=demo, server=server)
     if not demo:
         try:
-            backend.agent_clients = await open_agent_clients(settings, llm, base_url, on_status=on_status, team=team)
+            backend.agent_clients = await open_agent_clients(settings, llm, base_url, team=team)
         except BaseException:
             await backend.close()
             raise
@@ -101,13 +101,13 @@ async def open_agent_clients(
     default: LLMClient,
     default_url: str,
     *,
-    on_status: Callable[[str], None] | None = None,
-    team: Domain | None = None,
+    team: Team | None = None,
     limits: dict[str, asyncio.Semaphore] | None = None,
 ) -> dict[str, LLMClient]:
     """One client per distinct (base URL, key variable, model) among a user team's agents that name their
-    own; clients of one base URL share its concurrency limit (``limits``, by URL: pass the same dict to
-    share them across runs, as the MCP server does). A model the endpoint does not list, or an endpoint
+    own (each tells ``default``'s ``on_status`` while it waits); clients of one base URL share its
+    concurrency limit (``limits``, by URL: pass the same dict to share them across runs, as the MCP server
+    does). A model the endpoint does not list, or an endpoint
     that cannot be reached, is an EndpointError naming the agent and the endpoint."""
     try:
         team = team or team_of(settings)
@@ -127,7 +127,7 @@ async def open_agent_clients(
             where = f"team {team.team_name}, agent {role.name}: endpoint {redact_url(url)}"
             if role.model:
                 if (url, key_env) not in listed:
-                    probe = _agent_client(settings, url, key_env, None, on_status)
+                    probe = _agent_client(settings, url, key_env, None, default)
                     try:
                         listed[(url, key_env)] = await probe.list_models()
                     except EndpointError as exc:
@@ -141,7 +141,7 @@ async def open_agent_clients(
             model = role.model or (default.model if url == default_url else None)
             client = clients.get((url, key_env, model or ""))
             if client is None:
-                client = _agent_client(settings, url, key_env, model, on_status)
+                client = _agent_client(settings, url, key_env, model, default)
                 client._limit = limits.setdefault(url, client._limit)
                 clients[(url, key_env, model or "")] = client
                 if not client.model:
@@ -158,12 +158,12 @@ async def open_agent_clients(
     return out
 
 
-def _agent_client(
-    settings: Settings, url: str, key_env: str, model: str | None, on_status: Callable[[str], None] | None
-) -> LLMClient:
-    """A client for an agent's own endpoint, with the key from that agent's variable."""
-    api_key = resolve_api_key(settings, key_env=key_env)
-    return client_for(settings, url, api_key, model, on_status=on_status)
+def _agent_client(settings: Settings, url: str, key_env: str, model: str | None, default: LLMClient) -> LLMClient:
+    """A client for an agent's own endpoint, with the key from that agent's variable; it reports its waits
+    where the run's own client does."""
+    client = client_for(settings, url, resolve_api_key(settings, key_env=key_env), model)
+    client.on_status = default.on_status
+    return client
 
 
 def build_engine(
@@ -174,13 +174,13 @@ def build_engine(
     *,
     embedder: Embedder | None = None,
     control: RunControl | None = None,
-    strategy: TopologyStrategy | None = None,
+    wiring: WiringRule | None = None,
     method: Method | None = None,
     evaluator: RoundEvaluator | None = None,
     parent: dict[str, Any] | None = None,
     step_mode: bool = False,
     fork: ForkPoint | None = None,
-    team: Domain | None = None,
+    team: Team | None = None,
 ) -> SwarmEngine:
     """The engine of one run over an opened backend (core.compose.assembly.open_run assembles a whole run;
     training loops and benches that hold their own backend call this directly)."""
@@ -198,8 +198,8 @@ def build_engine(
         parent=parent,
     )
     n_workers = len(team.workers)
-    if method is None and strategy is not None:  # DyTopo over a fixed topology (the baselines' graphs)
-        method = DyTopoMethod(strategy)
+    if method is None and wiring is not None:  # DyTopo over a fixed topology (the baselines' graphs)
+        method = DyTopoMethod(wiring)
     elif method is None:
         options = settings.strategy_options.get(settings.strategy)
         method = build_method(settings.strategy, options, team)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from core.compose.assembly import RunIO, open_run
-from core.compose.plan import RunPlan, embedder_for
+from core.compose.plan import BackendChoice, RunPlan, embedder_for
 from core.compose.runner import open_backend
 from core.demo.bench_script import benchmark_script
 from core.demo.server import ScriptedServer
@@ -26,8 +26,8 @@ from core.methods.dmoa.routing import predictive_entropy
 from core.methods.registry import MethodError
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from core.runtime.domains import get_domain
 from core.runtime.outcome import EndReason
+from core.runtime.rosters import builtin_team
 
 
 class TrainError(RuntimeError):
@@ -84,13 +84,13 @@ async def train_router(
 
     server = ScriptedServer(benchmark_script(dataset.problems)).start() if demo else None
     try:
-        backend = await open_backend(settings, demo=demo, server=server)
+        backend = await open_backend(settings, BackendChoice(demo=demo, server=server))
     except EndpointError as exc:
         raise TrainError(str(exc)) from None
     try:
         await _require_logprobs(backend, options["top_logprobs"])
-        domain = get_domain(settings.domain)
-        names = [a.name for a in dmoa_pool(domain)]
+        team = builtin_team(settings.domain)
+        names = [a.name for a in dmoa_pool(team)]
         store = RouterStore(Path(options["weights_dir"]) if options["weights_dir"] else None)
         mode = "DEMO (scripted model server) " if backend.demo else ""
         say(
@@ -129,12 +129,12 @@ async def _dense_traces(
     sinks: Sequence[Callable[[ev.Event], None]], say: Callable[[str], None],
 ) -> tuple[list[Any], int]:
     """One dense run per problem; the traces that recorded entropies, and the runs' k_max."""
-    domain = get_domain(settings.domain)
+    team = builtin_team(settings.domain)
     traces = []
     method: DmoaMethod | None = None
     for number, problem in enumerate(problems, start=1):
         say(f"[{number}/{len(problems)}] {problem.task_id}")
-        method = DmoaMethod(options, domain)
+        method = DmoaMethod(options, team)
         plan = RunPlan.make(settings, method=method)
         io = RunIO(sinks=list(sinks), backend=backend, embedder=embedder)
         async with open_run(plan, problem.task, io) as run:

@@ -48,9 +48,10 @@ from core.methods.topodim.prompts import team_roles
 from core.routing.topodim import r_div
 from core.runtime import events as ev
 from core.runtime.config import DomainName, Settings
-from core.runtime.domains import get_domain
+from core.runtime.dispatch import is_warning
 from core.runtime.engine import SwarmEngine
 from core.runtime.outcome import EndReason
+from core.runtime.rosters import builtin_team
 
 
 class TrainError(RuntimeError):
@@ -179,12 +180,12 @@ class TopoDIMTrainer:
         return int.from_bytes(digest[:6], "big")
 
     async def _one_run(self, problem: Problem, temperature: float, seed: int) -> tuple[TopoDIMMethod, float] | None:
-        domain = get_domain(problem.domain)
-        method = TopoDIMMethod(self._options(), domain, policy=self.policy, temperature=temperature, sample_seed=seed)
+        team = builtin_team(problem.domain)
+        method = TopoDIMMethod(self._options(), team, policy=self.policy, temperature=temperature, sample_seed=seed)
         settings = replace(self.settings, domain=DomainName(problem.domain), execute_code=True,
-                           k_in=min(self.settings.k_in, len(domain.workers) - 1))
+                           k_in=min(self.settings.k_in, len(team.workers) - 1))
         def notices(event: ev.Event) -> None:  # the runs' warnings (a reply that did not parse, ...) reach the user
-            if isinstance(event, ev.Notice) and event.severity != ev.Severity.INFO and self.on_notice is not None:
+            if is_warning(event) and self.on_notice is not None:
                 self.on_notice(f"{problem.task_id}: {event.message}")
 
         plan = RunPlan.make(settings, method=method)
@@ -304,7 +305,7 @@ async def distill(
     vectors = await embedder.aembed([p.task for p in problems])
     queries = []
     for problem, vector in zip(problems, vectors, strict=True):
-        names = [r.name for r in team_roles(get_domain(problem.domain), agents)]
+        names = [r.name for r in team_roles(builtin_team(problem.domain), agents)]
         queries.append((names, prior_edges(problem.domain, names), torch.tensor(vector, dtype=torch.float32)))
     local = LocalPolicies(central.roles, hidden=central.hidden, seed=seed)
 

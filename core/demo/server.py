@@ -12,76 +12,22 @@ Textual app) owns the main thread. It never writes to stdout/stderr: that would 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
-import math
 import socket
 import struct
 import threading
-import time
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from core.demo.behaviour import ServerBehaviour
+from core.demo.faults import FaultRule
+from core.demo.replies import ReplyWriter, error_body, send_fault
 from core.llm.call_id import CALL_ID_HEADER
 from core.runtime.events import CallKind
 from core.runtime.scripted import RequestInfo, Script, estimate_tokens, parse_request, played_instead, text_of
 
-FAULT_KINDS = (
-    "malformed",  # prose with no JSON at all: no repair can fix it
-    "repairable",  # broken JSON (unquoted keys, single quotes, trailing comma, cut-off end) json-repair fixes
-    "fenced",  # valid JSON inside ```json fences, with a line of prose before it
-    "think",  # <think>…</think> (with braces inside) and prose, then valid JSON
-    "missing_fields",  # valid JSON without query/key (workers) or goal (Manager)
-    "http_429",
-    "http_500",
-    "http_401",  # the key is refused
-    "http_403",  # forbidden, with a message that echoes the bearer key back (as some proxies do)
-    "http_404",  # no such model
-    "stall",  # headers and one chunk, then silence for stall_seconds, then the rest
-    "drop",  # part of the reply, then the connection is closed mid-body
-    "reject_response_format",  # 400 when the request asks for response_format (no JSON mode)
-    "reject_json_schema",  # 400 when the request asks for response_format of type json_schema (JSON mode is fine)
-    "truncated",  # the first half of the reply, ending with finish_reason "length" (cut off at max_tokens)
-    "stream_error",  # one chunk, then an {"error": ...} event inside the stream (as OpenAI sends one)
-    "garbage_chunk",  # one chunk, then a data line that is not JSON (and holds an escape sequence)
-    "reset",  # the connection is reset (RST) before any answer, the request read
-    "endless",  # the reply, then more text without end, a chunk every ``interval`` seconds (ignores max_tokens)
-)
-
-# How each server refuses a request that does not fit its context (ScriptedServer's ``overflow_style``).
-OVERFLOW_STYLES = ("llama.cpp", "vllm", "ollama", "openai")
-
+DEFAULT_BEHAVIOUR = ServerBehaviour()
 _GENERIC_REPLY = json.dumps({"reply": "Hello from the swarm-tui scripted server."})
-
-
-@dataclass
-class FaultRule:
-    kind: str  # one of FAULT_KINDS
-    role: str | None = None  # None = any
-    call: str | None = None
-    round: int | None = None
-    times: int = 1  # matching requests it applies to before it is used up; <= 0 means never used up
-    retry_after: float | None = None  # http_429: the Retry-After it sends, in seconds (default: retry at once)
-    send_retry_after: bool = True  # http_429: False sends no Retry-After at all (a busy local server)
-    interval: float = 0.0  # endless: seconds between its chunks (0: as fast as it can; a trickle above)
-
-    def __post_init__(self) -> None:
-        if self.kind not in FAULT_KINDS:
-            raise ValueError(f"unknown fault kind {self.kind!r}: choose one of {', '.join(FAULT_KINDS)}")
-
-    def matches(self, info: RequestInfo) -> bool:
-        if self.kind == "reject_response_format" and "response_format" not in info.body:
-            return False
-        if self.kind == "reject_json_schema":
-            response_format = info.body.get("response_format")
-            if not (isinstance(response_format, dict) and response_format.get("type") == "json_schema"):
-                return False
-        return (
-            (self.role is None or self.role == info.role)
-            and (self.call is None or self.call == info.call)
-            and (self.round is None or self.round == info.round)
-        )
 
 
 # --- fault payloads -------------------------------------------------------------------------------
@@ -130,9 +76,6 @@ def _missing_fields(reply: str, info: RequestInfo) -> str:
     return json.dumps(data)
 
 
-def _error_body(message: str, kind: str, code: str | None) -> bytes:
-    return json.dumps({"error": {"message": message, "type": kind, "param": None, "code": code}}).encode()
-
 
 def overflow_body(style: str, prompt_tokens: int, max_tokens: int, n_ctx: int) -> bytes:
     """The 400 body a server sends for a request over its context, in its own words and shape."""
@@ -148,7 +91,7 @@ def overflow_body(style: str, prompt_tokens: int, max_tokens: int, n_ctx: int) -
         return json.dumps({"object": "error", "message": message, "type": "BadRequestError", "param": None,
                            "code": 400}).encode()
     if style == "ollama":
-        return _error_body("the input length exceeds the context length", "invalid_request_error", None)
+        return error_body("the input length exceeds the context length", "invalid_request_error", None)
     message = (f"This model's maximum context length is {n_ctx} tokens. However, your messages resulted in "
                f"{prompt_tokens} tokens. Please reduce the length of the messages.")
     return json.dumps({"error": {"message": message, "type": "invalid_request_error", "param": "messages",
@@ -222,20 +165,21 @@ class _Handler(BaseHTTPRequestHandler):
     # -- routes --
     def do_GET(self) -> None:
         owner = self.server.owner
-        if self._path() == "/props" and ((owner.report_context and owner.context_size) or owner.slots):
+        plays = owner.behaviour
+        if self._path() == "/props" and ((plays.report_context and plays.context_size) or plays.slots):
             # llama.cpp's server properties: the context of one request slot, and how many slots there are
-            n_ctx = owner.context_size if owner.report_context and owner.context_size else 4096
-            data = {"default_generation_settings": {"n_ctx": n_ctx}, "total_slots": owner.slots or 1}
+            n_ctx = plays.context_size if plays.report_context and plays.context_size else 4096
+            data = {"default_generation_settings": {"n_ctx": n_ctx}, "total_slots": plays.slots or 1}
             self._send_json(200, json.dumps(data).encode())
         elif self._path().endswith("/models"):
             data = {
                 "object": "list",
-                "data": [{"id": owner.model, "object": "model", "owned_by": "swarm-tui"}],
+                "data": [{"id": owner.behaviour.model, "object": "model", "owned_by": "swarm-tui"}],
             }
             self._send_json(200, json.dumps(data).encode())
         else:
             self._send_json(
-                404, _error_body(f"no route GET {self.path}", "invalid_request_error", "not_found")
+                404, error_body(f"no route GET {self.path}", "invalid_request_error", "not_found")
             )
 
     def do_POST(self) -> None:
@@ -243,7 +187,7 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         if not self._path().endswith("/chat/completions"):
             self._send_json(
-                404, _error_body(f"no route POST {self.path}", "invalid_request_error", "not_found")
+                404, error_body(f"no route POST {self.path}", "invalid_request_error", "not_found")
             )
             return
         try:
@@ -251,7 +195,7 @@ class _Handler(BaseHTTPRequestHandler):
             if not isinstance(body, dict):
                 raise ValueError("body is not an object")
         except ValueError as exc:
-            self._send_json(400, _error_body(f"invalid JSON body: {exc}", "invalid_request_error", None))
+            self._send_json(400, error_body(f"invalid JSON body: {exc}", "invalid_request_error", None))
             return
         try:
             self.server.owner._serve_completion(self, body)
@@ -262,65 +206,31 @@ class _Handler(BaseHTTPRequestHandler):
 class ScriptedServer:
     """Scripted OpenAI-compatible server. Use as a context manager or call start()/stop()."""
 
-    def __init__(
-        self,
-        script: Script | None = None,
-        *,
-        model: str = "scripted-demo",
-        chunk_chars: int = 16,
-        chunk_delay: float = 0.0,
-        latency: float = 0.0,
-        usage: bool = True,
-        stall_seconds: float = 30.0,
-        logprobs: bool = True,
-        context_size: int | None = None,
-        overflow_style: str = "llama.cpp",
-        report_context: bool = False,
-        prefix_cache: str | None = None,
-        slots: int | None = None,
-    ) -> None:
-        """``logprobs``: answer a request's ``logprobs``/``top_logprobs`` (deterministic per text, see
-        scripted_logprobs); False plays an endpoint that ignores them.
-
-        ``context_size``: the model's context in (estimated) tokens; a request over it is refused as
-        ``overflow_style`` (OVERFLOW_STYLES) refuses one: the prompt alone over it, or for vLLM the prompt
-        plus max_tokens. ``report_context`` serves it at GET /props, as llama.cpp does.
-
-        ``prefix_cache`` plays a server's KV cache: each reply says how many of its prompt's (estimated) tokens
-        began the previous prompt of the same slot (the request's ``id_slot``, else the calling agent), as
-        "openai" (usage.prompt_tokens_details.cached_tokens, also vLLM) or "llama.cpp" (timings.cache_n and
-        prompt_n) report it; None: replies say nothing of caching. ``slots``: /props reports that many."""
-        if overflow_style not in OVERFLOW_STYLES:
-            raise ValueError(f"unknown overflow style {overflow_style!r}: choose one of {', '.join(OVERFLOW_STYLES)}")
+    def __init__(self, script: Script | None = None, behaviour: ServerBehaviour = DEFAULT_BEHAVIOUR) -> None:
+        """``script``: the replies (the demo's when None); ``behaviour``: pacing, what replies report, the
+        context and how a request over it is refused (core.demo.behaviour)."""
         if script is None:
             from core.demo.scripts import demo_script  # lazy: only when no script is given
 
             script = demo_script
         self.script = script
-        self.model = model
-        self.chunk_chars = max(1, chunk_chars)
-        self.chunk_delay = chunk_delay
-        self.latency = latency
-        self.usage = usage
-        self.stall_seconds = stall_seconds
-        self.logprobs = logprobs
-        self.context_size = context_size
-        self.overflow_style = overflow_style
-        self.report_context = report_context
-        if prefix_cache not in (None, "openai", "llama.cpp"):
-            raise ValueError(f"unknown prefix_cache {prefix_cache!r}: choose openai or llama.cpp")
-        self.prefix_cache = prefix_cache
-        self.slots = slots
+        self.behaviour = behaviour
         self._cached_prompts: dict[str, str] = {}  # slot -> the last prompt it held (prefix_cache)
         self.requests: list[RequestInfo] = []
         self.overflowed: list[RequestInfo] = []  # the requests refused as over the context
         self._faults: list[FaultRule] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._writer = ReplyWriter(behaviour, self._stopping)
         self._connections: set[socket.socket] = set()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._counter = 0
+
+    @property
+    def model(self) -> str:
+        """The one model the server lists."""
+        return self.behaviour.model
 
     # -- lifecycle --
     def start(self) -> ScriptedServer:
@@ -412,14 +322,14 @@ class ScriptedServer:
             return
         fault = self._take_fault(info)
         kind = fault.kind if fault else ""
-        if self._send_fault(handler, fault, body):
+        if send_fault(handler, fault, body):
             return
         content = self._scripted(handler, info)
         if content is None:
             return
         content = self._shape(kind, content, info)
 
-        if self.latency > 0 and self._stopping.wait(self.latency):
+        if self.behaviour.latency > 0 and self._stopping.wait(self.behaviour.latency):
             handler._abort()
             return
         prompt_tokens = estimate_tokens("".join(text_of(m.get("content")) for m in info.messages))
@@ -433,71 +343,14 @@ class ScriptedServer:
         if body.get("stream"):
             stream_options = body.get("stream_options") or {}
             want_usage = (
-                self.usage and isinstance(stream_options, dict) and bool(stream_options.get("include_usage"))
+                self.behaviour.usage and isinstance(stream_options, dict) and bool(stream_options.get("include_usage"))
             )
             interval = fault.interval if fault is not None else 0.0
-            self._stream(handler, completion_id, content, usage if want_usage else None, kind, top, interval, timings)
+            self._writer.stream(handler, completion_id, content, usage if want_usage else None, kind, top, interval,
+                                timings)
         else:
-            self._respond(handler, completion_id, content, usage if self.usage else None, kind, top, timings)
-
-    def _send_fault(self, handler: _Handler, fault: FaultRule | None, body: dict[str, Any]) -> bool:
-        """Answer with the fault's error (or drop the connection) instead of a reply; False when there is no
-        fault or it shapes the reply instead (malformed JSON, a stall, ...)."""
-        kind = fault.kind if fault else ""
-        if kind == "reset":
-            handler._reset()
-            return True
-        if kind == "http_429":
-            # retry-after-ms wins in the openai SDK and in core.llm.client: retry almost at once by default.
-            headers = {"retry-after": "0", "retry-after-ms": "10"}
-            if fault is not None and not fault.send_retry_after:
-                headers = {}
-            elif fault is not None and fault.retry_after is not None:
-                wait = max(0.0, fault.retry_after)
-                headers = {"retry-after": str(math.ceil(wait)), "retry-after-ms": str(round(wait * 1000))}
-            handler._send_json(
-                429,
-                _error_body("Rate limit reached (scripted)", "rate_limit_error", "rate_limit_exceeded"),
-                headers,
-            )
-            return True
-        if kind == "http_500":
-            handler._send_json(500, _error_body("Internal server error (scripted)", "server_error", None))
-            return True
-        if kind == "http_401":
-            body_401 = _error_body("Invalid API key (scripted)", "invalid_request_error", "invalid_api_key")
-            handler._send_json(401, body_401)
-            return True
-        if kind == "http_403":
-            key = handler.headers.get("Authorization", "").removeprefix("Bearer ")
-            message = f"key {key} may not use this model (scripted)"
-            handler._send_json(403, _error_body(message, "permission_error", None))
-            return True
-        if kind == "http_404":
-            message = f"The model {body.get('model')!r} does not exist (scripted)"
-            handler._send_json(404, _error_body(message, "invalid_request_error", "model_not_found"))
-            return True
-        if kind == "reject_json_schema":
-            handler._send_json(
-                400,
-                _error_body(
-                    "response_format type json_schema is not supported by this server (scripted)",
-                    "invalid_request_error",
-                    None,
-                ),
-            )
-            return True
-        if kind == "reject_response_format":
-            handler._send_json(
-                400,
-                _error_body(
-                    "response_format is not supported by this server (scripted)",
-                    "invalid_request_error",
-                    None,
-                ),
-            )
-            return True
-        return False
+            self._writer.whole(handler, completion_id, content, usage if self.behaviour.usage else None, kind, top,
+                               timings)
 
     def _scripted(self, handler: _Handler, info: RequestInfo) -> str | None:
         """The script's reply to this request (a generic one without the call header); None when the script
@@ -508,14 +361,14 @@ class ScriptedServer:
             try:
                 content = self.script(info)
             except Exception as exc:  # a broken script must show up as a server error, not a hang
-                handler._send_json(500, _error_body(f"script error: {exc!r}", "server_error", None))
+                handler._send_json(500, error_body(f"script error: {exc!r}", "server_error", None))
                 return None
         return content
 
     def _play_cache(self, info: RequestInfo, prompt_tokens: int, usage: dict[str, Any]) -> dict[str, Any] | None:
         """prefix_cache: the cached share of this prompt, put where the chosen server reports it (llama.cpp's
         timings are returned, to go beside the reply; OpenAI's details go into ``usage``)."""
-        if self.prefix_cache is None:
+        if self.behaviour.prefix_cache is None:
             return None
         prompt = "".join(f"<|{m.get('role')}|>{text_of(m.get('content'))}" for m in info.messages)
         slot = info.body.get("id_slot")
@@ -529,29 +382,30 @@ class ScriptedServer:
                 break
             shared += 1
         cached = min(prompt_tokens, shared // 4)
-        if self.prefix_cache == "openai":
+        if self.behaviour.prefix_cache == "openai":
             usage["prompt_tokens_details"] = {"cached_tokens": cached}
             return None
         return {"cache_n": cached, "prompt_n": prompt_tokens - cached, "prompt_ms": float(prompt_tokens - cached)}
 
     def _refuse_overflow(self, handler: _Handler, info: RequestInfo) -> bool:
         """Answer a request over the context as the chosen server would; False when it fits."""
-        if not self.context_size:
+        style, size = self.behaviour.overflow_style, self.behaviour.context_size
+        if not size:
             return False
         prompt = estimate_tokens("".join(text_of(m.get("content")) for m in info.messages))
         max_tokens = info.body.get("max_tokens")
         max_tokens = max_tokens if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) else 0
-        needed = prompt + max_tokens if self.overflow_style == "vllm" else prompt
-        if needed <= self.context_size:
+        needed = prompt + max_tokens if style == "vllm" else prompt
+        if needed <= size:
             return False
         with self._lock:
             self.overflowed.append(info)
-        handler._send_json(400, overflow_body(self.overflow_style, prompt, max_tokens, self.context_size))
+        handler._send_json(400, overflow_body(style, prompt, max_tokens, size))
         return True
 
     def _top_logprobs(self, body: dict[str, Any]) -> int:
         """How many top logprobs per token to send: 0 when not asked (or when playing a server without them)."""
-        if not self.logprobs or body.get("logprobs") is not True:
+        if not self.behaviour.logprobs or body.get("logprobs") is not True:
             return 0
         top = body.get("top_logprobs")
         return min(20, top) if isinstance(top, int) and not isinstance(top, bool) and top > 0 else 1
@@ -571,197 +425,3 @@ class ScriptedServer:
         if kind == "truncated":
             return content[: max(1, len(content) // 2)]
         return content
-
-    def _respond(
-        self,
-        handler: _Handler,
-        completion_id: str,
-        content: str,
-        usage: dict[str, int] | None,
-        kind: str,
-        top: int = 0,
-        timings: dict[str, Any] | None = None,
-    ) -> None:
-        data: dict[str, Any] = {
-            "id": completion_id,
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": self.model,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": "length" if kind == "truncated" else "stop",
-                }
-            ],
-        }
-        if usage is not None:
-            data["usage"] = usage
-        if timings is not None:
-            data["timings"] = timings
-        if top:
-            data["choices"][0]["logprobs"] = {"content": scripted_logprobs(content, self._pieces(content), top)}
-        payload = json.dumps(data).encode()
-        if kind not in ("stall", "drop"):
-            handler._send_json(200, payload)
-            return
-        handler.send_response(200)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(payload)))
-        handler.end_headers()
-        half = len(payload) // 2
-        handler.wfile.write(payload[:half])
-        if kind == "drop" or self._stopping.wait(self.stall_seconds):
-            handler._abort()
-            return
-        handler.wfile.write(payload[half:])
-
-    def _pieces(self, content: str) -> list[str]:
-        return [content[i : i + self.chunk_chars] for i in range(0, len(content), self.chunk_chars)]
-
-    def _stream(
-        self,
-        handler: _Handler,
-        completion_id: str,
-        content: str,
-        usage: dict[str, int] | None,
-        kind: str,
-        top: int = 0,
-        interval: float = 0.0,
-        timings: dict[str, Any] | None = None,
-    ) -> None:
-        handler.send_response(200)
-        handler.send_header("Content-Type", "text/event-stream")
-        handler.send_header("Cache-Control", "no-cache")
-        handler.send_header("Transfer-Encoding", "chunked")
-        handler.end_headers()
-
-        chunks = _Chunks(completion_id, self.model)
-        write = handler._write_chunk
-        write(chunks.choice('{"role": "assistant", "content": ""}'))
-        pieces = self._pieces(content)
-        # One scripted token per streamed piece; its logprobs ride on the piece's chunk.
-        chunks.token_logprobs = scripted_logprobs(content, pieces, top) if top else []
-
-        if kind == "stall":
-            # One content chunk, then silence (stop() cuts it short).
-            if pieces:
-                write(chunks.piece(0, pieces[0]))
-                pieces, chunks.token_logprobs = pieces[1:], chunks.token_logprobs[1:]
-            if self._stopping.wait(self.stall_seconds):
-                handler._abort()
-                return
-        if kind in ("stream_error", "garbage_chunk"):
-            self._broken_stream(handler, chunks, pieces, kind)
-            return
-        if kind == "drop":
-            pieces = pieces[: max(1, len(pieces) // 2)]
-        if not self._paced(handler, chunks, pieces):
-            return
-        if kind == "drop":
-            handler._abort()
-            return
-        if kind == "endless":  # never finishes: more of the same until the client or stop() ends it
-            filler = chunks.choice(json.dumps({"content": " and so on"}))
-            while not (self._stopping.wait(interval) if interval > 0 else self._stopping.is_set()):
-                write(filler)  # raises once the client has gone (do_POST ends the handler quietly)
-            handler._abort()
-            return
-        write(chunks.choice("{}", '"length"' if kind == "truncated" else '"stop"'))
-        if timings is not None:  # llama.cpp sends its timings with the last chunk
-            write(chunks.event(f'"choices": [], "timings": {json.dumps(timings)}'))
-        if usage is not None:
-            write(chunks.event(f'"choices": [], "usage": {json.dumps(usage)}'))
-        write(b"data: [DONE]\n\n")
-        write(b"")  # the terminating zero-size chunk
-
-    def _paced(self, handler: _Handler, chunks: _Chunks, pieces: list[str]) -> bool:
-        """Every piece at the chunk delay; False when stop() cut the stream (the connection is aborted)."""
-        start = time.monotonic()
-        for i, piece in enumerate(pieces):
-            if i and self.chunk_delay > 0:
-                # Pace against an absolute schedule so the rate holds under load.
-                wait = start + i * self.chunk_delay - time.monotonic()
-                if wait > 0 and self._stopping.wait(wait):
-                    handler._abort()
-                    return False
-            handler._write_chunk(chunks.piece(i, piece))
-        return True
-
-    @staticmethod
-    def _broken_stream(handler: _Handler, chunks: _Chunks, pieces: list[str], kind: str) -> None:
-        """One piece, then an error event (stream_error) or a chunk that is not JSON (garbage_chunk)."""
-        write = handler._write_chunk
-        if pieces:
-            write(chunks.piece(0, pieces[0]))
-        if kind == "stream_error":
-            write(f"data: {_error_body('the model crashed mid-reply', 'server_error', None).decode()}\n\n".encode())
-        else:
-            write(b"data: {\"choices\": [\x1b]0;owned\x07\n\n")
-        write(b"data: [DONE]\n\n")
-        write(b"")
-
-
-class _Chunks:
-    """The server-sent events of one streamed completion, each built on one shared prefix."""
-
-    def __init__(self, completion_id: str, model: str) -> None:
-        self.head = json.dumps(
-            {
-                "id": completion_id,
-                "object": "chat.completion.chunk",
-                "created": int(time.time()),
-                "model": model,
-            }
-        )[:-1]  # reused prefix without the closing brace: per-chunk work stays tiny
-        self.token_logprobs: list[dict[str, Any]] = []
-
-    def event(self, rest: str) -> bytes:
-        return f"data: {self.head}, {rest}}}\n\n".encode()
-
-    def choice(self, delta: str, finish: str = "null", logprobs: str = "") -> bytes:
-        extra = f', "logprobs": {logprobs}' if logprobs else ""
-        return self.event(f'"choices": [{{"index": 0, "delta": {delta}{extra}, "finish_reason": {finish}}}]')
-
-    def piece(self, index: int, piece: str) -> bytes:
-        if not self.token_logprobs:
-            return self.choice(json.dumps({"content": piece}))
-        return self.choice(json.dumps({"content": piece}),
-                           logprobs=json.dumps({"content": [self.token_logprobs[index]]}))
-
-
-# --- logprobs ------------------------------------------------------------------------------------
-
-
-def _unit(text: str) -> float:
-    """A number in [0, 1) fixed by the text."""
-    return int.from_bytes(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:8], "big") / 2.0**64
-
-
-def scripted_logprobs(content: str, tokens: list[str], top: int) -> list[dict[str, Any]]:
-    """OpenAI-shaped ``logprobs.content`` entries, one per token, deterministic per reply text.
-
-    Each reply gets its own sharpness from a hash of its whole text (so replies differ in confidence,
-    which is what an entropy signal needs), each token a little jitter from its own hash. The top
-    alternatives hold 95 % of the mass; the rest is the unlisted vocabulary."""
-    sharpness = 0.4 + 3.6 * _unit(content)
-    out: list[dict[str, Any]] = []
-    for index, token in enumerate(tokens):
-        weights = [
-            math.exp(-sharpness * rank + 0.5 * _unit(f"{index}:{rank}:{token}")) for rank in range(max(1, top))
-        ]
-        weights.sort(reverse=True)
-        total = sum(weights) / 0.95
-        logprobs = [math.log(w / total) for w in weights]
-        alternatives = [token] + [f"<alt{rank}>" for rank in range(1, len(logprobs))]
-        out.append(
-            {
-                "token": token,
-                "logprob": logprobs[0],
-                "bytes": None,
-                "top_logprobs": [
-                    {"token": alt, "logprob": lp, "bytes": None} for alt, lp in zip(alternatives, logprobs, strict=True)
-                ],
-            }
-        )
-    return out

@@ -226,7 +226,6 @@ class LLMClient:
         min_tokens_per_second: float = 2.0,
         max_concurrency: int = 4,
         sampling_extras: dict[str, Any] | None = None,
-        on_status: StatusCallback | None = None,
     ) -> None:
         """Raises EndpointError (one line) for a URL that cannot be used (see urls.check_base_url).
         ``user:password@`` in the URL is dropped: the API key is the only credential sent."""
@@ -241,7 +240,9 @@ class LLMClient:
         self.max_retries = max_retries
         self.max_retry_wait = max_retry_wait
         self.min_tokens_per_second = min_tokens_per_second
-        self.on_status = on_status  # "contacting URL … N s" while list_models / ensure_model wait
+        # Hears "contacting URL … N s" while list_models / ensure_model wait: set by the face that waits
+        # (core.compose.runner.open_backend, from its BackendChoice), not threaded through every layer.
+        self.on_status: StatusCallback | None = None
         self._client = openai.AsyncOpenAI(
             base_url=strip_userinfo(base_url),
             api_key=api_key,
@@ -542,11 +543,7 @@ class LLMClient:
             while True:
                 attempts += 1
                 request = self._request(messages, temperature, max_tokens, json_mode, schema, top_logprobs)
-                if call_id is not None:
-                    request["extra_headers"] = {CALL_ID_HEADER: call_id.header_value()}
-                    slot = self._slot_for(call_id.role)
-                    if slot is not None:  # llama.cpp: this agent's own slot, whose cache holds its last prompt
-                        request["extra_body"] = {**request.get("extra_body", {}), "id_slot": slot}
+                self._name_call(request, call_id)
                 state = StreamState(logprobs=[] if top_logprobs > 0 else None)
                 try:
                     text, usage, finish = await self._stream(request, on_delta, state)
@@ -576,26 +573,42 @@ class LLMClient:
                     retries += 1
                     waited += delay
                     if on_retry:
-                        if backoff:
-                            on_retry(f"rate limited by {self.shown_url} (no Retry-After), retrying in "
-                                     f"{seconds(delay)} s ({seconds(waited)} s of the {seconds(self.max_retry_wait)} s "
-                                     "max_retry_wait)")
-                        elif isinstance(exc, openai.RateLimitError):
-                            on_retry(f"rate limited by {self.shown_url}, retrying in {seconds(delay)} s")
-                        else:
-                            on_retry(f"{self.describe_error(exc)}; retrying in {seconds(delay)} s")
+                        on_retry(self._retry_message(exc, delay, backoff, waited))
                     await asyncio.sleep(delay)
                     continue
                 self._format_accepted(request)
                 break
-            latency = time.perf_counter() - start
-            tops = state.logprobs or None
-            if usage is not None:
-                self._learn_chars_per_token(messages, usage[0])
-                return ChatResult(text, usage[0], usage[1], False, latency, attempts, finish, tops, state.cut_short,
-                                  state.cached)
-            return ChatResult(text, *estimate_usage(messages, text), True, latency, attempts, finish, tops,
-                              state.cut_short, state.cached)
+            return self._result(messages, text, usage, finish, state, time.perf_counter() - start, attempts)
+
+    def _name_call(self, request: dict[str, Any], call_id: CallId | None) -> None:
+        """Name the call in a request header and, on llama.cpp, send it to the agent's own slot (whose cache
+        holds that agent's last prompt)."""
+        if call_id is None:
+            return
+        request["extra_headers"] = {CALL_ID_HEADER: call_id.header_value()}
+        slot = self._slot_for(call_id.role)
+        if slot is not None:
+            request["extra_body"] = {**request.get("extra_body", {}), "id_slot": slot}
+
+    def _retry_message(self, exc: openai.APIError, delay: float, backoff: bool, waited: float) -> str:
+        """What the caller's ``on_retry`` hears before a retry of a call that failed before it started."""
+        if backoff:
+            return (f"rate limited by {self.shown_url} (no Retry-After), retrying in {seconds(delay)} s "
+                    f"({seconds(waited)} s of the {seconds(self.max_retry_wait)} s max_retry_wait)")
+        if isinstance(exc, openai.RateLimitError):
+            return f"rate limited by {self.shown_url}, retrying in {seconds(delay)} s"
+        return f"{self.describe_error(exc)}; retrying in {seconds(delay)} s"
+
+    def _result(self, messages: list[dict[str, str]], text: str, usage: tuple[int, int] | None, finish: str | None,
+                state: StreamState, latency: float, attempts: int) -> ChatResult:
+        """The finished call; its token counts estimated (and flagged) when the endpoint reported none."""
+        tops = state.logprobs or None
+        if usage is not None:
+            self._learn_chars_per_token(messages, usage[0])
+            return ChatResult(text, usage[0], usage[1], False, latency, attempts, finish, tops, state.cut_short,
+                              state.cached)
+        return ChatResult(text, *estimate_usage(messages, text), True, latency, attempts, finish, tops,
+                          state.cut_short, state.cached)
 
     async def _stream(
         self, request: dict[str, Any], on_delta: DeltaCallback | None, state: StreamState

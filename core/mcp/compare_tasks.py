@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from core.compose.compare import ComparePlan, Comparison
-from core.mcp.tasks import StartError, SwarmManager, SwarmTask, TaskStatus
+from core.mcp.start_request import StartError
+from core.mcp.tasks import SwarmManager, SwarmTask, TaskStatus, problem_text
 from core.methods.registry import MethodError
 from core.methods.selection import parse_strategies
 from core.runtime import events as ev
@@ -98,7 +99,7 @@ def start_compare(
         notes=notes, team=chosen.team_name, agents=[chosen.manager.name, *chosen.worker_names],
         started_at=manager.clock(),
     )
-    plan = ComparePlan(manager.problem_text(entry), settings, methods, options=per_method, parallel=parallel)
+    plan = ComparePlan(problem_text(entry), settings, methods, options=per_method, parallel=parallel)
     try:
         plan.check()
     except MethodError as exc:

@@ -32,10 +32,11 @@ from core.mcp.results import (
     status_result,
     steer_result,
 )
-from core.mcp.tasks import MAX_CONTEXT_CHARS, OPTIONS, STRATEGIES, StartError, SwarmManager
+from core.mcp.start_request import MAX_CONTEXT_CHARS, OPTIONS, StartError
+from core.mcp.tasks import STRATEGIES, SwarmManager
 from core.methods.catalogue import option_schemas
 from core.runtime.config import DEFAULT_STRATEGY, DOMAINS, bounds_text, schema_bounds
-from core.runtime.domains import Domain
+from core.runtime.rosters import Team
 from core.runtime.steering import SteerError, SteerKind
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ INSTRUCTIONS = (
 )
 
 
-def team_help(teams: dict[str, Domain]) -> str:
+def team_help(teams: dict[str, Team]) -> str:
     """swarm_start's team description: every team a client may name (the list, like the strategies', is
     in the schema; the server's teams are fixed for its lifetime)."""
     listed = "; ".join(

@@ -21,9 +21,9 @@ from functools import cache
 from typing import Any
 
 from core.methods.registry import MethodError, MethodInfo, register, registered
-from core.runtime.domains import Domain
 from core.runtime.engine import Method
 from core.runtime.events import event_types
+from core.runtime.rosters import Team
 from core.runtime.steering import SteerKind
 
 GROUP = "swarm_tui.methods"  # the entry-point group a method package declares itself in
@@ -173,11 +173,11 @@ def unit_count(strategy: str, count: int) -> str:
     return f"{count} {unit}{'' if count == 1 else 's'}"
 
 
-def build_method(name: str, options: Mapping[str, Any] | None, domain: Domain) -> Method:
+def build_method(name: str, options: Mapping[str, Any] | None, team: Team) -> Method:
     """A fresh method for one run, its options checked (MethodError, one line, if not). The resolved
     options, defaults included, ride on the method as ``options``: the run records them (RunStarted)."""
     info = get_method_info(name)
     values = info.resolve(options)
-    method = info.factory(values, domain)
+    method = info.factory(values, team)
     method.options = dict(values)  # type: ignore[attr-defined]
     return method

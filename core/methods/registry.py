@@ -30,9 +30,9 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
-from core.runtime.domains import Domain
 from core.runtime.engine import Method
 from core.runtime.events import Event
+from core.runtime.rosters import Team
 from core.runtime.scripted import MethodDemo
 from core.runtime.steering import SteerKind
 
@@ -224,7 +224,7 @@ class Deviation:
     default_is_paper: bool = False  # the default already follows the paper; the entry names an opt-out
 
 
-MethodFactory = Callable[[dict[str, Any], Domain], Method]
+MethodFactory = Callable[[dict[str, Any], Team], Method]
 
 
 # How many units a run of a method takes at most, from the run's max_rounds (MethodInfo.unit_limit): what
@@ -258,7 +258,7 @@ class GraphShape(StrEnum):
 class MethodInfo:
     name: str
     summary: str  # one line, for `swarm-tui strategies` and the launch form
-    factory: MethodFactory  # (checked options, domain) -> a fresh Method for one run
+    factory: MethodFactory  # (checked options, team) -> a fresh Method for one run
     options_model: type[MethodOptions] = MethodOptions  # its options (fields: defaults, ranges, choices, help)
     unit: str = "round"  # what N steps over: round, step, turn
     unit_limit: Callable[[int], int | None] = max_rounds_limit  # the most units a run takes (see position)

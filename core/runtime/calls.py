@@ -22,10 +22,10 @@ from core.llm.tokens import CutOffCost
 from core.runtime import events as ev
 from core.runtime.config import CallLimits, Settings
 from core.runtime.context import Shrink, cut_text, prompt_chars
-from core.runtime.domains import Role
 from core.runtime.faults import FailureStreak
 from core.runtime.parsing import ParseError, ReplyTally, TemplateCopied, response_schema
 from core.runtime.prompts import JSON_REPLY, repair_request
+from core.runtime.rosters import Role
 
 if TYPE_CHECKING:  # the openai SDK takes ~0.8 s to import: the launch form's first frame does not wait for it
     from core.llm.client import ChatResult, LLMClient

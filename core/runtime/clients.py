@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from core.llm.client import LLMClient
 from core.runtime.config import Settings
 
@@ -18,7 +16,6 @@ def client_for(
     api_key: str,
     model: str | None,
     *,
-    on_status: Callable[[str], None] | None = None,
     max_concurrency: int | None = None,
 ) -> LLMClient:
     """An LLM client with the settings' timeouts, retries, bounded waits and sampling: the run's own, an
@@ -34,5 +31,4 @@ def client_for(
         min_tokens_per_second=settings.min_tokens_per_second,
         max_concurrency=max_concurrency or settings.max_concurrency,
         sampling_extras=sampling_extras(settings),
-        on_status=on_status,
     )

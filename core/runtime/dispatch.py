@@ -71,6 +71,12 @@ def is_delta(event: ev.Event) -> TypeGuard[ev.AgentDelta]:
     return type(event) is ev.AgentDelta
 
 
+def is_warning(event: ev.Event) -> TypeGuard[ev.Notice]:
+    """A notice the user should hear of (a warning or an error, not an info line): what a training loop's
+    progress passes on from its runs."""
+    return type(event) is ev.Notice and event.severity != ev.Severity.INFO
+
+
 def without_deltas(events: Iterable[ev.Event]) -> list[ev.Event]:
     """The events a session keeps: everything but the streamed token deltas."""
     return [e for e in events if type(e) is not ev.AgentDelta]

@@ -26,9 +26,9 @@ from core.runtime.config import CallLimits, DomainName, RoundProtocol, Settings,
 from core.runtime.context import Shrink
 from core.runtime.control import ControlStatus, Params, RunControl, StepBoundary
 from core.runtime.dispatch import EventTable
-from core.runtime.domains import Domain, Role, get_domain
 from core.runtime.faults import FailureStreak, default_limit, why_the_run_ends
 from core.runtime.outcome import EndReason, RunOutcome
+from core.runtime.rosters import Role, Team, builtin_team
 from core.runtime.run_context import CallReply, RunBrief, RunContext, RunState, Shape
 from core.runtime.run_types import AgentResult, Evaluation, ForkPoint, RoundEvaluator, RunAborted, RunSpec
 from core.runtime.steering import SteerAction
@@ -52,7 +52,7 @@ class Method(Protocol):
     @property
     def call_tables(self) -> Mapping[str, str]: ...
 
-    def roster(self, domain: Domain) -> tuple[str, list[str], dict[str, str]]:
+    def roster(self, team: Team) -> tuple[str, list[str], dict[str, str]]:
         """(manager name or "", the agents shown from the start, role descriptions) for RunStarted."""
         ...
 
@@ -80,8 +80,8 @@ class SwarmEngine:
         self.spec = spec
         self.fork = fork
         self.settings = settings
-        self.domain: Domain = spec.team or get_domain(spec.domain)
-        self.workers = self.domain.worker_names
+        self.team: Team = spec.team or builtin_team(spec.domain)
+        self.workers = self.team.worker_names
         self.llm = llm
         # Agents of a user team with their own model or endpoint: name -> client (core.compose.runner).
         self.agent_clients: dict[str, LLMClient] = dict(agent_clients or {})
@@ -105,7 +105,7 @@ class SwarmEngine:
         # Every model call of the run, and what they cost (tokens, calls started, replies parsed, failures in
         # a row: past the limit the run ends, core.runtime.faults; one failed call does not).
         streak = FailureStreak(settings.max_failed_calls_in_a_row or default_limit(len(self.workers) + 1))
-        self.calls = ModelCalls(self, {r.name: r for r in (self.domain.manager, *self.domain.workers)}, streak)
+        self.calls = ModelCalls(self, {r.name: r for r in (self.team.manager, *self.team.workers)}, streak)
         self._own_clients: list[LLMClient] = []  # made for an agent's new model or endpoint (replace_role)
 
     # --- events -------------------------------------------------------------------------------
@@ -162,13 +162,13 @@ class SwarmEngine:
     # --- lifecycle ----------------------------------------------------------------------------
     async def run(self) -> ev.RunFinished:
         """Run to the end. Always returns the RunFinished event, which says why the run ended."""
-        manager, workers, roles = self.method.roster(self.domain)
+        manager, workers, roles = self.method.roster(self.team)
         slots = self.llm.plan_slots([name for name in (manager, *workers) if name])  # a llama.cpp slot per agent
         self.emit(
             ev.RunStarted(
                 run_id=self.spec.run_id,
                 problem=self.spec.problem,
-                domain=DomainName(self.domain.name),
+                domain=DomainName(self.team.name),
                 manager=manager,
                 workers=workers,
                 roles=roles,
@@ -180,7 +180,7 @@ class SwarmEngine:
                 demo_played=self.spec.demo_played,
                 params=self.control.params.as_dict(),
                 parent=self.fork.parent if self.fork is not None else self.spec.parent,
-                team=team_record(self.domain),
+                team=team_record(self.team),
                 method_options=dict(getattr(self.method, "options", None) or {}),
             )
         )
@@ -238,7 +238,7 @@ class SwarmEngine:
     def _finish(self, outcome: RunOutcome) -> ev.RunFinished:
         self.control.end_steering()  # actions still waiting for a barrier are refused before the end
         calls = self.calls
-        answer, source, refused = honest_answer(outcome.answer, outcome.source, self.domain.name, calls.sent_texts)
+        answer, source, refused = honest_answer(outcome.answer, outcome.source, self.team.name, calls.sent_texts)
         if refused:
             self.notice(f"{refused}: the run ends with no answer", "warning")
         solved = self.last_evaluation.passed if self.last_evaluation is not None else None
@@ -289,7 +289,7 @@ class SwarmEngine:
     # --- termination helpers ------------------------------------------------------------------
     def extract_answer(self) -> tuple[str, str]:
         """The answer when the Manager gave none: the answer role's latest output (core.runtime.answers)."""
-        return latest_answer(self.domain.name, self.domain.answer_role, self.latest)
+        return latest_answer(self.team.name, self.team.answer_role, self.latest)
 
 
 def _plain_text(text: str) -> str:
@@ -325,7 +325,7 @@ class EngineContext:
         self._engine = engine
         evaluator = engine.evaluator
         self.spec = RunBrief(
-            problem=engine.spec.problem, team=engine.domain, settings=engine.settings, fork=engine.fork,
+            problem=engine.spec.problem, team=engine.team, settings=engine.settings, fork=engine.fork,
             model=engine.llm.model or engine.spec.model or "", runs_code=evaluator is not None,
             sandbox_limits=getattr(evaluator, "limits", None),
         )

@@ -6,8 +6,8 @@ the messages: a real model reads only the task.
 
 from __future__ import annotations
 
-from core.runtime.domains import Domain, Role
 from core.runtime.events import CallKind
+from core.runtime.rosters import Role, Team
 
 # JSON field names of the contracts. The parser accepts the paper's spellings too (see core.runtime.parsing).
 WORKER_FIELDS = ("public", "private", "query", "key")
@@ -79,17 +79,17 @@ PROMPT_PAPER = "paper"
 PROMPT_ORDERS = (PROMPT_CONVERSATION, PROMPT_CACHE, PROMPT_PAPER)
 
 
-def worker_intro(domain: Domain, role: Role) -> str:
+def worker_intro(team: Team, role: Role) -> str:
     """Who the worker is: the part of its system prompt every call kind shares."""
-    teammates = ", ".join(w.name for w in domain.workers if w.name != role.name)
+    teammates = ", ".join(w.name for w in team.workers if w.name != role.name)
     return (
-        f"You are {role.name}, the {role.title}, in a team solving one {domain.name} problem in rounds "
+        f"You are {role.name}, the {role.title}, in a team solving one {team.name} problem in rounds "
         f"whose goals a Manager sets. Teammates: {teammates}.\n"
         f"Your role: {role.description}\n{_STRICT}\n"
     )
 
 
-def reply_shape(domain: Domain, role: Role, call: str = CallKind.WORK, *, private_only: bool = False) -> str:
+def reply_shape(team: Team, role: Role, call: str = CallKind.WORK, *, private_only: bool = False) -> str:
     """The one reply shape this call needs. ``private_only``: only the private message travels along an
     edge (the paper's eq. 3), so the shape says which field teammates receive."""
     if call == CallKind.DESCRIPTORS:
@@ -98,28 +98,28 @@ def reply_shape(domain: Domain, role: Role, call: str = CallKind.WORK, *, privat
     public, private = (PUBLIC_RECORD_SLOT, _PRIVATE_MESSAGE) if private_only else (PUBLIC_SHARED_SLOT, _PRIVATE_NOTE)
     # A phased work call (CallKind.WORK) stated its descriptors in phase A; a single-pass call gives the next ones.
     extra = _NEXT_DESCRIPTORS if call == CallKind.SINGLE_PASS else ""
-    if domain.name == "math" and role.name == domain.answer_role:
+    if team.name == "math" and role.name == team.answer_role:
         extra += answer_field
     schema = _WORK_SCHEMA % (public, private, extra)
     tail = f" {_SPECIFIC}" if call == CallKind.SINGLE_PASS else ""
     return f"Use exactly this shape:\n{schema}\n{_SLOTS_NOTE}{tail}"
 
 
-def worker_system_prompt(domain: Domain, role: Role, call: str = CallKind.WORK, *, private_only: bool = False) -> str:
+def worker_system_prompt(team: Team, role: Role, call: str = CallKind.WORK, *, private_only: bool = False) -> str:
     """The role and the one reply shape this call needs (the paper order's system prompt)."""
-    return worker_intro(domain, role) + reply_shape(domain, role, call, private_only=private_only)
+    return worker_intro(team, role) + reply_shape(team, role, call, private_only=private_only)
 
 
-def manager_system_prompt(domain: Domain) -> str:
-    workers = ", ".join(w.name for w in domain.workers)
-    manager = domain.manager
+def manager_system_prompt(team: Team) -> str:
+    workers = ", ".join(w.name for w in team.workers)
+    manager = team.manager
     # A user team's Manager brings its own words; the built-in teams' bar is their completion rule.
-    own = f"Your role: {manager.description}\n" if domain.team and manager.description else ""
+    own = f"Your role: {manager.description}\n" if team.custom_name and manager.description else ""
     return (
-        f"You are {manager.name}, the Workflow Orchestrator of a team ({workers}) solving one {domain.name} "
+        f"You are {manager.name}, the Workflow Orchestrator of a team ({workers}) solving one {team.name} "
         "problem in rounds. After each round you read the team's public outputs and either set the next "
         "round's goal or end the run with the final answer.\n"
-        f"{own}{domain.completion_rule}\n{_STRICT}\nUse exactly this shape:\n{_MANAGER_SCHEMA}\n{_SLOTS_NOTE}"
+        f"{own}{team.completion_rule}\n{_STRICT}\nUse exactly this shape:\n{_MANAGER_SCHEMA}\n{_SLOTS_NOTE}"
     )
 
 
@@ -164,7 +164,7 @@ def worker_request(
 
 
 def worker_messages(
-    domain: Domain,
+    team: Team,
     role: Role,
     call: str,
     *,
@@ -189,15 +189,15 @@ def worker_messages(
     goal."""
     if order == PROMPT_PAPER:
         return [
-            {"role": "system", "content": worker_system_prompt(domain, role, call, private_only=private_only)},
+            {"role": "system", "content": worker_system_prompt(team, role, call, private_only=private_only)},
             {"role": "user", "content": worker_request(call, role.name, round_no, problem, goal, memory, inbox, digest)
              + suffix},
         ]
-    shape = reply_shape(domain, role, call, private_only=private_only)
+    shape = reply_shape(team, role, call, private_only=private_only)
     if call == CallKind.SINGLE_PASS:  # the agent's only call kind: its shape is the same every round
-        system, shape = worker_intro(domain, role) + shape, ""
+        system, shape = worker_intro(team, role) + shape, ""
     else:  # phased descriptor and work calls alternate: each one's shape comes last, after what they share
-        system = worker_intro(domain, role).rstrip("\n")
+        system = worker_intro(team, role).rstrip("\n")
     if call == CallKind.DESCRIPTORS and digest:
         problem = problem_digest(problem)
     parts = [f"PROBLEM:\n{problem}"]
@@ -264,27 +264,27 @@ REPAIR_OPENING = "Your previous reply could not be used:"  # how a re-ask begins
 MEMORY_NEW = "SINCE YOUR LAST TURN (earlier rounds):"
 
 
-def team_preamble(domain: Domain, problem: str) -> str:
+def team_preamble(team: Team, problem: str) -> str:
     """What every agent's conversation begins with, byte for byte the same for the whole team: the problem,
     the team and the rules of a round (DyTopo, arXiv 2602.06039 §3: a Manager's goal, each worker's need and
     offer, routing, work, the Manager's review)."""
-    manager = domain.manager
-    team = ", ".join(f"{r.name} ({r.title})" for r in (manager, *domain.workers))
+    manager = team.manager
+    lineup = ", ".join(f"{r.name} ({r.title})" for r in (manager, *team.workers))
     return (
-        f"PROBLEM:\n{problem.strip()}\n\nTHE TEAM solving one {domain.name} problem in rounds: {team}.\n"
+        f"PROBLEM:\n{problem.strip()}\n\nTHE TEAM solving one {team.name} problem in rounds: {lineup}.\n"
         f"EACH ROUND: {manager.name} sets a goal; each worker states what it needs (query) and can provide (key), "
         f"which route its messages; each does its part; {manager.name} reads the team's outputs and sets the next "
         f"goal or ends the run with the final answer.\n{_STRICT}\n"
     )
 
 
-def worker_role(domain: Domain, role: Role, calls: tuple[str, ...], *, private_only: bool = False) -> str:
+def worker_role(team: Team, role: Role, calls: tuple[str, ...], *, private_only: bool = False) -> str:
     """The part of a worker's system prompt after the preamble: who it is and the reply shape of each call
     kind it gets (all of them here, once: the turns only name which one they ask for)."""
     head = f"You are {role.name}, the {role.title}. Your role: {role.description}\n"
     if len(calls) == 1:
-        return head + reply_shape(domain, role, calls[0], private_only=private_only)
-    shapes = [f"When asked for {_CALL_NAMES[c]}: " + reply_shape(domain, role, c, private_only=private_only)
+        return head + reply_shape(team, role, calls[0], private_only=private_only)
+    shapes = [f"When asked for {_CALL_NAMES[c]}: " + reply_shape(team, role, c, private_only=private_only)
               for c in calls]
     return head + "\n".join(shapes)
 
@@ -293,12 +293,12 @@ _CALL_NAMES: dict[str, str] = {
     CallKind.DESCRIPTORS: "your descriptors", CallKind.WORK: "your work", CallKind.SINGLE_PASS: "your work"}
 
 
-def manager_role(domain: Domain) -> str:
+def manager_role(team: Team) -> str:
     """The Manager's part of its system prompt after the preamble (manager_system_prompt's content)."""
-    manager = domain.manager
-    own = f"Your role: {manager.description}\n" if domain.team and manager.description else ""
+    manager = team.manager
+    own = f"Your role: {manager.description}\n" if team.custom_name and manager.description else ""
     return (
-        f"You are {manager.name}, the Workflow Orchestrator.\n{own}{domain.completion_rule}\n"
+        f"You are {manager.name}, the Workflow Orchestrator.\n{own}{team.completion_rule}\n"
         f"Use exactly this shape:\n{_MANAGER_SCHEMA}\n{_SLOTS_NOTE}"
     )
 

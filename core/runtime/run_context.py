@@ -31,7 +31,7 @@ from core.runtime import events as ev
 from core.runtime.config import CallLimits, Settings
 from core.runtime.context import Shrink
 from core.runtime.control import Params, StepBoundary
-from core.runtime.domains import Domain, Role
+from core.runtime.rosters import Role, Team
 from core.runtime.run_types import AgentResult, Evaluation, ForkPoint
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ class RunBrief:
     """What the run is; none of it changes while it runs."""
 
     problem: str
-    team: Domain
+    team: Team
     settings: Settings
     fork: ForkPoint | None  # the recorded run this one continues after its round ``fork.round``
     model: str  # the agents' model, as the endpoint names it

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from core.runtime import events as ev
 from core.runtime.config import DomainName, RoundProtocol
-from core.runtime.domains import Domain
+from core.runtime.rosters import Team
 
 
 @dataclass
@@ -29,8 +29,8 @@ class RunSpec:
     # plays this one, or when no demo runs. Its answer and verdict are then about that problem, not this.
     demo_played: str = ""
     parent: dict[str, Any] | None = None
-    # The team (a user team from core.runtime.teams, or a built-in Domain); None: the domain's built-in one.
-    team: Domain | None = None
+    # The team (a user team from core.runtime.teams, or a built-in Team); None: the domain's built-in one.
+    team: Team | None = None
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
 
 

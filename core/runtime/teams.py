@@ -1,8 +1,8 @@
 """User teams: ``[team.NAME]`` tables in the config file or a team file (``--team FILE.toml``).
 
-A team is a ``Domain`` (core.runtime.domains) whose ``name`` is its domain kind (code, math or general:
+A team is a ``Team`` (core.runtime.rosters) whose ``name`` is its domain kind (code, math or general:
 which answer extraction and verification apply) and whose ``team`` is the user's name for it, so every
-piece of code that takes a Domain runs a user team unchanged. Each agent may carry its own model,
+piece of code that takes a Team runs a user team unchanged. Each agent may carry its own model,
 endpoint, API key variable and sampling settings (``Role.model`` ...); core.compose.runner opens one
 client per distinct endpoint.
 
@@ -27,7 +27,7 @@ from typing import Any
 
 from core.llm.urls import URLError, check_base_url, redact_url
 from core.runtime.config import DOMAINS, ConfigError, DomainName, Settings
-from core.runtime.domains import DOMAIN_BY_NAME, Domain, Role, get_domain
+from core.runtime.rosters import DOMAIN_BY_NAME, Role, Team, builtin_team
 
 MIN_WORKERS = 2
 MAX_WORKERS = 20
@@ -94,7 +94,7 @@ def _agent(data: Any, where: str) -> Role:
     )
 
 
-def team_from_table(name: str, table: Any, source: str = "config") -> Domain:
+def team_from_table(name: str, table: Any, source: str = "config") -> Team:
     """The team a ``[team.NAME]`` table describes; ConfigError with one line for the first problem."""
     where = f"{source}: [team.{name}]"
     if not isinstance(table, dict):
@@ -105,7 +105,7 @@ def team_from_table(name: str, table: Any, source: str = "config") -> Domain:
     kind = table.get("domain", "general")
     if kind not in DOMAINS:
         raise ConfigError(f"{where}: domain {kind!r} must be one of {', '.join(DOMAINS)}")
-    base = get_domain(kind)
+    base = builtin_team(kind)
     if "manager" not in table:
         raise ConfigError(f"{where}: the Manager is missing: add manager = {{ name = \"Manager\", role = \"...\" }}")
     manager = _agent(table["manager"], f"{where} manager")
@@ -131,8 +131,8 @@ def team_from_table(name: str, table: Any, source: str = "config") -> Domain:
     elif answer_role not in names:
         raise ConfigError(f"{where}: answer_role {answer_role!r} is not one of the workers ({', '.join(names)})")
     rule = _text(table.get("completion_rule"), where, "completion_rule") or base.completion_rule
-    return Domain(
-        name=kind, manager=manager, workers=workers, answer_role=answer_role, completion_rule=rule, team=name
+    return Team(
+        name=kind, manager=manager, workers=workers, answer_role=answer_role, completion_rule=rule, custom_name=name
     )
 
 
@@ -175,12 +175,12 @@ def load_team_file(path: Path) -> tuple[str, dict[str, Any]]:
     return name, dict(table)
 
 
-def resolve_team(settings: Settings) -> Domain:
+def resolve_team(settings: Settings) -> Team:
     """The team a run uses: ``settings.team`` (a built-in name, a [team.NAME] table or a team file),
     else the built-in team of ``settings.domain``."""
     choice = settings.team
     if not choice:
-        return get_domain(settings.domain)
+        return builtin_team(settings.domain)
     if choice in settings.teams:
         return team_from_table(choice, settings.teams[choice])
     if choice in DOMAIN_BY_NAME:
@@ -197,7 +197,7 @@ def team_names(settings: Settings) -> list[str]:
     return [*DOMAIN_BY_NAME, *settings.teams]
 
 
-def named_team(settings: Settings, name: str) -> Domain:
+def named_team(settings: Settings, name: str) -> Team:
     """A team by name only, a built-in one or a [team.NAME] table: never a file, for callers that must
     not read a path they were handed (the MCP server). ConfigError listing the names otherwise."""
     if name in settings.teams:
@@ -218,15 +218,15 @@ def with_team(settings: Settings) -> Settings:
         name, table = load_team_file(Path(choice))
         settings = replace(settings, team=name, teams={**settings.teams, name: table})
     team = resolve_team(settings)
-    if team.team == "":  # a built-in team chosen by name
+    if team.custom_name == "":  # a built-in team chosen by name
         return replace(settings, team=None, domain=DomainName(team.name))
     return replace(settings, domain=DomainName(team.name))
 
 
-def team_record(team: Domain) -> dict[str, Any]:
+def team_record(team: Team) -> dict[str, Any]:
     """What a session records of a user team: its table (endpoints without secrets) plus its name.
     Empty for the built-in teams."""
-    if not team.team:
+    if not team.custom_name:
         return {}
     def agent(role: Role) -> dict[str, Any]:
         out: dict[str, Any] = {"name": role.name, "role": role.description}
@@ -242,7 +242,7 @@ def team_record(team: Domain) -> dict[str, Any]:
         return out
 
     return {
-        "name": team.team,
+        "name": team.custom_name,
         "domain": team.name,
         "manager": agent(team.manager),
         "workers": [agent(w) for w in team.workers],
@@ -276,7 +276,7 @@ def with_recorded_team(settings: Settings, record: dict[str, Any]) -> Settings:
 def describe_teams(settings: Settings) -> str:
     """``swarm-tui teams``: the built-in teams and the user's, one block each."""
     lines: list[str] = []
-    entries: list[tuple[str, Domain, str]] = [(d.name, d, "built-in") for d in DOMAIN_BY_NAME.values()]
+    entries: list[tuple[str, Team, str]] = [(d.name, d, "built-in") for d in DOMAIN_BY_NAME.values()]
     for name, table in settings.teams.items():
         entries.append((name, team_from_table(name, table), f"config, domain {table.get('domain', 'general')}"))
     width = max(len(n) for n, _, _ in entries)

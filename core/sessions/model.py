@@ -236,7 +236,7 @@ class Session:
 
 def record_dict(event: ev.Event | Mapping[str, Any]) -> dict[str, Any]:
     """An event as a session records it (secrets in the endpoint URL removed)."""
-    data = event.to_dict() if isinstance(event, ev.Event) else dict(event)
+    data = dict(event) if isinstance(event, Mapping) else event.to_dict()
     if data.get("type") == ev.RunStarted.type and isinstance(data.get("base_url"), str):
         data["base_url"] = redact_url(data["base_url"])
     return data
@@ -478,6 +478,11 @@ def _check_topology(e: ev.TopologyBuilt, where: str) -> RoutingResult:
 # or control changes.
 FOLDS: EventTable[_Fold] = EventTable()
 FOLDS.ignore(ev.AgentDelta, ev.PhaseStarted, ev.AgentStarted, ev.ControlChanged)
+# Events of round 0 (control state and notices before round 1) belong to no round: only a parameter change
+# is checked; the rest are not folded.
+BEFORE_ROUNDS: EventTable[_Fold] = EventTable()
+# The events that open or close the run or a round: folded without the check that their round has started.
+RUN_LEVEL: frozenset[type[ev.Event]] = frozenset({ev.RunStarted, ev.RunFinished, ev.RoundStarted})
 
 
 class _Fold:
@@ -502,17 +507,20 @@ class _Fold:
         self.where = f"event {index} ({e.type})"
         if self.outcome is not None:
             raise SessionFormatError(f"{self.where} comes after run_finished")
-        if not isinstance(e, ev.RunStarted | ev.RunFinished | ev.RoundStarted):
+        if type(e) not in RUN_LEVEL:
             round_no = getattr(e, "round", 0)
             if round_no > len(self.rounds):
                 raise SessionFormatError(f"{self.where}: round {round_no} has not started")
-            if round_no == 0:  # run-level events before round 1 (control state, notices)
-                if isinstance(e, ev.ParamsChanged):
-                    _check_params(e.params, self.where)
+            if round_no == 0:
+                BEFORE_ROUNDS.dispatch(self, e)
                 return
             self._record = self.rounds[round_no - 1]
         if not FOLDS.dispatch(self, e) and type(e).__module__ != ev.__name__:
             self.record.method_events.append(e)  # a method's own event type (e.g. DMoA's)
+
+    @BEFORE_ROUNDS.on(ev.ParamsChanged)
+    def _params_before_rounds(self, e: ev.ParamsChanged) -> None:
+        _check_params(e.params, self.where)
 
     @FOLDS.on(ev.RunStarted)
     def _run_started(self, e: ev.RunStarted) -> None:
@@ -608,9 +616,10 @@ def _derive(events: list[dict[str, Any]]) -> tuple[ev.RunStarted, list[RoundReco
     if len(events) > MAX_EVENTS:
         raise SessionFormatError(f"too many events ({len(events)} > {MAX_EVENTS})")
     typed = [_rebuild_event(e, i) for i, e in enumerate(events)]
-    first = typed[0]
-    if not isinstance(first, ev.RunStarted):
-        raise SessionFormatError(f"the first event must be run_started, got {first.type}")
+    started = of_kind(typed[:1], ev.RunStarted)
+    if not started:
+        raise SessionFormatError(f"the first event must be run_started, got {typed[0].type}")
+    first = started[0]
     _check_started(first)
     fold = _Fold(first)
     for index, e in enumerate(typed[1:], start=1):

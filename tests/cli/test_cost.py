@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import demo_script
 from core.demo.server import ScriptedServer
 from tests.support.paths import ROOT
@@ -31,14 +32,14 @@ def spent(stderr: str) -> float:
 
 
 def test_a_run_on_a_priced_model_reports_its_cost(tmp_path: Path) -> None:
-    with ScriptedServer(demo_script, model="gpt-4o-mini") as server:
+    with ScriptedServer(demo_script, ServerBehaviour(model="gpt-4o-mini")) as server:
         result = headless(server, tmp_path, "--model", "gpt-4o-mini", "--strategy", "single", "Write add(a, b).")
     assert result.returncode == 0, result.stderr
     assert spent(result.stderr) > 0
 
 
 def test_max_cost_ends_the_run_as_a_budget(tmp_path: Path) -> None:
-    with ScriptedServer(demo_script, model="gpt-4o-mini") as server:
+    with ScriptedServer(demo_script, ServerBehaviour(model="gpt-4o-mini")) as server:
         result = headless(server, tmp_path, "--model", "gpt-4o-mini", "--max-cost", "0.000001", "--max-rounds", "2",
                           "Write add(a, b).")
         sent = [r for r in server.requests if r.call]
@@ -49,7 +50,7 @@ def test_max_cost_ends_the_run_as_a_budget(tmp_path: Path) -> None:
 
 
 def test_a_model_without_a_price_is_unknown(tmp_path: Path) -> None:
-    with ScriptedServer(demo_script, model="house-model-7") as server:
+    with ScriptedServer(demo_script, ServerBehaviour(model="house-model-7")) as server:
         result = headless(server, tmp_path, "--model", "house-model-7", "--strategy", "single", "Write add(a, b).")
     assert result.returncode == 0, result.stderr
     assert "cost: unknown for model house-model-7" in result.stderr

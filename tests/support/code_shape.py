@@ -1,6 +1,6 @@
 """Syntax-level checks of the code's shape (ast only, nothing imported): comparisons of enum-typed fields
-with string literals, alias constants for enum members, event type tests outside an EventTable, and long
-functions. tests/test_code_shape.py
+with string literals, alias constants for enum members, event type tests outside an EventTable, long
+functions, large classes and ``__init__`` methods with many parameters. tests/test_code_shape.py
 asserts them; ``python -m tests.support.code_shape`` prints what they find."""
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ from tests.support.paths import ROOT
 PACKAGES = ("core", "tui")
 ENUM_BASES = {"StrEnum", "Enum", "IntEnum"}
 LONG_FUNCTION = 80  # lines, decorators and docstring included
+LARGE_CLASS_METHODS = 30  # methods (properties and nested functions' own methods not counted twice)
+LARGE_CLASS_LINES = 300  # lines, decorators and docstring included
+INIT_PARAMETERS = 10  # parameters of __init__ besides self, *args and **kwargs counted as one each
 
 
 @dataclass(frozen=True)
@@ -120,10 +123,52 @@ def long_functions(trees: dict[Path, ast.Module] | None = None, limit: int = LON
     found: list[Found] = []
     for path, tree in trees.items():
         for fn in _functions(tree):
-            start = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
-            size = (fn.end_lineno or fn.lineno) - start + 1
+            size = _span(fn)
             if size >= limit:
                 found.append(Found(path, fn.lineno, f"{fn.name} {size} lines"))
+    return found
+
+
+def _span(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> int:
+    start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    return (node.end_lineno or node.lineno) - start + 1
+
+
+def large_classes(trees: dict[Path, ast.Module] | None = None, methods: int = LARGE_CLASS_METHODS,
+                  lines: int = LARGE_CLASS_LINES) -> list[Found]:
+    """Classes with more than ``methods`` methods (defined in their own body) or more than ``lines`` lines."""
+    trees = trees or sources()
+    found: list[Found] = []
+    for path, tree in trees.items():
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            count = sum(isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) for s in node.body)
+            size = _span(node)
+            if count > methods or size > lines:
+                found.append(Found(path, node.lineno, f"{node.name} {count} methods, {size} lines"))
+    return found
+
+
+def _parameter_count(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    a = fn.args
+    named = [*a.posonlyargs, *a.args, *a.kwonlyargs]
+    own = len(named) - (1 if named and named[0].arg in ("self", "cls") else 0)
+    return own + (a.vararg is not None) + (a.kwarg is not None)
+
+
+def wide_inits(trees: dict[Path, ast.Module] | None = None, limit: int = INIT_PARAMETERS) -> list[Found]:
+    """``__init__`` methods taking more than ``limit`` parameters (self not counted): a request or options
+    object belongs there instead."""
+    trees = trees or sources()
+    found: list[Found] = []
+    for path, tree in trees.items():
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for fn in node.body:
+                if isinstance(fn, ast.FunctionDef) and fn.name == "__init__" and _parameter_count(fn) > limit:
+                    found.append(Found(path, fn.lineno, f"{node.name}.__init__ {_parameter_count(fn)} parameters"))
     return found
 
 
@@ -147,7 +192,10 @@ def main() -> int:
     for title, items in (("enum fields compared with a string literal", enum_string_compares(trees)),
                          ("alias constants for enum members", enum_aliases(trees)),
                          ("isinstance(..., ev.Kind) checks", event_type_tests(trees)),
-                         (f"functions of {LONG_FUNCTION} lines or more", long_functions(trees))):
+                         (f"functions of {LONG_FUNCTION} lines or more", long_functions(trees)),
+                         (f"classes over {LARGE_CLASS_METHODS} methods or {LARGE_CLASS_LINES} lines",
+                          large_classes(trees)),
+                         (f"__init__ over {INIT_PARAMETERS} parameters", wide_inits(trees))):
         print(f"{title}: {len(items)}")
         for item in items:
             print(f"  {item}")

@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from core.compose.plan import BackendChoice
 from core.compose.runner import Backend, build_engine, open_backend
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import ScriptedServer
@@ -27,7 +28,7 @@ async def run_swarm(
 ) -> tuple[ev.RunFinished, list[ev.Event], SwarmEngine]:
     """One run to its end; ``server`` None: the settings' own base_url and key (the real endpoint path)."""
     settings = settings or Settings()
-    backend: Backend = await open_backend(settings, server=server)
+    backend: Backend = await open_backend(settings, BackendChoice(server=server))
     events: list[ev.Event] = []
     engine = build_engine(
         problem or DEMO_PROBLEMS[settings.domain], settings, backend, [events.append], embedder=embedder, step_mode=step

@@ -15,6 +15,7 @@ pytest.importorskip("mcp")
 
 from mcp.shared.memory import create_connected_server_and_client_session
 
+from core.compose.plan import BackendChoice
 from core.demo.scripts import demo_script
 from core.demo.server import ScriptedServer
 from core.mcp.server import build_server
@@ -35,7 +36,8 @@ async def connected(
     scripted = server or ScriptedServer(demo_script)
     scripted.start()
     settings = replace(settings or Settings(max_retries=0), sessions_dir=str(tmp_path / "sessions"))
-    manager = SwarmManager(settings, demo=demo, server=scripted, embedder=embedder, **manager_kwargs)
+    manager = SwarmManager(settings, backend=BackendChoice(demo=demo, server=scripted), embedder=embedder,
+                           **manager_kwargs)
     mcp_server = build_server(manager)
     try:
         async with create_connected_server_and_client_session(mcp_server, raise_exceptions=True) as session:

@@ -1,28 +1,28 @@
-"""The baselines' fixed graph strategies by name."""
+"""The baselines' fixed wiring rules by name."""
 
 from __future__ import annotations
 
-from core.routing.strategies import (
-    GRAPH_STRATEGIES,
-    BroadcastStrategy,
-    ChainStrategy,
-    DyTopoStrategy,
-    RandomStrategy,
-    StarStrategy,
-    TopologyStrategy,
+from core.routing.wiring import (
+    WIRINGS,
+    BroadcastWiring,
+    ChainWiring,
+    DyTopoWiring,
+    RandomWiring,
+    StarWiring,
+    WiringRule,
 )
 
 
-def get_strategy(name: str, *, hub: str | None = None, seed: int = 0) -> TopologyStrategy:
-    """A graph strategy by its name, as the baselines' tests pick one."""
+def get_wiring(name: str, *, hub: str | None = None, seed: int = 0) -> WiringRule:
+    """A wiring rule by its name, as the baselines' tests pick one."""
     if name == "dytopo":
-        return DyTopoStrategy()
+        return DyTopoWiring()
     if name == "random":
-        return RandomStrategy(seed)
+        return RandomWiring(seed)
     if name == "broadcast":
-        return BroadcastStrategy()
+        return BroadcastWiring()
     if name == "chain":
-        return ChainStrategy()
+        return ChainWiring()
     if name == "star":
-        return StarStrategy(hub)
-    raise ValueError(f"unknown topology strategy {name!r}: choose one of {', '.join(GRAPH_STRATEGIES)}")
+        return StarWiring(hub)
+    raise ValueError(f"unknown wiring rule {name!r}: choose one of {', '.join(WIRINGS)}")

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from core.compose.plan import BackendChoice
 from core.compose.runner import build_engine, open_backend
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import FaultRule, ScriptedServer
@@ -34,7 +35,7 @@ async def run_topodim(
     with ScriptedServer(script) as server:
         for rule in faults:
             server.add_fault(rule)
-        backend = await open_backend(settings, server=server)
+        backend = await open_backend(settings, BackendChoice(server=server))
         events: list[ev.Event] = []
         engine = build_engine(
             problem or DEMO_PROBLEMS[settings.domain], settings, backend, [events.append], embedder=embedder,

@@ -34,6 +34,7 @@ def big_team(workers: int) -> dict[str, Any]:
 
 
 async def _collect(domain: str, protocol: str = "phased", workers: int = 0) -> list[ev.Event]:
+    from core.compose.plan import BackendChoice
     from core.compose.runner import build_engine, open_backend
     from core.llm.embeddings import shared_embedder
 
@@ -41,7 +42,7 @@ async def _collect(domain: str, protocol: str = "phased", workers: int = 0) -> l
     settings = Settings(domain=domain, sessions_dir="/nonexistent", protocol=protocol, **team)
     events: list[ev.Event] = []
     with ScriptedServer(demo_script) as server:
-        backend = await open_backend(settings, server=server, demo=True)
+        backend = await open_backend(settings, BackendChoice(server=server, demo=True))
         engine = build_engine(DEMO_PROBLEMS[domain], settings, backend, [events.append], embedder=shared_embedder())
         try:
             await engine.run()

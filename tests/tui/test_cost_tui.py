@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import demo_script
 from core.demo.server import ScriptedServer
 from core.runtime.config import Settings
@@ -16,7 +17,7 @@ from tui.cli.launch import OpenRun
 async def test_the_header_shows_the_cost_beside_the_tokens(tmp_path: Path) -> None:
     from tui.widgets.header import RunHeader
 
-    with ScriptedServer(demo_script, model="gpt-4o-mini") as server:
+    with ScriptedServer(demo_script, ServerBehaviour(model="gpt-4o-mini")) as server:
         # The scripted server is on 127.0.0.1: price it as a hosted endpoint would be.
         settings = Settings(strategy="single", base_url=server.base_url, model="gpt-4o-mini",
                             price_local_endpoints=True, sessions_dir=str(tmp_path))

@@ -53,14 +53,19 @@ async def test_sixteen_agents_run_and_every_pane_is_usable(tmp_path: Path, size:
 async def test_replay_shows_the_recorded_team_and_its_models(tmp_path: Path, embedder: Any) -> None:
     import asyncio
 
+    from core.compose.plan import BackendChoice
     from core.compose.runner import build_engine, open_backend
+    from core.demo.behaviour import ServerBehaviour
     from core.demo.server import ScriptedServer
     from core.runtime import events as ev
     from core.sessions.model import session_from_events
     from core.sessions.store import load_session, save_session
     from tui.screens.run import RunScreen
 
-    with ScriptedServer(model="model-a") as a, ScriptedServer(model="model-b") as b:
+    with (
+        ScriptedServer(None, ServerBehaviour(model="model-a")) as a,
+        ScriptedServer(None, ServerBehaviour(model="model-b")) as b,
+    ):
         workers = [
             {"name": "Economist", "role": "Weighs costs.", "model": "model-b", "base_url": b.base_url},
             {"name": "Engineer", "role": "Checks feasibility."},
@@ -68,7 +73,7 @@ async def test_replay_shows_the_recorded_team_and_its_models(tmp_path: Path, emb
         ]
         team = {"domain": "general", "manager": {"name": "Manager", "role": "Leads."}, "workers": workers}
         settings = Settings(domain="general", team="six", teams={"six": team}, k_in=2, max_rounds=2)
-        backend = await open_backend(settings, server=a)
+        backend = await open_backend(settings, BackendChoice(server=a))
         events: list[ev.Event] = []
         engine = build_engine(DEMO_PROBLEMS["general"], settings, backend, [events.append], embedder=embedder)
         try:

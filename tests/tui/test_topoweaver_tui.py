@@ -63,12 +63,13 @@ async def test_the_live_demo_shows_plans_dag_density_tester_and_history(tmp_path
 
 
 async def _record(script: object) -> list[ev.Event]:
+    from core.compose.plan import BackendChoice
     from core.compose.runner import build_engine, open_backend
 
     settings = Settings(strategy="topoweaver", sessions_dir="/nonexistent")
     events: list[ev.Event] = []
     with ScriptedServer(script) as server:  # type: ignore[arg-type]
-        backend = await open_backend(settings, server=server, demo=True)
+        backend = await open_backend(settings, BackendChoice(server=server, demo=True))
         engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [events.append])
         try:
             await engine.run()

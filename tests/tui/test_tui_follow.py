@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import ScriptedServer
 from core.runtime import events as ev
@@ -40,7 +41,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL, /proc"
 @contextmanager
 def writer(tmp_path: Path, **pace: float) -> Iterator[subprocess.Popen[bytes]]:
     """A headless demo run in another process, writing its session and event log into tmp_path."""
-    with ScriptedServer(demo_script, **pace) as server:
+    with ScriptedServer(demo_script, ServerBehaviour(**pace)) as server:
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "SWARM_TUI_SESSIONS_DIR": str(tmp_path),
                "PYTHONPATH": str(ROOT)}
         proc = subprocess.Popen(

@@ -277,7 +277,7 @@ async def _bench(
     control: ControlScript | None = None,
 ) -> int:
     # Heavy imports (torch via the embedder, the openai client) only once the input is known good.
-    from core.compose.plan import embedder_for
+    from core.compose.plan import BackendChoice, embedder_for
     from core.compose.runner import open_backend
     from core.demo.bench_script import benchmark_script
     from core.demo.server import ScriptedServer
@@ -293,7 +293,7 @@ async def _bench(
     embedder = embedder_for(settings)
     server = ScriptedServer(benchmark_script(dataset.problems)).start() if args.demo else None
     try:
-        backend = await open_backend(settings, demo=args.demo, server=server)
+        backend = await open_backend(settings, BackendChoice(demo=args.demo, server=server))
     except EndpointError as exc:
         print(f"swarm-tui bench: {exc}", file=sys.stderr)
         return EXIT_FAILED

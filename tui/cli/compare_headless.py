@@ -13,11 +13,12 @@ from typing import TextIO
 
 from core.compose.compare import ComparePlan, Comparison, answer_gist, estimated_note, summary_rows
 from core.compose.control_feed import ControlFileError, ControlScript
-from core.compose.plan import embedder_for
+from core.compose.plan import BackendChoice, embedder_for
 from core.compose.runner import open_backend
 from core.demo.played import demo_banner
 from core.llm.client import EndpointError
 from core.runtime import events as ev
+from core.runtime.dispatch import EventTable
 from core.runtime.textsafe import json_safe, one_line
 from core.sessions.compare_record import CompareRow, RowState
 
@@ -49,6 +50,25 @@ class TaggedLines:
 
     def fileno(self) -> int:
         return self.out.fileno()
+
+
+SAYS: EventTable[DemoTruth] = EventTable()
+
+
+class DemoTruth:
+    """With --json there is no progress to carry the demo's warning (the demo played its own scenario, not
+    the problem asked): this sink says it on stderr."""
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+
+    def __call__(self, event: ev.Event) -> None:
+        SAYS.dispatch(self, event)
+
+    @SAYS.on(ev.RunStarted)
+    def _started(self, event: ev.RunStarted) -> None:
+        if event.demo_played:
+            say(f"[{self.method}] {demo_banner(event.demo_played)}")
 
 
 def format_summary(rows: list[CompareRow]) -> str:
@@ -86,24 +106,17 @@ async def _compare(plan: ComparePlan, demo: bool, json_lines: bool, save: Path |
         return EXIT_USAGE
     embedder = embedder_for(settings)
     try:
-        backend = await open_backend(settings, demo=demo, on_status=lambda text: say(f"  {text}"))
+        backend = await open_backend(settings, BackendChoice(demo=demo, on_status=lambda text: say(f"  {text}")))
     except EndpointError as exc:
         say(f"swarm-tui: {exc}")
         return EXIT_FAILED
     writers: list[JsonLinesWriter] = []
 
-    def demo_truth(method: str) -> ev.EventSink:
-        """With --json there is no progress to carry the demo's warning: say it on stderr."""
-        def sink(event: ev.Event) -> None:
-            if isinstance(event, ev.RunStarted) and event.demo_played:
-                say(f"[{method}] {demo_banner(event.demo_played)}")
-        return sink
-
     def sinks_for(method: str) -> list[ev.EventSink]:
         if json_lines:
             writer = JsonLinesWriter(sys.stdout, extra={"method": method})
             writers.append(writer)
-            return [writer, demo_truth(method), embedder.warm_up_on_first_reply()]
+            return [writer, DemoTruth(method), embedder.warm_up_on_first_reply()]
         return [ProgressPrinter(TaggedLines(sys.stderr, method)), embedder.warm_up_on_first_reply()]  # type: ignore[arg-type]
 
     def ended(row: CompareRow) -> None:

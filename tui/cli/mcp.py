@@ -53,10 +53,11 @@ def main(argv: list[str]) -> int:
     except ImportError:
         fail(f"the MCP server needs the MCP SDK: {INSTALL_HINT}")
 
+    from core.compose.plan import BackendChoice
     from core.mcp.server import build_server, quiet_logging, serve_http, serve_stdio
     from core.mcp.tasks import ROUND_BUDGET_S, SwarmManager
 
-    manager = SwarmManager(settings, demo=args.demo, demo_chunk_delay=max(0.0, args.demo_delay),
+    manager = SwarmManager(settings, backend=BackendChoice(demo=args.demo, demo_chunk_delay=max(0.0, args.demo_delay)),
                            round_budget_s=args.round_budget or ROUND_BUDGET_S)
     server = build_server(manager, host=args.host, port=args.port)
     quiet_logging()

@@ -26,7 +26,7 @@ from core.runtime.config import (
     resolve_base_url,
 )
 from core.runtime.config_file import load_settings
-from core.runtime.domains import Domain
+from core.runtime.rosters import Team
 from core.runtime.teams import table_from_record, with_team
 from core.runtime.textsafe import printable
 from core.telemetry.setup import check_tracing
@@ -273,7 +273,7 @@ def check_code_isolation(settings: Settings, *, runs_code: bool) -> None:
             fail(refused)
 
 
-def with_method_options(settings: Settings, flags: list[str] | None, team: Domain, *, build: bool = True) -> Settings:
+def with_method_options(settings: Settings, flags: list[str] | None, team: Team, *, build: bool = True) -> Settings:
     """Settings whose chosen method exists and whose options (config table, then -o flags) are valid.
     ``build``: also build the method once, for the checks that need the team (a TUI run meets them here,
     not after its screen opened); a headless run leaves that to its one assembly (core.compose.assembly

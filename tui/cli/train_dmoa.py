@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import TextIO
 
 from core.compose.train_dmoa import TrainError, TrainSchedule, dmoa_training_options, train_router
+from core.methods.dmoa.events import DmoaRouted, DmoaStepDone
 from core.methods.registry import MethodError, parse_option_flags
 from core.runtime import events as ev
 from core.runtime.config import DomainName
+from core.runtime.dispatch import EventTable, is_warning
 
 from .options import EXIT_USAGE, OneLineParser, add_run_options, int_range, positive_number, settings_from_args
 
@@ -59,6 +61,9 @@ def build_parser() -> OneLineParser:
     return parser
 
 
+PRINTS: EventTable[TrainPrinter] = EventTable()  # what the printer says of each event it shows
+
+
 class TrainPrinter:
     """What the dense runs do, step by step: the routed agents, every agent's entropy, the step's loss."""
 
@@ -70,19 +75,23 @@ class TrainPrinter:
         self.out.flush()
 
     def __call__(self, event: ev.Event) -> None:
-        from core.methods.dmoa.events import DmoaRouted, DmoaStepDone
-
-        if isinstance(event, DmoaRouted):
-            self._line(f"  step {event.round}: routed {', '.join(event.selected)} (k {event.k}/{event.k_max})")
-        elif isinstance(event, DmoaStepDone):
-            if event.entropy:
-                pe = ", ".join(f"{name} {value:.3f}" for name, value in event.entropy.items())
-                loss = f"; rank loss {event.rank_loss:.4f}" if event.rank_loss is not None else ""
-                self._line(f"    entropy: {pe}{loss}  [{event.tag}]")
-            else:
-                self._line(f"    no entropy this step  [{event.tag}]")
-        elif isinstance(event, ev.Notice) and event.severity != ev.Severity.INFO:
+        if is_warning(event):
             self._line(f"    ! {event.message}")
+        else:
+            PRINTS.dispatch(self, event)
+
+    @PRINTS.on(DmoaRouted)
+    def _routed(self, event: DmoaRouted) -> None:
+        self._line(f"  step {event.round}: routed {', '.join(event.selected)} (k {event.k}/{event.k_max})")
+
+    @PRINTS.on(DmoaStepDone)
+    def _step_done(self, event: DmoaStepDone) -> None:
+        if event.entropy:
+            pe = ", ".join(f"{name} {value:.3f}" for name, value in event.entropy.items())
+            loss = f"; rank loss {event.rank_loss:.4f}" if event.rank_loss is not None else ""
+            self._line(f"    entropy: {pe}{loss}  [{event.tag}]")
+        else:
+            self._line(f"    no entropy this step  [{event.tag}]")
 
 
 def main(argv: Sequence[str]) -> int:

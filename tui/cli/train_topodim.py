@@ -155,7 +155,7 @@ async def _distill(args: argparse.Namespace, settings: Settings, problems: list[
 async def _train(
     args: argparse.Namespace, settings: Settings, dataset: Dataset, problems: list[Problem], weights: Path
 ) -> int:
-    from core.compose.plan import embedder_for
+    from core.compose.plan import BackendChoice, embedder_for
     from core.compose.runner import open_backend
     from core.compose.train_topodim import TopoDIMTrainer, TrainError, TrainPlan
     from core.demo.bench_script import benchmark_script
@@ -172,7 +172,7 @@ async def _train(
     embedder = embedder_for(settings)
     server = ScriptedServer(benchmark_script(dataset.problems)).start() if args.demo else None
     try:
-        backend = await open_backend(settings, demo=args.demo, server=server)
+        backend = await open_backend(settings, BackendChoice(demo=args.demo, server=server))
     except EndpointError as exc:
         print(f"swarm-tui train topodim: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -58,8 +58,7 @@ class LiveCompareScreen(CompareScreen):
 
         settings = self.plan.settings
         try:
-            backend = await open_backend(settings, demo=self.demo, demo_chunk_delay=self.backend.demo_chunk_delay,
-                                         server=self.backend.server)
+            backend = await open_backend(settings, self.backend)
         except EndpointError as exc:
             self.fail_all(str(exc))
             return

@@ -30,7 +30,7 @@ from core.runtime.config import (
     check_setting,
     resolve_base_url,
 )
-from core.runtime.domains import Domain, get_domain
+from core.runtime.rosters import Team, builtin_team
 from core.runtime.teams import team_from_table
 from core.runtime.textsafe import printable
 
@@ -40,9 +40,9 @@ from ..widgets.method_options import option_fields, read_options
 SMALL_WIDTH, SMALL_HEIGHT = 100, 44  # below either: one-line fields (the form with its method options fits 40 rows)
 
 
-def _team(settings: Settings, choice: str) -> Domain:
+def _team(settings: Settings, choice: str) -> Team:
     """The domain Select's choice: a built-in team (code, math, general) or a [team.NAME] table."""
-    return team_from_table(choice, settings.teams[choice]) if choice in settings.teams else get_domain(choice)
+    return team_from_table(choice, settings.teams[choice]) if choice in settings.teams else builtin_team(choice)
 
 
 def _workers(settings: Settings, choice: str) -> int:
@@ -115,7 +115,7 @@ def _fields_to_settings(base: Settings, values: dict[str, str], options: dict[st
     if options:  # the method's own fields, over its [strategy.NAME] table
         settings = _with_options(settings, settings.strategy, options)
     team = _team(base, values["domain"])
-    settings = replace(settings, domain=DomainName(team.name), team=team.team or None)
+    settings = replace(settings, domain=DomainName(team.name), team=team.custom_name or None)
     settings.validate(n_workers=len(team.workers))
     try:  # the method and its options from the config file, checked for this team
         RunPlan.make(settings, team=team)
@@ -269,7 +269,7 @@ class LaunchScreen(Screen[None]):
         if self.error:
             self._status(f"✗ {self.error}", "error")
 
-    def _chosen(self) -> Domain:
+    def _chosen(self) -> Team:
         return _team(self.settings, str(self.query_one("#domain", Select).value))
 
     # --- the method's fields ------------------------------------------------------------------

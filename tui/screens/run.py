@@ -80,8 +80,8 @@ class RunScreen(SwarmScreen):
         self.start = start
         # The run's plan, made once (core.compose.plan): the team and the method the run then opens with.
         self.plan = plan or RunPlan.make(settings)
-        domain = self.plan.team
-        self.n_workers = len(domain.workers)  # k_in's range is 1..n_workers-1
+        team = self.plan.team
+        self.n_workers = len(team.workers)  # k_in's range is 1..n_workers-1
         self.control = self.plan.new_control(step=step)
         self.model.params = self.plan.params.as_dict()  # the bar shows the run's settings before the engine starts
         self.model.strategy = settings.strategy
@@ -94,7 +94,7 @@ class RunScreen(SwarmScreen):
         # ... and the team's panes from the first frame (DyTopo's roster; another method's RunStarted
         # brings its own, and the panes follow).
         if info is not None and info.team_roster:
-            self.model.manager, self.model.workers = domain.manager.name, list(domain.worker_names)
+            self.model.manager, self.model.workers = team.manager.name, list(team.worker_names)
         self.model.protocol, self.model.strategy = settings.protocol, settings.strategy
         self.model.mode = self.control.mode
         self.recorder = SessionRecorder(Path(settings.sessions_dir), path=save)

@@ -7,7 +7,7 @@
 * ``chain`` — a fixed pipeline in roster order.
 * ``star`` — everyone sends to one hub (the domain's answer role by default).
 
-The graph baselines reuse DyTopo's round loop with another graph (core.routing.strategies), so the
+The graph baselines reuse DyTopo's round loop with another graph (core.routing.wiring), so the
 comparison isolates the topology; ``single`` is a method of its own.
 """
 
@@ -35,20 +35,20 @@ from core.methods.registry import (
     register,
     with_calls,
 )
-from core.routing.strategies import (
-    BroadcastStrategy,
-    ChainStrategy,
-    DyTopoStrategy,
-    RandomStrategy,
-    StarStrategy,
-    TopologyStrategy,
+from core.routing.wiring import (
+    BroadcastWiring,
+    ChainWiring,
+    DyTopoWiring,
+    RandomWiring,
+    StarWiring,
+    WiringRule,
 )
 from core.runtime import events as ev
 from core.runtime.control import StepBoundary
-from core.runtime.domains import Domain
 from core.runtime.engine import AgentResult
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.parsing import ParseError, extract_json_object
+from core.runtime.rosters import Team
 from core.runtime.run_context import begin_round, finish_round, start_phase
 from core.runtime.steering import GRAPH_ACTIONS, ROUND_ACTIONS, SteerKind
 
@@ -113,8 +113,8 @@ class SingleAgentMethod:
     def __init__(self, samples: int = 1) -> None:
         self.samples = samples
 
-    def roster(self, domain: Domain) -> tuple[str, list[str], dict[str, str]]:
-        return "", [SOLO], {SOLO: SOLO_SYSTEM[domain.name]}
+    def roster(self, team: Team) -> tuple[str, list[str], dict[str, str]]:
+        return "", [SOLO], {SOLO: SOLO_SYSTEM[team.name]}
 
     async def run(self, ctx: RunContext) -> RunOutcome:
         domain = ctx.spec.team.name
@@ -178,16 +178,16 @@ async def _code_vote(answers: list[str], problem: str) -> tuple[str, str]:
     return chosen, f"none passed the visible examples; {how}"
 
 
-def _star(options: dict[str, Any], domain: Domain) -> DyTopoMethod:
-    hub = options["hub"] or domain.answer_role
-    if hub not in domain.worker_names:
+def _star(options: dict[str, Any], team: Team) -> DyTopoMethod:
+    hub = options["hub"] or team.answer_role
+    if hub not in team.worker_names:
         from core.methods.registry import MethodError
 
-        raise MethodError(f"[strategy.star] hub must be one of {', '.join(domain.worker_names)}, got {hub!r}")
-    return _rounds_over(StarStrategy(hub), options)
+        raise MethodError(f"[strategy.star] hub must be one of {', '.join(team.worker_names)}, got {hub!r}")
+    return _rounds_over(StarWiring(hub), options)
 
 
-def _rounds_over(graph: TopologyStrategy, options: dict[str, Any]) -> DyTopoMethod:
+def _rounds_over(graph: WiringRule, options: dict[str, Any]) -> DyTopoMethod:
     """DyTopo's rounds over a baseline's graph, with the memory rule and prompt order chosen."""
     return DyTopoMethod(graph, memory=options["memory"], prompt_order=options["prompt_order"])
 
@@ -229,7 +229,7 @@ SINGLE = register(
         summary="one agent, one call, no team (baseline)",
         demo="core.methods.baselines.demo:DEMO",  # its one call's scripted reply (the others share the rounds')
         uses_embeddings=False,
-        factory=lambda options, domain: SingleAgentMethod(options["samples"]),
+        factory=lambda options, team: SingleAgentMethod(options["samples"]),
         options_model=SingleOptions,
         unit="call",  # one model call (K with samples): no rounds to count
         unit_limit=no_unit_limit,
@@ -247,7 +247,7 @@ SINGLE_TURN = register(
         uses_embeddings=False,
         round_one_broadcast=True,
         # No memory option: one round, so no prompt shows an earlier round's memory.
-        factory=lambda options, domain: DyTopoMethod(DyTopoStrategy(), name="single-turn", round_limit=1),
+        factory=lambda options, team: DyTopoMethod(DyTopoWiring(), name="single-turn", round_limit=1),
         unit_limit=one_unit,
         options_model=SingleTurnOptions,
         uses_tau=True,
@@ -263,7 +263,7 @@ RANDOM = register(
         fidelity=FIDELITY,  # where it departs from its paper
         summary="DyTopo's rounds over a random acyclic graph with DyTopo's edge count (baseline)",
         round_one_broadcast=True,
-        factory=lambda options, domain: _rounds_over(RandomStrategy(options["seed"]), options),
+        factory=lambda options, team: _rounds_over(RandomWiring(options["seed"]), options),
         options_model=RandomOptions,
         uses_tau=True,
         family="baseline",
@@ -275,7 +275,7 @@ BROADCAST = register(
         name="broadcast",
         summary="every worker hears every other worker, delivered at the barrier (baseline)",
         round_one_broadcast=True,
-        factory=lambda options, domain: _rounds_over(BroadcastStrategy(), options),
+        factory=lambda options, team: _rounds_over(BroadcastWiring(), options),
         options_model=RoundsOptions,
         family="baseline",
         **ROUND_STEERING,
@@ -286,7 +286,7 @@ CHAIN = register(
         name="chain",
         summary="a fixed pipeline in roster order (baseline)",
         round_one_broadcast=True,
-        factory=lambda options, domain: _rounds_over(ChainStrategy(), options),
+        factory=lambda options, team: _rounds_over(ChainWiring(), options),
         options_model=RoundsOptions,
         family="baseline",
         **ROUND_STEERING,

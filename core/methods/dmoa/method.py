@@ -89,10 +89,10 @@ from core.methods.registry import (
 from core.routing.dytopo import KIND_HANDOFF, Edge, RoutingResult
 from core.runtime import events as ev
 from core.runtime.control import StepBoundary
-from core.runtime.domains import Domain
 from core.runtime.engine import AgentResult, RunAborted
 from core.runtime.events import CallStatus
 from core.runtime.outcome import EndReason, RunOutcome
+from core.runtime.rosters import Team
 from core.runtime.run_context import begin_round, finish_round, notice, start_phase
 from core.runtime.steering import SteerKind
 
@@ -184,8 +184,8 @@ class DmoaMethod:
     name = NAME
     call_tables = call_tables(CALL_OPTIONS)  # each call kind's settings table, for the engine's call_limits
 
-    def __init__(self, options: dict[str, Any], domain: Domain) -> None:
-        self.pool = dmoa_pool(domain)
+    def __init__(self, options: dict[str, Any], team: Team) -> None:
+        self.pool = dmoa_pool(team)
         self.names = [a.name for a in self.pool]
         n = len(self.names)
         self.router_kind: str = options.get("router", "gru")
@@ -215,7 +215,7 @@ class DmoaMethod:
         self._dense = False
 
     # --- engine interface ---------------------------------------------------------------------
-    def roster(self, domain: Domain) -> tuple[str, list[str], dict[str, str]]:
+    def roster(self, team: Team) -> tuple[str, list[str], dict[str, str]]:
         roles = {SUMMARIZER: "reads each step's responses and answers [FINAL] with the answer, or [CONTINUE]"}
         roles.update({a.name: a.profile for a in self.pool})
         return SUMMARIZER, list(self.names), roles
@@ -688,8 +688,8 @@ class _DmoaOptions(MethodOptions):
 DmoaOptions = with_calls(_DmoaOptions, CALL_OPTIONS)
 
 
-def _factory(options: dict[str, Any], domain: Domain) -> DmoaMethod:
-    return DmoaMethod(options, domain)
+def _factory(options: dict[str, Any], team: Team) -> DmoaMethod:
+    return DmoaMethod(options, team)
 
 
 DMOA = register(

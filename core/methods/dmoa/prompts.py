@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from core.runtime.context import Messages, Shrink, shrink_pieces
-from core.runtime.domains import Domain
 from core.runtime.parsing import ParseError, extract_json_object
+from core.runtime.rosters import Team
 
 QUERY_IN_SYSTEM = "system"  # the paper: P_sys = (Profile, P_usr)
 QUERY_IN_USER = "user"
@@ -28,10 +28,10 @@ class PoolAgent:
     profile: str
 
 
-def dmoa_pool(domain: Domain) -> list[PoolAgent]:
+def dmoa_pool(team: Team) -> list[PoolAgent]:
     """The routed pool: the domain's workers (the Manager model serves as Summarizer and Selector).
     Every size works: the router's head has one logit per agent, K adapts to N."""
-    return [PoolAgent(w.name, w.title, w.description) for w in domain.workers]
+    return [PoolAgent(w.name, w.title, w.description) for w in team.workers]
 
 
 _ANSWER_FORMAT = {

@@ -25,18 +25,18 @@ from core.methods.dytopo.rebuild import ConversationRebuild
 from core.methods.dytopo.steer import DyTopoSteering, join_inbox, recorded_action
 from core.methods.registry import MethodInfo, MethodOptions, call_options, call_tables, choice, register, with_calls
 from core.routing.dytopo import RoutingResult, similarity_matrix
-from core.routing.strategies import DyTopoStrategy, TopologyStrategy
+from core.routing.wiring import DyTopoWiring, WiringRule
 from core.runtime import events as ev
 from core.runtime.config import RoundProtocol
 from core.runtime.context import shrink_pieces
 from core.runtime.control import StepBoundary
 from core.runtime.convergence import text_similarity
-from core.runtime.domains import Domain
 from core.runtime.engine import AgentResult, Evaluation
 from core.runtime.events import CallStatus
 from core.runtime.memory import MEMORY_ACCUMULATE, MEMORY_RULES, MemoryItem
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.prompts import PROMPT_CONVERSATION, PROMPT_ORDERS
+from core.runtime.rosters import Team
 from core.runtime.run_context import begin_round, finish_round, notice, start_phase
 from core.runtime.steering import GRAPH_ACTIONS, ROUND_ACTIONS
 
@@ -119,13 +119,13 @@ DyTopoOptions = with_calls(_DyTopoOptions, CALL_OPTIONS)
 
 
 class DyTopoMethod:
-    """The DyTopo round loop over a graph strategy (DyTopo's own routing, or a baseline's fixed graph)."""
+    """The DyTopo round loop over a wiring rule (DyTopo's own routing, or a baseline's fixed graph)."""
 
     call_tables = call_tables(CALL_OPTIONS)  # each call kind's settings table, for the engine's call_limits
 
     def __init__(
         self,
-        graph: TopologyStrategy | None = None,
+        graph: WiringRule | None = None,
         *,
         name: str | None = None,
         round_limit: int | None = None,
@@ -134,7 +134,7 @@ class DyTopoMethod:
         prompt_order: str = PROMPT_CONVERSATION,
         descriptor_context: str = "full",
     ) -> None:
-        self.graph: TopologyStrategy = graph or DyTopoStrategy()
+        self.graph: WiringRule = graph or DyTopoWiring()
         self.name = name or self.graph.name
         self.round_limit = round_limit  # single-turn: one round whatever max_rounds says
         self.payload_option = payload
@@ -149,9 +149,9 @@ class DyTopoMethod:
         self._can_reroute = False
         self._previous_public: dict[str, str] = {}
 
-    def roster(self, domain: Domain) -> tuple[str, list[str], dict[str, str]]:
-        roles = {r.name: r.description for r in (domain.manager, *domain.workers)}
-        return domain.manager.name, list(domain.worker_names), roles
+    def roster(self, team: Team) -> tuple[str, list[str], dict[str, str]]:
+        roles = {r.name: r.description for r in (team.manager, *team.workers)}
+        return team.manager.name, list(team.worker_names), roles
 
     @property
     def _max_rounds(self) -> int:
@@ -401,7 +401,7 @@ class DyTopoMethod:
             for name, result in tier_results.items():
                 # A work reply may carry fresh descriptors; the phase-A ones stay the round's record.
                 results[name] = result
-        # Edges whose provider did not run in an earlier tier (a strategy that keeps cycles, e.g.
+        # Edges whose provider did not run in an earlier tier (a wiring rule that keeps cycles, e.g.
         # broadcast) deliver at the barrier, into next round's memory, as in the single-pass protocol.
         delivered = {(d["src"], d["dst"]) for deliveries in received.values() for d in deliveries}
         late: list[dict[str, Any]] = [
@@ -503,7 +503,7 @@ class DyTopoMethod:
         assert self._similarity is not None and self._embeddings is not None
         params = self.ctx.state.params
         pinned, cut, silenced = self.steer.graph_sets(self.ctx.state.round)
-        if isinstance(self.graph, DyTopoStrategy):
+        if isinstance(self.graph, DyTopoWiring):
             routing = self.graph.build(self.ctx.state.round, list(self.ctx.spec.workers), self._similarity, params.tau,
                                        params.k_in, break_cycles=self._breaks_cycles, pinned=pinned, cut=cut,
                                        silenced=silenced)
@@ -626,8 +626,8 @@ DYTOPO = register(
         fidelity=FIDELITY,  # where it departs from its paper
         summary="Manager goal each round; workers' query/key descriptors, MiniLM and tau/k_in decide who hears whom",
         round_one_broadcast=True,
-        factory=lambda options, domain: DyTopoMethod(
-            DyTopoStrategy(), payload=options["payload"], memory=options["memory"],
+        factory=lambda options, team: DyTopoMethod(
+            DyTopoWiring(), payload=options["payload"], memory=options["memory"],
             prompt_order=options["prompt_order"], descriptor_context=options["descriptor_context"],
         ),
         options_model=DyTopoOptions,

@@ -21,9 +21,9 @@ from core.lazy import numpy as np  # loaded at first use: after the first reques
 from core.methods.registry import MethodError
 from core.methods.topodim.prompts import prior_messages
 from core.routing.topodim import EDGE_TYPES, NONE, RELATIONS, TypedGraph, build_graph, decode, proposal_decisions
-from core.runtime.domains import Role
 from core.runtime.engine import AgentResult, RunAborted
 from core.runtime.parsing import ParseError, extract_json_object
+from core.runtime.rosters import Role
 from core.runtime.run_context import notice
 
 if TYPE_CHECKING:

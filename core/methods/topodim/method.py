@@ -72,10 +72,10 @@ from core.routing.topodim import (
 from core.runtime import events as ev
 from core.runtime.context import Messages
 from core.runtime.control import StepBoundary
-from core.runtime.domains import Domain
 from core.runtime.engine import Evaluation
 from core.runtime.events import CallStatus
 from core.runtime.outcome import EndReason, RunOutcome
+from core.runtime.rosters import Team
 from core.runtime.run_context import begin_round, finish_round, notice, start_phase
 from core.runtime.steering import SteerKind
 
@@ -136,7 +136,7 @@ class TopoDIMMethod:
     def __init__(
         self,
         options: dict[str, Any],
-        domain: Domain,
+        team: Team,
         *,
         policy: TopoDIMPolicy | None = None,
         temperature: float | None = None,
@@ -151,19 +151,19 @@ class TopoDIMMethod:
             temperature=float(temperature if temperature is not None else options["temperature"]),
             seed=int(options["seed"]), weights=str(options["weights"]), policy=policy, sample_seed=sample_seed,
         )
-        available = len(domain.workers) + len(EXTRA_ROLES.get(domain.name, ()))
+        available = len(team.workers) + len(EXTRA_ROLES.get(team.name, ()))
         if self.size > available:
-            raise MethodError(f"[strategy.topodim] agents must be at most {available} for the {domain.name} team")
+            raise MethodError(f"[strategy.topodim] agents must be at most {available} for the {team.name} team")
         self.last_graph: TypedGraph | None = None
         self.last_sample: PolicySample | None = None
 
-    def roster(self, domain: Domain) -> tuple[str, list[str], dict[str, str]]:
-        roles = {r.name: r.description for r in team_roles(domain, self.size)}
-        roles[domain.manager.name] = (
+    def roster(self, team: Team) -> tuple[str, list[str], dict[str, str]]:
+        roles = {r.name: r.description for r in team_roles(team, self.size)}
+        roles[team.manager.name] = (
             "The decision-maker: reads every kept agent's latest answer and writes the final answer"
             + (" (and, with the prior generator, proposes the typed graph)." if self.generator == "prior" else ".")
         )
-        return domain.manager.name, [r.name for r in team_roles(domain, self.size)], roles
+        return team.manager.name, [r.name for r in team_roles(team, self.size)], roles
 
     # --- run --------------------------------------------------------------------------------
     async def run(self, ctx: RunContext) -> RunOutcome:
@@ -473,8 +473,8 @@ class TopoDIMMethod:
 # --- registration -----------------------------------------------------------------------------------
 
 
-def _factory(options: dict[str, Any], domain: Domain) -> TopoDIMMethod:
-    return TopoDIMMethod(options, domain)
+def _factory(options: dict[str, Any], team: Team) -> TopoDIMMethod:
+    return TopoDIMMethod(options, team)
 
 
 class _TopoDIMOptions(MethodOptions):

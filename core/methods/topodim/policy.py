@@ -36,7 +36,7 @@ LAYERS = 2
 FORMAT = 1
 OTHER_ROLE = "<other>"
 
-# Every role any team can field (core.runtime.domains plus TopoDIM's extra members), so one policy
+# Every role any team can field (core.runtime.rosters plus TopoDIM's extra members), so one policy
 # serves every domain; a name outside the list shares the OTHER_ROLE embedding.
 ROLE_VOCAB: tuple[str, ...] = (
     OTHER_ROLE,

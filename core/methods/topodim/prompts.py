@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 
 from core.routing.topodim import CallMode, CallStep
 from core.runtime.context import Messages, Shrink, prompt_chars
-from core.runtime.domains import Domain, Role
+from core.runtime.rosters import Role, Team
 
 MARK = "one-shot typed interaction graph"  # in every system prompt, so scripts can tell our calls apart
 PEER_CHARS = 8000  # at most this much of one teammate's answer is quoted in another's prompt
@@ -98,9 +98,9 @@ _FINAL_FORMAT = {
 }
 
 
-def team_roles(domain: Domain, size: int) -> list[Role]:
+def team_roles(team: Team, size: int) -> list[Role]:
     """The first ``size`` of the domain's workers followed by TopoDIM's extra roles."""
-    return [*domain.workers, *EXTRA_ROLES.get(domain.name, ())][:size]
+    return [*team.workers, *EXTRA_ROLES.get(team.name, ())][:size]
 
 
 def clip(text: str, limit: int = PEER_CHARS) -> str:

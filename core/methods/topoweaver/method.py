@@ -70,10 +70,10 @@ from core.runtime import events as ev
 from core.runtime.config import DomainName
 from core.runtime.context import Messages, Shrink, shrink_pieces
 from core.runtime.control import StepBoundary
-from core.runtime.domains import Domain
 from core.runtime.engine import AgentResult, Evaluation, RunAborted
 from core.runtime.events import CallStatus
 from core.runtime.outcome import EndReason, RunOutcome
+from core.runtime.rosters import Team
 from core.runtime.run_context import begin_round, finish_round, notice, start_phase
 from core.runtime.steering import SteerKind
 
@@ -168,7 +168,7 @@ class TopoWeaverMethod:
         self._ran: dict[int, list[str]] = {}  # turn -> ids of the agents that ran
         self._answer: _Answer | None = None
 
-    def roster(self, domain: Domain) -> tuple[str, list[str], dict[str, str]]:
+    def roster(self, team: Team) -> tuple[str, list[str], dict[str, str]]:
         # The agents join at run time, as the orchestrator's plans name them.
         return ORCHESTRATOR, [], {ORCHESTRATOR: "writes each turn's team as a layered DAG in YAML"}
 
@@ -610,7 +610,7 @@ def run_metrics(events: list[ev.Event]) -> dict[str, float]:
     return out
 
 
-def _build(options: dict[str, Any], domain: Domain) -> TopoWeaverMethod:
+def _build(options: dict[str, Any], team: Team) -> TopoWeaverMethod:
     return TopoWeaverMethod(
         turns=options["turns"],
         orchestrator_model=options["orchestrator_model"],

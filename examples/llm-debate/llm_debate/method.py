@@ -20,9 +20,9 @@ from core.methods.registry import MethodInfo, MethodOptions, call_options, call_
 from core.routing.dytopo import Edge, RoutingResult
 from core.runtime import events as ev
 from core.runtime.control import StepBoundary
-from core.runtime.domains import Domain
 from core.runtime.engine import AgentResult, RunAborted
 from core.runtime.outcome import EndReason, RunOutcome
+from core.runtime.rosters import Team
 from core.runtime.run_context import begin_round, finish_round, start_phase
 from core.runtime.steering import SteerKind
 from llm_debate.fidelity import DEVIATIONS
@@ -65,7 +65,7 @@ class DebateMethod:
         self.names = debater_names(agents)
         self.rounds = rounds
 
-    def roster(self, domain: Domain) -> tuple[str, list[str], dict[str, str]]:
+    def roster(self, team: Team) -> tuple[str, list[str], dict[str, str]]:
         return "", list(self.names), dict.fromkeys(self.names, "answers, reads the others' answers, updates its own")
 
     async def run(self, ctx: RunContext) -> RunOutcome:
@@ -145,7 +145,7 @@ class DebateMethod:
         return fork.round
 
 
-def _build(options: dict[str, Any], domain: Domain) -> DebateMethod:
+def _build(options: dict[str, Any], team: Team) -> DebateMethod:
     return DebateMethod(options["agents"], options["rounds"])
 
 

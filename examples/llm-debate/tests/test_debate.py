@@ -17,6 +17,8 @@ import pytest
 from llm_debate.prompts import CALL_UPDATE
 from llm_debate.vote import majority
 
+from core.compose.plan import BackendChoice
+from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import demo_script
 from core.demo.server import ScriptedServer
 from core.mcp.tasks import SwarmManager
@@ -129,9 +131,10 @@ def test_majority_votes_equivalent_math_and_breaks_ties_to_the_first() -> None:
 
 
 async def test_mcp_starts_it_and_steers_it_with_a_note_and_a_stop(tmp_path: Path) -> None:
-    server = ScriptedServer(demo_script, latency=0.05)
+    server = ScriptedServer(demo_script, ServerBehaviour(latency=0.05))
     server.start()
-    manager = SwarmManager(Settings(max_retries=0, sessions_dir=str(tmp_path)), demo=True, server=server)
+    manager = SwarmManager(Settings(max_retries=0, sessions_dir=str(tmp_path)),
+                           backend=BackendChoice(demo=True, server=server))
     try:
         entry = manager.start("x", "math", NAME)
         manager.steer(entry.id, {"action": "note", "to": "Debater2", "text": "Check f(0) twice.", "at_round": 2})

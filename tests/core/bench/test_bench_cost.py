@@ -10,6 +10,7 @@ import pytest
 
 from core.datasets.catalog import DATA
 from core.datasets.loader import load_dataset
+from core.demo.behaviour import ServerBehaviour
 from core.demo.bench_script import benchmark_script
 from core.demo.server import ScriptedServer
 from tui.entry import main
@@ -28,7 +29,7 @@ def bench(tmp_path: Path, server: ScriptedServer, *args: str) -> int:
 def test_a_priced_sweep_reports_its_cost_and_the_cap_stops_new_runs(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     problems = load_dataset(MATH).problems[:3]
-    with ScriptedServer(benchmark_script(problems), model="gpt-4o-mini") as server:
+    with ScriptedServer(benchmark_script(problems), ServerBehaviour(model="gpt-4o-mini")) as server:
         assert bench(tmp_path / "all", server, "--limit", "3") == 0
         full = capsys.readouterr().out
         assert bench(tmp_path / "capped", server, "--limit", "3", "--sweep-max-cost", "0.000001") == 0

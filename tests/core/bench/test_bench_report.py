@@ -93,12 +93,16 @@ def test_several_folders_merge_with_a_model_column(tmp_path: Path) -> None:
 
 def test_several_base_urls_share_the_calls(tmp_path: Path, capsys) -> None:
     from core.datasets.loader import load_dataset
+    from core.demo.behaviour import ServerBehaviour
     from core.demo.bench_script import benchmark_script
     from core.demo.server import ScriptedServer
     from tui.entry import main
 
     script = benchmark_script(load_dataset(HUMANEVAL).problems)
-    with ScriptedServer(script, latency=0.05) as first, ScriptedServer(script, latency=0.05) as second:
+    with (
+        ScriptedServer(script, ServerBehaviour(latency=0.05)) as first,
+        ScriptedServer(script, ServerBehaviour(latency=0.05)) as second,
+    ):
         code = main(["bench", str(HUMANEVAL), "--out", str(tmp_path), "--limit", "4", "--strategy", "single",
                      "--concurrency", "4", "--base-url", first.base_url, "--base-url", second.base_url])
         assert code == 0

@@ -17,6 +17,7 @@ from core.bench.runner import CSV_FIELDS, SUMMARY_FIELDS, bench_method, session_
 from core.datasets.loader import load_dataset
 from core.datasets.problems import DatasetError
 from core.datasets.verdicts import humaneval_program, score_code
+from core.demo.behaviour import ServerBehaviour
 from core.demo.bench_script import benchmark_script
 from core.demo.server import RequestInfo, ScriptedServer
 from core.evaluation.extract import docstring_examples
@@ -227,7 +228,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_rows(tmp_path: Path) -> None:
             os.kill(os.getpid(), signal.SIGINT)  # the user presses Ctrl-C during the second problem
         return answer(info)
 
-    with ScriptedServer(interrupting, latency=0.2) as server:
+    with ScriptedServer(interrupting, ServerBehaviour(latency=0.2)) as server:
         code = bench(tmp_path, HUMANEVAL, "--limit", "4", "--strategy", "single", server=server)
         assert code == 130
         kept = results(tmp_path)["rows"]

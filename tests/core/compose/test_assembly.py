@@ -36,7 +36,7 @@ async def test_runs_on_a_shared_backend_leave_it_open_and_record_each_session(
     demo_server: ScriptedServer, embedder: Any, tmp_path: Path
 ) -> None:
     settings = Settings(domain="math", strategy="single", sessions_dir=str(tmp_path))
-    shared = await open_backend(settings, server=demo_server)
+    shared = await open_backend(settings, BackendChoice(server=demo_server))
     try:
         finished = []
         for name in ("first", "second"):  # the second run works on what the first left open

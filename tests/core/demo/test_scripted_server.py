@@ -15,10 +15,10 @@ import openai
 import pytest
 from math_verify import parse, verify
 
+from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import DEMO_MODEL, DEMO_PROBLEMS, FINAL_CODE, demo_script
 from core.demo.server import FaultRule, RequestInfo, ScriptedServer
 from core.llm.call_id import CALL_ID_HEADER, CallId
-from core.runtime.domains import DOMAIN_BY_NAME, get_domain
 from core.runtime.events import CallKind
 from core.runtime.prompts import (
     manager_request,
@@ -28,6 +28,7 @@ from core.runtime.prompts import (
     worker_request,
     worker_system_prompt,
 )
+from core.runtime.rosters import DOMAIN_BY_NAME, builtin_team
 
 # --- helpers --------------------------------------------------------------------------------------------
 
@@ -63,7 +64,7 @@ def worker_messages(
     domain: str = "code",
     repair: bool = False,
 ) -> list[dict[str, Any]]:
-    dom = get_domain(domain)
+    dom = builtin_team(domain)
     msgs: list[dict[str, Any]] = [
         {"role": "system", "content": worker_system_prompt(dom, dom.role(role))},
         {
@@ -80,7 +81,7 @@ def worker_messages(
 
 
 def manager_messages(round_no: int, max_rounds: int = 5, domain: str = "code") -> list[dict[str, Any]]:
-    dom = get_domain(domain)
+    dom = builtin_team(domain)
     msgs = [
         {"role": "system", "content": manager_system_prompt(dom)},
         {
@@ -137,14 +138,14 @@ def expected_reply(messages: list[dict[str, Any]]) -> str:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ScriptedServer]:
-    with ScriptedServer(chunk_chars=16) as srv:
+    with ScriptedServer(None, ServerBehaviour(chunk_chars=16)) as srv:
         yield srv
 
 
 @pytest.fixture
 def fresh() -> Iterator[ScriptedServer]:
     """A server of its own, for fault tests (short stall so handler threads end soon)."""
-    with ScriptedServer(stall_seconds=5.0) as srv:
+    with ScriptedServer(None, ServerBehaviour(stall_seconds=5.0)) as srv:
         yield srv
 
 
@@ -182,7 +183,7 @@ def test_stream_content_chunks_and_usage(server: ScriptedServer) -> None:
 
 
 def test_usage_can_be_turned_off() -> None:
-    with ScriptedServer(usage=False) as srv:
+    with ScriptedServer(None, ServerBehaviour(usage=False)) as srv:
         msgs = worker_messages()
         resp = client(srv).chat.completions.create(model=DEMO_MODEL, messages=msgs)
         assert resp.usage is None
@@ -191,7 +192,7 @@ def test_usage_can_be_turned_off() -> None:
 
 
 async def test_async_client_concurrent_streams() -> None:
-    with ScriptedServer(chunk_chars=4, chunk_delay=0.001) as srv:
+    with ScriptedServer(None, ServerBehaviour(chunk_chars=4, chunk_delay=0.001)) as srv:
         aclient = openai.AsyncOpenAI(base_url=srv.base_url, api_key="test-key", max_retries=0)
 
         async def one(role: str) -> tuple[str, str]:
@@ -376,7 +377,7 @@ def test_429_sends_the_retry_after_it_was_given(fresh: ScriptedServer) -> None:
 
 
 def test_stop_returns_with_a_stalled_stream_open() -> None:
-    srv = ScriptedServer(stall_seconds=600.0).start()
+    srv = ScriptedServer(None, ServerBehaviour(stall_seconds=600.0)).start()
     srv.add_fault(FaultRule("stall"))
     outcome: list[object] = []
     first_chunk = threading.Event()
@@ -477,7 +478,7 @@ WORKER_CALLS = (CallKind.WORK, CallKind.DESCRIPTORS, CallKind.SINGLE_PASS)
 
 
 def _demo_info(domain: str, role: str, call: str, round_no: int, max_rounds: int = 5) -> RequestInfo:
-    dom = get_domain(domain)
+    dom = builtin_team(domain)
     if role == "Manager":
         system = manager_system_prompt(dom)
         user = (
@@ -498,7 +499,7 @@ def _demo_info(domain: str, role: str, call: str, round_no: int, max_rounds: int
 
 @pytest.mark.parametrize("domain", sorted(DOMAIN_BY_NAME))
 def test_every_demo_reply_is_valid_json_in_contract(domain: str) -> None:
-    dom = get_domain(domain)
+    dom = builtin_team(domain)
     for round_no in range(1, 6):
         for call in (CallKind.PLAN, CallKind.MANAGER):
             reply = json.loads(demo_script(_demo_info(domain, "Manager", call, round_no)))
@@ -576,7 +577,7 @@ def minilm() -> Any:
 def _demo_routing(minilm: Any, domain: str, round_no: int) -> Any:
     from core.routing.dytopo import route
 
-    names = get_domain(domain).worker_names
+    names = builtin_team(domain).worker_names
     replies = [json.loads(demo_script(_demo_info(domain, n, CallKind.DESCRIPTORS, round_no))) for n in names]
     q = np.asarray(minilm.encode([r["query"] for r in replies], normalize_embeddings=True))
     k = np.asarray(minilm.encode([r["key"] for r in replies], normalize_embeddings=True))

@@ -108,10 +108,11 @@ def test_bench_says_so_before_it_starts(tmp_path: Path) -> None:
 
 
 def test_an_mcp_client_must_ask_for_unisolated_code_itself(no_isolation: None) -> None:
+    from core.compose.plan import BackendChoice
     from core.mcp.tasks import StartError, SwarmManager
     from core.runtime.config import Settings
 
-    manager = SwarmManager(Settings(), demo=True)
+    manager = SwarmManager(Settings(), backend=BackendChoice(demo=True))
     with pytest.raises(StartError, match=r"^model-written code is not run without isolation .*option "
                                          r"allow_unisolated_code true"):
         manager.validate("x", "code", options={"execute": True})

@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("mcp")
 
 
+from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import FaultRule, ScriptedServer
 from core.mcp.tasks import MAX_TASKS, SwarmTask, TaskStatus
@@ -109,7 +110,7 @@ async def test_an_unknown_id_is_an_error_that_lists_the_known_ids(tmp_path: Path
 
 
 async def test_result_while_running_says_still_running_then_cancel_stops_it(tmp_path: Path, embedder: Any) -> None:
-    slow = ScriptedServer(demo_script, chunk_delay=0.02)
+    slow = ScriptedServer(demo_script, ServerBehaviour(chunk_delay=0.02))
     async with connected(tmp_path, embedder, server=slow) as (session, _, _):
         task_id = (await ok(session, "swarm_start", task=DEMO_PROBLEMS["code"]))["task_id"]
         await poll_until(session, task_id, lambda s: s["round"] >= 1 and bool(s["active_agents"]))
@@ -150,7 +151,7 @@ async def test_a_500_storm_fails_the_swarm_and_the_server_keeps_answering(tmp_pa
 async def test_a_swarm_over_its_wall_clock_budget_is_stopped_and_reported_failed(
     tmp_path: Path, embedder: Any
 ) -> None:
-    slow = ScriptedServer(demo_script, latency=0.4)
+    slow = ScriptedServer(demo_script, ServerBehaviour(latency=0.4))
     async with connected(tmp_path, embedder, server=slow) as (session, _, _):
         started = await ok(session, "swarm_start", task=DEMO_PROBLEMS["code"], options={"budget_s": 2})
         assert started["budget_s"] == 2
@@ -160,7 +161,7 @@ async def test_a_swarm_over_its_wall_clock_budget_is_stopped_and_reported_failed
 
 
 async def test_a_time_budget_ends_the_run_as_completed_with_reason_budget(tmp_path: Path, embedder: Any) -> None:
-    slow = ScriptedServer(demo_script, latency=0.4)
+    slow = ScriptedServer(demo_script, ServerBehaviour(latency=0.4))
     async with connected(tmp_path, embedder, server=slow) as (session, _, _):
         started = await ok(session, "swarm_start", task=DEMO_PROBLEMS["code"], options={"time_budget": 2})
         assert started["budget_s"] >= 2 + 1  # the hard stop leaves the run time to end on its own
@@ -257,7 +258,7 @@ async def test_defaults_fit_smaller_teams_and_strategies_say_what_they_ignore(tm
 
 
 async def test_two_swarms_run_at_once_sharing_one_embedder(tmp_path: Path, embedder: Any) -> None:
-    slow = ScriptedServer(demo_script, chunk_delay=0.005)
+    slow = ScriptedServer(demo_script, ServerBehaviour(chunk_delay=0.005))
     async with connected(tmp_path, embedder, server=slow) as (session, manager, _):
         code = await ok(session, "swarm_start", task=DEMO_PROBLEMS["code"])
         math = await ok(session, "swarm_start", task=DEMO_PROBLEMS["math"], domain="math", strategy="chain")
@@ -291,7 +292,7 @@ async def test_two_swarms_run_at_once_sharing_one_embedder(tmp_path: Path, embed
 async def test_a_crash_inside_a_swarm_is_reported_failed_and_its_log_ends(
     tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import core.mcp.tasks as tasks
+    import core.mcp.start_request as start_request
 
     class Exploding:
         name = "dytopo"
@@ -301,7 +302,7 @@ async def test_a_crash_inside_a_swarm_is_reported_failed_and_its_log_ends(
 
     from core.methods.dytopo import DyTopoMethod
 
-    monkeypatch.setattr(tasks, "method_for", lambda strategy, domain, options: DyTopoMethod(Exploding()))
+    monkeypatch.setattr(start_request, "method_for", lambda strategy, team, options: DyTopoMethod(Exploding()))
     async with connected(tmp_path, embedder) as (session, manager, _):
         task_id = (await ok(session, "swarm_start", task=DEMO_PROBLEMS["code"]))["task_id"]
         status = await poll_until(session, task_id, finished)
@@ -356,7 +357,7 @@ async def test_compare_runs_several_methods_under_one_task_id(tmp_path: Path, em
 
 
 async def test_compare_bounds_every_method_by_time_budget_and_max_calls(tmp_path: Path, embedder: Any) -> None:
-    slow = ScriptedServer(demo_script, latency=0.4)
+    slow = ScriptedServer(demo_script, ServerBehaviour(latency=0.4))
     async with connected(tmp_path, embedder, server=slow) as (session, _, _):
         started = await ok(session, "swarm_compare", task=DEMO_PROBLEMS["code"], strategies="dytopo,dmoa",
                            time_budget=2)

@@ -14,6 +14,7 @@ import pytest
 
 pytest.importorskip("mcp")
 
+from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import demo_script
 from core.demo.server import ScriptedServer
 from core.runtime.config import Settings
@@ -168,14 +169,14 @@ async def test_a_teams_agents_reach_their_own_endpoints_and_no_secret_is_shown(
     tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SPLIT_KEY", SECRET)
-    with ScriptedServer(demo_script, model="model-b") as b:
+    with ScriptedServer(demo_script, ServerBehaviour(model="model-b")) as b:
         split = team_table("general", [
             agent("Economist", "Weighs costs.", model="model-b", base_url=b.base_url, api_key_env="SPLIT_KEY",
                   temperature=0.9),
             agent("Engineer", "Checks feasibility."),
             agent("Planner", "Writes the plan.", model="model-b", base_url=b.base_url, api_key_env="SPLIT_KEY"),
         ])
-        a = ScriptedServer(demo_script, model="model-a")
+        a = ScriptedServer(demo_script, ServerBehaviour(model="model-a"))
         settings = Settings(max_retries=0, teams={"split": split})
         async with connected(tmp_path, embedder, server=a, settings=settings, demo=False) as (session, manager, _):
             started = await ok(session, "swarm_start", task=PROBLEM, team="split", max_rounds=2)
@@ -202,13 +203,13 @@ async def test_a_teams_agents_reach_their_own_endpoints_and_no_secret_is_shown(
 async def test_an_agent_endpoint_problem_fails_only_the_run_that_uses_the_team(
     tmp_path: Path, embedder: Any
 ) -> None:
-    with ScriptedServer(demo_script, model="model-b") as b:
+    with ScriptedServer(demo_script, ServerBehaviour(model="model-b")) as b:
         url = b.base_url
         broken = team_table("general", [agent("Economist", "Weighs costs.", model="model-z", base_url=url),
                                         agent("Engineer", "Checks feasibility.")])
         # The server's own --team names it: built-in runs must not open (or fail on) its endpoints.
         settings = Settings(max_retries=0, teams={"broken": broken}, team="broken", domain="general")
-        a = ScriptedServer(demo_script, model="model-a")
+        a = ScriptedServer(demo_script, ServerBehaviour(model="model-a"))
         async with connected(tmp_path, embedder, server=a, settings=settings, demo=False) as (session, _, _):
             plain = await ok(session, "swarm_start", task=PROBLEM, max_rounds=1)
             assert (await poll_until(session, plain["task_id"], finished))["status"] == "completed"

@@ -11,8 +11,8 @@ from pydantic import Field
 from core.methods.registry import MethodInfo, MethodOptions, register, registered, unregister
 from core.runtime import events as ev
 from core.runtime.control import StepBoundary
-from core.runtime.domains import Domain
 from core.runtime.outcome import EndReason, RunOutcome
+from core.runtime.rosters import Team
 from core.runtime.run_context import RunContext, begin_round, finish_round, start_phase
 from core.runtime.scripted import MethodDemo, RequestInfo
 
@@ -33,7 +33,7 @@ class EchoMethod:
     def __init__(self, loudness: int) -> None:
         self.loudness = loudness
 
-    def roster(self, domain: Domain) -> tuple[str, list[str], dict[str, str]]:
+    def roster(self, team: Team) -> tuple[str, list[str], dict[str, str]]:
         return "", [AGENT], {AGENT: "repeats the problem's answer"}
 
     async def run(self, ctx: RunContext) -> RunOutcome:
@@ -54,7 +54,7 @@ def echo_reply(info: RequestInfo) -> str | None:
 INFO = MethodInfo(
     name=NAME,
     summary="an echo registered by a test through the registry's hook",
-    factory=lambda options, domain: EchoMethod(options["loudness"]),
+    factory=lambda options, team: EchoMethod(options["loudness"]),
     options_model=EchoOptions,
     unit="call",
     demo=MethodDemo(echo_reply),

@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from core.compose.plan import BackendChoice
 from core.compose.runner import build_engine, open_backend
+from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import ScriptedServer
 from core.methods.catalogue import build_method
@@ -27,8 +29,8 @@ from core.methods.dmoa.method import SELECTOR, SUMMARIZER, DmoaMethod, choose, r
 from core.routing.dytopo import KIND_HANDOFF, RoutingResult
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from core.runtime.domains import Domain, Role, get_domain
 from core.runtime.engine import SwarmEngine
+from core.runtime.rosters import Role, Team, builtin_team
 from core.runtime.scripted import RequestInfo
 from core.sessions.export import export_session
 from core.sessions.fork import fork_point
@@ -48,17 +50,17 @@ async def run_dmoa(
     problem: str | None = None,
     sinks: list[Callable[[ev.Event], None]] | None = None,
     fork: Any = None,
-    team: Domain | None = None,
+    team: Team | None = None,
 ) -> tuple[ev.RunFinished, list[ev.Event], SwarmEngine]:
     settings = Settings(domain=domain, strategy="dmoa", sessions_dir=str(weights / "sessions"))
-    backend = await open_backend(settings, server=server)
+    backend = await open_backend(settings, BackendChoice(server=server))
     events: list[ev.Event] = []
     given = {"weights_dir": str(weights), **(options or {})}
-    method = build_method("dmoa", given, team or get_domain(domain))
+    method = build_method("dmoa", given, team or builtin_team(domain))
     engine = build_engine(problem or DEMO_PROBLEMS[domain], settings, backend, [events.append, *(sinks or [])],
                           embedder=embedder, method=method, fork=fork)
     if team is not None:
-        engine.domain, engine.workers = team, team.worker_names
+        engine.team, engine.workers = team, team.worker_names
     backend.server = None  # the caller's `with` stops the server: it may serve several runs
     try:
         finished = await asyncio.wait_for(engine.run(), timeout=120)  # a hang guard, not a speed test
@@ -137,7 +139,7 @@ async def test_each_step_routes_by_the_equations_and_the_summarizer_ends_the_run
 async def test_a_step_with_more_agents_than_the_team_runs_k_of_them(tmp_path: Path, embedder: Any) -> None:
     """The team issue will bring pools of up to 20: a pool of 10 routes at most K = 4 a step."""
     roles = tuple(Role(f"Expert{i}", f"Expert {i}", f"Knows area {i} well.", "", "") for i in range(10))
-    team = Domain("math", get_domain("math").manager, roles, "Expert0", "")
+    team = Team("math", builtin_team("math").manager, roles, "Expert0", "")
     with ScriptedServer(demo_script) as server:
         finished, events, _ = await run_dmoa(server, embedder, tmp_path, team=team, options={"tau": 1.0})
     started = of(events, ev.RunStarted)[0]
@@ -246,7 +248,7 @@ def test_training_is_refused_without_logprobs(tmp_path: Path, capsys: pytest.Cap
     from tui.cli.train_dmoa import main
 
     dataset = _math_dataset(tmp_path / "m.jsonl")
-    with ScriptedServer(demo_script, logprobs=False) as server:
+    with ScriptedServer(demo_script, ServerBehaviour(logprobs=False)) as server:
         code = main([str(dataset), "--limit", "1", "--base-url", server.base_url, "-o", f"weights_dir={tmp_path}"])
         served = list(server.requests)
     err = capsys.readouterr().err
@@ -287,7 +289,7 @@ async def test_test_time_training_goes_dense_then_updates_the_router(tmp_path: P
 async def test_test_time_training_without_logprobs_goes_on_sparse(tmp_path: Path, embedder: Any) -> None:
     reset_ttt()
     try:
-        with ScriptedServer(demo_script, logprobs=False) as server:
+        with ScriptedServer(demo_script, ServerBehaviour(logprobs=False)) as server:
             finished, events, _ = await run_dmoa(server, embedder, tmp_path, options={"ttt": 1})
     finally:
         reset_ttt()
@@ -352,7 +354,7 @@ async def test_bench_reports_accuracy_steps_and_mean_k(tmp_path: Path, embedder:
     dataset = load_dataset(_math_dataset(tmp_path / "m.jsonl"))
     settings = Settings(domain="math", strategy_options={"dmoa": {"weights_dir": str(tmp_path)}})
     with ScriptedServer(benchmark_script(dataset.problems)) as server:
-        backend = await open_backend(settings, server=server, demo=True)
+        backend = await open_backend(settings, BackendChoice(server=server, demo=True))
         try:
             runner = BenchRunner(settings, backend, embedder, tmp_path / "out")
             rows = await runner.run([(dataset.problems[0], "dmoa")])

@@ -8,7 +8,7 @@ import pytest
 
 from core.methods.catalogue import build_method, get_method_info, method_names
 from core.methods.fidelity import deviations, fidelity_text
-from core.runtime.domains import get_domain
+from core.runtime.rosters import builtin_team
 from tests.support.paths import ROOT
 from tui.entry import main
 
@@ -43,9 +43,9 @@ def test_each_named_option_exists_and_changes_the_method(entry: Any) -> None:
     assert (spec.default == checked) is entry.default_is_paper
     # Against the opt-out (any other allowed value) or, where the paper is not the default, the default.
     other = _other_value(spec, checked) if entry.default_is_paper else spec.default
-    domain = get_domain("code")
-    paper = build_method(entry.method, {name: checked}, domain)
-    economy = build_method(entry.method, {name: other}, domain)
+    team = builtin_team("code")
+    paper = build_method(entry.method, {name: checked}, team)
+    economy = build_method(entry.method, {name: other}, team)
     assert _state(paper) != _state(economy), f"-o {name}={value} did not reach the method"
 
 
@@ -105,6 +105,7 @@ async def _requests(method: str, options: dict[str, Any], embedder: Any) -> list
     """(call, role, body) of every request a demo run of ``method`` with ``options`` sent."""
     import asyncio
 
+    from core.compose.plan import BackendChoice
     from core.compose.runner import build_engine, open_backend
     from core.demo.scripts import DEMO_PROBLEMS
     from core.demo.server import ScriptedServer
@@ -116,7 +117,7 @@ async def _requests(method: str, options: dict[str, Any], embedder: Any) -> list
     settings = Settings(domain=domain, strategy=method, strategy_options={method: options}, max_rounds=3,
                         max_retries=0)
     with ScriptedServer(_script) as server:
-        backend = await open_backend(settings, server=server)
+        backend = await open_backend(settings, BackendChoice(server=server))
         try:
             engine = build_engine(DEMO_PROBLEMS[domain], settings, backend, [], embedder=embedder)
             finished = await asyncio.wait_for(engine.run(), timeout=120)  # a hang guard, not a speed test

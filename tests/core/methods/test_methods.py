@@ -22,8 +22,8 @@ from core.routing.dytopo import (
 from core.runtime import events as ev
 from core.runtime.config import ConfigError
 from core.runtime.config_file import load_settings
-from core.runtime.domains import get_domain
 from core.runtime.engine import SwarmEngine
+from core.runtime.rosters import builtin_team
 from core.sessions.export import export_session
 from core.sessions.model import Session, session_from_events
 from core.sessions.store import load_session, save_session
@@ -107,7 +107,7 @@ def test_every_method_is_listed_with_a_summary(capsys: pytest.CaptureFixture[str
 
 
 def test_options_are_checked_with_one_line() -> None:
-    code = get_domain("code")
+    code = builtin_team("code")
     assert build_method("random", {"seed": "7"}, code).graph.seed == 7  # type: ignore[attr-defined]
     with pytest.raises(MethodError, match=r"\[strategy.random\] seed must be a whole number"):
         build_method("random", {"seed": "x"}, code)

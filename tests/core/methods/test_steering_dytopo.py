@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import demo_script
 from core.demo.server import RequestInfo, ScriptedServer
 from core.runtime import events as ev
@@ -162,7 +163,7 @@ async def test_continue_vetoes_the_end_one_more_round(demo_server: ScriptedServe
 
 
 async def test_a_note_now_cancels_the_call_in_flight_and_asks_again_with_it(embedder: Any) -> None:
-    with ScriptedServer(demo_script, chunk_delay=0.02) as server:
+    with ScriptedServer(demo_script, ServerBehaviour(chunk_delay=0.02)) as server:
 
         async def drive(engine: SwarmEngine, events: list[ev.Event]) -> None:
             await wait_until(lambda: bool(of(events, ev.AgentDelta, agent="Tester", round=1)))
@@ -216,6 +217,7 @@ async def test_single_pass_takes_pins_silence_and_retry_before_routing(
 
 
 async def test_a_fork_keeps_the_originals_actions_and_what_they_left(embedder: Any) -> None:
+    from core.compose.plan import BackendChoice
     from core.compose.runner import build_engine, open_backend
     from core.demo.scripts import DEMO_PROBLEMS
     from core.sessions.fork import fork_point
@@ -229,7 +231,7 @@ async def test_a_fork_keeps_the_originals_actions_and_what_they_left(embedder: A
     settings = Settings(max_rounds=3)
     forked: list[ev.Event] = []
     with ScriptedServer(demo_script) as server:
-        backend = await open_backend(settings, server=server)
+        backend = await open_backend(settings, BackendChoice(server=server))
         engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [forked.append], embedder=embedder,
                               fork=point)
         try:

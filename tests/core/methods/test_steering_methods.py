@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from core.compose.plan import BackendChoice
 from core.compose.runner import build_engine, open_backend
 from core.demo.scripts import demo_script
 from core.demo.server import ScriptedServer
@@ -20,8 +21,8 @@ from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.control import Params, RunControl
 from core.runtime.demo_scenarios import DEMO_PROBLEMS
-from core.runtime.domains import get_domain
 from core.runtime.engine import SwarmEngine
+from core.runtime.rosters import builtin_team
 from core.runtime.steering import SteerAction
 from core.runtime.steering import SteerKind as K
 from tests.support.engine import of, wait_until
@@ -119,9 +120,9 @@ async def _run_dmoa(tmp_path: Path, embedder: Any, control: RunControl) -> tuple
                                                                                  ScriptedServer]:
     settings = Settings(domain="code", strategy="dmoa", sessions_dir=str(tmp_path / "sessions"))
     with ScriptedServer(demo_script) as server:
-        backend = await open_backend(settings, server=server)
+        backend = await open_backend(settings, BackendChoice(server=server))
         events: list[ev.Event] = []
-        method = build_method("dmoa", {"weights_dir": str(tmp_path)}, get_domain("code"))
+        method = build_method("dmoa", {"weights_dir": str(tmp_path)}, builtin_team("code"))
         engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [events.append], embedder=embedder,
                               method=method, control=control)
         try:
@@ -161,7 +162,7 @@ async def test_a_method_without_its_own_hook_answers_from_the_catalogue(embedder
     settings = Settings(strategy="single")
     control = _queued(SteerAction(K.NOTE, to="all", text="x"))
     with ScriptedServer(demo_script) as server:
-        backend = await open_backend(settings, server=server)
+        backend = await open_backend(settings, BackendChoice(server=server))
         events: list[ev.Event] = []
         engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [events.append], embedder=embedder,
                               control=control)

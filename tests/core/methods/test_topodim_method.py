@@ -23,8 +23,8 @@ from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.control import ControlMode, Params, RunControl
-from core.runtime.domains import get_domain
 from core.runtime.engine import AgentResult
+from core.runtime.rosters import builtin_team
 from core.runtime.round_check import CodeExecutionEvaluator
 from core.runtime.scripted import RequestInfo
 from core.sessions.fork import fork_point
@@ -268,7 +268,7 @@ async def test_step_mode_runs_one_call_per_step_and_cancel_ends_cleanly(embedder
 
 
 def test_options_are_checked_when_the_method_is_built() -> None:
-    code, math_ = get_domain("code"), get_domain("math")
+    code, math_ = builtin_team("code"), builtin_team("math")
     with pytest.raises(MethodError, match="edge_types"):
         build_method("topodim", {"edge_types": "telepathy"}, code)
     with pytest.raises(MethodError, match="alpha"):

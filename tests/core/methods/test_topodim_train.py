@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import torch
 
+from core.compose.plan import BackendChoice
 from core.compose.runner import open_backend
 from core.compose.train_topodim import TopoDIMTrainer, TrainError, TrainPlan, distill
 from core.datasets.loader import load_dataset
@@ -51,7 +52,7 @@ async def _train(dataset: Path, weights: Path, embedder: Any, *, correct: bool =
     problems = load_dataset(dataset).problems
     settings = Settings(max_retries=0)
     with ScriptedServer(benchmark_script(problems, correct=correct)) as server:
-        backend = await open_backend(settings, server=server)
+        backend = await open_backend(settings, BackendChoice(server=server))
         try:
             trainer = TopoDIMTrainer(TrainPlan(dataset=str(dataset), samples=1, **plan), settings, backend, embedder,
                                      weights)

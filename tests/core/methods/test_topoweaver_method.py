@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from core.bench.runner import BenchRunner
+from core.compose.plan import BackendChoice
 from core.compose.runner import build_engine, open_backend
 from core.datasets.problems import Problem, humaneval_task
 from core.demo.bench_script import benchmark_script
@@ -27,8 +28,8 @@ from core.routing.dytopo import KIND_CROSS, RoutingResult
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.demo_scenarios import DEMO_PROBLEMS, DRAFT_CODE, FINAL_CODE
-from core.runtime.domains import get_domain
 from core.runtime.engine import SwarmEngine
+from core.runtime.rosters import builtin_team
 from core.runtime.scripted import RequestInfo
 from core.sessions.export import export_session
 from core.sessions.model import Session, session_from_events
@@ -266,11 +267,11 @@ async def test_the_orchestrator_can_run_on_its_own_model() -> None:
 
 
 def test_options_are_checked() -> None:
-    domain = get_domain("code")
-    assert build_method("topoweaver", {"turns": "3"}, domain).turns == 3  # type: ignore[attr-defined]
+    team = builtin_team("code")
+    assert build_method("topoweaver", {"turns": "3"}, team).turns == 3  # type: ignore[attr-defined]
     for bad in ({"turns": 0}, {"turns": 6}, {"fallback": "maybe"}, {"alpha": 2}):
         with pytest.raises(MethodError):
-            build_method("topoweaver", bad, domain)
+            build_method("topoweaver", bad, team)
 
 
 async def test_math_runs_on_the_reasoning_pool_with_the_verifiers_answer_check() -> None:
@@ -339,7 +340,7 @@ async def test_the_bench_reports_calls_turns_valid_plan_rate_and_s_complex(tmp_p
     problems = [humaneval_problem(0), humaneval_problem(1)]
     settings = Settings(strategy="topoweaver")
     with ScriptedServer(benchmark_script(problems)) as server:
-        backend = await open_backend(settings, server=server)
+        backend = await open_backend(settings, BackendChoice(server=server))
         try:
             runner = BenchRunner(settings, backend, None, tmp_path)  # type: ignore[arg-type]  # no embeddings
             rows = await runner.run([(p, "topoweaver") for p in problems])
@@ -370,7 +371,7 @@ async def test_a_fork_from_turn_one_rebuilds_the_history_and_memory_before_turn_
     async def run_fork() -> tuple[ev.RunFinished, list[ev.Event], ScriptedServer]:
         settings = Settings(strategy="topoweaver", max_retries=0)
         with ScriptedServer(topoweaver_script) as server:
-            backend = await open_backend(settings, server=server)
+            backend = await open_backend(settings, BackendChoice(server=server))
             events: list[ev.Event] = []
             engine = build_engine(PROBLEM, settings, backend, [events.append], fork=point)
             try:

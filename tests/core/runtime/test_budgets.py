@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import demo_script
 from core.demo.server import FaultRule, ScriptedServer
 from core.runtime import events as ev
@@ -17,7 +18,7 @@ from tests.support.engine import of, run_swarm
 
 @pytest.mark.parametrize("strategy", ["dytopo", "dmoa"])
 async def test_a_time_budget_ends_the_run_with_reason_budget(embedder: Any, strategy: str) -> None:
-    with ScriptedServer(demo_script, latency=0.4) as server:
+    with ScriptedServer(demo_script, ServerBehaviour(latency=0.4)) as server:
         settings = Settings(strategy=strategy, time_budget=1.0)
         finished, events, _ = await run_swarm(server, embedder, settings=settings)
         sent = len(server.requests)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from core.compose.plan import BackendChoice
 from core.compose.runner import build_engine, open_backend
 from core.demo.scripts import DEMO_PROBLEMS
 from core.demo.server import ScriptedServer
@@ -27,7 +28,7 @@ async def test_every_method_names_its_calls_in_a_header_and_not_in_the_prompt(
     demo_server: ScriptedServer, embedder: Any, strategy: str
 ) -> None:
     settings = Settings(strategy=strategy, max_rounds=2)
-    backend = await open_backend(settings, server=demo_server)
+    backend = await open_backend(settings, BackendChoice(server=demo_server))
     try:
         engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [], embedder=embedder)
         await asyncio.wait_for(engine.run(), timeout=120)  # a guard against hangs, not a speed test

@@ -15,7 +15,7 @@ from core.methods.catalogue import build_method, get_method_info
 from core.methods.registry import MethodError, parse_option_flags
 from core.runtime.config import CallLimits, ConfigError
 from core.runtime.config_file import load_settings
-from core.runtime.domains import get_domain
+from core.runtime.rosters import builtin_team
 from tests.support.engine import run_swarm
 
 # Each method's call kinds, and who (role, call) makes them on the demo script.
@@ -49,7 +49,7 @@ summarizer_temperature = 0.0
     settings = load_settings(path)
     assert settings.manager_call == CallLimits(0.4, 700)
     assert settings.work_call == CallLimits(0.3, 900)  # the temperature left out keeps its default
-    method = build_method("dmoa", settings.strategy_options["dmoa"], get_domain("math"))
+    method = build_method("dmoa", settings.strategy_options["dmoa"], builtin_team("math"))
     assert method.options["summarizer_max_tokens"] == 300  # type: ignore[attr-defined]
     assert method.options["summarizer_temperature"] == 0.0  # type: ignore[attr-defined]
     assert "selector_max_tokens" not in method.options  # type: ignore[attr-defined]  # unset: the table's
@@ -112,7 +112,7 @@ async def test_unset_call_kinds_use_the_config_tables(embedder: Any) -> None:
 
 @pytest.mark.parametrize("strategy", sorted(KINDS))
 def test_a_method_hands_the_engine_the_table_of_each_call_kind_its_options_name(strategy: str) -> None:
-    method = build_method(strategy, None, get_domain("math"))
+    method = build_method(strategy, None, builtin_team("math"))
     tables = {spec.name.removesuffix("_max_tokens"): spec.call_table
               for spec in get_method_info(strategy).options if spec.name.endswith("_max_tokens")}
     assert dict(method.call_tables) == tables and set(tables) == set(KINDS[strategy])

@@ -9,8 +9,9 @@ from typing import Any
 import openai
 import pytest
 
+from core.demo.behaviour import OVERFLOW_STYLES, ServerBehaviour
 from core.demo.scripts import demo_script
-from core.demo.server import OVERFLOW_STYLES, FaultRule, ScriptedServer
+from core.demo.server import FaultRule, ScriptedServer
 from core.llm.client import LLMClient
 from core.llm.overflow import context_overflow
 from core.runtime import events as ev
@@ -32,7 +33,7 @@ def notices(events: list[ev.Event]) -> list[str]:
 
 @pytest.mark.parametrize("style", OVERFLOW_STYLES)
 async def test_each_servers_refusal_is_recognised(style: str) -> None:
-    with ScriptedServer(demo_script, context_size=100, overflow_style=style) as server:
+    with ScriptedServer(demo_script, ServerBehaviour(context_size=100, overflow_style=style)) as server:
         client = LLMClient(server.base_url, "demo", server.model)
         try:
             with pytest.raises(openai.BadRequestError) as caught:
@@ -63,7 +64,7 @@ async def test_other_errors_are_not_overflows(fault: str) -> None:
 
 @pytest.mark.parametrize("style", OVERFLOW_STYLES)
 async def test_a_run_survives_an_overflow_with_a_smaller_retry(embedder: Any, style: str) -> None:
-    with ScriptedServer(demo_script, context_size=CONTEXT, overflow_style=style) as server:
+    with ScriptedServer(demo_script, ServerBehaviour(context_size=CONTEXT, overflow_style=style)) as server:
         finished, events, _ = await run_swarm(server, embedder, settings=Settings(max_retry_wait=1.0))
         requests, refused = list(server.requests), list(server.overflowed)
     assert finished.reason == "manager", finished.detail  # the demo's own ending, not "error"
@@ -85,7 +86,7 @@ async def test_a_run_survives_an_overflow_with_a_smaller_retry(embedder: Any, st
 
 
 async def test_a_reported_context_plans_prompts_within_it_from_the_start(embedder: Any) -> None:
-    with ScriptedServer(demo_script, context_size=CONTEXT, report_context=True) as server:
+    with ScriptedServer(demo_script, ServerBehaviour(context_size=CONTEXT, report_context=True)) as server:
         finished, events, _ = await run_swarm(server, embedder)
         requests, refused = list(server.requests), list(server.overflowed)
     assert finished.reason == "manager", finished.detail
@@ -97,14 +98,14 @@ async def test_a_reported_context_plans_prompts_within_it_from_the_start(embedde
 @pytest.mark.parametrize("strategy", ["dmoa", "topodim", "topoweaver", "single-turn"])
 async def test_every_method_survives_a_small_context(embedder: Any, strategy: str) -> None:
     settings = Settings(strategy=strategy, domain="math", max_retry_wait=1.0)
-    with ScriptedServer(demo_script, context_size=400, overflow_style="ollama") as server:
+    with ScriptedServer(demo_script, ServerBehaviour(context_size=400, overflow_style="ollama")) as server:
         finished, _, _ = await run_swarm(server, embedder, settings=settings)
     assert finished.reason != "error", finished.detail
 
 
 async def test_a_prompt_that_cannot_fit_fails_its_call_not_the_run(embedder: Any) -> None:
     settings = Settings(strategy="single", domain="math")
-    with ScriptedServer(demo_script, context_size=20, overflow_style="llama.cpp") as server:
+    with ScriptedServer(demo_script, ServerBehaviour(context_size=20, overflow_style="llama.cpp")) as server:
         finished, events, _ = await run_swarm(server, embedder, settings=settings)
     assert finished.reason != "error" and finished.answer_source == "none"
     (call,) = of(events, ev.AgentFinished)

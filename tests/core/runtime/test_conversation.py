@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from core.compose.plan import BackendChoice
 from core.compose.runner import build_engine, open_backend
 from core.demo.scripts import DEMO_PROBLEMS
 from core.demo.server import FaultRule, ScriptedServer
@@ -24,7 +25,7 @@ from tests.support.engine import changing_replies
 
 async def _run(server: ScriptedServer, embedder: Any, settings: Settings) -> list[ev.Event]:
     events: list[ev.Event] = []
-    backend = await open_backend(settings, server=server)
+    backend = await open_backend(settings, BackendChoice(server=server))
     try:
         engine = build_engine(DEMO_PROBLEMS[settings.domain], settings, backend, [events.append], embedder=embedder)
         await asyncio.wait_for(engine.run(), timeout=120)  # a guard against hangs, not a speed test
@@ -104,9 +105,9 @@ async def test_every_agent_begins_with_the_same_team_preamble_and_the_paper_orde
 
 
 def _code_domain() -> Any:
-    from core.runtime.domains import get_domain
+    from core.runtime.rosters import builtin_team
 
-    return get_domain("code")
+    return builtin_team("code")
 
 
 async def test_earlier_goals_and_routed_messages_stay_where_they_were(embedder: Any) -> None:

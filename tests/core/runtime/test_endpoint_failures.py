@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from core.compose.plan import BackendChoice
 from core.compose.runner import build_engine, open_backend
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import FaultRule, RequestInfo, ScriptedServer
@@ -87,7 +88,8 @@ async def test_startup_against_a_silent_endpoint_is_bounded_and_says_what_it_wai
     start = time.monotonic()
     with pytest.raises(EndpointError) as info:
         await asyncio.wait_for(
-            open_backend(Settings(base_url=silent.base_url, first_byte_timeout=1.5), on_status=statuses.append), 20
+            open_backend(Settings(base_url=silent.base_url, first_byte_timeout=1.5),
+                         BackendChoice(on_status=statuses.append)), 20
         )
     assert time.monotonic() - start < 10
     assert str(info.value).startswith(f"no answer from {silent.base_url} in 1.5 s") and "\n" not in str(info.value)

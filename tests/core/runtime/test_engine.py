@@ -7,15 +7,17 @@ from typing import Any
 
 import pytest
 
+from core.compose.plan import BackendChoice
 from core.compose.runner import build_engine, open_backend
+from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import FaultRule, RequestInfo, ScriptedServer
 from core.routing.dytopo import RoutingResult, route_from_similarity
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.control import ControlMode, Params, RunControl
-from core.runtime.domains import get_domain
 from core.runtime.engine import SwarmEngine
+from core.runtime.rosters import builtin_team
 from tests.support.engine import of, run_swarm, wait_until
 
 # --- both protocols -------------------------------------------------------------------------------
@@ -31,7 +33,7 @@ async def test_phased_code_run_routes_round_two_along_the_graph(demo_server: Scr
     broadcast = of(events, ev.MessagesRouted, round=1)
     assert len(broadcast) == 1 and broadcast[0].broadcast
     assert {(d["src"], d["dst"]) for d in broadcast[0].deliveries} == {
-        (a, b) for a in get_domain("code").worker_names for b in get_domain("code").worker_names if a != b
+        (a, b) for a in builtin_team("code").worker_names for b in builtin_team("code").worker_names if a != b
     }
     # Round 2: descriptors, then the graph, then messages only along kept edges, tier by tier.
     (topology,) = of(events, ev.TopologyBuilt, round=2)
@@ -134,7 +136,7 @@ async def test_reply_bad_twice_is_kept_raw_with_role_descriptors(demo_server: Sc
     demo_server.add_fault(FaultRule("malformed", role="Researcher", call=ev.CallKind.WORK, round=1, times=2))
     finished, events, _ = await run_swarm(demo_server, embedder)
     (researcher,) = of(events, ev.AgentFinished, round=1, agent="Researcher")
-    role = get_domain("code").role("Researcher")
+    role = builtin_team("code").role("Researcher")
     assert researcher.status == "unparsed"
     assert researcher.raw and researcher.public == researcher.raw.strip()
     assert (researcher.query, researcher.key) == (role.default_query, role.default_key)
@@ -154,7 +156,7 @@ async def test_server_errors_are_retried_by_the_sdk(demo_server: ScriptedServer,
 
 @pytest.mark.parametrize("kind", ["stall", "drop"])
 async def test_stalled_or_dropped_stream_is_retried_once(embedder: Any, kind: str) -> None:
-    with ScriptedServer(demo_script, stall_seconds=30) as server:
+    with ScriptedServer(demo_script, ServerBehaviour(stall_seconds=30)) as server:
         server.add_fault(FaultRule(kind, role="Tester", call=ev.CallKind.WORK, round=1))
         settings = Settings(call_timeout=1.0)
         finished, events, _ = await run_swarm(server, embedder, settings=settings)
@@ -174,7 +176,7 @@ async def test_server_without_json_mode_falls_back(demo_server: ScriptedServer, 
 
 
 async def test_usage_is_estimated_and_marked_when_the_server_sends_none(embedder: Any) -> None:
-    with ScriptedServer(demo_script, usage=False) as server:
+    with ScriptedServer(demo_script, ServerBehaviour(usage=False)) as server:
         _, events, _ = await run_swarm(server, embedder, settings=Settings(max_rounds=1))
     finished = of(events, ev.AgentFinished)
     assert finished and all(e.usage_estimated and e.completion_tokens > 0 for e in finished)
@@ -289,7 +291,7 @@ async def test_a_cancel_after_the_run_ended_leaves_the_caller_alone(
     # Headless awaits engine.run() in its own task and then closes the backend, saves, checks --expect:
     # a Ctrl-C in that window must not cancel the caller (a CancelledError traceback).
     settings = Settings(max_rounds=1)
-    backend = await open_backend(settings, server=demo_server)
+    backend = await open_backend(settings, BackendChoice(server=demo_server))
     try:
         engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [], embedder=embedder)
         finished = await engine.run()
@@ -314,7 +316,7 @@ async def test_step_round_runs_to_the_next_round_start(demo_server: ScriptedServ
 
 
 async def test_cancel_while_calls_stream_leaves_no_tasks(embedder: Any) -> None:
-    with ScriptedServer(demo_script, chunk_delay=0.05) as server:
+    with ScriptedServer(demo_script, ServerBehaviour(chunk_delay=0.05)) as server:
 
         async def drive(engine: SwarmEngine, events: list[ev.Event]) -> None:
             await wait_until(lambda: bool(of(events, ev.AgentDelta, round=1, call=ev.CallKind.WORK)))

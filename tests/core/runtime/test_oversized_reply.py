@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import demo_script
 from core.demo.server import RequestInfo, ScriptedServer
 from core.runtime import events as ev
@@ -26,7 +27,7 @@ def test_a_huge_reply_is_kept_bounded_and_the_session_saves(tmp_path: Path, caps
     # reply past 1.5 x max_tokens first), so the client's own cap on what it keeps is what bounds it here.
     (tmp_path / "none.toml").write_text("[swarm]\nwork_call = { max_tokens = 400000 }\n"
                                         "manager_call = { max_tokens = 400000 }\n")
-    with ScriptedServer(_flood, chunk_chars=65536) as server:
+    with ScriptedServer(_flood, ServerBehaviour(chunk_chars=65536)) as server:
         save = tmp_path / "run.json"
         code = main(["--headless", "--base-url", server.base_url, "--strategy", "single", "--domain", "general",
                      "--save", str(save), "--config", str(tmp_path / "none.toml"), "Say x."])

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import ScriptedServer
 from core.runtime.config import Settings
@@ -125,7 +126,7 @@ async def test_the_paper_order_sends_the_same_text_in_another_order(embedder: An
 async def _cached_run(embedder: Any, **server: Any) -> tuple[Any, list[Any], list[RequestInfo]]:
     from core.runtime import events as ev
 
-    with ScriptedServer(changing_replies, **server) as scripted:
+    with ScriptedServer(changing_replies, ServerBehaviour(**server)) as scripted:
         finished, events, _ = await run_swarm(scripted, embedder, settings=Settings(max_rounds=3))
         requests = [r for r in scripted.requests if r.role]
     return finished, [e for e in events if isinstance(e, ev.AgentFinished)], requests
@@ -168,7 +169,7 @@ def test_the_headless_summary_says_what_was_cached(tmp_path: Any, capsys: pytest
     import tui.cli.headless as headless
 
     for style, expected in (("llama.cpp", "prompt cache: cached "), (None, "prompt cache: not reported")):
-        with ScriptedServer(demo_script, prefix_cache=style) as server:
+        with ScriptedServer(demo_script, ServerBehaviour(prefix_cache=style)) as server:
             settings = Settings(max_rounds=2, base_url=server.base_url, sessions_dir=str(tmp_path))
             code = headless.run_headless(DEMO_PROBLEMS["code"], settings, demo=False, json_lines=False, save=None,
                                          expect=None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from core.compose.plan import BackendChoice
 from core.compose.runner import build_engine, open_backend
 from core.demo.scripts import DEMO_PROBLEMS
 from core.demo.server import RequestInfo, ScriptedServer
@@ -44,7 +45,7 @@ def _eager_manager(info: RequestInfo) -> str:
 
 async def _run(settings: Settings, evaluator: Any) -> tuple[ev.RunFinished, list[ev.Event], ScriptedServer]:
     server = ScriptedServer(_eager_manager).start()
-    backend = await open_backend(settings, server=server)
+    backend = await open_backend(settings, BackendChoice(server=server))
     events: list[ev.Event] = []
     engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [events.append], evaluator=evaluator)
     finished = await engine.run()

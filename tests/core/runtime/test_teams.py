@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
+from core.compose.plan import BackendChoice
 from core.compose.runner import build_engine, open_backend
+from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import demo_script
 from core.demo.server import ScriptedServer
 from core.llm.client import EndpointError
@@ -43,7 +45,7 @@ def table(workers: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str
 
 
 async def run_team(settings: Settings, server: ScriptedServer, embedder: Any) -> tuple[ev.RunFinished, list[ev.Event]]:
-    backend = await open_backend(settings, server=server)
+    backend = await open_backend(settings, BackendChoice(server=server))
     events: list[ev.Event] = []
     engine = build_engine(PROBLEM, settings, backend, [events.append], embedder=embedder)
     try:
@@ -81,7 +83,7 @@ def test_config_tables_define_a_team(tmp_path: Path) -> None:
     path.write_text(CONFIG, encoding="utf-8")
     settings = with_team(load_settings(path))
     team = resolve_team(settings)
-    assert (team.team, team.name, team.worker_names) == ("six", "general", ["Economist", "Engineer"])
+    assert (team.custom_name, team.name, team.worker_names) == ("six", "general", ["Economist", "Engineer"])
     economist = team.role("Economist")
     assert (economist.model, economist.base_url, economist.api_key_env, economist.temperature) == (
         "model-b", "http://127.0.0.1:8001/v1", "SIX_KEY", 0.7
@@ -193,7 +195,10 @@ def test_teams_lists_builtin_and_user_teams(tmp_path: Path, capsys: pytest.Captu
 
 
 def test_each_agent_reaches_its_own_server_with_its_own_model(embedder: Any) -> None:
-    with ScriptedServer(demo_script, model="model-a") as a, ScriptedServer(demo_script, model="model-b") as b:
+    with (
+        ScriptedServer(demo_script, ServerBehaviour(model="model-a")) as a,
+        ScriptedServer(demo_script, ServerBehaviour(model="model-b")) as b,
+    ):
         data = table([
             {"name": "Economist", "role": "Weighs costs.", "model": "model-b", "base_url": b.base_url,
              "temperature": 0.9},
@@ -236,7 +241,7 @@ def test_runs_given_the_same_limits_share_each_endpoints_concurrency() -> None:
                 {"name": "Economist", "role": "Weighs costs.", "model": "model-b", "base_url": b.base_url},
                 {"name": "Engineer", "role": "Checks feasibility."},
             ])}, domain="general")
-            backend = await open_backend(settings, server=a)
+            backend = await open_backend(settings, BackendChoice(server=a))
             runs = [await open_agent_clients(settings, backend.llm, backend.llm.base_url, limits=shared)
                     for _ in range(2)]
             for client in {id(c): c for run in runs for c in run.values()}.values():
@@ -244,7 +249,10 @@ def test_runs_given_the_same_limits_share_each_endpoints_concurrency() -> None:
             await backend.close()
             return runs[0]["Economist"]._limit is runs[1]["Economist"]._limit
 
-        with ScriptedServer(demo_script, model="model-a") as a, ScriptedServer(demo_script, model="model-b") as b:
+        with (
+            ScriptedServer(demo_script, ServerBehaviour(model="model-a")) as a,
+            ScriptedServer(demo_script, ServerBehaviour(model="model-b")) as b,
+        ):
             return asyncio.run(open_twice(a, b))
 
     assert one_limit_for_two_runs({})  # the MCP server's runs: one limit for model-b's endpoint
@@ -252,21 +260,27 @@ def test_runs_given_the_same_limits_share_each_endpoints_concurrency() -> None:
 
 
 def test_a_model_the_endpoint_does_not_list_names_the_agent(embedder: Any) -> None:
-    with ScriptedServer(demo_script, model="model-a") as a, ScriptedServer(demo_script, model="model-b") as b:
+    with (
+        ScriptedServer(demo_script, ServerBehaviour(model="model-a")) as a,
+        ScriptedServer(demo_script, ServerBehaviour(model="model-b")) as b,
+    ):
         data = table([
             {"name": "Economist", "role": "Weighs costs.", "model": "model-z", "base_url": b.base_url},
             {"name": "Engineer", "role": "Checks feasibility."},
         ])
         settings = Settings(team="six", teams={"six": data}, domain="general", k_in=1)
         with pytest.raises(EndpointError) as caught:
-            asyncio.run(open_backend(settings, server=a))
+            asyncio.run(open_backend(settings, BackendChoice(server=a)))
         assert str(caught.value) == (
             f"team six, agent Economist: endpoint {b.base_url} does not list model 'model-z' (it lists: model-b)"
         )
 
 
 def test_a_dead_agent_endpoint_ends_the_run_naming_agent_and_endpoint(embedder: Any) -> None:
-    with ScriptedServer(demo_script, model="model-a") as a, ScriptedServer(demo_script, model="model-b") as b:
+    with (
+        ScriptedServer(demo_script, ServerBehaviour(model="model-a")) as a,
+        ScriptedServer(demo_script, ServerBehaviour(model="model-b")) as b,
+    ):
         url = b.base_url
         data = table([
             {"name": "Economist", "role": "Weighs costs.", "model": "model-b", "base_url": url},
@@ -275,7 +289,7 @@ def test_a_dead_agent_endpoint_ends_the_run_naming_agent_and_endpoint(embedder: 
         settings = Settings(team="six", teams={"six": data}, domain="general", k_in=1, max_retries=0)
 
         async def go() -> tuple[ev.RunFinished, list[ev.Event]]:
-            backend = await open_backend(settings, server=a)
+            backend = await open_backend(settings, BackendChoice(server=a))
             b.stop()  # the agent's endpoint goes away after the run started
             events: list[ev.Event] = []
             engine = build_engine(PROBLEM, settings, backend, [events.append], embedder=embedder)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from core.compose.plan import BackendChoice
 from core.compose.runner import build_engine, open_backend
 from core.demo.copycat import copycat_script
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
@@ -16,7 +17,6 @@ from core.demo.server import ScriptedServer
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.copies import copied_fields, is_slot
-from core.runtime.domains import get_domain
 from core.runtime.parsing import (
     ParseError,
     TemplateCopied,
@@ -27,6 +27,7 @@ from core.runtime.parsing import (
     parse_worker,
 )
 from core.runtime.prompts import manager_system_prompt, reply_shape
+from core.runtime.rosters import builtin_team
 from core.runtime.scripted import RequestInfo
 
 
@@ -34,7 +35,7 @@ async def _run(script: Any, embedder: Any, **chosen: Any) -> tuple[ev.RunFinishe
     settings = Settings(**{"max_rounds": 2, **chosen})
     events: list[ev.Event] = []
     with ScriptedServer(script) as server:
-        backend = await open_backend(settings, server=server)
+        backend = await open_backend(settings, BackendChoice(server=server))
         try:
             engine = build_engine(DEMO_PROBLEMS[settings.domain], settings, backend, [events.append],
                                   embedder=embedder)
@@ -52,15 +53,15 @@ def _shape(text: str) -> str:
                                               (ev.CallKind.DESCRIPTORS, parse_descriptors)])
 @pytest.mark.parametrize("private_only", [False, True])
 def test_every_worker_shape_copied_verbatim_is_refused(call: str, parser: Any, private_only: bool) -> None:
-    domain = get_domain("math")  # the answer role's shape has the answer slot too
-    role = domain.role(domain.answer_role)
+    team = builtin_team("math")  # the answer role's shape has the answer slot too
+    role = team.role(team.answer_role)
     with pytest.raises(TemplateCopied):
-        parser(_shape(reply_shape(domain, role, call, private_only=private_only)))
+        parser(_shape(reply_shape(team, role, call, private_only=private_only)))
 
 
 def test_the_managers_shape_copied_is_refused_and_the_former_wording_too() -> None:
     with pytest.raises(TemplateCopied):
-        parse_manager(_shape(manager_system_prompt(get_domain("code"))))
+        parse_manager(_shape(manager_system_prompt(builtin_team("code"))))
     # SmolLM2's copies of the former shape (issue 44), whitespace and case aside.
     with pytest.raises(TemplateCopied):
         parse_work('{"public": "Your work this round,  for the Manager and the teammates routed to you", '

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from core.compose.plan import BackendChoice
 from core.compose.runner import build_engine, open_backend
 from core.demo.scripts import DEMO_PROBLEMS
 from core.demo.server import ScriptedServer
@@ -22,7 +23,7 @@ from tests.support.paths import ROOT
 
 
 async def _run(server: ScriptedServer, settings: Settings, **kwargs: Any) -> list[ev.Event]:
-    backend = await open_backend(settings, server=server)
+    backend = await open_backend(settings, BackendChoice(server=server))
     events: list[ev.Event] = []
     engine = build_engine(DEMO_PROBLEMS["code"], settings, backend, [events.append], **kwargs)
     await engine.run()

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
+from core.runtime.config import DomainName, Settings
+from core.runtime.rosters import Team
+from core.runtime.teams import resolve_team, with_recorded_team, with_team
 from core.sessions.store import load_session
 from core.sessions.whatif import reroute_session, what_if_refusal
 from tests.support.paths import FIXTURES, ROOT
@@ -50,3 +54,23 @@ def test_a_fresh_process_reads_a_methods_own_events(strategy: str) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert int(out.stdout.strip()) > 0
+
+
+SESSIONS_A91DED2 = FIXTURES / "sessions_main_a91ded2"  # saved before the team type was renamed Domain -> Team
+
+
+def test_a_user_team_session_saved_before_the_team_rename_forks_with_its_team() -> None:
+    """team.json: `swarm-tui --demo --headless --team six.toml --max-rounds 2 --save team.json` at main a91ded2.
+    Its recorded team becomes a Team again, named as the user named it, with its own workers."""
+    session = load_session(SESSIONS_A91DED2 / "team.json")
+    assert session.metadata.domain == DomainName.GENERAL and len(session.rounds) == 2
+    team = resolve_team(with_recorded_team(Settings(), session.metadata.team))
+    assert isinstance(team, Team)
+    assert (team.custom_name, team.team_name, team.name) == ("six", "six", "general")
+    assert team.worker_names == ["Economist", "Engineer", "Planner"]
+    assert team.manager.description == "Leads the planning."
+
+
+def test_a_team_file_written_before_the_rename_still_loads() -> None:
+    team = resolve_team(with_team(replace(Settings(), team=str(SESSIONS_A91DED2 / "six.toml"))))
+    assert (team.custom_name, team.name, team.answer_role) == ("six", "general", "Planner")

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from core.compose.plan import BackendChoice
 from core.compose.runner import build_engine, open_backend
 from core.demo.scripts import DEMO_PROBLEMS
 from core.demo.server import ScriptedServer
@@ -41,7 +42,7 @@ def _run_live(tmp: Path, embedder: Any, settings: Settings, parent: dict[str, An
 
     async def go() -> dict[str, Any]:
         with ScriptedServer() as server:
-            backend = await open_backend(settings, server=server)
+            backend = await open_backend(settings, BackendChoice(server=server))
             recorder = SessionRecorder(tmp)
             printed = io.StringIO()
             stream: list[ev.Event] = []

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import ScriptedServer
 from core.runtime import events as ev
@@ -33,7 +34,7 @@ def _completed_rounds(directory: Path) -> tuple[Path | None, int]:
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 def test_sigkill_mid_run_leaves_a_loadable_session_with_every_completed_round(tmp_path: Path) -> None:
     # The demo script over real HTTP, paced (0.25 s per call) so the run is still going when we kill it.
-    with ScriptedServer(demo_script, latency=0.25) as server:
+    with ScriptedServer(demo_script, ServerBehaviour(latency=0.25)) as server:
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "SWARM_TUI_SESSIONS_DIR": str(tmp_path)}
         proc = subprocess.Popen(
             [

@@ -1,7 +1,7 @@
-"""Topology strategies: where a round's graph comes from.
+"""Wiring rules: where a round's graph comes from.
 
 DyTopo (semantic matching) is the product; the others are the paper's comparison baselines (§4,
-Appendix D) and share one signature so later topology methods slot in the same way. Every strategy
+Appendix D) and share one signature so later topology methods slot in the same way. Every rule
 returns a RoutingResult built from the same similarity matrix, so the graph pane, sessions and what-if
 treat them alike. A graph that keeps cycles (acyclic=False, e.g. broadcast) runs with barrier
 semantics: all workers in one tier, messages delivered into the next round's memory.
@@ -17,7 +17,7 @@ from core.lazy import numpy as np  # loaded at first use: after the first reques
 from core.routing.dytopo import KIND_FIXED, Edge, EdgeSet, RoutingResult, order_and_tiers, route_from_similarity
 
 
-class TopologyStrategy(Protocol):
+class WiringRule(Protocol):
     name: str
 
     def build(
@@ -48,7 +48,7 @@ def _fixed_graph(
     )
 
 
-class DyTopoStrategy:
+class DyTopoWiring:
     """Semantic matching of query and key descriptors against tau, capped at k_in (the paper)."""
 
     name = "dytopo"
@@ -71,7 +71,7 @@ class DyTopoStrategy:
                                      cut=cut, silenced=silenced)
 
 
-class RandomStrategy:
+class RandomWiring:
     """Each round a random acyclic graph with as many edges as DyTopo chose for that round, so the
     comparison isolates *which* agents talk from *how many* messages flow."""
 
@@ -90,7 +90,7 @@ class RandomStrategy:
         return _fixed_graph(names, similarity, tau, k_in, rng.sample(candidates, count), acyclic=True)
 
 
-class BroadcastStrategy:
+class BroadcastWiring:
     """Every worker receives every other worker's message (a complete graph, barrier semantics)."""
 
     name = "broadcast"
@@ -102,7 +102,7 @@ class BroadcastStrategy:
         return _fixed_graph(names, similarity, tau, k_in, pairs, acyclic=False)
 
 
-class ChainStrategy:
+class ChainWiring:
     """A fixed pipeline in roster order: each worker hands on to the next (AgentScope-style)."""
 
     name = "chain"
@@ -114,7 +114,7 @@ class ChainStrategy:
         return _fixed_graph(names, similarity, tau, k_in, pairs, acyclic=True)
 
 
-class StarStrategy:
+class StarWiring:
     """Every other worker sends to one hub (the domain's answer role), which works last."""
 
     name = "star"
@@ -130,4 +130,4 @@ class StarStrategy:
         return _fixed_graph(names, similarity, tau, k_in, pairs, acyclic=True)
 
 
-GRAPH_STRATEGIES = ("dytopo", "random", "broadcast", "chain", "star")
+WIRINGS = ("dytopo", "random", "broadcast", "chain", "star")

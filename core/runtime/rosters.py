@@ -1,4 +1,5 @@
-"""Domains and their rosters: the Manager plus role workers (paper Tables 4–5, reference rosters)."""
+"""Teams, the Manager plus role workers, and each domain's built-in team (paper Tables 4–5, reference
+rosters)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ class Role:
 
 
 @dataclass(frozen=True)
-class Domain:
+class Team:
     name: str
     manager: Role
     workers: tuple[Role, ...]
@@ -37,11 +38,11 @@ class Domain:
     # The Manager's bar for declaring the task complete.
     completion_rule: str
     # A user team's name (core.runtime.teams); "" for the built-in teams, whose name is the domain's.
-    team: str = ""
+    custom_name: str = ""
 
     @property
     def team_name(self) -> str:
-        return self.team or self.name
+        return self.custom_name or self.name
 
     @property
     def worker_names(self) -> list[str]:
@@ -66,7 +67,7 @@ def _manager(description: str) -> Role:
     )
 
 
-CODE = Domain(
+CODE = Team(
     name="code",
     manager=_manager("Set a concrete goal for each round and judge whether working code exists and its tests pass."),
     workers=(
@@ -106,7 +107,7 @@ CODE = Domain(
     completion_rule="Only declare the task complete when code exists AND its tests pass.",
 )
 
-MATH = Domain(
+MATH = Team(
     name="math",
     manager=_manager("Set a goal for each round and judge whether a solution exists and has been verified."),
     workers=(
@@ -137,7 +138,7 @@ MATH = Domain(
     completion_rule="Only declare the task complete when a solution exists AND verification passes.",
 )
 
-GENERAL = Domain(
+GENERAL = Team(
     name="general",
     manager=_manager("Set a goal for each round and judge whether the analysis is balanced and complete."),
     workers=(
@@ -167,10 +168,10 @@ GENERAL = Domain(
     completion_rule="Only declare the task complete when the conclusion addresses the critiques raised.",
 )
 
-DOMAIN_BY_NAME: dict[str, Domain] = {d.name: d for d in (CODE, MATH, GENERAL)}
+DOMAIN_BY_NAME: dict[str, Team] = {d.name: d for d in (CODE, MATH, GENERAL)}
 
 
-def get_domain(name: str) -> Domain:
+def builtin_team(name: str) -> Team:
     try:
         return DOMAIN_BY_NAME[name]
     except KeyError:
