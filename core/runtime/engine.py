@@ -29,6 +29,7 @@ from core.runtime.dispatch import EventTable
 from core.runtime.domains import Domain, Role, get_domain
 from core.runtime.faults import FailureStreak, default_limit, why_the_run_ends
 from core.runtime.outcome import EndReason, RunOutcome
+from core.runtime.parsing import is_template_copy
 from core.runtime.run_context import CallReply, RunBrief, RunContext, RunState, Shape
 from core.runtime.run_types import AgentResult, Evaluation, ForkPoint, RoundEvaluator, RunAborted, RunSpec
 from core.runtime.steering import SteerAction
@@ -410,11 +411,14 @@ class EngineContext:
             result = AgentResult(name, ev.CallStatus.DONE, public=text.strip(), raw=text)
         else:
             status = ev.CallStatus.UNPARSED if usage else ev.CallStatus.FAILED
+            copied = is_template_copy(error)  # a copy is nobody's work: not shown, passed on nor aggregated
             result = AgentResult(
-                name, status, public=text.strip(), raw=text, error=error, connection_failed=connection_failed,
-                context_overflow=overflow,
+                name, status, public="" if copied else text.strip(), raw=text, error=error,
+                connection_failed=connection_failed, context_overflow=overflow,
             )
-            engine.notice(f"{name}: {'reply unparsed' if usage else 'call failed'} ({error})", "warning", name)
+            what = "copied the reply template again: its reply is not used" if copied else (
+                "reply unparsed" if usage else "call failed")
+            engine.notice(f"{name}: {what} ({error})", "warning", name)
         if shape is None:
             result.top_logprobs = usage.top_logprobs if usage else None
         if keep:

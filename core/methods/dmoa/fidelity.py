@@ -44,4 +44,12 @@ DEVIATIONS: tuple[Deviation, ...] = (
         "sent none for is left out of M.",
         "Nothing is known of that token's distribution; counting it as 0 would make a terse server look certain.",
     ),
+    Deviation(
+        "dmoa",
+        "A reply that only repeats its instructions (an agent's, the Summarizer's) or names the Selector "
+        "shape's <Name> slot instead of experts is asked for once more, then counted as copied: it is not "
+        "aggregated into X_{i+1}, not read by the next step and never the answer. The prompts' wording is "
+        "unchanged.",
+        "Small local models repeat what they were told (issue 44); such a reply is nobody's work.",
+    ),
 )

@@ -52,6 +52,7 @@ from core.methods.dmoa.fidelity import DEVIATIONS as FIDELITY
 from core.methods.dmoa.prompts import (
     QUERY_IN,
     QUERY_IN_SYSTEM,
+    agent_instructions,
     agent_request,
     agent_system_prompt,
     dmoa_pool,
@@ -59,6 +60,7 @@ from core.methods.dmoa.prompts import (
     parse_selection,
     selector_request,
     selector_system_prompt,
+    summarizer_instructions,
     summarizer_request,
     summarizer_system_prompt,
 )
@@ -93,6 +95,7 @@ from core.runtime.domains import Domain
 from core.runtime.engine import AgentResult, RunAborted
 from core.runtime.events import CallStatus
 from core.runtime.outcome import EndReason, RunOutcome
+from core.runtime.parsing import is_template_copy, own_text
 from core.runtime.run_context import begin_round, finish_round, notice, start_phase
 from core.runtime.steering import SteerKind
 
@@ -431,8 +434,10 @@ class DmoaMethod:
             {"role": "user", "content": "\n\n".join(part for part in (
                 agent_request(name, step, None if in_system else problem, responses, feedback), note) if part)},
         ])
+        # A reply that only repeats its instructions is asked for once more, then not aggregated (issue 44).
+        told = agent_instructions(ctx.spec.team.name, agent, step, bool(previous))
         result, _ = await ctx.call(
-            name, CALL_STEP, messages, kind="agent",
+            name, CALL_STEP, messages, kind="agent", parser=own_text(told),
             top_logprobs=self.top_logprobs if self._dense else 0, shrink=shrink,
         )
         return result
@@ -498,17 +503,18 @@ class DmoaMethod:
             {"role": "system", "content": summarizer_system_prompt(ctx.spec.team.name)},
             {"role": "user", "content": summarizer_request(step, self.l_max, ctx.spec.problem, shown, feedback)},
         ])
-        result, _ = await ctx.call(SUMMARIZER, CALL_SUMMARY, messages,
-                                        kind="summarizer",
-                                        reply_format="[FINAL] and the answer, or [CONTINUE] and what is missing",
-                                        shrink=shrink)
+        told = summarizer_instructions(ctx.spec.team.name, step, self.l_max)
+        result, _ = await ctx.call(SUMMARIZER, CALL_SUMMARY, messages, kind="summarizer", parser=own_text(told),
+                                   reply_format="[FINAL] and the answer, or [CONTINUE] and what is missing",
+                                   shrink=shrink)
         if result.connection_failed:
             raise RunAborted(result.error)
         if result.status == CallStatus.DONE:
             summary = parse_summary(result.public)
             tag, body, found, note = summary.tag, summary.body, summary.found, summary.note
         else:
-            tag, body, found, note = "CONTINUE", "", "", "the Summarizer's call failed: treated as [CONTINUE]"
+            why = "copied its instructions" if is_template_copy(result.error) else "call failed"
+            tag, body, found, note = "CONTINUE", "", "", f"the Summarizer's {why}: treated as [CONTINUE]"
         answer, source = (body, SUMMARIZER.lower()) if tag == TAG_FINAL else ("", "")
         if last and tag != TAG_FINAL:
             answer, source = self._forced_answer(body)

@@ -33,4 +33,14 @@ DEVIATIONS: tuple[Deviation, ...] = (
         "The policy's sizes are ours: hidden 32, two R-GCN layers, tanh (the public code: hidden 16).",
         "The paper does not give them; the policy stays small enough to train on a CPU.",
     ),
+    Deviation(
+        "topodim",
+        "The prior generator's edge shape is written with slots (\"<the agent whose answer the link starts "
+        "from>\", \"<one of the link types>\", <your confidence, 0 to 1>) and one line saying to write its own "
+        "values, instead of a filled example edge; a reply whose every edge is a slot is asked for once more, "
+        "then no graph is built from it. An agent's or the decision-maker's reply that only repeats its "
+        "instructions is asked for once more, then not passed on (counted as copied).",
+        "Small local models copy an example verbatim (issue 44); a slot cannot pass for a proposal. The fields "
+        "asked for are the same (src, dst, type, confidence).",
+    ),
 )

@@ -49,7 +49,9 @@ from core.methods.topodim.generators import (
 from core.methods.topodim.prompts import (
     EXTRA_ROLES,
     PEER_CHARS,
+    agent_instructions,
     clip_shrink,
+    decider_instructions,
     decider_messages,
     peer,
     request,
@@ -76,6 +78,7 @@ from core.runtime.domains import Domain
 from core.runtime.engine import Evaluation
 from core.runtime.events import CallStatus
 from core.runtime.outcome import EndReason, RunOutcome
+from core.runtime.parsing import own_text
 from core.runtime.run_context import begin_round, finish_round, notice, start_phase
 from core.runtime.steering import SteerKind
 
@@ -286,8 +289,11 @@ class TopoDIMMethod:
                     {"role": "user", "content": user_prompt(ctx.spec.problem, body, ask)},
                 ]
 
+            ask = request(step, answers, reviews, debates, inputs, self.roles)[1]
+            told = agent_instructions(self.roles[step.agent], self.names, ctx.spec.team.name, ask)
+            # A reply that only repeats its instructions is asked for once more, then not passed on (issue 44).
             result, _ = await ctx.call(step.agent, step.mode, make(PEER_CHARS), shrink=clip_shrink(make),
-                                            kind="agent")
+                                       kind="agent", parser=own_text(told))
             abort_if_unreachable(result)
             text = usable_text(result) if result.status == CallStatus.DONE else ""
             if not text:
@@ -376,9 +382,9 @@ class TopoDIMMethod:
             return decider_messages(self.decider, len(self.names), domain, ctx.spec.problem, peers, len(order), checks)
 
         ctx.emit(self._call_event(step))
-        result, _ = await ctx.call(self.decider, CallMode.FINAL, make(PEER_CHARS),
-                                        kind="decider",
-                                        shrink=clip_shrink(make))
+        messages = make(PEER_CHARS)
+        result, _ = await ctx.call(self.decider, CallMode.FINAL, messages, kind="decider",
+                                   parser=own_text(decider_instructions(messages)), shrink=clip_shrink(make))
         abort_if_unreachable(result)
         text = usable_text(result) if result.status == CallStatus.DONE else ""
         answer, source = self._answer(text, answers, verdicts)

@@ -30,4 +30,14 @@ DEVIATIONS: tuple[Deviation, ...] = (
         "Running generated code is the user's choice (a bubblewrap sandbox).",
         "--execute",
     ),
+    Deviation(
+        "topoweaver",
+        "The Orchestrator's prompt shows the plan's shape with angle-bracketed slots (difficulty, notes, steps, "
+        "agents with <agent id>, <agent type>, <ids of agents in earlier steps>) and one line saying to write "
+        "its own values, then the paper's kind of filled plan marked as an example for another task. A plan that "
+        "repeats a slot is asked for once more, then refused as no plan (counted as copied, never run, not shown "
+        "back in the history). An agent's reply that only repeats its instructions is refused the same way.",
+        "Small local models copy a filled example verbatim, and a copy of one passes for a plan (issue 44); a "
+        "slot cannot. The fields asked for are the paper's (App. B.4).",
+    ),
 )

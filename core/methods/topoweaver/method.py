@@ -34,12 +34,14 @@ from core.evaluation.math_answers import answer_or_text, extract_answer
 from core.evaluation.sandbox import SandboxLimits, arun_code
 from core.llm.urls import redact_url
 from core.methods.registry import GraphShape, MethodInfo, MethodOptions, call_options, call_tables, register, with_calls
+from core.methods.topoweaver.copies import plan_reply
 from core.methods.topoweaver.events import PlanProposed, TurnEnded
 from core.methods.topoweaver.fidelity import DEVIATIONS as FIDELITY
 from core.methods.topoweaver.plan import (
     CODER,
     DEBUGGER,
     EXECUTION_REWARD,
+    TAG_SCHEMA,
     TESTER,
     THINKER,
     VERIFIER,
@@ -59,6 +61,7 @@ from core.methods.topoweaver.prompts import (
     LOG_CHARS,
     ORCHESTRATOR,
     TurnNote,
+    agent_instructions,
     agent_request,
     agent_system_prompt,
     orchestrator_request,
@@ -74,6 +77,7 @@ from core.runtime.domains import Domain
 from core.runtime.engine import AgentResult, Evaluation, RunAborted
 from core.runtime.events import CallStatus
 from core.runtime.outcome import EndReason, RunOutcome
+from core.runtime.parsing import is_template_copy, own_text
 from core.runtime.run_context import begin_round, finish_round, notice, start_phase
 from core.runtime.steering import SteerKind
 
@@ -94,6 +98,7 @@ _ANSWER = re.compile(r"^\s*\**ANSWER\**\s*[:=]\s*(.+?)\s*$", re.I | re.M)
 
 
 # A re-ask of the Orchestrator (a reply cut off at max_tokens) asks for its own format, never JSON.
+COPIED_PLAN = "the plan copied the reply template's slots"  # twice (issue 44): no plan, never run
 ORCHESTRATOR_REPLY_FORMAT = "the plan as one YAML block (```yaml ... ```) with the fields the instructions give"
 
 
@@ -210,7 +215,8 @@ class TopoWeaverMethod:
     async def _call_orchestrator(self, messages: Messages, shrink: Shrink) -> AgentResult:
         """The Orchestrator's call for this turn's plan (on its own client when it has one)."""
         reply, _ = await self.ctx.call(ORCHESTRATOR, CALL_ORCHESTRATE, messages, client=self._client,
-                                       kind="orchestrator", reply_format=ORCHESTRATOR_REPLY_FORMAT, shrink=shrink)
+                                       kind="orchestrator", parser=plan_reply, reply_format=ORCHESTRATOR_REPLY_FORMAT,
+                                       shrink=shrink)
         return reply
 
     async def _run_turns(self, turn: int = 0) -> RunOutcome:
@@ -256,7 +262,9 @@ class TopoWeaverMethod:
         orchestrate = self._call_orchestrator(build(texts, []), shrink_pieces(build, texts))
         # No reply at all, even after retries: the run ends.
         reply = (await ctx.gather({ORCHESTRATOR: orchestrate}))[ORCHESTRATOR]
-        validation = validate_plan(reply.raw, domain=self.domain, turn=turn, earlier=self._ran)
+        validation = Validation(TAG_SCHEMA, rule="copied", message=COPIED_PLAN) if is_template_copy(
+            reply.error) else validate_plan(
+            reply.raw, domain=self.domain, turn=turn, earlier=self._ran)
         record = TurnRecord(turn, validation, raw=reply.raw, plan=validation.plan)
         if record.plan is None and self.fallback:
             record.plan, record.fallback = self._fallback(turn), True
@@ -402,8 +410,9 @@ class TopoWeaverMethod:
 
         # Over the model's context: its own oldest outputs go first, then what it reads is cut to equal shares.
         own, read = [text for _, text in memory], [text for _, text in reads]
+        told = agent_instructions(self.domain, agent, turn, len(plan.steps))
         result, _ = await self.ctx.call(
-            agent.id, CALL_AGENT, build(own, read), kind="agent",
+            agent.id, CALL_AGENT, build(own, read), kind="agent", parser=own_text(told),
             tier=agent.step - 1,
             shrink=shrink_pieces(build, own, read),
         )
@@ -527,7 +536,9 @@ class TopoWeaverMethod:
         for r in self._records:
             v = r.validation
             if not v.valid:
-                wrote = trimmed(v.yaml_text or r.raw, LOG_CHARS) or "(nothing)"
+                # A copy of the shape is not shown back as if it were a plan (issue 44).
+                wrote = "(the reply template's shape)" if v.rule == "copied" else (
+                    trimmed(v.yaml_text or r.raw, LOG_CHARS) or "(nothing)")
                 text = f"Your plan was rejected: {v.badge()}.\nWhat you wrote:\n{wrote}"
                 if r.fallback and r.plan is not None:
                     text += f"\nA fallback plan ran instead: {r.plan.shape()}."

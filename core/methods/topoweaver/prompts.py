@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.methods.topoweaver.copies import PLAN_SHAPE, SLOTS_NOTE
 from core.methods.topoweaver.plan import (
     ALGORITHMMER,
     CODER,
@@ -109,7 +110,8 @@ def orchestrator_system_prompt(domain: str, turns: int) -> str:
         "and ref: the ids of agents in EARLIER steps whose outputs it reads.\n\n"
         f"Agent types:\n{types}\n\nRules:\n{numbered}\n\n"
         "Reply with the YAML plan only, in one ```yaml block, in this shape:\n"
-        f"```yaml\n{example}\n```"
+        f"```yaml\n{PLAN_SHAPE}\n```\n{SLOTS_NOTE}\n\n"
+        f"For instance, a plan for another task of the same kind (an example, not your plan):\n{example}"
     )
 
 
@@ -194,10 +196,7 @@ def agent_request(
 ) -> str:
     """``memory``: (turn, text) of this agent's own earlier outputs; ``reads``: (label, text) of the
     outputs it refs (eq. 15's View, Mem and in-neighbour messages)."""
-    parts = [
-        f"PROBLEM:\n{problem}\n",
-        f"YOUR ROLE: {agent.type} (agent {agent.id}, step {agent.step} of {steps}, turn {turn})",
-    ]
+    parts = [f"PROBLEM:\n{problem}\n", _role_line(agent, turn, steps)]
     if view:
         parts.append(f"\nTHE LAST TURN (the Orchestrator's summary):\n{view}")
     if memory:
@@ -207,5 +206,18 @@ def agent_request(
         theirs = "\n\n".join(f"[from {label}]\n{trimmed(text, OUTPUT_CHARS) or '(no output)'}"
                              for label, text in reads)
         parts.append(f"\nOUTPUTS YOU READ:\n{theirs}")
-    parts.append("\nDo your job now.")
+    parts.append(f"\n{AGENT_ASK}")
     return "\n".join(parts)
+
+
+AGENT_ASK = "Do your job now."
+
+
+def _role_line(agent: PlanAgent, turn: int, steps: int) -> str:
+    return f"YOUR ROLE: {agent.type} (agent {agent.id}, step {agent.step} of {steps}, turn {turn})"
+
+
+def agent_instructions(domain: str, agent: PlanAgent, turn: int, steps: int) -> list[str]:
+    """The app's own words in an agent's request (never the problem nor what it reads): a reply that only
+    repeats them copied its instructions (issue 44, core.runtime.parsing.own_text)."""
+    return [agent_system_prompt(domain, agent), _role_line(agent, turn, steps), AGENT_ASK]
