@@ -91,6 +91,7 @@ from core.methods.registry import (
 from core.routing.dytopo import KIND_HANDOFF, Edge, RoutingResult
 from core.runtime import events as ev
 from core.runtime.control import StepBoundary
+from core.runtime.dispatch import EventTable
 from core.runtime.domains import Domain
 from core.runtime.engine import AgentResult, RunAborted
 from core.runtime.events import CallStatus
@@ -618,15 +619,11 @@ class DmoaMethod:
         ctx = self.ctx
         fork = ctx.spec.fork
         assert fork is not None
-        routed: dict[int, DmoaRouted] = {}
-        outputs: dict[int, dict[str, str]] = {}
+        replay = _Replay(ctx)
         for event in fork.history:
             ctx.record(event)  # announced again as it was; its RoundFinished restores round and tokens
-            if isinstance(event, DmoaRouted):
-                routed[event.round] = event
-            elif isinstance(event, ev.AgentFinished) and event.call == CALL_STEP and event.public:
-                outputs.setdefault(event.round, {})[event.agent] = event.public
-                ctx.record(AgentResult(event.agent, event.status, public=event.public, raw=event.raw))
+            REPLAY.dispatch(replay, event)
+        routed, outputs = replay.routed, replay.outputs
         last = routed.get(fork.round)
         if last is None:
             raise RunAborted("this session is not a DMoA run (no router steps recorded): fork it with its own strategy")
@@ -668,6 +665,30 @@ def _floats(values: Any) -> list[float]:
     for v in np.asarray(values, dtype=np.float64).reshape(-1).tolist():
         out.append(round(v, 6) if math.isfinite(v) else 0.0)
     return out
+
+
+@dataclass
+class _Replay:
+    """A fork's replay of the parent's steps: each step's routing and its routed agents' responses."""
+
+    ctx: RunContext
+    routed: dict[int, DmoaRouted] = field(default_factory=dict)
+    outputs: dict[int, dict[str, str]] = field(default_factory=dict)
+
+
+REPLAY: EventTable[_Replay] = EventTable()  # what a fork rebuilds from each recorded event
+
+
+@REPLAY.on(DmoaRouted)
+def _replay_routed(replay: _Replay, event: DmoaRouted) -> None:
+    replay.routed[event.round] = event
+
+
+@REPLAY.on(ev.AgentFinished)
+def _replay_step(replay: _Replay, event: ev.AgentFinished) -> None:
+    if event.call == CALL_STEP and event.public:
+        replay.outputs.setdefault(event.round, {})[event.agent] = event.public
+        replay.ctx.record(AgentResult(event.agent, event.status, public=event.public, raw=event.raw))
 
 
 class _DmoaOptions(MethodOptions):

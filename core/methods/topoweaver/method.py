@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
@@ -73,6 +73,7 @@ from core.runtime import events as ev
 from core.runtime.config import DomainName
 from core.runtime.context import Messages, Shrink, shrink_pieces
 from core.runtime.control import StepBoundary
+from core.runtime.dispatch import EventTable
 from core.runtime.domains import Domain
 from core.runtime.engine import AgentResult, Evaluation, RunAborted
 from core.runtime.events import CallStatus
@@ -286,31 +287,11 @@ class TopoWeaverMethod:
     def _replay_history(self, history: list[ev.Event]) -> int:
         """A fork: re-emit the parent's turns and rebuild what later turns read (the history H, every
         agent's memory, the best answer) as the live run had it. Returns the last turn kept."""
-        ctx, last = self.ctx, 0
-        pending: dict[int, TurnRecord] = {}
+        replay = _Replay(self)
         for event in history:
-            ctx.record(event)  # announced again as it was
-            if isinstance(event, PlanProposed):
-                validation = Validation(event.tag, event.yaml, rule=event.rule, message=event.message,
-                                        offender=event.offender, warnings=list(event.warnings))
-                plan = Plan.from_layers(event.difficulty, event.steps, event.notes) if event.steps else None
-                validation.plan = plan if event.valid else None
-                pending[event.round] = TurnRecord(event.round, validation, event.raw, plan, event.fallback)
-            elif isinstance(event, ev.AgentFinished) and event.call == CALL_AGENT:
-                self._memory.setdefault(event.agent, {})[event.round] = event.public
-                self._ran.setdefault(event.round, []).append(event.agent)
-                ctx.record(AgentResult(event.agent, event.status, public=event.public, raw=event.raw))
-            elif isinstance(event, ev.TestRun):
-                ctx.record(Evaluation(passed=event.passed, feedback=f"{event.outcome}: {event.detail}"))
-            elif isinstance(event, TurnEnded) and event.round in pending:
-                record = pending.pop(event.round)
-                record.status, record.passed = event.status, event.passed
-                record.failing_test, record.log, record.source = event.failing_test, event.log, event.source_agent
-                self._records.append(record)
-                self._remember_answer(record)
-            elif isinstance(event, ev.RoundFinished):  # the run stands where this round left it (record)
-                last = event.round
-        return last
+            self.ctx.record(event)  # announced again as it was
+            REPLAY.dispatch(replay, event)
+        return replay.last
 
     def _remember_answer(self, record: TurnRecord) -> None:
         """The answer a replayed turn's check examined, as the live check kept it."""
@@ -628,6 +609,58 @@ def _build(options: dict[str, Any], domain: Domain) -> TopoWeaverMethod:
         orchestrator_base_url=options["orchestrator_base_url"],
         fallback=options["fallback"],
     )
+
+
+@dataclass
+class _Replay:
+    """A fork's replay of the parent's events: the turns whose end is still to come, the last round kept."""
+
+    method: TopoWeaverMethod
+    pending: dict[int, TurnRecord] = field(default_factory=dict)
+    last: int = 0
+
+
+REPLAY: EventTable[_Replay] = EventTable()  # what a fork rebuilds from each recorded event
+
+
+@REPLAY.on(PlanProposed)
+def _replay_plan(replay: _Replay, event: PlanProposed) -> None:
+    validation = Validation(event.tag, event.yaml, rule=event.rule, message=event.message,
+                            offender=event.offender, warnings=list(event.warnings))
+    plan = Plan.from_layers(event.difficulty, event.steps, event.notes) if event.steps else None
+    validation.plan = plan if event.valid else None
+    replay.pending[event.round] = TurnRecord(event.round, validation, event.raw, plan, event.fallback)
+
+
+@REPLAY.on(ev.AgentFinished)
+def _replay_agent(replay: _Replay, event: ev.AgentFinished) -> None:
+    if event.call != CALL_AGENT:
+        return
+    method = replay.method
+    method._memory.setdefault(event.agent, {})[event.round] = event.public
+    method._ran.setdefault(event.round, []).append(event.agent)
+    method.ctx.record(AgentResult(event.agent, event.status, public=event.public, raw=event.raw))
+
+
+@REPLAY.on(ev.TestRun)
+def _replay_test(replay: _Replay, event: ev.TestRun) -> None:
+    replay.method.ctx.record(Evaluation(passed=event.passed, feedback=f"{event.outcome}: {event.detail}"))
+
+
+@REPLAY.on(TurnEnded)
+def _replay_turn(replay: _Replay, event: TurnEnded) -> None:
+    record = replay.pending.pop(event.round, None)
+    if record is None:
+        return
+    record.status, record.passed = event.status, event.passed
+    record.failing_test, record.log, record.source = event.failing_test, event.log, event.source_agent
+    replay.method._records.append(record)
+    replay.method._remember_answer(record)
+
+
+@REPLAY.on(ev.RoundFinished)
+def _replay_round(replay: _Replay, event: ev.RoundFinished) -> None:
+    replay.last = event.round  # the run stands where this round left it (record)
 
 
 class _TopoWeaverOptions(MethodOptions):
