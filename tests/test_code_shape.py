@@ -99,7 +99,6 @@ def test_no_module_keeps_an_alias_for_an_enum_member() -> None:
 LONG_FUNCTIONS_LEFT = {
     ("core/llm/client.py", "chat"),
     ("core/methods/dytopo/protocol.py", "_phased_round"),
-    ("core/runtime/calls.py", "call_and_parse"),
 }
 
 

@@ -21,7 +21,7 @@ from core.llm.embeddings import Embedder, EmbeddingError
 from core.llm.urls import redact_url
 from core.runtime import events as ev
 from core.runtime.answers import honest_answer, latest_answer
-from core.runtime.calls import ModelCalls, Usage, finished_event
+from core.runtime.calls import CallRequest, ModelCalls, Usage, finished_event
 from core.runtime.config import CallLimits, DomainName, RoundProtocol, Settings, resolve_api_key
 from core.runtime.context import Shrink
 from core.runtime.control import ControlStatus, Params, RunControl, StepBoundary
@@ -400,10 +400,10 @@ class EngineContext:
         engine = self._engine
         limits = self.call_limits(kind) if kind else limits or engine.settings.work_call
         engine.emit(ev.AgentStarted(round=engine.round, agent=name, call=call, tier=tier))
-        parsed, usage, error, connection_failed, overflow = await engine.calls.call_and_parse(
+        parsed, usage, error, connection_failed, overflow = await engine.calls.call_and_parse(CallRequest(
             name, call, messages, limits, parser or _plain_text, json_mode=json_mode, top_logprobs=top_logprobs,
             client=client, reply_format=reply_format, shrink=shrink,
-        )
+        ))
         text = usage.text if usage else ""
         if shape is not None:
             result = shape(parsed, CallReply(text, error, connection_failed, overflow, usage is not None))
