@@ -112,12 +112,12 @@ def summarizer_system_prompt(domain: str) -> str:
 
 
 def summarizer_request(
-    step: int, l_max: int, problem: str, responses: Sequence[tuple[str, str]], feedback: str = ""
+    step: int, l_max: int, problem: str | None, responses: Sequence[tuple[str, str]], feedback: str = ""
 ) -> str:
-    parts = [
-        f"PROBLEM:\n{problem}",
-        f"RESPONSES FROM STEP {step}:\n{_numbered(responses) if responses else '(no expert answered this step)'}",
-    ]
+    """The Summarizer's request; without ``problem`` when its conversation already holds it."""
+    parts = [] if problem is None else [f"PROBLEM:\n{problem}"]
+    parts.append(
+        f"RESPONSES FROM STEP {step}:\n{_numbered(responses) if responses else '(no expert answered this step)'}")
     if feedback:
         parts.append(f"TEST RESULTS (the sandbox ran the latest code):\n{feedback}")
     parts.append(summarizer_ask(step, l_max))
@@ -154,8 +154,9 @@ WEIGHT_SLOT = "<a positive number>"
 _SLOTS = folded_slots((NAME_SLOT, WEIGHT_SLOT, "an expert's name"))
 
 
-def selector_request(step: int, problem: str, previous: Sequence[tuple[str, str]], k_max: int) -> str:
-    parts = [f"PROBLEM:\n{problem}"]
+def selector_request(step: int, problem: str | None, previous: Sequence[tuple[str, str]], k_max: int) -> str:
+    """The Selector's request; without ``problem`` when its conversation already holds it."""
+    parts = [] if problem is None else [f"PROBLEM:\n{problem}"]
     if previous:
         parts.append(f"RESPONSES FROM STEP {step - 1}:\n{_numbered(previous)}")
     parts.append(f"Choose up to {k_max} experts for step {step}.")

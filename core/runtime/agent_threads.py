@@ -1,0 +1,74 @@
+"""Each agent's requests as one growing conversation, for a method that calls the same agent more than once
+(issue 46: DMoA's agents and its Summarizer step after step, TopoDIM's agents in several modes, TopoWeaver-R1's
+Orchestrator turn after turn).
+
+An agent's first request is its system prompt and one user turn; every later one is the previous request, the
+reply the method kept as an assistant turn, and the new user turn, byte for byte (core.runtime.conversation),
+so a server's prefix cache prefills only what is new. A re-ask is a side request (core.runtime.calls adds its
+turns after the request and keeps nothing); a reply is appended only when the method keeps it (``keep``). When
+a conversation outgrows the run's context budget its oldest exchanges go in one step (the prefix breaks once)
+and the method hears what was dropped; over a model's smaller context the new turn's pieces are cut first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from core.runtime.context import Messages, Shrink, shrink_pieces
+from core.runtime.conversation import Conversation, Trimmed
+
+Report = Callable[[str, Trimmed], None]  # (agent, what a trim dropped)
+
+
+@dataclass
+class ThreadTurn:
+    """A request about to be sent as the next turn of an agent's conversation."""
+
+    conversation: Conversation
+    user: str  # the new user turn, as sent (a shrink may cut its pieces)
+    round: int
+
+    @property
+    def messages(self) -> Messages:
+        return self.conversation.request(self.user)
+
+    def keep(self, reply: str) -> None:
+        """Append the kept reply: the agent's next request begins with this one and the reply."""
+        self.conversation.commit(self.user, reply, self.round)
+
+
+class AgentThreads:
+    """One run's conversations, one per agent, each begun with that agent's own system prompt."""
+
+    def __init__(self, budget_tokens: int, report: Report) -> None:
+        self.budget_tokens = budget_tokens
+        self.report = report
+        self.conversations: dict[str, Conversation] = {}
+
+    def begun(self, agent: str) -> bool:
+        """The agent has a kept exchange (its first turn, which carried the problem, is in its conversation)."""
+        conversation = self.conversations.get(agent)
+        return conversation is not None and conversation.exchanges > 0
+
+    def turn(
+        self, agent: str, system: str, round_no: int, make_user: Callable[[list[str]], str], pieces: Sequence[str],
+    ) -> tuple[ThreadTurn, Shrink]:
+        """The agent's next turn, its user text made from ``pieces`` (this turn's quoted texts), and how to cut
+        those pieces to equal shares when the request must fit the model's context."""
+        conversation = self.conversations.setdefault(agent, Conversation(system))
+        user = make_user(list(pieces))
+        if conversation.tokens(user) > self.budget_tokens:
+            trimmed = conversation.trim(self.budget_tokens // 2)
+            if trimmed is not None:
+                self.report(agent, trimmed)
+        turn = ThreadTurn(conversation, user, round_no)
+        inner = shrink_pieces(lambda _, shared: conversation.request(make_user(shared)), [], list(pieces))
+
+        def shrink(most_chars: int) -> Messages | None:
+            smaller = inner(most_chars)
+            if smaller is not None:
+                turn.user = smaller[-1]["content"]  # what is kept is what was sent
+            return smaller
+
+        return turn, shrink
