@@ -51,24 +51,37 @@ class AgentThreads:
         conversation = self.conversations.get(agent)
         return conversation is not None and conversation.exchanges > 0
 
+    def open(self, agent: str, system: str, round_no: int, user: str) -> ThreadTurn:
+        """The agent's next turn with ``user`` as its new user text; a conversation over the run's context
+        budget first drops its oldest exchanges, in one step, and says so."""
+        conversation = self.conversations.get(agent)
+        if conversation is None or conversation.system != system:  # a new role is a new conversation
+            conversation = self.conversations[agent] = Conversation(system)
+        if conversation.tokens(user) > self.budget_tokens:
+            trimmed = conversation.trim(self.budget_tokens // 2)
+            if trimmed is not None:
+                self.report(agent, trimmed)
+        return ThreadTurn(conversation, user, round_no)
+
     def turn(
         self, agent: str, system: str, round_no: int, make_user: Callable[[list[str]], str], pieces: Sequence[str],
     ) -> tuple[ThreadTurn, Shrink]:
         """The agent's next turn, its user text made from ``pieces`` (this turn's quoted texts), and how to cut
         those pieces to equal shares when the request must fit the model's context."""
-        conversation = self.conversations.setdefault(agent, Conversation(system))
-        user = make_user(list(pieces))
-        if conversation.tokens(user) > self.budget_tokens:
-            trimmed = conversation.trim(self.budget_tokens // 2)
-            if trimmed is not None:
-                self.report(agent, trimmed)
-        turn = ThreadTurn(conversation, user, round_no)
-        inner = shrink_pieces(lambda _, shared: conversation.request(make_user(shared)), [], list(pieces))
+        turn = self.open(agent, system, round_no, make_user(list(pieces)))
+        conversation = turn.conversation
+        return turn, tracked(turn, shrink_pieces(lambda _, shared: conversation.request(make_user(shared)), [],
+                                                 list(pieces)))
 
-        def shrink(most_chars: int) -> Messages | None:
-            smaller = inner(most_chars)
-            if smaller is not None:
-                turn.user = smaller[-1]["content"]  # what is kept is what was sent
-            return smaller
 
-        return turn, shrink
+def tracked(turn: ThreadTurn, shrink: Shrink) -> Shrink:
+    """``shrink`` (of the turn's whole request), remembering the user text it sent: what is kept is what was
+    sent."""
+
+    def smaller(most_chars: int) -> Messages | None:
+        messages = shrink(most_chars)
+        if messages is not None:
+            turn.user = messages[-1]["content"]
+        return messages
+
+    return smaller

@@ -52,4 +52,16 @@ DEVIATIONS: tuple[Deviation, ...] = (
         "unchanged.",
         "Small local models repeat what they were told (issue 44); such a reply is nobody's work.",
     ),
+    Deviation(
+        "dmoa",
+        "Each caller keeps one growing conversation: a pool agent routed again, the Summarizer and the Selector "
+        "append each step's request (the previous step's responses and the ask) and their kept reply; the problem "
+        "is said once. What it adds to the paper's prompt: the caller's own earlier steps (their requests and "
+        "replies); the paper shows only P_last. Re-asks stay out; an overgrown conversation drops its oldest "
+        "exchanges in one step (MemoryTrimmed).",
+        "Each request then begins with the previous one, so a server's prefix cache prefills only what is new "
+        "(issue 46).",
+        "-o prompt_order=paper",
+        ("prompt_order", "paper"),
+    ),
 )

@@ -43,4 +43,15 @@ DEVIATIONS: tuple[Deviation, ...] = (
         "Small local models copy an example verbatim (issue 44); a slot cannot pass for a proposal. The fields "
         "asked for are the same (src, dst, type, confidence).",
     ),
+    Deviation(
+        "topodim",
+        "An agent called more than once (its answer, then a review's revision or a debate's defence, or a review "
+        "before its own answer) keeps one growing conversation: each call appends its request and the kept "
+        "reply; the problem is said once. What it adds to the paper's prompt: the agent's own earlier calls of "
+        "the pass. The decision-maker's two calls (the prior's graph, the final answer) stay separate requests.",
+        "Each request then begins with the previous one, so a server's prefix cache prefills only what is new "
+        "(issue 46).",
+        "-o prompt_order=paper",
+        ("prompt_order", "paper"),
+    ),
 )

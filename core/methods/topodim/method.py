@@ -60,6 +60,7 @@ from core.methods.topodim.prompts import (
     user_prompt,
 )
 from core.methods.topodim.steer import TopoDIMSteering
+from core.methods.topodim.threads import PROMPT_ORDERS, TopoDIMRequests
 from core.routing.topodim import (
     EDGE_TYPES,
     MODES,
@@ -79,6 +80,7 @@ from core.runtime.engine import Evaluation
 from core.runtime.events import CallStatus
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.parsing import own_text
+from core.runtime.prompts import PROMPT_CONVERSATION
 from core.runtime.run_context import begin_round, finish_round, notice, start_phase
 from core.runtime.steering import SteerKind
 
@@ -157,6 +159,7 @@ class TopoDIMMethod:
         available = len(domain.workers) + len(EXTRA_ROLES.get(domain.name, ()))
         if self.size > available:
             raise MethodError(f"[strategy.topodim] agents must be at most {available} for the {domain.name} team")
+        self.prompt_order: str = str(options.get("prompt_order", PROMPT_CONVERSATION))  # core.methods.topodim.threads
         self.last_graph: TypedGraph | None = None
         self.last_sample: PolicySample | None = None
 
@@ -171,6 +174,7 @@ class TopoDIMMethod:
     # --- run --------------------------------------------------------------------------------
     async def run(self, ctx: RunContext) -> RunOutcome:
         self.ctx = ctx
+        self.requests = TopoDIMRequests(ctx, self.prompt_order)
         self.roles = {r.name: r for r in team_roles(ctx.spec.team, self.size)}
         self.names = list(self.roles)
         self.decider = ctx.spec.team.manager.name
@@ -281,21 +285,21 @@ class TopoDIMMethod:
                 continue
             ctx.emit(self._call_event(step))
 
-            def make(limit: int, step: CallStep = step) -> Messages:
+            def user(problem: str | None, limit: int, step: CallStep = step) -> str:
                 body, ask, _ = request(step, answers, reviews, debates, inputs, self.roles, limit)
-                return [
-                    {"role": "system",
-                     "content": system_prompt(self.roles[step.agent], self.names, ctx.spec.team.name)},
-                    {"role": "user", "content": user_prompt(ctx.spec.problem, body, ask)},
-                ]
+                return user_prompt(problem, body, ask)
 
+            system = system_prompt(self.roles[step.agent], self.names, ctx.spec.team.name)
+            messages, shrink, turn = self.requests.agent(step.agent, system, user)
             ask = request(step, answers, reviews, debates, inputs, self.roles)[1]
             told = agent_instructions(self.roles[step.agent], self.names, ctx.spec.team.name, ask)
             # A reply that only repeats its instructions is asked for once more, then not passed on (issue 44).
-            result, _ = await ctx.call(step.agent, step.mode, make(PEER_CHARS), shrink=clip_shrink(make),
-                                       kind="agent", parser=own_text(told))
+            result, _ = await ctx.call(step.agent, step.mode, messages, shrink=shrink, kind="agent",
+                                       parser=own_text(told))
             abort_if_unreachable(result)
             text = usable_text(result) if result.status == CallStatus.DONE else ""
+            if turn is not None and result.status == CallStatus.DONE:
+                turn.keep(result.raw)  # the agent's next call begins with this one and its reply
             if not text:
                 continue
             if step.mode == CallMode.SOLUTION:
@@ -503,6 +507,11 @@ class _TopoDIMOptions(MethodOptions):
                         description="team size (the paper runs 5: the domain's roles, then TopoDIM's extra roles)")
     weights: str = Field("", description=(
         "policy/decentralized: weights file (default: the user data dir's swarm-tui/topodim/policy.pt)"))
+    prompt_order: str = choice(
+        PROMPT_CONVERSATION, PROMPT_ORDERS,
+        "conversation: an agent called more than once keeps one growing chat (each call appends its request and "
+        "the kept reply), so a server's prefix cache prefills each token once; paper: every request rebuilt",
+    )
 
 
 TopoDIMOptions = with_calls(_TopoDIMOptions, CALL_OPTIONS)

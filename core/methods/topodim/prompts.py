@@ -149,8 +149,9 @@ def peer(roles: Mapping[str, Role], name: str, text: str, note: str = "", limit:
     return f"[{name}{title}{note}]\n{clip(text, limit)}"
 
 
-def user_prompt(problem: str, body: str, ask: str) -> str:
-    return f"PROBLEM:\n{problem}\n\n{body}{ask}"
+def user_prompt(problem: str | None, body: str, ask: str) -> str:
+    """An agent's request; without ``problem`` when its conversation already holds it."""
+    return f"{'' if problem is None else f'PROBLEM:{chr(10)}{problem}{chr(10)}{chr(10)}'}{body}{ask}"
 
 
 def request(

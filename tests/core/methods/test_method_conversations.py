@@ -59,3 +59,22 @@ async def test_dmoa_paper_order_rebuilds_every_request(embedder: Any) -> None:
     requests, _ = await logged_run(embedder, _dmoa(prompt_order="paper"), demo_script)
     assert all([m["role"] for m in r.messages] == ["system", "user"] for r in requests if not r.is_repair)
     assert any(r.call == CALL_STEP for r in requests)
+
+
+def _topodim(**options: Any) -> Settings:
+    return Settings(domain="code", strategy="topodim", strategy_options={"topodim": {"generator": "prior", **options}})
+
+
+async def test_topodim_an_agent_called_again_continues_its_conversation(embedder: Any) -> None:
+    requests, events = await logged_run(embedder, _topodim(), demo_script)
+    calls, kept = by_agent(requests), kept_replies(events)
+    again = {agent: mine for agent, mine in calls.items() if agent != "Manager" and len(mine) >= 2}
+    assert again, "no agent was called twice (the demo graph has feedback and debate edges)"
+    problem = DEMO_PROBLEMS["code"].strip()
+    for agent, mine in again.items():
+        assert breaks(mine, kept) == [], agent
+        assert sum(str(m["content"]).count(problem) for m in mine[-1].messages) == 1, agent
+    # The decision-maker's two calls have their own system prompts: each is one request.
+    assert all(len(r.messages) == 2 for r in calls["Manager"])
+    paper, _ = await logged_run(embedder, _topodim(prompt_order="paper"), demo_script)
+    assert all([m["role"] for m in r.messages] == ["system", "user"] for r in paper if not r.is_repair)
