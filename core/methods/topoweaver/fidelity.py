@@ -40,4 +40,16 @@ DEVIATIONS: tuple[Deviation, ...] = (
         "Small local models copy a filled example verbatim, and a copy of one passes for a plan (issue 44); a "
         "slot cannot. The fields asked for are the paper's (App. B.4).",
     ),
+    Deviation(
+        "topoweaver",
+        "The Orchestrator and an agent whose id a later turn reuses each keep one growing conversation: each turn "
+        "appends its request and the kept reply. The Orchestrator's later turns hold only the history H that is "
+        "new since its last kept plan; a reused agent's hold the new view and what it reads, its earlier output "
+        "(eq. 15's Mem) being its own assistant turn; the problem is said once. What it adds to the paper's "
+        "prompt: the earlier turns' requests (asks, views and reads) stay in the transcript.",
+        "Each request then begins with the previous one, so a server's prefix cache prefills only what is new "
+        "(issue 46).",
+        "-o prompt_order=paper",
+        ("prompt_order", "paper"),
+    ),
 )

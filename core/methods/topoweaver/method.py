@@ -33,7 +33,16 @@ from core.evaluation.extract import docstring_examples, extract_tests, latest_co
 from core.evaluation.math_answers import answer_or_text, extract_answer
 from core.evaluation.sandbox import SandboxLimits, arun_code
 from core.llm.urls import redact_url
-from core.methods.registry import GraphShape, MethodInfo, MethodOptions, call_options, call_tables, register, with_calls
+from core.methods.registry import (
+    GraphShape,
+    MethodInfo,
+    MethodOptions,
+    call_options,
+    call_tables,
+    choice,
+    register,
+    with_calls,
+)
 from core.methods.topoweaver.copies import plan_reply
 from core.methods.topoweaver.events import PlanProposed, TurnEnded
 from core.methods.topoweaver.fidelity import DEVIATIONS as FIDELITY
@@ -62,16 +71,14 @@ from core.methods.topoweaver.prompts import (
     ORCHESTRATOR,
     TurnNote,
     agent_instructions,
-    agent_request,
-    agent_system_prompt,
-    orchestrator_request,
-    orchestrator_system_prompt,
     trimmed,
 )
 from core.methods.topoweaver.steer import TopoWeaverSteering
+from core.methods.topoweaver.threads import PROMPT_ORDERS, TopoWeaverRequests
 from core.runtime import events as ev
+from core.runtime.agent_threads import ThreadTurn
 from core.runtime.config import DomainName
-from core.runtime.context import Messages, Shrink, shrink_pieces
+from core.runtime.context import Messages, Shrink
 from core.runtime.control import StepBoundary
 from core.runtime.dispatch import EventTable
 from core.runtime.domains import Domain
@@ -79,6 +86,7 @@ from core.runtime.engine import AgentResult, Evaluation, RunAborted
 from core.runtime.events import CallStatus
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.parsing import is_template_copy, own_text
+from core.runtime.prompts import PROMPT_CONVERSATION
 from core.runtime.run_context import begin_round, finish_round, notice, start_phase
 from core.runtime.steering import SteerKind
 
@@ -162,8 +170,10 @@ class TopoWeaverMethod:
         orchestrator_base_url: str = "",
         fallback: bool = False,
         sandbox: SandboxLimits | None = None,
+        prompt_order: str = PROMPT_CONVERSATION,
     ) -> None:
         self.turns = turns
+        self.prompt_order = prompt_order  # core.methods.topoweaver.threads
         self.orchestrator_model = orchestrator_model.strip()
         self.orchestrator_base_url = orchestrator_base_url.strip()
         self.fallback = fallback
@@ -182,6 +192,7 @@ class TopoWeaverMethod:
     async def run(self, ctx: RunContext) -> RunOutcome:
         self.ctx = ctx
         self.domain = ctx.spec.team.name
+        self.requests = TopoWeaverRequests(ctx, self.domain, self.prompt_order)
         self.steer = TopoWeaverSteering(ctx, NAME, self._user_plan)
         ctx.attach(steer=self.steer.apply)
         self._waiting: TurnRecord | None = None
@@ -213,11 +224,12 @@ class TopoWeaverMethod:
                f"{self.ctx.spec.model}", "info")
         return client
 
-    async def _call_orchestrator(self, messages: Messages, shrink: Shrink) -> AgentResult:
+    async def _call_orchestrator(self, messages: Messages, shrink: Shrink, turn: ThreadTurn | None) -> AgentResult:
         """The Orchestrator's call for this turn's plan (on its own client when it has one)."""
         reply, _ = await self.ctx.call(ORCHESTRATOR, CALL_ORCHESTRATE, messages, client=self._client,
                                        kind="orchestrator", parser=plan_reply, reply_format=ORCHESTRATOR_REPLY_FORMAT,
                                        shrink=shrink)
+        _keep(turn, reply)
         return reply
 
     async def _run_turns(self, turn: int = 0) -> RunOutcome:
@@ -248,19 +260,9 @@ class TopoWeaverMethod:
     async def _turn(self, turn: int) -> TurnRecord:
         ctx = self.ctx
         start_phase(ctx, PHASE_ORCHESTRATE, f"turn {turn}: the Orchestrator writes the plan")
-        notes = self._history_notes()
-
-        def build(kept: list[str], _: list[str]) -> Messages:
-            shown = notes[len(notes) - len(kept):] if kept else []
-            return [
-                {"role": "system", "content": orchestrator_system_prompt(self.domain, ctx.state.params.max_rounds)},
-                {"role": "user", "content": orchestrator_request(
-                    ctx.spec.problem, turn, ctx.state.params.max_rounds, shown)},
-            ]
-
-        texts = [note.text for note in notes]
-        # Over the model's context, the history H loses its oldest turns first.
-        orchestrate = self._call_orchestrator(build(texts, []), shrink_pieces(build, texts))
+        messages, shrink, thread_turn = self.requests.orchestrator(turn, ctx.state.params.max_rounds,
+                                                                   self._history_notes())
+        orchestrate = self._call_orchestrator(messages, shrink, thread_turn)
         # No reply at all, even after retries: the run ends.
         reply = (await ctx.gather({ORCHESTRATOR: orchestrate}))[ORCHESTRATOR]
         validation = Validation(TAG_SCHEMA, rule="copied", message=COPIED_PLAN) if is_template_copy(
@@ -379,24 +381,12 @@ class TopoWeaverMethod:
             reads.append((f"{ref} ({kind})", outputs[ref].public if ref in outputs else ""))
         for name, ref_turn in agent.cross_refs:
             reads.append((f"{name}, turn {ref_turn}", self._memory.get(name, {}).get(ref_turn, "")))
-        def build(kept: list[str], texts: list[str]) -> Messages:
-            mine = memory[len(memory) - len(kept):] if kept else []
-            return [
-                {"role": "system", "content": agent_system_prompt(self.domain, agent)},
-                {"role": "user", "content": agent_request(
-                    self.ctx.spec.problem, agent, turn=turn, steps=len(plan.steps), view=view,
-                    memory=[(t, text) for (t, _), text in zip(mine, kept, strict=True)],
-                    reads=[(label, text) for (label, _), text in zip(reads, texts, strict=True)])},
-            ]
-
-        # Over the model's context: its own oldest outputs go first, then what it reads is cut to equal shares.
-        own, read = [text for _, text in memory], [text for _, text in reads]
+        messages, shrink, thread_turn = self.requests.agent(agent, turn, len(plan.steps), view, memory, reads)
         told = agent_instructions(self.domain, agent, turn, len(plan.steps))
         result, _ = await self.ctx.call(
-            agent.id, CALL_AGENT, build(own, read), kind="agent", parser=own_text(told),
-            tier=agent.step - 1,
-            shrink=shrink_pieces(build, own, read),
+            agent.id, CALL_AGENT, messages, kind="agent", parser=own_text(told), tier=agent.step - 1, shrink=shrink,
         )
+        _keep(thread_turn, result)
         return result
 
     def _view(self, turn: int, plan: Plan) -> str:
@@ -608,7 +598,14 @@ def _build(options: dict[str, Any], domain: Domain) -> TopoWeaverMethod:
         orchestrator_model=options["orchestrator_model"],
         orchestrator_base_url=options["orchestrator_base_url"],
         fallback=options["fallback"],
+        prompt_order=options.get("prompt_order", PROMPT_CONVERSATION),
     )
+
+
+def _keep(turn: ThreadTurn | None, result: AgentResult) -> None:
+    """A reply the run kept goes into its caller's conversation (a failed or copied one does not)."""
+    if turn is not None and result.status == CallStatus.DONE:
+        turn.keep(result.raw)
 
 
 @dataclass
@@ -671,6 +668,12 @@ class _TopoWeaverOptions(MethodOptions):
     orchestrator_base_url: str = Field("", description="the orchestrator's endpoint (default: the run's)")
     fallback: bool = Field(False, description="run a difficulty template when the plan is invalid "
                            "(the paper just uses up the turn)")
+    prompt_order: str = choice(
+        PROMPT_CONVERSATION, PROMPT_ORDERS,
+        "conversation: the Orchestrator and an agent whose id a later turn reuses each keep one growing chat "
+        "(each call appends its request and the kept reply), so a server's prefix cache prefills each token "
+        "once; paper: every request rebuilt with the whole history and memory",
+    )
 
 
 TopoWeaverOptions = with_calls(_TopoWeaverOptions, CALL_OPTIONS)

@@ -123,7 +123,9 @@ class TurnNote:
     text: str
 
 
-def orchestrator_request(problem: str, turn: int, turns: int, history: list[TurnNote]) -> str:
+def orchestrator_request(problem: str | None, turn: int, turns: int, history: list[TurnNote]) -> str:
+    """The Orchestrator's request; without ``problem`` (and with only the new history) when its conversation
+    already holds them."""
     past = "\n\n".join(f"TURN {h.turn}:\n{h.text}" for h in history)
     ask = (
         f"Write the plan for turn 1 of at most {turns}."
@@ -131,7 +133,8 @@ def orchestrator_request(problem: str, turn: int, turns: int, history: list[Turn
         else f"Write the plan for turn {turn} of at most {turns}, changing what the history shows did not work."
     )
     return (
-        f"PROBLEM:\n{problem}\n\n" + (f"HISTORY OF EARLIER TURNS:\n{past}\n\n" if past else "") + ask
+        ("" if problem is None else f"PROBLEM:\n{problem}\n\n")
+        + (f"HISTORY OF EARLIER TURNS:\n{past}\n\n" if past else "") + ask
     )
 
 
@@ -185,7 +188,7 @@ def trimmed(text: str, limit: int) -> str:
 
 
 def agent_request(
-    problem: str,
+    problem: str | None,
     agent: PlanAgent,
     *,
     turn: int,
@@ -196,7 +199,8 @@ def agent_request(
 ) -> str:
     """``memory``: (turn, text) of this agent's own earlier outputs; ``reads``: (label, text) of the
     outputs it refs (eq. 15's View, Mem and in-neighbour messages)."""
-    parts = [f"PROBLEM:\n{problem}\n", _role_line(agent, turn, steps)]
+    parts = [] if problem is None else [f"PROBLEM:\n{problem}\n"]
+    parts.append(_role_line(agent, turn, steps))
     if view:
         parts.append(f"\nTHE LAST TURN (the Orchestrator's summary):\n{view}")
     if memory:

@@ -11,6 +11,7 @@ from core.demo.copycat import copycat_script
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.methods.dmoa.events import CALL_SELECT, CALL_STEP
 from core.methods.dmoa.method import SELECTOR, SUMMARIZER
+from core.methods.topoweaver.demo import topoweaver_script
 from core.runtime.config import Settings
 from core.runtime.scripted import RequestInfo
 from tests.support.request_log import breaks, by_agent, kept_replies, logged_run
@@ -78,3 +79,20 @@ async def test_topodim_an_agent_called_again_continues_its_conversation(embedder
     assert all(len(r.messages) == 2 for r in calls["Manager"])
     paper, _ = await logged_run(embedder, _topodim(prompt_order="paper"), demo_script)
     assert all([m["role"] for m in r.messages] == ["system", "user"] for r in paper if not r.is_repair)
+
+
+async def test_topoweaver_the_orchestrator_and_a_reused_agent_continue_their_conversations(embedder: Any) -> None:
+    """The scripted plans reuse coder_1 in turn 2 after a failed test: the Orchestrator's turn 2 and coder_1's
+    turn 2 continue their turn-1 requests; coder_1's draft (eq. 15's Mem) is its own assistant turn."""
+    settings = Settings(domain="code", strategy="topoweaver", max_retries=0)
+    requests, events = await logged_run(embedder, settings, topoweaver_script)
+    calls, kept = by_agent(requests), kept_replies(events)
+    assert len(calls["Orchestrator"]) == 2 and len(calls["coder_1"]) == 2
+    for agent in ("Orchestrator", "coder_1"):
+        assert breaks(calls[agent], kept) == [], agent
+        problem = DEMO_PROBLEMS["code"].strip()
+        assert sum(str(m["content"]).count(problem) for m in calls[agent][-1].messages) == 1, agent
+    later = str(calls["coder_1"][-1].messages[-1]["content"])
+    assert "THE LAST TURN" in later and "YOUR OWN EARLIER OUTPUT" not in later  # its draft is already there
+    history = str(calls["Orchestrator"][-1].messages[-1]["content"])
+    assert "TURN 1:" in history and "WRONG_ANSWER" in history
