@@ -47,30 +47,33 @@ class AgentThreads:
         self.conversations: dict[str, Conversation] = {}
 
     def begun(self, agent: str) -> bool:
-        """The agent has a kept exchange (its first turn, which carried the problem, is in its conversation)."""
+        """The agent's conversation still holds its first turn, which carried the problem (a trim that dropped
+        it makes the next turn say the problem again)."""
         conversation = self.conversations.get(agent)
-        return conversation is not None and conversation.exchanges > 0
+        return conversation is not None and conversation.exchanges > 0 and not conversation.dropped
 
-    def open(self, agent: str, system: str, round_no: int, user: str) -> ThreadTurn:
-        """The agent's next turn with ``user`` as its new user text; a conversation over the run's context
-        budget first drops its oldest exchanges, in one step, and says so."""
+    def open(self, agent: str, system: str, round_no: int, make_user: Callable[[bool], str]) -> ThreadTurn:
+        """The agent's next turn; ``make_user(said)`` writes its user text, ``said`` telling whether the
+        conversation still holds the first turn (the problem). A conversation over the run's context budget
+        first drops its oldest exchanges, in one step, and says so."""
         conversation = self.conversations.get(agent)
         if conversation is None or conversation.system != system:  # a new role is a new conversation
             conversation = self.conversations[agent] = Conversation(system)
-        if conversation.tokens(user) > self.budget_tokens:
+        if conversation.tokens(make_user(self.begun(agent))) > self.budget_tokens:
             trimmed = conversation.trim(self.budget_tokens // 2)
             if trimmed is not None:
                 self.report(agent, trimmed)
-        return ThreadTurn(conversation, user, round_no)
+        return ThreadTurn(conversation, make_user(self.begun(agent)), round_no)
 
     def turn(
-        self, agent: str, system: str, round_no: int, make_user: Callable[[list[str]], str], pieces: Sequence[str],
+        self, agent: str, system: str, round_no: int, make_user: Callable[[bool, list[str]], str],
+        pieces: Sequence[str],
     ) -> tuple[ThreadTurn, Shrink]:
-        """The agent's next turn, its user text made from ``pieces`` (this turn's quoted texts), and how to cut
-        those pieces to equal shares when the request must fit the model's context."""
-        turn = self.open(agent, system, round_no, make_user(list(pieces)))
-        conversation = turn.conversation
-        return turn, tracked(turn, shrink_pieces(lambda _, shared: conversation.request(make_user(shared)), [],
+        """The agent's next turn, its user text made from ``pieces`` (this turn's quoted texts; see open for
+        ``said``), and how to cut those pieces to equal shares when the request must fit the model's context."""
+        turn = self.open(agent, system, round_no, lambda said: make_user(said, list(pieces)))
+        conversation, said = turn.conversation, self.begun(agent)
+        return turn, tracked(turn, shrink_pieces(lambda _, shared: conversation.request(make_user(said, shared)), [],
                                                  list(pieces)))
 
 

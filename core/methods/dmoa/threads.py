@@ -49,36 +49,36 @@ class DmoaRequests:
     def agent(self, agent: PoolAgent, step: int, previous: Responses, feedback: str, note: str) -> Request:
         problem = self.ctx.spec.problem
         system = agent_system_prompt(self.domain, agent, problem if self.in_system else None)
-        shown = None if self.in_system or self._begun(agent.name) else problem
 
-        def user(responses: Responses) -> str:
-            asked = agent_request(agent.name, step, shown, responses, feedback)
+        def user(said: bool, responses: Responses) -> str:
+            asked = agent_request(agent.name, step, None if self.in_system or said else problem, responses, feedback)
             return "\n\n".join(part for part in (asked, note) if part)
 
         return self._request(agent.name, system, step, previous, user)
 
     def summarizer(self, name: str, step: int, l_max: int, responses: Responses, feedback: str) -> Request:
-        shown = None if self._begun(name) else self.ctx.spec.problem
+        problem = self.ctx.spec.problem
         return self._request(name, summarizer_system_prompt(self.domain), step, responses,
-                             lambda shown_responses: summarizer_request(step, l_max, shown, shown_responses, feedback))
+                             lambda said, shown: summarizer_request(step, l_max, None if said else problem, shown,
+                                                                    feedback))
 
     def selector(self, name: str, step: int, previous: Responses, pool: Sequence[PoolAgent], k_max: int) -> Request:
-        shown = None if self._begun(name) else self.ctx.spec.problem
+        problem = self.ctx.spec.problem
         return self._request(name, selector_system_prompt(self.domain, pool, k_max), step, previous,
-                             lambda responses: selector_request(step, shown, responses, k_max))
-
-    def _begun(self, name: str) -> bool:
-        return self.threads is not None and self.threads.begun(name)
+                             lambda said, responses: selector_request(step, None if said else problem, responses,
+                                                                      k_max))
 
     def _request(self, name: str, system: str, step: int, responses: Responses,
-                 user: Callable[[Responses], str]) -> Request:
+                 user: Callable[[bool, Responses], str]) -> Request:
+        """``user(said, responses)``: the user text, without the problem when the conversation holds it."""
         names = [who for who, _ in responses]
         if self.threads is None:
             messages, shrink = fitted(responses, lambda shown: [
-                {"role": "system", "content": system}, {"role": "user", "content": user(shown)}])
+                {"role": "system", "content": system}, {"role": "user", "content": user(False, shown)}])
             return messages, shrink, None
-        turn, shrink = self.threads.turn(name, system, step, lambda texts: user(list(zip(names, texts, strict=True))),
-                                         [text for _, text in responses])
+        turn, shrink = self.threads.turn(
+            name, system, step, lambda said, texts: user(said, list(zip(names, texts, strict=True))),
+            [text for _, text in responses])
         return turn.messages, shrink, turn
 
     def _trimmed(self, agent: str, trimmed: Trimmed) -> None:

@@ -42,9 +42,8 @@ class TopoDIMRequests:
                 return [{"role": "system", "content": system}, {"role": "user", "content": user(problem, limit)}]
 
             return make(PEER_CHARS), clip_shrink(make), None
-        shown = None if self.threads.begun(name) else problem
-        turn = self.threads.open(name, system, 1, user(shown, PEER_CHARS))
-        conversation = turn.conversation
+        turn = self.threads.open(name, system, 1, lambda said: user(None if said else problem, PEER_CHARS))
+        conversation, shown = turn.conversation, None if self.threads.begun(name) else problem
         shrink = tracked(turn, clip_shrink(lambda limit: conversation.request(user(shown, limit))))
         return turn.messages, shrink, turn
 

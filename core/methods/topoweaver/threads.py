@@ -51,24 +51,19 @@ class TopoWeaverRequests:
             return self._rebuilt(system, lambda kept: orchestrator_request(problem, turn, turns, kept), notes)
         conversation = self.threads.conversations.get(ORCHESTRATOR)
         if self.threads.begun(ORCHESTRATOR) and conversation is not None and conversation.system == system:
-            shown = None
             notes = [n for n in notes if n.turn >= conversation.last_round()]  # what is new since its last plan
-        else:
-            shown = problem
         return self._continued(ORCHESTRATOR, system, turn, notes,
-                               lambda kept: orchestrator_request(shown, turn, turns, kept))
+                               lambda said, kept: orchestrator_request(None if said else problem, turn, turns, kept))
 
     def agent(self, agent: PlanAgent, turn: int, steps: int, view: str, memory: list[tuple[int, str]],
               reads: list[tuple[str, str]]) -> Request:
         """Over the model's context: its own oldest outputs go first, then what it reads is cut to equal shares."""
         problem, system = self.ctx.spec.problem, agent_system_prompt(self.domain, agent)
         if self.threads is not None:
-            conversation = self.threads.conversations.get(agent.id)
-            begun = self.threads.begun(agent.id) and conversation is not None and conversation.system == system
-            shown, earlier = (None, []) if begun else (problem, memory)  # its kept outputs are its own turns
             labels = [label for label, _ in reads]
-            turn_, shrink = self.threads.turn(agent.id, system, turn, lambda texts: agent_request(
-                shown, agent, turn=turn, steps=steps, view=view, memory=earlier,
+            turn_, shrink = self.threads.turn(agent.id, system, turn, lambda said, texts: agent_request(
+                None if said else problem, agent, turn=turn, steps=steps, view=view,
+                memory=[] if said else memory,  # its kept outputs are its own assistant turns
                 reads=list(zip(labels, texts, strict=True))), [text for _, text in reads])
             return turn_.messages, shrink, turn_
 
@@ -92,11 +87,12 @@ class TopoWeaverRequests:
         return build(texts, []), shrink_pieces(build, texts), None
 
     def _continued(self, name: str, system: str, turn: int, notes: list[TurnNote],
-                   user: Callable[[list[TurnNote]], str]) -> Request:
+                   user: Callable[[bool, list[TurnNote]], str]) -> Request:
         assert self.threads is not None
         numbers = [n.turn for n in notes]
-        turn_, shrink = self.threads.turn(name, system, turn, lambda texts: user(
-            [TurnNote(number, text) for number, text in zip(numbers, texts, strict=True)]), [n.text for n in notes])
+        turn_, shrink = self.threads.turn(name, system, turn, lambda said, texts: user(
+            said, [TurnNote(number, text) for number, text in zip(numbers, texts, strict=True)]),
+            [n.text for n in notes])
         return turn_.messages, shrink, turn_
 
     def _trimmed(self, agent: str, trimmed: Trimmed) -> None:

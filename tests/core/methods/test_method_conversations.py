@@ -12,6 +12,7 @@ from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.methods.dmoa.events import CALL_SELECT, CALL_STEP
 from core.methods.dmoa.method import SELECTOR, SUMMARIZER
 from core.methods.topoweaver.demo import topoweaver_script
+from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.scripted import RequestInfo
 from tests.support.request_log import breaks, by_agent, kept_replies, logged_run
@@ -96,3 +97,18 @@ async def test_topoweaver_the_orchestrator_and_a_reused_agent_continue_their_con
     assert "THE LAST TURN" in later and "YOUR OWN EARLIER OUTPUT" not in later  # its draft is already there
     history = str(calls["Orchestrator"][-1].messages[-1]["content"])
     assert "TURN 1:" in history and "WRONG_ANSWER" in history
+
+
+async def test_dmoa_an_overgrown_conversation_drops_its_oldest_turns_once_and_says_the_problem_again(
+    embedder: Any,
+) -> None:
+    settings = Settings(domain="code", strategy="dmoa", context_budget_tokens=900,
+                        strategy_options={"dmoa": {"router": "llm", "l_max": 4}})
+    requests, events = await logged_run(embedder, settings, _same_two)
+    trims = [e for e in events if isinstance(e, ev.MemoryTrimmed) and e.agent == SUMMARIZER]
+    assert trims and any("outgrew the context" in e.message for e in events if isinstance(e, ev.Notice))
+    mine = by_agent(requests)[SUMMARIZER]
+    broken = breaks(mine, kept_replies(events))
+    assert 1 <= len(broken) <= len(trims)  # the prefix breaks once per trim, and grows again after it
+    problem = DEMO_PROBLEMS["code"].strip()
+    assert all(any(problem in str(m["content"]) for m in r.messages) for r in mine)  # never without the problem
