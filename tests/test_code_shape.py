@@ -105,7 +105,6 @@ def test_no_module_keeps_an_alias_for_an_enum_member() -> None:
 # each one shortened comes off the list.
 LONG_FUNCTIONS_LEFT = {
     ("core/methods/dytopo/protocol.py", "_phased_round"),
-    ("core/runtime/calls.py", "call_and_parse"),
 }
 
 

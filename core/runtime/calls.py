@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from core.llm.call_id import CallId
@@ -39,6 +39,56 @@ class CallOutcome(NamedTuple):
     error: str
     unreachable: bool  # no later call can succeed either (the endpoint is down, refuses us, ...)
     overflow: bool = False  # the prompt does not fit the model's context, even trimmed
+
+
+@dataclass(frozen=True)
+class CallRequest:
+    """One model call as a method asks for it (ModelCalls.call_and_parse).
+
+    ``parser`` reads the reply into the caller's contract (ParseError: asked once more); ``client``: another
+    endpoint or model for this call (e.g. a method's own orchestrator model); ``reply_format``: what a re-ask
+    asks for (else the parser's own, else by ``json_mode``); ``shrink``: how the method trims this prompt
+    (core.runtime.context) to fit a known context, and once when the server refuses it as over its context."""
+
+    agent: str
+    call: str
+    messages: list[dict[str, str]]
+    limits: CallLimits
+    parser: Callable[[str], Any]
+    json_mode: bool = True
+    top_logprobs: int = 0
+    client: LLMClient | None = None
+    reply_format: str | None = None
+    shrink: Shrink | None = None
+
+
+@dataclass
+class _Attempts:
+    """One call's attempts so far: the client and limits it runs with, the method's prompt and a re-ask's
+    turns after it, the usage summed, and which retries are spent."""
+
+    request: CallRequest
+    llm: LLMClient
+    limits: CallLimits
+    usage: Usage | None = None
+    attempt: int = 1
+    overflow_retried: bool = False
+    base: list[dict[str, str]] = field(default_factory=list)
+    extra: list[dict[str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.base = self.base or self.request.messages
+
+    @property
+    def decision(self) -> bool:
+        return self.request.call in (ev.CallKind.PLAN, ev.CallKind.MANAGER)
+
+    @property
+    def reask_format(self) -> str:
+        """The format this call's role must write, for a re-ask: the caller's, the parser's own, or by mode."""
+        request = self.request
+        return request.reply_format or getattr(request.parser, "reply_format", None) or (
+            JSON_REPLY if request.json_mode else "your reply in the format you were asked for, shorter")
 
 
 class CallHost(Protocol):
@@ -83,148 +133,175 @@ class ModelCalls:
         self.cost = CostTally()  # what the replies cost (USD) and the models no price was found for: RunFinished
         self._table_load: asyncio.Future[None] | None = None  # the price table, loading in a thread (load_table)
 
-    async def call_and_parse(
-        self,
-        agent: str,
-        call: str,
-        messages: list[dict[str, str]],
-        limits: CallLimits,
-        parser: Callable[[str], Any],
-        *,
-        json_mode: bool = True,
-        top_logprobs: int = 0,
-        client: LLMClient | None = None,
-        reply_format: str | None = None,
-        shrink: Shrink | None = None,
-    ) -> CallOutcome:
+    async def call_and_parse(self, request: CallRequest) -> CallOutcome:
         """(parsed or None, usage summed over attempts, error text, connection failed, context overflow).
-        A reply that does not parse, or was cut off at max_tokens, is asked for once more, with the error.
-        The endpoint is asked for the contract's JSON schema (core.runtime.parsing.response_schema).
-        ``client``: another endpoint or model for this call (e.g. a method's own orchestrator model).
-        ``shrink``: how the method trims this prompt (core.runtime.context): used to fit a known context from
-        the start, and once when the server refuses the request as over its context."""
+        A reply that does not parse, was cut off at max_tokens or copied the reply template is asked for once
+        more, with the error (a copy counted apart). The endpoint is asked for the contract's JSON schema
+        (core.runtime.parsing.response_schema). A prompt fits a known context from the start (the request's
+        ``shrink``), and is trimmed once more when the server refuses it as over its context."""
         import openai  # loaded with the client already; not at the top (see TYPE_CHECKING above)
 
-        from core.llm.client import endpoint_down
-        from core.llm.overflow import context_overflow
-
         host = self.host
-        llm = client or host.agent_clients.get(agent) or host.llm
+        state = _Attempts(request, request.client or host.agent_clients.get(request.agent) or host.llm,
+                          self._limits(request.agent, request.limits))
+        # App-authored only: system prompts and re-asks (user messages also carry the team's own outputs).
+        self.sent_texts.extend(str(m.get("content", "")) for m in request.messages if m.get("role") == "system")
+        while True:
+            sent, max_tokens = self._fit(state)
+            self._within_budgets()
+            self.calls_started += 1
+            llm = state.llm
+            if self._table_load is None and self.pricer.needs_table(llm.model, llm.base_url):
+                self._table_load = asyncio.ensure_future(asyncio.to_thread(load_table))  # while this call is out
+            try:
+                chat = await self._send(state, sent, max_tokens)
+            except openai.OpenAIError as exc:
+                failed = self._failed(state, exc, sent, max_tokens)
+                if failed is None:
+                    continue  # asked once more, smaller
+                return failed
+            self.failures.replied()
+            if chat.cut_short:
+                host.notice(f"{request.agent}: {chat.cut_short}", "warning", request.agent)
+            await self._account(state, chat)
+            outcome = self._parsed(state, chat, max_tokens)
+            if outcome is not None:
+                return outcome
+
+    def _limits(self, agent: str, limits: CallLimits) -> CallLimits:
+        """A team file's per-agent temperature and max_tokens over the call's, then --max-tokens over all."""
         role = self.roles.get(agent)
         if role is not None and (role.temperature is not None or role.max_tokens is not None):
             limits = CallLimits(
                 limits.temperature if role.temperature is None else role.temperature,
                 limits.max_tokens if role.max_tokens is None else role.max_tokens,
             )
-        if host.settings.max_tokens is not None and limits.max_tokens > host.settings.max_tokens:
-            limits = CallLimits(limits.temperature, host.settings.max_tokens)  # --max-tokens caps every call
-        usage: Usage | None = None
+        cap = self.host.settings.max_tokens
+        if cap is not None and limits.max_tokens > cap:
+            limits = CallLimits(limits.temperature, cap)  # --max-tokens caps every call
+        return limits
+
+    def _fit(self, state: _Attempts) -> tuple[list[dict[str, str]], int]:
+        """The messages to send and their max_tokens, within the model's context when it is known."""
+        request, llm = state.request, state.llm
+        state.base, sent, max_tokens, before = fit_context(llm, state.base, state.extra, request.shrink,
+                                                           state.limits.max_tokens)
+        if before:
+            self.host.notice(f"{request.agent}: prompt trimmed to fit the model's context of {llm.context_size} "
+                             f"tokens ({before} → {prompt_chars(sent)} characters, oldest messages first)", "info",
+                             request.agent)
+        return sent, max_tokens
+
+    def _within_budgets(self) -> None:
+        """The call and cost budgets: a call past either is never sent, and the run ends as "budget"."""
+        host = self.host
+        if host.settings.max_calls is not None and self.calls_started >= host.settings.max_calls:
+            host.stop_for_budget(f"the budget of {host.settings.max_calls} model calls was reached",
+                                 let_running_finish=True)
+            raise asyncio.CancelledError
+        max_cost = host.settings.max_cost
+        if max_cost is not None and self.cost.usd >= max_cost:
+            host.stop_for_budget(f"the cost budget of {usd_text(max_cost)} was reached ({usd_text(self.cost.usd)}"
+                                 " spent)", let_running_finish=True)
+            raise asyncio.CancelledError
+
+    async def _send(self, state: _Attempts, sent: list[dict[str, str]], max_tokens: int) -> ChatResult:
+        """One attempt, streamed as AgentDelta events; a cancel in flight still counts what it cost."""
+        request, llm, host = state.request, state.llm, self.host
+        agent, call = request.agent, request.call
+        cut_off = CutOffCost()
+        try:
+            return await llm.chat(
+                sent,
+                temperature=state.limits.temperature,
+                max_tokens=max_tokens,
+                json_mode=request.json_mode,
+                schema=response_schema(request.parser) if request.json_mode else None,
+                on_delta=lambda text: host.emit(ev.AgentDelta(round=host.round, agent=agent, call=call, text=text)),
+                on_retry=lambda message: self._retrying(agent, call, message),
+                # A decision call is named by its kind, "Manager", whatever the team calls its Manager.
+                call_id=CallId("Manager" if state.decision else agent, call, host.round),
+                **({"top_logprobs": request.top_logprobs} if request.top_logprobs > 0 else {}),
+                cut_off=cut_off,
+            )
+        except asyncio.CancelledError:
+            self._count_cut_off(agent, call, cut_off, llm)
+            raise
+
+    def _failed(self, state: _Attempts, exc: Exception, sent: list[dict[str, str]],
+                max_tokens: int) -> CallOutcome | None:
+        """What an endpoint error ends the call with; None when a prompt over the context is asked for once
+        more, trimmed. No later call can succeed when the server is gone, refuses the key, has no such model
+        (a name it does not serve answers 404), never answers or rate-limits us."""
+        from core.llm.client import endpoint_down
+        from core.llm.overflow import context_overflow
+
+        request, llm, host = state.request, state.llm, self.host
+        agent = request.agent
+        replied = state.usage is not None
+        overflow = context_overflow(exc)
+        if overflow is not None:
+            self.failures.replied()  # the server answered: it is up
+            retry = None if state.overflow_retried else after_overflow(
+                llm, state.base, state.extra, request.shrink, state.limits.max_tokens, sent, max_tokens)
+            if retry is not None:
+                state.overflow_retried, state.base = True, retry[0]
+                host.notice(f"{agent}: {overflow.describe()}; asking once more with {retry[1]}", "warning", agent)
+                host.emit(ev.AgentStarted(round=host.round, agent=agent, call=request.call))
+                return None
+            self.reply_tally.count(replied=replied, parsed=False)
+            why = "even after trimming it once" if state.overflow_retried else "and nothing in it can be trimmed"
+            return CallOutcome(None, state.usage, f"{overflow.describe()}, {why}", False, True)
+        unreachable = endpoint_down(exc)
+        self.reply_tally.count(replied=replied, parsed=False)
+        error = llm.describe_error(exc)
+        if agent in host.agent_clients and request.client is None:  # say whose endpoint failed
+            error = f"agent {agent} (model {llm.model or '?'} at {llm.shown_url}): {error}"
+        ended = self.failures.failed(error)
+        if ended:
+            return CallOutcome(None, state.usage, ended, True)
+        return CallOutcome(None, state.usage, error if unreachable else f"{error}; {self.failures.goes_on()}",
+                           unreachable)
+
+    async def _account(self, state: _Attempts, chat: ChatResult) -> None:
+        """A reply's tokens and cost into the call's usage and the run's totals."""
+        if self._table_load is not None:
+            await asyncio.shield(self._table_load)  # a cancelled call must not cancel the shared load
+        cost = self._charge(state.llm, chat.prompt_tokens, chat.completion_tokens, chat.cached_tokens)
+        state.usage = Usage.add(state.usage, chat, cost)
+        self.prompt_tokens += chat.prompt_tokens
+        self.completion_tokens += chat.completion_tokens
+        if chat.usage_estimated:
+            self.estimated_tokens += chat.prompt_tokens + chat.completion_tokens
+        if chat.cached_tokens is not None:
+            self.cached_tokens = (self.cached_tokens or 0) + chat.cached_tokens
+
+    def _parsed(self, state: _Attempts, chat: ChatResult, max_tokens: int) -> CallOutcome | None:
+        """The reply parsed into the caller's contract, or the second failure; None: asked once more."""
         tally = self.reply_tally
-        decision = call in (ev.CallKind.PLAN, ev.CallKind.MANAGER)
-        # App-authored only: system prompts and re-asks (user messages also carry the team's own outputs).
-        self.sent_texts.extend(str(m.get("content", "")) for m in messages if m.get("role") == "system")
-        # The format this call's role must write, for a re-ask: the caller's, the parser's own, or by mode.
-        reask_format = reply_format or getattr(parser, "reply_format", None) or (
-            JSON_REPLY if json_mode else "your reply in the format you were asked for, shorter")
-        base, extra = messages, list[dict[str, str]]()  # the method's prompt, and a re-ask's turns after it
-        overflow_retried = False
-        attempt = 1
-        while True:
-            base, sent, max_tokens, before = fit_context(llm, base, extra, shrink, limits.max_tokens)
-            if before:
-                host.notice(f"{agent}: prompt trimmed to fit the model's context of {llm.context_size} tokens "
-                            f"({before} → {prompt_chars(sent)} characters, oldest messages first)", "info", agent)
-            if host.settings.max_calls is not None and self.calls_started >= host.settings.max_calls:
-                host.stop_for_budget(f"the budget of {host.settings.max_calls} model calls was reached",
-                                     let_running_finish=True)
-                raise asyncio.CancelledError  # this call is never sent; the run ends as "budget"
-            max_cost = host.settings.max_cost
-            if max_cost is not None and self.cost.usd >= max_cost:
-                host.stop_for_budget(f"the cost budget of {usd_text(max_cost)} was reached ({usd_text(self.cost.usd)}"
-                                     " spent)", let_running_finish=True)
-                raise asyncio.CancelledError  # as the call budget: never sent, the run ends as "budget"
-            self.calls_started += 1
-            if self._table_load is None and self.pricer.needs_table(llm.model, llm.base_url):
-                self._table_load = asyncio.ensure_future(asyncio.to_thread(load_table))  # while this call is out
-            cut_off = CutOffCost()
-            try:
-                chat = await llm.chat(
-                    sent,
-                    temperature=limits.temperature,
-                    max_tokens=max_tokens,
-                    json_mode=json_mode,
-                    schema=response_schema(parser) if json_mode else None,
-                    on_delta=lambda text: host.emit(ev.AgentDelta(round=host.round, agent=agent, call=call, text=text)),
-                    on_retry=lambda message: self._retrying(agent, call, message),
-                    # A decision call is named by its kind, "Manager", whatever the team calls its Manager.
-                    call_id=CallId("Manager" if decision else agent, call, host.round),
-                    **({"top_logprobs": top_logprobs} if top_logprobs > 0 else {}),
-                    cut_off=cut_off,
-                )
-            except asyncio.CancelledError:
-                self._count_cut_off(agent, call, cut_off, llm)
-                raise
-            except openai.OpenAIError as exc:
-                overflow = context_overflow(exc)
-                if overflow is not None:
-                    self.failures.replied()  # the server answered: it is up
-                    retry = None if overflow_retried else after_overflow(
-                        llm, base, extra, shrink, limits.max_tokens, sent, max_tokens)
-                    if retry is not None:
-                        overflow_retried, base = True, retry[0]
-                        host.notice(f"{agent}: {overflow.describe()}; asking once more with {retry[1]}", "warning",
-                                    agent)
-                        host.emit(ev.AgentStarted(round=host.round, agent=agent, call=call))
-                        continue
-                    tally.count(replied=usage is not None, parsed=False)
-                    why = "even after trimming it once" if overflow_retried else "and nothing in it can be trimmed"
-                    return CallOutcome(None, usage, f"{overflow.describe()}, {why}", False, True)
-                # No later call can succeed either: the server is gone, refuses the key, has no such
-                # model (a model name it does not serve answers 404), never answers or rate-limits us.
-                unreachable = endpoint_down(exc)
-                tally.count(replied=usage is not None, parsed=False)
-                error = llm.describe_error(exc)
-                if agent in host.agent_clients and client is None:  # say whose endpoint failed
-                    error = f"agent {agent} (model {llm.model or '?'} at {llm.shown_url}): {error}"
-                ended = self.failures.failed(error)
-                if ended:
-                    return CallOutcome(None, usage, ended, True)
-                return CallOutcome(None, usage, error if unreachable else f"{error}; {self.failures.goes_on()}",
-                                   unreachable)
-            self.failures.replied()
-            if chat.cut_short:
-                host.notice(f"{agent}: {chat.cut_short}", "warning", agent)
-            if self._table_load is not None:
-                await asyncio.shield(self._table_load)  # a cancelled call must not cancel the shared load
-            usage = Usage.add(usage, chat, self._charge(llm, chat.prompt_tokens, chat.completion_tokens,
-                                                        chat.cached_tokens))
-            self.prompt_tokens += chat.prompt_tokens
-            self.completion_tokens += chat.completion_tokens
-            if chat.usage_estimated:
-                self.estimated_tokens += chat.prompt_tokens + chat.completion_tokens
-            if chat.cached_tokens is not None:
-                self.cached_tokens = (self.cached_tokens or 0) + chat.cached_tokens
-            try:
-                parsed = parser(chat.text)
-                if chat.finish_reason == "length" and (decision or attempt == 1):
-                    # json-repair may complete a cut-off object: never take it as a decision, and ask a
-                    # worker once more before using what it got.
-                    raise ParseError(f"the reply was cut off at max_tokens ({max_tokens} tokens): be shorter")
-                tally.count(replied=True, parsed=True)
-                return CallOutcome(parsed, usage, "", False)
-            except ParseError as exc:
-                copied = isinstance(exc, TemplateCopied)  # counted apart: it parsed, but said nothing of its own
-                if attempt == 2:
-                    tally.count(replied=True, parsed=False, copied=copied)
-                    return CallOutcome(None, usage, str(exc), False)
-                attempt = 2
-                self._retrying(agent, call, "reply copied the reply template; asking again" if copied
-                               else f"reply did not parse ({exc}); asking again")
-                extra = [
-                    {"role": "assistant", "content": chat.text},
-                    {"role": "user", "content": repair_request(str(exc), reask_format)},
-                ]
-                self.sent_texts.append(extra[-1]["content"])
+        try:
+            parsed = state.request.parser(chat.text)
+            if chat.finish_reason == "length" and (state.decision or state.attempt == 1):
+                # json-repair may complete a cut-off object: never take it as a decision, and ask a
+                # worker once more before using what it got.
+                raise ParseError(f"the reply was cut off at max_tokens ({max_tokens} tokens): be shorter")
+            tally.count(replied=True, parsed=True)
+            return CallOutcome(parsed, state.usage, "", False)
+        except ParseError as exc:
+            copied = isinstance(exc, TemplateCopied)  # counted apart: it parsed, but said nothing of its own
+            if state.attempt == 2:
+                tally.count(replied=True, parsed=False, copied=copied)
+                return CallOutcome(None, state.usage, str(exc), False)
+            state.attempt = 2
+            self._retrying(state.request.agent, state.request.call,
+                           "reply copied the reply template; asking again" if copied
+                           else f"reply did not parse ({exc}); asking again")
+            state.extra = [
+                {"role": "assistant", "content": chat.text},
+                {"role": "user", "content": repair_request(str(exc), state.reask_format)},
+            ]
+            self.sent_texts.append(state.extra[-1]["content"])
+            return None
 
     def _charge(self, llm: LLMClient, prompt_tokens: int, completion_tokens: int, cached: int | None) -> CallCost:
         """Price one reply (core.llm.prices) into the run's cost; a model with no price is said once, the

@@ -33,18 +33,54 @@ def fold(text: str) -> str:
 _FOLDED = tuple(sorted({fold(slot) for slot in REPLY_SLOTS}, key=len, reverse=True))
 
 
-def is_slot(text: str) -> bool:
-    """The text is one of the reply shapes' slots (after folding), or that slot and little else."""
+def folded_slots(slots: Iterable[str]) -> tuple[str, ...]:
+    """A method's own slots, folded as is_slot reads them (longest first)."""
+    return tuple(sorted({fold(slot) for slot in slots} - {""}, key=len, reverse=True))
+
+
+def is_slot(text: str, extra: tuple[str, ...] = ()) -> bool:
+    """The text is one of the reply shapes' slots (after folding), or that slot and little else. ``extra``:
+    a method's own slots (folded_slots), checked beside the runtime's."""
     folded = fold(text)
     if not folded:
         return False
-    return any(folded == slot or (slot in folded and len(folded) - len(slot) <= _SLACK) for slot in _FOLDED)
+    return any(folded == slot or (slot in folded and len(folded) - len(slot) <= _SLACK)
+               for slot in (*extra, *_FOLDED))
 
 
-def copied_fields(fields: Mapping[str, str], private: Mapping[str, str] | None = None) -> list[str]:
+_MIN_ECHO = 12  # characters: "ok" or "yes" may well be in the instructions and is not a copy of them
+
+
+def echoes(text: str, instructions: Iterable[str]) -> bool:
+    """A plain-text reply that is nothing but the app's own instructions (the ask, the role's job line): a
+    model that repeats what it was told instead of doing it. Only app-authored text counts (never a
+    teammate's quoted work or the problem), and each line of the reply must be whole sentences of it: an
+    answer that matches an example inside a sentence ("for example [FINAL] 14/3") is the model's own."""
+    lines = [fold(line) for line in text.splitlines() if fold(line)]
+    if not lines or sum(len(line) for line in lines) < _MIN_ECHO:
+        return False
+    told = [fold(line) for block in instructions for line in block.splitlines() if fold(line)]
+    return all(any(_sentences_of(line, said) for said in told) for line in lines)
+
+
+def _sentences_of(part: str, line: str) -> bool:
+    """``part`` is one or more whole sentences of ``line`` (it begins a sentence and ends one)."""
+    start = line.find(part)
+    while start >= 0:
+        end = start + len(part)
+        begins = start == 0 or line[:start].rstrip().endswith((".", "?", "!", ":", ";"))
+        if begins and (end == len(line) or not (line[end].isalnum() or line[end].isspace())):
+            return True
+        start = line.find(part, start + 1)
+    return False
+
+
+def copied_fields(
+    fields: Mapping[str, str], private: Mapping[str, str] | None = None, slots: tuple[str, ...] = ()
+) -> list[str]:
     """The names of ``fields`` whose text is a copied slot, and "private" when a private note is addressed
-    to a slot or its text is one."""
-    copied = [name for name, text in fields.items() if text and is_slot(text)]
+    to a slot or its text is one. ``slots``: a method's own (folded_slots)."""
+    copied = [name for name, text in fields.items() if text and is_slot(text, slots)]
     if private and any(is_slot(target) or is_slot(note) for target, note in private.items()):
         copied.append("private")
     return copied
@@ -55,8 +91,16 @@ def without_copied_notes(private: Mapping[str, str]) -> dict[str, str]:
     return {target: note for target, note in private.items() if not (is_slot(target) or is_slot(note))}
 
 
-def describe(fields: Iterable[str]) -> str:
-    """The re-ask's one plain line: what was copied and what to write instead."""
+INSTEAD = "write what you actually need, offer or did for this problem in each field"
+
+
+COPIED = "the reply repeated the instructions' placeholder text"  # how a copy's one line begins
+ECHOED = "the reply repeated the instructions"  # ... and a plain reply's that only repeats what it was told
+
+
+def describe(fields: Iterable[str], instead: str = INSTEAD) -> str:
+    """The re-ask's one plain line: what was copied and what to write instead (no fields: a plain-text reply
+    that repeated its instructions)."""
     named = ", ".join(fields)
-    return (f"the reply repeated the instructions' placeholder text ({named}) instead of your own content: "
-            "write what you actually need, offer or did for this problem in each field")
+    what = f"{COPIED} ({named})" if named else ECHOED
+    return f"{what} instead of your own content: {instead}"

@@ -21,13 +21,14 @@ from core.llm.embeddings import Embedder, EmbeddingError
 from core.llm.urls import redact_url
 from core.runtime import events as ev
 from core.runtime.answers import honest_answer, latest_answer
-from core.runtime.calls import ModelCalls, Usage, finished_event
+from core.runtime.calls import CallRequest, ModelCalls, Usage, finished_event
 from core.runtime.config import CallLimits, DomainName, RoundProtocol, Settings, resolve_api_key
 from core.runtime.context import Shrink
 from core.runtime.control import ControlStatus, Params, RunControl, StepBoundary
 from core.runtime.dispatch import EventTable
 from core.runtime.faults import FailureStreak, default_limit, why_the_run_ends
 from core.runtime.outcome import EndReason, RunOutcome
+from core.runtime.parsing import is_template_copy
 from core.runtime.rosters import Role, Team, builtin_team
 from core.runtime.run_context import CallReply, RunBrief, RunContext, RunState, Shape
 from core.runtime.run_types import AgentResult, Evaluation, ForkPoint, RoundEvaluator, RunAborted, RunSpec
@@ -399,10 +400,10 @@ class EngineContext:
         engine = self._engine
         limits = self.call_limits(kind) if kind else limits or engine.settings.work_call
         engine.emit(ev.AgentStarted(round=engine.round, agent=name, call=call, tier=tier))
-        parsed, usage, error, connection_failed, overflow = await engine.calls.call_and_parse(
+        parsed, usage, error, connection_failed, overflow = await engine.calls.call_and_parse(CallRequest(
             name, call, messages, limits, parser or _plain_text, json_mode=json_mode, top_logprobs=top_logprobs,
             client=client, reply_format=reply_format, shrink=shrink,
-        )
+        ))
         text = usage.text if usage else ""
         if shape is not None:
             result = shape(parsed, CallReply(text, error, connection_failed, overflow, usage is not None))
@@ -410,11 +411,14 @@ class EngineContext:
             result = AgentResult(name, ev.CallStatus.DONE, public=text.strip(), raw=text)
         else:
             status = ev.CallStatus.UNPARSED if usage else ev.CallStatus.FAILED
+            copied = is_template_copy(error)  # a copy is nobody's work: not shown, passed on nor aggregated
             result = AgentResult(
-                name, status, public=text.strip(), raw=text, error=error, connection_failed=connection_failed,
-                context_overflow=overflow,
+                name, status, public="" if copied else text.strip(), raw=text, error=error,
+                connection_failed=connection_failed, context_overflow=overflow,
             )
-            engine.notice(f"{name}: {'reply unparsed' if usage else 'call failed'} ({error})", "warning", name)
+            what = "copied the reply template again: its reply is not used" if copied else (
+                "reply unparsed" if usage else "call failed")
+            engine.notice(f"{name}: {what} ({error})", "warning", name)
         if shape is None:
             result.top_logprobs = usage.top_logprobs if usage else None
         if keep:

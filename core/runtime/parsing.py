@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from core.runtime.copies import copied_fields, is_slot, without_copied_notes
+from core.runtime.copies import ECHOED, INSTEAD, copied_fields, echoes, is_slot, without_copied_notes
 from core.runtime.copies import describe as describe_copy
 
 
@@ -27,12 +27,12 @@ class ParseError(ValueError):
 class TemplateCopied(ParseError):
     """A reply that copied the reply shape's slots into fields it must write (core.runtime.copies)."""
 
-    def __init__(self, fields: list[str]) -> None:
-        super().__init__(describe_copy(fields))
+    def __init__(self, fields: list[str], instead: str = INSTEAD) -> None:
+        super().__init__(describe_copy(fields, instead))
         self.fields = fields
 
 
-COPIED_ERROR = "the reply repeated the instructions' placeholder text"  # how TemplateCopied's message begins
+COPIED_ERROR = ECHOED  # how every TemplateCopied's message begins (a copied slot, or echoed instructions)
 
 
 def is_template_copy(error: str) -> bool:
@@ -44,6 +44,23 @@ def _refuse_copies(fields: dict[str, str]) -> None:
     copied = copied_fields(fields)
     if copied:
         raise TemplateCopied(copied)
+
+
+ECHO_INSTEAD = "do what it asks and write your own answer to this problem"
+
+
+def own_text(instructions: Sequence[str]) -> Callable[[str], str]:
+    """The parser of a plain-text call whose reply must be the agent's own: TemplateCopied when the reply only
+    repeats ``instructions`` (the app's own words: the ask, the role's job, the reply format; never the
+    problem nor a teammate's quoted work), else the text as it came (core.runtime.copies.echoes)."""
+    told = tuple(instructions)
+
+    def parse(text: str) -> str:
+        if echoes(strip_reasoning(text), told):
+            raise TemplateCopied([], ECHO_INSTEAD)
+        return text
+
+    return parse
 
 
 @dataclass
@@ -486,6 +503,7 @@ __all__ = [
     "contract_warning",
     "extract_json_object",
     "is_template_copy",
+    "own_text",
     "parse_descriptors",
     "parse_manager",
     "parse_worker",

@@ -62,6 +62,22 @@ class GraphPane(DrawingPane):
             return []
         return [Text(f"the next routing uses tau {tau:.2f} · k_in {k_in} (this round keeps its graph)", "italic")]
 
+    @staticmethod
+    def _unstated(routing: RoutingResult) -> list[Text]:
+        """Why an agent has no routed edge at all: its descriptors were not embedded (a reply that copied the
+        reply template states nothing, issue 44), so its similarity row and column are all zero."""
+        if routing.typed or len(routing.similarity) < 2:
+            return []
+        sim = routing.similarity
+        linked = {e.src for e in routing.edges} | {e.dst for e in routing.edges} | set(routing.inactive)
+        blank = [name for i, name in enumerate(routing.names) if name not in linked
+                 and not any(sim[i][j] or sim[j][i] for j in range(len(routing.names)) if j != i)]
+        if not blank:
+            return []
+        who = ", ".join(blank)
+        return [Text(f"no routed edges for {who}: the descriptors copied the reply template (nothing to embed)",
+                     "italic")]
+
     def sync(
         self,
         model: RunModel,
@@ -106,6 +122,8 @@ class GraphPane(DrawingPane):
                                   "italic"))
             elif not tag and rv is not None and round_no == model.current and model.running:
                 lines += self._next_routing(model, rv.routing)
+            if model.routes_by_tau:  # the graph was built from descriptors (not a method's typed plan)
+                lines += self._unstated(routing)
         elif not model.routes_by_tau and model.run is not None:
             info = model.method_info
             lines = [Text(f"{model.strategy}: no graph in this {unit}" if rv is not None else

@@ -44,4 +44,24 @@ DEVIATIONS: tuple[Deviation, ...] = (
         "sent none for is left out of M.",
         "Nothing is known of that token's distribution; counting it as 0 would make a terse server look certain.",
     ),
+    Deviation(
+        "dmoa",
+        "A reply that only repeats its instructions (an agent's, the Summarizer's) or names the Selector "
+        "shape's <Name> slot instead of experts is asked for once more, then counted as copied: it is not "
+        "aggregated into X_{i+1}, not read by the next step and never the answer. The prompts' wording is "
+        "unchanged.",
+        "Small local models repeat what they were told (issue 44); such a reply is nobody's work.",
+    ),
+    Deviation(
+        "dmoa",
+        "Each caller keeps one growing conversation: a pool agent routed again, the Summarizer and the Selector "
+        "append each step's request (the previous step's responses and the ask) and their kept reply; the problem "
+        "is said once. What it adds to the paper's prompt: the caller's own earlier steps (their requests and "
+        "replies); the paper shows only P_last. Re-asks stay out; an overgrown conversation drops its oldest "
+        "exchanges in one step (MemoryTrimmed).",
+        "Each request then begins with the previous one, so a server's prefix cache prefills only what is new "
+        "(issue 46).",
+        "-o prompt_order=paper",
+        ("prompt_order", "paper"),
+    ),
 )

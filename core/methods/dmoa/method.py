@@ -52,15 +52,10 @@ from core.methods.dmoa.fidelity import DEVIATIONS as FIDELITY
 from core.methods.dmoa.prompts import (
     QUERY_IN,
     QUERY_IN_SYSTEM,
-    agent_request,
-    agent_system_prompt,
+    agent_instructions,
     dmoa_pool,
-    fitted,
     parse_selection,
-    selector_request,
-    selector_system_prompt,
-    summarizer_request,
-    summarizer_system_prompt,
+    summarizer_instructions,
 )
 from core.methods.dmoa.router import RouterError, RouterInfo, RouterSession, RouterStore, RouterWeights, seeded_weights
 from core.methods.dmoa.routing import (
@@ -75,6 +70,7 @@ from core.methods.dmoa.routing import (
     rank_loss,
 )
 from core.methods.dmoa.steer import DmoaSteering
+from core.methods.dmoa.threads import PROMPT_ORDERS, DmoaRequests
 from core.methods.registry import (
     GraphShape,
     MethodError,
@@ -88,10 +84,14 @@ from core.methods.registry import (
 )
 from core.routing.dytopo import KIND_HANDOFF, Edge, RoutingResult
 from core.runtime import events as ev
+from core.runtime.agent_threads import ThreadTurn
 from core.runtime.control import StepBoundary
+from core.runtime.dispatch import EventTable
 from core.runtime.engine import AgentResult, RunAborted
 from core.runtime.events import CallStatus
 from core.runtime.outcome import EndReason, RunOutcome
+from core.runtime.parsing import is_template_copy, own_text
+from core.runtime.prompts import PROMPT_CONVERSATION
 from core.runtime.rosters import Team
 from core.runtime.run_context import begin_round, finish_round, notice, start_phase
 from core.runtime.steering import SteerKind
@@ -202,6 +202,7 @@ class DmoaMethod:
         self.weights_dir: str = str(options.get("weights_dir", "") or "")
         self.collect: bool = bool(options.get("collect", False))  # the trainer: run densely, keep the trace
         self.query_in: str = str(options.get("query_in", QUERY_IN_SYSTEM))  # where the user query goes
+        self.prompt_order: str = str(options.get("prompt_order", PROMPT_CONVERSATION))  # core.methods.dmoa.threads
         if self.ttt and self.router_kind != "gru":
             raise MethodError(f"[strategy.dmoa] ttt trains the GRU router: it needs router=gru, not {self.router_kind}")
         self.k_history: list[int] = []
@@ -226,6 +227,7 @@ class DmoaMethod:
 
     async def run(self, ctx: RunContext) -> RunOutcome:
         self.ctx = ctx
+        self.requests = DmoaRequests(ctx, self.query_in, self.prompt_order)
         self.steer = DmoaSteering(ctx, self.name, list(self.names))
         ctx.attach(steer=self.steer.apply)
         await self._prepare_router()
@@ -361,10 +363,7 @@ class DmoaMethod:
     async def _select(self, step: int, previous: list[tuple[str, str]], x: np.ndarray) -> Choice:
         """The *w LLM Selector* ablation: one Manager-model call per step picks up to K agents."""
         ctx = self.ctx
-        messages, shrink = fitted(previous, lambda responses: [
-            {"role": "system", "content": selector_system_prompt(ctx.spec.team.name, self.pool, self.k_max)},
-            {"role": "user", "content": selector_request(step, ctx.spec.problem, responses, self.k_max)},
-        ])
+        messages, shrink, turn = self.requests.selector(SELECTOR, step, previous, self.pool, self.k_max)
         result, picked = await ctx.call(
             SELECTOR,
             CALL_SELECT,
@@ -376,6 +375,7 @@ class DmoaMethod:
         )
         if result.connection_failed:
             raise RunAborted(result.error)
+        _keep(turn, result)
         if picked is None:
             if self._profiles is None:
                 texts = [f"{a.name}, {a.title}: {a.profile}" for a in self.pool]
@@ -422,19 +422,15 @@ class DmoaMethod:
     ) -> AgentResult:
         ctx = self.ctx
         agent = self.pool[self.names.index(name)]
-        in_system = self.query_in == QUERY_IN_SYSTEM
-        problem = ctx.spec.problem
         note = self.steer.note_block(name)  # a note from the person steering the run, after the request
-        messages, shrink = fitted(previous, lambda responses: [
-            {"role": "system",
-             "content": agent_system_prompt(ctx.spec.team.name, agent, problem if in_system else None)},
-            {"role": "user", "content": "\n\n".join(part for part in (
-                agent_request(name, step, None if in_system else problem, responses, feedback), note) if part)},
-        ])
+        messages, shrink, turn = self.requests.agent(agent, step, previous, feedback, note)
+        # A reply that only repeats its instructions is asked for once more, then not aggregated (issue 44).
+        told = agent_instructions(ctx.spec.team.name, agent, step, bool(previous))
         result, _ = await ctx.call(
-            name, CALL_STEP, messages, kind="agent",
+            name, CALL_STEP, messages, kind="agent", parser=own_text(told),
             top_logprobs=self.top_logprobs if self._dense else 0, shrink=shrink,
         )
+        _keep(turn, result)
         return result
 
     async def _aggregate(
@@ -494,21 +490,20 @@ class DmoaMethod:
     ) -> RunOutcome | None:
         ctx = self.ctx
         last = step >= self.l_max
-        messages, shrink = fitted(responses, lambda shown: [
-            {"role": "system", "content": summarizer_system_prompt(ctx.spec.team.name)},
-            {"role": "user", "content": summarizer_request(step, self.l_max, ctx.spec.problem, shown, feedback)},
-        ])
-        result, _ = await ctx.call(SUMMARIZER, CALL_SUMMARY, messages,
-                                        kind="summarizer",
-                                        reply_format="[FINAL] and the answer, or [CONTINUE] and what is missing",
-                                        shrink=shrink)
+        messages, shrink, turn = self.requests.summarizer(SUMMARIZER, step, self.l_max, responses, feedback)
+        told = summarizer_instructions(ctx.spec.team.name, step, self.l_max)
+        result, _ = await ctx.call(SUMMARIZER, CALL_SUMMARY, messages, kind="summarizer", parser=own_text(told),
+                                   reply_format="[FINAL] and the answer, or [CONTINUE] and what is missing",
+                                   shrink=shrink)
         if result.connection_failed:
             raise RunAborted(result.error)
+        _keep(turn, result)
         if result.status == CallStatus.DONE:
             summary = parse_summary(result.public)
             tag, body, found, note = summary.tag, summary.body, summary.found, summary.note
         else:
-            tag, body, found, note = "CONTINUE", "", "", "the Summarizer's call failed: treated as [CONTINUE]"
+            why = "copied its instructions" if is_template_copy(result.error) else "call failed"
+            tag, body, found, note = "CONTINUE", "", "", f"the Summarizer's {why}: treated as [CONTINUE]"
         answer, source = (body, SUMMARIZER.lower()) if tag == TAG_FINAL else ("", "")
         if last and tag != TAG_FINAL:
             answer, source = self._forced_answer(body)
@@ -612,15 +607,11 @@ class DmoaMethod:
         ctx = self.ctx
         fork = ctx.spec.fork
         assert fork is not None
-        routed: dict[int, DmoaRouted] = {}
-        outputs: dict[int, dict[str, str]] = {}
+        replay = _Replay(ctx)
         for event in fork.history:
             ctx.record(event)  # announced again as it was; its RoundFinished restores round and tokens
-            if isinstance(event, DmoaRouted):
-                routed[event.round] = event
-            elif isinstance(event, ev.AgentFinished) and event.call == CALL_STEP and event.public:
-                outputs.setdefault(event.round, {})[event.agent] = event.public
-                ctx.record(AgentResult(event.agent, event.status, public=event.public, raw=event.raw))
+            REPLAY.dispatch(replay, event)
+        routed, outputs = replay.routed, replay.outputs
         last = routed.get(fork.round)
         if last is None:
             raise RunAborted("this session is not a DMoA run (no router steps recorded): fork it with its own strategy")
@@ -664,6 +655,36 @@ def _floats(values: Any) -> list[float]:
     return out
 
 
+def _keep(turn: ThreadTurn | None, result: AgentResult) -> None:
+    """A reply the run kept goes into its caller's conversation (a failed or copied one does not)."""
+    if turn is not None and result.status == CallStatus.DONE:
+        turn.keep(result.raw)
+
+
+@dataclass
+class _Replay:
+    """A fork's replay of the parent's steps: each step's routing and its routed agents' responses."""
+
+    ctx: RunContext
+    routed: dict[int, DmoaRouted] = field(default_factory=dict)
+    outputs: dict[int, dict[str, str]] = field(default_factory=dict)
+
+
+REPLAY: EventTable[_Replay] = EventTable()  # what a fork rebuilds from each recorded event
+
+
+@REPLAY.on(DmoaRouted)
+def _replay_routed(replay: _Replay, event: DmoaRouted) -> None:
+    replay.routed[event.round] = event
+
+
+@REPLAY.on(ev.AgentFinished)
+def _replay_step(replay: _Replay, event: ev.AgentFinished) -> None:
+    if event.call == CALL_STEP and event.public:
+        replay.outputs.setdefault(event.round, {})[event.agent] = event.public
+        replay.ctx.record(AgentResult(event.agent, event.status, public=event.public, raw=event.raw))
+
+
 class _DmoaOptions(MethodOptions):
     """DMoA's options (arXiv 2605.15706, §4: the router's K, tau and L_max; Alg. 2's test-time training)."""
 
@@ -678,6 +699,12 @@ class _DmoaOptions(MethodOptions):
     seed: int = Field(0, ge=0, description="seed of the untrained router's initialisation and of training")
     weights_dir: str = Field("", description="folder of the router weights (default: the user data dir)")
     collect: bool = Field(False, description="run densely and keep the trace (what swarm-tui train dmoa does)")
+    prompt_order: str = choice(
+        PROMPT_CONVERSATION, PROMPT_ORDERS,
+        "conversation: each agent (the pool's, the Summarizer, the Selector) keeps one growing chat, each step "
+        "appending its request and the kept reply, so a server's prefix cache prefills each token once; paper: "
+        "every request rebuilt from the profile, the query and the previous step's responses",
+    )
     query_in: str = choice(
         QUERY_IN_SYSTEM, QUERY_IN,
         "where an agent reads the problem: system (the paper's P_sys = (Profile, P_usr)) or user "

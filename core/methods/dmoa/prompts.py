@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from core.runtime.context import Messages, Shrink, shrink_pieces
-from core.runtime.parsing import ParseError, extract_json_object
+from core.runtime.copies import folded_slots, is_slot
+from core.runtime.parsing import ParseError, TemplateCopied, extract_json_object
 from core.runtime.rosters import Team
 
 QUERY_IN_SYSTEM = "system"  # the paper: P_sys = (Profile, P_usr)
@@ -73,21 +74,30 @@ def agent_request(
     unless it is in the system prompt (``problem`` None)."""
     parts = [] if problem is None else [f"PROBLEM:\n{problem}"]
     if previous:
-        parts.append(
-            "The experts of the previous step answered below. Read them critically: keep what is reliable, "
-            "correct what is wrong and carry the reasoning on from where it stands. Repeat earlier content "
-            "only to correct or combine it.\n\n"
-            f"RESPONSES FROM STEP {step - 1}:\n{_numbered(previous)}"
-        )
+        parts.append(f"{_READ_PREVIOUS}\n\nRESPONSES FROM STEP {step - 1}:\n{_numbered(previous)}")
     if feedback:
         parts.append(f"TEST RESULTS (the sandbox ran the latest code):\n{feedback}")
-    ask = (
-        f"Give your contribution to step {step} from your role."
-        if previous
-        else "You are among the first experts on this problem. Give your contribution from your role."
-    )
-    parts.append(ask)
+    parts.append(agent_ask(step, bool(previous)))
     return "\n\n".join(parts)
+
+
+_READ_PREVIOUS = (
+    "The experts of the previous step answered below. Read them critically: keep what is reliable, correct what "
+    "is wrong and carry the reasoning on from where it stands. Repeat earlier content only to correct or combine it."
+)
+
+
+def agent_ask(step: int, has_previous: bool) -> str:
+    """What an agent is asked to do at ``step`` (the last part of its request)."""
+    if has_previous:
+        return f"Give your contribution to step {step} from your role."
+    return "You are among the first experts on this problem. Give your contribution from your role."
+
+
+def agent_instructions(domain: str, agent: PoolAgent, step: int, has_previous: bool) -> list[str]:
+    """The app's own words in an agent's request (never the problem nor a teammate's response): a reply that
+    only repeats them copied its instructions (issue 44, core.runtime.parsing.own_text)."""
+    return [agent_system_prompt(domain, agent), _READ_PREVIOUS, agent_ask(step, has_previous)]
 
 
 def summarizer_system_prompt(domain: str) -> str:
@@ -102,21 +112,27 @@ def summarizer_system_prompt(domain: str) -> str:
 
 
 def summarizer_request(
-    step: int, l_max: int, problem: str, responses: Sequence[tuple[str, str]], feedback: str = ""
+    step: int, l_max: int, problem: str | None, responses: Sequence[tuple[str, str]], feedback: str = ""
 ) -> str:
-    parts = [
-        f"PROBLEM:\n{problem}",
-        f"RESPONSES FROM STEP {step}:\n{_numbered(responses) if responses else '(no expert answered this step)'}",
-    ]
+    """The Summarizer's request; without ``problem`` when its conversation already holds it."""
+    parts = [] if problem is None else [f"PROBLEM:\n{problem}"]
+    parts.append(
+        f"RESPONSES FROM STEP {step}:\n{_numbered(responses) if responses else '(no expert answered this step)'}")
     if feedback:
         parts.append(f"TEST RESULTS (the sandbox ran the latest code):\n{feedback}")
-    if step >= l_max:
-        parts.append(
-            f"This is the last step ({l_max}). Reply with [FINAL] and the best final answer these responses support."
-        )
-    else:
-        parts.append(f"Step {step} of at most {l_max}. Reply with [FINAL] and the answer, or with [CONTINUE].")
+    parts.append(summarizer_ask(step, l_max))
     return "\n\n".join(parts)
+
+
+def summarizer_ask(step: int, l_max: int) -> str:
+    if step >= l_max:
+        return f"This is the last step ({l_max}). Reply with [FINAL] and the best final answer these responses support."
+    return f"Step {step} of at most {l_max}. Reply with [FINAL] and the answer, or with [CONTINUE]."
+
+
+def summarizer_instructions(domain: str, step: int, l_max: int) -> list[str]:
+    """The app's own words in the Summarizer's request: a reply that only repeats them is a copy (issue 44)."""
+    return [summarizer_system_prompt(domain), summarizer_ask(step, l_max)]
 
 
 def selector_system_prompt(domain: str, pool: Sequence[PoolAgent], k_max: int) -> str:
@@ -127,12 +143,20 @@ def selector_system_prompt(domain: str, pool: Sequence[PoolAgent], k_max: int) -
         "and how much each one's answer should weigh.\n"
         f"The pool:\n{roster}\n\n"
         "Reply with ONLY one JSON object and nothing else, in exactly this shape:\n"
-        '{"agents": ["<Name>", ...], "weights": {"<Name>": <a positive number>, ...}}'
+        f'{{"agents": ["{NAME_SLOT}", ...], "weights": {{"{NAME_SLOT}": {WEIGHT_SLOT}, ...}}}}'
     )
 
 
-def selector_request(step: int, problem: str, previous: Sequence[tuple[str, str]], k_max: int) -> str:
-    parts = [f"PROBLEM:\n{problem}"]
+# The Selector's shape is made of slots (as it always was); a reply that names a slot instead of an expert
+# copied the shape (issue 44: core.runtime.copies).
+NAME_SLOT = "<Name>"
+WEIGHT_SLOT = "<a positive number>"
+_SLOTS = folded_slots((NAME_SLOT, WEIGHT_SLOT, "an expert's name"))
+
+
+def selector_request(step: int, problem: str | None, previous: Sequence[tuple[str, str]], k_max: int) -> str:
+    """The Selector's request; without ``problem`` when its conversation already holds it."""
+    parts = [] if problem is None else [f"PROBLEM:\n{problem}"]
     if previous:
         parts.append(f"RESPONSES FROM STEP {step - 1}:\n{_numbered(previous)}")
     parts.append(f"Choose up to {k_max} experts for step {step}.")
@@ -147,6 +171,9 @@ def parse_selection(text: str, names: Sequence[str], k_max: int) -> list[tuple[s
     agents = found.get("agents")
     if not isinstance(agents, list) or not agents:
         raise ParseError('"agents" must be a non-empty list of expert names')
+    copied = [str(item) for item in agents if is_slot(str(item), _SLOTS) or str(item).strip(" .") == ""]
+    if copied and len(copied) == len(agents):
+        raise TemplateCopied(["agents"], "name the experts of the pool you choose")
     by_lower = {n.lower(): n for n in names}
     raw_weights = found.get("weights")
     if not isinstance(raw_weights, dict):

@@ -33,4 +33,25 @@ DEVIATIONS: tuple[Deviation, ...] = (
         "The policy's sizes are ours: hidden 32, two R-GCN layers, tanh (the public code: hidden 16).",
         "The paper does not give them; the policy stays small enough to train on a CPU.",
     ),
+    Deviation(
+        "topodim",
+        "The prior generator's edge shape is written with slots (\"<the agent whose answer the link starts "
+        "from>\", \"<one of the link types>\", <your confidence, 0 to 1>) and one line saying to write its own "
+        "values, instead of a filled example edge; a reply whose every edge is a slot is asked for once more, "
+        "then no graph is built from it. An agent's or the decision-maker's reply that only repeats its "
+        "instructions is asked for once more, then not passed on (counted as copied).",
+        "Small local models copy an example verbatim (issue 44); a slot cannot pass for a proposal. The fields "
+        "asked for are the same (src, dst, type, confidence).",
+    ),
+    Deviation(
+        "topodim",
+        "An agent called more than once (its answer, then a review's revision or a debate's defence, or a review "
+        "before its own answer) keeps one growing conversation: each call appends its request and the kept "
+        "reply; the problem is said once. What it adds to the paper's prompt: the agent's own earlier calls of "
+        "the pass. The decision-maker's two calls (the prior's graph, the final answer) stay separate requests.",
+        "Each request then begins with the previous one, so a server's prefix cache prefills only what is new "
+        "(issue 46).",
+        "-o prompt_order=paper",
+        ("prompt_order", "paper"),
+    ),
 )

@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 from core.methods.registry import MethodError
-from core.methods.topodim.prompts import prior_messages
+from core.methods.topodim.prompts import PRIOR_SLOTS, prior_messages
 from core.routing.topodim import EDGE_TYPES, NONE, RELATIONS, TypedGraph, build_graph, decode, proposal_decisions
+from core.runtime.copies import folded_slots, is_slot
 from core.runtime.engine import AgentResult, RunAborted
-from core.runtime.parsing import ParseError, extract_json_object
+from core.runtime.parsing import ParseError, TemplateCopied, extract_json_object
 from core.runtime.rosters import Role
 from core.runtime.run_context import notice
 
@@ -82,6 +83,7 @@ def parse_prior(text: str) -> PriorProposal:
         edges = next((v for k, v in found.items() if k.strip().lower() in ("graph", "links")), None)
     if not isinstance(edges, list):
         raise ParseError('missing list "edges" of {"src", "dst", "type", "confidence"} objects')
+    _refuse_copied_edges(edges)
     out: list[tuple[str, str, str, float]] = []
     ignored: list[str] = []
     for position, item in enumerate(edges):
@@ -106,6 +108,19 @@ def parse_prior(text: str) -> PriorProposal:
     return PriorProposal(out, ignored)
 
 
+
+
+_SLOTS = folded_slots(PRIOR_SLOTS)
+
+
+def _refuse_copied_edges(edges: list[Any]) -> None:
+    """Every proposed edge names a slot of the shape, not an agent: the reply copied it (TemplateCopied: asked
+    once more, then no graph; issue 44). One copied edge among real ones is only ignored, as any bad item."""
+    fields = ("src", "dst", "type", "from", "to")
+    copied = [item for item in edges if isinstance(item, dict)
+              and any(is_slot(str(item.get(f, "")), _SLOTS) for f in fields if item.get(f) is not None)]
+    if edges and len(copied) == len(edges):
+        raise TemplateCopied(["src", "dst", "type"], "name the agents of the team and the link types")
 
 
 @dataclass

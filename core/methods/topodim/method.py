@@ -49,7 +49,9 @@ from core.methods.topodim.generators import (
 from core.methods.topodim.prompts import (
     EXTRA_ROLES,
     PEER_CHARS,
+    agent_instructions,
     clip_shrink,
+    decider_instructions,
     decider_messages,
     peer,
     request,
@@ -58,6 +60,7 @@ from core.methods.topodim.prompts import (
     user_prompt,
 )
 from core.methods.topodim.steer import TopoDIMSteering
+from core.methods.topodim.threads import PROMPT_ORDERS, TopoDIMRequests
 from core.routing.topodim import (
     EDGE_TYPES,
     MODES,
@@ -75,6 +78,8 @@ from core.runtime.control import StepBoundary
 from core.runtime.engine import Evaluation
 from core.runtime.events import CallStatus
 from core.runtime.outcome import EndReason, RunOutcome
+from core.runtime.parsing import own_text
+from core.runtime.prompts import PROMPT_CONVERSATION
 from core.runtime.rosters import Team
 from core.runtime.run_context import begin_round, finish_round, notice, start_phase
 from core.runtime.steering import SteerKind
@@ -154,6 +159,7 @@ class TopoDIMMethod:
         available = len(team.workers) + len(EXTRA_ROLES.get(team.name, ()))
         if self.size > available:
             raise MethodError(f"[strategy.topodim] agents must be at most {available} for the {team.name} team")
+        self.prompt_order: str = str(options.get("prompt_order", PROMPT_CONVERSATION))  # core.methods.topodim.threads
         self.last_graph: TypedGraph | None = None
         self.last_sample: PolicySample | None = None
 
@@ -168,6 +174,7 @@ class TopoDIMMethod:
     # --- run --------------------------------------------------------------------------------
     async def run(self, ctx: RunContext) -> RunOutcome:
         self.ctx = ctx
+        self.requests = TopoDIMRequests(ctx, self.prompt_order)
         self.roles = {r.name: r for r in team_roles(ctx.spec.team, self.size)}
         self.names = list(self.roles)
         self.decider = ctx.spec.team.manager.name
@@ -278,18 +285,21 @@ class TopoDIMMethod:
                 continue
             ctx.emit(self._call_event(step))
 
-            def make(limit: int, step: CallStep = step) -> Messages:
+            def user(problem: str | None, limit: int, step: CallStep = step) -> str:
                 body, ask, _ = request(step, answers, reviews, debates, inputs, self.roles, limit)
-                return [
-                    {"role": "system",
-                     "content": system_prompt(self.roles[step.agent], self.names, ctx.spec.team.name)},
-                    {"role": "user", "content": user_prompt(ctx.spec.problem, body, ask)},
-                ]
+                return user_prompt(problem, body, ask)
 
-            result, _ = await ctx.call(step.agent, step.mode, make(PEER_CHARS), shrink=clip_shrink(make),
-                                            kind="agent")
+            system = system_prompt(self.roles[step.agent], self.names, ctx.spec.team.name)
+            messages, shrink, turn = self.requests.agent(step.agent, system, user)
+            ask = request(step, answers, reviews, debates, inputs, self.roles)[1]
+            told = agent_instructions(self.roles[step.agent], self.names, ctx.spec.team.name, ask)
+            # A reply that only repeats its instructions is asked for once more, then not passed on (issue 44).
+            result, _ = await ctx.call(step.agent, step.mode, messages, shrink=shrink, kind="agent",
+                                       parser=own_text(told))
             abort_if_unreachable(result)
             text = usable_text(result) if result.status == CallStatus.DONE else ""
+            if turn is not None and result.status == CallStatus.DONE:
+                turn.keep(result.raw)  # the agent's next call begins with this one and its reply
             if not text:
                 continue
             if step.mode == CallMode.SOLUTION:
@@ -376,9 +386,9 @@ class TopoDIMMethod:
             return decider_messages(self.decider, len(self.names), domain, ctx.spec.problem, peers, len(order), checks)
 
         ctx.emit(self._call_event(step))
-        result, _ = await ctx.call(self.decider, CallMode.FINAL, make(PEER_CHARS),
-                                        kind="decider",
-                                        shrink=clip_shrink(make))
+        messages = make(PEER_CHARS)
+        result, _ = await ctx.call(self.decider, CallMode.FINAL, messages, kind="decider",
+                                   parser=own_text(decider_instructions(messages)), shrink=clip_shrink(make))
         abort_if_unreachable(result)
         text = usable_text(result) if result.status == CallStatus.DONE else ""
         answer, source = self._answer(text, answers, verdicts)
@@ -497,6 +507,11 @@ class _TopoDIMOptions(MethodOptions):
                         description="team size (the paper runs 5: the domain's roles, then TopoDIM's extra roles)")
     weights: str = Field("", description=(
         "policy/decentralized: weights file (default: the user data dir's swarm-tui/topodim/policy.pt)"))
+    prompt_order: str = choice(
+        PROMPT_CONVERSATION, PROMPT_ORDERS,
+        "conversation: an agent called more than once keeps one growing chat (each call appends its request and "
+        "the kept reply), so a server's prefix cache prefills each token once; paper: every request rebuilt",
+    )
 
 
 TopoDIMOptions = with_calls(_TopoDIMOptions, CALL_OPTIONS)

@@ -149,8 +149,9 @@ def peer(roles: Mapping[str, Role], name: str, text: str, note: str = "", limit:
     return f"[{name}{title}{note}]\n{clip(text, limit)}"
 
 
-def user_prompt(problem: str, body: str, ask: str) -> str:
-    return f"PROBLEM:\n{problem}\n\n{body}{ask}"
+def user_prompt(problem: str | None, body: str, ask: str) -> str:
+    """An agent's request; without ``problem`` when its conversation already holds it."""
+    return f"{'' if problem is None else f'PROBLEM:{chr(10)}{problem}{chr(10)}{chr(10)}'}{body}{ask}"
 
 
 def request(
@@ -254,9 +255,31 @@ def prior_messages(
             f"Use only these types: {allowed}. Conditioned and debate links must not form a cycle. "
             "An agent with no link does not work on this problem, so link only the agents that help.\n\n"
             "Give each link your confidence from 0 to 1 that it helps. Reply with exactly this shape:\n"
-            '{"edges": [{"src": "AgentName", "dst": "AgentName", "type": "conditioned", "confidence": 0.8}]}',
+            f'{{"edges": [{{"src": "{SRC_SLOT}", "dst": "{DST_SLOT}", "type": "{TYPE_SLOT}", '
+            f'"confidence": {CONFIDENCE_SLOT}}}]}}\n'
+            "Write your own value in place of every <...> slot; a reply that repeats a slot is refused.",
         },
     ]
+
+
+# The prior's edge shape is made of slots (issue 44): a copy of it names no agent and gives itself away
+# (core.runtime.copies); the former example ("AgentName", "conditioned", 0.8) could pass for a proposal.
+SRC_SLOT = "<the agent whose answer the link starts from>"
+DST_SLOT = "<the agent the link leads to>"
+TYPE_SLOT = "<one of the link types>"
+CONFIDENCE_SLOT = "<your confidence, 0 to 1>"
+PRIOR_SLOTS = (SRC_SLOT, DST_SLOT, TYPE_SLOT, CONFIDENCE_SLOT, "AgentName")
+
+
+def agent_instructions(role: Role, names: list[str], domain: str, ask: str) -> list[str]:
+    """The app's own words in an agent's request (never the problem nor a teammate's quoted text): a reply that
+    only repeats them copied its instructions (issue 44, core.runtime.parsing.own_text)."""
+    return [system_prompt(role, names, domain), ask]
+
+
+def decider_instructions(messages: Messages) -> list[str]:
+    """The decision-maker's own instructions: its system prompt and the request's last line (the ask)."""
+    return [messages[0]["content"], messages[-1]["content"].rsplit("\n", 1)[-1]]
 
 
 def decider_messages(decider: str, size: int, domain: str, problem: str, peers: str, count: int,

@@ -30,4 +30,26 @@ DEVIATIONS: tuple[Deviation, ...] = (
         "Running generated code is the user's choice (a bubblewrap sandbox).",
         "--execute",
     ),
+    Deviation(
+        "topoweaver",
+        "The Orchestrator's prompt shows the plan's shape with angle-bracketed slots (difficulty, notes, steps, "
+        "agents with <agent id>, <agent type>, <ids of agents in earlier steps>) and one line saying to write "
+        "its own values, then the paper's kind of filled plan marked as an example for another task. A plan that "
+        "repeats a slot is asked for once more, then refused as no plan (counted as copied, never run, not shown "
+        "back in the history). An agent's reply that only repeats its instructions is refused the same way.",
+        "Small local models copy a filled example verbatim, and a copy of one passes for a plan (issue 44); a "
+        "slot cannot. The fields asked for are the paper's (App. B.4).",
+    ),
+    Deviation(
+        "topoweaver",
+        "The Orchestrator and an agent whose id a later turn reuses each keep one growing conversation: each turn "
+        "appends its request and the kept reply. The Orchestrator's later turns hold only the history H that is "
+        "new since its last kept plan; a reused agent's hold the new view and what it reads, its earlier output "
+        "(eq. 15's Mem) being its own assistant turn; the problem is said once. What it adds to the paper's "
+        "prompt: the earlier turns' requests (asks, views and reads) stay in the transcript.",
+        "Each request then begins with the previous one, so a server's prefix cache prefills only what is new "
+        "(issue 46).",
+        "-o prompt_order=paper",
+        ("prompt_order", "paper"),
+    ),
 )

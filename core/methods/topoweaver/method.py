@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
@@ -33,13 +33,24 @@ from core.evaluation.extract import docstring_examples, extract_tests, latest_co
 from core.evaluation.math_answers import answer_or_text, extract_answer
 from core.evaluation.sandbox import SandboxLimits, arun_code
 from core.llm.urls import redact_url
-from core.methods.registry import GraphShape, MethodInfo, MethodOptions, call_options, call_tables, register, with_calls
+from core.methods.registry import (
+    GraphShape,
+    MethodInfo,
+    MethodOptions,
+    call_options,
+    call_tables,
+    choice,
+    register,
+    with_calls,
+)
+from core.methods.topoweaver.copies import plan_reply
 from core.methods.topoweaver.events import PlanProposed, TurnEnded
 from core.methods.topoweaver.fidelity import DEVIATIONS as FIDELITY
 from core.methods.topoweaver.plan import (
     CODER,
     DEBUGGER,
     EXECUTION_REWARD,
+    TAG_SCHEMA,
     TESTER,
     THINKER,
     VERIFIER,
@@ -59,20 +70,22 @@ from core.methods.topoweaver.prompts import (
     LOG_CHARS,
     ORCHESTRATOR,
     TurnNote,
-    agent_request,
-    agent_system_prompt,
-    orchestrator_request,
-    orchestrator_system_prompt,
+    agent_instructions,
     trimmed,
 )
 from core.methods.topoweaver.steer import TopoWeaverSteering
+from core.methods.topoweaver.threads import PROMPT_ORDERS, TopoWeaverRequests
 from core.runtime import events as ev
+from core.runtime.agent_threads import ThreadTurn
 from core.runtime.config import DomainName
-from core.runtime.context import Messages, Shrink, shrink_pieces
+from core.runtime.context import Messages, Shrink
 from core.runtime.control import StepBoundary
+from core.runtime.dispatch import EventTable
 from core.runtime.engine import AgentResult, Evaluation, RunAborted
 from core.runtime.events import CallStatus
 from core.runtime.outcome import EndReason, RunOutcome
+from core.runtime.parsing import is_template_copy, own_text
+from core.runtime.prompts import PROMPT_CONVERSATION
 from core.runtime.rosters import Team
 from core.runtime.run_context import begin_round, finish_round, notice, start_phase
 from core.runtime.steering import SteerKind
@@ -94,6 +107,7 @@ _ANSWER = re.compile(r"^\s*\**ANSWER\**\s*[:=]\s*(.+?)\s*$", re.I | re.M)
 
 
 # A re-ask of the Orchestrator (a reply cut off at max_tokens) asks for its own format, never JSON.
+COPIED_PLAN = "the plan copied the reply template's slots"  # twice (issue 44): no plan, never run
 ORCHESTRATOR_REPLY_FORMAT = "the plan as one YAML block (```yaml ... ```) with the fields the instructions give"
 
 
@@ -156,8 +170,10 @@ class TopoWeaverMethod:
         orchestrator_base_url: str = "",
         fallback: bool = False,
         sandbox: SandboxLimits | None = None,
+        prompt_order: str = PROMPT_CONVERSATION,
     ) -> None:
         self.turns = turns
+        self.prompt_order = prompt_order  # core.methods.topoweaver.threads
         self.orchestrator_model = orchestrator_model.strip()
         self.orchestrator_base_url = orchestrator_base_url.strip()
         self.fallback = fallback
@@ -176,6 +192,7 @@ class TopoWeaverMethod:
     async def run(self, ctx: RunContext) -> RunOutcome:
         self.ctx = ctx
         self.domain = ctx.spec.team.name
+        self.requests = TopoWeaverRequests(ctx, self.domain, self.prompt_order)
         self.steer = TopoWeaverSteering(ctx, NAME, self._user_plan)
         ctx.attach(steer=self.steer.apply)
         self._waiting: TurnRecord | None = None
@@ -207,10 +224,12 @@ class TopoWeaverMethod:
                f"{self.ctx.spec.model}", "info")
         return client
 
-    async def _call_orchestrator(self, messages: Messages, shrink: Shrink) -> AgentResult:
+    async def _call_orchestrator(self, messages: Messages, shrink: Shrink, turn: ThreadTurn | None) -> AgentResult:
         """The Orchestrator's call for this turn's plan (on its own client when it has one)."""
         reply, _ = await self.ctx.call(ORCHESTRATOR, CALL_ORCHESTRATE, messages, client=self._client,
-                                       kind="orchestrator", reply_format=ORCHESTRATOR_REPLY_FORMAT, shrink=shrink)
+                                       kind="orchestrator", parser=plan_reply, reply_format=ORCHESTRATOR_REPLY_FORMAT,
+                                       shrink=shrink)
+        _keep(turn, reply)
         return reply
 
     async def _run_turns(self, turn: int = 0) -> RunOutcome:
@@ -241,22 +260,14 @@ class TopoWeaverMethod:
     async def _turn(self, turn: int) -> TurnRecord:
         ctx = self.ctx
         start_phase(ctx, PHASE_ORCHESTRATE, f"turn {turn}: the Orchestrator writes the plan")
-        notes = self._history_notes()
-
-        def build(kept: list[str], _: list[str]) -> Messages:
-            shown = notes[len(notes) - len(kept):] if kept else []
-            return [
-                {"role": "system", "content": orchestrator_system_prompt(self.domain, ctx.state.params.max_rounds)},
-                {"role": "user", "content": orchestrator_request(
-                    ctx.spec.problem, turn, ctx.state.params.max_rounds, shown)},
-            ]
-
-        texts = [note.text for note in notes]
-        # Over the model's context, the history H loses its oldest turns first.
-        orchestrate = self._call_orchestrator(build(texts, []), shrink_pieces(build, texts))
+        messages, shrink, thread_turn = self.requests.orchestrator(turn, ctx.state.params.max_rounds,
+                                                                   self._history_notes())
+        orchestrate = self._call_orchestrator(messages, shrink, thread_turn)
         # No reply at all, even after retries: the run ends.
         reply = (await ctx.gather({ORCHESTRATOR: orchestrate}))[ORCHESTRATOR]
-        validation = validate_plan(reply.raw, domain=self.domain, turn=turn, earlier=self._ran)
+        validation = Validation(TAG_SCHEMA, rule="copied", message=COPIED_PLAN) if is_template_copy(
+            reply.error) else validate_plan(
+            reply.raw, domain=self.domain, turn=turn, earlier=self._ran)
         record = TurnRecord(turn, validation, raw=reply.raw, plan=validation.plan)
         if record.plan is None and self.fallback:
             record.plan, record.fallback = self._fallback(turn), True
@@ -278,31 +289,11 @@ class TopoWeaverMethod:
     def _replay_history(self, history: list[ev.Event]) -> int:
         """A fork: re-emit the parent's turns and rebuild what later turns read (the history H, every
         agent's memory, the best answer) as the live run had it. Returns the last turn kept."""
-        ctx, last = self.ctx, 0
-        pending: dict[int, TurnRecord] = {}
+        replay = _Replay(self)
         for event in history:
-            ctx.record(event)  # announced again as it was
-            if isinstance(event, PlanProposed):
-                validation = Validation(event.tag, event.yaml, rule=event.rule, message=event.message,
-                                        offender=event.offender, warnings=list(event.warnings))
-                plan = Plan.from_layers(event.difficulty, event.steps, event.notes) if event.steps else None
-                validation.plan = plan if event.valid else None
-                pending[event.round] = TurnRecord(event.round, validation, event.raw, plan, event.fallback)
-            elif isinstance(event, ev.AgentFinished) and event.call == CALL_AGENT:
-                self._memory.setdefault(event.agent, {})[event.round] = event.public
-                self._ran.setdefault(event.round, []).append(event.agent)
-                ctx.record(AgentResult(event.agent, event.status, public=event.public, raw=event.raw))
-            elif isinstance(event, ev.TestRun):
-                ctx.record(Evaluation(passed=event.passed, feedback=f"{event.outcome}: {event.detail}"))
-            elif isinstance(event, TurnEnded) and event.round in pending:
-                record = pending.pop(event.round)
-                record.status, record.passed = event.status, event.passed
-                record.failing_test, record.log, record.source = event.failing_test, event.log, event.source_agent
-                self._records.append(record)
-                self._remember_answer(record)
-            elif isinstance(event, ev.RoundFinished):  # the run stands where this round left it (record)
-                last = event.round
-        return last
+            self.ctx.record(event)  # announced again as it was
+            REPLAY.dispatch(replay, event)
+        return replay.last
 
     def _remember_answer(self, record: TurnRecord) -> None:
         """The answer a replayed turn's check examined, as the live check kept it."""
@@ -390,23 +381,12 @@ class TopoWeaverMethod:
             reads.append((f"{ref} ({kind})", outputs[ref].public if ref in outputs else ""))
         for name, ref_turn in agent.cross_refs:
             reads.append((f"{name}, turn {ref_turn}", self._memory.get(name, {}).get(ref_turn, "")))
-        def build(kept: list[str], texts: list[str]) -> Messages:
-            mine = memory[len(memory) - len(kept):] if kept else []
-            return [
-                {"role": "system", "content": agent_system_prompt(self.domain, agent)},
-                {"role": "user", "content": agent_request(
-                    self.ctx.spec.problem, agent, turn=turn, steps=len(plan.steps), view=view,
-                    memory=[(t, text) for (t, _), text in zip(mine, kept, strict=True)],
-                    reads=[(label, text) for (label, _), text in zip(reads, texts, strict=True)])},
-            ]
-
-        # Over the model's context: its own oldest outputs go first, then what it reads is cut to equal shares.
-        own, read = [text for _, text in memory], [text for _, text in reads]
+        messages, shrink, thread_turn = self.requests.agent(agent, turn, len(plan.steps), view, memory, reads)
+        told = agent_instructions(self.domain, agent, turn, len(plan.steps))
         result, _ = await self.ctx.call(
-            agent.id, CALL_AGENT, build(own, read), kind="agent",
-            tier=agent.step - 1,
-            shrink=shrink_pieces(build, own, read),
+            agent.id, CALL_AGENT, messages, kind="agent", parser=own_text(told), tier=agent.step - 1, shrink=shrink,
         )
+        _keep(thread_turn, result)
         return result
 
     def _view(self, turn: int, plan: Plan) -> str:
@@ -527,7 +507,9 @@ class TopoWeaverMethod:
         for r in self._records:
             v = r.validation
             if not v.valid:
-                wrote = trimmed(v.yaml_text or r.raw, LOG_CHARS) or "(nothing)"
+                # A copy of the shape is not shown back as if it were a plan (issue 44).
+                wrote = "(the reply template's shape)" if v.rule == "copied" else (
+                    trimmed(v.yaml_text or r.raw, LOG_CHARS) or "(nothing)")
                 text = f"Your plan was rejected: {v.badge()}.\nWhat you wrote:\n{wrote}"
                 if r.fallback and r.plan is not None:
                     text += f"\nA fallback plan ran instead: {r.plan.shape()}."
@@ -616,7 +598,66 @@ def _build(options: dict[str, Any], team: Team) -> TopoWeaverMethod:
         orchestrator_model=options["orchestrator_model"],
         orchestrator_base_url=options["orchestrator_base_url"],
         fallback=options["fallback"],
+        prompt_order=options.get("prompt_order", PROMPT_CONVERSATION),
     )
+
+
+def _keep(turn: ThreadTurn | None, result: AgentResult) -> None:
+    """A reply the run kept goes into its caller's conversation (a failed or copied one does not)."""
+    if turn is not None and result.status == CallStatus.DONE:
+        turn.keep(result.raw)
+
+
+@dataclass
+class _Replay:
+    """A fork's replay of the parent's events: the turns whose end is still to come, the last round kept."""
+
+    method: TopoWeaverMethod
+    pending: dict[int, TurnRecord] = field(default_factory=dict)
+    last: int = 0
+
+
+REPLAY: EventTable[_Replay] = EventTable()  # what a fork rebuilds from each recorded event
+
+
+@REPLAY.on(PlanProposed)
+def _replay_plan(replay: _Replay, event: PlanProposed) -> None:
+    validation = Validation(event.tag, event.yaml, rule=event.rule, message=event.message,
+                            offender=event.offender, warnings=list(event.warnings))
+    plan = Plan.from_layers(event.difficulty, event.steps, event.notes) if event.steps else None
+    validation.plan = plan if event.valid else None
+    replay.pending[event.round] = TurnRecord(event.round, validation, event.raw, plan, event.fallback)
+
+
+@REPLAY.on(ev.AgentFinished)
+def _replay_agent(replay: _Replay, event: ev.AgentFinished) -> None:
+    if event.call != CALL_AGENT:
+        return
+    method = replay.method
+    method._memory.setdefault(event.agent, {})[event.round] = event.public
+    method._ran.setdefault(event.round, []).append(event.agent)
+    method.ctx.record(AgentResult(event.agent, event.status, public=event.public, raw=event.raw))
+
+
+@REPLAY.on(ev.TestRun)
+def _replay_test(replay: _Replay, event: ev.TestRun) -> None:
+    replay.method.ctx.record(Evaluation(passed=event.passed, feedback=f"{event.outcome}: {event.detail}"))
+
+
+@REPLAY.on(TurnEnded)
+def _replay_turn(replay: _Replay, event: TurnEnded) -> None:
+    record = replay.pending.pop(event.round, None)
+    if record is None:
+        return
+    record.status, record.passed = event.status, event.passed
+    record.failing_test, record.log, record.source = event.failing_test, event.log, event.source_agent
+    replay.method._records.append(record)
+    replay.method._remember_answer(record)
+
+
+@REPLAY.on(ev.RoundFinished)
+def _replay_round(replay: _Replay, event: ev.RoundFinished) -> None:
+    replay.last = event.round  # the run stands where this round left it (record)
 
 
 class _TopoWeaverOptions(MethodOptions):
@@ -627,6 +668,12 @@ class _TopoWeaverOptions(MethodOptions):
     orchestrator_base_url: str = Field("", description="the orchestrator's endpoint (default: the run's)")
     fallback: bool = Field(False, description="run a difficulty template when the plan is invalid "
                            "(the paper just uses up the turn)")
+    prompt_order: str = choice(
+        PROMPT_CONVERSATION, PROMPT_ORDERS,
+        "conversation: the Orchestrator and an agent whose id a later turn reuses each keep one growing chat "
+        "(each call appends its request and the kept reply), so a server's prefix cache prefills each token "
+        "once; paper: every request rebuilt with the whole history and memory",
+    )
 
 
 TopoWeaverOptions = with_calls(_TopoWeaverOptions, CALL_OPTIONS)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.methods.topoweaver.copies import PLAN_SHAPE, SLOTS_NOTE
 from core.methods.topoweaver.plan import (
     ALGORITHMMER,
     CODER,
@@ -109,7 +110,8 @@ def orchestrator_system_prompt(domain: str, turns: int) -> str:
         "and ref: the ids of agents in EARLIER steps whose outputs it reads.\n\n"
         f"Agent types:\n{types}\n\nRules:\n{numbered}\n\n"
         "Reply with the YAML plan only, in one ```yaml block, in this shape:\n"
-        f"```yaml\n{example}\n```"
+        f"```yaml\n{PLAN_SHAPE}\n```\n{SLOTS_NOTE}\n\n"
+        f"For instance, a plan for another task of the same kind (an example, not your plan):\n{example}"
     )
 
 
@@ -121,7 +123,9 @@ class TurnNote:
     text: str
 
 
-def orchestrator_request(problem: str, turn: int, turns: int, history: list[TurnNote]) -> str:
+def orchestrator_request(problem: str | None, turn: int, turns: int, history: list[TurnNote]) -> str:
+    """The Orchestrator's request; without ``problem`` (and with only the new history) when its conversation
+    already holds them."""
     past = "\n\n".join(f"TURN {h.turn}:\n{h.text}" for h in history)
     ask = (
         f"Write the plan for turn 1 of at most {turns}."
@@ -129,7 +133,8 @@ def orchestrator_request(problem: str, turn: int, turns: int, history: list[Turn
         else f"Write the plan for turn {turn} of at most {turns}, changing what the history shows did not work."
     )
     return (
-        f"PROBLEM:\n{problem}\n\n" + (f"HISTORY OF EARLIER TURNS:\n{past}\n\n" if past else "") + ask
+        ("" if problem is None else f"PROBLEM:\n{problem}\n\n")
+        + (f"HISTORY OF EARLIER TURNS:\n{past}\n\n" if past else "") + ask
     )
 
 
@@ -183,7 +188,7 @@ def trimmed(text: str, limit: int) -> str:
 
 
 def agent_request(
-    problem: str,
+    problem: str | None,
     agent: PlanAgent,
     *,
     turn: int,
@@ -194,10 +199,8 @@ def agent_request(
 ) -> str:
     """``memory``: (turn, text) of this agent's own earlier outputs; ``reads``: (label, text) of the
     outputs it refs (eq. 15's View, Mem and in-neighbour messages)."""
-    parts = [
-        f"PROBLEM:\n{problem}\n",
-        f"YOUR ROLE: {agent.type} (agent {agent.id}, step {agent.step} of {steps}, turn {turn})",
-    ]
+    parts = [] if problem is None else [f"PROBLEM:\n{problem}\n"]
+    parts.append(_role_line(agent, turn, steps))
     if view:
         parts.append(f"\nTHE LAST TURN (the Orchestrator's summary):\n{view}")
     if memory:
@@ -207,5 +210,18 @@ def agent_request(
         theirs = "\n\n".join(f"[from {label}]\n{trimmed(text, OUTPUT_CHARS) or '(no output)'}"
                              for label, text in reads)
         parts.append(f"\nOUTPUTS YOU READ:\n{theirs}")
-    parts.append("\nDo your job now.")
+    parts.append(f"\n{AGENT_ASK}")
     return "\n".join(parts)
+
+
+AGENT_ASK = "Do your job now."
+
+
+def _role_line(agent: PlanAgent, turn: int, steps: int) -> str:
+    return f"YOUR ROLE: {agent.type} (agent {agent.id}, step {agent.step} of {steps}, turn {turn})"
+
+
+def agent_instructions(domain: str, agent: PlanAgent, turn: int, steps: int) -> list[str]:
+    """The app's own words in an agent's request (never the problem nor what it reads): a reply that only
+    repeats them copied its instructions (issue 44, core.runtime.parsing.own_text)."""
+    return [agent_system_prompt(domain, agent), _role_line(agent, turn, steps), AGENT_ASK]

@@ -143,7 +143,8 @@ async def test_dmoa_forces_excludes_and_notes_the_next_step(tmp_path: Path, embe
     assert left_out in routed.selected and first[0] not in routed.selected and "by the user" in routed.note
     ran = {r.role for r in server.requests if r.call == CALL_STEP and r.round == 1}
     assert ran == set(routed.selected)
-    noted = [r for r in server.requests if any("USER-NOTE-DMOA" in str(m.get("content")) for m in r.messages)]
+    # Delivered once, in step 1's new turn (a later request of the same agent holds that turn as it was).
+    noted = [r for r in server.requests if "USER-NOTE-DMOA" in str(r.messages[-1].get("content"))]
     assert noted and all(r.call == CALL_STEP and r.round == 1 for r in noted)
     assert {r.role for r in noted} == ran
     assert all(e.accepted for e in of(events, ev.UserSteered)) and finished.rounds >= 1

@@ -98,7 +98,7 @@ async def test_the_demo_fails_a_test_in_turn_one_and_passes_in_turn_two() -> Non
 
 
 async def test_each_agent_sees_problem_role_view_memory_and_its_refs() -> None:
-    _, _, server = await run_tw(topoweaver_script)
+    _, _, server = await run_tw(topoweaver_script, options={"prompt_order": "paper"})
 
     (coder_2,) = requests(server, CALL_AGENT, "coder_1", 2)
     text = user_text(coder_2)

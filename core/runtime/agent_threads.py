@@ -1,0 +1,90 @@
+"""Each agent's requests as one growing conversation, for a method that calls the same agent more than once
+(issue 46: DMoA's agents and its Summarizer step after step, TopoDIM's agents in several modes, TopoWeaver-R1's
+Orchestrator turn after turn).
+
+An agent's first request is its system prompt and one user turn; every later one is the previous request, the
+reply the method kept as an assistant turn, and the new user turn, byte for byte (core.runtime.conversation),
+so a server's prefix cache prefills only what is new. A re-ask is a side request (core.runtime.calls adds its
+turns after the request and keeps nothing); a reply is appended only when the method keeps it (``keep``). When
+a conversation outgrows the run's context budget its oldest exchanges go in one step (the prefix breaks once)
+and the method hears what was dropped; over a model's smaller context the new turn's pieces are cut first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from core.runtime.context import Messages, Shrink, shrink_pieces
+from core.runtime.conversation import Conversation, Trimmed
+
+Report = Callable[[str, Trimmed], None]  # (agent, what a trim dropped)
+
+
+@dataclass
+class ThreadTurn:
+    """A request about to be sent as the next turn of an agent's conversation."""
+
+    conversation: Conversation
+    user: str  # the new user turn, as sent (a shrink may cut its pieces)
+    round: int
+
+    @property
+    def messages(self) -> Messages:
+        return self.conversation.request(self.user)
+
+    def keep(self, reply: str) -> None:
+        """Append the kept reply: the agent's next request begins with this one and the reply."""
+        self.conversation.commit(self.user, reply, self.round)
+
+
+class AgentThreads:
+    """One run's conversations, one per agent, each begun with that agent's own system prompt."""
+
+    def __init__(self, budget_tokens: int, report: Report) -> None:
+        self.budget_tokens = budget_tokens
+        self.report = report
+        self.conversations: dict[str, Conversation] = {}
+
+    def begun(self, agent: str) -> bool:
+        """The agent's conversation still holds its first turn, which carried the problem (a trim that dropped
+        it makes the next turn say the problem again)."""
+        conversation = self.conversations.get(agent)
+        return conversation is not None and conversation.exchanges > 0 and not conversation.dropped
+
+    def open(self, agent: str, system: str, round_no: int, make_user: Callable[[bool], str]) -> ThreadTurn:
+        """The agent's next turn; ``make_user(said)`` writes its user text, ``said`` telling whether the
+        conversation still holds the first turn (the problem). A conversation over the run's context budget
+        first drops its oldest exchanges, in one step, and says so."""
+        conversation = self.conversations.get(agent)
+        if conversation is None or conversation.system != system:  # a new role is a new conversation
+            conversation = self.conversations[agent] = Conversation(system)
+        if conversation.tokens(make_user(self.begun(agent))) > self.budget_tokens:
+            trimmed = conversation.trim(self.budget_tokens // 2)
+            if trimmed is not None:
+                self.report(agent, trimmed)
+        return ThreadTurn(conversation, make_user(self.begun(agent)), round_no)
+
+    def turn(
+        self, agent: str, system: str, round_no: int, make_user: Callable[[bool, list[str]], str],
+        pieces: Sequence[str],
+    ) -> tuple[ThreadTurn, Shrink]:
+        """The agent's next turn, its user text made from ``pieces`` (this turn's quoted texts; see open for
+        ``said``), and how to cut those pieces to equal shares when the request must fit the model's context."""
+        turn = self.open(agent, system, round_no, lambda said: make_user(said, list(pieces)))
+        conversation, said = turn.conversation, self.begun(agent)
+        return turn, tracked(turn, shrink_pieces(lambda _, shared: conversation.request(make_user(said, shared)), [],
+                                                 list(pieces)))
+
+
+def tracked(turn: ThreadTurn, shrink: Shrink) -> Shrink:
+    """``shrink`` (of the turn's whole request), remembering the user text it sent: what is kept is what was
+    sent."""
+
+    def smaller(most_chars: int) -> Messages | None:
+        messages = shrink(most_chars)
+        if messages is not None:
+            turn.user = messages[-1]["content"]
+        return messages
+
+    return smaller
