@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.llm.client import ChatResult, LLMClient
+from core.llm.client import LLMClient
+from core.llm.result import ChatResult
+from core.llm.slots import SlotTable
 
 
 class LLMPool(LLMClient):
@@ -16,6 +18,9 @@ class LLMPool(LLMClient):
         if not members:
             raise ValueError("an endpoint pool needs at least one client")
         self.__dict__.update(vars(members[0]))  # model, timeouts, the first member's connection for listings
+        # The pool's own slot plan: a run's plan on the pool is not its first member's, so the members' calls
+        # name no slot (each member is a server of its own).
+        self.slot_table = SlotTable(total=members[0].total_slots)
         self.members = list(members)
         self.outstanding = [0] * len(members)
         self.served = [0] * len(members)  # calls each endpoint took (the bench reports the spread)
