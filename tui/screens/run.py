@@ -30,7 +30,7 @@ from ..bindings import RUN_BINDINGS
 from ..bridge import BackendFailed, BackendStatus, EventBridge
 from ..cli.launch import DEMO_PACE
 from ..model import refusal_toast, steer_line
-from .replay_fork import open_fork_comparison
+from .fork_compare import open_fork_comparison
 from .steer import SteerScreen
 from .swarm_view import SwarmScreen
 
