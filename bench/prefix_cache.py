@@ -184,7 +184,7 @@ def scripted_requests(method: str, protocol: str, options: dict[str, Any], round
     from core.demo.scripts import demo_script
 
     requests = baseline.scripted_requests(changing(demo_script), problem, strategy=method, protocol=protocol,
-                                          max_rounds=rounds, convergence_threshold=None,
+                                          max_rounds=rounds, convergence_threshold=1.0,
                                           strategy_options={method: options} if options else {})
     return [(r.role, list(r.messages), r.round) for r in requests if r.role]
 
@@ -315,7 +315,7 @@ def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[
         async def run() -> None:
             chosen: dict[str, Any] = {"domain": "code", "protocol": protocol}  # plain strings, as above
             settings = Settings(**chosen, max_rounds=rounds, tau=0.3, k_in=3,
-                                convergence_threshold=None, base_url=proxy.base_url,
+                                convergence_threshold=1.0, base_url=proxy.base_url,
                                 model="smollm2", max_tokens=max_tokens, first_byte_timeout=600.0,
                                 call_timeout=600.0,
                                 strategy_options={"dytopo": dict(options)} if options else {})

@@ -260,8 +260,7 @@ class DyTopoMethod:
         outputs: dict[str, AgentResult] = {}
         deliveries: list[ev.MessagesRouted] = []
         feedback: list[str] = []
-        rebuild = ConversationRebuild(self.calls, self._max_rounds, _review_summary, _render_inbox,
-                                      self.ctx.spec.team.manager.name, list(self.ctx.spec.workers))
+        rebuild = ConversationRebuild(self.calls, self._max_rounds, _render_inbox, self.ctx.spec.team.manager.name)
         for event in history:
             self.ctx.record(event)  # announced again as it was; its RoundFinished restores round and tokens
             rebuild.see(event)
