@@ -267,27 +267,57 @@ def _figures(calls: list[dict[str, float]]) -> dict[str, float]:
             "prefill_ms": round(sum(c["prompt_ms"] for c in calls), 1)}
 
 
+def _kept_reply(requests: list[tuple[str, list[dict[str, Any]], int]], i: int) -> dict[str, Any] | None:
+    """The assistant turn the same agent's next request appends to request ``i`` (its kept reply), if any."""
+    agent, messages, _ = requests[i]
+    later = next((m for a, m, _ in requests[i + 1:] if a == agent), None)
+    n = len(messages)
+    if later is None or len(later) <= n or later[:n] != messages or later[n].get("role") != "assistant":
+        return None
+    return later[n]
+
+
+def _replay_call(port: int, messages: list[dict[str, Any]], slot: int) -> dict[str, float]:
+    body = json.dumps({"messages": messages, "max_tokens": 1, "temperature": 0, "cache_prompt": True,
+                       "id_slot": slot}).encode()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    conn.request("POST", "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"})
+    reply = conn.getresponse()
+    payload = reply.read()
+    conn.close()
+    if reply.status != 200:
+        raise SystemExit(f"llama-server refused a replayed request ({reply.status}): {payload[:300]!r}")
+    return _call_figures(payload)
+
+
 def llama_replay(slots: int, rounds: int, protocol: str, binary: str = "") -> dict[str, float]:
     """The scripted run's requests (the same content before and after) sent to llama-server one at a time,
     each agent on its own slot as the app keeps it, one token each: what the server took from its cache and
-    how long it prefilled. One at a time, so each call's prefill time is its own."""
+    how long it prefilled. One at a time, so each call's prefill time is its own.
+
+    A live run's slot ends a call holding the prompt and the reply the model generated; a replay generates one
+    token, so the reply a later request appends would be prefilled as new text. Where the agent's next request
+    appends the reply as its assistant turn, the replay then sends the request with that reply as an assistant
+    prefill (llama-server continues a final assistant message), which leaves the slot as the generation would;
+    those calls stand for the generation and are counted apart ("reply"), not as prefill."""
     requests = scripted_requests("dytopo", protocol, {}, rounds)
     slot_of: dict[str, int] = {}
     calls: list[dict[str, float]] = []
+    later: list[dict[str, float]] = []  # calls after an agent's first
+    replies: list[dict[str, float]] = []
     with llama_server(slots, binary) as port:
-        for agent, messages, _ in requests:
+        for i, (agent, messages, _) in enumerate(requests):
+            first = agent not in slot_of
             slot = slot_of.setdefault(agent, len(slot_of) % slots)
-            body = json.dumps({"messages": messages, "max_tokens": 1, "temperature": 0, "cache_prompt": True,
-                               "id_slot": slot}).encode()
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-            conn.request("POST", "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"})
-            reply = conn.getresponse()
-            payload = reply.read()
-            conn.close()
-            if reply.status != 200:
-                raise SystemExit(f"llama-server refused a replayed request ({reply.status}): {payload[:300]!r}")
-            calls.append(_call_figures(payload))
-    return _figures(calls)
+            calls.append(_replay_call(port, messages, slot))
+            if not first:
+                later.append(calls[-1])
+            kept = _kept_reply(requests, i)
+            if kept is not None:
+                replies.append(_replay_call(port, [*messages, kept], slot))
+    after_first = _figures(later)
+    return {**_figures(calls), "later_cached": after_first["cached"], "later_prompt": after_first["prompt"],
+            "reply_ms": round(sum(c["prompt_ms"] for c in replies), 1)}
 
 
 def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[str, str] | None = None,
@@ -369,8 +399,10 @@ def report(name: str, figures: dict[str, Any]) -> None:
               f"prefill {llama['prefill_ms'] / 1000:.2f} s")
     for protocol, f in figures.get("replay", {}).items():
         print(f"  llama-server, the scripted {protocol} prompts replayed: {f['calls']:.0f} calls, "
-              f"{f['prompt']:.0f} prompt tokens, cached {_pct(f['cached'], f['prompt']).strip()}, "
-              f"{f['prompt'] - f['cached']:.0f} prefilled, prefill {f['prefill_ms'] / 1000:.2f} s")
+              f"{f['prompt']:.0f} prompt tokens, cached {_pct(f['cached'], f['prompt']).strip()} "
+              f"(after each agent's first call: {_pct(f.get('later_cached', 0), f.get('later_prompt', 0)).strip()}), "
+              f"{f['prompt'] - f['cached']:.0f} prefilled, prefill {f['prefill_ms'] / 1000:.2f} s"
+              f" (replies put in the slots: {f.get('reply_ms', 0) / 1000:.2f} s)")
 
 
 def main() -> int:
