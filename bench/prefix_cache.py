@@ -25,8 +25,16 @@ the Manager); prints the share of prompt tokens the server took from its cache (
 ``PREFIX_CACHE_CALLS=1`` also prints each call's figures, by agent, call kind and round, to stderr.
 
 Replay (``--replay``): the scripted tier's DyTopo prompts (single-pass and phased) sent to that llama-server
-one at a time, each agent on its own slot, one token each: the cached share and the summed prefill time of
-the same requests, free of a live run's differing replies and of calls that share the two cores.
+one at a time, each agent on its own slot, one token each: the cached share (over the whole run and over every
+call after an agent's first), the prefilled tokens and the summed prefill time of the same requests, free of a
+live run's differing replies and of calls that share the two cores. Each kept reply is put in its agent's slot
+as a live run's generation leaves it (an assistant prefill, timed apart), or a conversation's next request
+would prefill it as new text. With ``--baseline`` the two revisions' replays take turns (``--repeat`` times,
+the median prefill time shown), so a machine whose load changes slows both alike.
+
+The growth table (with ``--baseline``): prompt characters sent before and after, and what the growth is made
+of: the earlier rounds' goals (what issue 46 allows), the kept replies' JSON around their public text, the
+earlier turns' asks, and the rest (the preamble's team line, a phased worker's second reply shape).
 
 All tiers run on this checkout and, with ``--baseline REV``, on that revision (a temporary git worktree,
 the same script run as a child with it on PYTHONPATH):
@@ -41,10 +49,10 @@ import argparse
 import asyncio
 import contextlib
 import functools
-import http.client
 import importlib.util
 import json
 import os
+import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -193,8 +201,48 @@ def scripted_case(method: str, protocol: str, options: dict[str, Any], rounds: i
                   ) -> dict[str, int]:
     from core.demo.scripts import DEMO_PROBLEMS
 
-    return reuse([(agent, rendered(messages), round_no) for agent, messages, round_no in
-                  scripted_requests(method, protocol, options, rounds, problem)], problem or DEMO_PROBLEMS["code"])
+    requests = scripted_requests(method, protocol, options, rounds, problem)
+    figures = reuse([(agent, rendered(messages), round_no) for agent, messages, round_no in requests],
+                    problem or DEMO_PROBLEMS["code"])
+    return {**figures, **growth_parts(requests)}
+
+
+GOAL = re.compile(r"ROUND (\d+) GOAL:")
+
+
+def growth_parts(requests: list[tuple[str, list[dict[str, Any]], int]]) -> dict[str, int]:
+    """What a conversation sends that a per-request prompt of the same round does not, in characters over the
+    run: earlier rounds' goals (in the user turns), the kept replies beyond their public text (each reply is
+    kept as the model wrote it: descriptors, private notes, the JSON around them; a Manager's plan), and the
+    asks of earlier turns. Zero for a per-request layout (no assistant turns, no earlier goal)."""
+    try:
+        from core.runtime.prompts import WORKER_ASKS
+        asks = set(WORKER_ASKS.values())
+    except ImportError:  # an older revision
+        asks = set()
+    goals = replies = old_asks = 0
+    for _, messages, round_no in requests:
+        for i, message in enumerate(messages):
+            content = message.get("content", "")
+            if not isinstance(content, str) or message.get("role") == "system":
+                continue
+            if message.get("role") == "assistant":
+                replies += len(content) - len(_public(content))
+                continue
+            for part in content.split("\n\n"):
+                found = GOAL.match(part)
+                goals += len(part) + 2 if found and int(found.group(1)) < round_no else 0
+                old_asks += len(part) + 2 if part.removesuffix(" /no_think") in asks and i < len(messages) - 1 else 0
+    return {"earlier_goals": goals, "reply_json": replies, "earlier_asks": old_asks}
+
+
+def _public(reply: str) -> str:
+    try:
+        data = json.loads(reply)
+    except ValueError:
+        return reply
+    public = data.get("public") if isinstance(data, dict) else None
+    return public if isinstance(public, str) else ""
 
 
 def scripted_tier(rounds: int) -> dict[str, dict[str, int] | None]:
@@ -267,57 +315,34 @@ def _figures(calls: list[dict[str, float]]) -> dict[str, float]:
             "prefill_ms": round(sum(c["prompt_ms"] for c in calls), 1)}
 
 
-def _kept_reply(requests: list[tuple[str, list[dict[str, Any]], int]], i: int) -> dict[str, Any] | None:
-    """The assistant turn the same agent's next request appends to request ``i`` (its kept reply), if any."""
-    agent, messages, _ = requests[i]
-    later = next((m for a, m, _ in requests[i + 1:] if a == agent), None)
-    n = len(messages)
-    if later is None or len(later) <= n or later[:n] != messages or later[n].get("role") != "assistant":
-        return None
-    return later[n]
+Requests = list[tuple[str, list[dict[str, Any]], int]]
+PROTOCOLS = ("single-pass", "phased")
 
 
-def _replay_call(port: int, messages: list[dict[str, Any]], slot: int) -> dict[str, float]:
-    body = json.dumps({"messages": messages, "max_tokens": 1, "temperature": 0, "cache_prompt": True,
-                       "id_slot": slot}).encode()
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-    conn.request("POST", "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"})
-    reply = conn.getresponse()
-    payload = reply.read()
-    conn.close()
-    if reply.status != 200:
-        raise SystemExit(f"llama-server refused a replayed request ({reply.status}): {payload[:300]!r}")
-    return _call_figures(payload)
-
-
-def llama_replay(slots: int, rounds: int, protocol: str, binary: str = "") -> dict[str, float]:
-    """The scripted run's requests (the same content before and after) sent to llama-server one at a time,
-    each agent on its own slot as the app keeps it, one token each: what the server took from its cache and
-    how long it prefilled. One at a time, so each call's prefill time is its own.
-
-    A live run's slot ends a call holding the prompt and the reply the model generated; a replay generates one
-    token, so the reply a later request appends would be prefilled as new text. Where the agent's next request
-    appends the reply as its assistant turn, the replay then sends the request with that reply as an assistant
-    prefill (llama-server continues a final assistant message), which leaves the slot as the generation would;
-    those calls stand for the generation and are counted apart ("reply"), not as prefill."""
-    requests = scripted_requests("dytopo", protocol, {}, rounds)
-    slot_of: dict[str, int] = {}
-    calls: list[dict[str, float]] = []
-    later: list[dict[str, float]] = []  # calls after an agent's first
-    replies: list[dict[str, float]] = []
+def llama_replay(slots: int, requests: Requests, binary: str = "") -> dict[str, float]:
+    """A scripted run's requests sent to a fresh llama-server one at a time, each agent on its own slot as the app
+    keeps it, one token each: what the server took from its cache and how long it prefilled
+    (tests/realmodel/llama_process.py ``replay``: one at a time, so each call's prefill time is its own; each kept
+    reply put in its slot as a live run's generation leaves it, and timed apart)."""
     with llama_server(slots, binary) as port:
-        for i, (agent, messages, _) in enumerate(requests):
-            first = agent not in slot_of
-            slot = slot_of.setdefault(agent, len(slot_of) % slots)
-            calls.append(_replay_call(port, messages, slot))
-            if not first:
-                later.append(calls[-1])
-            kept = _kept_reply(requests, i)
-            if kept is not None:
-                replies.append(_replay_call(port, [*messages, kept], slot))
-    after_first = _figures(later)
-    return {**_figures(calls), "later_cached": after_first["cached"], "later_prompt": after_first["prompt"],
-            "reply_ms": round(sum(c["prompt_ms"] for c in replies), 1)}
+        calls = _process_helpers().replay(port, requests, slots)
+    asked = [c for c in calls if not c["reply"]]
+    later = _figures([c for c in asked if c["later"]])
+    return {**_figures(asked), "later_cached": later["cached"], "later_prompt": later["prompt"],
+            "reply_ms": round(sum(c["prompt_ms"] for c in calls if c["reply"]), 1)}
+
+
+def replay_tier(args: argparse.Namespace, revisions: list[dict[str, Any]]) -> None:
+    """Each revision's scripted requests (``replay_requests``) replayed ``--repeat`` times, the revisions taking
+    turns, so a machine whose load changes slows them alike; the prefill times are the runs' medians."""
+    for protocol in PROTOCOLS:
+        runs: list[list[dict[str, float]]] = [[] for _ in revisions]
+        for _ in range(args.repeat):
+            for i, figures in enumerate(revisions):
+                runs[i].append(llama_replay(args.slots, figures["replay_requests"][protocol], args.llama_server))
+        for figures, done in zip(revisions, runs, strict=True):
+            times = sorted(r["prefill_ms"] for r in done)
+            figures.setdefault("replay", {})[protocol] = {**done[0], "prefill_ms": times[len(times) // 2]}
 
 
 def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[str, str] | None = None,
@@ -368,9 +393,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         runs = [llama_tier(args.slots, args.rounds, args.llama_protocol, options, args.llama_server, args.max_tokens)
                 for _ in range(args.repeat)]
         out["llama"] = {k: sum(r[k] for r in runs) / len(runs) for k in runs[0]}
-    if args.replay:
-        out["replay"] = {protocol: llama_replay(args.slots, args.rounds, protocol, args.llama_server)
-                         for protocol in ("single-pass", "phased")}
+    if args.replay:  # sent to llama-server by the parent (replay_tier), the revisions taking turns
+        out["replay_requests"] = {p: scripted_requests("dytopo", p, {}, args.rounds) for p in PROTOCOLS}
     return out
 
 
@@ -412,7 +436,8 @@ def main() -> int:
     parser.add_argument("--llama", action="store_true", help="also run the real-model tier's llama-server")
     parser.add_argument("--slots", type=int, default=5,
                         help="llama-server -np (default 5: the code team and its Manager)")
-    parser.add_argument("--repeat", type=int, default=1, help="llama-server runs to average")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="llama-server runs to average (--llama); replays whose median prefill time is shown")
     parser.add_argument("--max-tokens", type=int, default=256, help="each call's max_tokens on the llama-server")
     parser.add_argument("--replay", action="store_true",
                         help="also send the scripted runs' prompts (the same content before and after) to llama-server")
@@ -432,10 +457,31 @@ def main() -> int:
     if args.child:
         print(json.dumps(measure(args)))
         return 0
-    if args.baseline:
-        report(f"before ({args.baseline})", baseline.measure_at(args.baseline, Path(__file__).resolve(), argv))
-    report("this checkout", measure(args))
+    before = baseline.measure_at(args.baseline, Path(__file__).resolve(), argv) if args.baseline else None
+    after = measure(args)
+    if args.replay:
+        replay_tier(args, [f for f in (before, after) if f is not None])
+    if before is not None:
+        report(f"before ({args.baseline})", before)
+    report("this checkout", after)
+    if before is not None:
+        growth_report(before["scripted"], after["scripted"])
     return 0
+
+
+def growth_report(before: dict[str, dict[str, int] | None], after: dict[str, dict[str, int] | None]) -> None:
+    """Prompt characters sent before and after, and what the growth is made of (issue 46: by the earlier goals
+    only, or say by how much more)."""
+    print("\n  prompt characters sent        before     after   growth   of the growth: earlier goals, "
+          "replies' JSON, earlier asks, the rest")
+    for label, now in after.items():
+        was = before.get(label)
+        if now is None or was is None or label.startswith(("topo", "dmoa")):
+            continue
+        grown = now["chars"] - was["chars"]
+        parts = [now.get(k, 0) for k in ("earlier_goals", "reply_json", "earlier_asks")]
+        shares = ", ".join(_pct(part, grown).strip() for part in [*parts, grown - sum(parts)]) if grown > 0 else "—"
+        print(f"  {label:<30} {was['chars']:>8} {now['chars']:>9} {_pct(grown, was['chars']):>8}   {shares}")
 
 
 if __name__ == "__main__":
