@@ -33,10 +33,10 @@ async def _run(server: ScriptedServer, embedder: Any, settings: Settings) -> lis
     return events
 
 
-async def _log(embedder: Any, *, faults: tuple[FaultRule, ...] = (), **chosen: Any
+async def _log(embedder: Any, *, faults: tuple[FaultRule, ...] = (), context_size: int | None = None, **chosen: Any
                ) -> tuple[list[RequestInfo], list[ev.Event]]:
     settings = Settings(**{"max_rounds": 3, "convergence_threshold": 1.01, **chosen})
-    with ScriptedServer(changing_replies) as server:
+    with ScriptedServer(changing_replies, context_size=context_size) as server:
         for fault in faults:
             server.add_fault(fault)
         events = await _run(server, embedder, settings)
@@ -165,3 +165,36 @@ async def test_a_conversation_that_outgrows_the_context_breaks_once_and_says_so(
     assert grew_again, "no conversation went on after a trim"
     notices = [e for e in events if isinstance(e, ev.Notice) and "outgrew the context" in e.message]
     assert len(notices) == len(trims)
+
+
+async def test_a_conversation_the_server_refuses_as_too_long_breaks_once_and_grows_again(embedder: Any) -> None:
+    """The server's own context (llama.cpp's refusal, not the app's budget): the refused request is sent again
+    without the oldest exchanges, and the next requests continue from that shorter conversation."""
+    requests, events = await _log(embedder, protocol="single-pass", max_rounds=5, max_retry_wait=1.0,
+                                  context_size=CONTEXT_TOKENS)
+    trims = [e for e in events if isinstance(e, ev.MemoryTrimmed)]
+    assert trims, "no conversation outgrew the server's context"
+    kept = _kept_replies(events)
+    grew_again = 0
+    for agent, calls in _by_agent(requests).items():
+        if agent == "Manager":
+            continue
+        sent = [r for r in calls if r.round > 0]
+        mine = [t.round for t in trims if t.agent == agent]
+        # The refused request and its shorter retry share a round: the retry is the one break of that round.
+        broken = [r.round for r in _breaks(_answered(sent), kept)]
+        assert broken == mine, agent
+        grew_again += sum(1 for t in mine if any(r.round > t for r in sent))
+    assert grew_again, "no conversation went on after a trim"
+    assert any(isinstance(e, ev.Notice) and "outgrew the context" in e.message for e in events)
+
+
+CONTEXT_TOKENS = 1150  # llama.cpp's context for one request: every conversation outgrows it in round 4
+
+
+def _answered(calls: list[RequestInfo]) -> list[RequestInfo]:
+    """The last request of each (call, round): a refused one was sent again shorter."""
+    last: dict[tuple[str, int], RequestInfo] = {}
+    for r in calls:
+        last[(r.call, r.round)] = r
+    return list(last.values())
