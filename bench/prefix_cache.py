@@ -329,7 +329,7 @@ def llama_replay(slots: int, requests: Requests, binary: str = "") -> dict[str, 
     asked = [c for c in calls if not c["reply"]]
     later = _figures([c for c in asked if c["later"]])
     return {**_figures(asked), "later_cached": later["cached"], "later_prompt": later["prompt"],
-            "reply_ms": round(sum(c["prompt_ms"] for c in calls if c["reply"]), 1)}
+            "later_ms": later["prefill_ms"], "reply_ms": round(sum(c["prompt_ms"] for c in calls if c["reply"]), 1)}
 
 
 def replay_tier(args: argparse.Namespace, revisions: list[dict[str, Any]]) -> None:
@@ -341,8 +341,8 @@ def replay_tier(args: argparse.Namespace, revisions: list[dict[str, Any]]) -> No
             for i, figures in enumerate(revisions):
                 runs[i].append(llama_replay(args.slots, figures["replay_requests"][protocol], args.llama_server))
         for figures, done in zip(revisions, runs, strict=True):
-            times = sorted(r["prefill_ms"] for r in done)
-            figures.setdefault("replay", {})[protocol] = {**done[0], "prefill_ms": times[len(times) // 2]}
+            median = {k: sorted(r[k] for r in done)[len(done) // 2] for k in ("prefill_ms", "later_ms", "reply_ms")}
+            figures.setdefault("replay", {})[protocol] = {**done[0], **median}
 
 
 def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[str, str] | None = None,
@@ -422,11 +422,13 @@ def report(name: str, figures: dict[str, Any]) -> None:
               f"{_pct(llama['cached'], llama['prompt']).strip()}, {llama['prompt'] - llama['cached']:.0f} prefilled, "
               f"prefill {llama['prefill_ms'] / 1000:.2f} s")
     for protocol, f in figures.get("replay", {}).items():
+        later_fresh = f.get("later_prompt", 0) - f.get("later_cached", 0)
         print(f"  llama-server, the scripted {protocol} prompts replayed: {f['calls']:.0f} calls, "
-              f"{f['prompt']:.0f} prompt tokens, cached {_pct(f['cached'], f['prompt']).strip()} "
-              f"(after each agent's first call: {_pct(f.get('later_cached', 0), f.get('later_prompt', 0)).strip()}), "
-              f"{f['prompt'] - f['cached']:.0f} prefilled, prefill {f['prefill_ms'] / 1000:.2f} s"
-              f" (replies put in the slots: {f.get('reply_ms', 0) / 1000:.2f} s)")
+              f"{f['prompt']:.0f} prompt tokens, cached {_pct(f['cached'], f['prompt']).strip()}, "
+              f"{f['prompt'] - f['cached']:.0f} prefilled, prefill {f['prefill_ms'] / 1000:.2f} s; after each "
+              f"agent's first call: cached {_pct(f.get('later_cached', 0), f.get('later_prompt', 0)).strip()}, "
+              f"{later_fresh:.0f} prefilled, prefill {f.get('later_ms', 0) / 1000:.2f} s "
+              f"(replies put in the slots: {f.get('reply_ms', 0) / 1000:.2f} s)")
 
 
 def main() -> int:
