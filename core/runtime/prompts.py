@@ -284,15 +284,10 @@ def worker_role(domain: Domain, role: Role, calls: tuple[str, ...], *, private_o
     head = f"You are {role.name}, the {role.title}. Your role: {role.description}\n"
     if len(calls) == 1:
         return head + reply_shape(domain, role, calls[0], private_only=private_only)
-    # Each shape's schema, and the notes they share once: the system prompt is in every request.
-    schemas = [reply_shape(domain, role, c, private_only=private_only).removeprefix(_SHAPE_OPENING).split(
+    # Each shape, and the notes they share once (the system prompt is in every request).
+    shapes = [f"When asked for {_CALL_NAMES[c]}: " + reply_shape(domain, role, c, private_only=private_only).split(
         f"\n{_SLOTS_NOTE}")[0] for c in calls]
-    shapes = [f"When asked for {_CALL_NAMES[c]}:\n{schema}" for c, schema in zip(calls, schemas, strict=True)]
-    return head + f"{_SHAPE_OPENING.replace('this shape', 'these shapes')}" + "\n".join(shapes) + (
-        f"\n{_SLOTS_NOTE} {_SPECIFIC}")
-
-
-_SHAPE_OPENING = "Use exactly this shape:\n"
+    return head + "\n".join(shapes) + f"\n{_SLOTS_NOTE} {_SPECIFIC}"
 
 
 _CALL_NAMES: dict[str, str] = {
