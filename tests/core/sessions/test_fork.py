@@ -36,9 +36,10 @@ def _prompt(server: ScriptedServer, role: str, round_no: int, call: str) -> list
     return request.messages
 
 
-@pytest.mark.parametrize("protocol", ["phased", "single-pass"])
-async def test_fork_rebuilds_memory_exactly_as_the_live_run_had_it(embedder: Any, protocol: str) -> None:
-    settings = Settings(protocol=protocol)
+@pytest.mark.parametrize(("protocol", "strategy"),
+                         [("phased", "dytopo"), ("single-pass", "dytopo"), ("phased", "chain")])
+async def test_fork_rebuilds_memory_exactly_as_the_live_run_had_it(embedder: Any, protocol: str, strategy: str) -> None:
+    settings = Settings(protocol=protocol, strategy=strategy)
     with ScriptedServer() as original_server:
         original = await _run(original_server, settings)
     parent = session_from_events(original)
