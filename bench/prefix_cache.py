@@ -357,11 +357,15 @@ def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[
     from core.runtime.config import Settings
 
     calls: list[dict[str, float]] = []
+    agents: set[str] = set()  # the agents whose first call was seen
     ran: list[int] = []  # the rounds the run completed
 
     def seen(headers: Any, body: bytes, status: int, payload: bytes) -> None:
         if status == 200 and _process_helpers().reply_field(payload, "timings"):
-            calls.append(_call_figures(payload))
+            call = headers.get("X-Swarm-Call", "")
+            role = call.split(";", 1)[0].strip()  # "role=Developer; call=...; round=..."
+            calls.append({**_call_figures(payload), "later": float(role in agents)})
+            agents.add(role)
             if os.environ.get("PREFIX_CACHE_CALLS"):  # each call's figures, for a closer look
                 print(headers.get("X-Swarm-Call", ""), calls[-1], file=sys.stderr)
 
@@ -382,7 +386,9 @@ def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[
                 await backend.close()
 
         asyncio.run(run())
-    return {"rounds": ran[0] if ran else 0, **_figures(calls)}
+    later = _figures([c for c in calls if c["later"]])
+    return {"rounds": ran[0] if ran else 0, **_figures(calls), "later_cached": later["cached"],
+            "later_prompt": later["prompt"]}
 
 
 # --- before and after ----------------------------------------------------------------------------------------
@@ -420,7 +426,8 @@ def report(name: str, figures: dict[str, Any]) -> None:
         print(f"  llama-server: {llama['rounds']:.0f} rounds, {llama['calls']:.0f} calls, "
               f"{llama['prompt']:.0f} prompt tokens, cached "
               f"{_pct(llama['cached'], llama['prompt']).strip()}, {llama['prompt'] - llama['cached']:.0f} prefilled, "
-              f"prefill {llama['prefill_ms'] / 1000:.2f} s")
+              f"prefill {llama['prefill_ms'] / 1000:.2f} s; after each agent's first call: cached "
+              f"{_pct(llama.get('later_cached', 0), llama.get('later_prompt', 0)).strip()}")
     for protocol, f in figures.get("replay", {}).items():
         later_fresh = f.get("later_prompt", 0) - f.get("later_cached", 0)
         print(f"  llama-server, the scripted {protocol} prompts replayed: {f['calls']:.0f} calls, "
