@@ -25,8 +25,16 @@ the Manager); prints the share of prompt tokens the server took from its cache (
 ``PREFIX_CACHE_CALLS=1`` also prints each call's figures, by agent, call kind and round, to stderr.
 
 Replay (``--replay``): the scripted tier's DyTopo prompts (single-pass and phased) sent to that llama-server
-one at a time, each agent on its own slot, one token each: the cached share and the summed prefill time of
-the same requests, free of a live run's differing replies and of calls that share the two cores.
+one at a time, each agent on its own slot, one token each: the cached share (over the whole run and over every
+call after an agent's first), the prefilled tokens and the summed prefill time of the same requests, free of a
+live run's differing replies and of calls that share the two cores. Each kept reply is put in its agent's slot
+as a live run's generation leaves it (an assistant prefill, timed apart), or a conversation's next request
+would prefill it as new text. With ``--baseline`` the two revisions' replays take turns (``--repeat`` times,
+the median prefill time shown), so a machine whose load changes slows both alike.
+
+The growth table (with ``--baseline``): prompt characters sent before and after, and what the growth is made
+of: the earlier rounds' goals (what issue 46 allows), the kept replies' JSON around their public text, the
+earlier turns' asks, and the rest (the preamble's team line, a phased worker's second reply shape).
 
 All tiers run on this checkout and, with ``--baseline REV``, on that revision (a temporary git worktree,
 the same script run as a child with it on PYTHONPATH):
@@ -41,10 +49,10 @@ import argparse
 import asyncio
 import contextlib
 import functools
-import http.client
 import importlib.util
 import json
 import os
+import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -184,7 +192,7 @@ def scripted_requests(method: str, protocol: str, options: dict[str, Any], round
     from core.demo.scripts import demo_script
 
     requests = baseline.scripted_requests(changing(demo_script), problem, strategy=method, protocol=protocol,
-                                          max_rounds=rounds, convergence_threshold=None,
+                                          max_rounds=rounds, convergence_threshold=1.0,
                                           strategy_options={method: options} if options else {})
     return [(r.role, list(r.messages), r.round) for r in requests if r.role]
 
@@ -193,8 +201,48 @@ def scripted_case(method: str, protocol: str, options: dict[str, Any], rounds: i
                   ) -> dict[str, int]:
     from core.demo.scripts import DEMO_PROBLEMS
 
-    return reuse([(agent, rendered(messages), round_no) for agent, messages, round_no in
-                  scripted_requests(method, protocol, options, rounds, problem)], problem or DEMO_PROBLEMS["code"])
+    requests = scripted_requests(method, protocol, options, rounds, problem)
+    figures = reuse([(agent, rendered(messages), round_no) for agent, messages, round_no in requests],
+                    problem or DEMO_PROBLEMS["code"])
+    return {**figures, **growth_parts(requests)}
+
+
+GOAL = re.compile(r"ROUND (\d+) GOAL:")
+
+
+def growth_parts(requests: list[tuple[str, list[dict[str, Any]], int]]) -> dict[str, int]:
+    """What a conversation sends that a per-request prompt of the same round does not, in characters over the
+    run: earlier rounds' goals (in the user turns), the kept replies beyond their public text (each reply is
+    kept as the model wrote it: descriptors, private notes, the JSON around them; a Manager's plan), and the
+    asks of earlier turns. Zero for a per-request layout (no assistant turns, no earlier goal)."""
+    try:
+        from core.runtime.prompts import WORKER_ASKS
+        asks = set(WORKER_ASKS.values())
+    except ImportError:  # an older revision
+        asks = set()
+    goals = replies = old_asks = 0
+    for _, messages, round_no in requests:
+        for i, message in enumerate(messages):
+            content = message.get("content", "")
+            if not isinstance(content, str) or message.get("role") == "system":
+                continue
+            if message.get("role") == "assistant":
+                replies += len(content) - len(_public(content))
+                continue
+            for part in content.split("\n\n"):
+                found = GOAL.match(part)
+                goals += len(part) + 2 if found and int(found.group(1)) < round_no else 0
+                old_asks += len(part) + 2 if part.removesuffix(" /no_think") in asks and i < len(messages) - 1 else 0
+    return {"earlier_goals": goals, "reply_json": replies, "earlier_asks": old_asks}
+
+
+def _public(reply: str) -> str:
+    try:
+        data = json.loads(reply)
+    except ValueError:
+        return reply
+    public = data.get("public") if isinstance(data, dict) else None
+    return public if isinstance(public, str) else ""
 
 
 def scripted_tier(rounds: int) -> dict[str, dict[str, int] | None]:
@@ -267,27 +315,34 @@ def _figures(calls: list[dict[str, float]]) -> dict[str, float]:
             "prefill_ms": round(sum(c["prompt_ms"] for c in calls), 1)}
 
 
-def llama_replay(slots: int, rounds: int, protocol: str, binary: str = "") -> dict[str, float]:
-    """The scripted run's requests (the same content before and after) sent to llama-server one at a time,
-    each agent on its own slot as the app keeps it, one token each: what the server took from its cache and
-    how long it prefilled. One at a time, so each call's prefill time is its own."""
-    requests = scripted_requests("dytopo", protocol, {}, rounds)
-    slot_of: dict[str, int] = {}
-    calls: list[dict[str, float]] = []
+Requests = list[tuple[str, list[dict[str, Any]], int]]
+PROTOCOLS = ("single-pass", "phased")
+
+
+def llama_replay(slots: int, requests: Requests, binary: str = "") -> dict[str, float]:
+    """A scripted run's requests sent to a fresh llama-server one at a time, each agent on its own slot as the app
+    keeps it, one token each: what the server took from its cache and how long it prefilled
+    (tests/realmodel/llama_process.py ``replay``: one at a time, so each call's prefill time is its own; each kept
+    reply put in its slot as a live run's generation leaves it, and timed apart)."""
     with llama_server(slots, binary) as port:
-        for agent, messages, _ in requests:
-            slot = slot_of.setdefault(agent, len(slot_of) % slots)
-            body = json.dumps({"messages": messages, "max_tokens": 1, "temperature": 0, "cache_prompt": True,
-                               "id_slot": slot}).encode()
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-            conn.request("POST", "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"})
-            reply = conn.getresponse()
-            payload = reply.read()
-            conn.close()
-            if reply.status != 200:
-                raise SystemExit(f"llama-server refused a replayed request ({reply.status}): {payload[:300]!r}")
-            calls.append(_call_figures(payload))
-    return _figures(calls)
+        calls = _process_helpers().replay(port, requests, slots)
+    asked = [c for c in calls if not c["reply"]]
+    later = _figures([c for c in asked if c["later"]])
+    return {**_figures(asked), "later_cached": later["cached"], "later_prompt": later["prompt"],
+            "later_ms": later["prefill_ms"], "reply_ms": round(sum(c["prompt_ms"] for c in calls if c["reply"]), 1)}
+
+
+def replay_tier(args: argparse.Namespace, revisions: list[dict[str, Any]]) -> None:
+    """Each revision's scripted requests (``replay_requests``) replayed ``--repeat`` times, the revisions taking
+    turns, so a machine whose load changes slows them alike; the prefill times are the runs' medians."""
+    for protocol in PROTOCOLS:
+        runs: list[list[dict[str, float]]] = [[] for _ in revisions]
+        for _ in range(args.repeat):
+            for i, figures in enumerate(revisions):
+                runs[i].append(llama_replay(args.slots, figures["replay_requests"][protocol], args.llama_server))
+        for figures, done in zip(revisions, runs, strict=True):
+            median = {k: sorted(r[k] for r in done)[len(done) // 2] for k in ("prefill_ms", "later_ms", "reply_ms")}
+            figures.setdefault("replay", {})[protocol] = {**done[0], **median}
 
 
 def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[str, str] | None = None,
@@ -302,11 +357,15 @@ def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[
     from core.runtime.config import Settings
 
     calls: list[dict[str, float]] = []
+    agents: set[str] = set()  # the agents whose first call was seen
     ran: list[int] = []  # the rounds the run completed
 
     def seen(headers: Any, body: bytes, status: int, payload: bytes) -> None:
         if status == 200 and _process_helpers().reply_field(payload, "timings"):
-            calls.append(_call_figures(payload))
+            call = headers.get("X-Swarm-Call", "")
+            role = call.split(";", 1)[0].strip()  # "role=Developer; call=...; round=..."
+            calls.append({**_call_figures(payload), "later": float(role in agents)})
+            agents.add(role)
             if os.environ.get("PREFIX_CACHE_CALLS"):  # each call's figures, for a closer look
                 print(headers.get("X-Swarm-Call", ""), calls[-1], file=sys.stderr)
 
@@ -315,7 +374,7 @@ def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[
         async def run() -> None:
             chosen: dict[str, Any] = {"domain": "code", "protocol": protocol}  # plain strings, as above
             settings = Settings(**chosen, max_rounds=rounds, tau=0.3, k_in=3,
-                                convergence_threshold=None, base_url=proxy.base_url,
+                                convergence_threshold=1.0, base_url=proxy.base_url,
                                 model="smollm2", max_tokens=max_tokens, first_byte_timeout=600.0,
                                 call_timeout=600.0,
                                 strategy_options={"dytopo": dict(options)} if options else {})
@@ -327,7 +386,9 @@ def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[
                 await backend.close()
 
         asyncio.run(run())
-    return {"rounds": ran[0] if ran else 0, **_figures(calls)}
+    later = _figures([c for c in calls if c["later"]])
+    return {"rounds": ran[0] if ran else 0, **_figures(calls), "later_cached": later["cached"],
+            "later_prompt": later["prompt"]}
 
 
 # --- before and after ----------------------------------------------------------------------------------------
@@ -338,9 +399,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         runs = [llama_tier(args.slots, args.rounds, args.llama_protocol, options, args.llama_server, args.max_tokens)
                 for _ in range(args.repeat)]
         out["llama"] = {k: sum(r[k] for r in runs) / len(runs) for k in runs[0]}
-    if args.replay:
-        out["replay"] = {protocol: llama_replay(args.slots, args.rounds, protocol, args.llama_server)
-                         for protocol in ("single-pass", "phased")}
+    if args.replay:  # sent to llama-server by the parent (replay_tier), the revisions taking turns
+        out["replay_requests"] = {p: scripted_requests("dytopo", p, {}, args.rounds) for p in PROTOCOLS}
     return out
 
 
@@ -366,11 +426,16 @@ def report(name: str, figures: dict[str, Any]) -> None:
         print(f"  llama-server: {llama['rounds']:.0f} rounds, {llama['calls']:.0f} calls, "
               f"{llama['prompt']:.0f} prompt tokens, cached "
               f"{_pct(llama['cached'], llama['prompt']).strip()}, {llama['prompt'] - llama['cached']:.0f} prefilled, "
-              f"prefill {llama['prefill_ms'] / 1000:.2f} s")
+              f"prefill {llama['prefill_ms'] / 1000:.2f} s; after each agent's first call: cached "
+              f"{_pct(llama.get('later_cached', 0), llama.get('later_prompt', 0)).strip()}")
     for protocol, f in figures.get("replay", {}).items():
+        later_fresh = f.get("later_prompt", 0) - f.get("later_cached", 0)
         print(f"  llama-server, the scripted {protocol} prompts replayed: {f['calls']:.0f} calls, "
               f"{f['prompt']:.0f} prompt tokens, cached {_pct(f['cached'], f['prompt']).strip()}, "
-              f"{f['prompt'] - f['cached']:.0f} prefilled, prefill {f['prefill_ms'] / 1000:.2f} s")
+              f"{f['prompt'] - f['cached']:.0f} prefilled, prefill {f['prefill_ms'] / 1000:.2f} s; after each "
+              f"agent's first call: cached {_pct(f.get('later_cached', 0), f.get('later_prompt', 0)).strip()}, "
+              f"{later_fresh:.0f} prefilled, prefill {f.get('later_ms', 0) / 1000:.2f} s "
+              f"(replies put in the slots: {f.get('reply_ms', 0) / 1000:.2f} s)")
 
 
 def main() -> int:
@@ -380,7 +445,8 @@ def main() -> int:
     parser.add_argument("--llama", action="store_true", help="also run the real-model tier's llama-server")
     parser.add_argument("--slots", type=int, default=5,
                         help="llama-server -np (default 5: the code team and its Manager)")
-    parser.add_argument("--repeat", type=int, default=1, help="llama-server runs to average")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="llama-server runs to average (--llama); replays whose median prefill time is shown")
     parser.add_argument("--max-tokens", type=int, default=256, help="each call's max_tokens on the llama-server")
     parser.add_argument("--replay", action="store_true",
                         help="also send the scripted runs' prompts (the same content before and after) to llama-server")
@@ -400,10 +466,31 @@ def main() -> int:
     if args.child:
         print(json.dumps(measure(args)))
         return 0
-    if args.baseline:
-        report(f"before ({args.baseline})", baseline.measure_at(args.baseline, Path(__file__).resolve(), argv))
-    report("this checkout", measure(args))
+    before = baseline.measure_at(args.baseline, Path(__file__).resolve(), argv) if args.baseline else None
+    after = measure(args)
+    if args.replay:
+        replay_tier(args, [f for f in (before, after) if f is not None])
+    if before is not None:
+        report(f"before ({args.baseline})", before)
+    report("this checkout", after)
+    if before is not None:
+        growth_report(before["scripted"], after["scripted"])
     return 0
+
+
+def growth_report(before: dict[str, dict[str, int] | None], after: dict[str, dict[str, int] | None]) -> None:
+    """Prompt characters sent before and after, and what the growth is made of (issue 46: by the earlier goals
+    only, or say by how much more)."""
+    print("\n  prompt characters sent        before     after   growth   of the growth: earlier goals, "
+          "replies' JSON, earlier asks, the rest")
+    for label, now in after.items():
+        was = before.get(label)
+        if now is None or was is None or label.startswith(("topo", "dmoa")):
+            continue
+        grown = now["chars"] - was["chars"]
+        parts = [now.get(k, 0) for k in ("earlier_goals", "reply_json", "earlier_asks")]
+        shares = ", ".join(_pct(part, grown).strip() for part in [*parts, grown - sum(parts)]) if grown > 0 else "—"
+        print(f"  {label:<30} {was['chars']:>8} {now['chars']:>9} {_pct(grown, was['chars']):>8}   {shares}")
 
 
 if __name__ == "__main__":

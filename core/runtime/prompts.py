@@ -269,12 +269,12 @@ def team_preamble(team: Team, problem: str) -> str:
     the team and the rules of a round (DyTopo, arXiv 2602.06039 §3: a Manager's goal, each worker's need and
     offer, routing, work, the Manager's review)."""
     manager = team.manager
-    lineup = ", ".join(f"{r.name} ({r.title})" for r in (manager, *team.workers))
+    lineup = ", ".join(r.name for r in (manager, *team.workers))  # each role's title comes with its own role
+    # As short as the per-request intro it replaces (issue 46: what is sent may grow by the earlier goals only).
     return (
-        f"PROBLEM:\n{problem.strip()}\n\nTHE TEAM solving one {team.name} problem in rounds: {lineup}.\n"
-        f"EACH ROUND: {manager.name} sets a goal; each worker states what it needs (query) and can provide (key), "
-        f"which route its messages; each does its part; {manager.name} reads the team's outputs and sets the next "
-        f"goal or ends the run with the final answer.\n{_STRICT}\n"
+        f"PROBLEM:\n{problem.strip()}\n\nTHE TEAM solving one {team.name} problem in rounds: {lineup}. Each round "
+        f"{manager.name} sets a goal, each worker states what it needs (query) and offers (key) to route messages, "
+        f"then does its part.\n{_STRICT}\n"
     )
 
 
@@ -284,9 +284,10 @@ def worker_role(team: Team, role: Role, calls: tuple[str, ...], *, private_only:
     head = f"You are {role.name}, the {role.title}. Your role: {role.description}\n"
     if len(calls) == 1:
         return head + reply_shape(team, role, calls[0], private_only=private_only)
-    shapes = [f"When asked for {_CALL_NAMES[c]}: " + reply_shape(team, role, c, private_only=private_only)
-              for c in calls]
-    return head + "\n".join(shapes)
+    # Each shape, and the notes they share once (the system prompt is in every request).
+    shapes = [f"When asked for {_CALL_NAMES[c]}: " + reply_shape(team, role, c, private_only=private_only).split(
+        f"\n{_SLOTS_NOTE}")[0] for c in calls]
+    return head + "\n".join(shapes) + f"\n{_SLOTS_NOTE} {_SPECIFIC}"
 
 
 _CALL_NAMES: dict[str, str] = {

@@ -46,3 +46,10 @@ def small_context_model() -> Iterator[RealModel]:
     report (/props hidden): prompts go over it, and the app learns its size from the server's refusal."""
     with _serve(1024, 2, hide_props=True) as model:
         yield model
+
+
+@pytest.fixture()
+def slot_per_agent() -> Iterator[RealModel]:
+    """Five slots of 4096 tokens: one per agent of the code team and its Manager, as the app keeps them."""
+    with _serve(5 * 4096, 5) as model:
+        yield model

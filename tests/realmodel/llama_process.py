@@ -169,3 +169,63 @@ class _Forward(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
+
+
+# --- replaying a run's requests ------------------------------------------------------------------------------
+# (agent, messages, round) of each request a run sent, in order: what a replay sends again.
+Request = tuple[str, list[dict[str, Any]], int]
+
+
+def kept_reply(requests: Sequence[Request], i: int) -> dict[str, Any] | None:
+    """The assistant turn the same agent's next request appends to request ``i`` (its kept reply), if any."""
+    agent, messages, _ = requests[i]
+    later = next((m for a, m, _ in requests[i + 1:] if a == agent), None)
+    n = len(messages)
+    if later is None or len(later) <= n or later[:n] != messages or later[n].get("role") != "assistant":
+        return None
+    return later[n]
+
+
+def one_token(port: int, messages: list[dict[str, Any]], slot: int) -> dict[str, float]:
+    """One request on ``slot`` that generates a single token: llama.cpp's timings of it (cache_n: prompt tokens
+    taken from the slot's cache, prompt_n: prefilled, prompt_ms: the prefill's time)."""
+    body = json.dumps({"messages": messages, "max_tokens": 1, "temperature": 0, "cache_prompt": True,
+                       "id_slot": slot}).encode()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    conn.request("POST", "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"})
+    reply = conn.getresponse()
+    payload = reply.read()
+    conn.close()
+    if reply.status != 200:
+        raise ServerFailed(f"llama-server refused a replayed request ({reply.status}): {payload[:300]!r}")
+    timings = reply_field(payload, "timings")
+    return {k: float(timings.get(k, 0)) for k in ("cache_n", "prompt_n", "prompt_ms")}
+
+
+def replay(port: int, requests: Sequence[Request], slots: int) -> list[dict[str, float]]:
+    """Send a run's requests again one at a time, each agent on its own slot as the app keeps it: each call's
+    timings, with ``later`` 1.0 for a call after the agent's first and ``reply`` 1.0 for the calls below.
+
+    A live run's slot ends a call holding the prompt and the reply the model generated; a replay generates one
+    token, so the reply a later request appends would be prefilled as new text. Where the agent's next request
+    appends the reply as its assistant turn, the request is sent again with that reply as an assistant prefill
+    (llama-server continues a final assistant message), which leaves the slot as the generation would; those
+    calls stand for the generation (``reply``), not for a prefill."""
+    slot_of: dict[str, int] = {}
+    calls: list[dict[str, float]] = []
+    for i, (agent, messages, _) in enumerate(requests):
+        later = agent in slot_of
+        slot = slot_of.setdefault(agent, len(slot_of) % slots)
+        calls.append({**one_token(port, messages, slot), "later": float(later), "reply": 0.0})
+        kept = kept_reply(requests, i)
+        if kept is not None:
+            calls.append({**one_token(port, [*messages, kept], slot), "later": 0.0, "reply": 1.0})
+    return calls
+
+
+def cached_share(calls: Sequence[dict[str, float]]) -> float:
+    """Of the prompt tokens of every call after an agent's first, the share the server took from its cache."""
+    later = [c for c in calls if c["later"]]
+    cached = sum(c["cache_n"] for c in later)
+    total = cached + sum(c["prompt_n"] for c in later)
+    return cached / total if total else 0.0

@@ -154,7 +154,7 @@ class DyTopoCalls:
         ctx = self.ctx
         name = ctx.spec.team.manager.name
         unreachable: list[str] = []
-        turn = self._manager_turn(messages, shrink)
+        turn = self._manager_turn(call, messages, shrink)
 
         def shape(parsed: Any | None, outcome: CallReply) -> AgentResult:
             if parsed is not None:
@@ -229,7 +229,7 @@ class DyTopoCalls:
         worker_turn_for(self.thread(name), self.memory[name], call, round_no, goal, inbox, suffix=suffix).keep(reply)
 
     def replay_manager(self, user: str, reply: str, round_no: int) -> None:
-        """A fork: a recorded Manager call's turn and its reply."""
+        """A fork: the recorded plan's turn and its reply (a review is a side request: nothing to rebuild)."""
         self.thread(self.ctx.spec.team.manager.name).conversation.commit(user, reply, round_no)
 
     def plan_messages(self, max_rounds: int) -> Messages:
@@ -241,7 +241,8 @@ class DyTopoCalls:
                 {"role": "user", "content": plan_request(ctx.spec.problem, max_rounds)}]
 
     def review_messages(self, round_no: int, max_rounds: int, goal: str, outputs: str, extra: str) -> Messages:
-        """The Manager's review of a round: the next turn of its conversation, or the per-request layout."""
+        """The Manager's review of a round: a side request after its plan (its conversation's prefix), or the
+        per-request layout."""
         ctx = self.ctx
         if self.conversational:
             user = manager_turn(round_no, max_rounds, goal, outputs, extra)
@@ -250,8 +251,12 @@ class DyTopoCalls:
                 {"role": "user", "content": manager_request(round_no, max_rounds, ctx.spec.problem, goal, outputs,
                                                             extra)}]
 
-    def _manager_turn(self, messages: Messages, shrink: Shrink | None) -> Turn:
-        """The Manager's request as a turn of its conversation (kept when its decision parses)."""
+    def _manager_turn(self, call: str, messages: Messages, shrink: Shrink | None) -> Turn:
+        """The Manager's request as a turn of its conversation: the plan is kept (when its decision parses); a
+        round's review is a side request after it: the paper's Manager decides from the current round's global state
+        only (the round's goal and public outputs: DyTopo, arXiv 2602.06039 §3.5.1-3.5.2, eqs. 12-13), and keeping
+        every earlier review would send each round's outputs again in every later one. The shared preamble, the
+        role and the plan stay a prefix the server has cached."""
         ctx = self.ctx
         if not self.conversational:
             return Turn(None, ctx.state.round, "", "", [], "", messages, shrink)
@@ -262,7 +267,7 @@ class DyTopoCalls:
         if trimmed is not None:
             self._report_trim(name, trimmed)
             messages = thread.conversation.request(user)
-        turn = Turn(thread, ctx.state.round, "", "", [], user, messages)
+        turn = Turn(thread if call == ev.CallKind.PLAN else None, ctx.state.round, "", "", [], user, messages)
 
         def cut(most_chars: int) -> Messages | None:  # the outputs cut to equal shares, remembered as sent
             smaller = shrink(most_chars) if shrink is not None else None

@@ -40,12 +40,16 @@ DEVIATIONS: tuple[Deviation, ...] = (
     ),
     Deviation(
         "dytopo",
-        "Each agent's requests (every worker's and the Manager's) form one growing conversation: the system "
-        "prompt is the team's preamble (the problem, the team, the rules of a round), then the role and its "
-        "reply shapes; each call appends a user turn (what arrived since the agent's last turn, the round's goal, "
-        "the inbox, the ask) and keeps the reply as an assistant turn. The transcript is eq. 3's memory; what it "
-        "adds to the paper's prompt is the earlier rounds' goals and asks, the replies' own JSON around their "
-        "public text, and for the Manager the earlier rounds' reviews. Re-asks are side requests; a "
+        "Each worker's requests form one growing conversation: the system prompt is the team's preamble (the "
+        "problem, the team, the rules of a round in one line), then the role and its reply shapes (a phased "
+        "worker's two, once); each call appends a user turn (what arrived since the agent's last turn, the round's "
+        "goal, the inbox, the ask) and keeps the reply as an assistant turn, as the model wrote it. The transcript "
+        "is eq. 3's memory; what it adds to the paper's prompt is the earlier rounds' goals and asks and the "
+        "replies' own JSON around their public text (descriptors, private notes: kept byte for byte, or a "
+        "server's cache of the generated reply is lost). The Manager's conversation is its plan; each review is a "
+        "side request after it, as the paper's Manager reads the current round only (§3.5.1-3.5.2, eqs. 12-13). "
+        "Characters sent against the per-request layout: +25 % single-pass, +34 % phased (bench/prefix_cache.py "
+        "says what the growth is made of). Re-asks are side requests; a "
         "conversation that outgrows the context drops its oldest exchanges in one step (MemoryTrimmed). "
         "memory=latest keeps the per-request layout (-o prompt_order=cache: role, problem, memory, goal).",
         "What persists comes first and what every agent shares comes first of all, so a local server "

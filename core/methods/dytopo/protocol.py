@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 from core.methods.dytopo.calls import DyTopoCalls
 from core.methods.dytopo.fidelity import DEVIATIONS as FIDELITY
+from core.methods.dytopo.history import HistoryReplay
 from core.methods.dytopo.rebuild import ConversationRebuild
-from core.methods.dytopo.steer import DyTopoSteering, join_inbox, recorded_action
+from core.methods.dytopo.steer import DyTopoSteering, join_inbox
 from core.methods.registry import MethodInfo, MethodOptions, call_options, call_tables, choice, register, with_calls
 from core.routing.dytopo import RoutingResult, similarity_matrix
 from core.routing.wiring import DyTopoWiring, WiringRule
@@ -257,52 +258,15 @@ class DyTopoMethod:
 
     def _replay_history(self, history: list[ev.Event]) -> None:
         """A fork: re-emit the parent's rounds and rebuild memory (and the conversations) as the live run did."""
-        outputs: dict[str, AgentResult] = {}
-        deliveries: list[ev.MessagesRouted] = []
-        feedback: list[str] = []
-        rebuild = ConversationRebuild(self.calls, self._max_rounds, _review_summary, _render_inbox,
-                                      self.ctx.spec.team.manager.name, list(self.ctx.spec.workers))
+        memory = HistoryReplay(self.ctx, self.calls, self.steer)
+        rebuild = ConversationRebuild(self.calls, self._max_rounds, _render_inbox, self.ctx.spec.team.manager.name)
         for event in history:
             self.ctx.record(event)  # announced again as it was; its RoundFinished restores round and tokens
             rebuild.see(event)
-            if isinstance(event, ev.AgentFinished) and event.call in (ev.CallKind.WORK, ev.CallKind.SINGLE_PASS):
-                result = AgentResult(
-                    agent=event.agent,
-                    status=event.status,
-                    public=event.public,
-                    private=dict(event.private),
-                    query=event.query,
-                    key=event.key,
-                    answer=event.answer,
-                    raw=event.raw,
-                )
-                outputs[event.agent] = result
-                self.ctx.record(result)
-            elif isinstance(event, ev.MessagesRouted):
-                deliveries.append(event)
-            elif isinstance(event, ev.TopologyBuilt):
-                self._routing = RoutingResult.from_dict(event.routing)
-            elif isinstance(event, ev.UserSteered):
-                action = recorded_action(event)
-                if action is not None:
-                    self.steer.replay(event, action)
-            elif isinstance(event, ev.TestRun):
-                text = f"Test results: {event.outcome} — {event.detail}"
-                feedback.append(text)
-                self.ctx.record(Evaluation(passed=event.passed, feedback=text))
-            elif isinstance(event, ev.RoundFinished):  # the run stands where this round left it (record)
-                for name in self.ctx.spec.workers:
-                    if name in outputs:
-                        self.calls.remember(name, MemoryItem(event.round, "own", name, outputs[name].public))
-                for routed in deliveries:
-                    kind = "broadcast" if routed.broadcast else "routed"
-                    for d in routed.deliveries:
-                        self.calls.remember(d["dst"], MemoryItem(event.round, kind, d["src"], d["content"],
-                                                                 d.get("score")))
-                for text in feedback:
-                    self.calls.remember_feedback(event.round, text)
-                self._previous_public = {name: r.public for name, r in outputs.items()}
-                outputs, deliveries, feedback = {}, [], []
+            memory.read(event)
+        self._routing = memory.routing or self._routing
+        if memory.previous_public is not None:
+            self._previous_public = memory.previous_public
 
     async def _plan(self) -> str:
         start_phase(self.ctx, ev.Phase.PLAN, "Manager sets the first goal")
@@ -343,6 +307,7 @@ class DyTopoMethod:
         return results
 
     async def _phased_round(self, goal: str) -> dict[str, AgentResult]:
+        """Rounds >= 2 of the reference's phased protocol: A) descriptors, B) routing, C) work in tiers."""
         start_phase(self.ctx, ev.Phase.DESCRIPTORS, "phase A: every worker states its need and offer")
         active = self.steer.active(self.ctx.spec.workers)
         descriptors = await self.ctx.gather(
@@ -367,50 +332,38 @@ class DyTopoMethod:
         for tier_index, whole_tier in enumerate(routing.tiers):
             # Silenced agents (routing.inactive) have no call; the graph was rebuilt if one was silenced late.
             tier = [name for name in whole_tier if name not in routing.inactive and name in descriptors]
-            deliveries: list[dict[str, Any]] = []
-            for dst in tier:
-                for edge in routing.in_edges(dst):
-                    sender = results.get(edge.src)
-                    if sender is None or not sender.public:
-                        continue
-                    deliveries.append(
-                        {
-                            "src": edge.src,
-                            "dst": dst,
-                            "score": edge.score,
-                            "content": message_for(sender, dst, self.payload),
-                        }
-                    )
+            deliveries = self._deliveries(routing, tier, results)
             if deliveries:
                 self.ctx.emit(ev.MessagesRouted(round=self.ctx.state.round, deliveries=deliveries))
             for d in deliveries:
                 received[d["dst"]].append(d)
-            tier_results = await self.ctx.gather(
-                {
-                    name: self._worker(
-                        name,
-                        ev.CallKind.WORK,
-                        goal,
-                        inbox=_render_inbox(received[name]),
-                        tier=tier_index,
-                        inbox_from=frozenset(d["src"] for d in received[name]),
-                    )
-                    for name in tier
-                }
-            )
-            for name, result in tier_results.items():
-                # A work reply may carry fresh descriptors; the phase-A ones stay the round's record.
-                results[name] = result
-        # Edges whose provider did not run in an earlier tier (a wiring rule that keeps cycles, e.g.
-        # broadcast) deliver at the barrier, into next round's memory, as in the single-pass protocol.
+            # A work reply may carry fresh descriptors; the phase-A ones stay the round's record.
+            results.update(await self.ctx.gather({
+                name: self._worker(name, ev.CallKind.WORK, goal, inbox=_render_inbox(received[name]), tier=tier_index,
+                                   inbox_from=frozenset(d["src"] for d in received[name]))
+                for name in tier
+            }))
+        self._remember_phased(routing, results, received)
+        return results
+
+    def _deliveries(self, routing: RoutingResult, tier: list[str], results: dict[str, AgentResult]
+                    ) -> list[dict[str, Any]]:
+        """What this tier receives along its in-edges from the workers that already ran (paper §3.4)."""
+        return [
+            {"src": edge.src, "dst": dst, "score": edge.score,
+             "content": message_for(results[edge.src], dst, self.payload)}
+            for dst in tier for edge in routing.in_edges(dst)
+            if edge.src in results and results[edge.src].public
+        ]
+
+    def _remember_phased(self, routing: RoutingResult, results: dict[str, AgentResult],
+                         received: dict[str, list[dict[str, Any]]]) -> None:
+        """A phased round's memory: each worker's output and what it received; edges whose provider did not run
+        in an earlier tier (a wiring rule that keeps cycles, e.g. broadcast) deliver at the barrier, into next
+        round's memory, as in the single-pass protocol."""
         delivered = {(d["src"], d["dst"]) for deliveries in received.values() for d in deliveries}
         late: list[dict[str, Any]] = [
-            {
-                "src": e.src,
-                "dst": e.dst,
-                "score": e.score,
-                "content": message_for(results[e.src], e.dst, self.payload),
-            }
+            {"src": e.src, "dst": e.dst, "score": e.score, "content": message_for(results[e.src], e.dst, self.payload)}
             for e in routing.edges
             if (e.src, e.dst) not in delivered and e.src in results and results[e.src].public
         ]
@@ -423,7 +376,6 @@ class DyTopoMethod:
                 self.calls.remember(name, MemoryItem(round_no, "routed", d["src"], d["content"], d["score"]))
         for d in sorted(late, key=lambda d: (d["dst"], -d["score"], d["src"])):
             self.calls.remember(d["dst"], MemoryItem(round_no, "routed", d["src"], d["content"], d["score"]))
-        return results
 
     async def _single_pass_round(self, goal: str) -> dict[str, AgentResult]:
         start_phase(self.ctx, ev.Phase.WORK, "single pass: work and descriptors together")

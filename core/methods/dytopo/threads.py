@@ -6,7 +6,8 @@ A worker's user turn carries what arrived since its last turn (routed messages, 
 the person's notes: DyTopo eq. 3's H_i, arXiv 2602.06039 §3.1), the round's goal once per round, the call's
 inbox and its ask; its own outputs are its assistant turns. Phased DyTopo's descriptor call and work call of a
 round are consecutive turns. A turn is kept with the reply the run kept; a call that fails, or a reply that is
-not the agent's own, leaves the conversation as it was, and what it showed is shown again next time.
+not the agent's own, leaves the conversation as it was, and what it showed is shown again next time. The
+Manager's thread keeps its plan only: each review is a side request after it (eqs. 12-13: one round's state).
 """
 
 from __future__ import annotations

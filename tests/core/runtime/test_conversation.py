@@ -14,6 +14,7 @@ import pytest
 
 from core.compose.plan import BackendChoice
 from core.compose.runner import build_engine, open_backend
+from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import DEMO_PROBLEMS
 from core.demo.server import FaultRule, ScriptedServer
 from core.runtime import events as ev
@@ -34,10 +35,10 @@ async def _run(server: ScriptedServer, embedder: Any, settings: Settings) -> lis
     return events
 
 
-async def _log(embedder: Any, *, faults: tuple[FaultRule, ...] = (), **chosen: Any
+async def _log(embedder: Any, *, faults: tuple[FaultRule, ...] = (), context_size: int | None = None, **chosen: Any
                ) -> tuple[list[RequestInfo], list[ev.Event]]:
     settings = Settings(**{"max_rounds": 3, "convergence_threshold": 1.01, **chosen})
-    with ScriptedServer(changing_replies) as server:
+    with ScriptedServer(changing_replies, ServerBehaviour(context_size=context_size)) as server:
         for fault in faults:
             server.add_fault(fault)
         events = await _run(server, embedder, settings)
@@ -68,22 +69,34 @@ def _breaks(calls: list[RequestInfo], kept: dict[tuple[str, str, int], str]) -> 
     return broken
 
 
-@pytest.mark.parametrize(("protocol", "method"), [("single-pass", "dytopo"), ("phased", "dytopo"),
-                                                  ("phased", "chain"), ("single-pass", "star")])
+ROUND_METHODS = ("dytopo", "broadcast", "chain", "star", "random", "single-turn")  # DyTopo's rounds and prompts
+
+
+@pytest.mark.parametrize("protocol", ["single-pass", "phased"])
+@pytest.mark.parametrize("method", ROUND_METHODS)
 async def test_every_request_of_an_agent_begins_with_its_previous_request_and_reply(
     embedder: Any, protocol: str, method: str
 ) -> None:
     requests, events = await _log(embedder, protocol=protocol, strategy=method)
     by_agent, kept = _by_agent(requests), _kept_replies(events)
     assert set(by_agent) == {"Manager", "Developer", "Researcher", "Tester", "Designer"}
+    rounds = 1 if method == "single-turn" else 3
+    manager = by_agent.pop("Manager")
     for agent, calls in by_agent.items():
-        assert len(calls) >= 3, agent  # each round's work (and descriptors), the plan and each review
+        assert len(calls) == rounds * (1 if protocol == "single-pass" else 2) - (protocol == "phased"), agent
         assert _breaks(calls, kept) == [], agent
         # Each request adds one user turn: the reply before it, then what is new.
         for before, after in itertools.pairwise(calls):
             assert len(after.messages) == len(before.messages) + 2
+    # The Manager's plan is its conversation's first turn; each review is a side request after it (the paper's
+    # Manager reads one round's outputs: eqs. 12-13), so no review holds an earlier one.
+    plan, reviews = manager[0], manager[1:]
+    assert len(reviews) == rounds
+    for review in reviews:
+        assert _breaks([plan, review], kept) == []
+        assert len(review.messages) == len(plan.messages) + 2
     # Phased DyTopo: a round's descriptor call and its work call are consecutive turns of one conversation.
-    if protocol == "phased":
+    if protocol == "phased" and rounds > 1:
         developer = [(r.call, r.round) for r in by_agent["Developer"]]
         assert developer[1:3] == [(ev.CallKind.DESCRIPTORS, 2), (ev.CallKind.WORK, 2)]
 
@@ -137,16 +150,53 @@ async def test_a_reask_is_a_side_request_and_the_kept_answer_is_appended(embedde
 
 
 async def test_a_conversation_that_outgrows_the_context_breaks_once_and_says_so(embedder: Any) -> None:
-    requests, events = await _log(embedder, protocol="single-pass", max_rounds=5, context_budget_tokens=1500)
+    requests, events = await _log(embedder, protocol="single-pass", max_rounds=5, context_budget_tokens=1200)
     trims = [e for e in events if isinstance(e, ev.MemoryTrimmed)]
     assert trims, "the budget was never reached"
     kept = _kept_replies(events)
-    for agent, calls in _by_agent(requests).items():
+    workers = {agent: calls for agent, calls in _by_agent(requests).items() if agent != "Manager"}
+    grew_again = 0
+    for agent, calls in workers.items():
         broken = _breaks(calls, kept)
         mine = [t for t in trims if t.agent == agent]
         # Once per trim, where the trim was, and the conversation grows again after it.
         assert [r.round for r in broken] == [t.round for t in mine], agent
+        grew_again += sum(1 for t in mine if any(r.round > t.round for r in calls))
         for r in broken:  # the first turn kept says what went before it (unless every earlier turn went)
             assert len(r.messages) == 2 or "turns of this conversation were dropped" in str(r.messages[1]["content"])
+    assert grew_again, "no conversation went on after a trim"
     notices = [e for e in events if isinstance(e, ev.Notice) and "outgrew the context" in e.message]
     assert len(notices) == len(trims)
+
+
+async def test_a_conversation_the_server_refuses_as_too_long_breaks_once_and_grows_again(embedder: Any) -> None:
+    """The server's own context (llama.cpp's refusal, not the app's budget): the refused request is sent again
+    without the oldest exchanges, and the next requests continue from that shorter conversation."""
+    requests, events = await _log(embedder, protocol="single-pass", max_rounds=5, max_retry_wait=1.0,
+                                  context_size=CONTEXT_TOKENS)
+    trims = [e for e in events if isinstance(e, ev.MemoryTrimmed)]
+    assert trims, "no conversation outgrew the server's context"
+    kept = _kept_replies(events)
+    grew_again = 0
+    for agent, calls in _by_agent(requests).items():
+        if agent == "Manager":
+            continue
+        sent = [r for r in calls if r.round > 0]
+        mine = [t.round for t in trims if t.agent == agent]
+        # The refused request and its shorter retry share a round: the retry is the one break of that round.
+        broken = [r.round for r in _breaks(_answered(sent), kept)]
+        assert broken == mine, agent
+        grew_again += sum(1 for t in mine if any(r.round > t for r in sent))
+    assert grew_again, "no conversation went on after a trim"
+    assert any(isinstance(e, ev.Notice) and "outgrew the context" in e.message for e in events)
+
+
+CONTEXT_TOKENS = 1150  # llama.cpp's context for one request: every conversation outgrows it in round 4
+
+
+def _answered(calls: list[RequestInfo]) -> list[RequestInfo]:
+    """The last request of each (call, round): a refused one was sent again shorter."""
+    last: dict[tuple[str, int], RequestInfo] = {}
+    for r in calls:
+        last[(r.call, r.round)] = r
+    return list(last.values())

@@ -37,9 +37,10 @@ def _prompt(server: ScriptedServer, role: str, round_no: int, call: str) -> list
     return request.messages
 
 
-@pytest.mark.parametrize("protocol", ["phased", "single-pass"])
-async def test_fork_rebuilds_memory_exactly_as_the_live_run_had_it(embedder: Any, protocol: str) -> None:
-    settings = Settings(protocol=protocol)
+@pytest.mark.parametrize(("protocol", "strategy"),
+                         [("phased", "dytopo"), ("single-pass", "dytopo"), ("phased", "chain")])
+async def test_fork_rebuilds_memory_exactly_as_the_live_run_had_it(embedder: Any, protocol: str, strategy: str) -> None:
+    settings = Settings(protocol=protocol, strategy=strategy)
     with ScriptedServer() as original_server:
         original = await _run(original_server, settings)
     parent = session_from_events(original)
@@ -58,7 +59,7 @@ async def test_fork_rebuilds_memory_exactly_as_the_live_run_had_it(embedder: Any
         assert _prompt(fork_server, role, 3, call) == _prompt(original_server, role, 3, call), role
     manager = _prompt(fork_server, "Manager", 3, ev.CallKind.MANAGER)
     assert manager == _prompt(original_server, "Manager", 3, ev.CallKind.MANAGER)
-    assert len(manager) == 8  # the system prompt, the plan and two reviews with their replies, then round 3
+    assert len(manager) == 4  # the system prompt, the plan and its reply, then round 3's review (a side request)
     assert forked[-1].reason == "manager" and "def make_palindrome" in forked[-1].final_answer
 
 

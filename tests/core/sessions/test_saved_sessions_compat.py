@@ -56,7 +56,7 @@ def test_a_fresh_process_reads_a_methods_own_events(strategy: str) -> None:
     assert int(out.stdout.strip()) > 0
 
 
-SESSIONS_A91DED2 = FIXTURES / "sessions_main_a91ded2"  # saved before the team type was renamed Domain -> Team
+SESSIONS_A91DED2 = FIXTURES / "sessions_main_a91ded2"  # saved before the team type was renamed Team -> Team
 
 
 def test_a_user_team_session_saved_before_the_team_rename_forks_with_its_team() -> None:
