@@ -7,6 +7,8 @@ embeddings; a Summarizer reads the problem and the step's responses and answers 
 answer or ``[CONTINUE]``. The equations live in core.methods.dmoa.routing (NumPy) and
 core.methods.dmoa.router (the GRU router's forward pass in NumPy and its weights) and core.methods.dmoa.train
 (its training, torch, imported only when a run trains).
+This module is the step loop; the router's per-step use is core.methods.dmoa.selector, the Summarizer
+core.methods.dmoa.summary, test-time training core.methods.dmoa.ttt and a fork's resume core.methods.dmoa.replay.
 
 Routers (``[strategy.dmoa] router``):
 
@@ -37,40 +39,23 @@ Decisions where the paper is silent (our readings; docs/fidelity.md lists them):
 
 from __future__ import annotations
 
-import asyncio
 import math
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from core.evaluation.extract import latest_code
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
-from core.methods.dmoa.events import CALL_SELECT, CALL_STEP, CALL_SUMMARY, DmoaRouted, DmoaStepDone
+from core.methods.dmoa.events import CALL_STEP, DmoaRouted
 from core.methods.dmoa.fidelity import DEVIATIONS as FIDELITY
-from core.methods.dmoa.prompts import (
-    QUERY_IN,
-    QUERY_IN_SYSTEM,
-    agent_instructions,
-    dmoa_pool,
-    parse_selection,
-    summarizer_instructions,
-)
-from core.methods.dmoa.router import RouterError, RouterInfo, RouterSession, RouterStore, RouterWeights, seeded_weights
-from core.methods.dmoa.routing import (
-    TAG_FINAL,
-    Choice,
-    choose,
-    confidence,
-    context_vector,
-    cosine,
-    parse_summary,
-    predictive_entropy,
-    rank_loss,
-)
+from core.methods.dmoa.prompts import QUERY_IN, QUERY_IN_SYSTEM, agent_instructions, dmoa_pool
+from core.methods.dmoa.replay import resume
+from core.methods.dmoa.routing import Choice, context_vector, cosine, predictive_entropy
+from core.methods.dmoa.selector import ROUTERS, StepRouter
 from core.methods.dmoa.steer import DmoaSteering
-from core.methods.dmoa.threads import PROMPT_ORDERS, DmoaRequests
+from core.methods.dmoa.step import StepState
+from core.methods.dmoa.summary import PHASE_SUMMARY, SUMMARIZER, Summarizer
+from core.methods.dmoa.threads import PROMPT_ORDERS, DmoaRequests, keep_reply
+from core.methods.dmoa.ttt import TTTState, ttt_state, update_router
 from core.methods.registry import (
     GraphShape,
     MethodError,
@@ -84,13 +69,11 @@ from core.methods.registry import (
 )
 from core.routing.dytopo import KIND_HANDOFF, Edge, RoutingResult
 from core.runtime import events as ev
-from core.runtime.agent_threads import ThreadTurn
 from core.runtime.control import StepBoundary
-from core.runtime.dispatch import EventTable
-from core.runtime.engine import AgentResult, RunAborted
+from core.runtime.engine import AgentResult
 from core.runtime.events import CallStatus
 from core.runtime.outcome import EndReason, RunOutcome
-from core.runtime.parsing import is_template_copy, own_text
+from core.runtime.parsing import own_text
 from core.runtime.prompts import PROMPT_CONVERSATION
 from core.runtime.rosters import Team
 from core.runtime.run_context import begin_round, finish_round, notice, start_phase
@@ -101,10 +84,6 @@ if TYPE_CHECKING:
     from core.runtime.run_context import RunContext
 
 NAME = "dmoa"
-SUMMARIZER = "Summarizer"
-SELECTOR = "Selector"
-PHASE_SUMMARY = "summarize"
-ROUTERS = ("gru", "llm", "semantic")
 
 DEFAULT_TAU = 0.1  # App. B.3
 DEFAULT_L_MAX = 20  # App. B.3
@@ -117,62 +96,6 @@ def default_k(n_agents: int) -> int:
     return max(1, min(DEFAULT_K, n_agents - 1))
 
 
-# --- test-time training: shared by the runs of one process ---------------------------------------
-
-
-@dataclass
-class TTTState:
-    """The first ``size`` runs claim dense mode; when all of them have ended the router is updated."""
-
-    size: int
-    claimed: int = 0
-    released: int = 0
-    traces: list[Trace] = field(default_factory=list)
-    unavailable: str = ""  # why TTT cannot run (e.g. the endpoint gives no logprobs)
-    trained: bool = False
-    lock: asyncio.Lock | None = None
-
-    def claim(self) -> bool:
-        if self.trained or self.unavailable or self.claimed >= self.size:
-            return False
-        self.claimed += 1
-        return True
-
-    def release(self, trace: Trace | None) -> None:
-        self.released += 1
-        if trace is not None and trace.steps:
-            self.traces.append(trace)
-
-    @property
-    def ready(self) -> bool:
-        return not self.trained and self.claimed >= self.size and self.released >= self.claimed and bool(self.traces)
-
-
-_TTT: dict[tuple[str, int], TTTState] = {}
-
-
-def ttt_state(key: str, size: int) -> TTTState:
-    return _TTT.setdefault((key, size), TTTState(size))
-
-
-def reset_ttt() -> None:
-    """Forget every test-time-training state (tests; a new benchmark in the same process)."""
-    _TTT.clear()
-
-
-# --- the method ------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Step:
-    """What a finished step leaves for the next one."""
-
-    responses: list[tuple[str, str]]  # (agent, text) of the routed agents that answered: P_last
-    x_next: np.ndarray
-    senders: list[str]
-    sender_alpha: list[float]
-
-
 CALL_OPTIONS = (
     call_options("agent", "the pool's agents' calls", "work_call"),
     call_options("summarizer", "the Summarizer's calls", "manager_call"),
@@ -181,6 +104,10 @@ CALL_OPTIONS = (
 
 
 class DmoaMethod:
+    """The step loop (Alg. 2): route, run the routed agents, aggregate X_{i+1}, ask the Summarizer. The router
+    is core.methods.dmoa.selector, the Summarizer core.methods.dmoa.summary, test-time training
+    core.methods.dmoa.ttt, a fork's resume core.methods.dmoa.replay."""
+
     name = NAME
     call_tables = call_tables(CALL_OPTIONS)  # each call kind's settings table, for the engine's call_limits
 
@@ -199,18 +126,15 @@ class DmoaMethod:
         self.ttt: int = int(options.get("ttt", 0))
         self.seed: int = int(options.get("seed", 0))
         self.top_logprobs: int = int(options.get("top_logprobs", DEFAULT_TOP_LOGPROBS))
-        self.weights_dir: str = str(options.get("weights_dir", "") or "")
         self.collect: bool = bool(options.get("collect", False))  # the trainer: run densely, keep the trace
         self.query_in: str = str(options.get("query_in", QUERY_IN_SYSTEM))  # where the user query goes
         self.prompt_order: str = str(options.get("prompt_order", PROMPT_CONVERSATION))  # core.methods.dmoa.threads
         if self.ttt and self.router_kind != "gru":
             raise MethodError(f"[strategy.dmoa] ttt trains the GRU router: it needs router=gru, not {self.router_kind}")
+        self.router = StepRouter(self.router_kind, self.pool, tau=self.tau, k_max=self.k_max, adaptive=self.adaptive,
+                                 seed=self.seed, weights_dir=str(options.get("weights_dir", "") or ""))
         self.k_history: list[int] = []
         self.trace: Trace | None = None  # the dense run's trace (collect mode and TTT)
-        self.router_note = ""
-        self._gru: RouterWeights | None = None  # the NumPy router (no torch at inference)
-        self._session: RouterSession | None = None
-        self._profiles: np.ndarray | None = None
         self._ttt: TTTState | None = None
         self._claim_open = False  # this run holds one of the TTT dense slots
         self._dense = False
@@ -228,6 +152,7 @@ class DmoaMethod:
     async def run(self, ctx: RunContext) -> RunOutcome:
         self.ctx = ctx
         self.requests = DmoaRequests(ctx, self.query_in, self.prompt_order)
+        self.summarizer = Summarizer(ctx, self.requests, self.names, self.l_max, self.top_logprobs)
         self.steer = DmoaSteering(ctx, self.name, list(self.names))
         ctx.attach(steer=self.steer.apply)
         await self._prepare_router()
@@ -240,33 +165,17 @@ class DmoaMethod:
             await self._end_ttt(completed=completed)
 
     # --- set-up -------------------------------------------------------------------------------
-    def _store(self) -> RouterStore:
-        return RouterStore(Path(self.weights_dir) if self.weights_dir else None)
-
     async def _prepare_router(self) -> None:
         ctx = self.ctx
-        if self.router_kind == "semantic":
-            texts = [f"{a.name}, {a.title}: {a.profile}" for a in self.pool]
-            self._profiles = np.asarray(await ctx.embed(texts), dtype=np.float64)
-            self.router_note = "cos(X_i, profile embedding): no learning"
+        await self.router.prepare(ctx)
+        if self.router_kind != "gru":
             return
-        if self.router_kind == "llm":
-            self.router_note = "LLM selector (the Manager model): its weights, normalised"
-            return
-        store = self._store()
-        try:
-            self._gru, info = await asyncio.to_thread(store.load, ctx.spec.team.name, self.names, seed=self.seed)
-        except RouterError as exc:
-            notice(ctx, f"{exc}; routing with a seeded initialisation instead", "warning")
-            self._gru, info = seeded_weights(len(self.names), seed=self.seed), RouterInfo()
-        self.router_note = info.describe() + ("" if info.trained_queries else f", seed {self.seed}")
-        assert self._gru is not None  # loaded or seeded just above
-        self._session = RouterSession(self._gru)
         self._dense = self.collect
         if self.ttt and ctx.spec.fork is None and not self.collect:
-            self._ttt = ttt_state(str(store.path(ctx.spec.team.name, self.names)), self.ttt)
+            key = str(self.router.store().path(ctx.spec.team.name, self.names))
+            self._ttt = ttt_state(key, self.ttt)
             if self._ttt.ready:  # an earlier dense run ended without updating (it was cancelled)
-                await self._update_router()
+                await update_router(ctx, self.router, self._ttt)
             self._dense = self._claim_open = self._ttt.claim()
             if self._dense:
                 notice(ctx,
@@ -276,48 +185,31 @@ class DmoaMethod:
                 )
 
     # --- the steps ------------------------------------------------------------------------------
+    async def _first_step(self) -> tuple[int, StepState]:
+        """Where the steps start: after a fork's step r, or at step 1 with X_1 = MiniLM(the problem) (eq. 1)."""
+        ctx = self.ctx
+        if ctx.spec.fork is not None:
+            resumed = await resume(ctx, self.router)
+            self.k_history = resumed.k_history
+            return resumed.round, resumed.state
+        x = np.asarray((await ctx.embed([ctx.spec.problem]))[0], dtype=np.float64)  # eq. 1
+        if self._dense:
+            from core.methods.dmoa.train import Trace
+
+            self.trace = Trace(x1=x.tolist(), problem=ctx.spec.problem)
+        return 0, StepState([], x, [], [])
+
     async def _run_steps(self) -> RunOutcome:
         ctx = self.ctx
-        start, step_state = 0, None
-        if ctx.spec.fork is not None:
-            start, step_state = await self._resume()
-        if step_state is None:
-            x = np.asarray((await ctx.embed([ctx.spec.problem]))[0], dtype=np.float64)  # eq. 1
-            step_state = _Step([], x, [], [])
-            if self._dense:
-                from core.methods.dmoa.train import Trace
-
-                self.trace = Trace(x1=x.tolist(), problem=ctx.spec.problem)
+        start, step_state = await self._first_step()
         x_prev: np.ndarray | None = None
         feedback = ""
         for step in range(start + 1, self.l_max + 1):
             await ctx.checkpoint(StepBoundary.ROUND)
             begin_round(ctx, step, self._params())
             x = step_state.x_next
-            scoring = f"step {step}: the {self.router_kind} router scores {len(self.names)} agents"
-            start_phase(ctx, ev.Phase.ROUTING, scoring)
-            choice = self.steer.steer_choice(await self._route(step, x, step_state.responses), step)
-            self.k_history.append(choice.k)
+            choice = await self._route_step(step, step_state, x, x_prev)
             selected = [self.names[i] for i in choice.selected]
-            ctx.emit(
-                DmoaRouted(
-                    round=step,
-                    router=self.router_kind,
-                    names=list(self.names),
-                    logits=_floats(choice.logits),
-                    probs=_floats(choice.probs),
-                    tau=self.tau,
-                    k=choice.k,
-                    k_max=self.k_max,
-                    selected=selected,
-                    alpha=_floats(choice.alpha),
-                    dense=self._dense,
-                    context=_floats(x),
-                    context_shift=round(cosine(x, x_prev), 4) if x_prev is not None else None,
-                    note="; ".join(n for n in (self.router_note, choice.note) if n),
-                )
-            )
-            ctx.emit(self._handoff(step, step_state, selected, choice))
             await ctx.checkpoint(StepBoundary.PHASE)
             running = list(self.names) if self._dense else selected
             dense = " (dense: every agent runs)" if self._dense else ""
@@ -330,7 +222,7 @@ class DmoaMethod:
             next_state, entropy = await self._aggregate(step, choice, results, x)
             await ctx.checkpoint(StepBoundary.PHASE)
             start_phase(ctx, PHASE_SUMMARY, f"step {step}: the Summarizer decides [FINAL] or [CONTINUE]")
-            outcome = await self._summarize(step, next_state.responses, feedback, choice, entropy)
+            outcome = await self.summarizer.decide(step, next_state.responses, feedback, choice, entropy)
             finish_round(ctx)
             if outcome is not None:
                 return outcome
@@ -338,59 +230,42 @@ class DmoaMethod:
         answer, source = ctx.state.answer  # a fork from the last step: nothing left to run
         return RunOutcome(EndReason.MAX_ROUNDS, f"reached L_max ({self.l_max} steps)", answer, source)
 
+    async def _route_step(self, step: int, previous: StepState, x: np.ndarray, x_prev: np.ndarray | None) -> Choice:
+        """The router's choice for this step (steered when a person forced or excluded agents), recorded."""
+        ctx = self.ctx
+        scoring = f"step {step}: the {self.router_kind} router scores {len(self.names)} agents"
+        start_phase(ctx, ev.Phase.ROUTING, scoring)
+        routed = await self.router.route(ctx, self.requests, step, x, previous.responses)
+        choice: Choice = self.steer.steer_choice(routed, step)
+        self.k_history.append(choice.k)
+        selected = [self.names[i] for i in choice.selected]
+        ctx.emit(
+            DmoaRouted(
+                round=step,
+                router=self.router_kind,
+                names=list(self.names),
+                logits=_floats(choice.logits),
+                probs=_floats(choice.probs),
+                tau=self.tau,
+                k=choice.k,
+                k_max=self.k_max,
+                selected=selected,
+                alpha=_floats(choice.alpha),
+                dense=self._dense,
+                context=_floats(x),
+                context_shift=round(cosine(x, x_prev), 4) if x_prev is not None else None,
+                note="; ".join(n for n in (self.router.note, choice.note) if n),
+            )
+        )
+        ctx.emit(self._handoff(step, previous, selected))
+        return choice
+
     def _params(self) -> dict[str, Any]:
         """What a step runs with, in the params shape every consumer knows: tau is DMoA's routing
         temperature, k_in its K (the most agents a step routes), max_rounds its L_max."""
         return {"tau": self.tau, "k_in": self.k_max, "max_rounds": self.l_max}
 
-    async def _route(self, step: int, x: np.ndarray, previous: list[tuple[str, str]]) -> Choice:
-        if self.router_kind == "gru":
-            assert self._session is not None
-            logits = await asyncio.to_thread(self._session.step, x)  # eq. 2 / 10
-            return choose(logits, self.tau, self.k_max, adaptive=self.adaptive)
-        if self.router_kind == "semantic":
-            return self._semantic(x)
-        return await self._select(step, previous, x)
-
-    def _semantic(self, x: np.ndarray, note: str = "") -> Choice:
-        if self._profiles is None:
-            raise RunAborted("the semantic router has no profile embeddings")  # pragma: no cover
-        logits = np.asarray([cosine(x, p) for p in self._profiles], dtype=np.float64)
-        choice = choose(logits, self.tau, self.k_max, adaptive=self.adaptive)
-        choice.note = note
-        return choice
-
-    async def _select(self, step: int, previous: list[tuple[str, str]], x: np.ndarray) -> Choice:
-        """The *w LLM Selector* ablation: one Manager-model call per step picks up to K agents."""
-        ctx = self.ctx
-        messages, shrink, turn = self.requests.selector(SELECTOR, step, previous, self.pool, self.k_max)
-        result, picked = await ctx.call(
-            SELECTOR,
-            CALL_SELECT,
-            messages,
-            kind="selector",
-            parser=lambda text: parse_selection(text, self.names, self.k_max),
-            json_mode=True,
-            shrink=shrink,
-        )
-        if result.connection_failed:
-            raise RunAborted(result.error)
-        _keep(turn, result)
-        if picked is None:
-            if self._profiles is None:
-                texts = [f"{a.name}, {a.title}: {a.profile}" for a in self.pool]
-                self._profiles = np.asarray(await ctx.embed(texts), dtype=np.float64)
-            why = f"step {step}: the Selector's reply was unusable; this step is routed by meaning instead"
-            notice(ctx, why, "warning")
-            return self._semantic(x, "Selector reply unusable: semantic routing this step")
-        weights = np.zeros(len(self.names))
-        for name, w in picked:
-            weights[self.names.index(name)] = w
-        selected = [self.names.index(name) for name, _ in picked]
-        alpha = np.asarray([w for _, w in picked], dtype=np.float64)
-        return Choice(weights, weights.copy(), len(selected), selected, alpha)
-
-    def _handoff(self, step: int, previous: _Step, selected: list[str], choice: Choice) -> ev.TopologyBuilt:
+    def _handoff(self, step: int, previous: StepState, selected: list[str]) -> ev.TopologyBuilt:
         """The implied topology (Alg. 2's P_last, drawn): every agent of step i-1 hands its response to every
         agent of step i, weighted by the alpha it had in X_i."""
         n = len(self.names)
@@ -430,12 +305,12 @@ class DmoaMethod:
             name, CALL_STEP, messages, kind="agent", parser=own_text(told),
             top_logprobs=self.top_logprobs if self._dense else 0, shrink=shrink,
         )
-        _keep(turn, result)
+        keep_reply(turn, result)
         return result
 
     async def _aggregate(
         self, step: int, choice: Choice, results: dict[str, AgentResult], x: np.ndarray
-    ) -> tuple[_Step, dict[str, float]]:
+    ) -> tuple[StepState, dict[str, float]]:
         """R_hat = ST(R) (eq. 6 / 8) and X_{i+1} (eq. 7 / 9); on dense steps also every agent's entropy."""
         ctx = self.ctx
         selected = [self.names[i] for i in choice.selected]
@@ -477,83 +352,8 @@ class DmoaMethod:
                         [entropy.get(n) for n in self.names],
                     )
                 )
-        next_state = _Step(responses, x_next, [n for _, n in answered], [float(a) for a in alpha])
+        next_state = StepState(responses, x_next, [n for _, n in answered], [float(a) for a in alpha])
         return next_state, entropy
-
-    async def _summarize(
-        self,
-        step: int,
-        responses: list[tuple[str, str]],
-        feedback: str,
-        choice: Choice,
-        entropy: dict[str, float],
-    ) -> RunOutcome | None:
-        ctx = self.ctx
-        last = step >= self.l_max
-        messages, shrink, turn = self.requests.summarizer(SUMMARIZER, step, self.l_max, responses, feedback)
-        told = summarizer_instructions(ctx.spec.team.name, step, self.l_max)
-        result, _ = await ctx.call(SUMMARIZER, CALL_SUMMARY, messages, kind="summarizer", parser=own_text(told),
-                                   reply_format="[FINAL] and the answer, or [CONTINUE] and what is missing",
-                                   shrink=shrink)
-        if result.connection_failed:
-            raise RunAborted(result.error)
-        _keep(turn, result)
-        if result.status == CallStatus.DONE:
-            summary = parse_summary(result.public)
-            tag, body, found, note = summary.tag, summary.body, summary.found, summary.note
-        else:
-            why = "copied its instructions" if is_template_copy(result.error) else "call failed"
-            tag, body, found, note = "CONTINUE", "", "", f"the Summarizer's {why}: treated as [CONTINUE]"
-        answer, source = (body, SUMMARIZER.lower()) if tag == TAG_FINAL else ("", "")
-        if last and tag != TAG_FINAL:
-            answer, source = self._forced_answer(body)
-            note = "; ".join(x for x in (note, "last step (L_max): its reply is taken as the final answer") if x)
-        conf: dict[str, float] = {}
-        loss: float | None = None
-        if entropy:
-            known = [n for n in self.names if n in entropy]
-            values = confidence([entropy[n] for n in known])
-            conf = {n: round(float(c), 6) for n, c in zip(known, values, strict=True)}
-            if len(known) >= 2:
-                logits = [float(choice.logits[self.names.index(n)]) for n in known]
-                loss = round(rank_loss(logits, [entropy[n] for n in known]), 6)
-        terminate = tag == TAG_FINAL or last
-        ctx.emit(
-            ev.ManagerDecided(
-                round=step,
-                terminate=terminate,
-                next_goal="",
-                reasoning=f"[{tag}] {_headline(body)}".strip() if result.status == CallStatus.DONE else note,
-                final_answer=answer if terminate else "",
-                status=result.status,
-            )
-        )
-        ctx.emit(
-            DmoaStepDone(
-                round=step,
-                tag=tag,
-                text=result.public,
-                found=found,
-                answer=answer if terminate else "",
-                note=note,
-                entropy=entropy,
-                confidence=conf,
-                rank_loss=loss,
-                top_logprobs=self.top_logprobs if entropy else 0,
-            )
-        )
-        if tag == TAG_FINAL:
-            return RunOutcome(EndReason.SUMMARIZER, f"the Summarizer gave [FINAL] at step {step}", answer, source)
-        if last:
-            return RunOutcome(EndReason.MAX_ROUNDS, f"reached L_max ({self.l_max} steps)", answer, source)
-        return None
-
-    def _forced_answer(self, body: str) -> tuple[str, str]:
-        """At L_max without [FINAL]: the Summarizer's reply if it holds an answer, else the answer role's."""
-        usable = bool(latest_code([body])) if self.ctx.spec.team.name == "code" else bool(body.strip())
-        if usable:
-            return body.strip(), SUMMARIZER.lower()
-        return self.ctx.state.answer
 
     # --- test-time training --------------------------------------------------------------------
     async def _end_ttt(self, *, completed: bool) -> None:
@@ -565,86 +365,7 @@ class DmoaMethod:
         self._claim_open = False
         state.release(self.trace if completed else None)
         if completed and state.ready:
-            await self._update_router()
-
-    async def _update_router(self) -> None:
-        """App. B.5: after the dense runs, one update pass (AdamW, batch 8, 3 epochs), then save. Training
-        needs torch (imported here only); the updated weights go back to the NumPy router."""
-        from core.methods.dmoa.train import GRURouter, mean_loss, train
-
-        state, ctx = self._ttt, self.ctx
-        assert state is not None and self._gru is not None
-        state.trained = True
-        router, traces = GRURouter.from_weights(self._gru), list(state.traces)
-        try:
-            before = await asyncio.to_thread(mean_loss, router, traces, tau=self.tau, k_max=self.k_max)
-            reports = await asyncio.to_thread(
-                train, router, traces, tau=self.tau, k_max=self.k_max, adaptive=self.adaptive, seed=self.seed
-            )
-            after = await asyncio.to_thread(mean_loss, router, traces, tau=self.tau, k_max=self.k_max)
-        except Exception as exc:  # training must never take the run down with it
-            notice(ctx, f"test-time training failed ({type(exc).__name__}: {exc}); the router stays as it was", "error")
-            return
-        store = self._store()
-        info = RouterInfo(trained_queries=len(traces), epochs=len(reports), last_loss=round(after, 6), source="ttt")
-        try:
-            self._gru = router.to_weights()
-            path = await asyncio.to_thread(store.save, ctx.spec.team.name, self.names, self._gru, info)
-            where = f"saved to {path}"
-        except OSError as exc:
-            where = f"not saved ({exc.strerror or exc})"
-        notice(ctx,
-            f"test-time training: router updated on {len(traces)} dense runs ({len(reports)} epochs): "
-            f"ranking loss {before:.4f} → {after:.4f}; {where}",
-            "info",
-        )
-
-    # --- fork ------------------------------------------------------------------------------------
-    async def _resume(self) -> tuple[int, _Step | None]:
-        """Continue a recorded DMoA run after its step r: re-emit the history, rebuild h by feeding the
-        recorded contexts X_1..X_r to the router (with the weights it has now), and X_{r+1} and P_last
-        from step r's routed responses."""
-        ctx = self.ctx
-        fork = ctx.spec.fork
-        assert fork is not None
-        replay = _Replay(ctx)
-        for event in fork.history:
-            ctx.record(event)  # announced again as it was; its RoundFinished restores round and tokens
-            REPLAY.dispatch(replay, event)
-        routed, outputs = replay.routed, replay.outputs
-        last = routed.get(fork.round)
-        if last is None:
-            raise RunAborted("this session is not a DMoA run (no router steps recorded): fork it with its own strategy")
-        if last.router != self.router_kind or last.tau != self.tau or last.k_max != self.k_max:
-            notice(ctx,
-                f"the recorded steps used router {last.router} (tau {last.tau:g}, K {last.k_max}); the fork goes on "
-                f"with router {self.router_kind} (tau {self.tau:g}, K {self.k_max}): pass -o router=... to keep it",
-                "info",
-            )
-        if self._session is not None:
-            for number in sorted(routed):
-                await asyncio.to_thread(self._session.step, np.asarray(routed[number].context, dtype=np.float64))
-        answered = [(name, a) for name, a in zip(last.selected, last.alpha, strict=False)
-                    if name in outputs.get(fork.round, {})]
-        texts = [outputs[fork.round][name] for name, _ in answered]
-        if not answered:
-            return fork.round, _Step([], np.asarray(last.context, dtype=np.float64), [], [])
-        vectors = np.asarray(await ctx.embed(texts), dtype=np.float64)
-        alpha = np.asarray([a for _, a in answered], dtype=np.float64)
-        alpha = alpha / alpha.sum()
-        x_next = context_vector(alpha, vectors)
-        self.k_history = [routed[n].k for n in sorted(routed)]
-        return fork.round, _Step(list(zip([n for n, _ in answered], texts, strict=True)), x_next,
-                                 [n for n, _ in answered], [float(a) for a in alpha])
-
-
-def _headline(text: str, limit: int = 240) -> str:
-    """The first line of prose in a reply (not a code fence), for one-line decision summaries."""
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith("```"):
-            return line if len(line) <= limit else line[: limit - 1] + "…"
-    return "(the answer is code)" if "```" in text else ""
+            await update_router(self.ctx, self.router, state)
 
 
 def _floats(values: Any) -> list[float]:
@@ -653,36 +374,6 @@ def _floats(values: Any) -> list[float]:
     for v in np.asarray(values, dtype=np.float64).reshape(-1).tolist():
         out.append(round(v, 6) if math.isfinite(v) else 0.0)
     return out
-
-
-def _keep(turn: ThreadTurn | None, result: AgentResult) -> None:
-    """A reply the run kept goes into its caller's conversation (a failed or copied one does not)."""
-    if turn is not None and result.status == CallStatus.DONE:
-        turn.keep(result.raw)
-
-
-@dataclass
-class _Replay:
-    """A fork's replay of the parent's steps: each step's routing and its routed agents' responses."""
-
-    ctx: RunContext
-    routed: dict[int, DmoaRouted] = field(default_factory=dict)
-    outputs: dict[int, dict[str, str]] = field(default_factory=dict)
-
-
-REPLAY: EventTable[_Replay] = EventTable()  # what a fork rebuilds from each recorded event
-
-
-@REPLAY.on(DmoaRouted)
-def _replay_routed(replay: _Replay, event: DmoaRouted) -> None:
-    replay.routed[event.round] = event
-
-
-@REPLAY.on(ev.AgentFinished)
-def _replay_step(replay: _Replay, event: ev.AgentFinished) -> None:
-    if event.call == CALL_STEP and event.public:
-        replay.outputs.setdefault(event.round, {})[event.agent] = event.public
-        replay.ctx.record(AgentResult(event.agent, event.status, public=event.public, raw=event.raw))
 
 
 class _DmoaOptions(MethodOptions):

@@ -28,6 +28,7 @@ from core.runtime import events as ev
 from core.runtime.agent_threads import AgentThreads, ThreadTurn
 from core.runtime.context import Messages, Shrink
 from core.runtime.conversation import Trimmed
+from core.runtime.engine import AgentResult
 from core.runtime.prompts import PROMPT_CONVERSATION, PROMPT_PAPER
 from core.runtime.run_context import RunContext, notice
 
@@ -88,3 +89,9 @@ class DmoaRequests:
         notice(ctx, f"{agent}: the conversation outgrew the context: its {trimmed.exchanges} oldest exchanges "
                     f"(~{trimmed.tokens} tokens) were dropped, so the server's cache starts again from there",
                "info", agent)
+
+
+def keep_reply(turn: ThreadTurn | None, result: AgentResult) -> None:
+    """A reply the run kept goes into its caller's conversation (a failed or copied one does not)."""
+    if turn is not None and result.status == ev.CallStatus.DONE:
+        turn.keep(result.raw)

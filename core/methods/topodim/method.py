@@ -7,24 +7,21 @@ breadth-first traversal with feedback and debate exchanges (§3.2, App. B). A de
 team's Manager) reads every kept agent's latest answer and writes the final answer (Fig. 13). There is
 no second round (Alg. 1 l.20).
 
-This module is the protocol: one graph, the schedule's calls, the decision. The generators that draw the
-graph (``[strategy.topodim] generator``: prior, random, policy, decentralized) are
+This module is the protocol: one graph, the schedule's calls, the decision-maker's call; what the decision
+reads and keeps (candidate checks, the answer pick, the final check) is core.methods.topodim.decision. The
+generators that draw the graph (``[strategy.topodim] generator``: prior, random, policy, decentralized) are
 core.methods.topodim.generators; the prompts are core.methods.topodim.prompts; the pure graph work (mask,
 sparsification, node filter, schedule, diversity) is core.routing.topodim.
 """
 
 from __future__ import annotations
 
-import ast
-import asyncio
 import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from core.evaluation.extract import docstring_examples, latest_code
-from core.evaluation.math_answers import answer_or_text, extract_answer
 from core.methods.registry import (
     MethodError,
     MethodInfo,
@@ -36,6 +33,7 @@ from core.methods.registry import (
     register,
     with_calls,
 )
+from core.methods.topodim.decision import candidate_checks, final_check, pick_answer
 from core.methods.topodim.events import TopoDIMCall, TopoDIMGraph, describe_call
 from core.methods.topodim.fidelity import DEVIATIONS as FIDELITY
 from core.methods.topodim.generators import (
@@ -75,7 +73,6 @@ from core.routing.topodim import (
 from core.runtime import events as ev
 from core.runtime.context import Messages
 from core.runtime.control import StepBoundary
-from core.runtime.engine import Evaluation
 from core.runtime.events import CallStatus
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.parsing import own_text
@@ -108,19 +105,6 @@ def usable_text(result: AgentResult) -> str:
             public: str = data["public"]
             return public.strip() + answer
     return text
-
-
-def solution_code(text: str) -> str:
-    """The code in an answer when it defines something (a function or class): a tester's bare asserts
-    are not a candidate solution."""
-    code = latest_code([text])
-    try:
-        tree = ast.parse(code) if code else None
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return ""
-    if tree is None or not any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) for n in tree.body):
-        return ""
-    return code
 
 
 # --- the method ------------------------------------------------------------------------------------
@@ -331,53 +315,11 @@ class TopoDIMMethod:
             reason=reason,
         )
 
-    # --- aggregation (Fig. 13) ------------------------------------------------------------------
-    async def _candidate_checks(self, answers: dict[str, str]) -> tuple[str, dict[str, bool]]:
-        """Code domain with the sandbox on: run every candidate against the problem's own examples (as the
-        public code's decision node does) and say which pass. (text for the decision-maker, verdicts)."""
-        ctx = self.ctx
-        if ctx.spec.team.name != "code":
-            return "", {}
-        if not ctx.spec.runs_code:
-            return "SANDBOX: code execution is off in this run, so no candidate was run.\n\n", {}
-        examples = docstring_examples(ctx.spec.problem)
-        if not examples:
-            return "SANDBOX: the problem has no examples to run the candidates against.\n\n", {}
-        from core.evaluation.sandbox import SandboxLimits, arun_code
-
-        limits = ctx.spec.sandbox_limits or SandboxLimits()
-        codes = {name: solution_code(text) for name, text in answers.items()}
-        codes = {name: code for name, code in codes.items() if code}
-        if not codes:
-            return "SANDBOX: no candidate contains code to run.\n\n", {}
-        try:
-            results = await asyncio.gather(*(arun_code(code, examples, limits) for code in codes.values()))
-        except OSError as exc:
-            notice(ctx, f"TopoDIM: the sandbox could not start ({exc}): candidates not checked", "warning")
-            return "SANDBOX: the candidates could not be run.\n\n", {}
-        lines, verdicts = [], {}
-        for name, result in zip(codes, results, strict=True):
-            verdicts[name] = result.passed
-            lines.append(f"- {name}: {result.summary()}")
-            ctx.emit(
-                ev.TestRun(
-                    round=1,
-                    outcome=str(result.outcome),
-                    passed=result.passed,
-                    detail=f"candidate of {name}: {result.summary()}",
-                    failing_test=result.failing_test,
-                    source_agent=name,
-                    tests_agent="problem examples",
-                    duration_s=round(result.duration_s, 3),
-                )
-            )
-        text = f"SANDBOX: each candidate's code run against the problem's {len(examples)} examples:\n"
-        return text + "\n".join(lines) + "\n\n", verdicts
-
+    # --- the decision (Fig. 13; core.methods.topodim.decision) ------------------------------------
     async def _decide(self, step: CallStep, graph: TypedGraph, answers: dict[str, str]) -> RunOutcome:
         ctx = self.ctx
         start_phase(ctx, ev.Phase.MANAGER, f"call {step.index}/{step.total}: the decision-maker reads every kept agent")
-        checks, verdicts = await self._candidate_checks(answers)
+        checks, verdicts = await candidate_checks(ctx, answers)
         order = [n for n in graph.active if answers.get(n)]
         domain = ctx.spec.team.name
 
@@ -391,10 +333,10 @@ class TopoDIMMethod:
                                    parser=own_text(decider_instructions(messages)), shrink=clip_shrink(make))
         abort_if_unreachable(result)
         text = usable_text(result) if result.status == CallStatus.DONE else ""
-        answer, source = self._answer(text, answers, verdicts)
+        answer, source = pick_answer(ctx.spec.team, text, answers, verdicts)
         if not text:
             notice(ctx, "TopoDIM: the decision-maker gave no answer: the team's best answer is used", "warning")
-        await self._final_check(answer)
+        await final_check(ctx, answer, self.decider)
         ctx.emit(
             ev.ManagerDecided(
                 round=1,
@@ -416,68 +358,6 @@ class TopoDIMMethod:
         if graph.fallback:
             detail = f"one-shot complete: no edge survived, {len(graph.active)} agents answered alone"
         return RunOutcome(EndReason.ONE_SHOT, detail, answer, source)
-
-    def _answer(self, text: str, answers: dict[str, str], verdicts: dict[str, bool]) -> tuple[str, str]:
-        """The decision-maker's answer in the domain's form, else the team's best (a candidate that passed
-        the examples, then the answer role's, then anyone's)."""
-        domain = self.ctx.spec.team.name
-        if text:
-            if domain == "code":
-                code = latest_code([text])
-                if code:
-                    return f"```python\n{code}\n```", "manager"
-            elif domain == "math":
-                found = extract_answer(text)
-                if found:
-                    return found, "manager"
-            else:
-                return text, "manager"
-        passing = [n for n, ok in verdicts.items() if ok]
-        ranked = [n for n in dict.fromkeys([*passing, self.ctx.spec.team.answer_role, *answers]) if answers.get(n)]
-        for name in ranked:
-            if domain == "code":
-                code = solution_code(answers[name])
-                if code:
-                    return f"```python\n{code}\n```", f"extracted:{name}"
-            elif domain == "math":
-                found = extract_answer(answers[name])
-                if found:
-                    return found, f"extracted:{name}"
-            else:
-                return answers[name], f"extracted:{name}"
-        if text:
-            return (answer_or_text(text) if domain == "math" else text), "manager"
-        return "", ""
-
-    async def _final_check(self, answer: str) -> None:
-        """With the sandbox on (code): run the final answer against the problem's examples, so the run says
-        whether they pass (RunFinished.solved)."""
-        ctx = self.ctx
-        if ctx.spec.team.name != "code" or not ctx.spec.runs_code:
-            return
-        code = latest_code([answer])
-        examples = docstring_examples(ctx.spec.problem)
-        if not code or not examples:
-            return
-        from core.evaluation.sandbox import SandboxLimits, arun_code
-
-        try:
-            result = await arun_code(code, examples, ctx.spec.sandbox_limits or SandboxLimits())
-        except OSError as exc:
-            notice(ctx, f"TopoDIM: the sandbox could not start ({exc}): the final answer was not run", "warning")
-            return
-        event = ev.TestRun(
-            round=1,
-            outcome=str(result.outcome),
-            passed=result.passed,
-            detail=f"final answer: {result.summary()}",
-            failing_test=result.failing_test,
-            source_agent=self.decider,
-            tests_agent="problem examples",
-            duration_s=round(result.duration_s, 3),
-        )
-        ctx.emit(event)
-        ctx.record(Evaluation(passed=result.passed, feedback=event.detail, events=[event]))
 
 
 # --- registration -----------------------------------------------------------------------------------

@@ -18,20 +18,22 @@ a prompted model (the paper's is Qwen2.5-3B after SFT and GRPO), on the run's en
 
 Outside code, the role pool is planner / searcher / thinker / verifier and the verifier's verdict is
 the answer check [App. C.5]. K turns (default 2, the paper's [App. B.2]); the run's max_rounds follows K.
+
+This module is the plan loop and the plan's execution; the checks of step 4 are
+core.methods.topoweaver.checks, what turns leave for later ones (H_k, View, Mem_i, the best answer)
+core.methods.topoweaver.turns, and a fork's rebuild of them core.methods.topoweaver.replay.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from core.evaluation.extract import docstring_examples, extract_tests, latest_code
-from core.evaluation.math_answers import answer_or_text, extract_answer
-from core.evaluation.sandbox import SandboxLimits, arun_code
+from core.evaluation.math_answers import extract_answer
+from core.evaluation.sandbox import SandboxLimits
 from core.llm.urls import redact_url
 from core.methods.registry import (
     GraphShape,
@@ -43,23 +45,18 @@ from core.methods.registry import (
     register,
     with_calls,
 )
+from core.methods.topoweaver.checks import answer_check, code_check
 from core.methods.topoweaver.copies import plan_reply
 from core.methods.topoweaver.events import PlanProposed, TurnEnded
 from core.methods.topoweaver.fidelity import DEVIATIONS as FIDELITY
 from core.methods.topoweaver.plan import (
-    CODER,
-    DEBUGGER,
     EXECUTION_REWARD,
     TAG_SCHEMA,
-    TESTER,
-    THINKER,
-    VERIFIER,
     Plan,
     PlanAgent,
     Validation,
     density,
     fallback_plan,
-    paper_status,
     plan_routing,
     plan_yaml,
     validate_plan,
@@ -67,21 +64,19 @@ from core.methods.topoweaver.plan import (
 from core.methods.topoweaver.prompts import (
     CALL_AGENT,
     CALL_ORCHESTRATE,
-    LOG_CHARS,
     ORCHESTRATOR,
-    TurnNote,
     agent_instructions,
-    trimmed,
 )
+from core.methods.topoweaver.replay import replay_history
 from core.methods.topoweaver.steer import TopoWeaverSteering
 from core.methods.topoweaver.threads import PROMPT_ORDERS, TopoWeaverRequests
+from core.methods.topoweaver.turns import TurnHistory, TurnRecord
 from core.runtime import events as ev
 from core.runtime.agent_threads import ThreadTurn
 from core.runtime.config import DomainName
 from core.runtime.context import Messages, Shrink
 from core.runtime.control import StepBoundary
-from core.runtime.dispatch import EventTable
-from core.runtime.engine import AgentResult, Evaluation, RunAborted
+from core.runtime.engine import AgentResult, RunAborted
 from core.runtime.events import CallStatus
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.parsing import is_template_copy, own_text
@@ -97,59 +92,12 @@ if TYPE_CHECKING:
 NAME = "topoweaver"
 PHASE_ORCHESTRATE = "orchestrate"
 PHASE_STEP = "step"
-PHASE_CHECK = "test"
 DEFAULT_TURNS = 2  # K [TopoWeaver-R1 B.2]
-NO_CODE = "NO_CODE"
-NO_TESTS = "NO_TESTS"
-CORRECT, INCORRECT, NO_VERDICT = "CORRECT", "INCORRECT", "NO_VERDICT"
-_VERDICT = re.compile(r"VERDICT\s*[:=]\s*\**\s*(CORRECT|INCORRECT)", re.I)
-_ANSWER = re.compile(r"^\s*\**ANSWER\**\s*[:=]\s*(.+?)\s*$", re.I | re.M)
 
 
 # A re-ask of the Orchestrator (a reply cut off at max_tokens) asks for its own format, never JSON.
 COPIED_PLAN = "the plan copied the reply template's slots"  # twice (issue 44): no plan, never run
 ORCHESTRATOR_REPLY_FORMAT = "the plan as one YAML block (```yaml ... ```) with the fields the instructions give"
-
-
-@dataclass
-class TurnRecord:
-    """One turn as the next turns see it."""
-
-    turn: int
-    validation: Validation
-    raw: str = ""  # the orchestrator's reply
-    plan: Plan | None = None  # the plan that ran (the orchestrator's, or the fallback)
-    fallback: bool = False
-    status: str = ""
-    passed: bool = False
-    failing_test: str = ""
-    log: str = ""
-    source: str = ""
-
-    def history_item(self) -> str:
-        """``turn 1: 5 agents, 3 steps, WRONG_ANSWER``."""
-        if self.plan is None:
-            return f"turn {self.turn}: {self.validation.tag}"
-        size = f"{len(self.plan.agents)} agents, {len(self.plan.steps)} steps"
-        via = ", fallback plan" if self.fallback else ""
-        return f"turn {self.turn}: {size}{via}, {self.status}"
-
-
-@dataclass
-class _Check:
-    status: str
-    passed: bool
-    source: str = ""
-    failing_test: str = ""
-    log: str = ""
-    answer: str = ""  # what the check examined: the code (code) or the answer (otherwise)
-
-
-@dataclass
-class _Answer:
-    text: str
-    source: str
-    passed: bool = False
 
 
 CALL_OPTIONS = (
@@ -179,10 +127,7 @@ class TopoWeaverMethod:
         self.fallback = fallback
         self.sandbox = sandbox or SandboxLimits(wall_seconds=10.0, cpu_seconds=10.0, memory_mb=512)
         self._client: LLMClient | None = None
-        self._records: list[TurnRecord] = []
-        self._memory: dict[str, dict[int, str]] = {}  # Mem_i: agent id -> turn -> its output
-        self._ran: dict[int, list[str]] = {}  # turn -> ids of the agents that ran
-        self._answer: _Answer | None = None
+        self.history = TurnHistory()  # H_k, every agent's memory, the best answer (core.methods.topoweaver.turns)
 
     def roster(self, team: Team) -> tuple[str, list[str], dict[str, str]]:
         # The agents join at run time, as the orchestrator's plans name them.
@@ -198,7 +143,8 @@ class TopoWeaverMethod:
         self._waiting: TurnRecord | None = None
         try:
             self._client = await self._open_orchestrator()
-            done = self._replay_history(ctx.spec.fork.history) if ctx.spec.fork is not None else 0
+            fork = ctx.spec.fork
+            done = replay_history(ctx, fork.history, self.history, self.domain) if fork is not None else 0
             return await self._run_turns(done)
         except (asyncio.CancelledError, RunAborted):
             self._leave_answer()  # the engine's answer on cancel or abort is then our best one
@@ -240,7 +186,7 @@ class TopoWeaverMethod:
         check = "the tester runs the code in the sandbox every turn (always on for this strategy)" if (
             self.domain == DomainName.CODE) else "the verifier's verdict is the answer check"
         notice(ctx, f"TopoWeaver-R1: up to {self.turns} turn(s); {check}", "info")
-        if self._records and self._records[-1].passed:  # a fork from the turn that passed: nothing to do
+        if self.history.records and self.history.records[-1].passed:  # a fork from the turn that passed: nothing to do
             return self._finish(EndReason.PASSED, f"the check passed in turn {turn} (before the fork)")
         while True:
             turn += 1
@@ -261,13 +207,13 @@ class TopoWeaverMethod:
         ctx = self.ctx
         start_phase(ctx, PHASE_ORCHESTRATE, f"turn {turn}: the Orchestrator writes the plan")
         messages, shrink, thread_turn = self.requests.orchestrator(turn, ctx.state.params.max_rounds,
-                                                                   self._history_notes())
+                                                                   self.history.notes(self.domain))
         orchestrate = self._call_orchestrator(messages, shrink, thread_turn)
         # No reply at all, even after retries: the run ends.
         reply = (await ctx.gather({ORCHESTRATOR: orchestrate}))[ORCHESTRATOR]
         validation = Validation(TAG_SCHEMA, rule="copied", message=COPIED_PLAN) if is_template_copy(
             reply.error) else validate_plan(
-            reply.raw, domain=self.domain, turn=turn, earlier=self._ran)
+            reply.raw, domain=self.domain, turn=turn, earlier=self.history.ran)
         record = TurnRecord(turn, validation, raw=reply.raw, plan=validation.plan)
         if record.plan is None and self.fallback:
             record.plan, record.fallback = self._fallback(turn), True
@@ -275,41 +221,20 @@ class TopoWeaverMethod:
         if not validation.valid:
             then = "the fallback plan runs instead" if record.fallback else "this turn is used up"
             notice(ctx, f"turn {turn}: the Orchestrator's plan is invalid, {validation.badge()}; {then}", "warning")
-        self._waiting, self.steer.turn, self.steer.earlier = record, turn, self._ran  # a user may edit it now
+        self._waiting, self.steer.turn, self.steer.earlier = record, turn, self.history.ran  # a user may edit it now
         await ctx.checkpoint(StepBoundary.PHASE)
         self._waiting, self.steer.turn = None, 0
         if record.plan is not None:
             await self._execute(turn, record)
         else:
             record.status = validation.tag
-        self._records.append(record)
+        self.history.records.append(record)
         self._emit_turn(record)
         return record
 
-    def _replay_history(self, history: list[ev.Event]) -> int:
-        """A fork: re-emit the parent's turns and rebuild what later turns read (the history H, every
-        agent's memory, the best answer) as the live run had it. Returns the last turn kept."""
-        replay = _Replay(self)
-        for event in history:
-            self.ctx.record(event)  # announced again as it was
-            REPLAY.dispatch(replay, event)
-        return replay.last
-
-    def _remember_answer(self, record: TurnRecord) -> None:
-        """The answer a replayed turn's check examined, as the live check kept it."""
-        text = self._memory.get(record.source, {}).get(record.turn, "")
-        if not text or (self._answer is not None and self._answer.passed):
-            return
-        if self.domain == DomainName.CODE:
-            code = latest_code([text])
-            if code:
-                self._answer = _Answer(f"```python\n{code}\n```", record.source, record.passed)
-        else:
-            self._answer = _Answer(_answer_line(text) or text, record.source, record.passed)
-
     def _fallback(self, turn: int) -> Plan:
-        retry = any(r.plan is not None for r in self._records)
-        guess = next((r.plan.difficulty for r in reversed(self._records) if r.plan is not None), "interview")
+        retry = any(r.plan is not None for r in self.history.records)
+        guess = next((r.plan.difficulty for r in reversed(self.history.records) if r.plan is not None), "interview")
         return fallback_plan(self.domain, guess, retry=retry)
 
     def _user_plan(self, turn: int, validation: Validation) -> None:
@@ -347,12 +272,12 @@ class TopoWeaverMethod:
     async def _execute(self, turn: int, record: TurnRecord) -> None:
         ctx, plan = self.ctx, record.plan
         assert plan is not None
-        memory_turns = {a.id: max(t for t in self._memory[a.id] if t < turn) for a in plan.agents
-                        if any(t < turn for t in self._memory.get(a.id, {}))}
+        memory_turns = {a.id: max(t for t in self.history.memory[a.id] if t < turn) for a in plan.agents
+                        if any(t < turn for t in self.history.memory.get(a.id, {}))}
         routing = plan_routing(plan, memory_turns)
         ctx.emit(ev.TopologyBuilt(round=turn, routing=routing.to_dict(), query_embeddings=[], key_embeddings=[],
                                  strategy=self.name))
-        view = self._view(turn, plan)
+        view = self.history.view(plan)
         outputs: dict[str, AgentResult] = {}
         for number, step in enumerate(plan.steps, start=1):
             if number > 1:
@@ -362,25 +287,25 @@ class TopoWeaverMethod:
             results = await ctx.gather({a.id: self._run_agent(turn, plan, a, outputs, view) for a in step})
             outputs.update(results)
             for agent in step:
-                self._memory.setdefault(agent.id, {})[turn] = results[agent.id].public
-        self._ran[turn] = [a.id for a in plan.agents]
+                self.history.memory.setdefault(agent.id, {})[turn] = results[agent.id].public
+        self.history.ran[turn] = [a.id for a in plan.agents]
         await ctx.checkpoint(StepBoundary.PHASE)
-        check = await (self._code_check(turn, plan, outputs) if self.domain == DomainName.CODE else
-                       self._answer_check(turn, plan, outputs))
-        record.status, record.passed = check.status, check.passed
-        record.failing_test, record.log, record.source = check.failing_test, check.log, check.source
+        check = await (code_check(ctx, turn, plan, outputs, self.sandbox) if self.domain == DomainName.CODE else
+                       answer_check(ctx, plan, outputs, self.domain))
+        self.history.keep_check(check)
+        record.take_check(check)
 
     async def _run_agent(
         self, turn: int, plan: Plan, agent: PlanAgent, outputs: dict[str, AgentResult], view: str
     ) -> AgentResult:
-        memory = sorted((t, text) for t, text in self._memory.get(agent.id, {}).items() if t < turn and text)
+        memory = sorted((t, text) for t, text in self.history.memory.get(agent.id, {}).items() if t < turn and text)
         reads: list[tuple[str, str]] = []
         for ref in agent.intra_refs:
             source = plan.agent(ref)
             kind = source.type if source is not None else "?"
             reads.append((f"{ref} ({kind})", outputs[ref].public if ref in outputs else ""))
         for name, ref_turn in agent.cross_refs:
-            reads.append((f"{name}, turn {ref_turn}", self._memory.get(name, {}).get(ref_turn, "")))
+            reads.append((f"{name}, turn {ref_turn}", self.history.memory.get(name, {}).get(ref_turn, "")))
         messages, shrink, thread_turn = self.requests.agent(agent, turn, len(plan.steps), view, memory, reads)
         told = agent_instructions(self.domain, agent, turn, len(plan.steps))
         result, _ = await self.ctx.call(
@@ -389,146 +314,7 @@ class TopoWeaverMethod:
         _keep(thread_turn, result)
         return result
 
-    def _view(self, turn: int, plan: Plan) -> str:
-        """View^(k-1) (eq. 15): the last turn's topology and error cues, with the orchestrator's note."""
-        if not self._records:
-            return ""
-        last = self._records[-1]
-        lines = []
-        if last.plan is None:
-            lines.append(f"Turn {last.turn}: the plan was invalid ({last.validation.badge()}); nothing ran.")
-        else:
-            lines.append(f"Turn {last.turn} ran {last.plan.shape()} and ended {last.status}.")
-            if last.failing_test:
-                lines.append(f"Failing test: {trimmed(last.failing_test, 400)}")
-            if last.log:
-                lines.append(f"Log:\n{trimmed(last.log, LOG_CHARS)}")
-        if plan.notes:
-            lines.append(f"Orchestrator's note: {plan.notes}")
-        return "\n".join(lines)
-
-    # --- the tester: the sandbox (code) ---------------------------------------------------------
-    async def _code_check(self, turn: int, plan: Plan, outputs: dict[str, AgentResult]) -> _Check:
-        ctx = self.ctx
-        start_phase(ctx, PHASE_CHECK, "the tester runs the code in the sandbox")
-        testers = [a for a in plan.steps[-1] if a.type == TESTER]
-        tester = next(a for a in testers if any(self._type(plan, r) in (CODER, DEBUGGER) for r in a.intra_refs))
-        sources = sorted(
-            (plan.agent(r) for r in tester.intra_refs if self._type(plan, r) in (CODER, DEBUGGER)),
-            key=lambda a: -a.step if a is not None else 0,
-        )
-        code, source = "", ""
-        for agent in sources:
-            if agent is not None and agent.id in outputs:
-                code = latest_code([outputs[agent.id].public])
-                if code:
-                    source = agent.id
-                    break
-        tests = list(docstring_examples(ctx.spec.problem))
-        own = []
-        for agent in testers:
-            for case in extract_tests(outputs[agent.id].public if agent.id in outputs else ""):
-                if case not in tests:
-                    tests.append(case)
-                    own.append(case)
-        if not code:
-            detail = f"no code from {' or '.join(a.id for a in sources if a is not None) or 'a coder'}"
-            ctx.emit(ev.TestRun(round=turn, outcome=NO_CODE, passed=False, detail=detail, tests_agent=tester.id))
-            ctx.record(Evaluation(passed=False, feedback=f"Tests not run: {detail}."))
-            return _Check(NO_CODE, False, log=detail)
-        try:
-            result = await arun_code(code, tests, self.sandbox)
-        except OSError as exc:
-            raise RunAborted(f"the sandbox could not run the code: {exc}") from None
-        status = paper_status(str(result.outcome))
-        passed = result.passed and bool(tests)
-        if result.passed and not tests:
-            status = NO_TESTS
-        summary = result.summary()
-        if status != str(result.outcome):
-            summary = summary.replace(str(result.outcome), f"{status} (sandbox: {result.outcome})", 1)
-        if not tests:
-            summary += " (no tests: the code only ran)"
-        log = "\n".join(result.traceback.strip().splitlines()[-8:]) if result.traceback else ""
-        ctx.emit(
-            ev.TestRun(
-                round=turn,
-                outcome=status,
-                passed=passed,
-                detail=summary,
-                failing_test=result.failing_test,
-                source_agent=source,
-                tests_agent=tester.id if own else "problem examples",
-                duration_s=round(result.duration_s, 3),
-            )
-        )
-        feedback = f"Ran {source}'s code against {len(tests)} tests: {summary}" + (f"\n{log}" if log else "")
-        ctx.record(Evaluation(passed=passed, feedback=feedback))
-        fenced = f"```python\n{code}\n```"
-        if passed or self._answer is None or not self._answer.passed:
-            self._answer = _Answer(fenced, source, passed)
-        return _Check(status, passed, source, result.failing_test, trimmed(log or summary, LOG_CHARS), fenced)
-
-    # --- the verifier: the answer check (other domains) --------------------------------------------
-    async def _answer_check(self, turn: int, plan: Plan, outputs: dict[str, AgentResult]) -> _Check:
-        start_phase(self.ctx, PHASE_CHECK, "the verifier's answer check")
-        verifier = next(a for a in plan.steps[-1]
-                        if a.type == VERIFIER and any(self._type(plan, r) == THINKER for r in a.intra_refs))
-        text = outputs[verifier.id].public if verifier.id in outputs else ""
-        verdicts = _VERDICT.findall(text)
-        status = verdicts[-1].upper() if verdicts else NO_VERDICT
-        thinkers = sorted((plan.agent(r) for r in verifier.intra_refs if self._type(plan, r) == THINKER),
-                          key=lambda a: -a.step if a is not None else 0)
-        answer, source = _answer_line(text), verifier.id
-        if not answer:
-            for agent in thinkers:
-                if agent is not None and agent.id in outputs and outputs[agent.id].public:
-                    answer, source = _answer_line(outputs[agent.id].public), agent.id
-                    if not answer:
-                        body = outputs[agent.id].public
-                        is_math = self.domain == DomainName.MATH
-                        answer = (extract_answer(body) or answer_or_text(body)) if is_math else body
-                    break
-        passed = status == CORRECT
-        if answer and (passed or self._answer is None or not self._answer.passed):
-            self._answer = _Answer(answer, source, passed)
-        log = trimmed(text, LOG_CHARS) if text else "the verifier gave no output"
-        return _Check(status, passed, source, "", log, answer)
-
-    @staticmethod
-    def _type(plan: Plan, agent_id: str) -> str:
-        agent = plan.agent(agent_id)
-        return agent.type if agent is not None else ""
-
-    # --- history and events ----------------------------------------------------------------------
-    def _history_notes(self) -> list[TurnNote]:
-        """H_k (eq. 3): per earlier turn, the plan (or the invalid reply and its tag) and its outcome."""
-        notes = []
-        for r in self._records:
-            v = r.validation
-            if not v.valid:
-                # A copy of the shape is not shown back as if it were a plan (issue 44).
-                wrote = "(the reply template's shape)" if v.rule == "copied" else (
-                    trimmed(v.yaml_text or r.raw, LOG_CHARS) or "(nothing)")
-                text = f"Your plan was rejected: {v.badge()}.\nWhat you wrote:\n{wrote}"
-                if r.fallback and r.plan is not None:
-                    text += f"\nA fallback plan ran instead: {r.plan.shape()}."
-            else:
-                text = f"Your plan ({r.plan.difficulty if r.plan else '?'}) ran: {r.plan.shape() if r.plan else ''}"
-            if r.plan is not None:
-                check = "Tester (sandbox)" if self.domain == DomainName.CODE else "Verifier"
-                text += f"\n{check}: {r.status}" + (f"; checked {r.source}'s output" if r.source else "")
-                if r.failing_test:
-                    text += f"\nFailing test: {trimmed(r.failing_test, 400)}"
-                if r.log:
-                    text += f"\nLog:\n{trimmed(r.log, LOG_CHARS)}"
-            notes.append(TurnNote(r.turn, text))
-        return notes
-
-    def history_line(self) -> str:
-        """``turn 1: 5 agents, 3 steps, WRONG_ANSWER → turn 2: 3 agents, 2 steps, PASSED``."""
-        return " → ".join(r.history_item() for r in self._records)
-
+    # --- events and the answer -------------------------------------------------------------------
     def _emit_turn(self, record: TurnRecord) -> None:
         plan = record.plan
         self.ctx.emit(
@@ -542,39 +328,22 @@ class TopoWeaverMethod:
                 log=record.log,
                 source_agent=record.source,
                 reward=EXECUTION_REWARD.get(record.status),
-                history=self.history_line(),
+                history=self.history.history_line(),
             )
         )
 
-    # --- the answer ---------------------------------------------------------------------------
-    def _final(self) -> tuple[str, str]:
-        if self._answer is not None:
-            return self._answer.text, f"extracted:{self._answer.source}"
-        if self.domain == DomainName.CODE:  # nothing was tested: the newest code any coder or debugger wrote
-            for turn in sorted(self._ran, reverse=True):
-                for agent_id in reversed(self._ran[turn]):
-                    code = latest_code([self._memory.get(agent_id, {}).get(turn, "")])
-                    if code:
-                        return f"```python\n{code}\n```", f"extracted:{agent_id}"
-        return "", ""
-
     def _finish(self, reason: EndReason, detail: str) -> RunOutcome:
-        answer, source = self._final()
+        answer, source = self.history.final(self.domain)
         return RunOutcome(reason, detail, answer, source)
 
     def _leave_answer(self) -> None:
         """On cancel or abort the engine extracts the answer from the latest outputs: put ours last."""
-        answer, source = self._final()
+        answer, source = self.history.final(self.domain)
         if not answer or not hasattr(self, "ctx"):
             return
         agent = source.removeprefix("extracted:")
         math = (extract_answer(answer) or answer) if self.domain == DomainName.MATH else ""
         self.ctx.record(AgentResult(agent, CallStatus.DONE, public=answer, answer=math), newest=True)
-
-
-def _answer_line(text: str) -> str:
-    found = _ANSWER.findall(text or "")
-    return found[-1].strip() if found else ""
 
 
 def run_metrics(events: list[ev.Event]) -> dict[str, float]:
@@ -606,58 +375,6 @@ def _keep(turn: ThreadTurn | None, result: AgentResult) -> None:
     """A reply the run kept goes into its caller's conversation (a failed or copied one does not)."""
     if turn is not None and result.status == CallStatus.DONE:
         turn.keep(result.raw)
-
-
-@dataclass
-class _Replay:
-    """A fork's replay of the parent's events: the turns whose end is still to come, the last round kept."""
-
-    method: TopoWeaverMethod
-    pending: dict[int, TurnRecord] = field(default_factory=dict)
-    last: int = 0
-
-
-REPLAY: EventTable[_Replay] = EventTable()  # what a fork rebuilds from each recorded event
-
-
-@REPLAY.on(PlanProposed)
-def _replay_plan(replay: _Replay, event: PlanProposed) -> None:
-    validation = Validation(event.tag, event.yaml, rule=event.rule, message=event.message,
-                            offender=event.offender, warnings=list(event.warnings))
-    plan = Plan.from_layers(event.difficulty, event.steps, event.notes) if event.steps else None
-    validation.plan = plan if event.valid else None
-    replay.pending[event.round] = TurnRecord(event.round, validation, event.raw, plan, event.fallback)
-
-
-@REPLAY.on(ev.AgentFinished)
-def _replay_agent(replay: _Replay, event: ev.AgentFinished) -> None:
-    if event.call != CALL_AGENT:
-        return
-    method = replay.method
-    method._memory.setdefault(event.agent, {})[event.round] = event.public
-    method._ran.setdefault(event.round, []).append(event.agent)
-    method.ctx.record(AgentResult(event.agent, event.status, public=event.public, raw=event.raw))
-
-
-@REPLAY.on(ev.TestRun)
-def _replay_test(replay: _Replay, event: ev.TestRun) -> None:
-    replay.method.ctx.record(Evaluation(passed=event.passed, feedback=f"{event.outcome}: {event.detail}"))
-
-
-@REPLAY.on(TurnEnded)
-def _replay_turn(replay: _Replay, event: TurnEnded) -> None:
-    record = replay.pending.pop(event.round, None)
-    if record is None:
-        return
-    record.status, record.passed = event.status, event.passed
-    record.failing_test, record.log, record.source = event.failing_test, event.log, event.source_agent
-    replay.method._records.append(record)
-    replay.method._remember_answer(record)
-
-
-@REPLAY.on(ev.RoundFinished)
-def _replay_round(replay: _Replay, event: ev.RoundFinished) -> None:
-    replay.last = event.round  # the run stands where this round left it (record)
 
 
 class _TopoWeaverOptions(MethodOptions):

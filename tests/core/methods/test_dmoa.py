@@ -25,7 +25,10 @@ from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.demo.server import ScriptedServer
 from core.methods.catalogue import build_method
 from core.methods.dmoa.events import CALL_SELECT, CALL_STEP, CALL_SUMMARY, DmoaRouted, DmoaStepDone, steps_from_events
-from core.methods.dmoa.method import SELECTOR, SUMMARIZER, DmoaMethod, choose, reset_ttt
+from core.methods.dmoa.method import SUMMARIZER, DmoaMethod
+from core.methods.dmoa.routing import choose
+from core.methods.dmoa.selector import SELECTOR
+from core.methods.dmoa.ttt import reset_ttt
 from core.routing.dytopo import KIND_HANDOFF, RoutingResult
 from core.runtime import events as ev
 from core.runtime.config import Settings

@@ -9,12 +9,14 @@ import math
 import numpy as np
 import pytest
 
-from core.methods.dmoa.method import choose, default_k, parse_selection
+from core.methods.dmoa.method import default_k
+from core.methods.dmoa.prompts import parse_selection
 from core.methods.dmoa.routing import (
     TAG_CONTINUE,
     TAG_FINAL,
     adaptive_k,
     alpha_weights,
+    choose,
     confidence,
     context_vector,
     keep_top_k,

@@ -109,7 +109,7 @@ async def _requests(method: str, options: dict[str, Any], embedder: Any) -> list
     from core.compose.runner import build_engine, open_backend
     from core.demo.scripts import DEMO_PROBLEMS
     from core.demo.server import ScriptedServer
-    from core.methods.dmoa.method import reset_ttt
+    from core.methods.dmoa.ttt import reset_ttt
     from core.runtime.config import Settings
 
     reset_ttt()  # test-time training counts runs per process: each run here starts afresh

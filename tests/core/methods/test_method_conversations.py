@@ -10,7 +10,8 @@ from typing import Any
 from core.demo.copycat import copycat_script
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
 from core.methods.dmoa.events import CALL_SELECT, CALL_STEP
-from core.methods.dmoa.method import SELECTOR, SUMMARIZER
+from core.methods.dmoa.selector import SELECTOR
+from core.methods.dmoa.summary import SUMMARIZER
 from core.methods.topoweaver.demo import topoweaver_script
 from core.runtime import events as ev
 from core.runtime.config import Settings
