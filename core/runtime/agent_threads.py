@@ -14,9 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
+from core.runtime import events as ev
 from core.runtime.context import Messages, Shrink, shrink_pieces
 from core.runtime.conversation import Conversation, Trimmed
+from core.runtime.prompts import PROMPT_CONVERSATION
+from core.runtime.run_context import RunContext, notice
 
 Report = Callable[[str, Trimmed], None]  # (agent, what a trim dropped)
 
@@ -88,3 +92,20 @@ def tracked(turn: ThreadTurn, shrink: Shrink) -> Shrink:
         return messages
 
     return smaller
+
+
+def threads_for(ctx: RunContext, prompt_order: str) -> AgentThreads | None:
+    """The run's agent conversations within its context budget, each trim reported (report_trim); None in the
+    paper's layout (``-o prompt_order=paper``: every request rebuilt)."""
+    if prompt_order != PROMPT_CONVERSATION:
+        return None
+    return AgentThreads(ctx.spec.settings.context_budget_tokens, partial(report_trim, ctx))
+
+
+def report_trim(ctx: RunContext, agent: str, trimmed: Trimmed) -> None:
+    """What a trim dropped, recorded and said once: the server's cache starts again from there."""
+    ctx.emit(ev.MemoryTrimmed(round=ctx.state.round, agent=agent, dropped=trimmed.exchanges,
+                              dropped_tokens=trimmed.tokens))
+    notice(ctx, f"{agent}: the conversation outgrew the context: its {trimmed.exchanges} oldest exchanges "
+                f"(~{trimmed.tokens} tokens) were dropped, so the server's cache starts again from there",
+           "info", agent)

@@ -25,12 +25,11 @@ from core.methods.dmoa.prompts import (
     summarizer_system_prompt,
 )
 from core.runtime import events as ev
-from core.runtime.agent_threads import AgentThreads, ThreadTurn
+from core.runtime.agent_threads import ThreadTurn, threads_for
 from core.runtime.context import Messages, Shrink
-from core.runtime.conversation import Trimmed
 from core.runtime.engine import AgentResult
 from core.runtime.prompts import PROMPT_CONVERSATION, PROMPT_PAPER
-from core.runtime.run_context import RunContext, notice
+from core.runtime.run_context import RunContext
 
 PROMPT_ORDERS = (PROMPT_CONVERSATION, PROMPT_PAPER)
 Responses = Sequence[tuple[str, str]]
@@ -44,8 +43,7 @@ class DmoaRequests:
         self.ctx = ctx
         self.domain = ctx.spec.team.name
         self.in_system = query_in == QUERY_IN_SYSTEM
-        budget = ctx.spec.settings.context_budget_tokens
-        self.threads = AgentThreads(budget, self._trimmed) if prompt_order == PROMPT_CONVERSATION else None
+        self.threads = threads_for(ctx, prompt_order)
 
     def agent(self, agent: PoolAgent, step: int, previous: Responses, feedback: str, note: str) -> Request:
         problem = self.ctx.spec.problem
@@ -82,13 +80,6 @@ class DmoaRequests:
             [text for _, text in responses])
         return turn.messages, shrink, turn
 
-    def _trimmed(self, agent: str, trimmed: Trimmed) -> None:
-        ctx = self.ctx
-        ctx.emit(ev.MemoryTrimmed(round=ctx.state.round, agent=agent, dropped=trimmed.exchanges,
-                                  dropped_tokens=trimmed.tokens))
-        notice(ctx, f"{agent}: the conversation outgrew the context: its {trimmed.exchanges} oldest exchanges "
-                    f"(~{trimmed.tokens} tokens) were dropped, so the server's cache starts again from there",
-               "info", agent)
 
 
 def keep_reply(turn: ThreadTurn | None, result: AgentResult) -> None:

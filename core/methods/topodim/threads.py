@@ -15,12 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from core.methods.topodim.prompts import PEER_CHARS, clip_shrink
-from core.runtime import events as ev
-from core.runtime.agent_threads import AgentThreads, ThreadTurn, tracked
+from core.runtime.agent_threads import ThreadTurn, threads_for, tracked
 from core.runtime.context import Messages, Shrink
-from core.runtime.conversation import Trimmed
 from core.runtime.prompts import PROMPT_CONVERSATION, PROMPT_PAPER
-from core.runtime.run_context import RunContext, notice
+from core.runtime.run_context import RunContext
 
 PROMPT_ORDERS = (PROMPT_CONVERSATION, PROMPT_PAPER)
 UserText = Callable[[str | None, int], str]  # (the problem or None when said already, the quote limit) -> text
@@ -31,8 +29,7 @@ class TopoDIMRequests:
 
     def __init__(self, ctx: RunContext, prompt_order: str) -> None:
         self.ctx = ctx
-        budget = ctx.spec.settings.context_budget_tokens
-        self.threads = AgentThreads(budget, self._trimmed) if prompt_order == PROMPT_CONVERSATION else None
+        self.threads = threads_for(ctx, prompt_order)
 
     def agent(self, name: str, system: str, user: UserText) -> tuple[Messages, Shrink, ThreadTurn | None]:
         """The messages of an agent's call, how to clip what it quotes to fit a context, the turn to keep."""
@@ -47,10 +44,3 @@ class TopoDIMRequests:
         shrink = tracked(turn, clip_shrink(lambda limit: conversation.request(user(shown, limit))))
         return turn.messages, shrink, turn
 
-    def _trimmed(self, agent: str, trimmed: Trimmed) -> None:
-        ctx = self.ctx
-        ctx.emit(ev.MemoryTrimmed(round=ctx.state.round, agent=agent, dropped=trimmed.exchanges,
-                                  dropped_tokens=trimmed.tokens))
-        notice(ctx, f"{agent}: the conversation outgrew the context: its {trimmed.exchanges} oldest exchanges "
-                    f"(~{trimmed.tokens} tokens) were dropped, so the server's cache starts again from there",
-               "info", agent)

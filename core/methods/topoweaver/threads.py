@@ -24,12 +24,10 @@ from core.methods.topoweaver.prompts import (
     orchestrator_request,
     orchestrator_system_prompt,
 )
-from core.runtime import events as ev
-from core.runtime.agent_threads import AgentThreads, ThreadTurn
+from core.runtime.agent_threads import ThreadTurn, threads_for
 from core.runtime.context import Messages, Shrink, shrink_pieces
-from core.runtime.conversation import Trimmed
 from core.runtime.prompts import PROMPT_CONVERSATION, PROMPT_PAPER
-from core.runtime.run_context import RunContext, notice
+from core.runtime.run_context import RunContext
 
 PROMPT_ORDERS = (PROMPT_CONVERSATION, PROMPT_PAPER)
 Request = tuple[Messages, Shrink, ThreadTurn | None]  # the messages, how to fit them, the turn to keep (or None)
@@ -41,8 +39,7 @@ class TopoWeaverRequests:
     def __init__(self, ctx: RunContext, domain: str, prompt_order: str) -> None:
         self.ctx = ctx
         self.domain = domain
-        budget = ctx.spec.settings.context_budget_tokens
-        self.threads = AgentThreads(budget, self._trimmed) if prompt_order == PROMPT_CONVERSATION else None
+        self.threads = threads_for(ctx, prompt_order)
 
     def orchestrator(self, turn: int, turns: int, notes: list[TurnNote]) -> Request:
         """Over the model's context, the history H loses its oldest turns first."""
@@ -95,10 +92,3 @@ class TopoWeaverRequests:
             [n.text for n in notes])
         return turn_.messages, shrink, turn_
 
-    def _trimmed(self, agent: str, trimmed: Trimmed) -> None:
-        ctx = self.ctx
-        ctx.emit(ev.MemoryTrimmed(round=ctx.state.round, agent=agent, dropped=trimmed.exchanges,
-                                  dropped_tokens=trimmed.tokens))
-        notice(ctx, f"{agent}: the conversation outgrew the context: its {trimmed.exchanges} oldest exchanges "
-                    f"(~{trimmed.tokens} tokens) were dropped, so the server's cache starts again from there",
-               "info", agent)
