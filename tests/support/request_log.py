@@ -9,6 +9,7 @@ from typing import Any
 
 from core.compose.plan import BackendChoice
 from core.compose.runner import build_engine, open_backend
+from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import DEMO_PROBLEMS
 from core.demo.server import FaultRule, ScriptedServer
 from core.runtime import events as ev
@@ -16,11 +17,12 @@ from core.runtime.config import Settings
 from core.runtime.scripted import RequestInfo, Script
 
 
-async def logged_run(embedder: Any, settings: Settings, script: Script, faults: tuple[FaultRule, ...] = ()
-                     ) -> tuple[list[RequestInfo], list[ev.Event]]:
-    """A run against the scripted server: the requests that named their call, and the events."""
+async def logged_run(embedder: Any, settings: Settings, script: Script, faults: tuple[FaultRule, ...] = (),
+                     behaviour: ServerBehaviour | None = None) -> tuple[list[RequestInfo], list[ev.Event]]:
+    """A run against the scripted server (``behaviour``: e.g. a context it refuses past): the requests that
+    named their call, and the events."""
     events: list[ev.Event] = []
-    with ScriptedServer(script) as server:
+    with ScriptedServer(script, behaviour or ServerBehaviour()) as server:
         for fault in faults:
             server.add_fault(fault)
         backend = await open_backend(settings, BackendChoice(server=server))

@@ -6,67 +6,26 @@ request that does not break it; a conversation that outgrows the context breaks 
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 from typing import Any
 
 import pytest
 
-from core.compose.plan import BackendChoice
-from core.compose.runner import build_engine, open_backend
 from core.demo.behaviour import ServerBehaviour
 from core.demo.scripts import DEMO_PROBLEMS
-from core.demo.server import FaultRule, ScriptedServer
+from core.demo.server import FaultRule
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.prompts import team_preamble
 from core.runtime.scripted import RequestInfo
 from tests.support.engine import changing_replies
-
-
-async def _run(server: ScriptedServer, embedder: Any, settings: Settings) -> list[ev.Event]:
-    events: list[ev.Event] = []
-    backend = await open_backend(settings, BackendChoice(server=server))
-    try:
-        engine = build_engine(DEMO_PROBLEMS[settings.domain], settings, backend, [events.append], embedder=embedder)
-        await asyncio.wait_for(engine.run(), timeout=120)  # a guard against hangs, not a speed test
-    finally:
-        await backend.close()
-    return events
+from tests.support.request_log import breaks, by_agent, kept_replies, logged_run
 
 
 async def _log(embedder: Any, *, faults: tuple[FaultRule, ...] = (), context_size: int | None = None, **chosen: Any
                ) -> tuple[list[RequestInfo], list[ev.Event]]:
     settings = Settings(**{"max_rounds": 3, "convergence_threshold": 1.01, **chosen})
-    with ScriptedServer(changing_replies, ServerBehaviour(context_size=context_size)) as server:
-        for fault in faults:
-            server.add_fault(fault)
-        events = await _run(server, embedder, settings)
-        return [r for r in server.requests if r.role], events
-
-
-def _by_agent(requests: list[RequestInfo]) -> dict[str, list[RequestInfo]]:
-    by_agent: dict[str, list[RequestInfo]] = {}
-    for r in requests:
-        if not r.is_repair:
-            by_agent.setdefault(r.role, []).append(r)
-    return by_agent
-
-
-def _kept_replies(events: list[ev.Event]) -> dict[tuple[str, str, int], str]:
-    """The reply each call ended with (its last attempt's text), by (agent, call, round)."""
-    return {(e.agent, e.call, e.round): e.raw for e in events if isinstance(e, ev.AgentFinished) and e.raw}
-
-
-def _breaks(calls: list[RequestInfo], kept: dict[tuple[str, str, int], str]) -> list[RequestInfo]:
-    """The requests that do not begin with the agent's previous request plus the reply kept for it."""
-    broken = []
-    for before, after in itertools.pairwise(calls):
-        n = len(before.messages)
-        reply = kept.get((before.role, before.call, before.round))
-        if after.messages[:n] != before.messages or after.messages[n] != {"role": "assistant", "content": reply}:
-            broken.append(after)
-    return broken
+    return await logged_run(embedder, settings, changing_replies, faults, ServerBehaviour(context_size=context_size))
 
 
 ROUND_METHODS = ("dytopo", "broadcast", "chain", "star", "random", "single-turn")  # DyTopo's rounds and prompts
@@ -78,13 +37,13 @@ async def test_every_request_of_an_agent_begins_with_its_previous_request_and_re
     embedder: Any, protocol: str, method: str
 ) -> None:
     requests, events = await _log(embedder, protocol=protocol, strategy=method)
-    by_agent, kept = _by_agent(requests), _kept_replies(events)
-    assert set(by_agent) == {"Manager", "Developer", "Researcher", "Tester", "Designer"}
+    agents, kept = by_agent(requests), kept_replies(events)
+    assert set(agents) == {"Manager", "Developer", "Researcher", "Tester", "Designer"}
     rounds = 1 if method == "single-turn" else 3
-    manager = by_agent.pop("Manager")
-    for agent, calls in by_agent.items():
+    manager = agents.pop("Manager")
+    for agent, calls in agents.items():
         assert len(calls) == rounds * (1 if protocol == "single-pass" else 2) - (protocol == "phased"), agent
-        assert _breaks(calls, kept) == [], agent
+        assert breaks(calls, kept) == [], agent
         # Each request adds one user turn: the reply before it, then what is new.
         for before, after in itertools.pairwise(calls):
             assert len(after.messages) == len(before.messages) + 2
@@ -93,11 +52,11 @@ async def test_every_request_of_an_agent_begins_with_its_previous_request_and_re
     plan, reviews = manager[0], manager[1:]
     assert len(reviews) == rounds
     for review in reviews:
-        assert _breaks([plan, review], kept) == []
+        assert breaks([plan, review], kept) == []
         assert len(review.messages) == len(plan.messages) + 2
     # Phased DyTopo: a round's descriptor call and its work call are consecutive turns of one conversation.
     if protocol == "phased" and rounds > 1:
-        developer = [(r.call, r.round) for r in by_agent["Developer"]]
+        developer = [(r.call, r.round) for r in agents["Developer"]]
         assert developer[1:3] == [(ev.CallKind.DESCRIPTORS, 2), (ev.CallKind.WORK, 2)]
 
 
@@ -106,7 +65,7 @@ async def test_every_agent_begins_with_the_same_team_preamble_and_the_paper_orde
 ) -> None:
     requests, _ = await _log(embedder, protocol="phased")
     preamble = team_preamble(_code_domain(), DEMO_PROBLEMS["code"])
-    firsts = {calls[0].role: str(calls[0].messages[0]["content"]) for calls in _by_agent(requests).values()}
+    firsts = {calls[0].role: str(calls[0].messages[0]["content"]) for calls in by_agent(requests).values()}
     assert len(firsts) == 5 and all(text.startswith(preamble) for text in firsts.values())
     assert DEMO_PROBLEMS["code"].strip() in preamble
     for agent, text in firsts.items():  # the role comes after what the team shares
@@ -125,7 +84,7 @@ def _code_domain() -> Any:
 
 async def test_earlier_goals_and_routed_messages_stay_where_they_were(embedder: Any) -> None:
     requests, _ = await _log(embedder, protocol="single-pass")
-    last = _by_agent(requests)["Tester"][-1]
+    last = by_agent(requests)["Tester"][-1]
     text = "\n".join(str(m["content"]) for m in last.messages)
     # Round 1's goal comes before round 2's, round 1's routed messages before round 3's goal.
     assert text.index("ROUND 1 GOAL:") < text.index("ROUND 2 GOAL:") < text.index("ROUND 3 GOAL:")
@@ -140,11 +99,11 @@ async def test_a_reask_is_a_side_request_and_the_kept_answer_is_appended(embedde
     requests, events = await _log(embedder, protocol="phased", faults=(fault,))
     reasks = [r for r in requests if r.is_repair and r.role == "Developer"]
     assert len(reasks) == 1
-    calls = _by_agent(requests)["Developer"]
+    calls = by_agent(requests)["Developer"]
     asked = next(r for r in calls if (r.call, r.round) == (ev.CallKind.WORK, 2))
     # The re-ask reads the conversation and adds the bad reply and one line; the conversation goes on without them.
     assert reasks[0].messages[: len(asked.messages)] == asked.messages
-    assert _breaks(calls, _kept_replies(events)) == []
+    assert breaks(calls, kept_replies(events)) == []
     later = calls[-1].messages
     assert all("could not be used" not in str(m["content"]) for m in later)
 
@@ -153,11 +112,11 @@ async def test_a_conversation_that_outgrows_the_context_breaks_once_and_says_so(
     requests, events = await _log(embedder, protocol="single-pass", max_rounds=5, context_budget_tokens=1200)
     trims = [e for e in events if isinstance(e, ev.MemoryTrimmed)]
     assert trims, "the budget was never reached"
-    kept = _kept_replies(events)
-    workers = {agent: calls for agent, calls in _by_agent(requests).items() if agent != "Manager"}
+    kept = kept_replies(events)
+    workers = {agent: calls for agent, calls in by_agent(requests).items() if agent != "Manager"}
     grew_again = 0
     for agent, calls in workers.items():
-        broken = _breaks(calls, kept)
+        broken = breaks(calls, kept)
         mine = [t for t in trims if t.agent == agent]
         # Once per trim, where the trim was, and the conversation grows again after it.
         assert [r.round for r in broken] == [t.round for t in mine], agent
@@ -176,15 +135,15 @@ async def test_a_conversation_the_server_refuses_as_too_long_breaks_once_and_gro
                                   context_size=CONTEXT_TOKENS)
     trims = [e for e in events if isinstance(e, ev.MemoryTrimmed)]
     assert trims, "no conversation outgrew the server's context"
-    kept = _kept_replies(events)
+    kept = kept_replies(events)
     grew_again = 0
-    for agent, calls in _by_agent(requests).items():
+    for agent, calls in by_agent(requests).items():
         if agent == "Manager":
             continue
         sent = [r for r in calls if r.round > 0]
         mine = [t.round for t in trims if t.agent == agent]
         # The refused request and its shorter retry share a round: the retry is the one break of that round.
-        broken = [r.round for r in _breaks(_answered(sent), kept)]
+        broken = [r.round for r in breaks(_answered(sent), kept)]
         assert broken == mine, agent
         grew_again += sum(1 for t in mine if any(r.round > t for r in sent))
     assert grew_again, "no conversation went on after a trim"
