@@ -125,7 +125,7 @@ def test_event_type_tests_do_not_grow() -> None:
 # Classes over 30 methods or 300 lines, and __init__ methods over 10 parameters (self not counted): the
 # issue's end state is none of either. Work in progress is shrinking them (the app takes one launch request,
 # the demo server one behaviour object, the methods' protocols split by job); the counts only go down.
-LARGE_CLASSES_AT_MOST = 1
+LARGE_CLASSES_AT_MOST = 0
 WIDE_INITS_AT_MOST = 0
 
 

@@ -1,7 +1,9 @@
 """DyTopo (arXiv 2602.06039) and the graph baselines that run its rounds.
 
-``protocol``: the round loop (the Manager's goal, descriptors, routing, work in tiers or in one pass) and
-the method's registration; ``calls``: a worker's and the Manager's calls and the workers' memory.
+``protocol``: the round loop and the method's options and registration; ``rounds``: a round's work (broadcast,
+phased tiers, single pass) and memory; ``deliveries``: what travels along an edge; ``router``: descriptor
+embedding and routing; ``manager``: the Manager's plan and review; ``convergence``: the convergence check;
+``calls``: a worker's and the Manager's calls and the workers' memory.
 Importing the package registers the method (core.methods.catalogue imports it by this name).
 """
 

@@ -1,7 +1,7 @@
 """A fork's conversations, rebuilt from the parent's recorded rounds as the live run built them.
 
 A fork (core.sessions.fork) replays the parent's events before it runs on; DyTopo's memory is rebuilt from
-them (core.methods.dytopo.protocol), and so is each agent's conversation (core.methods.dytopo.threads): each
+them (core.methods.dytopo.history), and so is each agent's conversation (core.methods.dytopo.threads): each
 recorded worker call becomes the turn the live run sent (what the agent had not been shown yet, the round's
 goal, the inbox routed to it before its call) with the reply it kept, and the Manager's plan its first turn (a
 review is a side request: nothing of it is kept). The fork's first requests then continue the parent's
