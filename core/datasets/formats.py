@@ -29,8 +29,6 @@ from typing import Any
 from core.datasets.problems import DatasetError, Problem, humaneval_task
 
 LETTERS = string.ascii_uppercase
-ANSWER_CHECK_CHOICE = "choice"
-ANSWER_CHECK_MATH = "math"
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from functools import partial
 from core.runtime import events as ev
 from core.runtime.context import Messages, Shrink, shrink_pieces
 from core.runtime.conversation import Conversation, Trimmed
-from core.runtime.prompts import PROMPT_CONVERSATION
+from core.runtime.prompts import PromptOrder
 from core.runtime.run_context import RunContext, notice
 
 Report = Callable[[str, Trimmed], None]  # (agent, what a trim dropped)
@@ -97,7 +97,7 @@ def tracked(turn: ThreadTurn, shrink: Shrink) -> Shrink:
 def threads_for(ctx: RunContext, prompt_order: str) -> AgentThreads | None:
     """The run's agent conversations within its context budget, each trim reported (report_trim); None in the
     paper's layout (``-o prompt_order=paper``: every request rebuilt)."""
-    if prompt_order != PROMPT_CONVERSATION:
+    if prompt_order != PromptOrder.CONVERSATION:
         return None
     return AgentThreads(ctx.spec.settings.context_budget_tokens, partial(report_trim, ctx))
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from core.runtime.steering import SteerAction, SteerError, SteerKind
+from core.runtime.steering import SteerAction, SteerError, SteerKind, SteerWhen
 
 
 class ControlMode(StrEnum):
@@ -164,7 +164,7 @@ class RunControl:
         stream to record it in: SteerError, one line."""
         if self.ended:
             raise SteerError(f"the run has ended: {action.describe()} was not taken")
-        at_once = (self.at_barrier and self._due(action)) or (action.when == "now" and action.at_round is None)
+        at_once = (self.at_barrier and self._due(action)) or (action.when == SteerWhen.NOW and action.at_round is None)
         if not (at_once and self._apply(action)):
             self._steer_queue.append(action)
 

@@ -13,6 +13,7 @@ Two rules for what a prompt shows (a method's ``memory`` option):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from core.llm.tokens import estimate_tokens
 
@@ -37,16 +38,19 @@ class MemoryItem:
         return f"[round {self.round}, {label}]\n{self.text}"
 
 
-MEMORY_ACCUMULATE = "accumulate"
-MEMORY_LATEST = "latest"
-MEMORY_RULES = (MEMORY_ACCUMULATE, MEMORY_LATEST)
+class MemoryRule(StrEnum):
+    ACCUMULATE = "accumulate"
+    LATEST = "latest"
+
+
+MEMORY_RULES = tuple(MemoryRule)
 
 
 @dataclass
 class AgentMemory:
     items: list[MemoryItem] = field(default_factory=list)
     dropped_items: int = 0  # total dropped so far, for the record
-    rule: str = MEMORY_ACCUMULATE  # MEMORY_RULES
+    rule: str = MemoryRule.ACCUMULATE  # MEMORY_RULES
 
     def add(self, item: MemoryItem) -> None:
         if item.text.strip():
@@ -60,7 +64,7 @@ class AgentMemory:
         output), and ``newer_from`` names teammates whose message of this round is in the prompt's inbox
         (it supersedes theirs in memory). Nothing is lost from the record either way: the session keeps
         every message, and the oldest-first budget trim below applies to both rules."""
-        if self.rule == MEMORY_ACCUMULATE:
+        if self.rule == MemoryRule.ACCUMULATE:
             return [item for item in self.items if item.round >= since_round]
         newest: dict[tuple[str, str], int] = {}
         for index, item in enumerate(self.items):

@@ -6,6 +6,8 @@ the messages: a real model reads only the task.
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from core.runtime.events import CallKind
 from core.runtime.rosters import Role, Team
 
@@ -73,10 +75,13 @@ _SPECIFIC = "query and key route messages by meaning: name functions, steps, qua
 # "conversation" (the default): each agent's requests form one growing chat (core.runtime.conversation), which
 # begins with the team-wide preamble every agent shares (the problem, the team, the rules of a round) and only
 # then the agent's role, so a global prefix cache prefills the problem once per team.
-PROMPT_CONVERSATION = "conversation"
-PROMPT_CACHE = "cache"
-PROMPT_PAPER = "paper"
-PROMPT_ORDERS = (PROMPT_CONVERSATION, PROMPT_CACHE, PROMPT_PAPER)
+class PromptOrder(StrEnum):
+    CONVERSATION = "conversation"
+    CACHE = "cache"
+    PAPER = "paper"
+
+
+PROMPT_ORDERS = tuple(PromptOrder)
 
 
 def worker_intro(team: Team, role: Role) -> str:
@@ -174,7 +179,7 @@ def worker_messages(
     memory: str,
     inbox: str,
     private_only: bool = False,
-    order: str = PROMPT_CACHE,
+    order: str = PromptOrder.CACHE,
     suffix: str = "",
     digest: bool = True,
 ) -> list[dict[str, str]]:
@@ -187,7 +192,7 @@ def worker_messages(
     ends its user message: shown the same state (``digest`` False), a round's work call begins with its
     descriptor call up to the ask. Each round's prompt begins with the previous round's up to that round's
     goal."""
-    if order == PROMPT_PAPER:
+    if order == PromptOrder.PAPER:
         return [
             {"role": "system", "content": worker_system_prompt(team, role, call, private_only=private_only)},
             {"role": "user", "content": worker_request(call, role.name, round_no, problem, goal, memory, inbox, digest)
@@ -260,7 +265,7 @@ def repair_request(error: str, reply_format: str = JSON_REPLY) -> str:
 REPAIR_OPENING = "Your previous reply could not be used:"  # how a re-ask begins (the scripted server reads it)
 
 
-# --- the growing conversation (PROMPT_CONVERSATION) ----------------------------------------------------------
+# --- the growing conversation (PromptOrder.CONVERSATION) ----------------------------------------------------------
 MEMORY_NEW = "SINCE YOUR LAST TURN (earlier rounds):"
 
 

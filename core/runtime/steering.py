@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any
 
 from core.llm.urls import redact_url
 
@@ -47,8 +47,13 @@ ROUND_ACTIONS = frozenset({
 })
 GRAPH_ACTIONS = frozenset({SteerKind.PIN, SteerKind.CUT, SteerKind.RELEASE})
 
-WHEN_NEXT = "next"
-WHEN_NOW = "now"
+class SteerWhen(StrEnum):
+    """When a steering action takes effect: at the next barrier, or now (mid-round)."""
+
+    NEXT = "next"
+    NOW = "now"
+
+
 ALL = "all"  # a note's ``to`` for every agent
 
 # What each action needs, as the control file spells it (the key after "action").
@@ -97,7 +102,7 @@ class SteerAction:
     src: str = ""  # an edge's provider (pin, cut, release, edge_add, edge_remove)
     dst: str = ""  # an edge's consumer
     text: str = ""  # a note's, a goal's, a replaced output's or a plan's text
-    when: Literal["next", "now"] = "next"  # a note: the agent's next call, or now (its call in flight again)
+    when: SteerWhen = SteerWhen.NEXT  # a note: the agent's next call, or now (its call in flight again)
     rounds: int | None = None  # a pin or cut: for this many graphs; None until released
     at_round: int | None = None  # the control file's: at the barrier before this round; None: the next barrier
     payload: dict[str, Any] = field(default_factory=dict, hash=False)  # type, model, endpoint, temperature
@@ -120,7 +125,7 @@ class SteerAction:
         words = [self.action.value]
         if self.target:
             words.append(self.target)
-        if self.when == WHEN_NOW:
+        if self.when == SteerWhen.NOW:
             words.append("(now)")
         if self.rounds is not None:
             words.append(f"for {self.rounds} round{'s' if self.rounds != 1 else ''}")
@@ -138,7 +143,7 @@ class SteerAction:
             value = getattr(self, key)
             if value:
                 out[key] = value
-        if self.action is SteerKind.NOTE or self.when == WHEN_NOW:
+        if self.action is SteerKind.NOTE or self.when == SteerWhen.NOW:
             out["when"] = self.when
         if self.rounds is not None:
             out["rounds"] = self.rounds
@@ -206,8 +211,9 @@ def parse_action(obj: Mapping[str, Any]) -> SteerAction:
                 raise SteerError(f'"{key}" must be a non-empty string, got {value!r} ({_expected(kind)})')
             value = value if key == "text" else value.strip()
         elif key == "when":
-            if value not in (WHEN_NEXT, WHEN_NOW):
+            if value not in tuple(SteerWhen):
                 raise SteerError(f'"when" is "next" or "now", got {value!r}')
+            value = SteerWhen(value)
         elif key in ("rounds", "at_round"):
             value = _positive_int(key, value, kind)
         elif key == "temperature":

@@ -23,6 +23,7 @@ import socket
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +42,13 @@ READ_CHUNK = 4 * 1024 * 1024  # the most one read_new() takes in at once
 MAX_HEADER_BYTES = 64 * 1024
 STALE_FOREIGN_S = 600.0  # a log from another host counts as live while it changed this recently
 
-LIVE_RUNNING = "running"
-LIVE_INTERRUPTED = "interrupted"
+
+
+class LiveState(StrEnum):
+    """What an event log says of its run: still running, or interrupted (its writer gone)."""
+
+    RUNNING = "running"
+    INTERRUPTED = "interrupted"
 
 
 def log_path_for(session_path: Path | str) -> Path:
@@ -245,7 +251,7 @@ def live_state(session_path: Path) -> str:
     header = read_header(log)
     if header is None:
         return ""
-    return LIVE_RUNNING if writer_alive(header, log) else LIVE_INTERRUPTED
+    return LiveState.RUNNING if writer_alive(header, log) else LiveState.INTERRUPTED
 
 
 @dataclass

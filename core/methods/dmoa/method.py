@@ -47,7 +47,7 @@ from pydantic import Field
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 from core.methods.dmoa.events import CALL_STEP, DmoaRouted
 from core.methods.dmoa.fidelity import DEVIATIONS as FIDELITY
-from core.methods.dmoa.prompts import QUERY_IN, QUERY_IN_SYSTEM, agent_instructions, dmoa_pool
+from core.methods.dmoa.prompts import QUERY_IN, QueryPlace, agent_instructions, dmoa_pool
 from core.methods.dmoa.replay import resume
 from core.methods.dmoa.routing import Choice, context_vector, cosine, predictive_entropy
 from core.methods.dmoa.selector import ROUTERS, StepRouter
@@ -74,7 +74,7 @@ from core.runtime.engine import AgentResult
 from core.runtime.events import CallStatus
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.parsing import own_text
-from core.runtime.prompts import PROMPT_CONVERSATION
+from core.runtime.prompts import PromptOrder
 from core.runtime.rosters import Team
 from core.runtime.run_context import begin_round, finish_round, notice, start_phase
 from core.runtime.steering import SteerKind
@@ -127,8 +127,8 @@ class DmoaMethod:
         self.seed: int = int(options.get("seed", 0))
         self.top_logprobs: int = int(options.get("top_logprobs", DEFAULT_TOP_LOGPROBS))
         self.collect: bool = bool(options.get("collect", False))  # the trainer: run densely, keep the trace
-        self.query_in: str = str(options.get("query_in", QUERY_IN_SYSTEM))  # where the user query goes
-        self.prompt_order: str = str(options.get("prompt_order", PROMPT_CONVERSATION))  # core.methods.dmoa.threads
+        self.query_in: str = str(options.get("query_in", QueryPlace.SYSTEM))  # where the user query goes
+        self.prompt_order: str = str(options.get("prompt_order", PromptOrder.CONVERSATION))  # core.methods.dmoa.threads
         if self.ttt and self.router_kind != "gru":
             raise MethodError(f"[strategy.dmoa] ttt trains the GRU router: it needs router=gru, not {self.router_kind}")
         self.router = StepRouter(self.router_kind, self.pool, tau=self.tau, k_max=self.k_max, adaptive=self.adaptive,
@@ -391,13 +391,13 @@ class _DmoaOptions(MethodOptions):
     weights_dir: str = Field("", description="folder of the router weights (default: the user data dir)")
     collect: bool = Field(False, description="run densely and keep the trace (what swarm-tui train dmoa does)")
     prompt_order: str = choice(
-        PROMPT_CONVERSATION, PROMPT_ORDERS,
+        PromptOrder.CONVERSATION, PROMPT_ORDERS,
         "conversation: each agent (the pool's, the Summarizer, the Selector) keeps one growing chat, each step "
         "appending its request and the kept reply, so a server's prefix cache prefills each token once; paper: "
         "every request rebuilt from the profile, the query and the previous step's responses",
     )
     query_in: str = choice(
-        QUERY_IN_SYSTEM, QUERY_IN,
+        QueryPlace.SYSTEM, QUERY_IN,
         "where an agent reads the problem: system (the paper's P_sys = (Profile, P_usr)) or user "
         "(the user message, beside the previous step's responses)",
     )

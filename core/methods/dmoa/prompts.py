@@ -11,15 +11,22 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 from core.runtime.context import Messages, Shrink, shrink_pieces
 from core.runtime.copies import folded_slots, is_slot
 from core.runtime.parsing import ParseError, TemplateCopied, extract_json_object
 from core.runtime.rosters import Team
 
-QUERY_IN_SYSTEM = "system"  # the paper: P_sys = (Profile, P_usr)
-QUERY_IN_USER = "user"
-QUERY_IN = (QUERY_IN_SYSTEM, QUERY_IN_USER)
+
+class QueryPlace(StrEnum):
+    """Where an agent's query goes: in the system prompt (the paper: P_sys = (Profile, P_usr)) or the user turn."""
+
+    SYSTEM = "system"
+    USER = "user"
+
+
+QUERY_IN = tuple(QueryPlace)
 
 
 @dataclass(frozen=True)

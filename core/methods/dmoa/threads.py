@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from core.methods.dmoa.prompts import (
-    QUERY_IN_SYSTEM,
     PoolAgent,
+    QueryPlace,
     agent_request,
     agent_system_prompt,
     fitted,
@@ -28,10 +28,10 @@ from core.runtime import events as ev
 from core.runtime.agent_threads import ThreadTurn, threads_for
 from core.runtime.context import Messages, Shrink
 from core.runtime.engine import AgentResult
-from core.runtime.prompts import PROMPT_CONVERSATION, PROMPT_PAPER
+from core.runtime.prompts import PromptOrder
 from core.runtime.run_context import RunContext
 
-PROMPT_ORDERS = (PROMPT_CONVERSATION, PROMPT_PAPER)
+PROMPT_ORDERS = (PromptOrder.CONVERSATION, PromptOrder.PAPER)
 Responses = Sequence[tuple[str, str]]
 Request = tuple[Messages, Shrink, ThreadTurn | None]  # the messages, how to fit them, the turn to keep (or None)
 
@@ -42,7 +42,7 @@ class DmoaRequests:
     def __init__(self, ctx: RunContext, query_in: str, prompt_order: str) -> None:
         self.ctx = ctx
         self.domain = ctx.spec.team.name
-        self.in_system = query_in == QUERY_IN_SYSTEM
+        self.in_system = query_in == QueryPlace.SYSTEM
         self.threads = threads_for(ctx, prompt_order)
 
     def agent(self, agent: PoolAgent, step: int, previous: Responses, feedback: str, note: str) -> Request:

@@ -30,10 +30,10 @@ from core.runtime.context import Messages, Shrink, shrink_pieces
 from core.runtime.conversation import Conversation, Trimmed
 from core.runtime.engine import AgentResult, RunAborted
 from core.runtime.events import CallStatus
-from core.runtime.memory import MEMORY_ACCUMULATE, AgentMemory, MemoryItem
+from core.runtime.memory import AgentMemory, MemoryItem, MemoryRule
 from core.runtime.parsing import is_template_copy, parse_descriptors, parse_manager, parse_work, parse_worker
 from core.runtime.prompts import (
-    PROMPT_CONVERSATION,
+    PromptOrder,
     manager_request,
     manager_role,
     manager_system_prompt,
@@ -60,8 +60,8 @@ class DyTopoCalls:
     """One run's worker and Manager calls, and the workers' memories."""
 
     def __init__(
-        self, ctx: RunContext, *, private_only: bool = False, memory_rule: str = MEMORY_ACCUMULATE,
-        prompt_order: str = PROMPT_CONVERSATION, full_descriptors: bool = True,
+        self, ctx: RunContext, *, private_only: bool = False, memory_rule: str = MemoryRule.ACCUMULATE,
+        prompt_order: str = PromptOrder.CONVERSATION, full_descriptors: bool = True,
     ) -> None:
         self.ctx = ctx
         # The edge payload: True when only the private message travels (the workers' prompt says so).
@@ -73,8 +73,8 @@ class DyTopoCalls:
         self.full_descriptors = full_descriptors
         self.memory: dict[str, AgentMemory] = {name: AgentMemory(rule=memory_rule) for name in ctx.spec.workers}
         # One growing conversation per agent; "latest" memory supersedes what a transcript already holds, so
-        # that economy keeps the per-request layout (core.runtime.prompts PROMPT_CACHE).
-        self.conversational = prompt_order == PROMPT_CONVERSATION and memory_rule == MEMORY_ACCUMULATE
+        # that economy keeps the per-request layout (core.runtime.prompts PromptOrder.CACHE).
+        self.conversational = prompt_order == PromptOrder.CONVERSATION and memory_rule == MemoryRule.ACCUMULATE
         self.threads: dict[str, Thread] = {}
 
     def remember(self, agent: str, item: MemoryItem) -> None:
@@ -175,7 +175,7 @@ class DyTopoCalls:
             raise RunAborted(unreachable[0])
         return parsed, result.status
 
-    # --- the growing conversations (PROMPT_CONVERSATION) ------------------------------------------
+    # --- the growing conversations (PromptOrder.CONVERSATION) ------------------------------------------
     def thread(self, name: str) -> Thread:
         """The agent's conversation, begun with the team's preamble and then its role."""
         thread = self.threads.get(name)

@@ -37,9 +37,9 @@ from core.runtime import events as ev
 from core.runtime.config import RoundProtocol
 from core.runtime.control import StepBoundary
 from core.runtime.engine import AgentResult
-from core.runtime.memory import MEMORY_ACCUMULATE, MEMORY_RULES
+from core.runtime.memory import MEMORY_RULES, MemoryRule
 from core.runtime.outcome import EndReason, RunOutcome
-from core.runtime.prompts import PROMPT_CONVERSATION, PROMPT_ORDERS
+from core.runtime.prompts import PROMPT_ORDERS, PromptOrder
 from core.runtime.rosters import Team
 from core.runtime.run_context import begin_round, finish_round, notice
 from core.runtime.steering import GRAPH_ACTIONS, ROUND_ACTIONS
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 # Shared by DyTopo and the baselines that run its rounds (core.methods.baselines.method).
 def memory_option() -> Any:
     return choice(
-        MEMORY_ACCUMULATE, MEMORY_RULES,
+        MemoryRule.ACCUMULATE, MEMORY_RULES,
         "what a worker's prompt shows of its memory: accumulate (eq. 3: every earlier output and message) or "
         "latest (only the newest message per teammate: fewer tokens, not the paper)",
     )
@@ -60,7 +60,7 @@ def memory_option() -> Any:
 # Shared by DyTopo and its baselines: the order of a worker prompt's parts (core.runtime.prompts).
 def prompt_order_option() -> Any:
     return choice(
-        PROMPT_CONVERSATION, PROMPT_ORDERS,
+        PromptOrder.CONVERSATION, PROMPT_ORDERS,
         "conversation: each agent's requests form one growing chat that begins with the team's shared preamble "
         "(problem, team, rules), then the role; each call appends what is new and the reply, so a server's prefix "
         "cache prefills each token once and a global cache the problem once per team (memory=latest keeps the "
@@ -115,8 +115,8 @@ class DyTopoMethod:
         name: str | None = None,
         round_limit: int | None = None,
         payload: str = PAYLOAD_AUTO,
-        memory: str = MEMORY_ACCUMULATE,
-        prompt_order: str = PROMPT_CONVERSATION,
+        memory: str = MemoryRule.ACCUMULATE,
+        prompt_order: str = PromptOrder.CONVERSATION,
         descriptor_context: str = "full",
     ) -> None:
         self.graph: WiringRule = graph or DyTopoWiring()

@@ -32,7 +32,7 @@ from core.runtime.engine import AgentResult
 from core.runtime.events import CallStatus
 from core.runtime.memory import AgentMemory, MemoryItem
 from core.runtime.run_context import notice
-from core.runtime.steering import ALL, WHEN_NOW, SteerAction, SteerError, SteerKind, parse_action, unknown_agent
+from core.runtime.steering import ALL, SteerAction, SteerError, SteerKind, SteerWhen, parse_action, unknown_agent
 
 if TYPE_CHECKING:
     from core.runtime.run_context import RunContext
@@ -109,7 +109,7 @@ class DyTopoSteering:
         targets = list(self.ctx.spec.workers) if a.to == ALL else [a.to]
         for name in targets:
             self.notes.setdefault(name, []).append(a.text)
-        if a.when == WHEN_NOW:
+        if a.when == SteerWhen.NOW:
             for name in targets:
                 task = self._inflight.get(name)
                 if task is not None and not task.done():

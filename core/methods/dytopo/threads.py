@@ -1,4 +1,4 @@
-"""DyTopo's agents as growing conversations (the default prompt order, core.runtime.prompts PROMPT_CONVERSATION).
+"""DyTopo's agents as growing conversations (the default prompt order, core.runtime.prompts PromptOrder.CONVERSATION).
 
 Each agent (every worker, and the Manager) has one thread: a conversation (core.runtime.conversation) whose
 system prompt is the team's preamble and the agent's role, and what the agent has been shown of its memory.

@@ -76,7 +76,7 @@ from core.runtime.control import StepBoundary
 from core.runtime.events import CallStatus
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.parsing import own_text
-from core.runtime.prompts import PROMPT_CONVERSATION
+from core.runtime.prompts import PromptOrder
 from core.runtime.rosters import Team
 from core.runtime.run_context import begin_round, finish_round, notice, start_phase
 from core.runtime.steering import SteerKind
@@ -143,7 +143,8 @@ class TopoDIMMethod:
         available = len(team.workers) + len(EXTRA_ROLES.get(team.name, ()))
         if self.size > available:
             raise MethodError(f"[strategy.topodim] agents must be at most {available} for the {team.name} team")
-        self.prompt_order: str = str(options.get("prompt_order", PROMPT_CONVERSATION))  # core.methods.topodim.threads
+        # core.methods.topodim.threads
+        self.prompt_order: str = str(options.get("prompt_order", PromptOrder.CONVERSATION))
         self.last_graph: TypedGraph | None = None
         self.last_sample: PolicySample | None = None
 
@@ -388,7 +389,7 @@ class _TopoDIMOptions(MethodOptions):
     weights: str = Field("", description=(
         "policy/decentralized: weights file (default: the user data dir's swarm-tui/topodim/policy.pt)"))
     prompt_order: str = choice(
-        PROMPT_CONVERSATION, PROMPT_ORDERS,
+        PromptOrder.CONVERSATION, PROMPT_ORDERS,
         "conversation: an agent called more than once keeps one growing chat (each call appends its request and "
         "the kept reply), so a server's prefix cache prefills each token once; paper: every request rebuilt",
     )

@@ -80,7 +80,7 @@ from core.runtime.engine import AgentResult, RunAborted
 from core.runtime.events import CallStatus
 from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.parsing import is_template_copy, own_text
-from core.runtime.prompts import PROMPT_CONVERSATION
+from core.runtime.prompts import PromptOrder
 from core.runtime.rosters import Team
 from core.runtime.run_context import begin_round, finish_round, notice, start_phase
 from core.runtime.steering import SteerKind
@@ -118,7 +118,7 @@ class TopoWeaverMethod:
         orchestrator_base_url: str = "",
         fallback: bool = False,
         sandbox: SandboxLimits | None = None,
-        prompt_order: str = PROMPT_CONVERSATION,
+        prompt_order: str = PromptOrder.CONVERSATION,
     ) -> None:
         self.turns = turns
         self.prompt_order = prompt_order  # core.methods.topoweaver.threads
@@ -367,7 +367,7 @@ def _build(options: dict[str, Any], team: Team) -> TopoWeaverMethod:
         orchestrator_model=options["orchestrator_model"],
         orchestrator_base_url=options["orchestrator_base_url"],
         fallback=options["fallback"],
-        prompt_order=options.get("prompt_order", PROMPT_CONVERSATION),
+        prompt_order=options.get("prompt_order", PromptOrder.CONVERSATION),
     )
 
 
@@ -386,7 +386,7 @@ class _TopoWeaverOptions(MethodOptions):
     fallback: bool = Field(False, description="run a difficulty template when the plan is invalid "
                            "(the paper just uses up the turn)")
     prompt_order: str = choice(
-        PROMPT_CONVERSATION, PROMPT_ORDERS,
+        PromptOrder.CONVERSATION, PROMPT_ORDERS,
         "conversation: the Orchestrator and an agent whose id a later turn reuses each keep one growing chat "
         "(each call appends its request and the kept reply), so a server's prefix cache prefills each token "
         "once; paper: every request rebuilt with the whole history and memory",

@@ -16,7 +16,7 @@ from core.llm.embeddings import Embedder
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.events import CallKind
-from core.runtime.memory import MEMORY_LATEST, AgentMemory, MemoryItem
+from core.runtime.memory import AgentMemory, MemoryItem, MemoryRule
 from tests.support.engine import of, run_swarm
 
 
@@ -126,7 +126,7 @@ async def test_the_reference_payload_can_be_chosen_for_single_pass(embedder: Any
 
 
 def test_memory_latest_shows_the_newest_message_of_each_sender() -> None:
-    memory = AgentMemory(rule=MEMORY_LATEST)
+    memory = AgentMemory(rule=MemoryRule.LATEST)
     memory.add(MemoryItem(1, "own", "Tester", "draft tests"))
     memory.add(MemoryItem(1, "broadcast", "Developer", "draft code"))
     memory.add(MemoryItem(1, "broadcast", "Researcher", "analysis"))
