@@ -6,15 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.compose.compare_saved import load_saved, unique_labels
-from core.sessions.model import SessionFormatError
-
-from .compare_saved import SavedCompareScreen
-
 
 def open_fork_comparison(screen: Any) -> None:
     """A fork made to be compared has ended (``screen``: its RunScreen): the original and the fork side by side,
     saved, in the compare screen."""
+    # Loaded here, as before the split: the comparison modules cost about half a second of imports that a run
+    # screen needs only when a fork made to be compared ends.
+    from core.compose.compare_saved import load_saved, unique_labels
+    from core.sessions.model import SessionFormatError
+
+    from .compare_saved import SavedCompareScreen
+
     original, screen.compare_with = screen.compare_with, None
     screen.recorder.save()
     if original is None or screen.recorder.path is None:
