@@ -94,6 +94,10 @@ def tracked(turn: ThreadTurn, shrink: Shrink) -> Shrink:
     return smaller
 
 
+# The layouts a method that keeps its agents' conversations here offers (its ``prompt_order`` option).
+THREAD_ORDERS = (PromptOrder.CONVERSATION, PromptOrder.PAPER)
+
+
 def threads_for(ctx: RunContext, prompt_order: str) -> AgentThreads | None:
     """The run's agent conversations within its context budget, each trim reported (report_trim); None in the
     paper's layout (``-o prompt_order=paper``: every request rebuilt)."""

@@ -54,7 +54,7 @@ from core.methods.dmoa.selector import ROUTERS, StepRouter
 from core.methods.dmoa.steer import DmoaSteering
 from core.methods.dmoa.step import StepState
 from core.methods.dmoa.summary import PHASE_SUMMARY, SUMMARIZER, Summarizer
-from core.methods.dmoa.threads import PROMPT_ORDERS, DmoaRequests, keep_reply
+from core.methods.dmoa.threads import DmoaRequests, keep_reply
 from core.methods.dmoa.ttt import TTTState, ttt_state, update_router
 from core.methods.registry import (
     GraphShape,
@@ -69,6 +69,7 @@ from core.methods.registry import (
 )
 from core.routing.dytopo import KIND_HANDOFF, Edge, RoutingResult
 from core.runtime import events as ev
+from core.runtime.agent_threads import THREAD_ORDERS
 from core.runtime.control import StepBoundary
 from core.runtime.engine import AgentResult
 from core.runtime.events import CallStatus
@@ -391,7 +392,7 @@ class _DmoaOptions(MethodOptions):
     weights_dir: str = Field("", description="folder of the router weights (default: the user data dir)")
     collect: bool = Field(False, description="run densely and keep the trace (what swarm-tui train dmoa does)")
     prompt_order: str = choice(
-        PromptOrder.CONVERSATION, PROMPT_ORDERS,
+        PromptOrder.CONVERSATION, THREAD_ORDERS,
         "conversation: each agent (the pool's, the Summarizer, the Selector) keeps one growing chat, each step "
         "appending its request and the kept reply, so a server's prefix cache prefills each token once; paper: "
         "every request rebuilt from the profile, the query and the previous step's responses",

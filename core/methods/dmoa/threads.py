@@ -28,10 +28,8 @@ from core.runtime import events as ev
 from core.runtime.agent_threads import ThreadTurn, threads_for
 from core.runtime.context import Messages, Shrink
 from core.runtime.engine import AgentResult
-from core.runtime.prompts import PromptOrder
 from core.runtime.run_context import RunContext
 
-PROMPT_ORDERS = (PromptOrder.CONVERSATION, PromptOrder.PAPER)
 Responses = Sequence[tuple[str, str]]
 Request = tuple[Messages, Shrink, ThreadTurn | None]  # the messages, how to fit them, the turn to keep (or None)
 

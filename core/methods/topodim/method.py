@@ -58,7 +58,7 @@ from core.methods.topodim.prompts import (
     user_prompt,
 )
 from core.methods.topodim.steer import TopoDIMSteering
-from core.methods.topodim.threads import PROMPT_ORDERS, TopoDIMRequests
+from core.methods.topodim.threads import TopoDIMRequests
 from core.routing.topodim import (
     EDGE_TYPES,
     MODES,
@@ -71,6 +71,7 @@ from core.routing.topodim import (
     to_routing,
 )
 from core.runtime import events as ev
+from core.runtime.agent_threads import THREAD_ORDERS
 from core.runtime.context import Messages
 from core.runtime.control import StepBoundary
 from core.runtime.events import CallStatus
@@ -389,7 +390,7 @@ class _TopoDIMOptions(MethodOptions):
     weights: str = Field("", description=(
         "policy/decentralized: weights file (default: the user data dir's swarm-tui/topodim/policy.pt)"))
     prompt_order: str = choice(
-        PromptOrder.CONVERSATION, PROMPT_ORDERS,
+        PromptOrder.CONVERSATION, THREAD_ORDERS,
         "conversation: an agent called more than once keeps one growing chat (each call appends its request and "
         "the kept reply), so a server's prefix cache prefills each token once; paper: every request rebuilt",
     )

@@ -17,10 +17,8 @@ from collections.abc import Callable
 from core.methods.topodim.prompts import PEER_CHARS, clip_shrink
 from core.runtime.agent_threads import ThreadTurn, threads_for, tracked
 from core.runtime.context import Messages, Shrink
-from core.runtime.prompts import PromptOrder
 from core.runtime.run_context import RunContext
 
-PROMPT_ORDERS = (PromptOrder.CONVERSATION, PromptOrder.PAPER)
 UserText = Callable[[str | None, int], str]  # (the problem or None when said already, the quote limit) -> text
 
 

@@ -69,10 +69,10 @@ from core.methods.topoweaver.prompts import (
 )
 from core.methods.topoweaver.replay import replay_history
 from core.methods.topoweaver.steer import TopoWeaverSteering
-from core.methods.topoweaver.threads import PROMPT_ORDERS, TopoWeaverRequests
+from core.methods.topoweaver.threads import TopoWeaverRequests
 from core.methods.topoweaver.turns import TurnHistory, TurnRecord
 from core.runtime import events as ev
-from core.runtime.agent_threads import ThreadTurn
+from core.runtime.agent_threads import THREAD_ORDERS, ThreadTurn
 from core.runtime.config import DomainName
 from core.runtime.context import Messages, Shrink
 from core.runtime.control import StepBoundary
@@ -386,7 +386,7 @@ class _TopoWeaverOptions(MethodOptions):
     fallback: bool = Field(False, description="run a difficulty template when the plan is invalid "
                            "(the paper just uses up the turn)")
     prompt_order: str = choice(
-        PromptOrder.CONVERSATION, PROMPT_ORDERS,
+        PromptOrder.CONVERSATION, THREAD_ORDERS,
         "conversation: the Orchestrator and an agent whose id a later turn reuses each keep one growing chat "
         "(each call appends its request and the kept reply), so a server's prefix cache prefills each token "
         "once; paper: every request rebuilt with the whole history and memory",

@@ -26,10 +26,8 @@ from core.methods.topoweaver.prompts import (
 )
 from core.runtime.agent_threads import ThreadTurn, threads_for
 from core.runtime.context import Messages, Shrink, shrink_pieces
-from core.runtime.prompts import PromptOrder
 from core.runtime.run_context import RunContext
 
-PROMPT_ORDERS = (PromptOrder.CONVERSATION, PromptOrder.PAPER)
 Request = tuple[Messages, Shrink, ThreadTurn | None]  # the messages, how to fit them, the turn to keep (or None)
 
 
