@@ -26,10 +26,13 @@ def scripted_requests(script: Callable[[Any], str], problem: str = "", **setting
     the scripted server playing ``script``; ``settings`` are Settings fields, in plain strings (an older
     checkout has no DomainName or RoundProtocol enums, and theirs equal these strings)."""
     try:
-        from core.compose.plan import BackendChoice
         from core.compose.runner import build_engine, open_backend
     except ImportError:  # a revision from before the layers refactor
         from core.runtime.runner import build_engine, open_backend  # type: ignore[no-redef]
+    try:
+        from core.compose.plan import BackendChoice
+    except ImportError:  # a revision from before BackendChoice: open_backend took server= itself
+        BackendChoice = None  # type: ignore[assignment,misc]
     from core.demo.scripts import DEMO_PROBLEMS
     from core.demo.server import ScriptedServer
     from core.llm.embeddings import shared_embedder
@@ -37,7 +40,10 @@ def scripted_requests(script: Callable[[Any], str], problem: str = "", **setting
 
     async def run(server: ScriptedServer) -> None:
         chosen = Settings(**{"domain": "code", "tau": 0.3, "k_in": 3, **settings})
-        backend = await open_backend(chosen, BackendChoice(server=server))
+        if BackendChoice is None:
+            backend = await open_backend(chosen, server=server)  # type: ignore[call-arg]
+        else:
+            backend = await open_backend(chosen, BackendChoice(server=server))
         try:
             engine = build_engine(problem or DEMO_PROBLEMS["code"], chosen, backend, [], embedder=shared_embedder())
             await engine.run()
