@@ -69,6 +69,7 @@ if not os.environ.get("PYTHONPATH"):  # a baseline child imports its revision th
 # (label, method, protocol, method options): what the scripted tier runs.
 CASES: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
     ("dytopo single-pass", "dytopo", "single-pass", {}),
+    ("  single-pass paper order", "dytopo", "single-pass", {"prompt_order": "paper"}),
     ("dytopo phased", "dytopo", "phased", {}),
     ("  descriptor round", "dytopo", "phased", {"descriptor_context": "round"}),
     ("  paper order", "dytopo", "phased", {"prompt_order": "paper"}),
@@ -215,11 +216,12 @@ def growth_parts(requests: list[tuple[str, list[dict[str, Any]], int]]) -> dict[
     run: earlier rounds' goals (in the user turns), the kept replies beyond their public text (each reply is
     kept as the model wrote it: descriptors, private notes, the JSON around them; a Manager's plan), and the
     asks of earlier turns. Zero for a per-request layout (no assistant turns, no earlier goal)."""
-    try:
+    asks: set[str] = set()
+    with contextlib.suppress(ImportError):  # an older revision has neither
         from core.runtime.prompts import WORKER_ASKS
-        asks = set(WORKER_ASKS.values())
-    except ImportError:  # an older revision
-        asks = set()
+        asks |= set(WORKER_ASKS.values())
+        from core.runtime.prompts import TURN_ASKS
+        asks |= set(TURN_ASKS.values())
     goals = replies = old_asks = 0
     for _, messages, round_no in requests:
         for i, message in enumerate(messages):
@@ -474,14 +476,21 @@ def main() -> int:
         report(f"before ({args.baseline})", before)
     report("this checkout", after)
     if before is not None:
-        growth_report(before["scripted"], after["scripted"])
+        growth_report(before["scripted"], after["scripted"], f"against {args.baseline}")
+    # The same content in the paper's layout, on this checkout: what the conversation's layout alone adds.
+    paper = {"dytopo single-pass": "  single-pass paper order", "dytopo phased": "  paper order"}
+    growth_report({label: after["scripted"].get(ref) for label, ref in paper.items()},
+                  {label: after["scripted"][label] for label in paper},
+                  "against this checkout's paper order (the same content; only its place differs)")
     return 0
 
 
-def growth_report(before: dict[str, dict[str, int] | None], after: dict[str, dict[str, int] | None]) -> None:
+def growth_report(before: dict[str, dict[str, int] | None], after: dict[str, dict[str, int] | None],
+                  against: str) -> None:
     """Prompt characters sent before and after, and what the growth is made of (issue 46: by the earlier goals
     only, or say by how much more)."""
-    print("\n  prompt characters sent        before     after   growth   of the growth: earlier goals, "
+    print(f"\n  prompt characters sent, {against}")
+    print("  layout                         before     after   growth   of the growth: earlier goals, "
           "replies' JSON, earlier asks, the rest")
     for label, now in after.items():
         was = before.get(label)

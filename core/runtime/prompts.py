@@ -266,7 +266,16 @@ REPAIR_OPENING = "Your previous reply could not be used:"  # how a re-ask begins
 
 
 # --- the growing conversation (PromptOrder.CONVERSATION) ----------------------------------------------------------
-MEMORY_NEW = "SINCE YOUR LAST TURN (earlier rounds):"
+MEMORY_NEW = "SINCE YOUR LAST TURN:"
+
+# A conversation's turns end with a short ask naming the call kind: the reply shapes are in the system
+# prompt (worker_role: "When asked for your descriptors: ..."), and every turn stays in every later request,
+# so a long ask would be sent again each round (issue 46: what is sent may grow by the earlier goals only).
+TURN_ASKS: dict[str, str] = {
+    CallKind.WORK: "Now your work.",
+    CallKind.SINGLE_PASS: "Now your work, with the next query and key.",
+    CallKind.DESCRIPTORS: "Now your descriptors only (query and key); solve nothing yet.",
+}
 
 
 def team_preamble(team: Team, problem: str) -> str:
@@ -277,9 +286,9 @@ def team_preamble(team: Team, problem: str) -> str:
     lineup = ", ".join(r.name for r in (manager, *team.workers))  # each role's title comes with its own role
     # As short as the per-request intro it replaces (issue 46: what is sent may grow by the earlier goals only).
     return (
-        f"PROBLEM:\n{problem.strip()}\n\nTHE TEAM solving one {team.name} problem in rounds: {lineup}. Each round "
-        f"{manager.name} sets a goal, each worker states what it needs (query) and offers (key) to route messages, "
-        f"then does its part.\n{_STRICT}\n"
+        f"PROBLEM:\n{problem.strip()}\n\nTHE TEAM: {lineup}, solving one {team.name} problem in rounds. Each round "
+        f"{manager.name} sets a goal; workers say what they need (query) and offer (key), are routed by them, then "
+        f"work.\n{_STRICT}\n"
     )
 
 
@@ -320,7 +329,7 @@ def worker_turn(call: str, round_no: int, goal: str, memory: str, inbox: str, *,
         parts.append(f"ROUND {round_no} GOAL:\n{goal}")
     if inbox:
         parts.append(f"MESSAGES ROUTED TO YOU THIS ROUND:\n{inbox}")
-    parts.append(WORKER_ASKS[call])
+    parts.append(TURN_ASKS[call])
     return "\n\n".join(parts)
 
 

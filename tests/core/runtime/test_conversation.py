@@ -16,7 +16,7 @@ from core.demo.scripts import DEMO_PROBLEMS
 from core.demo.server import FaultRule
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from core.runtime.prompts import team_preamble
+from core.runtime.prompts import TURN_ASKS, team_preamble
 from core.runtime.scripted import RequestInfo
 from tests.support.engine import changing_replies
 from tests.support.request_log import breaks, by_agent, kept_replies, logged_run
@@ -92,6 +92,23 @@ async def test_earlier_goals_and_routed_messages_stay_where_they_were(embedder: 
     # Each message a teammate sent arrives once.
     routed = [line for line in text.splitlines() if line.startswith("[round 1, from ")]
     assert routed and len(routed) == len(set(routed))
+
+
+@pytest.mark.parametrize("protocol", ["single-pass", "phased"])
+async def test_each_reply_shape_is_sent_once_per_request_in_the_system_prompt(embedder: Any, protocol: str) -> None:
+    """Every turn stays in every later request, so what a turn repeats is sent again each round (issue 46: what
+    is sent may grow by the earlier goals only): the reply shapes live in the system prompt, and a turn's ask only
+    names the call kind it wants."""
+    requests, _ = await _log(embedder, protocol=protocol)
+    workers = [r for r in requests if r.role != "Manager" and not r.is_repair]
+    kinds = 1 if protocol == "single-pass" else 2
+    for request in workers:
+        system, *turns = (str(m["content"]) for m in request.messages)
+        assert system.count("Use exactly this shape") == kinds, (request.role, request.call, request.round)
+        assert not any("Use exactly this shape" in turn or '"public":' in turn
+                       for turn, message in zip(turns, request.messages[1:], strict=True)
+                       if message["role"] == "user")
+        assert str(request.messages[-1]["content"]).endswith(TURN_ASKS[request.call])
 
 
 async def test_a_reask_is_a_side_request_and_the_kept_answer_is_appended(embedder: Any) -> None:
