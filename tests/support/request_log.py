@@ -15,16 +15,18 @@ from core.demo.scripts import DEMO_PROBLEMS
 from core.demo.server import FaultRule, ScriptedServer
 from core.runtime import events as ev
 from core.runtime.config import Settings
+from core.runtime.control import RunControl
 from core.runtime.engine import ForkPoint
 from core.runtime.scripted import RequestInfo, Script
 
 
 async def logged_run(embedder: Any, settings: Settings, script: Script, faults: tuple[FaultRule, ...] = (),
                      behaviour: ServerBehaviour | None = None,
-                     fork: ForkPoint | None = None) -> tuple[list[RequestInfo], list[ev.Event]]:
+                     fork: ForkPoint | None = None,
+                     control: RunControl | None = None) -> tuple[list[RequestInfo], list[ev.Event]]:
     """A run against the scripted server (``behaviour``: e.g. a context it refuses past; ``fork``: the
-    recorded run it continues; the code's tests run when the settings say so): the requests that named their
-    call, and the events."""
+    recorded run it continues; ``control``: e.g. steering queued before it starts; the code's tests run when
+    the settings say so): the requests that named their call, and the events."""
     events: list[ev.Event] = []
     with ScriptedServer(script, behaviour or ServerBehaviour()) as server:
         for fault in faults:
@@ -33,7 +35,7 @@ async def logged_run(embedder: Any, settings: Settings, script: Script, faults: 
         try:
             engine = build_engine(DEMO_PROBLEMS[settings.domain], settings, backend, [events.append],
                                   embedder=embedder, fork=fork,
-                                  evaluator=make_evaluator(settings))
+                                  evaluator=make_evaluator(settings), control=control)
             await asyncio.wait_for(engine.run(), timeout=120)  # a guard against hangs, not a speed test
         finally:
             await backend.close()

@@ -18,7 +18,9 @@ from core.methods.dmoa.summary import SUMMARIZER
 from core.methods.topoweaver.demo import topoweaver_script
 from core.runtime import events as ev
 from core.runtime.config import Settings
+from core.runtime.control import Params, RunControl
 from core.runtime.scripted import RequestInfo
+from core.runtime.steering import SteerAction, SteerKind
 from core.sessions.fork import fork_point
 from core.sessions.model import session_from_events
 from core.sessions.store import load_session
@@ -74,6 +76,17 @@ async def test_a_dmoa_fork_carries_the_test_feedback_its_agents_read(embedder: A
     _assert_fork_continues(parent, events, forked, 1, {"Developer", "Tester", SUMMARIZER, SELECTOR},
                            differ=frozenset({SUMMARIZER}))
     assert "Ran Developer's latest code" in str(by_agent(forked)["Developer"][0].messages[-1]["content"])
+
+
+async def test_a_dmoa_fork_gives_back_the_notes_a_person_sent(embedder: Any) -> None:
+    """A note to all reached step 1's agents, a note to the Tester its next call: the rebuilt turns hold them."""
+    control = RunControl(Params(0.3, 2, 5), 4)
+    control.steer(SteerAction(SteerKind.NOTE, to="all", text="NOTE-ALL: mind the empty string"))
+    control.steer(SteerAction(SteerKind.NOTE, to="Tester", text="NOTE-TESTER: add a test for 'ab'"))
+    parent, events = await logged_run(embedder, _dmoa(), _same_two, control=control)
+    assert "NOTE-TESTER" in str(by_agent(parent)["Tester"][0].messages[-1]["content"])
+    forked, _ = await logged_run(embedder, _dmoa(), _same_two, fork=fork_point(session_from_events(events), 2, "p"))
+    _assert_fork_continues(parent, events, forked, 2, {"Developer", "Tester", SUMMARIZER, SELECTOR})
 
 
 async def test_a_dmoa_fork_of_a_session_without_the_raw_replies_starts_fresh_with_a_note(embedder: Any) -> None:
