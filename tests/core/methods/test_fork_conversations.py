@@ -133,3 +133,22 @@ async def test_a_session_saved_before_conversations_forks_into_them(embedder: An
     first = by_agent(forked)[caller][0]
     assert first.round == 2 and first.messages[2] == {"role": "assistant", "content": replies[-1]}
     assert not [e for e in events if isinstance(e, ev.Notice) and "start fresh" in e.message]
+
+
+
+async def test_a_dmoa_fork_trims_the_rebuilt_conversations_as_the_live_run_did(embedder: Any) -> None:
+    """Over a small context budget the conversations dropped their oldest turns at step 2: the rebuild drops the
+    same ones (silently: the parent's trims are in the history it re-emits), so the fork's step 3 sends what the
+    parent's step 3 sent (which trims again: the prefix breaks once per trim)."""
+    settings = Settings(domain="code", strategy="dmoa", context_budget_tokens=700,
+                        strategy_options={"dmoa": {"router": "llm", "l_max": 4}})
+    parent, events = await logged_run(embedder, settings, _same_two)
+    trims = [(e.agent, e.dropped) for e in events if isinstance(e, ev.MemoryTrimmed) and e.round <= 2]
+    assert trims and max(r.round for r in parent) == 3
+    forked, fork_events = await logged_run(embedder, settings, _same_two,
+                                           fork=fork_point(session_from_events(events), 2, "p"))
+    before, after = by_agent(parent), by_agent(forked)
+    for agent in ("Developer", "Tester", SUMMARIZER, SELECTOR):
+        assert after[agent][0].messages == next(r for r in before[agent] if r.round == 3).messages, agent
+    again = [(e.agent, e.dropped) for e in fork_events if isinstance(e, ev.MemoryTrimmed) and e.round <= 2]
+    assert again == trims  # re-emitted once, not reported again by the rebuild
