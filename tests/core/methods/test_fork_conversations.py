@@ -26,6 +26,7 @@ from core.sessions.model import session_from_events
 from core.sessions.store import load_session
 from tests.support.paths import ROOT
 from tests.support.request_log import by_agent, continues, kept_replies, logged_run
+from tests.support.topoweaver import CHAIN, script_with
 
 
 def _same_two(info: RequestInfo) -> str:
@@ -152,3 +153,18 @@ async def test_a_dmoa_fork_trims_the_rebuilt_conversations_as_the_live_run_did(e
         assert after[agent][0].messages == next(r for r in before[agent] if r.round == 3).messages, agent
     again = [(e.agent, e.dropped) for e in fork_events if isinstance(e, ev.MemoryTrimmed) and e.round <= 2]
     assert again == trims  # re-emitted once, not reported again by the rebuild
+
+
+async def test_a_topoweaver_fork_keeps_the_orchestrators_rejected_plan_beside_the_persons(embedder: Any) -> None:
+    """Turn 1's reply held no plan and a person's plan ran instead: the history the Orchestrator read in turn 2
+    says its own plan was rejected, and so does the fork's rebuilt turn 2."""
+    control = RunControl(Params(0.3, 2, 5), 4)
+    control.steer(SteerAction(SteerKind.PLAN, text=CHAIN))
+    settings = Settings(domain="code", strategy="topoweaver", max_retries=0)
+    script = script_with({1: "I would start with a coder."})
+    parent, events = await logged_run(embedder, settings, script, control=control)
+    assert max(r.round for r in parent) == 2
+    turn2 = next(r for r in by_agent(parent)["Orchestrator"] if r.round == 2)
+    assert "Your plan was rejected" in str(turn2.messages[-1]["content"])
+    forked, _ = await logged_run(embedder, settings, script, fork=fork_point(session_from_events(events), 1, "p"))
+    _assert_fork_continues(parent, events, forked, 1, {"Orchestrator", "coder_1"})
