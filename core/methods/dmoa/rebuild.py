@@ -101,17 +101,21 @@ class DmoaRebuild:
     def finish(self) -> None:
         """The Summarizer's calls still waiting for their step's results; then the callers the session could not
         rebuild start fresh, said once."""
-        for step in sorted(self.summaries):
-            self._summary(self.summaries.pop(step), self.results_of(step))
         threads = self.requests.threads
-        if threads is None or not self.missing:
+        if threads is None:
+            return
+        with quietly(threads):
+            for step in sorted(self.summaries):
+                self.summarize(self.summaries.pop(step), self.results_of(step))
+        if not self.missing:
             return
         for name in self.missing:
             threads.conversations.pop(name, None)
         notice(self.requests.ctx, f"{', '.join(sorted(self.missing))}: this session does not record all their "
                "turns (a raw reply or a step's test results), so their conversations start fresh", "info")
 
-    def _summary(self, event: ev.AgentFinished, results: str | None) -> None:
+    def summarize(self, event: ev.AgentFinished, results: str | None) -> None:
+        """The Summarizer's call of a step, once the step's test results are known."""
         if results is UNKNOWN:
             self.missing.add(SUMMARIZER)
         step = event.round
@@ -143,7 +147,7 @@ def _step_done(rebuild: DmoaRebuild, event: DmoaStepDone) -> None:
         rebuild.feedback[event.round] = event.feedback
     waiting = rebuild.summaries.pop(event.round, None)
     if waiting is not None:
-        rebuild._summary(waiting, rebuild.results_of(event.round))
+        rebuild.summarize(waiting, rebuild.results_of(event.round))
 
 
 @SEES.on(ev.UserSteered)
