@@ -83,9 +83,12 @@ class AgentThreads:
 
 
 @contextmanager
-def quietly(threads: AgentThreads) -> Iterator[AgentThreads]:
+def quietly(threads: AgentThreads | None) -> Iterator[AgentThreads | None]:
     """The conversations with their trims unreported: a fork rebuilding them from the parent's events, whose
-    history already holds each trim's MemoryTrimmed and notice."""
+    history already holds each trim's MemoryTrimmed and notice (None: the paper's layout, no conversations)."""
+    if threads is None:
+        yield None
+        return
     report, threads.report = threads.report, lambda _agent, _trimmed: None
     try:
         yield threads

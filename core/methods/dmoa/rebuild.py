@@ -74,9 +74,9 @@ class DmoaRebuild:
     missing: set[str] = field(default_factory=set)  # callers whose turns the session cannot give back
 
     def see(self, event: ev.Event) -> None:
-        if self.requests.threads is not None:
-            with quietly(self.requests.threads):  # the parent's trims are in its history already
-                SEES.dispatch(self, event)
+        """One recorded event (in the paper's layout only what a fork's first step reads is kept)."""
+        with quietly(self.requests.threads):  # the parent's trims are in its history already
+            SEES.dispatch(self, event)
 
     def responses(self, step: int) -> list[tuple[str, str]]:
         """P_last after ``step``: its routed agents that answered, in the router's order (DmoaMethod._aggregate)."""
@@ -102,12 +102,10 @@ class DmoaRebuild:
         """The Summarizer's calls still waiting for their step's results; then the callers the session could not
         rebuild start fresh, said once."""
         threads = self.requests.threads
-        if threads is None:
-            return
         with quietly(threads):
             for step in sorted(self.summaries):
                 self.summarize(self.summaries.pop(step), self.results_of(step))
-        if not self.missing:
+        if threads is None or not self.missing:
             return
         for name in self.missing:
             threads.conversations.pop(name, None)

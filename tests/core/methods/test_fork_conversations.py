@@ -104,10 +104,14 @@ async def test_a_dmoa_fork_of_a_session_without_the_raw_replies_starts_fresh_wit
 
 
 async def test_a_dmoa_fork_in_the_paper_order_rebuilds_every_request(embedder: Any) -> None:
-    settings = _dmoa(prompt_order="paper")
-    _, events = await logged_run(embedder, settings, _same_two)
-    forked, _ = await logged_run(embedder, settings, _same_two, fork=fork_point(session_from_events(events), 2, "p"))
+    """No conversation; the fork's first step still reads the test results the step before it left."""
+    settings = replace(_dmoa(prompt_order="paper"), execute_code=True)
+    parent, events = await logged_run(embedder, settings, _same_two)
+    forked, _ = await logged_run(embedder, settings, _same_two, fork=fork_point(session_from_events(events), 1, "p"))
     assert forked and all([m["role"] for m in r.messages] == ["system", "user"] for r in forked if not r.is_repair)
+    first, sent = by_agent(forked)["Developer"][0], by_agent(parent)["Developer"][1]
+    assert first.round == sent.round == 2 and first.messages == sent.messages
+    assert "TEST RESULTS" in str(first.messages[-1]["content"])
 
 
 async def test_a_topoweaver_fork_continues_the_orchestrators_and_a_reused_agents_conversation(embedder: Any) -> None:
