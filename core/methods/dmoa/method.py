@@ -193,6 +193,7 @@ class DmoaMethod:
         if ctx.spec.fork is not None:
             resumed = await resume(ctx, self.router, self.requests)
             self.k_history = resumed.k_history
+            self.steer.carry(resumed.notes.to_all, resumed.notes.waiting)
             return resumed.round, resumed.state, resumed.feedback
         x = np.asarray((await ctx.embed([ctx.spec.problem]))[0], dtype=np.float64)  # eq. 1
         if self._dense:

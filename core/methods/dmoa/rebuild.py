@@ -35,9 +35,9 @@ UNKNOWN = None  # a step's test results that the session did not record
 
 
 @dataclass
-class _Notes:
+class PendingNotes:
     """The person's notes as DmoaSteering delivered them: to all, every agent of the next step; to one agent,
-    the next step it runs in."""
+    the next step it runs in. What no call had read by the fork point reaches the fork's (DmoaSteering.carry)."""
 
     to_all: list[str] = field(default_factory=list)
     this_step: list[str] = field(default_factory=list)
@@ -70,7 +70,7 @@ class DmoaRebuild:
     feedback: dict[int, str | None] = field(default_factory=dict)  # step -> its test results (UNKNOWN)
     tested: set[int] = field(default_factory=set)  # steps whose code was tested
     summaries: dict[int, ev.AgentFinished] = field(default_factory=dict)  # waiting for the step's results
-    notes: _Notes = field(default_factory=_Notes)
+    notes: PendingNotes = field(default_factory=PendingNotes)
     missing: set[str] = field(default_factory=set)  # callers whose turns the session cannot give back
 
     def see(self, event: ev.Event) -> None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 from core.methods.dmoa.events import CALL_STEP, DmoaRouted
-from core.methods.dmoa.rebuild import DmoaRebuild
+from core.methods.dmoa.rebuild import DmoaRebuild, PendingNotes
 from core.methods.dmoa.routing import context_vector
 from core.methods.dmoa.step import StepState
 from core.runtime import events as ev
@@ -52,12 +52,14 @@ def _replay_step(replay: _Replay, event: ev.AgentFinished) -> None:
 @dataclass
 class Resumed:
     """Where a fork goes on: after step ``round``, with ``state``; the recorded steps' k (empty when none of
-    step r's routed agents answered); the test results step r left for the next step's agents."""
+    step r's routed agents answered); the test results step r left for the next step's agents; the person's
+    notes no call had read yet."""
 
     round: int
     state: StepState
     k_history: list[int]
     feedback: str = ""
+    notes: PendingNotes = field(default_factory=PendingNotes)
 
 
 async def resume(ctx: RunContext, router: StepRouter, requests: DmoaRequests) -> Resumed:
@@ -91,11 +93,12 @@ async def resume(ctx: RunContext, router: StepRouter, requests: DmoaRequests) ->
                 if name in outputs.get(fork.round, {})]
     texts = [outputs[fork.round][name] for name, _ in answered]
     if not answered:
-        return Resumed(fork.round, StepState([], np.asarray(last.context, dtype=np.float64), [], []), [], feedback)
+        return Resumed(fork.round, StepState([], np.asarray(last.context, dtype=np.float64), [], []), [], feedback,
+                       rebuild.notes)
     vectors = np.asarray(await ctx.embed(texts), dtype=np.float64)
     alpha = np.asarray([a for _, a in answered], dtype=np.float64)
     alpha = alpha / alpha.sum()
     x_next = context_vector(alpha, vectors)
     state = StepState(list(zip([n for n, _ in answered], texts, strict=True)), x_next,
                       [n for n, _ in answered], [float(a) for a in alpha])
-    return Resumed(fork.round, state, [routed[n].k for n in sorted(routed)], feedback)
+    return Resumed(fork.round, state, [routed[n].k for n in sorted(routed)], feedback, rebuild.notes)

@@ -90,6 +90,18 @@ async def test_a_dmoa_fork_gives_back_the_notes_a_person_sent(embedder: Any) -> 
     _assert_fork_continues(parent, events, forked, 2, {"Developer", "Tester", SUMMARIZER, SELECTOR})
 
 
+async def test_a_note_taken_after_the_fork_point_reaches_the_forks_next_step(embedder: Any) -> None:
+    """A note to all taken at the barrier after step 2 was for step 3's agents: a fork from step 2 delivers it."""
+    _, events = await logged_run(embedder, _dmoa(), _same_two)
+    end = next(i for i, e in enumerate(events) if isinstance(e, ev.RoundFinished) and e.round == 2)
+    note = ev.UserSteered(round=2, phase="summarize", action=SteerKind.NOTE.value, target="all",
+                          payload={"to": "all", "text": "NOTE-AFTER-2: keep it short", "when": "next"})
+    forked, _ = await logged_run(embedder, _dmoa(), _same_two, fork=fork_point(
+        session_from_events([*events[:end + 1], note, *events[end + 1:]]), 2, "p"))
+    firsts = by_agent(forked)
+    assert all("NOTE-AFTER-2" in str(firsts[agent][0].messages[-1]["content"]) for agent in ("Developer", "Tester"))
+
+
 async def test_a_dmoa_fork_of_a_session_without_the_raw_replies_starts_fresh_with_a_note(embedder: Any) -> None:
     parent, events = await logged_run(embedder, _dmoa(), _same_two)
     old = [replace(e, raw="") if isinstance(e, ev.AgentFinished) and e.agent == "Developer" else e for e in events]
