@@ -12,7 +12,8 @@ and the method hears what was dropped; over a model's smaller context the new tu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 
@@ -79,6 +80,20 @@ class AgentThreads:
         conversation, said = turn.conversation, self.begun(agent)
         return turn, tracked(turn, shrink_pieces(lambda _, shared: conversation.request(make_user(said, shared)), [],
                                                  list(pieces)))
+
+
+@contextmanager
+def quietly(threads: AgentThreads | None) -> Iterator[AgentThreads | None]:
+    """The conversations with their trims unreported: a fork rebuilding them from the parent's events, whose
+    history already holds each trim's MemoryTrimmed and notice (None: the paper's layout, no conversations)."""
+    if threads is None:
+        yield None
+        return
+    report, threads.report = threads.report, lambda _agent, _trimmed: None
+    try:
+        yield threads
+    finally:
+        threads.report = report
 
 
 def tracked(turn: ThreadTurn, shrink: Shrink) -> Shrink:

@@ -75,6 +75,9 @@ class DmoaStepDone(ev.Event):
     confidence: dict[str, float] = field(default_factory=dict)  # C_i = softmax(-E_i)
     rank_loss: float | None = None  # eq. 14 at this step, for the router as it is
     top_logprobs: int = 0  # the k of the top-k logprobs the entropies were estimated from
+    # The step's test results as the Summarizer and the next step's agents read them ("" when none ran); a fork
+    # rebuilds their conversations with them (core.methods.dmoa.rebuild). None: recorded before this field.
+    feedback: str | None = None
 
     def progress_lines(self) -> list[str]:
         """Only what the decision line (ManagerDecided) does not say: how the reply was read, entropies."""

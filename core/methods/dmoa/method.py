@@ -186,25 +186,26 @@ class DmoaMethod:
                 )
 
     # --- the steps ------------------------------------------------------------------------------
-    async def _first_step(self) -> tuple[int, StepState]:
-        """Where the steps start: after a fork's step r, or at step 1 with X_1 = MiniLM(the problem) (eq. 1)."""
+    async def _first_step(self) -> tuple[int, StepState, str]:
+        """Where the steps start: after a fork's step r (with the test results it left), or at step 1 with
+        X_1 = MiniLM(the problem) (eq. 1)."""
         ctx = self.ctx
         if ctx.spec.fork is not None:
-            resumed = await resume(ctx, self.router)
+            resumed = await resume(ctx, self.router, self.requests)
             self.k_history = resumed.k_history
-            return resumed.round, resumed.state
+            self.steer.carry(resumed.notes.to_all, resumed.notes.waiting)
+            return resumed.round, resumed.state, resumed.feedback
         x = np.asarray((await ctx.embed([ctx.spec.problem]))[0], dtype=np.float64)  # eq. 1
         if self._dense:
             from core.methods.dmoa.train import Trace
 
             self.trace = Trace(x1=x.tolist(), problem=ctx.spec.problem)
-        return 0, StepState([], x, [], [])
+        return 0, StepState([], x, [], []), ""
 
     async def _run_steps(self) -> RunOutcome:
         ctx = self.ctx
-        start, step_state = await self._first_step()
+        start, step_state, feedback = await self._first_step()
         x_prev: np.ndarray | None = None
-        feedback = ""
         for step in range(start + 1, self.l_max + 1):
             await ctx.checkpoint(StepBoundary.ROUND)
             begin_round(ctx, step, self._params())

@@ -1,6 +1,7 @@
 """A DMoA fork (Wu et al., arXiv 2605.15706, Alg. 2): continue a recorded run after its step r. The history is
 re-emitted; the GRU's hidden state h is rebuilt by feeding the recorded contexts X_1..X_r to the router (with
-the weights it has now); X_{r+1} (eq. 7 / 9) and P_last come from step r's routed responses."""
+the weights it has now); X_{r+1} (eq. 7 / 9) and P_last come from step r's routed responses, the test results
+step r+1 reads from step r's record, and each caller's conversation is rebuilt (core.methods.dmoa.rebuild)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from core.lazy import numpy as np  # loaded at first use: after the first request (core.lazy)
 from core.methods.dmoa.events import CALL_STEP, DmoaRouted
+from core.methods.dmoa.rebuild import DmoaRebuild, PendingNotes
 from core.methods.dmoa.routing import context_vector
 from core.methods.dmoa.step import StepState
 from core.runtime import events as ev
@@ -19,6 +21,7 @@ from core.runtime.run_context import notice
 
 if TYPE_CHECKING:
     from core.methods.dmoa.selector import StepRouter
+    from core.methods.dmoa.threads import DmoaRequests
     from core.runtime.run_context import RunContext
 
 
@@ -49,23 +52,30 @@ def _replay_step(replay: _Replay, event: ev.AgentFinished) -> None:
 @dataclass
 class Resumed:
     """Where a fork goes on: after step ``round``, with ``state``; the recorded steps' k (empty when none of
-    step r's routed agents answered)."""
+    step r's routed agents answered); the test results step r left for the next step's agents; the person's
+    notes no call had read yet."""
 
     round: int
     state: StepState
     k_history: list[int]
+    feedback: str = ""
+    notes: PendingNotes = field(default_factory=PendingNotes)
 
 
-async def resume(ctx: RunContext, router: StepRouter) -> Resumed:
+async def resume(ctx: RunContext, router: StepRouter, requests: DmoaRequests) -> Resumed:
     """Continue a recorded DMoA run after its step r: re-emit the history, rebuild h by feeding the
-    recorded contexts X_1..X_r to the router (with the weights it has now), and X_{r+1} and P_last
-    from step r's routed responses."""
+    recorded contexts X_1..X_r to the router (with the weights it has now), X_{r+1} and P_last
+    from step r's routed responses, and each caller's conversation."""
     fork = ctx.spec.fork
     assert fork is not None
     replay = _Replay(ctx)
+    rebuild = DmoaRebuild(requests, router.pool, router.k_max)
     for event in fork.history:
         ctx.record(event)  # announced again as it was; its RoundFinished restores round and tokens
         REPLAY.dispatch(replay, event)
+        rebuild.see(event)
+    rebuild.finish()
+    feedback = rebuild.results_of(fork.round) or ""
     routed, outputs = replay.routed, replay.outputs
     last = routed.get(fork.round)
     if last is None:
@@ -83,11 +93,12 @@ async def resume(ctx: RunContext, router: StepRouter) -> Resumed:
                 if name in outputs.get(fork.round, {})]
     texts = [outputs[fork.round][name] for name, _ in answered]
     if not answered:
-        return Resumed(fork.round, StepState([], np.asarray(last.context, dtype=np.float64), [], []), [])
+        return Resumed(fork.round, StepState([], np.asarray(last.context, dtype=np.float64), [], []), [], feedback,
+                       rebuild.notes)
     vectors = np.asarray(await ctx.embed(texts), dtype=np.float64)
     alpha = np.asarray([a for _, a in answered], dtype=np.float64)
     alpha = alpha / alpha.sum()
     x_next = context_vector(alpha, vectors)
     state = StepState(list(zip([n for n, _ in answered], texts, strict=True)), x_next,
                       [n for n, _ in answered], [float(a) for a in alpha])
-    return Resumed(fork.round, state, [routed[n].k for n in sorted(routed)])
+    return Resumed(fork.round, state, [routed[n].k for n in sorted(routed)], feedback, rebuild.notes)

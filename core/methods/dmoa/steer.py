@@ -76,6 +76,13 @@ class DmoaSteering:
         return replace(choice, selected=selected, k=len(selected), alpha=alpha_weights(choice.logits, selected),
                        note=note)
 
+    def carry(self, to_all: list[str], waiting: dict[str, list[str]]) -> None:
+        """Notes the recorded run took before a fork's point that no call had read yet: they reach the fork's
+        next step (to all) or the agent's next call, as they would have reached the recorded run's."""
+        self._to_all = [*to_all, *self._to_all]
+        for name, notes in waiting.items():
+            self.notes[name] = [*notes, *self.notes.get(name, [])]
+
     def note_block(self, name: str) -> str:
         """The user's notes for this agent's call of this step, as a block after its request ("" if none)."""
         notes = [*self._this_step, *self.notes.pop(name, [])]

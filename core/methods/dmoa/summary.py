@@ -120,6 +120,7 @@ class Summarizer:
                 confidence=conf,
                 rank_loss=loss,
                 top_logprobs=self.top_logprobs if entropy else 0,
+                feedback=feedback,
             )
         )
         if tag == TAG_FINAL:

@@ -144,7 +144,8 @@ class TopoWeaverMethod:
         try:
             self._client = await self._open_orchestrator()
             fork = ctx.spec.fork
-            done = replay_history(ctx, fork.history, self.history, self.domain) if fork is not None else 0
+            done = replay_history(ctx, fork.history, self.history, self.domain,
+                                  self.requests) if fork is not None else 0
             return await self._run_turns(done)
         except (asyncio.CancelledError, RunAborted):
             self._leave_answer()  # the engine's answer on cancel or abort is then our best one

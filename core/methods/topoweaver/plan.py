@@ -643,6 +643,9 @@ _FALLBACK_REASONING: dict[str, _Layers] = {
 _FALLBACK_REASONING_RETRY: _Layers = [[("thinker_1", THINKER, [])], [("verifier_1", VERIFIER, ["thinker_1"])]]
 
 
+FALLBACK_NOTES = "fallback plan"  # a fallback plan's note (its agents' view shows it)
+
+
 def fallback_plan(domain: str, difficulty: str = DEFAULT_DIFFICULTY, *, retry: bool = False) -> Plan:
     """A difficulty template for when the orchestrator's plan is unusable (an option; the paper's
     invalid plan just uses up its turn). ``retry``: after a failed turn, the agent that wrote the code
@@ -653,7 +656,7 @@ def fallback_plan(domain: str, difficulty: str = DEFAULT_DIFFICULTY, *, retry: b
     else:
         layers = _FALLBACK_REASONING_RETRY if retry else _FALLBACK_REASONING[difficulty]
     steps = [[PlanAgent(i, t, tuple(r), n) for i, t, r in layer] for n, layer in enumerate(layers, start=1)]
-    return Plan(difficulty, steps, "fallback plan")
+    return Plan(difficulty, steps, FALLBACK_NOTES)
 
 
 def plan_yaml(plan: Plan) -> str:
