@@ -210,7 +210,9 @@ class SwarmScreen(PaneSearch, SessionExport):
 
     def on_notice(self, event: ev.Notice) -> None:
         severity = {"error": "error", "warning": "warning"}.get(event.severity, "information")
-        self.notify(event.message, severity=severity, timeout=4 if severity != "error" else 10)  # type: ignore[arg-type]
+        # Plain text: a notice quotes models and validators ("[YAML_LOGIC_INVALID]", an agent id), never markup.
+        self.notify(event.message, severity=severity, timeout=4 if severity != "error" else 10,  # type: ignore[arg-type]
+                    markup=False)
 
     # --- rendering ----------------------------------------------------------------------------
     def now(self) -> float | None:
