@@ -214,6 +214,12 @@ class RunReadings:
         return f"{info.layer} {view.tier + info.layer_base}"
 
     @property
+    def has_manager(self) -> bool:
+        """A Manager sets the goals and decides (RunStarted.manager): a method whose roster names none has no
+        goal to show, round by round."""
+        return bool(self.manager)
+
+    @property
     def one_agent(self) -> bool:
         """The run has a single agent (single): no graph, no Manager, no edges to count."""
         return self.run is not None and len(self.agents) < 2

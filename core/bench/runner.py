@@ -74,6 +74,7 @@ class Row:
     cached_tokens: int | None = None  # of prompt_tokens, from the server's prefix cache (None: not reported)
     cost_usd: float | None = None  # what the run's calls cost (core.llm.prices); None: not recorded
     cost_unknown: list[str] = field(default_factory=list)  # models with no price (the cost is then unknown)
+    cost_local: bool = False  # a call went to a local server (free): a cost of 0 is said "free (local server)"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -84,7 +85,7 @@ class Row:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
-CSV_FIELDS = [f for f in Row.__dataclass_fields__ if f not in ("answer", "metrics", "cost_unknown")]
+CSV_FIELDS = [f for f in Row.__dataclass_fields__ if f not in ("answer", "metrics", "cost_unknown", "cost_local")]
 Job = tuple[Problem, str, int]  # (problem, strategy, repeat)
 
 
@@ -164,7 +165,7 @@ def sweep_cost(rows: Sequence[Row]) -> dict[str, Any]:
     recorded = [r for r in rows if r.cost_usd is not None]
     total = round(sum(r.cost_usd or 0.0 for r in recorded), 10) if recorded else None
     unknown = {m for r in rows for m in r.cost_unknown}
-    return {"total_cost_usd": total, "cost": cost_cell(total, unknown)}
+    return {"total_cost_usd": total, "cost": cost_cell(total, unknown, any(r.cost_local for r in recorded))}
 
 
 def _metric_means(rows: Sequence[Row]) -> dict[str, float]:
@@ -287,6 +288,7 @@ class _Run:
     cached_tokens: int | None = None
     cost_usd: float | None = None
     cost_unknown: list[str] = field(default_factory=list)
+    cost_local: bool = False
 
 
 def session_name(task_id: str) -> str:
@@ -430,6 +432,7 @@ class BenchRunner:
             cached_tokens=run.cached_tokens,
             cost_usd=run.cost_usd,
             cost_unknown=run.cost_unknown,
+            cost_local=run.cost_local,
         )
 
     def options_for(self, strategy: str, seed: int | None) -> dict[str, Any]:
@@ -465,6 +468,7 @@ class BenchRunner:
             cached_tokens=finished.cached_tokens,
             cost_usd=finished.cost_usd,
             cost_unknown=list(finished.cost_unknown),
+            cost_local=finished.cost_local,
         )
 
 

@@ -148,7 +148,7 @@ class RowTracker:
         row.prompt_tokens, row.completion_tokens = event.prompt_tokens, event.completion_tokens
         row.tokens_estimated = event.tokens_estimated
         row.cached_tokens = event.cached_tokens
-        row.cost_usd, row.cost_unknown = event.cost_usd, list(event.cost_unknown)
+        row.cost_usd, row.cost_unknown, row.cost_local = event.cost_usd, list(event.cost_unknown), event.cost_local
         row.replies_copied = event.replies_copied
         row.answer = event.final_answer
         row.reason = event.reason
@@ -331,7 +331,7 @@ def summary_rows(rows: Sequence[CompareRow]) -> list[dict[str, Any]]:
         data["total_tokens"] = row.total_tokens
         data["tokens_mark"] = ESTIMATED_MARK if row.tokens_estimated else ""
         data["cached"] = cached_share(row.cached_tokens, row.prompt_tokens)
-        data["cost"] = cost_cell(row.cost_usd, row.cost_unknown)
+        data["cost"] = cost_cell(row.cost_usd, row.cost_unknown, row.cost_local)
         if row.replies_copied:  # said where the end is: the run's replies were the template, not work
             data["reason"] = f"{data.get('reason', '')} ({row.replies_copied} copied the reply template)".strip()
         data["tokens_vs_first"] = percent_change(row.total_tokens, first.total_tokens)

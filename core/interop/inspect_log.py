@@ -35,7 +35,8 @@ def session_log(session: Session) -> EvalLog:
             "method": run.strategy, "domain": str(run.domain), "params": run.params, "demo": run.demo,
             "reason": str(outcome.reason) if outcome is not None else "did not finish",
             "rounds": outcome.rounds if outcome is not None else session.completed_rounds,
-            "cost": cost_text(outcome.cost_usd, outcome.cost_unknown) if outcome is not None else "",
+            "cost": (cost_text(outcome.cost_usd, outcome.cost_unknown, outcome.cost_local)
+                     if outcome is not None else ""),
             **story_summary(items)}},
         events=[InfoEvent(source=source, data=data) for source, data in items],
         model_usage={model: usage} if usage is not None else {},

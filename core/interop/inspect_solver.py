@@ -89,7 +89,8 @@ def swarm(method: str = "dytopo", domain: str | None = None, team: str | None = 
             "method": method, "domain": chosen, "reason": str(finished.reason), "detail": finished.detail,
             "rounds": finished.rounds, "answer_source": finished.answer_source,
             "prompt_tokens": finished.prompt_tokens, "completion_tokens": finished.completion_tokens,
-            "cost": cost_text(finished.cost_usd, finished.cost_unknown), **story_summary(story.items),
+            "cost": cost_text(finished.cost_usd, finished.cost_unknown, finished.cost_local),
+            **story_summary(story.items),
             "bridge_errors": seen.errors[:5],
         }
         return state

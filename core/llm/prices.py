@@ -163,12 +163,15 @@ class Pricer:
 
 @dataclass
 class CostTally:
-    """A run's cost so far: the priced calls' sum, and the models no price was found for."""
+    """A run's cost so far: the priced calls' sum, the models no price was found for, and whether a call went
+    to a local server (free), so the faces can say "free (local server)" rather than "$0"."""
 
     usd: float = 0.0
     unknown: set[str] = field(default_factory=set)
+    local: bool = False
 
     def add(self, cost: CallCost) -> None:
+        self.local = self.local or cost.source == PriceSource.LOCAL
         if cost.usd is None:
             self.unknown.add(cost.model)
         else:
@@ -187,21 +190,28 @@ def usd_text(usd: float) -> str:
     return f"${text}" if text != "0" else "<$0.000001"
 
 
-def cost_cell(usd: float | None, unknown: Iterable[str] = ()) -> str:
-    """A run's cost in a table cell: "$0.0042", "unknown (model X)", or "—" (not recorded)."""
+FREE_LOCAL = "free (local server)"  # every face's word for a run whose calls went to a local server, unpriced
+
+
+def cost_cell(usd: float | None, unknown: Iterable[str] = (), local: bool = False) -> str:
+    """A run's cost in a table cell: "$0.0042", "unknown (model X)", "free (local server)" (``local``: its calls
+    went to a local server and nothing was priced; the run header shows nothing then), or "—" (not recorded)."""
     missing = sorted(unknown)
     if missing:
         return f"unknown ({', '.join(missing)})"
-    return "—" if usd is None else usd_text(usd)
+    if usd is None:
+        return "—"
+    return FREE_LOCAL if local and usd == 0 else usd_text(usd)
 
 
-def cost_text(usd: float | None, unknown: Iterable[str] = ()) -> str:
+def cost_text(usd: float | None, unknown: Iterable[str] = (), local: bool = False) -> str:
     """A run's cost in one phrase: "cost $0.0042", "cost: unknown for model X" (with what the priced calls
-    cost, when any did), or "cost not recorded" (a session saved before costs were kept)."""
+    cost, when any did), "cost: free (local server)" (as ``cost_cell``), or "cost not recorded" (a session
+    saved before costs were kept)."""
     missing = sorted(unknown)
     if missing:
         priced = f" (the rest {usd_text(usd)})" if usd else ""
         return f"cost: unknown for model {', '.join(missing)}{priced}"
     if usd is None:
         return "cost not recorded"
-    return f"cost {usd_text(usd)}"
+    return f"cost: {FREE_LOCAL}" if local and usd == 0 else f"cost {usd_text(usd)}"

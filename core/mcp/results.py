@@ -217,7 +217,7 @@ def result_result(entry: SwarmTask, include_topology: bool = False) -> RunResult
     if finished is not None:
         base.update(final_answer=finished.final_answer, answer_source=finished.answer_source or None,
                     termination_reason=finished.reason, detail=finished.detail, rounds=finished.rounds,
-                    cost=cost_text(finished.cost_usd, finished.cost_unknown))
+                    cost=cost_text(finished.cost_usd, finished.cost_unknown, finished.cost_local))
     if entry.status == TaskStatus.COMPLETED:
         message = f"completed: {finished.reason if finished else 'done'} after {entry.round} round(s)"
         if finished is not None and finished.demo_played:

@@ -258,6 +258,7 @@ class SwarmEngine:
             cached_tokens=calls.cached_tokens,
             cost_usd=round(calls.cost.usd, 8),
             cost_unknown=sorted(calls.cost.unknown),
+            cost_local=calls.cost.local,
             solved=solved,
             replies_parsed=calls.reply_tally.parsed,
             replies_total=calls.reply_tally.total,

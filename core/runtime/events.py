@@ -335,9 +335,14 @@ class RunFinished(Event):
     # was found for ("cost: unknown for model X"); None / [] in sessions recorded before costs were kept.
     cost_usd: float | None = None
     cost_unknown: list[str] = field(default_factory=list)
+    # Whether a call went to a local server (free unless price_local_endpoints): a cost of 0 is then said as
+    # "free (local server)". False in older sessions, and left out of the dict when False.
+    cost_local: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         data = super().to_dict()
+        if not self.cost_local:
+            del data["cost_local"]
         if self.cached_tokens is None:
             del data["cached_tokens"]
         if self.cost_usd is None:

@@ -75,6 +75,7 @@ class CompareRow:
     # records saved before costs were kept.
     cost_usd: float | None = None
     cost_unknown: list[str] = field(default_factory=list)
+    cost_local: bool = False  # a call went to a local server (RunFinished.cost_local); False in older records
     # Replies that copied the reply template (RunFinished.replies_copied). 0 in older records.
     replies_copied: int = 0
 
@@ -263,6 +264,7 @@ def _row(item: Any, base: Path) -> CompareRow:
         paused_s=float(item.get("paused_s", 0.0)),
         cost_usd=float(item["cost_usd"]) if isinstance(item.get("cost_usd"), int | float) else None,
         cost_unknown=[str(m) for m in item.get("cost_unknown") or [] if isinstance(m, str)],
+        cost_local=item.get("cost_local") is True,
         replies_copied=int(item.get("replies_copied", 0)),
     )
 

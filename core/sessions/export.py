@@ -94,7 +94,7 @@ def _markdown(session: Session) -> str:
         out.append(f"- ended: {o.reason} — {o.detail}")
         out.append(f"- rounds: {o.rounds}; tokens: {o.prompt_tokens} prompt + {o.completion_tokens} completion")
         if o.cost_usd is not None or o.cost_unknown:  # sessions from before costs were kept say nothing
-            out.append(f"- {cost_text(o.cost_usd, o.cost_unknown)}")
+            out.append(f"- {cost_text(o.cost_usd, o.cost_unknown, o.cost_local)}")
         if o.solved is not None:
             out.append(f"- tests passed: {'yes' if o.solved else 'no'}")
         source = f" (from {o.answer_source})" if o.answer_source else ""

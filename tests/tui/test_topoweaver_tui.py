@@ -13,10 +13,10 @@ from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.sessions.model import session_from_events
 from core.sessions.store import load_session, save_session
-from tests.support.topoweaver import CHAIN, NO_TESTER_LAST, script_with
+from tests.support.topoweaver import CHAIN, LATER_STEP_REF, NO_TESTER_LAST, script_with
 from tests.support.tui import app_for, demo_run, wait_for
 from tui.app import SwarmApp
-from tui.cli.launch import OpenReplay
+from tui.cli.launch import OpenReplay, OpenRun
 from tui.screens.replay import ReplayScreen
 from tui.widgets.graph_pane import GraphPane
 from tui.widgets.header import ParamsBar
@@ -100,3 +100,28 @@ async def test_a_replayed_run_shows_an_invalid_plan_with_its_tag_and_raw_reply(t
         await pilot.press("B", "B", "B")  # back to the start: the view is rebuilt from the events
         assert "turn 2" not in view_text(app)
         assert [n for n, p in app.screen._panes.items() if p.display] == ["Orchestrator"]
+
+
+async def test_a_refused_plan_is_a_short_toast_with_its_tag_and_the_details_stay_in_the_view(tmp_path: Path) -> None:
+    """At 80x24 the toast of a refused plan takes two lines: what was refused (the plan, its tag as the
+    validator gives it, never eaten as markup) and what happens next; the validator's message is in the view."""
+    from textual.widgets._toast import Toast
+
+    with ScriptedServer(script_with({1: LATER_STEP_REF, 2: CHAIN})) as server:
+        settings = Settings(strategy="topoweaver", base_url=server.base_url, model="scripted",
+                            sessions_dir=str(tmp_path))
+        app = app_for(OpenRun(DEMO_PROBLEMS["code"], settings, step=True))
+        async with app.run_test(size=(80, 24), notifications=True) as pilot:  # toasts shown, as in use
+            await wait_for(pilot, lambda: app.swarm_screen is not None and app.swarm_screen.model.run is not None)
+            await pilot.press("n")  # the Orchestrator writes turn 1's plan; it is refused
+
+            def toasts() -> list[Toast]:
+                return [t for t in app.screen.query(Toast) if "plan refused" in str(t.render())]
+
+            await wait_for(pilot, lambda: bool(toasts()))
+            await pilot.pause(0.1)
+            (toast,) = toasts()
+            shown = str(toast.render())
+            assert shown == "plan refused [YAML_LOGIC_INVALID] L2; turn used up"
+            assert toast.size.height - 2 <= 2, toast.size  # its text lines (padding 1 above and below)
+            assert "coder_1 (step 2) refs tester_1 in a later step (3)" in view_text(app)

@@ -207,7 +207,7 @@ class ProgressPrinter:
             f"prompt cache: {cached_share(e.cached_tokens, e.prompt_tokens)}"
             + (f"; {e.replies_copied} copied the reply template" if e.replies_copied else "")
         )
-        self._line(cost_text(e.cost_usd, e.cost_unknown))  # "cost $0.0042", or "cost: unknown for model X"
+        self._line(cost_text(e.cost_usd, e.cost_unknown, e.cost_local))  # "cost $0.0042", "cost: free (local server)"
         if not e.final_answer.strip():  # never a made-up answer: say there is none
             self._line("no answer: no reply of the team passed the answer check")
         elif e.demo_played:

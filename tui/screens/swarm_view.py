@@ -202,14 +202,17 @@ class SwarmScreen(PaneSearch, SessionExport):
             if view.screen_class:
                 self.set_class(shown, view.screen_class)
         self.query_one(GraphPane).display = own is None
-        # No Manager pane where no Manager decides (DMoA, TopoWeaver-R1) or one agent works alone (single).
+        # No Manager pane where no Manager decides (DMoA, TopoWeaver-R1), the method's roster names no Manager
+        # (a plugin's agents that answer and read each other: no goal to show), or one agent works alone (single).
         hides = own is not None and own.hides_manager
-        self.query_one(ManagerPane).display = not (hides or self.model.one_agent)
+        self.query_one(ManagerPane).display = not (hides or self.model.one_agent or not self.model.has_manager)
         self.query_one(RoundSparks).set_class(self.model.one_agent, "-no-edges")  # one agent: no edges to count
 
     def on_notice(self, event: ev.Notice) -> None:
         severity = {"error": "error", "warning": "warning"}.get(event.severity, "information")
-        self.notify(event.message, severity=severity, timeout=4 if severity != "error" else 10)  # type: ignore[arg-type]
+        # Plain text: a notice quotes models and validators ("[YAML_LOGIC_INVALID]", an agent id), never markup.
+        self.notify(event.message, severity=severity, timeout=4 if severity != "error" else 10,  # type: ignore[arg-type]
+                    markup=False)
 
     # --- rendering ----------------------------------------------------------------------------
     def now(self) -> float | None:

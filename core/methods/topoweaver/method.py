@@ -97,6 +97,15 @@ DEFAULT_TURNS = 2  # K [TopoWeaver-R1 B.2]
 
 # A re-ask of the Orchestrator (a reply cut off at max_tokens) asks for its own format, never JSON.
 COPIED_PLAN = "the plan copied the reply template's slots"  # twice (issue 44): no plan, never run
+
+
+def refused_plan_notice(validation: Validation, *, fallback: bool) -> str:
+    """The notice of a refused plan: what was refused, with its tag [TopoWeaver-R1 Table 1], and what happens
+    next; one toast line at 160 columns, two at 80 (its Notice carries the turn). The validator's full message,
+    the offender and the raw reply are in the turn's PlanProposed event (the method's view, the session,
+    headless progress)."""
+    then = "fallback plan runs" if fallback else "turn used up"
+    return f"plan refused {validation.short_badge()}; {then}"
 ORCHESTRATOR_REPLY_FORMAT = "the plan as one YAML block (```yaml ... ```) with the fields the instructions give"
 
 
@@ -220,8 +229,7 @@ class TopoWeaverMethod:
             record.plan, record.fallback = self._fallback(turn), True
         self._emit_plan(turn, record)
         if not validation.valid:
-            then = "the fallback plan runs instead" if record.fallback else "this turn is used up"
-            notice(ctx, f"turn {turn}: the Orchestrator's plan is invalid, {validation.badge()}; {then}", "warning")
+            notice(ctx, refused_plan_notice(validation, fallback=record.fallback), "warning")
         self._waiting, self.steer.turn, self.steer.earlier = record, turn, self.history.ran  # a user may edit it now
         await ctx.checkpoint(StepBoundary.PHASE)
         self._waiting, self.steer.turn = None, 0

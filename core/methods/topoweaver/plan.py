@@ -171,8 +171,12 @@ class Validation:
         """``VALID`` or ``[YAML_LOGIC_INVALID] L2: ...``."""
         if self.valid:
             return TAG_VALID
-        rule = f" {self.rule}" if self.rule.startswith("L") else ""
-        return f"{self.tag}{rule}: {self.message}" if self.message else self.tag
+        return f"{self.short_badge()}: {self.message}" if self.message else self.tag
+
+    def short_badge(self) -> str:
+        """The tag alone, with the logic rule when one failed: ``[YAML_LOGIC_INVALID] L2`` (Table 1's tags)."""
+        rule = f" {self.rule}" if self.rule.startswith("L") and not self.valid else ""
+        return f"{self.tag}{rule}"
 
 
 class _Invalid(Exception):

@@ -15,7 +15,7 @@ from core.methods.registry import MethodError, format_options
 from core.routing.dytopo import KIND_PINNED, edge_label
 from core.routing.layout import legend
 from core.runtime.config import DomainName, RoundProtocol
-from core.runtime.events import CallStatus, Severity, UserSteered
+from core.runtime.events import CallStatus, RunFinished, Severity, UserSteered
 from core.sessions.html.graph_svg import graph_svg, nodes_svg, style_note
 from core.sessions.html.math import math_text
 from core.sessions.html.page import anchor_id, document, esc, permalink, removed_toggle, stepper
@@ -110,8 +110,7 @@ def header(session: Session) -> str:
             ("tokens", esc(f"{mark}{o.prompt_tokens} prompt + {mark}{o.completion_tokens} completion"
                            + (" (~ partly estimated)" if mark else ""))),
             ("time", esc(_latency(max(0.0, o.ts - m.ts)))),
-            *([("cost", esc(cost_text(o.cost_usd, o.cost_unknown).removeprefix("cost ")))]
-              if o.cost_usd is not None or o.cost_unknown else []),
+            *([("cost", esc(_cost(o)))] if o.cost_usd is not None or o.cost_unknown else []),
         ]
     v = verdict(session)
     css = "ok" if v == "tests passed" else "bad" if v == "tests failed" else "mute"
@@ -168,6 +167,11 @@ def _graph(session: Session, record: RoundRecord, uid: str, unit: str) -> str:
 
 def _edge_text(e: Any) -> str:
     return ("pinned " if e.kind == KIND_PINNED else "") + edge_label(e)
+
+
+def _cost(o: RunFinished) -> str:
+    """The run's cost as the cell says it: "$0.0042", "free (local server)", "unknown for model X"."""
+    return cost_text(o.cost_usd, o.cost_unknown, o.cost_local).removeprefix("cost ").removeprefix("cost: ")
 
 
 def _latency(seconds: float) -> str:

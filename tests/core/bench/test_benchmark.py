@@ -103,7 +103,7 @@ def test_results_are_written_as_csv_and_json_with_the_expected_columns(humaneval
     data = results(out)
     assert {"dataset", "kind", "strategies", "model", "summary", "rows", "complete"} <= set(data)
     assert data["kind"] == "humaneval" and data["demo"] is True and data["complete"] is True
-    assert all(set(ROW_COLUMNS) | {"answer", "metrics", "cost_unknown"} == set(r) for r in data["rows"])
+    assert all(set(ROW_COLUMNS) | {"answer", "metrics", "cost_unknown", "cost_local"} == set(r) for r in data["rows"])
     # Every finished pair was also appended to results.jsonl as it finished.
     logged = (out / "results.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(logged) == 6

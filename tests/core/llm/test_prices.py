@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.llm.prices import CostTally, ModelPrice, Pricer, PriceSource, cost_text, is_local_url
+from core.llm.prices import CostTally, ModelPrice, Pricer, PriceSource, cost_cell, cost_text, is_local_url
 from core.runtime.config import ConfigError
 from core.runtime.config_file import load_config_file
 
@@ -31,6 +31,22 @@ def test_a_local_server_is_free_unless_the_user_prices_it() -> None:
     own = Pricer({"qwen3:8b": ModelPrice(input=1.0, output=2.0, cached_input=0.5)})
     cost = own.price("qwen3:8b", local, 1_000_000, 500_000, 400_000)
     assert cost.source is PriceSource.USER and cost.usd == pytest.approx(0.6 + 0.2 + 1.0)
+
+
+def test_a_free_local_run_is_said_free_and_a_priced_zero_stays_a_number() -> None:
+    tally = CostTally()
+    tally.add(Pricer().price("gpt-4o-mini", "http://127.0.0.1:8080/v1", 10_000, 100))
+    assert tally.local and tally.usd == 0
+    assert cost_text(tally.usd, tally.unknown, tally.local) == "cost: free (local server)"
+    assert cost_cell(tally.usd, tally.unknown, tally.local) == "free (local server)"
+    # A user's price of 0 on a hosted endpoint is a price, not a local server; a run saved before costs says so.
+    own = CostTally()
+    own.add(Pricer({"m": ModelPrice(0.0, 0.0)}).price("m", OPENAI, 10, 10))
+    assert not own.local and cost_text(own.usd, own.unknown, own.local) == "cost $0"
+    assert cost_cell(None, (), True) == "—" and cost_text(None, (), True) == "cost not recorded"
+    # A local call beside a priced hosted one: the sum is what it cost.
+    tally.add(Pricer().price("gpt-4o-mini", OPENAI, 10_000, 100))
+    assert cost_text(tally.usd, tally.unknown, tally.local).startswith("cost $0.0")
 
 
 @pytest.mark.parametrize("url", ["http://localhost:1234/v1", "http://192.168.1.9:8000/v1", "http://[::1]:8000/v1",

@@ -190,6 +190,8 @@ async def test_the_fallback_option_runs_a_template_instead_of_losing_the_turn() 
     assert plans[0].shape() == "[planner_1, searcher_1] → [algorithmmer_1] → [coder_1] → [tester_1]"
     assert finished.reason == "passed" and finished.rounds == 2  # the retry template reruns coder_1, who fixes it
     assert plans[1].shape() == "[coder_1] → [debugger_1] → [tester_1]"
+    said = [n.message for n in of(events, ev.Notice, severity="warning")]
+    assert said == ["plan refused [NO_YAML_FOUND]; fallback plan runs"] * 2  # short: the details are in the plans
 
 
 # --- hostile and broken outputs --------------------------------------------------------------------------
