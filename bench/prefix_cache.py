@@ -321,13 +321,14 @@ Requests = list[tuple[str, list[dict[str, Any]], int]]
 PROTOCOLS = ("single-pass", "phased")
 
 
-def llama_replay(slots: int, requests: Requests, binary: str = "") -> dict[str, float]:
-    """A scripted run's requests sent to a fresh llama-server one at a time, each agent on its own slot as the app
-    keeps it, one token each: what the server took from its cache and how long it prefilled
-    (tests/realmodel/llama_process.py ``replay``: one at a time, so each call's prefill time is its own; each kept
-    reply put in its slot as a live run's generation leaves it, and timed apart)."""
+def llama_replay(slots: int, requests: Requests, binary: str = "", per_agent: bool = False) -> dict[str, float]:
+    """A scripted run's requests sent to a fresh llama-server one at a time, placed as the revision's app places
+    them (``per_agent``: each agent on a slot of its own; else the server's choice), one token each: what the server
+    took from its cache and how long it prefilled (tests/realmodel/llama_process.py ``replay``: one at a time, so
+    each call's prefill time is its own; each kept reply put in its slot as a live run's generation leaves it, and
+    timed apart)."""
     with llama_server(slots, binary) as port:
-        calls = _process_helpers().replay(port, requests, slots)
+        calls = _process_helpers().replay(port, requests, slots, per_agent=per_agent)
     asked = [c for c in calls if not c["reply"]]
     later = _figures([c for c in asked if c["later"]])
     return {**_figures(asked), "later_cached": later["cached"], "later_prompt": later["prompt"],
@@ -341,14 +342,15 @@ def replay_tier(args: argparse.Namespace, revisions: list[dict[str, Any]]) -> No
         runs: list[list[dict[str, float]]] = [[] for _ in revisions]
         for _ in range(args.repeat):
             for i, figures in enumerate(revisions):
-                runs[i].append(llama_replay(args.slots, figures["replay_requests"][protocol], args.llama_server))
+                runs[i].append(llama_replay(args.slots, figures["replay_requests"][protocol], args.llama_server,
+                                            figures.get("per_agent_slots", True)))
         for figures, done in zip(revisions, runs, strict=True):
             median = {k: sorted(r[k] for r in done)[len(done) // 2] for k in ("prefill_ms", "later_ms", "reply_ms")}
             figures.setdefault("replay", {})[protocol] = {**done[0], **median}
 
 
 def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[str, str] | None = None,
-               binary: str = "", max_tokens: int = 256) -> dict[str, float]:
+               binary: str = "", max_tokens: int = 256, placement: str = "") -> dict[str, float]:
     """One DyTopo code run on a fresh llama-server (the real-model tier's build and model)."""
     try:
         from core.compose.runner import build_engine, open_backend
@@ -375,6 +377,7 @@ def llama_tier(slots: int, rounds: int, protocol: str = "phased", options: dict[
 
         async def run() -> None:
             chosen: dict[str, Any] = {"domain": "code", "protocol": protocol}  # plain strings, as above
+            chosen.update({"llama_slots": placement} if placement else {})
             settings = Settings(**chosen, max_rounds=rounds, tau=0.3, k_in=3,
                                 convergence_threshold=1.0, base_url=proxy.base_url,
                                 model="smollm2", max_tokens=max_tokens, first_byte_timeout=600.0,
@@ -398,12 +401,22 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"scripted": scripted_tier(args.rounds)}
     if args.llama:
         options = dict(o.split("=", 1) for o in args.llama_option)
-        runs = [llama_tier(args.slots, args.rounds, args.llama_protocol, options, args.llama_server, args.max_tokens)
-                for _ in range(args.repeat)]
+        runs = [llama_tier(args.slots, args.rounds, args.llama_protocol, options, args.llama_server, args.max_tokens,
+                           args.llama_slots) for _ in range(args.repeat)]
         out["llama"] = {k: sum(r[k] for r in runs) / len(runs) for k in runs[0]}
     if args.replay:  # sent to llama-server by the parent (replay_tier), the revisions taking turns
         out["replay_requests"] = {p: scripted_requests("dytopo", p, {}, args.rounds) for p in PROTOCOLS}
+        out["per_agent_slots"] = _per_agent_slots()
     return out
+
+
+def _per_agent_slots() -> bool:
+    """Whether this revision's app keeps each agent on a llama.cpp slot of its own (every revision before the
+    ``llama_slots`` setting did; since, only when it says "per-agent")."""
+    from core.runtime.config import Settings
+
+    placement = getattr(Settings(), "llama_slots", None)
+    return placement is None or placement == "per-agent"
 
 
 def _pct(part: float, whole: float) -> str:
@@ -455,6 +468,8 @@ def main() -> int:
     parser.add_argument("--llama-protocol", default="phased", choices=("phased", "single-pass"))
     parser.add_argument("--llama-server", default="", metavar="PATH",
                         help="another llama-server binary (default: the real-model tier's build)")
+    parser.add_argument("--llama-slots", default="", choices=("", "server", "per-agent"),
+                        help="the live run's llama_slots setting (default: the revision's own)")
     parser.add_argument("--llama-option", action="append", default=[], metavar="KEY=VALUE",
                         help="a DyTopo option for the llama-server run (e.g. descriptor_context=round)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -464,6 +479,7 @@ def main() -> int:
         argv += ["--llama-server", args.llama_server] + (["--replay"] if args.replay else [])
     if args.llama:
         argv += ["--llama", "--llama-protocol", args.llama_protocol, "--max-tokens", str(args.max_tokens)]
+        argv += ["--llama-slots", args.llama_slots] if args.llama_slots else []
     # The baseline runs with its own defaults: --llama-option names this checkout's options.
     if args.child:
         print(json.dumps(measure(args)))

@@ -20,7 +20,7 @@ class LLMPool(LLMClient):
         self.__dict__.update(vars(members[0]))  # model, timeouts, the first member's connection for listings
         # The pool's own slot plan: a run's plan on the pool is not its first member's, so the members' calls
         # name no slot (each member is a server of its own).
-        self.slot_table = SlotTable(total=members[0].total_slots)
+        self.slot_table = SlotTable(total=members[0].total_slots, per_agent=members[0].slot_table.per_agent)
         self.members = list(members)
         self.outstanding = [0] * len(members)
         self.served = [0] * len(members)  # calls each endpoint took (the bench reports the spread)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from core.llm.client import LLMClient
-from core.runtime.config import Settings
+from core.runtime.config import Settings, SlotPlacement
 
 
 def sampling_extras(settings: Settings) -> dict[str, float | int | None]:
@@ -20,7 +20,7 @@ def client_for(
 ) -> LLMClient:
     """An LLM client with the settings' timeouts, retries, bounded waits and sampling: the run's own, an
     agent's own endpoint, or a method's second model (TopoWeaver-R1's orchestrator) are all made here."""
-    return LLMClient(
+    client = LLMClient(
         url,
         api_key,
         model,
@@ -32,3 +32,5 @@ def client_for(
         max_concurrency=max_concurrency or settings.max_concurrency,
         sampling_extras=sampling_extras(settings),
     )
+    client.slot_table.per_agent = settings.llama_slots == SlotPlacement.PER_AGENT
+    return client

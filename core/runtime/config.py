@@ -49,6 +49,19 @@ class RoundProtocol(StrEnum):
     SINGLE_PASS = "single-pass"
 
 
+class SlotPlacement(StrEnum):
+    """Which llama.cpp request slot runs an agent's call (the request's ``id_slot``).
+
+    SERVER: none is named, and the server places each call. A llama-server with a host prompt cache (built since
+    late 2025: ``--cache-ram``, on by default, keeps idle slots' prompts in memory) then finds the agent's own
+    conversation, or the team's shared preamble for an agent's first call, wherever it was; one that runs with
+    a unified KV cache (the default without ``-np``) clears idle slots, so a named slot would find nothing there.
+    PER_AGENT: each agent keeps a slot of its own when the server has enough (a server without that cache)."""
+
+    SERVER = "server"
+    PER_AGENT = "per-agent"
+
+
 DOMAINS = tuple(DomainName)
 PROTOCOLS = tuple(RoundProtocol)
 
@@ -106,6 +119,8 @@ class Settings:
     # The slowest stream a call waits for: a call reading longer than max_tokens / this + call_timeout
     # seconds is cut off there, as if at max_tokens (a server that trickles, or never ends its stream).
     min_tokens_per_second: Annotated[float, Field(gt=0)] = 2.0
+    # Which llama.cpp slot runs an agent's calls: the server's choice, or one slot per agent (SlotPlacement).
+    llama_slots: Annotated[SlotPlacement, _AS_TEXT] = SlotPlacement.SERVER
     # Model calls that may fail in a row (no reply, after their retries) before the run ends; None: twice
     # the team's size. One failed call fails its agent's turn only (core.runtime.faults).
     max_failed_calls_in_a_row: Annotated[int, Field(ge=1)] | None = None

@@ -19,7 +19,7 @@ MODEL = CACHE / "model" / MODEL_MEMBER
 
 
 @contextlib.contextmanager
-def _serve(ctx_size: int, parallel: int, *, hide_props: bool = False) -> Iterator[RealModel]:
+def _serve(ctx_size: int, parallel: int | None, *, hide_props: bool = False) -> Iterator[RealModel]:
     if not SERVER.is_file() or not MODEL.is_file():
         message = "llama-server or the model is missing: python -m tests.realmodel.setup_llama builds them"
         if os.environ.get("CI"):
@@ -52,4 +52,12 @@ def small_context_model() -> Iterator[RealModel]:
 def slot_per_agent() -> Iterator[RealModel]:
     """Five slots of 4096 tokens: one per agent of the code team and its Manager, as the app keeps them."""
     with _serve(5 * 4096, 5) as model:
+        yield model
+
+
+@pytest.fixture()
+def default_server() -> Iterator[RealModel]:
+    """llama-server as a user starts it, without --parallel: 4 slots over one unified KV cache, whose idle slots
+    it saves to its host prompt cache and clears when a new task starts."""
+    with _serve(4 * 4096, None) as model:
         yield model

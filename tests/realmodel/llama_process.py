@@ -50,13 +50,15 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def llama_server(binary: Path, model: Path, *, ctx_size: int, parallel: int,
+def llama_server(binary: Path, model: Path, *, ctx_size: int, parallel: int | None,
                  extra: Sequence[str] = ()) -> Iterator[int]:
-    """A fresh llama-server (2 threads) that answers /health; yields its port and stops it on exit."""
+    """A fresh llama-server (2 threads) that answers /health; yields its port and stops it on exit. ``parallel``
+    None: no ``--parallel``, as a user starts it (llama.cpp then serves 4 slots over one unified KV cache)."""
     port = free_port()
+    slots = ["--parallel", str(parallel)] if parallel is not None else []
     process = subprocess.Popen(
         [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-t", "2", "-c", str(ctx_size),
-         "--parallel", str(parallel), *extra],
+         *slots, *extra],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
@@ -187,8 +189,8 @@ def kept_reply(requests: Sequence[Request], i: int) -> dict[str, Any] | None:
 
 
 def one_token(port: int, messages: list[dict[str, Any]], slot: int) -> dict[str, float]:
-    """One request on ``slot`` that generates a single token: llama.cpp's timings of it (cache_n: prompt tokens
-    taken from the slot's cache, prompt_n: prefilled, prompt_ms: the prefill's time)."""
+    """One request on ``slot`` (-1: the one the server picks) that generates a single token: llama.cpp's timings
+    of it (cache_n: prompt tokens taken from the cache, prompt_n: prefilled, prompt_ms: the prefill's time)."""
     body = json.dumps({"messages": messages, "max_tokens": 1, "temperature": 0, "cache_prompt": True,
                        "id_slot": slot}).encode()
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
@@ -202,9 +204,10 @@ def one_token(port: int, messages: list[dict[str, Any]], slot: int) -> dict[str,
     return {k: float(timings.get(k, 0)) for k in ("cache_n", "prompt_n", "prompt_ms")}
 
 
-def replay(port: int, requests: Sequence[Request], slots: int) -> list[dict[str, float]]:
-    """Send a run's requests again one at a time, each agent on its own slot as the app keeps it: each call's
-    timings, with ``later`` 1.0 for a call after the agent's first and ``reply`` 1.0 for the calls below.
+def replay(port: int, requests: Sequence[Request], slots: int, *, per_agent: bool = False) -> list[dict[str, float]]:
+    """Send a run's requests again one at a time, placed as the app places them (by the server, or with
+    ``per_agent`` each agent on its own slot: core.runtime.config.SlotPlacement): each call's timings, with
+    ``later`` 1.0 for a call after the agent's first and ``reply`` 1.0 for the calls below.
 
     A live run's slot ends a call holding the prompt and the reply the model generated; a replay generates one
     token, so the reply a later request appends would be prefilled as new text. Where the agent's next request
@@ -215,7 +218,7 @@ def replay(port: int, requests: Sequence[Request], slots: int) -> list[dict[str,
     calls: list[dict[str, float]] = []
     for i, (agent, messages, _) in enumerate(requests):
         later = agent in slot_of
-        slot = slot_of.setdefault(agent, len(slot_of) % slots)
+        slot = slot_of.setdefault(agent, len(slot_of) % slots if per_agent else -1)  # -1: the server's choice
         calls.append({**one_token(port, messages, slot), "later": float(later), "reply": 0.0})
         kept = kept_reply(requests, i)
         if kept is not None:

@@ -110,7 +110,9 @@ def test_a_format_seen_accepted_is_not_dropped_on_a_later_bad_request() -> None:
 
 
 def test_each_agent_of_a_lone_run_keeps_a_slot_while_they_fit() -> None:
-    table = SlotTable(total=3)
+    default = SlotTable(total=3)  # the server places every call unless the settings ask for per-agent slots
+    assert default.plan(["Manager"]) and default.slot_for("Manager") is None
+    table = SlotTable(total=3, per_agent=True)
     run = table.plan(["Manager", "Developer", "Manager"])
     assert table.assigned == {"Manager": 0, "Developer": 1}
     assert table.slot_for("Tester") == 2 and table.slot_for("Reviewer") is None  # no free slot left

@@ -123,11 +123,13 @@ async def test_the_paper_order_sends_the_same_text_in_another_order(embedder: An
 # --- cached tokens, read from the server and shown ------------------------------------------------------------
 
 
-async def _cached_run(embedder: Any, **server: Any) -> tuple[Any, list[Any], list[RequestInfo]]:
+async def _cached_run(embedder: Any, llama_slots: str = "server", **server: Any
+                      ) -> tuple[Any, list[Any], list[RequestInfo]]:
     from core.runtime import events as ev
 
+    settings = Settings(max_rounds=3, llama_slots=llama_slots)  # type: ignore[arg-type]  # its text, as in a config
     with ScriptedServer(changing_replies, ServerBehaviour(**server)) as scripted:
-        finished, events, _ = await run_swarm(scripted, embedder, settings=Settings(max_rounds=3))
+        finished, events, _ = await run_swarm(scripted, embedder, settings=settings)
         requests = [r for r in scripted.requests if r.role]
     return finished, [e for e in events if isinstance(e, ev.AgentFinished)], requests
 
@@ -151,8 +153,15 @@ async def test_a_server_that_says_nothing_is_not_reported_rather_than_zero(embed
     assert "cached_tokens" not in finished.to_dict() and "cached_tokens" not in calls[0].to_dict()
 
 
-async def test_each_agent_keeps_its_own_llama_cpp_slot_when_there_are_enough(embedder: Any) -> None:
+async def test_by_default_the_llama_cpp_server_places_every_call(embedder: Any) -> None:
+    """A llama-server with a host prompt cache finds each agent's conversation (and the team's preamble) in
+    whatever slot it places a call; a named slot is never looked up there (SlotPlacement)."""
     _, _, requests = await _cached_run(embedder, prefix_cache="llama.cpp", slots=5)
+    assert len({r.role for r in requests}) == 5 and all("id_slot" not in r.body for r in requests)
+
+
+async def test_per_agent_slots_keep_each_agent_on_its_own_slot_when_there_are_enough(embedder: Any) -> None:
+    _, _, requests = await _cached_run(embedder, "per-agent", prefix_cache="llama.cpp", slots=5)
     slots: dict[str, set[int]] = {}
     for r in requests:
         slots.setdefault(r.role, set()).add(r.body["id_slot"])
@@ -161,7 +170,7 @@ async def test_each_agent_keeps_its_own_llama_cpp_slot_when_there_are_enough(emb
 
 
 async def test_with_fewer_slots_than_agents_the_server_chooses(embedder: Any) -> None:
-    _, _, requests = await _cached_run(embedder, prefix_cache="llama.cpp", slots=2)
+    _, _, requests = await _cached_run(embedder, "per-agent", prefix_cache="llama.cpp", slots=2)
     assert requests and all("id_slot" not in r.body for r in requests)
 
 
@@ -218,7 +227,7 @@ def test_runs_sharing_one_client_leave_the_slot_to_the_server() -> None:
     from core.llm.client import LLMClient
 
     client = LLMClient("http://127.0.0.1:9/v1", "no-key", model="m")
-    client.total_slots = 5
+    client.total_slots, client.slot_table.per_agent = 5, True
     first = client.plan_slots(["Manager", "Developer", "Tester"])
     assert client.slots == {"Manager": 0, "Developer": 1, "Tester": 2}
     second = client.plan_slots(["Manager", "Developer"])
