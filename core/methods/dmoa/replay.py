@@ -83,7 +83,7 @@ async def resume(ctx: RunContext, router: StepRouter, requests: DmoaRequests) ->
     if last.router != router.kind or last.tau != router.tau or last.k_max != router.k_max:
         notice(ctx,
             f"the recorded steps used router {last.router} (tau {last.tau:g}, K {last.k_max}); the fork goes on "
-            f"with router {router.kind} (tau {router.tau:g}, K {router.k_max}): pass -o router=... to keep it",
+            f"with router {router.kind} (tau {router.tau:g}, K {router.k_max}), as its options ask",
             "info",
         )
     if router.session is not None:
