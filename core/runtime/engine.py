@@ -481,3 +481,10 @@ class EngineContext:
             for event in evaluation.events:
                 engine.emit(event)
         return evaluation
+
+    def replay_evaluation(self, outputs: dict[str, AgentResult]) -> None:
+        """A recorded round a fork replays, as ``outputs`` (what the method gave ``evaluate`` live): the round's
+        check takes them in (the tests the Tester wrote, the Developer's code) and runs nothing, so the fork's
+        first check runs what the parent's next one would have."""
+        if self._engine.evaluator is not None:
+            self._engine.evaluator.collect(outputs)

@@ -13,7 +13,8 @@ Twelve names, in six groups, are all a method (core.methods) may use:
   (calls in parallel, then whether the run can go on), ``connect`` (a client for another model);
 * the barrier and steering: ``checkpoint``, ``attach`` (the method's steering and re-routing hooks),
   ``stop`` (a steering "stop");
-* the shared services: ``embed`` (MiniLM) and ``evaluate`` (the round's code tests).
+* the shared services: ``embed`` (MiniLM) and ``evaluate`` (the round's code tests; ``replay_evaluation``
+  gives it a fork's recorded rounds).
 
 ``tests/core/methods/test_run_context.py`` counts the names core/methods uses and fails past twelve, or
 on a reach-through (``ctx.x.y(...)`` into a service). The engine implements the context
@@ -127,6 +128,8 @@ class RunContext(Protocol):
     async def embed(self, texts: Sequence[str]) -> Any: ...
 
     async def evaluate(self, round_no: int, outputs: dict[str, AgentResult]) -> Evaluation | None: ...
+
+    def replay_evaluation(self, outputs: dict[str, AgentResult]) -> None: ...
 
 
 # --- a method's steps, said through the context -------------------------------------------------------------

@@ -70,6 +70,9 @@ class Evaluation:
 class RoundEvaluator(Protocol):
     async def evaluate(self, round_no: int, problem: str, outputs: dict[str, AgentResult]) -> Evaluation | None: ...
 
+    def collect(self, outputs: dict[str, AgentResult]) -> None:
+        """Take in a recorded round's outputs as ``evaluate`` did live, running nothing (a fork's replay)."""
+
 
 
 class RunAborted(Exception):
