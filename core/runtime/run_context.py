@@ -13,8 +13,7 @@ Twelve names, in six groups, are all a method (core.methods) may use:
   (calls in parallel, then whether the run can go on), ``connect`` (a client for another model);
 * the barrier and steering: ``checkpoint``, ``attach`` (the method's steering and re-routing hooks),
   ``stop`` (a steering "stop");
-* the shared services: ``embed`` (MiniLM) and ``evaluate`` (the round's code tests; ``replay_evaluation``
-  gives it a fork's recorded rounds).
+* the shared services: ``embed`` (MiniLM) and ``evaluate`` (the round's code tests).
 
 ``tests/core/methods/test_run_context.py`` counts the names core/methods uses and fails past twelve, or
 on a reach-through (``ctx.x.y(...)`` into a service). The engine implements the context
@@ -33,7 +32,7 @@ from core.runtime.config import CallLimits, Settings
 from core.runtime.context import Shrink
 from core.runtime.control import Params, StepBoundary
 from core.runtime.rosters import Role, Team
-from core.runtime.run_types import AgentResult, Evaluation, ForkPoint
+from core.runtime.run_types import AgentResult, CheckedRound, Evaluation, ForkPoint
 
 if TYPE_CHECKING:
     from core.llm.client import LLMClient
@@ -103,7 +102,8 @@ class RunContext(Protocol):
 
     def emit(self, event: ev.Event) -> None: ...
 
-    def record(self, item: AgentResult | Evaluation | ev.Event | Params | Role, *, newest: bool = False) -> None: ...
+    def record(self, item: AgentResult | Evaluation | CheckedRound | ev.Event | Params | Role, *,
+               newest: bool = False) -> None: ...
 
     async def call(
         self, name: str, call: str, messages: list[dict[str, str]], *, kind: str = "",
@@ -128,8 +128,6 @@ class RunContext(Protocol):
     async def embed(self, texts: Sequence[str]) -> Any: ...
 
     async def evaluate(self, round_no: int, outputs: dict[str, AgentResult]) -> Evaluation | None: ...
-
-    def replay_evaluation(self, outputs: dict[str, AgentResult]) -> None: ...
 
 
 # --- a method's steps, said through the context -------------------------------------------------------------

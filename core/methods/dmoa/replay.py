@@ -18,7 +18,7 @@ from core.methods.dmoa.routing import context_vector
 from core.methods.dmoa.step import StepState
 from core.runtime import events as ev
 from core.runtime.dispatch import EventTable
-from core.runtime.engine import AgentResult, RunAborted
+from core.runtime.engine import AgentResult, CheckedRound, RunAborted
 from core.runtime.run_context import notice
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ async def resume(ctx: RunContext, router: StepRouter, requests: DmoaRequests) ->
         rebuild.see(event)
     rebuild.finish()
     for number in sorted(replay.results):  # the code's check takes in each step's code and tests again
-        ctx.replay_evaluation(replay.results[number])
+        ctx.record(CheckedRound(replay.results[number]))
     feedback = rebuild.results_of(fork.round) or ""
     routed, outputs = replay.routed, replay.outputs
     last = routed.get(fork.round)

@@ -17,7 +17,7 @@ from core.methods.dytopo.steer import DyTopoSteering, recorded_action
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 from core.runtime.dispatch import EventTable
-from core.runtime.engine import AgentResult, Evaluation
+from core.runtime.engine import AgentResult, CheckedRound, Evaluation
 from core.runtime.memory import MemoryItem
 from core.runtime.run_context import notice
 
@@ -94,6 +94,6 @@ class HistoryReplay:
                 self.calls.remember(d["dst"], MemoryItem(event.round, kind, d["src"], d["content"], d.get("score")))
         for text in self.feedback:
             self.calls.remember_feedback(event.round, text)
-        self.ctx.replay_evaluation(self.outputs)  # the code's check takes in the round's code and tests again
+        self.ctx.record(CheckedRound(self.outputs))  # the code's check takes in the round's code and tests again
         self.previous_public = {name: r.public for name, r in self.outputs.items()}
         self.outputs, self.deliveries, self.feedback = {}, [], []
