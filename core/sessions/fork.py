@@ -7,6 +7,7 @@ exactly as it did live, then runs the next round with the goal the Manager set.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -47,13 +48,23 @@ def with_recorded_method(settings: Settings, session: Session, strategy: str | N
 
 def carried_options(session: Session) -> dict[str, Any]:
     """The method options the parent ran with, as recorded (defaults included), without those this version of
-    its method no longer has or that were never set (None): an old session forks with what still applies."""
+    its method no longer has, no longer allows, or that were never set (None): an old session forks with what
+    still applies, and no face meets a bad recorded value after its fork screen opened."""
     try:
         info = get_method_info(session.metadata.strategy)
     except MethodError:  # a method this version lacks: the fork's own check says so, in one line
         return {}
     known = {spec.name for spec in info.options}
-    return {k: v for k, v in session.method_options.items() if k in known and v is not None}
+    recorded = {k: v for k, v in session.method_options.items() if k in known and v is not None}
+    return {k: v for k, v in recorded.items() if _allowed(info.resolve, k, v)}
+
+
+def _allowed(resolve: Callable[[dict[str, Any]], object], key: str, value: Any) -> bool:
+    try:
+        resolve({key: value})
+    except MethodError:
+        return False
+    return True
 
 
 def fork_refusal(strategy: str) -> str:

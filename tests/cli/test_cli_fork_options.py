@@ -14,6 +14,8 @@ from tests.support.cli import swarm
 CASES = [
     ("dytopo", "memory", "latest"),
     ("random", "seed", "7"),
+    ("broadcast", "memory", "latest"),
+    ("chain", "prompt_order", "paper"),
     ("star", "hub", "Tester"),
     ("dmoa", "router", "llm"),
     ("topoweaver", "fallback", "true"),

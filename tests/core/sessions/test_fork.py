@@ -122,8 +122,8 @@ def _recorded_with(options: dict[str, Any]) -> Session:
 def test_a_fork_runs_the_recorded_method_with_the_options_it_still_has() -> None:
     """The replay screen's fork and the CLI's (tui.cli.options) share core.sessions.fork.with_recorded_method:
     the fork runs the parent's method with its options, whatever the app's own strategy; an option this version
-    no longer has is left out, and another method asked for gets none of the parent's."""
-    session = _recorded_with({"memory": "latest", "an_option_since_removed": 1})
+    no longer has or allows is left out, and another method asked for gets none of the parent's."""
+    session = _recorded_with({"memory": "latest", "an_option_since_removed": 1, "payload": "a value never allowed"})
     settings = with_recorded_method(Settings(strategy="dmoa"), session)
     assert settings.strategy == "dytopo" and settings.strategy_options["dytopo"] == {"memory": "latest"}
     assert RunPlan.make(settings).method.options["memory"] == "latest"  # type: ignore[attr-defined]
