@@ -31,7 +31,15 @@ from core.runtime.outcome import EndReason, RunOutcome
 from core.runtime.parsing import is_template_copy
 from core.runtime.rosters import Role, Team, builtin_team
 from core.runtime.run_context import CallReply, RunBrief, RunContext, RunState, Shape
-from core.runtime.run_types import AgentResult, Evaluation, ForkPoint, RoundEvaluator, RunAborted, RunSpec
+from core.runtime.run_types import (
+    AgentResult,
+    CheckedRound,
+    Evaluation,
+    ForkPoint,
+    RoundEvaluator,
+    RunAborted,
+    RunSpec,
+)
 from core.runtime.steering import SteerAction
 from core.runtime.teams import team_record
 
@@ -40,7 +48,8 @@ if TYPE_CHECKING:  # the openai SDK takes ~0.8 s to import: the launch form's fi
 
 # The run's values live in core.runtime.run_types; methods and tests import them from here too.
 __all__ = [
-    "AgentResult", "Evaluation", "ForkPoint", "Method", "RoundEvaluator", "RunAborted", "RunSpec", "SwarmEngine",
+    "AgentResult", "CheckedRound", "Evaluation", "ForkPoint", "Method", "RoundEvaluator", "RunAborted", "RunSpec",
+    "SwarmEngine",
 ]
 
 
@@ -341,12 +350,15 @@ class EngineContext:
     def emit(self, event: ev.Event) -> None:
         self._engine.emit(event)
 
-    def record(self, item: AgentResult | Evaluation | ev.Event | Params | Role, *, newest: bool = False) -> None:
+    def record(self, item: AgentResult | Evaluation | CheckedRound | ev.Event | Params | Role, *,
+               newest: bool = False) -> None:
         """The run keeps ``item``: an agent's latest output (``newest``: also the last one in order, which
-        the fallback answer reads), the latest check (RunFinished.solved), an event of the recorded run a
-        fork continues (announced again as it was; its RoundFinished puts the run where that round left it:
-        the round and token totals), the live parameters (clamped; the ones that changed are announced), or
-        an agent's new role (its next call uses it; a new model or endpoint gets a client of its own)."""
+        the fallback answer reads), the latest check (RunFinished.solved), a recorded round's outputs as its
+        check took them in (a fork's replay: the check takes them in again, running nothing), an event of the
+        recorded run a fork continues (announced again as it was; its RoundFinished puts the run where that
+        round left it: the round and token totals), the live parameters (clamped; the ones that changed are
+        announced), or an agent's new role (its next call uses it; a new model or endpoint gets a client of
+        its own)."""
         engine = self._engine
         if isinstance(item, AgentResult):
             if newest:
@@ -354,6 +366,9 @@ class EngineContext:
             engine.latest[item.agent] = item
         elif isinstance(item, Evaluation):
             engine.last_evaluation = item
+        elif isinstance(item, CheckedRound):
+            if engine.evaluator is not None:
+                engine.evaluator.collect(item.outputs)
         elif isinstance(item, Params):
             now = engine.control.params
             engine.control.set_params(  # only what changed: the others are not re-clamped nor announced

@@ -407,6 +407,8 @@ class TestRun(Event):
     source_agent: str = ""
     tests_agent: str = ""
     duration_s: float = 0.0
+    # What the agents were told (a fork gives it back as the live run did); None: recorded before it was kept.
+    feedback: str | None = None
 
 
 @_register

@@ -34,7 +34,10 @@ class CodeExecutionEvaluator:
         self._tests: list[str] = []  # the tester's latest tests (they revise them as they go)
         self._isolation_told = False
 
-    def _collect(self, outputs: Mapping[str, AgentResult]) -> None:
+    def collect(self, outputs: Mapping[str, AgentResult]) -> None:
+        """Take in a round's outputs: the implementer's code, the tester's latest tests. Each evaluation does; a
+        fork does it for each recorded round it replays, so its first evaluation runs what the parent's next
+        one would have run."""
         implementer = outputs.get(self.implementer)
         if implementer is not None and implementer.public:
             self._code_history.append(implementer.public)
@@ -45,15 +48,16 @@ class CodeExecutionEvaluator:
                 self._tests = fresh
 
     async def evaluate(self, round_no: int, problem: str, outputs: Mapping[str, AgentResult]) -> Evaluation | None:
-        self._collect(outputs)
+        self.collect(outputs)
         tests = list(self._tests)
         if self.use_problem_examples:
             tests += [t for t in docstring_examples(problem) if t not in tests]
         code = latest_code(self._code_history)
         if not code:
             detail = f"no code from {self.implementer} yet"
-            event = ev.TestRun(round=round_no, outcome=NO_CODE, passed=False, detail=detail)
-            return Evaluation(passed=False, feedback=f"Tests not run: {detail}.", events=[event])
+            feedback = f"Tests not run: {detail}."
+            event = ev.TestRun(round=round_no, outcome=NO_CODE, passed=False, detail=detail, feedback=feedback)
+            return Evaluation(passed=False, feedback=feedback, events=[event])
         try:
             result = await arun_code(code, tests, self.limits)
         except IsolationRefused as exc:  # the run asked for code to run: it cannot go on as asked
@@ -72,6 +76,7 @@ class CodeExecutionEvaluator:
             source_agent=self.implementer,
             tests_agent=self.tester if self._tests else "problem examples",
             duration_s=round(result.duration_s, 3),
+            feedback=feedback,
         )
         return Evaluation(passed=event.passed, feedback=feedback, events=[*warnings, event])
 

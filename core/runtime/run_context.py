@@ -32,7 +32,7 @@ from core.runtime.config import CallLimits, Settings
 from core.runtime.context import Shrink
 from core.runtime.control import Params, StepBoundary
 from core.runtime.rosters import Role, Team
-from core.runtime.run_types import AgentResult, Evaluation, ForkPoint
+from core.runtime.run_types import AgentResult, CheckedRound, Evaluation, ForkPoint
 
 if TYPE_CHECKING:
     from core.llm.client import LLMClient
@@ -102,7 +102,8 @@ class RunContext(Protocol):
 
     def emit(self, event: ev.Event) -> None: ...
 
-    def record(self, item: AgentResult | Evaluation | ev.Event | Params | Role, *, newest: bool = False) -> None: ...
+    def record(self, item: AgentResult | Evaluation | CheckedRound | ev.Event | Params | Role, *,
+               newest: bool = False) -> None: ...
 
     async def call(
         self, name: str, call: str, messages: list[dict[str, str]], *, kind: str = "",

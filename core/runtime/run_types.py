@@ -67,8 +67,19 @@ class Evaluation:
     events: list[ev.Event] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class CheckedRound:
+    """A recorded round's outputs as its check took them in live (what the method gave ``evaluate``): a fork's
+    replay hands them back (RunContext.record), so its check starts with the code and tests the parent had."""
+
+    outputs: dict[str, AgentResult]
+
+
 class RoundEvaluator(Protocol):
     async def evaluate(self, round_no: int, problem: str, outputs: dict[str, AgentResult]) -> Evaluation | None: ...
+
+    def collect(self, outputs: dict[str, AgentResult]) -> None:
+        """Take in a recorded round's outputs as ``evaluate`` did live, running nothing (a fork's replay)."""
 
 
 

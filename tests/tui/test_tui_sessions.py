@@ -4,6 +4,7 @@ live), and fork from a replay round against the demo server (real openai client,
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -209,6 +210,25 @@ async def test_fork_continues_live_from_the_viewed_round_and_records_its_parent(
     recorded = [e for e in parent.events if e.get("round", 0) == 1 and e["type"] != "control_changed"]
     assert [(e["type"], e.get("agent")) for e in history] == [(e["type"], e.get("agent")) for e in recorded]
     assert saved.rounds[1].params["tau"] == pytest.approx(0.35) and saved.completed_rounds >= 2
+
+
+async def test_a_fork_from_the_replay_runs_the_recorded_method_with_its_options(tmp_path: Path,
+                                                                               embedder: object) -> None:
+    """The app's own strategy (broadcast) is not the recorded run's: f forks DyTopo with memory=latest, as the
+    parent ran (core.sessions.fork.with_recorded_method, which the CLI's fork uses too)."""
+    events = [replace(e, method_options={"memory": "latest"}) if isinstance(e, ev.RunStarted) else e
+              for e in load_session(EXAMPLE).replay_events()]
+    source = tmp_path / "parent.json"
+    save_session(session_from_events(events), source)
+    app = replay_app(source, tmp_path / "forks", demo=True, demo_chunk_delay=0.0, settings={"strategy": "broadcast"})
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.screen.jump_to_round(1)
+        await pilot.pause()
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        run = app.screen
+        await wait_for(pilot, lambda: run.model.finished is not None)
+        assert run.model.run.strategy == "dytopo" and run.model.run.method_options["memory"] == "latest"
 
 
 async def test_fork_from_an_unfinished_round_explains_and_stays_in_replay(tmp_path: Path,

@@ -29,6 +29,7 @@ from core.runtime.config_file import load_settings
 from core.runtime.rosters import Team
 from core.runtime.teams import table_from_record, with_team
 from core.runtime.textsafe import printable
+from core.sessions.fork import with_recorded_method
 from core.telemetry.setup import check_tracing
 
 EXIT_USAGE = 2
@@ -225,6 +226,9 @@ def settings_from_args(args: argparse.Namespace, *, build: bool = True) -> Setti
         cli["strategy"] = getattr(args, "strategy", None)
     try:
         settings = load_settings(getattr(args, "config", None), cli)
+        parent = getattr(args, "fork_of", None)  # a fork: the parent's method and options, under the -o flags
+        if parent is not None:
+            settings = with_recorded_method(settings, parent, cli.get("strategy"))
         record = getattr(args, "team_record", None)
         if record and not cli["team"]:  # a fork or replay goes on with the recorded team
             name, table = table_from_record(record)

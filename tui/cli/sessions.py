@@ -268,7 +268,7 @@ def _fork_headless(args: argparse.Namespace, session: Session, path: Path) -> in
     args.domain = session.domain
     args.team_record = session.metadata.team  # a fork goes on with the run's own team
     args.protocol = args.protocol or session.metadata.protocol
-    args.strategy = args.strategy or session.metadata.strategy  # a fork goes on with the run's own method
+    args.fork_of = session  # a fork goes on with the run's own method and options (-o overrides them)
     settings = settings_from_args(args)
     if settings.max_rounds <= point.round:
         raise _UserError(

@@ -1,5 +1,6 @@
 """What a fork from a replay continues with (f, F): the viewed round's tau, k_in and max_rounds (the what-if's
-values when one is set), and the settings the fork runs with: the recorded run's domain, protocol and team."""
+values when one is set), and the settings the fork runs with: the recorded run's domain, protocol, team, method
+and method options."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from core.runtime.config import Settings
 from core.runtime.teams import with_recorded_team
+from core.sessions.fork import with_recorded_method
 
 from ..model import RunModel
 
@@ -25,11 +27,12 @@ def fork_params(model: RunModel, round_no: int, whatif: tuple[float, int] | None
 
 def fork_settings(settings: Settings, session: Any, round_no: int, params: tuple[float, int, int]) -> Settings:
     """The app's settings for a fork of ``session`` (a core.sessions.model.Session) from ``round_no``: its
-    domain, protocol and team, ``params``' tau and k_in, room for one round more (10 at most). Raises
-    ConfigError (one line)."""
+    domain, protocol, team, method and method options, ``params``' tau and k_in, room for one round more (10 at
+    most). Raises ConfigError (one line)."""
     tau, k_in, max_rounds = params
     forked = settings.with_overrides(
         domain=session.domain, protocol=session.metadata.protocol, tau=tau, k_in=k_in,
         max_rounds=min(10, max(max_rounds, round_no + 1)),
     )
+    forked = with_recorded_method(forked, session)  # ... with the run's method and the options it ran with
     return with_recorded_team(forked, session.metadata.team)  # the fork goes on with the run's team

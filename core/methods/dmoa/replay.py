@@ -1,7 +1,9 @@
 """A DMoA fork (Wu et al., arXiv 2605.15706, Alg. 2): continue a recorded run after its step r. The history is
 re-emitted; the GRU's hidden state h is rebuilt by feeding the recorded contexts X_1..X_r to the router (with
 the weights it has now); X_{r+1} (eq. 7 / 9) and P_last come from step r's routed responses, the test results
-step r+1 reads from step r's record, and each caller's conversation is rebuilt (core.methods.dmoa.rebuild)."""
+step r+1 reads from step r's record, the code's check takes in each step's code and tests again (so the fork's
+first check runs what the parent's next one did), and each caller's conversation is rebuilt
+(core.methods.dmoa.rebuild)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from core.methods.dmoa.routing import context_vector
 from core.methods.dmoa.step import StepState
 from core.runtime import events as ev
 from core.runtime.dispatch import EventTable
-from core.runtime.engine import AgentResult, RunAborted
+from core.runtime.engine import AgentResult, CheckedRound, RunAborted
 from core.runtime.run_context import notice
 
 if TYPE_CHECKING:
@@ -32,6 +34,7 @@ class _Replay:
     ctx: RunContext
     routed: dict[int, DmoaRouted] = field(default_factory=dict)
     outputs: dict[int, dict[str, str]] = field(default_factory=dict)
+    results: dict[int, dict[str, AgentResult]] = field(default_factory=dict)  # what each step's check took in
 
 
 REPLAY: EventTable[_Replay] = EventTable()  # what a fork rebuilds from each recorded event
@@ -46,7 +49,9 @@ def _replay_routed(replay: _Replay, event: DmoaRouted) -> None:
 def _replay_step(replay: _Replay, event: ev.AgentFinished) -> None:
     if event.call == CALL_STEP and event.public:
         replay.outputs.setdefault(event.round, {})[event.agent] = event.public
-        replay.ctx.record(AgentResult(event.agent, event.status, public=event.public, raw=event.raw))
+        result = AgentResult(event.agent, event.status, public=event.public, raw=event.raw)
+        replay.ctx.record(result)
+        replay.results.setdefault(event.round, {})[event.agent] = result
 
 
 @dataclass
@@ -75,6 +80,8 @@ async def resume(ctx: RunContext, router: StepRouter, requests: DmoaRequests) ->
         REPLAY.dispatch(replay, event)
         rebuild.see(event)
     rebuild.finish()
+    for number in sorted(replay.results):  # the code's check takes in each step's code and tests again
+        ctx.record(CheckedRound(replay.results[number]))
     feedback = rebuild.results_of(fork.round) or ""
     routed, outputs = replay.routed, replay.outputs
     last = routed.get(fork.round)
@@ -83,7 +90,7 @@ async def resume(ctx: RunContext, router: StepRouter, requests: DmoaRequests) ->
     if last.router != router.kind or last.tau != router.tau or last.k_max != router.k_max:
         notice(ctx,
             f"the recorded steps used router {last.router} (tau {last.tau:g}, K {last.k_max}); the fork goes on "
-            f"with router {router.kind} (tau {router.tau:g}, K {router.k_max}): pass -o router=... to keep it",
+            f"with router {router.kind} (tau {router.tau:g}, K {router.k_max}), as its options ask",
             "info",
         )
     if router.session is not None:

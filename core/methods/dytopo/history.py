@@ -2,8 +2,9 @@
 
 A fork (core.sessions.fork) re-announces the parent's events before it runs on; from them each worker's
 memory (DyTopo eq. 3: its own outputs, what was routed or broadcast to it, the test results; arXiv
-2602.06039 §3.1), the last graph, the user's recorded steering and the last outputs (for the convergence
-test) are restored. The conversations are rebuilt beside it (core.methods.dytopo.rebuild).
+2602.06039 §3.1), the last graph, the user's recorded steering, the last outputs (for the convergence test)
+and what the code's check had taken in (the Developer's code, the Tester's tests) are restored. The
+conversations are rebuilt beside it (core.methods.dytopo.rebuild).
 """
 
 from __future__ import annotations
@@ -16,11 +17,15 @@ from core.methods.dytopo.steer import DyTopoSteering, recorded_action
 from core.routing.dytopo import RoutingResult
 from core.runtime import events as ev
 from core.runtime.dispatch import EventTable
-from core.runtime.engine import AgentResult, Evaluation
+from core.runtime.engine import AgentResult, CheckedRound, Evaluation
 from core.runtime.memory import MemoryItem
+from core.runtime.run_context import notice
 
 if TYPE_CHECKING:
     from core.runtime.run_context import RunContext
+
+SUMMARY_ONLY = ("this session was recorded before the test results' full text was kept: the fork's agents remember "
+                "each recorded check by its one-line summary")
 
 # What the fork takes from each recorded event (HistoryReplay's ``@READS.on`` methods).
 READS: EventTable[HistoryReplay] = EventTable()
@@ -38,6 +43,7 @@ class HistoryReplay:
     outputs: dict[str, AgentResult] = field(default_factory=dict)
     deliveries: list[ev.MessagesRouted] = field(default_factory=list)
     feedback: list[str] = field(default_factory=list)
+    summary_told: bool = False  # the note that an old session's test results come back as summaries: once
 
     def read(self, event: ev.Event) -> None:
         READS.dispatch(self, event)
@@ -68,7 +74,11 @@ class HistoryReplay:
 
     @READS.on(ev.TestRun)
     def _tested(self, event: ev.TestRun) -> None:
-        text = f"Test results: {event.outcome} — {event.detail}"
+        # As the live run gave it; a session recorded before TestRun kept that text: its one-line summary.
+        text = event.feedback if event.feedback is not None else f"Test results: {event.outcome} — {event.detail}"
+        if event.feedback is None and not self.summary_told:
+            self.summary_told = True
+            notice(self.ctx, SUMMARY_ONLY, "info")
         self.feedback.append(text)
         self.ctx.record(Evaluation(passed=event.passed, feedback=text))
 
@@ -84,5 +94,6 @@ class HistoryReplay:
                 self.calls.remember(d["dst"], MemoryItem(event.round, kind, d["src"], d["content"], d.get("score")))
         for text in self.feedback:
             self.calls.remember_feedback(event.round, text)
+        self.ctx.record(CheckedRound(self.outputs))  # the code's check takes in the round's code and tests again
         self.previous_public = {name: r.public for name, r in self.outputs.items()}
         self.outputs, self.deliveries, self.feedback = {}, [], []

@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 
 from core.demo.scripts import demo_script
+from core.evaluation.extract import extract_tests
 from core.methods.dmoa.events import CALL_SELECT
 from core.methods.dmoa.selector import SELECTOR
 from core.methods.dmoa.summary import SUMMARIZER
+from core.methods.dytopo.history import SUMMARY_ONLY
 from core.methods.topoweaver.demo import topoweaver_script
 from core.runtime import events as ev
 from core.runtime.config import Settings
@@ -72,10 +74,9 @@ async def test_a_dmoa_fork_carries_the_test_feedback_its_agents_read(embedder: A
     assert any(isinstance(e, ev.TestRun) for e in events)
     point = fork_point(session_from_events(events), 1, "parent.json")
     forked, _ = await logged_run(embedder, settings, _same_two, fork=point)
-    # The Summarizer's new turn holds step 2's test results, and a fork's sandbox does not have the tests the
-    # parent's Tester wrote before the fork: that turn differs, its conversation up to it does not.
-    _assert_fork_continues(parent, events, forked, 1, {"Developer", "Tester", SUMMARIZER, SELECTOR},
-                           differ=frozenset({SUMMARIZER}))
+    # The Summarizer's new turn holds step 2's test results: the fork's check had the tests the parent's Tester
+    # wrote before the fork (taken in again from the recorded step), so they are the parent's step 2 results.
+    _assert_fork_continues(parent, events, forked, 1, {"Developer", "Tester", SUMMARIZER, SELECTOR})
     assert "Ran Developer's latest code" in str(by_agent(forked)["Developer"][0].messages[-1]["content"])
 
 
@@ -184,3 +185,51 @@ async def test_a_topoweaver_fork_keeps_the_orchestrators_rejected_plan_beside_th
     assert "Your plan was rejected" in str(turn2.messages[-1]["content"])
     forked, _ = await logged_run(embedder, settings, script, fork=fork_point(session_from_events(events), 1, "p"))
     _assert_fork_continues(parent, events, forked, 1, {"Orchestrator", "coder_1"})
+
+
+def _dytopo_checked(protocol: str) -> Settings:
+    return Settings(domain="code", protocol=protocol, execute_code=True, convergence_threshold=1.0)
+
+
+def _sent(requests: list[RequestInfo]) -> dict[tuple[str, str, int], list[dict[str, Any]]]:
+    return {(r.role, r.call, r.round): r.messages for r in requests if not r.is_repair}
+
+
+def _checks(events: list[ev.Event], after: int) -> list[tuple[int, str, str, str, str | None]]:
+    return [(e.round, e.outcome, e.detail, e.tests_agent, e.feedback) for e in events
+            if isinstance(e, ev.TestRun) and e.round > after]
+
+
+@pytest.mark.parametrize("protocol", ["phased", "single-pass"])
+async def test_a_dytopo_fork_checks_the_code_against_the_tests_its_parent_had(embedder: Any, protocol: str) -> None:
+    """The demo's Tester writes its tests in round 1 only: the parent's round-2 check ran them. A fork from round 1
+    takes the recorded rounds' code and tests into its check again, so its round-2 check is the parent's; and its
+    agents remember round 1's results as the parent's were told them (recorded in TestRun.feedback)."""
+    settings = _dytopo_checked(protocol)
+    parent, events = await logged_run(embedder, settings, demo_script)
+    tester = [e for e in events if isinstance(e, ev.AgentFinished) and e.agent == "Tester" and e.round == 2
+              and e.call in (ev.CallKind.WORK, ev.CallKind.SINGLE_PASS)]
+    assert tester and not extract_tests(tester[-1].public)  # round 2's check ran the tests of round 1
+    forked, fork_events = await logged_run(embedder, settings, demo_script,
+                                           fork=fork_point(session_from_events(events), 1, "p"))
+    assert _checks(fork_events, 1) == _checks(events, 1) and _checks(events, 1)[0][3] == "Tester"
+    before, after = _sent(parent), _sent(forked)
+    fed = [key for key, messages in after.items() if any("Ran Developer's latest code" in str(m["content"])
+                                                         for m in messages)]
+    assert fed and fed[0][2] == 2  # the fork's first requests that carry test results ...
+    assert all(after[key] == before[key] for key in after)  # ... and all the others are the parent's
+
+
+async def test_a_fork_of_a_session_without_the_test_feedback_text_remembers_the_summary(embedder: Any) -> None:
+    """A session saved before TestRun kept its feedback: the fork's agents get each check's one-line summary and
+    a note says so once; the fork's check still has the parent's tests (they come from the agents' replies)."""
+    settings = _dytopo_checked("phased")
+    _, events = await logged_run(embedder, settings, demo_script)
+    old = [replace(e, feedback=None) if isinstance(e, ev.TestRun) else e for e in events]
+    forked, fork_events = await logged_run(embedder, settings, demo_script,
+                                           fork=fork_point(session_from_events(old), 2, "p"))
+    assert [e for e in fork_events if isinstance(e, ev.Notice) and e.message == SUMMARY_ONLY]  # said ...
+    assert len([e for e in fork_events if isinstance(e, ev.Notice) and "one-line summary" in e.message]) == 1  # once
+    developer = by_agent(forked)["Developer"][0]
+    assert developer.round == 3 and "Test results: WRONG_ANSWER" in str(developer.messages[-1]["content"])
+    assert _checks(fork_events, 2)[:1] == _checks(events, 2)[:1]

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from core.compose.plan import BackendChoice
+from core.compose.plan import BackendChoice, RunPlan
 from core.compose.runner import build_engine, open_backend
 from core.demo.scripts import DEMO_PROBLEMS
 from core.demo.server import ScriptedServer
 from core.runtime import events as ev
 from core.runtime.config import Settings
-from core.sessions.fork import fork_point
-from core.sessions.model import session_from_events
+from core.sessions.fork import fork_point, with_recorded_method
+from core.sessions.model import Session, session_from_events
 from core.sessions.store import load_session
+from sessions import EXAMPLES_DIR
 from tests.support.engine import of
 from tests.support.paths import ROOT
 
@@ -108,3 +110,23 @@ def test_cli_fork_saves_a_session_that_names_its_parent(tmp_path: Path) -> None:
     assert session.parent is not None and session.parent["round"] == 1
     assert session.parent["session"].endswith("example-code.json")
     assert session.completed_rounds >= 2
+
+
+def _recorded_with(options: dict[str, Any]) -> Session:
+    """The shipped DyTopo example, as if its run had recorded ``options``."""
+    events = load_session(EXAMPLES_DIR / "example-code.json").replay_events()
+    return session_from_events([replace(e, method_options=options) if isinstance(e, ev.RunStarted) else e
+                                for e in events])
+
+
+def test_a_fork_runs_the_recorded_method_with_the_options_it_still_has() -> None:
+    """The replay screen's fork and the CLI's (tui.cli.options) share core.sessions.fork.with_recorded_method:
+    the fork runs the parent's method with its options, whatever the app's own strategy; an option this version
+    no longer has or allows is left out, and another method asked for gets none of the parent's."""
+    session = _recorded_with({"memory": "latest", "an_option_since_removed": 1, "payload": "a value never allowed"})
+    settings = with_recorded_method(Settings(strategy="dmoa"), session)
+    assert settings.strategy == "dytopo" and settings.strategy_options["dytopo"] == {"memory": "latest"}
+    assert RunPlan.make(settings).method.options["memory"] == "latest"  # type: ignore[attr-defined]
+    other = with_recorded_method(Settings(), session, "random")
+    assert other.strategy == "random" and "random" not in other.strategy_options
+    assert with_recorded_method(Settings(), _recorded_with({})).strategy_options == {}  # an old session
