@@ -20,6 +20,7 @@ from typing import Any
 from textual.app import App, SystemCommand
 from textual.notifications import Notify
 
+from core.methods.catalogue import get_method_info
 from core.runtime.config import Settings
 from core.runtime.textsafe import printable
 
@@ -244,8 +245,7 @@ class SwarmApp(App[int]):
         self.warm_up_embedder()
         self.swarm_screen = screen
         self.push_screen(screen)
-        self.notify(f"forking from round {fork.round}: continuing live with tau {settings.tau:.2f}, "
-                    f"k_in {settings.k_in}" + (" (DEMO server)" if demo else ""))
+        self.notify(fork_toast(fork.round, settings) + (" (DEMO server)" if demo else ""))
 
     # --- saved sessions -----------------------------------------------------------------------
     def open_session_picker(self) -> None:
@@ -357,3 +357,11 @@ def _exit_now(code: int) -> None:
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
     os._exit(code)
+
+
+def fork_toast(round_no: int, settings: Settings) -> str:
+    """What a fork says as it starts, in its method's words: its unit ("step 2" for DMoA) and, for a method that
+    routes by tau and k_in, the values the fork routes with."""
+    info = get_method_info(settings.strategy)
+    routing = f" with tau {settings.tau:.2f}, k_in {settings.k_in}" if info.uses_tau else ""
+    return f"forking from {info.unit} {round_no}: continuing live{routing}"

@@ -260,3 +260,13 @@ async def test_fork_with_the_endpoint_down_notifies_and_stays_in_replay(tmp_path
         await pilot.pause()
         assert app.screen is replay and app.swarm_screen is replay
         assert any("cannot reach the model endpoint" in m for m in messages(app))
+
+
+def test_a_fork_says_where_it_continues_in_its_methods_words() -> None:
+    from core.runtime.config import Settings
+    from tui.app import fork_toast
+
+    assert fork_toast(2, Settings(strategy="dytopo", tau=0.4, k_in=2)) == (
+        "forking from round 2: continuing live with tau 0.40, k_in 2")
+    dmoa = fork_toast(2, Settings(strategy="dmoa"))
+    assert dmoa == "forking from step 2: continuing live"  # DMoA steps, and neither tau nor k_in routes it
