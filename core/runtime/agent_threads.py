@@ -43,6 +43,20 @@ class ThreadTurn:
         self.conversation.commit(self.user, reply, self.round)
 
 
+ThreadRequest = tuple[Messages, Shrink, ThreadTurn | None]  # the messages, how to fit them, the turn to keep (or None)
+
+
+def keep_recorded(request: ThreadRequest, event: ev.AgentFinished, missing: set[str]) -> None:
+    """A fork's rebuild keeps a recorded call as the live run kept it: a parsed reply goes into the caller's
+    conversation. A session saved without the raw reply adds the caller to ``missing`` (it then starts fresh)."""
+    turn = request[2]
+    if turn is None or event.status is not ev.CallStatus.DONE:
+        return
+    if not event.raw:
+        missing.add(event.agent)
+    turn.keep(event.raw)
+
+
 class AgentThreads:
     """One run's conversations, one per agent, each begun with that agent's own system prompt."""
 

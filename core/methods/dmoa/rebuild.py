@@ -26,7 +26,7 @@ from core.methods.dmoa.steer import USER
 from core.methods.dmoa.summary import SUMMARIZER
 from core.methods.dmoa.threads import DmoaRequests, Request
 from core.runtime import events as ev
-from core.runtime.agent_threads import quietly
+from core.runtime.agent_threads import keep_recorded, quietly
 from core.runtime.dispatch import EventTable
 from core.runtime.run_context import notice
 from core.runtime.steering import ALL, SteerKind
@@ -90,13 +90,7 @@ class DmoaRebuild:
         return UNKNOWN if step in self.tested else ""
 
     def keep(self, request: Request, event: ev.AgentFinished) -> None:
-        """As the live run kept it: a parsed reply goes into the caller's conversation."""
-        turn = request[2]
-        if turn is None or event.status is not ev.CallStatus.DONE:
-            return
-        if not event.raw:
-            self.missing.add(event.agent)
-        turn.keep(event.raw)
+        keep_recorded(request, event, self.missing)
 
     def finish(self) -> None:
         """The Summarizer's calls still waiting for their step's results; then the callers the session could not

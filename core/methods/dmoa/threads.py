@@ -25,13 +25,12 @@ from core.methods.dmoa.prompts import (
     summarizer_system_prompt,
 )
 from core.runtime import events as ev
-from core.runtime.agent_threads import ThreadTurn, threads_for
-from core.runtime.context import Messages, Shrink
+from core.runtime.agent_threads import ThreadRequest, ThreadTurn, threads_for
 from core.runtime.engine import AgentResult
 from core.runtime.run_context import RunContext
 
 Responses = Sequence[tuple[str, str]]
-Request = tuple[Messages, Shrink, ThreadTurn | None]  # the messages, how to fit them, the turn to keep (or None)
+Request = ThreadRequest
 
 
 class DmoaRequests:

@@ -23,7 +23,7 @@ from core.methods.topoweaver.prompts import CALL_AGENT, CALL_ORCHESTRATE, ORCHES
 from core.methods.topoweaver.threads import Request, TopoWeaverRequests
 from core.methods.topoweaver.turns import TurnHistory
 from core.runtime import events as ev
-from core.runtime.agent_threads import quietly
+from core.runtime.agent_threads import keep_recorded, quietly
 from core.runtime.run_context import notice
 
 
@@ -68,13 +68,7 @@ class TopoWeaverRebuild:
         return self.requests.agent(agent, turn, len(plan.steps), self.history.view(plan), mine, reads)
 
     def _keep(self, request: Request, event: ev.AgentFinished) -> None:
-        """As the live run kept it: a parsed reply goes into the caller's conversation."""
-        turn = request[2]
-        if turn is None or event.status is not ev.CallStatus.DONE:
-            return
-        if not event.raw:
-            self.missing.add(event.agent)
-        turn.keep(event.raw)
+        keep_recorded(request, event, self.missing)
 
     def finish(self) -> None:
         """The callers the session could not rebuild start fresh, said once."""

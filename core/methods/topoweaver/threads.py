@@ -24,11 +24,11 @@ from core.methods.topoweaver.prompts import (
     orchestrator_request,
     orchestrator_system_prompt,
 )
-from core.runtime.agent_threads import ThreadTurn, threads_for
-from core.runtime.context import Messages, Shrink, shrink_pieces
+from core.runtime.agent_threads import ThreadRequest, threads_for
+from core.runtime.context import Messages, shrink_pieces
 from core.runtime.run_context import RunContext
 
-Request = tuple[Messages, Shrink, ThreadTurn | None]  # the messages, how to fit them, the turn to keep (or None)
+Request = ThreadRequest
 
 
 class TopoWeaverRequests:

@@ -5,7 +5,6 @@ continuation would (and, the scripted server being deterministic, is the request
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from typing import Any
 
@@ -13,7 +12,6 @@ import pytest
 
 from core.demo.scripts import demo_script
 from core.evaluation.extract import extract_tests
-from core.methods.dmoa.events import CALL_SELECT
 from core.methods.dmoa.selector import SELECTOR
 from core.methods.dmoa.summary import SUMMARIZER
 from core.methods.dytopo.history import SUMMARY_ONLY
@@ -26,20 +24,10 @@ from core.runtime.steering import SteerAction, SteerKind
 from core.sessions.fork import fork_point
 from core.sessions.model import session_from_events
 from core.sessions.store import load_session
+from tests.support.dmoa import dmoa_settings, same_two
 from tests.support.paths import ROOT
 from tests.support.request_log import by_agent, continues, kept_replies, logged_run
 from tests.support.topoweaver import CHAIN, script_with
-
-
-def _same_two(info: RequestInfo) -> str:
-    """The demo, except that the Selector picks the Developer and the Tester at every step."""
-    if info.call == CALL_SELECT:
-        return json.dumps({"agents": ["Developer", "Tester"], "weights": {"Developer": 0.6, "Tester": 0.4}})
-    return demo_script(info)
-
-
-def _dmoa(**options: Any) -> Settings:
-    return Settings(domain="code", strategy="dmoa", strategy_options={"dmoa": {"router": "llm", **options}})
 
 
 def _assert_fork_continues(parent: list[RequestInfo], events: list[ev.Event], forked: list[RequestInfo],
@@ -57,10 +45,10 @@ def _assert_fork_continues(parent: list[RequestInfo], events: list[ev.Event], fo
 
 
 async def test_a_dmoa_fork_continues_every_callers_conversation(embedder: Any) -> None:
-    parent, events = await logged_run(embedder, _dmoa(), _same_two)
+    parent, events = await logged_run(embedder, dmoa_settings(), same_two)
     assert max(r.round for r in parent) == 3  # the demo's Summarizer ends code at step 3
     point = fork_point(session_from_events(events), 2, "parent.json")
-    forked, fork_events = await logged_run(embedder, _dmoa(), _same_two, fork=point)
+    forked, fork_events = await logged_run(embedder, dmoa_settings(), same_two, fork=point)
     assert {r.round for r in forked} == {3}
     _assert_fork_continues(parent, events, forked, 2, {"Developer", "Tester", SUMMARIZER, SELECTOR})
     assert fork_events[-1].reason == "summarizer"  # type: ignore[attr-defined]
@@ -69,11 +57,11 @@ async def test_a_dmoa_fork_continues_every_callers_conversation(embedder: Any) -
 async def test_a_dmoa_fork_carries_the_test_feedback_its_agents_read(embedder: Any) -> None:
     """With code execution on, each step's test results reach the Summarizer and the next step's agents: the
     fork rebuilds those turns with them (recorded in the step's event) and its first step reads them too."""
-    settings = replace(_dmoa(), execute_code=True)
-    parent, events = await logged_run(embedder, settings, _same_two)
+    settings = replace(dmoa_settings(), execute_code=True)
+    parent, events = await logged_run(embedder, settings, same_two)
     assert any(isinstance(e, ev.TestRun) for e in events)
     point = fork_point(session_from_events(events), 1, "parent.json")
-    forked, _ = await logged_run(embedder, settings, _same_two, fork=point)
+    forked, _ = await logged_run(embedder, settings, same_two, fork=point)
     # The Summarizer's new turn holds step 2's test results: the fork's check had the tests the parent's Tester
     # wrote before the fork (taken in again from the recorded step), so they are the parent's step 2 results.
     _assert_fork_continues(parent, events, forked, 1, {"Developer", "Tester", SUMMARIZER, SELECTOR})
@@ -85,29 +73,30 @@ async def test_a_dmoa_fork_gives_back_the_notes_a_person_sent(embedder: Any) -> 
     control = RunControl(Params(0.3, 2, 5), 4)
     control.steer(SteerAction(SteerKind.NOTE, to="all", text="NOTE-ALL: mind the empty string"))
     control.steer(SteerAction(SteerKind.NOTE, to="Tester", text="NOTE-TESTER: add a test for 'ab'"))
-    parent, events = await logged_run(embedder, _dmoa(), _same_two, control=control)
+    parent, events = await logged_run(embedder, dmoa_settings(), same_two, control=control)
     assert "NOTE-TESTER" in str(by_agent(parent)["Tester"][0].messages[-1]["content"])
-    forked, _ = await logged_run(embedder, _dmoa(), _same_two, fork=fork_point(session_from_events(events), 2, "p"))
+    fork = fork_point(session_from_events(events), 2, "p")
+    forked, _ = await logged_run(embedder, dmoa_settings(), same_two, fork=fork)
     _assert_fork_continues(parent, events, forked, 2, {"Developer", "Tester", SUMMARIZER, SELECTOR})
 
 
 async def test_a_note_taken_after_the_fork_point_reaches_the_forks_next_step(embedder: Any) -> None:
     """A note to all taken at the barrier after step 2 was for step 3's agents: a fork from step 2 delivers it."""
-    _, events = await logged_run(embedder, _dmoa(), _same_two)
+    _, events = await logged_run(embedder, dmoa_settings(), same_two)
     end = next(i for i, e in enumerate(events) if isinstance(e, ev.RoundFinished) and e.round == 2)
     note = ev.UserSteered(round=2, phase="summarize", action=SteerKind.NOTE.value, target="all",
                           payload={"to": "all", "text": "NOTE-AFTER-2: keep it short", "when": "next"})
-    forked, _ = await logged_run(embedder, _dmoa(), _same_two, fork=fork_point(
+    forked, _ = await logged_run(embedder, dmoa_settings(), same_two, fork=fork_point(
         session_from_events([*events[:end + 1], note, *events[end + 1:]]), 2, "p"))
     firsts = by_agent(forked)
     assert all("NOTE-AFTER-2" in str(firsts[agent][0].messages[-1]["content"]) for agent in ("Developer", "Tester"))
 
 
 async def test_a_dmoa_fork_of_a_session_without_the_raw_replies_starts_fresh_with_a_note(embedder: Any) -> None:
-    parent, events = await logged_run(embedder, _dmoa(), _same_two)
+    parent, events = await logged_run(embedder, dmoa_settings(), same_two)
     old = [replace(e, raw="") if isinstance(e, ev.AgentFinished) and e.agent == "Developer" else e for e in events]
     point = fork_point(session_from_events(old), 2, "parent.json")
-    forked, fork_events = await logged_run(embedder, _dmoa(), _same_two, fork=point)
+    forked, fork_events = await logged_run(embedder, dmoa_settings(), same_two, fork=point)
     notes = [e.message for e in fork_events if isinstance(e, ev.Notice) and "start fresh" in e.message]
     assert len(notes) == 1 and "Developer" in notes[0]
     first = by_agent(forked)["Developer"][0]
@@ -118,9 +107,9 @@ async def test_a_dmoa_fork_of_a_session_without_the_raw_replies_starts_fresh_wit
 
 async def test_a_dmoa_fork_in_the_paper_order_rebuilds_every_request(embedder: Any) -> None:
     """No conversation; the fork's first step still reads the test results the step before it left."""
-    settings = replace(_dmoa(prompt_order="paper"), execute_code=True)
-    parent, events = await logged_run(embedder, settings, _same_two)
-    forked, _ = await logged_run(embedder, settings, _same_two, fork=fork_point(session_from_events(events), 1, "p"))
+    settings = replace(dmoa_settings(prompt_order="paper"), execute_code=True)
+    parent, events = await logged_run(embedder, settings, same_two)
+    forked, _ = await logged_run(embedder, settings, same_two, fork=fork_point(session_from_events(events), 1, "p"))
     assert forked and all([m["role"] for m in r.messages] == ["system", "user"] for r in forked if not r.is_repair)
     first, sent = by_agent(forked)["Developer"][0], by_agent(parent)["Developer"][1]
     assert first.round == sent.round == 2 and first.messages == sent.messages
@@ -160,10 +149,10 @@ async def test_a_dmoa_fork_trims_the_rebuilt_conversations_as_the_live_run_did(e
     parent's step 3 sent (which trims again: the prefix breaks once per trim)."""
     settings = Settings(domain="code", strategy="dmoa", context_budget_tokens=700,
                         strategy_options={"dmoa": {"router": "llm", "l_max": 4}})
-    parent, events = await logged_run(embedder, settings, _same_two)
+    parent, events = await logged_run(embedder, settings, same_two)
     trims = [(e.agent, e.dropped) for e in events if isinstance(e, ev.MemoryTrimmed) and e.round <= 2]
     assert trims and max(r.round for r in parent) == 3
-    forked, fork_events = await logged_run(embedder, settings, _same_two,
+    forked, fork_events = await logged_run(embedder, settings, same_two,
                                            fork=fork_point(session_from_events(events), 2, "p"))
     before, after = by_agent(parent), by_agent(forked)
     for agent in ("Developer", "Tester", SUMMARIZER, SELECTOR):

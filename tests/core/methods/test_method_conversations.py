@@ -4,34 +4,23 @@ stays out of it, and ``prompt_order=paper`` keeps the reference layout (one syst
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from core.demo.copycat import copycat_script
 from core.demo.scripts import DEMO_PROBLEMS, demo_script
-from core.methods.dmoa.events import CALL_SELECT, CALL_STEP
+from core.methods.dmoa.events import CALL_STEP
 from core.methods.dmoa.selector import SELECTOR
 from core.methods.dmoa.summary import SUMMARIZER
 from core.methods.topoweaver.demo import topoweaver_script
 from core.runtime import events as ev
 from core.runtime.config import Settings
 from core.runtime.scripted import RequestInfo
+from tests.support.dmoa import dmoa_settings, same_two
 from tests.support.request_log import breaks, by_agent, kept_replies, logged_run
 
 
-def _same_two(info: RequestInfo) -> str:
-    """The demo, except that the Selector picks the Developer and the Tester at every step."""
-    if info.call == CALL_SELECT:
-        return json.dumps({"agents": ["Developer", "Tester"], "weights": {"Developer": 0.6, "Tester": 0.4}})
-    return demo_script(info)
-
-
-def _dmoa(**options: Any) -> Settings:
-    return Settings(domain="code", strategy="dmoa", strategy_options={"dmoa": {"router": "llm", **options}})
-
-
 async def test_dmoa_every_caller_keeps_one_growing_conversation(embedder: Any) -> None:
-    requests, events = await logged_run(embedder, _dmoa(), _same_two)
+    requests, events = await logged_run(embedder, dmoa_settings(), same_two)
     calls, kept = by_agent(requests), kept_replies(events)
     assert len(calls[SUMMARIZER]) >= 2 and len(calls[SELECTOR]) >= 2  # one of each per step
     again = [agent for agent, mine in calls.items() if agent not in (SUMMARIZER, SELECTOR) and len(mine) >= 2]
@@ -49,9 +38,9 @@ async def test_dmoa_a_reask_stays_out_of_the_conversation(embedder: Any) -> None
     def echoes_once(info: RequestInfo) -> str:  # the Summarizer repeats its ask at step 1, then answers
         if info.role == SUMMARIZER and info.round == 1 and not info.is_repair:
             return copycat_script(info)
-        return _same_two(info)
+        return same_two(info)
 
-    requests, events = await logged_run(embedder, _dmoa(), echoes_once)
+    requests, events = await logged_run(embedder, dmoa_settings(), echoes_once)
     assert [r for r in requests if r.is_repair and r.role == SUMMARIZER]
     mine = by_agent(requests)[SUMMARIZER]
     assert breaks(mine, kept_replies(events)) == []
@@ -59,7 +48,7 @@ async def test_dmoa_a_reask_stays_out_of_the_conversation(embedder: Any) -> None
 
 
 async def test_dmoa_paper_order_rebuilds_every_request(embedder: Any) -> None:
-    requests, _ = await logged_run(embedder, _dmoa(prompt_order="paper"), demo_script)
+    requests, _ = await logged_run(embedder, dmoa_settings(prompt_order="paper"), demo_script)
     assert all([m["role"] for m in r.messages] == ["system", "user"] for r in requests if not r.is_repair)
     assert any(r.call == CALL_STEP for r in requests)
 
@@ -105,7 +94,7 @@ async def test_dmoa_an_overgrown_conversation_drops_its_oldest_turns_once_and_sa
 ) -> None:
     settings = Settings(domain="code", strategy="dmoa", context_budget_tokens=900,
                         strategy_options={"dmoa": {"router": "llm", "l_max": 4}})
-    requests, events = await logged_run(embedder, settings, _same_two)
+    requests, events = await logged_run(embedder, settings, same_two)
     trims = [e for e in events if isinstance(e, ev.MemoryTrimmed) and e.agent == SUMMARIZER]
     assert trims and any("outgrew the context" in e.message for e in events if isinstance(e, ev.Notice))
     mine = by_agent(requests)[SUMMARIZER]
