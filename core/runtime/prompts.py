@@ -285,6 +285,7 @@ def team_preamble(team: Team, problem: str) -> str:
     manager = team.manager
     lineup = ", ".join(r.name for r in (manager, *team.workers))  # each role's title comes with its own role
     # As short as the per-request intro it replaces (issue 46: what is sent may grow by the earlier goals only).
+    # "solving one <domain> problem" is also how the scripted server tells a run's domain (core.runtime.scripted).
     return (
         f"PROBLEM:\n{problem.strip()}\n\nTHE TEAM: {lineup}, solving one {team.name} problem in rounds. Each round "
         f"{manager.name} sets a goal; workers say what they need (query) and offer (key), are routed by them, then "
