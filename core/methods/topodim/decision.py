@@ -19,6 +19,7 @@ from core.runtime.engine import Evaluation
 from core.runtime.run_context import notice
 
 if TYPE_CHECKING:
+    from core.evaluation.sandbox import SandboxResult
     from core.runtime.rosters import Team
     from core.runtime.run_context import RunContext
 
@@ -62,20 +63,24 @@ async def candidate_checks(ctx: RunContext, answers: dict[str, str]) -> tuple[st
     for name, result in zip(codes, results, strict=True):
         verdicts[name] = result.passed
         lines.append(f"- {name}: {result.summary()}")
-        ctx.emit(
-            ev.TestRun(
-                round=1,
-                outcome=str(result.outcome),
-                passed=result.passed,
-                detail=f"candidate of {name}: {result.summary()}",
-                failing_test=result.failing_test,
-                source_agent=name,
-                tests_agent="problem examples",
-                duration_s=round(result.duration_s, 3),
-            )
-        )
+        ctx.emit(_examples_run(result, f"candidate of {name}", name))
     text = f"SANDBOX: each candidate's code run against the problem's {len(examples)} examples:\n"
     return text + "\n".join(lines) + "\n\n", verdicts
+
+
+def _examples_run(result: SandboxResult, what: str, agent: str) -> ev.TestRun:
+    """A sandbox run of ``agent``'s code (``what``: a candidate, the final answer) against the problem's own
+    examples, as the run's event (TopoDIM has one round)."""
+    return ev.TestRun(
+        round=1,
+        outcome=str(result.outcome),
+        passed=result.passed,
+        detail=f"{what}: {result.summary()}",
+        failing_test=result.failing_test,
+        source_agent=agent,
+        tests_agent="problem examples",
+        duration_s=round(result.duration_s, 3),
+    )
 
 
 def pick_answer(team: Team, text: str, answers: dict[str, str], verdicts: dict[str, bool]) -> tuple[str, str]:
@@ -127,15 +132,6 @@ async def final_check(ctx: RunContext, answer: str, decider: str) -> None:
     except OSError as exc:
         notice(ctx, f"TopoDIM: the sandbox could not start ({exc}): the final answer was not run", "warning")
         return
-    event = ev.TestRun(
-        round=1,
-        outcome=str(result.outcome),
-        passed=result.passed,
-        detail=f"final answer: {result.summary()}",
-        failing_test=result.failing_test,
-        source_agent=decider,
-        tests_agent="problem examples",
-        duration_s=round(result.duration_s, 3),
-    )
+    event = _examples_run(result, "final answer", decider)
     ctx.emit(event)
     ctx.record(Evaluation(passed=result.passed, feedback=event.detail, events=[event]))
