@@ -57,6 +57,17 @@ def keep_recorded(request: ThreadRequest, event: ev.AgentFinished, missing: set[
     turn.keep(event.raw)
 
 
+def start_fresh(ctx: RunContext, threads: AgentThreads | None, missing: set[str], what: str) -> None:
+    """The end of a fork's rebuild: the callers whose ``what`` (e.g. "replies") the session does not record
+    lose their rebuilt conversations and start fresh, said once."""
+    if threads is None or not missing:
+        return
+    for name in missing:
+        threads.conversations.pop(name, None)
+    notice(ctx, f"{', '.join(sorted(missing))}: this session does not record all their {what}, so their "
+           "conversations start fresh", "info")
+
+
 class AgentThreads:
     """One run's conversations, one per agent, each begun with that agent's own system prompt."""
 

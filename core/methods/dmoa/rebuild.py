@@ -26,9 +26,8 @@ from core.methods.dmoa.steer import USER
 from core.methods.dmoa.summary import SUMMARIZER
 from core.methods.dmoa.threads import DmoaRequests, Request
 from core.runtime import events as ev
-from core.runtime.agent_threads import keep_recorded, quietly
+from core.runtime.agent_threads import keep_recorded, quietly, start_fresh
 from core.runtime.dispatch import EventTable
-from core.runtime.run_context import notice
 from core.runtime.steering import ALL, SteerKind
 
 UNKNOWN = None  # a step's test results that the session did not record
@@ -99,12 +98,7 @@ class DmoaRebuild:
         with quietly(threads):
             for step in sorted(self.summaries):
                 self.summarize(self.summaries.pop(step), self.results_of(step))
-        if threads is None or not self.missing:
-            return
-        for name in self.missing:
-            threads.conversations.pop(name, None)
-        notice(self.requests.ctx, f"{', '.join(sorted(self.missing))}: this session does not record all their "
-               "turns (a raw reply or a step's test results), so their conversations start fresh", "info")
+        start_fresh(self.requests.ctx, threads, self.missing, "turns (a raw reply or a step's test results)")
 
     def summarize(self, event: ev.AgentFinished, results: str | None) -> None:
         """The Summarizer's call of a step, once the step's test results are known."""

@@ -23,8 +23,7 @@ from core.methods.topoweaver.prompts import CALL_AGENT, CALL_ORCHESTRATE, ORCHES
 from core.methods.topoweaver.threads import Request, TopoWeaverRequests
 from core.methods.topoweaver.turns import TurnHistory
 from core.runtime import events as ev
-from core.runtime.agent_threads import keep_recorded, quietly
-from core.runtime.run_context import notice
+from core.runtime.agent_threads import keep_recorded, quietly, start_fresh
 
 
 @dataclass
@@ -72,10 +71,4 @@ class TopoWeaverRebuild:
 
     def finish(self) -> None:
         """The callers the session could not rebuild start fresh, said once."""
-        threads = self.requests.threads
-        if threads is None or not self.missing:
-            return
-        for name in self.missing:
-            threads.conversations.pop(name, None)
-        notice(self.requests.ctx, f"{', '.join(sorted(self.missing))}: this session does not record all their "
-               "replies, so their conversations start fresh", "info")
+        start_fresh(self.requests.ctx, self.requests.threads, self.missing, "replies")
