@@ -117,6 +117,13 @@ def _functions(tree: ast.Module) -> Iterator[ast.FunctionDef | ast.AsyncFunction
             yield node
 
 
+def _classes(trees: dict[Path, ast.Module]) -> Iterator[tuple[Path, ast.ClassDef]]:
+    for path, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                yield path, node
+
+
 def long_functions(trees: dict[Path, ast.Module] | None = None, limit: int = LONG_FUNCTION) -> list[Found]:
     """Functions of ``limit`` lines or more (from the first decorator to the last line)."""
     trees = trees or sources()
@@ -137,16 +144,12 @@ def _span(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> int:
 def large_classes(trees: dict[Path, ast.Module] | None = None, methods: int = LARGE_CLASS_METHODS,
                   lines: int = LARGE_CLASS_LINES) -> list[Found]:
     """Classes with more than ``methods`` methods (defined in their own body) or more than ``lines`` lines."""
-    trees = trees or sources()
     found: list[Found] = []
-    for path, tree in trees.items():
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.ClassDef):
-                continue
-            count = sum(isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) for s in node.body)
-            size = _span(node)
-            if count > methods or size > lines:
-                found.append(Found(path, node.lineno, f"{node.name} {count} methods, {size} lines"))
+    for path, node in _classes(trees or sources()):
+        count = sum(isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) for s in node.body)
+        size = _span(node)
+        if count > methods or size > lines:
+            found.append(Found(path, node.lineno, f"{node.name} {count} methods, {size} lines"))
     return found
 
 
@@ -160,15 +163,11 @@ def _parameter_count(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
 def wide_inits(trees: dict[Path, ast.Module] | None = None, limit: int = INIT_PARAMETERS) -> list[Found]:
     """``__init__`` methods taking more than ``limit`` parameters (self not counted): a request or options
     object belongs there instead."""
-    trees = trees or sources()
     found: list[Found] = []
-    for path, tree in trees.items():
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.ClassDef):
-                continue
-            for fn in node.body:
-                if isinstance(fn, ast.FunctionDef) and fn.name == "__init__" and _parameter_count(fn) > limit:
-                    found.append(Found(path, fn.lineno, f"{node.name}.__init__ {_parameter_count(fn)} parameters"))
+    for path, node in _classes(trees or sources()):
+        for fn in node.body:
+            if isinstance(fn, ast.FunctionDef) and fn.name == "__init__" and _parameter_count(fn) > limit:
+                found.append(Found(path, fn.lineno, f"{node.name}.__init__ {_parameter_count(fn)} parameters"))
     return found
 
 
